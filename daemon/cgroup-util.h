@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* cgroup v2 helpers: finding the mount, validating API paths, opening files
+ * beneath the root without following symlinks, and strict parsers for the
+ * kernel's files.  Parsers are pure and unit-tested (tests/test-cgroup-util.c). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Find the first cgroup2 mount point in a mountinfo file (NULL means
+ * /proc/self/mountinfo).  Octal escapes (\040 etc.) are decoded.
+ * -ENOENT if there is none. */
+int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret);
+
+/* The same, from a mountinfo text already in memory (for tests and fuzzing). */
+int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret);
+
+/* Validate and normalize an API path ("/pods/pod1", "pods/pod1", "/").
+ * Accepts a missing leading '/', and one trailing '/'.
+ * Rejects with -EINVAL: empty string, "." or ".." components, "//" (empty
+ *   components), control characters, a string that is not valid UTF-8;
+ *   -ENAMETOOLONG: longer than PATH_MAX or a component longer than NAME_MAX.
+ * On failure *ret_reason (if not NULL) is set to a static English reason such
+ * as "contains a '..' component".  On success *ret is "/" or "/a/b". */
+int cg_path_normalize(const char *in, char **ret, const char **ret_reason);
+
+/* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
+const char *cg_path_relative(const char *normalized);
+
+/* openat2(rootfd, relpath, flags|O_CLOEXEC, mode) with
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV.
+ * Returns fd or -errno (-ELOOP for a symlink, -EXDEV for an escape). */
+int cg_openat_beneath(int rootfd, const char *relpath, int flags, mode_t mode);
+
+/* Whether fd refers to a directory on a cgroup2 file system (fstatfs magic). */
+int cg_fd_is_cgroup2_dir(int fd);
+
+/* pread() the whole small file from offset 0 into buf (NUL-terminated).
+ * Returns the length or -errno.  -EFBIG if it does not fit. */
+ssize_t cg_read_fd(int fd, char *buf, size_t size);
+
+/* Strict parsers: every line "key value\n"; unknown keys are ignored but the
+ * required ones must be present exactly once with a valid value; otherwise
+ * -EBADMSG. */
+int cg_parse_events(const char *buf, size_t len, bool *ret_populated, bool *ret_frozen);
+/* cgroup.freeze: "0\n" or "1\n" (the newline optional). */
+int cg_parse_freeze(const char *buf, size_t len, bool *ret);
+/* cgroup.stat.local: the value of "frozen_usec"; -ENODATA if the key is absent. */
+int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret);

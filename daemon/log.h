@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Logging to stderr with the "<N>" syslog priority prefixes that journald
+ * understands (SyslogLevelPrefix=yes is the default for services). */
+
+#include <syslog.h>
+
+#include "util.h"
+
+void log_set_max_level(int level);
+int log_get_max_level(void);
+
+/* Returns -abs(error) so that callers can write "return log_error_errno(r, ...)". */
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...)
+        _printf_(6, 7);
+
+#define log_full_errno(level, error, ...) \
+        log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
