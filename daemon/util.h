@@ -69,3 +69,9 @@ static inline bool streq_ptr(const char *a, const char *b) {
 
 /* CLOCK_MONOTONIC in microseconds; sd-bus and our deadlines use this clock. */
 uint64_t now_usec(void);
+
+#include <dirent.h>
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <poll.h>
+
+#include "bus-event.h"
+#include "log.h"
+#include "util.h"
+
+struct BusEvent {
+        sd_bus *bus;
+        struct event_base *base;
+        struct event *io;
+        struct event *timer;
+        short io_events; /* what io is armed for, to avoid needless re-adds */
+        bool io_armed;
+        uint64_t timer_until; /* absolute; UINT64_MAX when not armed */
+};
+
+static void bus_dispatch(BusEvent *be) {
+        for (;;) {
+                int r = sd_bus_process(be->bus, NULL);
+                if (r < 0) {
+                        log_error_errno(r, "Processing the bus failed: %m");
+                        /* A broken connection ends the daemon: the loop sees no more events. */
+                        event_base_loopbreak(be->base);
+                        return;
+                }
+                if (r == 0)
+                        return;
+        }
+}
+
+static void on_io(evutil_socket_t fd, short what, void *userdata) {
+        bus_dispatch(userdata);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *userdata) {
+        BusEvent *be = userdata;
+        be->timer_until = UINT64_MAX;
+        bus_dispatch(be);
+}
+
+int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret) {
+        BusEvent *be = calloc(1, sizeof *be);
+        if (!be)
+                return -ENOMEM;
+        be->bus = sd_bus_ref(bus);
+        be->base = base;
+        be->timer_until = UINT64_MAX;
+        be->timer = evtimer_new(base, on_timer, be);
+        if (!be->timer) {
+                bus_event_free(be);
+                return -ENOMEM;
+        }
+        *ret = be;
+        return 0;
+}
+
+BusEvent *bus_event_free(BusEvent *be) {
+        if (!be)
+                return NULL;
+        if (be->io)
+                event_free(be->io);
+        if (be->timer)
+                event_free(be->timer);
+        sd_bus_unref(be->bus);
+        free(be);
+        return NULL;
+}
+
+int bus_event_prepare(BusEvent *be) {
+        uint64_t until;
+        short events = 0;
+        int fd, r;
+
+        /* Messages may sit in sd-bus's read queue (read along with a reply we
+         * waited for): the fd would not wake us for them. */
+        bus_dispatch(be);
+
+        fd = sd_bus_get_fd(be->bus);
+        if (fd < 0)
+                return fd;
+        r = sd_bus_get_events(be->bus);
+        if (r < 0)
+                return r;
+        if (r & POLLIN)
+                events |= EV_READ;
+        if (r & POLLOUT)
+                events |= EV_WRITE;
+
+        if (!be->io_armed || events != be->io_events) {
+                if (be->io)
+                        event_free(be->io);
+                be->io = event_new(be->base, fd, events | EV_PERSIST, on_io, be);
+                if (!be->io || event_add(be->io, NULL) < 0)
+                        return -ENOMEM;
+                be->io_events = events;
+                be->io_armed = true;
+        }
+
+        r = sd_bus_get_timeout(be->bus, &until);
+        if (r < 0)
+                return r;
+        if (until != be->timer_until) {
+                evtimer_del(be->timer);
+                be->timer_until = until;
+                if (until != UINT64_MAX) {
+                        uint64_t n = now_usec(), rel = until > n ? until - n : 0;
+                        struct timeval tv = {
+                                .tv_sec = (time_t) (rel / USEC_PER_SEC),
+                                .tv_usec = (suseconds_t) (rel % USEC_PER_SEC),
+                        };
+                        if (evtimer_add(be->timer, &tv) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}

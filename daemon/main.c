@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <event2/event.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "bus-event.h"
+#include "cgroup-util.h"
+#include "config-build.h"
+#include "config.h"
+#include "log.h"
+#include "manager-bus.h"
+#include "manager.h"
+
+#define BUS_NAME "org.freezerd.Freezer1"
+
+typedef enum BusKind {
+        BUS_SYSTEM,
+        BUS_USER,
+        BUS_ADDRESS,
+} BusKind;
+
+static BusKind arg_bus = BUS_SYSTEM;
+static const char *arg_address;
+static const char *arg_cgroup_root;
+static const char *arg_config = FREEZERD_CONFIG_PATH;
+static const char *arg_runtime_dir = "/run/freezerd";
+static const char *arg_state_dir = "/var/lib/freezerd";
+
+typedef struct Daemon {
+        struct event_base *base;
+        sd_bus *bus;
+        BusEvent *bus_event;
+        Manager *manager;
+        struct event *sig_term, *sig_int, *sig_hup;
+        bool exit;
+} Daemon;
+
+static void help(void) {
+        printf("Usage: freezerd [OPTIONS]\n"
+               "\n"
+               "Freeze manager for Linux cgroup v2: tracks cgroup subtrees, freezes and thaws\n"
+               "them through cgroup.freeze, follows the kernel's cgroup.events notifications and\n"
+               "publishes the result on D-Bus as " BUS_NAME ".\n"
+               "\n"
+               "Options:\n"
+               "  --system              Connect to the system bus (default)\n"
+               "  --user                Connect to the user's session bus\n"
+               "  --address=ADDR        Connect to the bus at ADDR (e.g. unix:path=/run/x.sock)\n"
+               "  --cgroup-root=DIR     Manage the cgroups below DIR, a directory on the cgroup2\n"
+               "                        mount (default: the cgroup2 mount itself, found in\n"
+               "                        /proc/self/mountinfo); API paths are relative to it\n"
+               "  --config=FILE         Configuration file (default: %s);\n"
+               "                        a missing file means defaults\n"
+               "  --runtime-dir=DIR     Directory for runtime state (default: %s)\n"
+               "  --state-dir=DIR       Directory for persistent state (default: %s)\n"
+               "  --version             Show the version and exit\n"
+               "  -h, --help            Show this help and exit\n"
+               "\n"
+               "Signals: SIGTERM and SIGINT exit, leaving every cgroup as the kernel has it;\n"
+               "SIGHUP reloads the configuration.\n"
+               "\n"
+               "Environment: FREEZERD_LOG_LEVEL=debug|info|notice|warning|err.\n"
+               "\n"
+               "See also: freezectl(1), busctl(1); the API is in org.freezerd.Freezer1.xml.\n",
+               FREEZERD_CONFIG_PATH, "/run/freezerd", "/var/lib/freezerd");
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_SYSTEM = 0x100,
+                ARG_USER,
+                ARG_ADDRESS,
+                ARG_CGROUP_ROOT,
+                ARG_CONFIG,
+                ARG_RUNTIME_DIR,
+                ARG_STATE_DIR,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "system", no_argument, NULL, ARG_SYSTEM },
+                { "user", no_argument, NULL, ARG_USER },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("freezerd %s\n", FREEZERD_VERSION);
+                        return 0;
+                case ARG_SYSTEM:
+                        arg_bus = BUS_SYSTEM;
+                        break;
+                case ARG_USER:
+                        arg_bus = BUS_USER;
+                        break;
+                case ARG_ADDRESS:
+                        arg_bus = BUS_ADDRESS;
+                        arg_address = optarg;
+                        break;
+                case ARG_CGROUP_ROOT:
+                        arg_cgroup_root = optarg;
+                        break;
+                case ARG_CONFIG:
+                        arg_config = optarg;
+                        break;
+                case ARG_RUNTIME_DIR:
+                        arg_runtime_dir = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        arg_state_dir = optarg;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\"; see freezerd --help.", argv[optind]);
+                return -EINVAL;
+        }
+        for (const char **d = (const char *[]) { arg_runtime_dir, arg_state_dir, NULL }; *d; d++)
+                if ((*d)[0] != '/') {
+                        log_error("Directory \"%s\" must be an absolute path.", *d);
+                        return -EINVAL;
+                }
+        return 1;
+}
+
+static void setup_log_level(void) {
+        static const struct {
+                const char *name;
+                int level;
+        } levels[] = {
+                { "debug", LOG_DEBUG }, { "info", LOG_INFO },   { "notice", LOG_NOTICE },
+                { "warning", LOG_WARNING }, { "err", LOG_ERR }, { "error", LOG_ERR },
+        };
+        const char *e = getenv("FREEZERD_LOG_LEVEL");
+
+        if (!e)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+                if (strcasecmp(e, levels[i].name) == 0) {
+                        log_set_max_level(levels[i].level);
+                        return;
+                }
+        log_warning("Ignoring unknown FREEZERD_LOG_LEVEL=%s.", e);
+}
+
+/* The cgroup root: --cgroup-root, else the configuration's, else the cgroup2
+ * mount.  It must be a directory on the cgroup2 file system. */
+static int resolve_cgroup_root(const Config *config, char **ret) {
+        _cleanup_free_ char *mount = NULL, *real = NULL;
+        const char *want = arg_cgroup_root ?: config->cgroup_root;
+        int r;
+
+        r = cg_find_cgroup2_mount(NULL, &mount);
+        if (r < 0)
+                return log_error_errno(r, "No cgroup2 file system is mounted (looked in /proc/self/mountinfo): %m");
+        if (!want) {
+                *ret = TAKE_PTR(mount);
+                return 0;
+        }
+        real = realpath(want, NULL);
+        if (!real)
+                return log_error_errno(errno, "Cannot resolve cgroup root %s: %m", want);
+        {
+                size_t l = strlen(mount);
+                if (!(strncmp(real, mount, l) == 0 && (real[l] == 0 || real[l] == '/')))
+                        return log_error_errno(EINVAL, "cgroup root %s is not inside the cgroup2 mount %s.", real,
+                                               mount);
+        }
+        *ret = TAKE_PTR(real);
+        return 0;
+}
+
+static int connect_bus(sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        switch (arg_bus) {
+        case BUS_SYSTEM:
+                r = sd_bus_open_system_with_description(&bus, "freezerd");
+                break;
+        case BUS_USER:
+                r = sd_bus_open_user_with_description(&bus, "freezerd");
+                break;
+        case BUS_ADDRESS:
+                r = sd_bus_new(&bus);
+                if (r < 0)
+                        break;
+                r = sd_bus_set_address(bus, arg_address);
+                if (r < 0)
+                        break;
+                r = sd_bus_set_bus_client(bus, 1);
+                if (r < 0)
+                        break;
+                r = sd_bus_set_description(bus, "freezerd");
+                if (r < 0)
+                        break;
+                r = sd_bus_start(bus);
+                break;
+        default:
+                r = -EINVAL;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the %s bus%s%s: %m",
+                                       arg_bus == BUS_SYSTEM ? "system" : arg_bus == BUS_USER ? "user" : "given",
+                                       arg_address ? " at " : "", arg_address ?: "");
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+static void on_exit_signal(evutil_socket_t sig, short what, void *userdata) {
+        Daemon *d = userdata;
+        log_info("Received %s, exiting.", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        d->exit = true;
+        event_base_loopbreak(d->base);
+}
+
+static void on_reload_signal(evutil_socket_t sig, short what, void *userdata) {
+        Daemon *d = userdata;
+        _cleanup_free_ char *error = NULL;
+        Config config = {};
+        uint64_t old_timeout = d->manager->config.default_timeout_usec;
+        int r;
+
+        (void) sd_notify(0, "RELOADING=1");
+        r = config_load(arg_config, &config, &error);
+        if (r < 0)
+                log_error("Not reloading: %s", error ?: strerror(-r));
+        else {
+                if (!streq_ptr(config.cgroup_root, d->manager->config.cgroup_root) && !arg_cgroup_root)
+                        log_warning("A new cgroup_root takes effect only on restart.");
+                r = manager_reload(d->manager, &config);
+                if (r < 0)
+                        log_error_errno(r, "Reloading failed: %m");
+                else
+                        log_info("Configuration reloaded from %s.", arg_config);
+                if (old_timeout != d->manager->config.default_timeout_usec)
+                        manager_bus_timeout_changed(d->manager);
+        }
+        config_done(&config);
+        (void) sd_notify(0, "READY=1");
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_free_ char *config_error = NULL, *root = NULL;
+        Config config = {};
+        Daemon d = {};
+        int r;
+
+        setup_log_level();
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+
+        r = config_load(arg_config, &config, &config_error);
+        if (r < 0) {
+                log_error("%s", config_error ?: strerror(-r));
+                return r;
+        }
+        r = resolve_cgroup_root(&config, &root);
+        if (r < 0)
+                goto finish;
+
+        d.base = event_base_new();
+        if (!d.base) {
+                r = log_error_errno(ENOMEM, "Cannot create the event loop.");
+                goto finish;
+        }
+        r = manager_new(d.base, &config, root, &d.manager);
+        if (r < 0)
+                goto finish;
+
+        r = connect_bus(&d.bus);
+        if (r < 0)
+                goto finish;
+        r = manager_bus_attach(d.manager, d.bus);
+        if (r < 0)
+                goto finish;
+
+        r = manager_start(d.manager);
+        if (r < 0)
+                goto finish;
+
+        d.sig_term = evsignal_new(d.base, SIGTERM, on_exit_signal, &d);
+        d.sig_int = evsignal_new(d.base, SIGINT, on_exit_signal, &d);
+        d.sig_hup = evsignal_new(d.base, SIGHUP, on_reload_signal, &d);
+        if (!d.sig_term || !d.sig_int || !d.sig_hup || evsignal_add(d.sig_term, NULL) < 0 ||
+            evsignal_add(d.sig_int, NULL) < 0 || evsignal_add(d.sig_hup, NULL) < 0) {
+                r = log_error_errno(ENOMEM, "Cannot set up signal handling.");
+                goto finish;
+        }
+
+        r = sd_bus_request_name(d.bus, BUS_NAME, 0);
+        if (r < 0) {
+                log_error_errno(r, "Cannot own the bus name %s: %m", BUS_NAME);
+                goto finish;
+        }
+        r = bus_event_new(d.bus, d.base, &d.bus_event);
+        if (r < 0)
+                goto finish;
+
+        d.manager->bus_ready = true;
+        {
+                unsigned changed;
+                while (tree_pop_changed(d.manager->tree, &changed))
+                        ;
+                d.manager->groups_count_changed = false;
+        }
+        log_info("freezerd %s ready: %u groups tracked under %s.", FREEZERD_VERSION, tree_tracked(d.manager->tree),
+                 root);
+        (void) sd_notifyf(0, "READY=1\nSTATUS=Tracking %u groups under %s", tree_tracked(d.manager->tree), root);
+
+        while (!d.exit) {
+                manager_bus_flush(d.manager);
+                r = bus_event_prepare(d.bus_event);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot wait for the bus: %m");
+                        break;
+                }
+                if (d.exit)
+                        break;
+                r = event_base_loop(d.base, EVLOOP_ONCE);
+                if (r < 0) {
+                        r = log_error_errno(EIO, "The event loop failed.");
+                        break;
+                }
+                if (event_base_got_break(d.base) && !d.exit) {
+                        r = -ECONNRESET; /* the bus connection broke */
+                        break;
+                }
+                r = 0;
+        }
+        (void) sd_notify(0, "STOPPING=1");
+
+finish:
+        /* Pending callers get an answer; cgroups stay exactly as the kernel has them. */
+        d.manager = manager_free(d.manager);
+        if (d.bus) {
+                (void) sd_bus_flush(d.bus);
+                d.bus_event = bus_event_free(d.bus_event);
+                d.bus = sd_bus_flush_close_unref(d.bus);
+        }
+        if (d.sig_term)
+                event_free(d.sig_term);
+        if (d.sig_int)
+                event_free(d.sig_int);
+        if (d.sig_hup)
+                event_free(d.sig_hup);
+        if (d.base)
+                event_base_free(d.base);
+        config_done(&config);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        int r = run(argc, argv);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

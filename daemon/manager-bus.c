@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "config-build.h"
+#include "bus-errors.h"
+#include "log.h"
+#include "manager-bus.h"
+
+#define MANAGER_PATH "/org/freezerd/Freezer1"
+#define GROUP_PREFIX "/org/freezerd/Freezer1/group"
+#define MANAGER_IFACE "org.freezerd.Freezer1.Manager"
+#define GROUP_IFACE "org.freezerd.Freezer1.Group"
+
+static sd_bus *manager_bus(Manager *m) {
+        return m->bus_userdata;
+}
+
+static int group_object_path(const Group *g, char **ret) {
+        return sd_bus_path_encode(GROUP_PREFIX, g->path, ret);
+}
+
+/* ---- deferred replies ---------------------------------------------------------------------------------- */
+
+static void reply_operation_done(Operation *op, const sd_bus_error *error, void *userdata) {
+        sd_bus_message *call = userdata;
+        int r;
+
+        if (error && sd_bus_error_is_set(error))
+                r = sd_bus_reply_method_error(call, error);
+        else
+                r = sd_bus_reply_method_return(call, NULL);
+        if (r < 0)
+                /* The caller may have gone away meanwhile: nothing to do. */
+                log_debug_errno(r, "Cannot send reply to %s: %m", sd_bus_message_get_sender(call) ?: "?");
+        sd_bus_message_unref(call);
+}
+
+static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze, uint64_t timeout_usec,
+                        uint64_t flags, sd_bus_error *error) {
+        int r;
+
+        sd_bus_message_ref(call);
+        r = manager_freeze(m, g, freeze, timeout_usec, flags, reply_operation_done, call, error);
+        if (r < 0) {
+                sd_bus_message_unref(call);
+                return r;
+        }
+        return 1; /* the reply is sent (or deferred) by reply_operation_done() */
+}
+
+/* ---- Manager object -------------------------------------------------------------------------------------- */
+
+static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_bus_error *error) {
+        const char *path;
+        uint64_t timeout_usec, flags;
+        Group *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "stt", &path, &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+        r = manager_resolve_group(m, path, &g, error);
+        if (r < 0)
+                return r;
+        return start_freeze(m, msg, g, freeze, timeout_usec, flags, error);
+}
+
+static int method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_freeze_thaw(msg, userdata, true, error);
+}
+
+static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_freeze_thaw(msg, userdata, false, error);
+}
+
+static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *object = NULL;
+        const char *path;
+        Group *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = manager_resolve_group(m, path, &g, error);
+        if (r < 0)
+                return r;
+        r = group_object_path(g, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", object);
+}
+
+static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *object = NULL;
+        const char *path;
+        Group *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = manager_track(m, path, &g, error);
+        if (r < 0)
+                return r;
+        r = group_object_path(g, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", object);
+}
+
+static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = manager_untrack(m, path, error);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Group *root = tree_root(m->tree);
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sos)");
+        if (r < 0)
+                return r;
+        for (Group *g = root; g; g = tree_next_preorder(root, g)) {
+                _cleanup_free_ char *object = NULL;
+                if (!g->tracked)
+                        continue;
+                r = group_object_path(g, &object);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_append(reply, "(sos)", g->path, object, freezer_state_to_string(g->state));
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", FREEZERD_VERSION);
+}
+
+static int property_get_cgroup_root(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->cgroup_root);
+}
+
+static int property_get_groups(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "u", tree_tracked(m->tree));
+}
+
+static int property_get_default_timeout(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "t", m->config.default_timeout_usec);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("CgroupRoot", "s", property_get_cgroup_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Groups", "u", property_get_groups, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("DefaultTimeoutUSec", "t", property_get_default_timeout, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("Freeze", SD_BUS_ARGS("s", path, "t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
+                                method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Thaw", SD_BUS_ARGS("s", path, "t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
+                                method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetGroup", SD_BUS_ARGS("s", path), SD_BUS_RESULT("o", object), method_get_group,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListGroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sos)", groups), method_list_groups,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Track", SD_BUS_ARGS("s", path), SD_BUS_RESULT("o", object), method_track,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Untrack", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_untrack,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- Group objects ------------------------------------------------------------------------------------- */
+
+/* All group objects share one fallback vtable: no per-object registration, so
+ * memory stays proportional to the model, not to sd-bus slots. */
+static int group_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                      sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *cg = NULL;
+        Group *g;
+        int r;
+
+        r = sd_bus_path_decode(path, GROUP_PREFIX, &cg);
+        if (r <= 0)
+                return r;
+        g = tree_get(m->tree, cg);
+        if (!g || !g->tracked)
+                return 0;
+        *found = g;
+        return 1;
+}
+
+static int group_enumerate(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+        Manager *m = userdata;
+        Group *root = tree_root(m->tree);
+        size_t n = 0;
+        char **l;
+
+        l = calloc(tree_tracked(m->tree) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (Group *g = root; g; g = tree_next_preorder(root, g)) {
+                if (!g->tracked)
+                        continue;
+                if (group_object_path(g, &l[n]) < 0) {
+                        for (size_t i = 0; i < n; i++)
+                                free(l[i]);
+                        free(l);
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        *nodes = l;
+        return 0;
+}
+
+static int group_method_freeze_thaw(sd_bus_message *msg, Group *g, bool freeze, sd_bus_error *error) {
+        uint64_t timeout_usec, flags;
+        int r;
+
+        r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+        return start_freeze(group_manager(g), msg, g, freeze, timeout_usec, flags, error);
+}
+
+static int group_method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return group_method_freeze_thaw(msg, userdata, true, error);
+}
+
+static int group_method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return group_method_freeze_thaw(msg, userdata, false, error);
+}
+
+static int group_property_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Group *g = userdata;
+
+        if (streq(property, "Path"))
+                return sd_bus_message_append(reply, "s", g->path);
+        if (streq(property, "FreezerState"))
+                return sd_bus_message_append(reply, "s", freezer_state_to_string(g->state));
+        if (streq(property, "Freeze"))
+                return sd_bus_message_append(reply, "b", g->freeze);
+        if (streq(property, "Frozen"))
+                return sd_bus_message_append(reply, "b", g->frozen);
+        if (streq(property, "Populated"))
+                return sd_bus_message_append(reply, "b", g->populated);
+        if (streq(property, "Descendants"))
+                return sd_bus_message_append(reply, "u", g->n_descendants);
+        if (streq(property, "FrozenDescendants"))
+                return sd_bus_message_append(reply, "u", g->n_frozen_descendants);
+        if (streq(property, "FrozenUSec")) {
+                uint64_t v = 0;
+                int r = manager_group_frozen_usec(group_manager(g), g, &v);
+                if (r < 0 && r != -ENOENT && r != -ENODEV)
+                        return sd_bus_error_set_errnof(error, r, "Cannot read cgroup.stat.local of %s: %s", g->path,
+                                                       strerror(-r));
+                return sd_bus_message_append(reply, "t", v);
+        }
+        return -EINVAL;
+}
+
+static const sd_bus_vtable group_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Path", "s", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("FreezerState", "s", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Freeze", "b", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Frozen", "b", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Populated", "b", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Descendants", "u", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FrozenDescendants", "u", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FrozenUSec", "t", group_property_get, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("Freeze", SD_BUS_ARGS("t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
+                                group_method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Thaw", SD_BUS_ARGS("t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
+                                group_method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- signals ------------------------------------------------------------------------------------------- */
+
+static void on_group_added(Manager *m, Group *g) {
+        _cleanup_free_ char *object = NULL;
+
+        if (!m->bus_ready || group_object_path(g, &object) < 0)
+                return;
+        (void) sd_bus_emit_interfaces_added(manager_bus(m), object, GROUP_IFACE, NULL);
+}
+
+static void on_group_removed(Manager *m, const char *path) {
+        _cleanup_free_ char *object = NULL;
+
+        if (!m->bus_ready || sd_bus_path_encode(GROUP_PREFIX, path, &object) < 0)
+                return;
+        (void) sd_bus_emit_interfaces_removed(manager_bus(m), object, GROUP_IFACE, NULL);
+}
+
+void manager_bus_flush(Manager *m) {
+        static const struct {
+                unsigned bit;
+                const char *name;
+        } map[] = {
+                { GROUP_CHANGED_STATE, "FreezerState" },
+                { GROUP_CHANGED_FREEZE, "Freeze" },
+                { GROUP_CHANGED_FROZEN, "Frozen" },
+                { GROUP_CHANGED_POPULATED, "Populated" },
+                { GROUP_CHANGED_DESCENDANTS, "Descendants" },
+                { GROUP_CHANGED_FROZEN_DESCENDANTS, "FrozenDescendants" },
+        };
+        unsigned changed;
+        Group *g;
+
+        /* One PropertiesChanged per changed object per loop turn, whatever
+         * number of kernel events led to it. */
+        while ((g = tree_pop_changed(m->tree, &changed))) {
+                _cleanup_free_ char *object = NULL;
+                const char *names[ELEMENTSOF(map) + 1];
+                size_t n = 0;
+
+                if (!g->tracked || !m->bus_ready)
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(map); i++)
+                        if (changed & map[i].bit)
+                                names[n++] = map[i].name;
+                names[n] = NULL;
+                if (n == 0 || group_object_path(g, &object) < 0)
+                        continue;
+                (void) sd_bus_emit_properties_changed_strv(manager_bus(m), object, GROUP_IFACE, (char **) names);
+        }
+
+        if (m->groups_count_changed) {
+                m->groups_count_changed = false;
+                if (m->bus_ready)
+                        (void) sd_bus_emit_properties_changed(manager_bus(m), MANAGER_PATH, MANAGER_IFACE, "Groups",
+                                                              NULL);
+        }
+}
+
+void manager_bus_timeout_changed(Manager *m) {
+        if (m->bus_ready)
+                (void) sd_bus_emit_properties_changed(manager_bus(m), MANAGER_PATH, MANAGER_IFACE,
+                                                      "DefaultTimeoutUSec", NULL);
+}
+
+int manager_bus_attach(Manager *m, sd_bus *bus) {
+        int r;
+
+        m->bus_userdata = bus;
+        m->on_group_added = on_group_added;
+        m->on_group_removed = on_group_removed;
+
+        r = sd_bus_add_object_vtable(bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the manager object: %m");
+        r = sd_bus_add_fallback_vtable(bus, NULL, GROUP_PREFIX, GROUP_IFACE, group_vtable, group_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register group objects: %m");
+        r = sd_bus_add_node_enumerator(bus, NULL, GROUP_PREFIX, group_enumerate, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the group enumerator: %m");
+        r = sd_bus_add_object_manager(bus, NULL, MANAGER_PATH);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the object manager: %m");
+        return 0;
+}

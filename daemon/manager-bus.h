@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The bus glue: publishes the manager on org.freezerd.Freezer1 (manager
+ * object, group objects through one fallback vtable, ObjectManager) and turns
+ * model changes into signals.  All logic lives in manager.c. */
+
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+
+int manager_bus_attach(Manager *m, sd_bus *bus);
+/* Emit PropertiesChanged for every group changed since the last call (once
+ * per object), and the manager's Groups count. Call once per loop turn. */
+void manager_bus_flush(Manager *m);
+void manager_bus_timeout_changed(Manager *m);

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The manager: follows the kernel (inotify on cgroup directories and
+ * cgroup.events), keeps the tree model, and runs freeze/thaw operations whose
+ * completion is driven by the kernel's notifications.  It knows nothing of the
+ * bus beyond sd_bus_error (a plain struct): manager-bus.c publishes it, and
+ * operations report back through a callback. */
+
+#include <event2/event.h>
+#include <systemd/sd-bus.h>
+
+#include "config.h"
+#include "tree.h"
+#include "wdmap.h"
+
+/* Flags of Freeze/Thaw/ApplyBatch. */
+#define FREEZER_FLAG_ROLLBACK_ON_TIMEOUT (UINT64_C(1) << 0)
+#define FREEZER_FLAG_NO_WAIT (UINT64_C(1) << 1)
+#define FREEZER_FLAG_RECURSIVE (UINT64_C(1) << 2)
+
+typedef struct Manager Manager;
+typedef struct Operation Operation;
+typedef struct OpEntry OpEntry;
+
+/* Per-group state the manager keeps besides the model: Group.userdata. */
+typedef struct GroupData {
+        Group *group;
+        Manager *manager;
+        int events_fd; /* cgroup.events, kept open for pread() after every notification */
+        int freeze_fd; /* cgroup.freeze, opened on first write and kept; -1 until then */
+        int wd_dir;    /* watch on the directory: child mkdir/rmdir, writes of cgroup.freeze */
+        int wd_events; /* watch on cgroup.events: the kernel's populated/frozen notifications */
+        unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
+        OpEntry *entries; /* operations waiting on this group */
+} GroupData;
+
+static inline GroupData *group_data(const Group *g) {
+        return g->userdata;
+}
+
+static inline Manager *group_manager(const Group *g) {
+        return group_data(g)->manager;
+}
+
+typedef enum OpWant {
+        OP_WANT_FROZEN,    /* Freeze: kernel frozen 1 */
+        OP_WANT_THAWED,    /* Thaw: kernel frozen 0; an ancestor freezing it fails with FrozenByParent */
+        OP_WANT_EFFECTIVE, /* batch: kernel frozen equal to the effective flag */
+} OpWant;
+
+struct OpEntry {
+        Operation *op;
+        Group *group;       /* NULL once the group is gone */
+        OpWant want;
+        bool new_freeze;    /* the flag this operation asked for */
+        bool prev_freeze;   /* the flag before the operation wrote it */
+        bool wrote;         /* the operation changed the flag (rollback restores it) */
+        bool done;          /* the kernel reports what we wait for */
+        OpEntry *gnext, *gprev; /* in GroupData.entries */
+};
+
+typedef void (*operation_done_t)(Operation *op, const sd_bus_error *error, void *userdata);
+
+struct Operation {
+        Manager *manager;
+        uint64_t flags;
+        uint64_t timeout_usec;
+        uint64_t started_usec;
+        OpEntry *entries;
+        unsigned n_entries;
+        unsigned n_pending;
+        unsigned writes;  /* cgroup.freeze writes done */
+        unsigned skipped; /* requests already satisfied by the current flag */
+        struct event *timer;
+        operation_done_t done;
+        void *userdata;
+        Operation *next, *prev; /* Manager.operations */
+};
+
+struct Manager {
+        struct event_base *event_base;
+        Config config;
+        char *config_path;
+
+        char *cgroup_root; /* absolute directory */
+        int root_fd;       /* O_PATH|O_DIRECTORY */
+
+        Tree *tree;
+        int inotify_fd;
+        struct event *inotify_event;
+        WdMap *wds;
+        unsigned inotify_gen;
+
+        char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
+        size_t n_track_roots;
+
+        Operation *operations;
+        unsigned n_operations;
+
+        /* Hooks set by the bus layer (may be NULL). */
+        void (*on_group_added)(Manager *m, Group *g);
+        void (*on_group_removed)(Manager *m, const char *path);
+        void *bus_userdata;
+        bool bus_ready; /* name owned: signals are worth sending */
+        bool groups_count_changed;
+};
+
+int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, Manager **ret);
+Manager *manager_free(Manager *m);
+
+/* Track the subtrees of the configuration. */
+int manager_start(Manager *m);
+
+/* Re-read the configuration: new default timeout, tracked subtrees. */
+int manager_reload(Manager *m, const Config *config);
+
+/* Resolve an API path to a tracked group. If the cgroup exists but lies
+ * outside the tracked subtrees, its subtree is tracked first.  On failure
+ * fills error (InvalidPath or NoSuchGroup) and returns -errno. */
+int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error);
+
+int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error);
+int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
+
+/* Start Freeze or Thaw of one group.  Returns 0 when an operation was started
+ * (done() will be called exactly once, possibly before this returns), or
+ * -errno with error filled when nothing was started. */
+int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
+                   void *userdata, sd_bus_error *error);
+
+/* Read cgroup.stat.local's frozen_usec fresh (0 where the kernel lacks it). */
+int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret);
+
+/* Called by the main loop after every turn: nothing here by itself; the bus
+ * layer pops changed groups from m->tree. */
