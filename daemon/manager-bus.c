@@ -35,9 +35,124 @@ static void reply_operation_done(Operation *op, const sd_bus_error *error, void 
         sd_bus_message_unref(call);
 }
 
+typedef struct BatchReply {
+        sd_bus_message *call;
+        enum { REPLY_EMPTY, REPLY_COUNTS, REPLY_PATHS } kind;
+        char **paths; /* FreezeExcept: the groups it froze */
+        size_t n_paths;
+} BatchReply;
+
+static void batch_reply_free(BatchReply *b) {
+        if (!b)
+                return;
+        sd_bus_message_unref(b->call);
+        for (size_t i = 0; i < b->n_paths; i++)
+                free(b->paths[i]);
+        free(b->paths);
+        free(b);
+}
+
+static void reply_batch_done(Operation *op, const sd_bus_error *error, void *userdata) {
+        BatchReply *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        if (error && sd_bus_error_is_set(error))
+                r = sd_bus_reply_method_error(b->call, error);
+        else if (b->kind == REPLY_COUNTS)
+                r = sd_bus_reply_method_return(b->call, "uu", op->writes, op->skipped);
+        else if (b->kind == REPLY_PATHS) {
+                r = sd_bus_message_new_method_return(b->call, &reply);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "s");
+                for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
+                        r = sd_bus_message_append(reply, "s", b->paths[i]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_send(NULL, reply, NULL);
+        } else
+                r = sd_bus_reply_method_return(b->call, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send reply to %s: %m", sd_bus_message_get_sender(b->call) ?: "?");
+        batch_reply_free(b);
+}
+
+/* Plan and start a batch; takes ownership of items and b. */
+static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order, uint64_t timeout_usec,
+                       uint64_t flags, BatchReply *b, sd_bus_error *error) {
+        size_t planned;
+        int r;
+
+        r = batch_plan(items, n, order, &planned);
+        if (r < 0) {
+                free(items);
+                batch_reply_free(b);
+                return r;
+        }
+        r = manager_apply_batch(m, items, planned, timeout_usec, flags, reply_batch_done, b, error);
+        free(items);
+        if (r < 0) {
+                batch_reply_free(b);
+                return r;
+        }
+        return 1;
+}
+
+static int batch_reply_new(sd_bus_message *call, int kind, BatchReply **ret) {
+        BatchReply *b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        b->call = sd_bus_message_ref(call);
+        b->kind = kind;
+        *ret = b;
+        return 0;
+}
+
+/* Append the subtree of g (the hierarchy's root excluded: it has no flag). */
+static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, size_t *cap, size_t *index) {
+        for (Group *c = g; c; c = tree_next_preorder(g, c)) {
+                if (!c->parent)
+                        continue;
+                if (*n == *cap) {
+                        size_t nc = *cap ? *cap * 2 : 64;
+                        BatchItem *l = realloc(*items, nc * sizeof *l);
+                        if (!l)
+                                return -ENOMEM;
+                        *items = l;
+                        *cap = nc;
+                }
+                (*items)[(*n)++] = (BatchItem) { .group = c, .freeze = freeze, .index = (*index)++ };
+        }
+        return 0;
+}
+
 static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze, uint64_t timeout_usec,
                         uint64_t flags, sd_bus_error *error) {
         int r;
+
+        if (flags & FREEZER_FLAG_RECURSIVE) {
+                /* The whole subtree as one batch: thaws bottom-up, freezes top-down. */
+                BatchItem *items = NULL;
+                size_t n = 0, cap = 0, index = 0;
+                BatchReply *b;
+
+                r = append_subtree(g, freeze, &items, &n, &cap, &index);
+                if (r < 0) {
+                        free(items);
+                        return r;
+                }
+                if (n == 0) {
+                        free(items);
+                        return sd_bus_reply_method_return(call, NULL);
+                }
+                r = batch_reply_new(call, REPLY_EMPTY, &b);
+                if (r < 0) {
+                        free(items);
+                        return r;
+                }
+                return start_batch(m, items, n, BATCH_ORDER_AUTO, timeout_usec, flags, b, error);
+        }
 
         sd_bus_message_ref(call);
         r = manager_freeze(m, g, freeze, timeout_usec, flags, reply_operation_done, call, error);
@@ -154,6 +269,189 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ BatchItem *items = NULL;
+        size_t n = 0, cap = 0, index = 0, n_requests = 0;
+        const char *order_str;
+        uint64_t timeout_usec, flags;
+        BatchOrder order;
+        BatchReply *b;
+        int r;
+
+        /* Validate everything before anything is written. */
+        r = sd_bus_message_enter_container(msg, 'a', "(sb)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *path;
+                int freeze;
+                Group *g;
+
+                r = sd_bus_message_read(msg, "(sb)", &path, &freeze);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (++n_requests > BATCH_MAX_REQUESTS)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
+                r = manager_resolve_group(m, path, &g, error);
+                if (r < 0) {
+                        /* Name the request as well as the path. */
+                        _cleanup_free_ char *msg_copy = strdup(error->message ?: "");
+                        _cleanup_free_ char *name = strdup(error->name ?: SD_BUS_ERROR_FAILED);
+                        sd_bus_error_free(error);
+                        return sd_bus_error_setf(error, name ?: SD_BUS_ERROR_FAILED,
+                                                 "Request %zu: %s; nothing was written", n_requests - 1,
+                                                 msg_copy ?: "");
+                }
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 64;
+                        BatchItem *l = realloc(items, nc * sizeof *l);
+                        if (!l)
+                                return -ENOMEM;
+                        items = l;
+                        cap = nc;
+                }
+                items[n++] = (BatchItem) { .group = g, .freeze = freeze, .index = index++ };
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "stt", &order_str, &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+
+        if (n == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
+        order = batch_order_from_string(order_str);
+        if (order < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown order \"%s\" (expected auto, top-down or bottom-up)", order_str);
+
+        if (flags & FREEZER_FLAG_RECURSIVE) {
+                /* Expand each request to its subtree; later requests still win. */
+                BatchItem *expanded = NULL;
+                size_t en = 0, ecap = 0, eindex = 0;
+                for (size_t i = 0; i < n; i++) {
+                        r = append_subtree(items[i].group, items[i].freeze, &expanded, &en, &ecap, &eindex);
+                        if (r < 0) {
+                                free(expanded);
+                                return r;
+                        }
+                }
+                free(items);
+                items = expanded;
+                n = en;
+                if (n == 0)
+                        return sd_bus_reply_method_return(msg, "uu", 0, 0);
+        } else
+                for (size_t i = 0; i < n; i++)
+                        if (!items[i].group->parent)
+                                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
+                                                         "Request %zu: / is freezerd's cgroup root (%s) and cannot "
+                                                         "be frozen or thawed; nothing was written",
+                                                         items[i].index, m->cgroup_root);
+
+        r = batch_reply_new(msg, REPLY_COUNTS, &b);
+        if (r < 0)
+                return r;
+        return start_batch(m, TAKE_PTR(items), n, order, timeout_usec, flags, b, error);
+}
+
+static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ Group **excluded = NULL, **cover = NULL;
+        size_t n_excluded = 0, n_cover = 0;
+        const char *path;
+        uint64_t timeout_usec, flags;
+        BatchItem *items;
+        BatchReply *b;
+        Group *top;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = manager_resolve_group(m, path, &top, error);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(msg, 'a', "s");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *x;
+                Group *g;
+
+                r = sd_bus_message_read(msg, "s", &x);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (n_excluded >= BATCH_MAX_EXCLUDES)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
+                                                 BATCH_MAX_EXCLUDES);
+                r = manager_resolve_group(m, x, &g, error);
+                if (r < 0)
+                        return r;
+                {
+                        bool below = false;
+                        for (Group *a = g->parent; a && !below; a = a->parent)
+                                below = a == top;
+                        if (!below)
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Excluded group %s is not below %s", g->path, top->path);
+                }
+                Group **l = realloc(excluded, (n_excluded + 1) * sizeof *l);
+                if (!l)
+                        return -ENOMEM;
+                excluded = l;
+                excluded[n_excluded++] = g;
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+        if (flags & FREEZER_FLAG_RECURSIVE)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "FreezeExcept does not take RECURSIVE");
+
+        r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
+        if (r < 0)
+                return r;
+        if (n_cover == 0)
+                return sd_bus_reply_method_return(msg, "as", 0);
+
+        items = calloc(n_cover, sizeof *items);
+        if (!items)
+                return -ENOMEM;
+        r = batch_reply_new(msg, REPLY_PATHS, &b);
+        if (r < 0) {
+                free(items);
+                return r;
+        }
+        b->paths = calloc(n_cover, sizeof(char *));
+        if (!b->paths) {
+                free(items);
+                batch_reply_free(b);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_cover; i++) {
+                items[i] = (BatchItem) { .group = cover[i], .freeze = true, .index = i };
+                b->paths[i] = strdup(cover[i]->path);
+                if (!b->paths[i]) {
+                        free(items);
+                        batch_reply_free(b);
+                        return -ENOMEM;
+                }
+                b->n_paths++;
+        }
+        return start_batch(m, items, n_cover, BATCH_ORDER_TOP_DOWN, timeout_usec, flags, b, error);
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", FREEZERD_VERSION);
@@ -188,6 +486,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Thaw", SD_BUS_ARGS("s", path, "t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
                                 method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ApplyBatch",
+                                SD_BUS_ARGS("a(sb)", requests, "s", order, "t", timeout_usec, "t", flags),
+                                SD_BUS_RESULT("u", writes, "u", skipped), method_apply_batch,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("FreezeExcept",
+                                SD_BUS_ARGS("s", path, "as", exclude, "t", timeout_usec, "t", flags),
+                                SD_BUS_RESULT("as", frozen), method_freeze_except, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetGroup", SD_BUS_ARGS("s", path), SD_BUS_RESULT("o", object), method_get_group,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListGroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sos)", groups), method_list_groups,

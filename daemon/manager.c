@@ -586,7 +586,7 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
         int r;
 
         if (flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 " for %s",
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 " for %s (known: 1 ROLLBACK_ON_TIMEOUT, 2 NO_WAIT, 4 RECURSIVE)",
                                          flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT),
                                          g->path);
         if (g == tree_root(m->tree))
@@ -634,6 +634,85 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
         r = operation_arm(op);
         if (r < 0)
                 operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", g->path);
+        return 0;
+}
+
+/* Apply a planned batch: items are deduplicated and ordered (batch_plan()).
+ * Every item becomes an entry that waits until the kernel's frozen equals the
+ * group's effective flag. */
+int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
+                        operation_done_t done, void *userdata, sd_bus_error *error) {
+        Operation *op;
+        int r;
+
+        if (flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                         flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT |
+                                                   FREEZER_FLAG_RECURSIVE));
+        for (size_t i = 0; i < n; i++)
+                if (items[i].group == tree_root(m->tree))
+                        return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
+                                                 "/ is freezerd's cgroup root (%s) and cannot be frozen or thawed",
+                                                 m->cgroup_root);
+
+        r = operation_new(m, (unsigned) n, timeout_usec, flags, done, userdata, &op);
+        if (r < 0)
+                return sd_bus_error_set_errno(error, r);
+
+        for (size_t i = 0; i < n; i++) {
+                OpEntry *e = &op->entries[i];
+                Group *g = items[i].group;
+
+                e->want = OP_WANT_EFFECTIVE;
+                e->new_freeze = items[i].freeze;
+                e->prev_freeze = g->freeze;
+                if (g->freeze == items[i].freeze) {
+                        op->skipped++;
+                        continue;
+                }
+                r = group_write_freeze(m, g, items[i].freeze);
+                if (r < 0) {
+                        _cleanup_free_ char *msg = NULL;
+                        bool rollback = flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT;
+
+                        /* All or nothing: undo what this batch wrote, newest first. */
+                        if (rollback)
+                                for (size_t j = i; j > 0; j--) {
+                                        OpEntry *w = &op->entries[j - 1];
+                                        if (w->wrote && items[j - 1].group->freeze == w->new_freeze)
+                                                (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
+                                }
+                        if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw", g->path,
+                                     r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
+                                     rollback ? "the batch was rolled back"
+                                              : "the requests before it stay applied") < 0)
+                                msg = NULL;
+                        operation_free(op);
+                        return sd_bus_error_set(error,
+                                                r == -ENOENT || r == -ENODEV ? BUS_ERROR_NO_SUCH_GROUP
+                                                                             : SD_BUS_ERROR_FAILED,
+                                                msg ?: "Cannot apply the batch");
+                }
+                e->wrote = true;
+                op->writes++;
+        }
+
+        /* The kernel may be done already (empty groups, nothing changed): look
+         * once at every touched group, then link and decide. */
+        for (size_t i = 0; i < n; i++)
+                (void) group_read_events(m, items[i].group);
+        for (size_t i = 0; i < n; i++)
+                entry_link(&op->entries[i], items[i].group);
+
+        if (flags & FREEZER_FLAG_NO_WAIT) {
+                operation_finish(op, NULL);
+                return 0;
+        }
+        if (operation_check(op))
+                return 0;
+        r = operation_arm(op);
+        if (r < 0)
+                operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout of the batch");
         return 0;
 }
 

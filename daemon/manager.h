@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <systemd/sd-bus.h>
 
+#include "batch.h"
 #include "config.h"
 #include "tree.h"
 #include "wdmap.h"
@@ -128,6 +129,13 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
  * -errno with error filled when nothing was started. */
 int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
                    void *userdata, sd_bus_error *error);
+
+/* Apply planned batch items (see batch_plan()): write each flag that differs,
+ * then wait until every group's kernel frozen equals its effective flag.
+ * With FREEZER_FLAG_ROLLBACK_ON_TIMEOUT a failed write or a timeout restores
+ * every flag written, newest first.  op->writes and op->skipped count. */
+int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
+                        operation_done_t done, void *userdata, sd_bus_error *error);
 
 /* Read cgroup.stat.local's frozen_usec fresh (0 where the kernel lacks it). */
 int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret);
