@@ -1,0 +1,649 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+
+#include "cgroup-util.h"
+#include "util.h"
+
+#ifndef SYS_openat2
+#  define SYS_openat2 437
+#endif
+
+#ifndef CGROUP2_SUPER_MAGIC
+#  define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* /proc/self/mountinfo is small; anything above this is not a mountinfo file. */
+#define MOUNTINFO_SIZE_MAX (64U * 1024U * 1024U)
+
+/* ---------------------------------------------------------------------------
+ * mountinfo
+ * ------------------------------------------------------------------------- */
+
+/* Returns the next space-separated field of [*p, end) and advances *p.  Runs of
+ * spaces are tolerated.  Returns false when there is no further field. */
+static bool next_field(const char **p, const char *end, const char **ret_start, size_t *ret_len) {
+        const char *s = *p;
+
+        while (s < end && *s == ' ')
+                s++;
+        if (s >= end)
+                return false;
+
+        const char *e = s;
+        while (e < end && *e != ' ')
+                e++;
+
+        *ret_start = s;
+        *ret_len = (size_t) (e - s);
+        *p = e;
+        return true;
+}
+
+static bool field_eq(const char *f, size_t n, const char *s) {
+        return strlen(s) == n && memcmp(f, s, n) == 0;
+}
+
+static bool is_octal(char c) {
+        return c >= '0' && c <= '7';
+}
+
+/* Decodes the kernel's mangle() escapes (\040 space, \011 tab, \012 newline,
+ * \134 backslash; any \ooo is accepted).  A backslash that does not start a
+ * valid escape is kept literally.  Returns -EBADMSG if the result would contain
+ * a NUL byte. */
+static int unescape_octal(const char *f, size_t n, char **ret) {
+        _cleanup_free_ char *out = malloc(n + 1);
+        size_t j = 0;
+
+        if (!out)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                if (f[i] == '\\' && n - i >= 4 &&
+                    is_octal(f[i + 1]) && is_octal(f[i + 2]) && is_octal(f[i + 3]) &&
+                    f[i + 1] <= '3') {
+                        unsigned v = (unsigned) (f[i + 1] - '0') * 64 +
+                                     (unsigned) (f[i + 2] - '0') * 8 +
+                                     (unsigned) (f[i + 3] - '0');
+                        if (v == 0)
+                                return -EBADMSG;
+                        out[j++] = (char) v;
+                        i += 3;
+                        continue;
+                }
+
+                if (f[i] == '\0')
+                        return -EBADMSG;
+                out[j++] = f[i];
+        }
+
+        out[j] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* Parses one line (without its newline).  Returns 1 and sets *ret if it is a
+ * cgroup2 mount, 0 if it is some other mount or garbage, -ENOMEM. */
+static int parse_mountinfo_line(const char *line, size_t len, char **ret) {
+        const char *p = line, *end = line + len;
+        const char *f, *mountpoint = NULL;
+        size_t n, mountpoint_len = 0;
+        unsigned i;
+        int r;
+
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS */
+        for (i = 0; i < 6; i++) {
+                if (!next_field(&p, end, &f, &n))
+                        return 0;
+                if (i == 4) {
+                        mountpoint = f;
+                        mountpoint_len = n;
+                }
+        }
+
+        /* Optional fields (any number) up to the "-" separator. */
+        for (;;) {
+                if (!next_field(&p, end, &f, &n))
+                        return 0;
+                if (field_eq(f, n, "-"))
+                        break;
+        }
+
+        /* FSTYPE */
+        if (!next_field(&p, end, &f, &n))
+                return 0;
+        if (!field_eq(f, n, "cgroup2"))
+                return 0;
+
+        _cleanup_free_ char *path = NULL;
+        r = unescape_octal(mountpoint, mountpoint_len, &path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        if (path[0] != '/')
+                return 0;
+
+        *ret = TAKE_PTR(path);
+        return 1;
+}
+
+int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret) {
+        const char *p, *end;
+
+        if (!ret)
+                return -EINVAL;
+        if (!text && len > 0)
+                return -EINVAL;
+
+        p = text;
+        end = text ? text + len : NULL;
+
+        while (p && p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *eol = nl ? nl : end;
+                char *path = NULL;
+                int r;
+
+                r = parse_mountinfo_line(p, (size_t) (eol - p), &path);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        *ret = path;
+                        return 0;
+                }
+
+                p = nl ? nl + 1 : end;
+        }
+
+        return -ENOENT;
+}
+
+/* Reads a whole file whose size is unknown in advance (procfs reports 0). */
+static int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t allocated = 0, n = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+
+        for (;;) {
+                ssize_t k;
+
+                if (allocated - n < 4096) {
+                        size_t m = allocated ? allocated * 2 : 16384;
+                        char *b;
+
+                        if (m > max + 1)
+                                m = max + 1;
+                        if (m <= n)
+                                return -EFBIG;
+
+                        b = realloc(buf, m);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        allocated = m;
+                }
+
+                k = read(fd, buf + n, allocated - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+
+                n += (size_t) k;
+                if (n > max)
+                        return -EFBIG;
+        }
+
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+
+        r = read_full_file(mountinfo_path ?: "/proc/self/mountinfo", MOUNTINFO_SIZE_MAX, &text, &len);
+        if (r < 0)
+                return r;
+
+        return cg_parse_mountinfo_cgroup2(text, len, ret);
+}
+
+/* ---------------------------------------------------------------------------
+ * API paths
+ * ------------------------------------------------------------------------- */
+
+/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no truncated sequences. */
+static bool utf8_is_valid(const char *str) {
+        const unsigned char *s = (const unsigned char *) str;
+
+        while (*s) {
+                unsigned char c = *s;
+                size_t n;
+                uint32_t cp, min;
+
+                if (c < 0x80) {
+                        s++;
+                        continue;
+                } else if ((c & 0xe0) == 0xc0) {
+                        n = 1;
+                        cp = c & 0x1f;
+                        min = 0x80;
+                } else if ((c & 0xf0) == 0xe0) {
+                        n = 2;
+                        cp = c & 0x0f;
+                        min = 0x800;
+                } else if ((c & 0xf8) == 0xf0) {
+                        n = 3;
+                        cp = c & 0x07;
+                        min = 0x10000;
+                } else
+                        return false;
+
+                for (size_t i = 1; i <= n; i++) {
+                        /* Also stops at the terminating NUL, which is not a continuation byte. */
+                        if ((s[i] & 0xc0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (s[i] & 0x3f);
+                }
+
+                if (cp < min)
+                        return false; /* overlong */
+                if (cp >= 0xd800 && cp <= 0xdfff)
+                        return false; /* surrogate */
+                if (cp > 0x10ffff)
+                        return false;
+
+                s += n + 1;
+        }
+
+        return true;
+}
+
+static bool has_control_char(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char) *s < 0x20 || (unsigned char) *s == 0x7f)
+                        return true;
+        return false;
+}
+
+/* Checks in, and on success returns the part to keep (after the leading '/',
+ * without the trailing '/') as [*ret_start, *ret_start + *ret_len).  On
+ * failure returns -EINVAL or -ENAMETOOLONG and sets *ret_reason. */
+static int path_check(const char *in, const char **ret_start, size_t *ret_len, const char **ret_reason) {
+        const char *s, *p;
+        size_t len;
+
+        if (in[0] == '\0') {
+                *ret_reason = "is empty";
+                return -EINVAL;
+        }
+        if (!utf8_is_valid(in)) {
+                *ret_reason = "is not valid UTF-8";
+                return -EINVAL;
+        }
+        if (has_control_char(in)) {
+                *ret_reason = "contains a control character";
+                return -EINVAL;
+        }
+
+        s = in[0] == '/' ? in + 1 : in;
+        len = strlen(s);
+        if (len == 0) {
+                /* "/" */
+                *ret_start = s;
+                *ret_len = 0;
+                return 0;
+        }
+        if (s[len - 1] == '/')
+                len--; /* one trailing slash is fine */
+
+        /* Walk the components of s[0, len); len == 0 here means the input was "//". */
+        for (p = s;;) {
+                size_t left = len - (size_t) (p - s);
+                const char *slash = memchr(p, '/', left);
+                size_t n = slash ? (size_t) (slash - p) : left;
+
+                if (n == 0) {
+                        *ret_reason = "contains an empty component ('//')";
+                        return -EINVAL;
+                }
+                if (n == 1 && p[0] == '.') {
+                        *ret_reason = "contains a '.' component";
+                        return -EINVAL;
+                }
+                if (n == 2 && p[0] == '.' && p[1] == '.') {
+                        *ret_reason = "contains a '..' component";
+                        return -EINVAL;
+                }
+                if (n > NAME_MAX) {
+                        *ret_reason = "has a component longer than NAME_MAX";
+                        return -ENAMETOOLONG;
+                }
+
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+
+        /* The result, '/' + s[0, len) + NUL, must fit in PATH_MAX bytes. */
+        if (len + 2 > PATH_MAX) {
+                *ret_reason = "is longer than PATH_MAX";
+                return -ENAMETOOLONG;
+        }
+
+        *ret_start = s;
+        *ret_len = len;
+        return 0;
+}
+
+int cg_path_normalize(const char *in, char **ret, const char **ret_reason) {
+        const char *reason = NULL, *start = NULL;
+        size_t len = 0;
+        char *out;
+        int r;
+
+        if (ret_reason)
+                *ret_reason = NULL;
+
+        if (!in || !ret) {
+                if (ret_reason)
+                        *ret_reason = "is missing";
+                return -EINVAL;
+        }
+
+        r = path_check(in, &start, &len, &reason);
+        if (r < 0) {
+                if (ret_reason)
+                        *ret_reason = reason;
+                return r;
+        }
+
+        out = malloc(len + 2);
+        if (!out)
+                return -ENOMEM;
+        out[0] = '/';
+        memcpy(out + 1, start, len);
+        out[len + 1] = '\0';
+
+        *ret = out;
+        return 0;
+}
+
+const char *cg_path_relative(const char *normalized) {
+        if (!normalized)
+                return NULL;
+
+        while (*normalized == '/')
+                normalized++;
+
+        return *normalized ? normalized : ".";
+}
+
+/* ---------------------------------------------------------------------------
+ * File access
+ * ------------------------------------------------------------------------- */
+
+int cg_openat_beneath(int rootfd, const char *relpath, int flags, mode_t mode) {
+        struct open_how how = {
+                .flags = (uint64_t) (unsigned) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        long fd;
+
+        if (rootfd < 0)
+                return -EBADF;
+        if (!relpath || relpath[0] == '\0')
+                return -EINVAL;
+
+        /* openat2() refuses a non-zero mode unless a file may be created. */
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+                how.mode = mode;
+
+        fd = syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
+        if (fd < 0)
+                return -errno;
+
+        return (int) fd;
+}
+
+int cg_fd_is_cgroup2_dir(int fd) {
+        struct statfs sfs;
+        struct stat st;
+
+        if (fd < 0)
+                return -EBADF;
+
+        if (fstatfs(fd, &sfs) < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+
+        return (unsigned long) sfs.f_type == (unsigned long) CGROUP2_SUPER_MAGIC && S_ISDIR(st.st_mode);
+}
+
+ssize_t cg_read_fd(int fd, char *buf, size_t size) {
+        size_t n = 0;
+
+        if (fd < 0)
+                return -EBADF;
+        if (!buf || size == 0 || size > SSIZE_MAX)
+                return -EINVAL;
+
+        for (;;) {
+                ssize_t k;
+
+                if (n == size - 1) {
+                        /* The buffer is full: is there more? */
+                        char c;
+
+                        k = pread(fd, &c, 1, (off_t) n);
+                        if (k < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
+                        if (k > 0)
+                                return -EFBIG;
+                        break;
+                }
+
+                k = pread(fd, buf + n, size - 1 - n, (off_t) n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+
+        buf[n] = '\0';
+        return (ssize_t) n;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parsers
+ * ------------------------------------------------------------------------- */
+
+/* Decimal digits only, at least one, no sign, no overflow. */
+static int parse_u64(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0)
+                return -EBADMSG;
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned d;
+
+                if (s[i] < '0' || s[i] > '9')
+                        return -EBADMSG;
+                d = (unsigned) (s[i] - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EBADMSG;
+                v = v * 10 + d;
+        }
+
+        *ret = v;
+        return 0;
+}
+
+static int parse_bool01(const char *s, size_t n, bool *ret) {
+        if (n != 1 || (s[0] != '0' && s[0] != '1'))
+                return -EBADMSG;
+        *ret = s[0] == '1';
+        return 0;
+}
+
+typedef struct KeyValue {
+        const char *key;
+        size_t key_len;
+        const char *value;
+        size_t value_len;
+} KeyValue;
+
+/* Iterates over "key value\n" lines.  Returns 1 with *kv filled, 0 at the end,
+ * -EBADMSG for a malformed line: an empty line, no single space separating a
+ * non-empty key from a non-empty value, or a NUL byte.  The last line may lack
+ * its newline. */
+static int next_key_value(const char **p, const char *end, KeyValue *kv) {
+        const char *line = *p, *nl, *eol, *sp;
+
+        if (line >= end)
+                return 0;
+
+        nl = memchr(line, '\n', (size_t) (end - line));
+        eol = nl ? nl : end;
+
+        if (memchr(line, '\0', (size_t) (eol - line)))
+                return -EBADMSG;
+
+        sp = memchr(line, ' ', (size_t) (eol - line));
+        if (!sp || sp == line || sp + 1 >= eol || sp[1] == ' ')
+                return -EBADMSG;
+
+        kv->key = line;
+        kv->key_len = (size_t) (sp - line);
+        kv->value = sp + 1;
+        kv->value_len = (size_t) (eol - sp - 1);
+
+        *p = nl ? nl + 1 : end;
+        return 1;
+}
+
+int cg_parse_events(const char *buf, size_t len, bool *ret_populated, bool *ret_frozen) {
+        const char *p, *end;
+        bool populated = false, frozen = false, have_populated = false, have_frozen = false;
+        KeyValue kv;
+        int r;
+
+        if (!buf && len > 0)
+                return -EINVAL;
+        if (!buf)
+                return -EBADMSG;
+
+        p = buf;
+        end = buf + len;
+        while ((r = next_key_value(&p, end, &kv)) > 0) {
+                if (field_eq(kv.key, kv.key_len, "populated")) {
+                        if (have_populated)
+                                return -EBADMSG;
+                        r = parse_bool01(kv.value, kv.value_len, &populated);
+                        if (r < 0)
+                                return r;
+                        have_populated = true;
+                } else if (field_eq(kv.key, kv.key_len, "frozen")) {
+                        if (have_frozen)
+                                return -EBADMSG;
+                        r = parse_bool01(kv.value, kv.value_len, &frozen);
+                        if (r < 0)
+                                return r;
+                        have_frozen = true;
+                }
+        }
+        if (r < 0)
+                return r;
+
+        if (!have_populated || !have_frozen)
+                return -EBADMSG;
+
+        if (ret_populated)
+                *ret_populated = populated;
+        if (ret_frozen)
+                *ret_frozen = frozen;
+        return 0;
+}
+
+int cg_parse_freeze(const char *buf, size_t len, bool *ret) {
+        if (!buf)
+                return -EBADMSG;
+
+        if (len == 2 && buf[1] != '\n')
+                return -EBADMSG;
+        if (len != 1 && len != 2)
+                return -EBADMSG;
+
+        bool b;
+        int r = parse_bool01(buf, 1, &b);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = b;
+        return 0;
+}
+
+int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret) {
+        const char *p, *end;
+        uint64_t v = 0;
+        bool have = false;
+        KeyValue kv;
+        int r;
+
+        if (!buf && len > 0)
+                return -EINVAL;
+        if (!buf)
+                return -ENODATA;
+
+        p = buf;
+        end = buf + len;
+        while ((r = next_key_value(&p, end, &kv)) > 0) {
+                if (!field_eq(kv.key, kv.key_len, "frozen_usec"))
+                        continue;
+                if (have)
+                        return -EBADMSG;
+                r = parse_u64(kv.value, kv.value_len, &v);
+                if (r < 0)
+                        return r;
+                have = true;
+        }
+        if (r < 0)
+                return r;
+
+        if (!have)
+                return -ENODATA;
+
+        if (ret)
+                *ret = v;
+        return 0;
+}

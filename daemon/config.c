@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "cgroup-util.h"
+#include "config.h"
+#include "util.h"
+
+#define CONFIG_SIZE_MAX (1024U * 1024U)
+#define CONFIG_TIMEOUT_USEC_MAX (24ULL * 60ULL * 60ULL * USEC_PER_SEC)
+
+/* Longest key or value quoted in a message. */
+#define QUOTE_MAX 64
+
+static void json_tokener_freep(struct json_tokener **t) {
+        if (*t)
+                json_tokener_free(*t);
+}
+
+static void json_object_putp(struct json_object **o) {
+        json_object_put(*o);
+}
+
+static void strv_freep(char ***l) {
+        if (!*l)
+                return;
+        for (char **i = *l; *i; i++)
+                free(*i);
+        free(*l);
+}
+
+int config_init_defaults(Config *c) {
+        char **track;
+
+        if (!c)
+                return -EINVAL;
+
+        track = calloc(2, sizeof(char *));
+        if (!track)
+                return -ENOMEM;
+        track[0] = strdup("/");
+        if (!track[0]) {
+                free(track);
+                return -ENOMEM;
+        }
+
+        *c = (Config) {
+                .cgroup_root = NULL,
+                .track = track,
+                .n_track = 1,
+                .default_timeout_usec = CONFIG_DEFAULT_TIMEOUT_USEC,
+        };
+        return 0;
+}
+
+void config_done(Config *c) {
+        if (!c)
+                return;
+
+        free(c->cgroup_root);
+        strv_freep(&c->track);
+        *c = (Config) {};
+}
+
+/* ---------------------------------------------------------------------------
+ * Messages
+ * ------------------------------------------------------------------------- */
+
+/* "<filename>:<line>[:<column>]: <message>".  Returns -EINVAL, or -ENOMEM if
+ * the message could not be built. */
+_printf_(5, 6)
+static int set_error(char **ret_error, const char *filename, unsigned line, unsigned column, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int k;
+
+        if (!ret_error)
+                return -EINVAL;
+
+        va_start(ap, fmt);
+        k = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                msg = NULL;
+                return -ENOMEM;
+        }
+
+        if (column > 0)
+                k = asprintf(ret_error, "%s:%u:%u: %s", filename, line, column, msg);
+        else
+                k = asprintf(ret_error, "%s:%u: %s", filename, line, msg);
+        if (k < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+
+        return -EINVAL;
+}
+
+/* A message about the file as a whole.  errno is set to -error first, so that
+ * %m works.  Returns error, or -ENOMEM if the message could not be built. */
+_printf_(3, 4)
+static int set_file_error(char **ret_error, int error, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        if (!ret_error)
+                return error;
+
+        errno = -error;
+        va_start(ap, fmt);
+        k = vasprintf(ret_error, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+
+        return error;
+}
+
+/* Quote s[0, n) for a message: printable ASCII and UTF-8 as is, '"' and '\'
+ * and control characters escaped, cut after QUOTE_MAX bytes.  The buffer must
+ * hold QUOTE_MAX * 4 + 8 bytes. */
+#define QUOTE_BUF_SIZE (QUOTE_MAX * 4 + 8)
+static const char *quote(const char *s, size_t n, char buf[static QUOTE_BUF_SIZE]) {
+        size_t j = 0;
+
+        buf[j++] = '"';
+        for (size_t i = 0; i < n && i < QUOTE_MAX; i++) {
+                unsigned char c = (unsigned char) s[i];
+
+                if (c == '"' || c == '\\') {
+                        buf[j++] = '\\';
+                        buf[j++] = (char) c;
+                } else if (c < 0x20 || c == 0x7f)
+                        j += (size_t) snprintf(buf + j, 5, "\\x%02x", c);
+                else
+                        buf[j++] = (char) c;
+        }
+        buf[j++] = '"';
+        if (n > QUOTE_MAX) {
+                memcpy(buf + j, "...", 3);
+                j += 3;
+        }
+        buf[j] = '\0';
+        return buf;
+}
+
+static const char *json_type_phrase(struct json_object *v) {
+        switch (json_object_get_type(v)) {
+        case json_type_null:
+                return "null";
+        case json_type_boolean:
+                return "a boolean";
+        case json_type_double:
+                return "a floating-point number";
+        case json_type_int:
+                return "an integer";
+        case json_type_object:
+                return "an object";
+        case json_type_array:
+                return "an array";
+        case json_type_string:
+                return "a string";
+        }
+        return "an unknown type";
+}
+
+/* 1-based line and column (in characters, counting UTF-8 sequences as one) of
+ * the byte at offset off. */
+static void offset_to_line_column(const char *text, size_t len, size_t off, unsigned *ret_line, unsigned *ret_column) {
+        unsigned line = 1, column = 1;
+
+        if (off > len)
+                off = len;
+
+        for (size_t i = 0; i < off; i++) {
+                unsigned char c = (unsigned char) text[i];
+
+                if (c == '\n') {
+                        line++;
+                        column = 1;
+                } else if ((c & 0xc0) != 0x80)
+                        column++;
+        }
+
+        *ret_line = line;
+        *ret_column = column;
+}
+
+static bool is_json_space(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* ---------------------------------------------------------------------------
+ * Keys of the top-level object, in text order, with their lines.
+ *
+ * json-c keeps neither positions nor duplicate keys (the last one wins), so we
+ * walk the raw text ourselves.  This runs only after json-c accepted the text
+ * in strict mode, so the text is one well-formed object: outside of
+ * double-quoted strings there is only structure, whitespace, numbers and
+ * literals, except for single-quoted strings, which json-c accepts even in
+ * strict mode and which we reject here.  Keys are decoded by json-c itself so
+ * that escapes (\u0074rack) compare correctly.
+ * ------------------------------------------------------------------------- */
+
+/* Returns the offset of the first single quote outside of double-quoted
+ * strings, or len if there is none. */
+static size_t find_single_quote(const char *text, size_t len) {
+        bool in_string = false;
+
+        for (size_t i = 0; i < len; i++) {
+                if (in_string) {
+                        if (text[i] == '\\')
+                                i++;
+                        else if (text[i] == '"')
+                                in_string = false;
+                } else if (text[i] == '"')
+                        in_string = true;
+                else if (text[i] == '\'')
+                        return i;
+        }
+
+        return len;
+}
+
+typedef struct KeyScanner {
+        const char *text;
+        size_t len;
+        size_t pos;
+        unsigned line;
+        unsigned depth;
+        bool expect_key;
+} KeyScanner;
+
+/* Returns 1 and the decoded key (malloc'ed; *ret_len its length, which may
+ * differ from strlen() if it contains \u0000) and its line; 0 at the end;
+ * -EBADMSG if the text is not what json-c accepted (cannot happen); -ENOMEM.
+ * Single-quoted strings must have been refused before (find_single_quote()). */
+static int key_scanner_next(KeyScanner *s, char **ret, size_t *ret_len, unsigned *ret_line) {
+        while (s->pos < s->len) {
+                char c = s->text[s->pos];
+
+                switch (c) {
+
+                case '"': {
+                        size_t start = s->pos, end = s->pos + 1;
+                        unsigned line = s->line;
+
+                        while (end < s->len && s->text[end] != '"') {
+                                if (s->text[end] == '\\')
+                                        end++;
+                                else if (s->text[end] == '\n')
+                                        s->line++;
+                                end++;
+                        }
+                        if (end >= s->len)
+                                return -EBADMSG; /* cannot happen after json-c accepted the text */
+                        s->pos = end + 1;
+
+                        if (s->depth != 1 || !s->expect_key)
+                                break;
+                        s->expect_key = false;
+
+                        _cleanup_(json_tokener_freep) struct json_tokener *tok = json_tokener_new();
+                        if (!tok)
+                                return -ENOMEM;
+                        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+
+                        _cleanup_(json_object_putp) struct json_object *o =
+                                json_tokener_parse_ex(tok, s->text + start, (int) (end + 1 - start));
+                        if (!o || !json_object_is_type(o, json_type_string))
+                                return -EBADMSG;
+
+                        size_t n = (size_t) json_object_get_string_len(o);
+                        char *k = malloc(n + 1);
+                        if (!k)
+                                return -ENOMEM;
+                        memcpy(k, json_object_get_string(o), n);
+                        k[n] = '\0';
+
+                        *ret = k;
+                        *ret_len = n;
+                        *ret_line = line;
+                        return 1;
+                }
+
+                case '{':
+                case '[':
+                        s->depth++;
+                        s->expect_key = c == '{' && s->depth == 1;
+                        break;
+
+                case '}':
+                case ']':
+                        if (s->depth > 0)
+                                s->depth--;
+                        s->expect_key = false;
+                        break;
+
+                case ',':
+                        if (s->depth == 1)
+                                s->expect_key = true;
+                        break;
+
+                case '\n':
+                        s->line++;
+                        break;
+
+                default:
+                        break;
+                }
+
+                if (c != '"')
+                        s->pos++;
+        }
+
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Values
+ * ------------------------------------------------------------------------- */
+
+typedef struct ParseContext {
+        const char *filename;
+        unsigned line;          /* of the key being parsed */
+        char **ret_error;
+} ParseContext;
+
+static int parse_cgroup_root(ParseContext *ctx, struct json_object *v, Config *c) {
+        char qbuf[QUOTE_BUF_SIZE];
+        const char *s;
+        size_t n;
+        char *copy;
+
+        if (!json_object_is_type(v, json_type_string))
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"cgroup_root\" must be a string (an absolute path), got %s",
+                                 json_type_phrase(v));
+
+        s = json_object_get_string(v);
+        n = (size_t) json_object_get_string_len(v);
+
+        if (strlen(s) != n)
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"cgroup_root\" must not contain a NUL character");
+        if (s[0] != '/')
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"cgroup_root\" must be an absolute path, got %s", quote(s, n, qbuf));
+        if (n >= PATH_MAX)
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"cgroup_root\" is longer than PATH_MAX");
+
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+
+        free(c->cgroup_root);
+        c->cgroup_root = copy;
+        return 0;
+}
+
+typedef struct TrackEntry {
+        const char *path;
+        size_t index;
+} TrackEntry;
+
+static int track_entry_compare(const void *a, const void *b) {
+        const TrackEntry *x = a, *y = b;
+        int k = strcmp(x->path, y->path);
+
+        if (k != 0)
+                return k;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Removes later duplicates from the NULL-terminated l[0, n), keeping the order
+ * of first occurrences.  Returns the new length or -ENOMEM. */
+static ssize_t strv_uniq_stable(char **l, size_t n) {
+        _cleanup_free_ TrackEntry *e = NULL;
+        _cleanup_free_ bool *drop = NULL;
+        size_t j = 0;
+
+        if (n < 2)
+                return (ssize_t) n;
+
+        e = calloc(n, sizeof *e);
+        drop = calloc(n, sizeof *drop);
+        if (!e || !drop)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++)
+                e[i] = (TrackEntry) { .path = l[i], .index = i };
+        qsort(e, n, sizeof *e, track_entry_compare);
+        for (size_t i = 1; i < n; i++)
+                if (streq(e[i].path, e[i - 1].path))
+                        drop[e[i].index] = true;
+
+        for (size_t i = 0; i < n; i++) {
+                if (drop[i]) {
+                        free(l[i]);
+                        continue;
+                }
+                l[j++] = l[i];
+        }
+        l[j] = NULL;
+
+        return (ssize_t) j;
+}
+
+static int parse_track(ParseContext *ctx, struct json_object *v, Config *c) {
+        _cleanup_(strv_freep) char **l = NULL;
+        char qbuf[QUOTE_BUF_SIZE];
+        size_t n, k = 0;
+        ssize_t m;
+
+        if (!json_object_is_type(v, json_type_array))
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"track\" must be an array of strings, got %s", json_type_phrase(v));
+
+        n = json_object_array_length(v);
+        if (n == 0)
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"track\" must not be empty");
+
+        l = calloc(n + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(v, i);
+                const char *s, *reason = NULL;
+                size_t len;
+                int r;
+
+                if (!json_object_is_type(e, json_type_string))
+                        return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                         "\"track\"[%zu] must be a string, got %s", i, json_type_phrase(e));
+
+                s = json_object_get_string(e);
+                len = (size_t) json_object_get_string_len(e);
+                if (strlen(s) != len)
+                        return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                         "\"track\"[%zu] is not a valid path: contains a NUL character", i);
+
+                r = cg_path_normalize(s, &l[k], &reason);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                         "\"track\"[%zu] %s is not a valid path: %s",
+                                         i, quote(s, len, qbuf), reason ?: strerror(-r));
+                k++;
+        }
+
+        m = strv_uniq_stable(l, k);
+        if (m < 0)
+                return (int) m;
+
+        strv_freep(&c->track);
+        c->track = TAKE_PTR(l);
+        c->n_track = (size_t) m;
+        return 0;
+}
+
+static int parse_default_timeout_usec(ParseContext *ctx, struct json_object *v, Config *c) {
+        int64_t i;
+        uint64_t u;
+
+        if (!json_object_is_type(v, json_type_int))
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"default_timeout_usec\" must be a positive integer (microseconds), got %s",
+                                 json_type_phrase(v));
+
+        /* json-c keeps values above INT64_MAX as uint64 (get_int64() then
+         * clamps to INT64_MAX), and clamps what does not fit at all. */
+        i = json_object_get_int64(v);
+        if (i <= 0)
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"default_timeout_usec\" must be a positive integer (microseconds), got %" PRIi64, i);
+
+        u = json_object_get_uint64(v);
+        if (u > CONFIG_TIMEOUT_USEC_MAX)
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"default_timeout_usec\" must be at most %llu (24 h), got %" PRIu64,
+                                 (unsigned long long) CONFIG_TIMEOUT_USEC_MAX, u);
+
+        c->default_timeout_usec = u;
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        int (*parse)(ParseContext *ctx, struct json_object *v, Config *c);
+} config_keys[] = {
+        { "cgroup_root",          parse_cgroup_root          },
+        { "track",                parse_track                },
+        { "default_timeout_usec", parse_default_timeout_usec },
+};
+
+/* ---------------------------------------------------------------------------
+ * Entry points
+ * ------------------------------------------------------------------------- */
+
+/* Runs json-c over the text.  On success returns the top-level object; on
+ * failure the error has been set. */
+static int parse_json(const char *text, size_t len, const char *filename, struct json_object **ret, char **ret_error) {
+        _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        enum json_tokener_error e;
+        unsigned line, column;
+        size_t end;
+        const char *nul;
+
+        /* json-c would stop at a NUL byte and silently ignore the rest. */
+        nul = memchr(text, '\0', len);
+        if (nul) {
+                offset_to_line_column(text, len, (size_t) (nul - text), &line, &column);
+                return set_error(ret_error, filename, line, column, "invalid JSON: NUL byte");
+        }
+
+        tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+
+        o = json_tokener_parse_ex(tok, text, (int) len);
+        e = json_tokener_get_error(tok);
+        end = json_tokener_get_parse_end(tok);
+
+        if (!o && e == json_tokener_continue) {
+                /* The input ended inside a value, or a top-level number might
+                 * still go on: flush with a terminating NUL. */
+                o = json_tokener_parse_ex(tok, "", 1);
+                e = json_tokener_get_error(tok);
+                end = len;
+        }
+
+        /* Note that a top-level "null" is a success with o == NULL. */
+        if (e != json_tokener_success) {
+                offset_to_line_column(text, len, end, &line, &column);
+                return set_error(ret_error, filename, line, column, "invalid JSON: %s", json_tokener_error_desc(e));
+        }
+
+        /* Only whitespace may follow the value. */
+        while (end < len && is_json_space(text[end]))
+                end++;
+        if (end < len) {
+                offset_to_line_column(text, len, end, &line, &column);
+                return set_error(ret_error, filename, line, column,
+                                 "invalid JSON: unexpected character after the top-level object");
+        }
+
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int config_parse(const char *text, size_t len, const char *filename, Config *ret, char **ret_error) {
+        _cleanup_(json_object_putp) struct json_object *top = NULL;
+        _cleanup_(config_done) Config c = {};
+        KeyScanner scanner;
+        unsigned seen = 0;
+        size_t first;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!ret || (!text && len > 0))
+                return -EINVAL;
+        if (!filename)
+                filename = "<config>";
+        if (!text)
+                text = "";
+
+        if (len > CONFIG_SIZE_MAX)
+                return set_file_error(ret_error, -EINVAL, "%s: file is larger than 1 MiB", filename);
+
+        r = parse_json(text, len, filename, &top, ret_error);
+        if (r < 0)
+                return r;
+
+        if (!json_object_is_type(top, json_type_object)) {
+                unsigned line, column;
+
+                for (first = 0; first < len && is_json_space(text[first]); first++)
+                        ;
+                offset_to_line_column(text, len, first, &line, &column);
+                return set_error(ret_error, filename, line, 0,
+                                 "the top level must be a JSON object, got %s", json_type_phrase(top));
+        }
+
+        /* json-c accepts 'key' even in strict mode. */
+        first = find_single_quote(text, len);
+        if (first < len) {
+                unsigned line, column;
+
+                offset_to_line_column(text, len, first, &line, &column);
+                return set_error(ret_error, filename, line, column,
+                                 "invalid JSON: single-quoted strings are not allowed");
+        }
+
+        r = config_init_defaults(&c);
+        if (r < 0)
+                return r;
+
+        scanner = (KeyScanner) {
+                .text = text,
+                .len = len,
+                .line = 1,
+        };
+
+        for (;;) {
+                _cleanup_free_ char *key = NULL;
+                char qbuf[QUOTE_BUF_SIZE];
+                size_t key_len = 0, idx;
+                unsigned line = 1;
+                struct json_object *v = NULL;
+
+                r = key_scanner_next(&scanner, &key, &key_len, &line);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return set_error(ret_error, filename, line, 0, "internal error while locating keys");
+                if (r == 0)
+                        break;
+
+                for (idx = 0; idx < ELEMENTSOF(config_keys); idx++)
+                        if (strlen(config_keys[idx].name) == key_len && streq(config_keys[idx].name, key))
+                                break;
+                if (idx >= ELEMENTSOF(config_keys))
+                        return set_error(ret_error, filename, line, 0, "unknown key %s", quote(key, key_len, qbuf));
+
+                if (seen & (1U << idx))
+                        return set_error(ret_error, filename, line, 0, "duplicate key %s", quote(key, key_len, qbuf));
+                seen |= 1U << idx;
+
+                if (!json_object_object_get_ex(top, key, &v))
+                        return set_error(ret_error, filename, line, 0,
+                                         "internal error: key %s not found", quote(key, key_len, qbuf));
+
+                ParseContext ctx = {
+                        .filename = filename,
+                        .line = line,
+                        .ret_error = ret_error,
+                };
+                r = config_keys[idx].parse(&ctx, v, &c);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = c;
+        c = (Config) {};
+        return 0;
+}
+
+int config_load(const char *path, Config *ret, char **ret_error) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        struct stat st;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!ret)
+                return -EINVAL;
+        if (!path)
+                path = CONFIG_DEFAULT_PATH;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return config_init_defaults(ret);
+                return set_file_error(ret_error, -errno, "%s: failed to open: %m", path);
+        }
+
+        if (fstat(fd, &st) < 0)
+                return set_file_error(ret_error, -errno, "%s: failed to stat: %m", path);
+        if (S_ISDIR(st.st_mode))
+                return set_file_error(ret_error, -EISDIR, "%s: failed to read: %s", path, strerror(EISDIR));
+
+        /* Read at most one byte more than allowed, to notice a file that is too large. */
+        buf = malloc(CONFIG_SIZE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+
+        while (n < CONFIG_SIZE_MAX + 1) {
+                ssize_t k = read(fd, buf + n, CONFIG_SIZE_MAX + 1 - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return set_file_error(ret_error, -errno, "%s: failed to read: %m", path);
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+
+        if (n > CONFIG_SIZE_MAX)
+                return set_file_error(ret_error, -EFBIG, "%s: file is larger than 1 MiB", path);
+
+        return config_parse(buf, n, path, ret, ret_error);
+}
