@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef FREEZER_H
+#define FREEZER_H
+
+/*
+ * libfreezer: client library for freezerd, the cgroup v2 freezer daemon
+ * (D-Bus name org.freezerd.Freezer1).
+ *
+ * Conventions
+ *   - Functions returning int return >= 0 on success and a negative errno on
+ *     failure. Errors sent by the daemon are mapped to errno values:
+ *         org.freezerd.Freezer1.Error.NoSuchGroup     -ENOENT
+ *         org.freezerd.Freezer1.Error.InvalidPath     -EINVAL
+ *         org.freezerd.Freezer1.Error.Timeout         -ETIMEDOUT
+ *         org.freezerd.Freezer1.Error.FrozenByParent  -EBUSY
+ *         org.freezerd.Freezer1.Error.Cancelled       -ECANCELED
+ *         org.freezerd.Freezer1.Error.NotSupported    -EOPNOTSUPP
+ *         org.freezerd.Freezer1.Error.LimitsExceeded  -ENOBUFS
+ *         org.freedesktop.DBus.Error.AccessDenied     -EACCES
+ *         org.freedesktop.DBus.Error.InvalidArgs      -EINVAL
+ *         org.freedesktop.DBus.Error.UnknownObject    -ENOENT (a group vanished)
+ *     Other D-Bus errors use sd-bus' mapping (e.g. ServiceUnknown -EHOSTUNREACH,
+ *     NameHasNoOwner -ENXIO, unknown names -EIO).
+ *   - freezer_last_error_name()/freezer_last_error_message() describe the
+ *     most recent failure of a call on the handle. Like errno, they are only
+ *     meaningful right after a call failed: successful calls leave them alone
+ *     (they are NULL until the first failure). After a failure the name is
+ *     never NULL: it is the daemon's (or the bus') error name, or for local
+ *     failures the name sd-bus derives from the errno (for example
+ *     "org.freedesktop.DBus.Error.InvalidArgs" or "System.Error.ECONNRESET").
+ *     A local method-call timeout is reported as -ETIMEDOUT with the name
+ *     "org.freedesktop.DBus.Error.Timeout" (the daemon's own timeout is
+ *     "org.freezerd.Freezer1.Error.Timeout"). freezer_open_*() fail without
+ *     a handle and report the errno only.
+ *   - A handle is not thread-safe and must not be used after fork(); use one
+ *     handle per thread.
+ *   - Paths name cgroups relative to freezerd's cgroup root, e.g. "/" or
+ *     "/pods/pod1/ctr".
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#  define FREEZER_EXPORT __attribute__((visibility("default")))
+#else
+#  define FREEZER_EXPORT
+#endif
+
+typedef struct freezer freezer;
+
+/* Flags of freezer_freeze() and freezer_thaw(). They are passed to the daemon
+ * as they are; a daemon that does not know a bit fails with -EINVAL. */
+/* On timeout write the previous cgroup.freeze value back before failing. */
+#define FREEZER_ROLLBACK_ON_TIMEOUT (UINT64_C(1) << 0)
+/* Return once cgroup.freeze is written, without waiting for the kernel. */
+#define FREEZER_NO_WAIT (UINT64_C(1) << 1)
+/* Reserved for the batch interface; the daemon does not accept it yet. */
+#define FREEZER_RECURSIVE (UINT64_C(1) << 2)
+
+/* The daemon's FreezerState. The values are ABI: new states will be appended
+ * after FREEZER_STATE_UNKNOWN. */
+typedef enum freezer_state {
+        FREEZER_STATE_RUNNING,
+        FREEZER_STATE_FREEZING,
+        FREEZER_STATE_FROZEN,
+        FREEZER_STATE_THAWING,
+        FREEZER_STATE_FREEZING_BY_PARENT,
+        FREEZER_STATE_FROZEN_BY_PARENT,
+        FREEZER_STATE_UNKNOWN,
+} freezer_state;
+
+typedef struct freezer_group {
+        char *path;                   /* "/pods/a" */
+        char *object;                 /* D-Bus object path of the group */
+        freezer_state state;          /* FreezerState */
+        bool freeze;                  /* the group's own cgroup.freeze */
+        bool frozen;                  /* the kernel's "frozen" (cgroup.events) */
+        bool populated;
+        uint32_t descendants;
+        uint32_t frozen_descendants;
+        uint64_t frozen_usec;         /* cgroup.stat.local frozen_usec, 0 if unavailable */
+} freezer_group;
+
+/* Called from freezer_dispatch() when the daemon signals that a group's
+ * FreezerState or Frozen changed. path is only valid during the call. */
+typedef void (*freezer_state_callback)(freezer *f, const char *path, freezer_state state,
+                                       bool frozen, void *userdata);
+
+/* Connect to the system bus, the user's session bus, or a D-Bus broker at the
+ * given address (e.g. "unix:path=/run/dbus/system_bus_socket"). The
+ * connection is set up synchronously, so connection and authentication errors
+ * are reported here. On success *ret holds a new handle. */
+FREEZER_EXPORT int freezer_open_system(freezer **ret);
+FREEZER_EXPORT int freezer_open_user(freezer **ret);
+FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
+
+/* Disconnect and free the handle (NULL is fine). Returns NULL. Must not be
+ * called from within the state callback. */
+FREEZER_EXPORT freezer *freezer_close(freezer *f);
+
+/* The D-Bus error name/message of the last failed call on f, or NULL if no
+ * call failed yet. The strings stay valid until the next failure or
+ * freezer_close(). */
+FREEZER_EXPORT const char *freezer_last_error_name(freezer *f);
+FREEZER_EXPORT const char *freezer_last_error_message(freezer *f);
+
+/* Set (freeze) or clear (thaw) the group's cgroup.freeze and, unless
+ * FREEZER_NO_WAIT is given, block until the kernel confirms it.
+ * timeout_usec is the daemon's timeout; 0 means the daemon's
+ * DefaultTimeoutUSec. The method call itself waits timeout_usec + 5 s (for 0:
+ * DefaultTimeoutUSec + 5 s, at least 30 s). Thaw fails with -EBUSY
+ * (FrozenByParent) if an ancestor still freezes the group: its own flag is
+ * cleared nevertheless. */
+FREEZER_EXPORT int freezer_freeze(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags);
+FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags);
+
+/* "running", "freezing", "frozen", "thawing", "freezing-by-parent",
+ * "frozen-by-parent", "unknown"; NULL for values out of range. The strings
+ * are static. */
+FREEZER_EXPORT const char *freezer_state_to_string(freezer_state state);
+/* The inverse; NULL or unrecognized strings give FREEZER_STATE_UNKNOWN. */
+FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s);
+
+/* All properties of one group (Manager.GetGroup, which makes the daemon track
+ * the group's subtree if it does not yet, then Properties.GetAll). *ret is
+ * always overwritten (zeroed on failure, so freezer_group_clear() is always
+ * safe); it must not hold allocated data when passed in. */
+FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group *ret);
+/* Free the strings of *g and zero it. NULL is fine. */
+FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
+
+/* Every group the daemon tracks, in the daemon's order. Only path, object and
+ * state are filled in; the other fields are zero. *ret is NULL and *ret_n 0
+ * when there is none, and on failure. Free with freezer_group_array_free(). */
+FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n);
+FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
+
+/*
+ * Event loop integration.
+ *
+ * freezer_get_fd() returns the bus connection's file descriptor; poll it for
+ * POLLIN and call freezer_dispatch() when it is readable. The connection also
+ * reads messages during blocking calls (freezer_freeze(), freezer_get_group(),
+ * ...) and queues signals that arrive meanwhile in memory, where they do not
+ * make the fd readable: call freezer_dispatch() after every blocking call, too.
+ * The fd belongs to the handle: do not close it or read from it.
+ *
+ * freezer_dispatch() processes everything pending without blocking and runs
+ * the state callback for it. It returns the number of bus messages processed
+ * (0 if there was nothing to do) or a negative errno, e.g. -ECONNRESET or
+ * -ENOTCONN once the bus connection is lost. It must not be called from the
+ * state callback (it would fail with -EBUSY); the callback may call the other
+ * functions, including freezer_set_state_callback().
+ *
+ * freezer_wait() blocks until there is something to dispatch or timeout_usec
+ * passed (UINT64_MAX: no timeout). It returns > 0 if freezer_dispatch() should
+ * be called, 0 on timeout. Simple callers loop on freezer_wait() +
+ * freezer_dispatch().
+ */
+FREEZER_EXPORT int freezer_get_fd(freezer *f);
+FREEZER_EXPORT int freezer_dispatch(freezer *f);
+FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
+
+/*
+ * Install (or replace, or with cb == NULL remove) the state callback. The first
+ * installation adds a bus match for PropertiesChanged of the daemon's group
+ * objects; the call blocks until the bus confirms the match, so changes after
+ * it returns are not missed: to follow a group, install the callback first,
+ * then read the initial state with freezer_get_group().
+ *
+ * cb gets the group's path (decoded from its object path), its FreezerState
+ * and its Frozen property. A signal that changes neither is not reported. When
+ * a signal carries only one of the two, the other is the last value known to
+ * the handle (from an earlier signal or freezer_get_group() while the callback
+ * was installed); if there is none, Frozen is derived from the state (frozen,
+ * thawing and frozen-by-parent mean frozen) and FreezerState is fetched from
+ * the daemon (FREEZER_STATE_UNKNOWN if that fails).
+ */
+FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
