@@ -76,6 +76,7 @@ struct Group {
 
         unsigned changed;   /* GROUP_CHANGED_* bits not yet popped */
         Group *changed_next;
+        Group *changed_prev; /* private to tree.c: O(1) removal from the list */
         bool on_changed_list;
 
         Group *hash_next; /* private to tree.c */
