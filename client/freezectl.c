@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <langinfo.h>
@@ -9,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "batch-json.h"
 #include "client-util.h"
 #include "config-build.h"
 #include "freezer.h"
@@ -33,6 +36,11 @@ static uint64_t arg_timeout_usec = 0;
 static bool arg_timeout_set = false;
 static bool arg_no_wait = false;
 static bool arg_rollback = false;
+static bool arg_recursive = false;
+static freezer_order arg_order = FREEZER_ORDER_AUTO;
+static bool arg_order_set = false;
+static char **arg_except = NULL;
+static size_t n_arg_except = 0;
 
 static void help(void) {
         printf("%1$s [OPTIONS...] COMMAND [ARGS...]\n"
@@ -42,9 +50,18 @@ static void help(void) {
                "Commands:\n"
                "  freeze PATH...       Freeze each group in turn; wait until the kernel reports\n"
                "                       it frozen\n"
+               "  freeze PATH --except=EXCLUDED...\n"
+               "                       Freeze everything below PATH except the EXCLUDED\n"
+               "                       subtrees, by freezing the fewest groups that cover the\n"
+               "                       rest (at each level, the siblings of an excluded\n"
+               "                       branch), as one batch; print the groups it froze\n"
                "  thaw PATH...         Thaw each group in turn; wait until the kernel reports\n"
                "                       it running. Fails if an ancestor still freezes it (the\n"
                "                       group's own freeze flag is cleared nevertheless)\n"
+               "  batch FILE           Apply the freeze and thaw requests in the JSON file FILE\n"
+               "                       (\"-\": standard input) as one batch; print how many\n"
+               "                       freeze flags were written and how many requests were\n"
+               "                       skipped because the flag was set that way already\n"
                "  status [PATH]        Show the properties of one group (default: \"/\")\n"
                "  list                 List the tracked groups with their state\n"
                "  tree [PATH]          Show the tracked groups below PATH (default: all) as a\n"
@@ -59,12 +76,26 @@ static void help(void) {
                "                       unix:path=/run/dbus/system_bus_socket\n"
                "     --json            Print JSON on standard output instead of text\n"
                "     --timeout=DURATION\n"
-               "                       freeze, thaw: how long the daemon waits for the kernel\n"
-               "                       (default, and 0: the daemon's DefaultTimeoutUSec)\n"
-               "     --no-wait         freeze, thaw: return as soon as cgroup.freeze is\n"
+               "                       freeze, thaw, batch: how long the daemon waits for the\n"
+               "                       kernel (default, and 0: the daemon's DefaultTimeoutUSec)\n"
+               "     --no-wait         freeze, thaw, batch: return as soon as cgroup.freeze is\n"
                "                       written, without waiting for the kernel\n"
-               "     --rollback        freeze, thaw: on timeout write the previous\n"
-               "                       cgroup.freeze value back before failing\n"
+               "     --rollback        freeze, thaw, batch: on timeout write the previous\n"
+               "                       cgroup.freeze value back before failing. Batches (batch,\n"
+               "                       --except, --recursive) become all-or-nothing: on\n"
+               "                       timeout or on a failed write every flag the batch\n"
+               "                       changed is restored\n"
+               "     --recursive       freeze, thaw, batch: apply each request to every group\n"
+               "                       of the subtree below its path, the path's group\n"
+               "                       included, as one batch (freezes top-down, thaws\n"
+               "                       bottom-up); \"thaw --recursive /user.slice\" clears every\n"
+               "                       freeze flag in /user.slice\n"
+               "     --except=PATH     freeze: leave the subtree at PATH, which must lie below\n"
+               "                       the PATH to freeze, running; may be given more than once\n"
+               "     --order=ORDER     batch: the order of the writes: \"auto\" (default: all\n"
+               "                       freezes top-down, then all thaws bottom-up, so that no\n"
+               "                       group changes its state twice), \"top-down\" (shallowest\n"
+               "                       first) or \"bottom-up\" (deepest first)\n"
                "\n"
                "PATH names a cgroup relative to freezerd's cgroup root: \"/\", \"/pods/a\".\n"
                "status and tree with a PATH make freezerd track the group's subtree if it\n"
@@ -76,26 +107,63 @@ static void help(void) {
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
                "failure: the paths after it are left alone. They print nothing on success\n"
-               "(unless --json is given). Errors go to standard error as\n"
+               "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
+               "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
+               "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
+               "does not fail with FrozenByParent. There, \"/\" stands for every group below\n"
+               "freezerd's cgroup root (which cannot be frozen itself).\n"
+               "With --except, freeze takes exactly one PATH. Processes directly in PATH, or\n"
+               "in a group between PATH and an excluded group, keep running: the kernel\n"
+               "cannot freeze a group without its descendants. The groups printed are the\n"
+               "ones whose flag is now set (also those that had it set already); feed them\n"
+               "to batch to thaw them again (see the examples).\n"
+               "\n"
+               "Batch files hold a JSON array of at most 65536 objects (and at most 64 MiB),\n"
+               "each with exactly the keys \"path\" (a string) and \"freeze\" (true to freeze,\n"
+               "false to thaw):\n"
+               "  [{\"path\": \"/pods/a\", \"freeze\": true},\n"
+               "   {\"path\": \"/pods/b\", \"freeze\": false}]\n"
+               "The file is checked before freezerd is contacted: anything else (other keys,\n"
+               "repeated keys, other types, comments, trailing commas, an empty array) is\n"
+               "refused with a message naming the element by its index, counted from 0, and\n"
+               "its line, and exit status 2. freezerd then checks every path before it\n"
+               "writes anything: one malformed or missing path and nothing changes; its\n"
+               "message names the request by the same index. When a path occurs more than\n"
+               "once, the last request wins. batch waits until every requested group\n"
+               "reaches the state its flags imply; without --rollback a timeout leaves the\n"
+               "flags as requested, and the message names the groups that did not finish.\n"
+               "The bus may refuse very large batches: dbus-daemon's default limit is 32 MiB\n"
+               "per message, about 65536 paths of 500 bytes.\n"
                "\n"
                "JSON output (--json):\n"
-               "  freeze, thaw  an array with one {\"path\", \"result\"} object per path handled;\n"
-               "                \"result\" is \"done\", or \"failed\" with \"error\" and \"message\"\n"
-               "  status        {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
-               "                 \"descendants\", \"frozen_descendants\", \"frozen_usec\"}\n"
-               "  list          an array of {\"path\", \"object\", \"state\"}\n"
-               "  tree          {\"path\", \"state\", \"children\": [...]}, nested; \"state\" is\n"
-               "                null for groups that are not tracked\n"
+               "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
+               "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
+               "                   and \"message\"\n"
+               "  freeze --except  an array of the paths of the groups frozen\n"
+               "  batch            {\"writes\": N, \"skipped\": M}\n"
+               "  status           {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
+               "                    \"descendants\", \"frozen_descendants\", \"frozen_usec\"}\n"
+               "  list             an array of {\"path\", \"object\", \"state\"}\n"
+               "  tree             {\"path\", \"state\", \"children\": [...]}, nested; \"state\"\n"
+               "                   is null for groups that are not tracked\n"
+               "freeze --except and batch print nothing on standard output when they fail.\n"
                "\n"
                "Exit status:\n"
                "  0  success\n"
-               "  1  failure: freezerd refused or failed a request, or could not be reached\n"
-               "  2  usage error\n"
+               "  1  failure: freezerd refused or failed a request, or could not be reached,\n"
+               "     or a batch file could not be read\n"
+               "  2  usage error, or a malformed batch file\n"
                "\n"
                "Examples:\n"
                "  %1$s freeze /pods/a /pods/b --timeout=5s\n"
                "  %1$s thaw --no-wait /pods/a\n"
+               "  %1$s thaw --recursive /user.slice\n"
+               "  %1$s freeze /pods --except=/pods/db --except=/pods/web/frontend\n"
+               "  %1$s batch requests.json --order=top-down --rollback --timeout=10s\n"
+               "  echo '[{\"path\": \"/pods/a\", \"freeze\": false}]' | %1$s batch -\n"
+               "  %1$s --json freeze /pods --except=/pods/db >frozen.json\n"
+               "  jq 'map({path: ., freeze: false})' frozen.json | %1$s batch -\n"
                "  %1$s status /pods/a\n"
                "  %1$s --json list\n"
                "  %1$s tree /pods\n"
@@ -343,15 +411,23 @@ static const char *state_str(freezer_state s) {
 
 /* ---- freeze, thaw ---- */
 
-static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_paths) {
-        struct json_object *results = NULL;
+/* The flags of freeze, thaw and batch requests, from the options. */
+static uint64_t request_flags(void) {
         uint64_t flags = 0;
-        int ret = 0, r;
 
         if (arg_no_wait)
                 flags |= FREEZER_NO_WAIT;
         if (arg_rollback)
                 flags |= FREEZER_ROLLBACK_ON_TIMEOUT;
+        if (arg_recursive)
+                flags |= FREEZER_RECURSIVE;
+        return flags;
+}
+
+static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_paths) {
+        struct json_object *results = NULL;
+        uint64_t flags = request_flags();
+        int ret = 0, r;
 
         if (arg_json) {
                 results = json_object_new_array();
@@ -401,6 +477,160 @@ static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_path
                 }
                 json_object_put(results);
         }
+
+        return ret;
+}
+
+/* ---- freeze --except ---- */
+
+static int verb_freeze_except(freezer *f, const char *path) {
+        char **frozen = NULL;
+        int ret = EXIT_SUCCESS, r;
+
+        r = freezer_freeze_except(f, path, (const char *const *) arg_except, n_arg_except,
+                                  arg_timeout_usec, request_flags(), &frozen);
+        if (r < 0) {
+                log_failure(f, r, "cannot freeze %s except %s%s", path, arg_except[0],
+                            n_arg_except > 1 ? ", ..." : "");
+                return EXIT_FAILURE;
+        }
+
+        if (arg_json) {
+                struct json_object *a = json_object_new_array();
+
+                for (char **i = frozen; a && *i; i++)
+                        if (json_append(a, json_object_new_string(*i)) < 0) {
+                                json_object_put(a);
+                                a = NULL;
+                        }
+
+                if (!a || print_json(a) < 0) {
+                        log_oom();
+                        ret = EXIT_FAILURE;
+                }
+                json_object_put(a);
+        } else
+                for (char **i = frozen; *i; i++)
+                        puts(*i);
+
+        freezer_strv_free(frozen);
+        return ret;
+}
+
+/* ---- batch ---- */
+
+/* Read all of fd, at most max bytes; -EFBIG if there is more. */
+static int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, allocated = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                if (n >= allocated) {
+                        size_t a;
+                        char *b;
+
+                        if (allocated > max)
+                                return -EFBIG;
+
+                        /* Up to max + 1 bytes, to notice when there is more. */
+                        a = allocated > 0 ? allocated * 2 : 64 * 1024;
+                        if (a > max + 1)
+                                a = max + 1;
+                        b = realloc(buf, a);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        allocated = a;
+                }
+
+                k = read(fd, buf + n, allocated - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+
+        if (n > max)
+                return -EFBIG;
+
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+/* Read and parse the batch file (before connecting to the bus). Returns an
+ * exit status: EXIT_SUCCESS, EXIT_FAILURE (cannot read) or EXIT_USAGE
+ * (malformed). */
+static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        const char *name = streq(file, "-") ? "standard input" : file;
+        size_t len = 0;
+        int fd, r;
+
+        if (streq(file, "-"))
+                fd = STDIN_FILENO;
+        else {
+                fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        fprintf(stderr, PROGRAM ": cannot open %s: %s\n", file, strerror(errno));
+                        return EXIT_FAILURE;
+                }
+        }
+
+        r = read_full_fd(fd, BATCH_JSON_SIZE_MAX, &text, &len);
+        if (fd != STDIN_FILENO)
+                (void) close(fd);
+        if (r == -EFBIG) {
+                fprintf(stderr, PROGRAM ": %s: larger than %u MiB\n", name, BATCH_JSON_SIZE_MAX / (1024U * 1024U));
+                return EXIT_USAGE;
+        }
+        if (r < 0) {
+                fprintf(stderr, PROGRAM ": cannot read %s: %s\n", name, strerror(-r));
+                return EXIT_FAILURE;
+        }
+
+        r = batch_json_parse(text, len, ret, ret_n, &error);
+        if (r == -ENOMEM || (r < 0 && !error)) {
+                log_oom();
+                return EXIT_FAILURE;
+        }
+        if (r < 0) {
+                fprintf(stderr, PROGRAM ": %s: %s\n", name, error);
+                return EXIT_USAGE;
+        }
+
+        return EXIT_SUCCESS;
+}
+
+static int verb_batch(freezer *f, const char *file, const freezer_request *requests, size_t n) {
+        uint32_t writes = 0, skipped = 0;
+        int ret = EXIT_SUCCESS, r;
+
+        r = freezer_apply_batch(f, requests, n, arg_order, arg_timeout_usec, request_flags(), &writes, &skipped);
+        if (r < 0) {
+                log_failure(f, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
+                return EXIT_FAILURE;
+        }
+
+        if (arg_json) {
+                struct json_object *o = json_object_new_object();
+
+                if (!o ||
+                    json_add(o, "writes", json_object_new_int64(writes)) < 0 ||
+                    json_add(o, "skipped", json_object_new_int64(skipped)) < 0 ||
+                    print_json(o) < 0) {
+                        log_oom();
+                        ret = EXIT_FAILURE;
+                }
+                json_object_put(o);
+        } else
+                printf("%" PRIu32 " writes, %" PRIu32 " skipped\n", writes, skipped);
 
         return ret;
 }
@@ -774,20 +1004,89 @@ finish:
 
 /* ---- main ---- */
 
+/* The options that apply only to some commands. */
+typedef enum verb_option {
+        VERB_OPT_WAIT      = 1 << 0, /* --timeout, --no-wait, --rollback */
+        VERB_OPT_RECURSIVE = 1 << 1,
+        VERB_OPT_EXCEPT    = 1 << 2,
+        VERB_OPT_ORDER     = 1 << 3,
+} verb_option;
+
 typedef struct verb {
         const char *name;
         size_t min_args;
         size_t max_args;
-        bool takes_freeze_options;
+        const char *arg_name;
+        unsigned options;
 } verb;
 
 static const verb verbs[] = {
-        { "freeze", 1, SIZE_MAX, true  },
-        { "thaw",   1, SIZE_MAX, true  },
-        { "status", 0, 1,        false },
-        { "list",   0, 0,        false },
-        { "tree",   0, 1,        false },
+        { "freeze", 1, SIZE_MAX, "PATH", VERB_OPT_WAIT | VERB_OPT_RECURSIVE | VERB_OPT_EXCEPT },
+        { "thaw",   1, SIZE_MAX, "PATH", VERB_OPT_WAIT | VERB_OPT_RECURSIVE                   },
+        { "batch",  1, 1,        "FILE", VERB_OPT_WAIT | VERB_OPT_RECURSIVE | VERB_OPT_ORDER  },
+        { "status", 0, 1,        "PATH", 0                                                    },
+        { "list",   0, 0,        NULL,   0                                                    },
+        { "tree",   0, 1,        "PATH", 0                                                    },
 };
+
+/* The first option given that v does not take, or NULL; *ret_option is its
+ * verb_option. */
+static const char *verb_unwanted_option(const verb *v, unsigned *ret_option) {
+        const char *name = NULL;
+
+        if (!(v->options & VERB_OPT_WAIT) && (arg_timeout_set || arg_no_wait || arg_rollback)) {
+                *ret_option = VERB_OPT_WAIT;
+                name = arg_timeout_set ? "--timeout" : arg_no_wait ? "--no-wait" : "--rollback";
+        } else if (!(v->options & VERB_OPT_RECURSIVE) && arg_recursive) {
+                *ret_option = VERB_OPT_RECURSIVE;
+                name = "--recursive";
+        } else if (!(v->options & VERB_OPT_EXCEPT) && n_arg_except > 0) {
+                *ret_option = VERB_OPT_EXCEPT;
+                name = "--except";
+        } else if (!(v->options & VERB_OPT_ORDER) && arg_order_set) {
+                *ret_option = VERB_OPT_ORDER;
+                name = "--order";
+        }
+
+        return name;
+}
+
+static const char *verbs_taking(unsigned option) {
+        switch (option) {
+        case VERB_OPT_WAIT:
+        case VERB_OPT_RECURSIVE:
+                return "freeze, thaw and batch";
+        case VERB_OPT_EXCEPT:
+                return "freeze";
+        case VERB_OPT_ORDER:
+                return "batch";
+        default:
+                return "other commands";
+        }
+}
+
+static int parse_order(const char *s, freezer_order *ret) {
+        if (streq(s, "auto"))
+                *ret = FREEZER_ORDER_AUTO;
+        else if (streq(s, "top-down"))
+                *ret = FREEZER_ORDER_TOP_DOWN;
+        else if (streq(s, "bottom-up"))
+                *ret = FREEZER_ORDER_BOTTOM_UP;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int except_add(char *path) {
+        char **a;
+
+        a = reallocarray(arg_except, n_arg_except + 1, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        arg_except = a;
+        arg_except[n_arg_except++] = path;
+        return 0;
+}
 
 /* Returns > 0 to go on, 0 to exit successfully (--help, --version), < 0 on
  * usage errors. */
@@ -801,6 +1100,9 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_TIMEOUT,
                 ARG_NO_WAIT,
                 ARG_ROLLBACK,
+                ARG_RECURSIVE,
+                ARG_EXCEPT,
+                ARG_ORDER,
         };
         static const struct option options[] = {
                 { "help",     no_argument,       NULL, 'h'          },
@@ -812,6 +1114,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "timeout",  required_argument, NULL, ARG_TIMEOUT  },
                 { "no-wait",  no_argument,       NULL, ARG_NO_WAIT  },
                 { "rollback", no_argument,       NULL, ARG_ROLLBACK },
+                { "recursive", no_argument,      NULL, ARG_RECURSIVE },
+                { "except",   required_argument, NULL, ARG_EXCEPT   },
+                { "order",    required_argument, NULL, ARG_ORDER    },
                 {}
         };
         int c, r;
@@ -867,6 +1172,26 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_rollback = true;
                         break;
 
+                case ARG_RECURSIVE:
+                        arg_recursive = true;
+                        break;
+
+                case ARG_EXCEPT:
+                        if (!*optarg)
+                                return usage_error("--except= needs a PATH");
+                        if (except_add(optarg) < 0) {
+                                log_oom();
+                                return -ENOMEM;
+                        }
+                        break;
+
+                case ARG_ORDER:
+                        if (parse_order(optarg, &arg_order) < 0)
+                                return usage_error("invalid order '%s' (expected auto, top-down or bottom-up)",
+                                                   optarg);
+                        arg_order_set = true;
+                        break;
+
                 case ':':
                         return usage_error("option '%s' needs an argument", argv[optind - 1]);
 
@@ -906,14 +1231,16 @@ static int connect_bus(freezer **ret) {
         }
 }
 
-int main(int argc, char *argv[]) {
+static int run(int argc, char *argv[]) {
+        freezer_request *requests = NULL;
+        size_t n_requests = 0;
         const verb *v = NULL;
+        const char *unwanted;
+        unsigned option = 0;
         freezer *f = NULL;
         char **args;
         size_t n_args;
         int ret, r;
-
-        (void) setlocale(LC_ALL, "");
 
         r = parse_argv(argc, argv);
         if (r < 0)
@@ -940,36 +1267,66 @@ int main(int argc, char *argv[]) {
         n_args = (size_t) (argc - optind - 1);
 
         if (n_args < v->min_args) {
-                usage_error("%s needs at least one PATH", v->name);
+                if (v->max_args == 1)
+                        usage_error("%s needs a %s%s", v->name, v->arg_name,
+                                    streq(v->name, "batch") ? " (\"-\" for standard input)" : "");
+                else
+                        usage_error("%s needs at least one %s", v->name, v->arg_name);
                 return EXIT_USAGE;
         }
         if (n_args > v->max_args) {
                 if (v->max_args == 0)
                         usage_error("%s takes no arguments", v->name);
+                else if (v->min_args == 1)
+                        usage_error("%s takes exactly one %s", v->name, v->arg_name);
                 else
-                        usage_error("%s takes at most one PATH", v->name);
+                        usage_error("%s takes at most one %s", v->name, v->arg_name);
                 return EXIT_USAGE;
         }
 
-        if (!v->takes_freeze_options && (arg_timeout_set || arg_no_wait || arg_rollback)) {
-                usage_error("%s applies only to freeze and thaw",
-                            arg_timeout_set ? "--timeout" : arg_no_wait ? "--no-wait" : "--rollback");
+        unwanted = verb_unwanted_option(v, &option);
+        if (unwanted) {
+                usage_error("%s applies only to %s", unwanted, verbs_taking(option));
                 return EXIT_USAGE;
+        }
+
+        if (n_arg_except > 0) {
+                if (n_args != 1) {
+                        usage_error("freeze --except takes exactly one PATH");
+                        return EXIT_USAGE;
+                }
+                if (arg_recursive) {
+                        usage_error("--recursive cannot be combined with --except");
+                        return EXIT_USAGE;
+                }
         }
 
         for (size_t i = 0; i < n_args; i++)
                 if (!*args[i]) {
-                        usage_error("empty PATH");
+                        usage_error("empty %s", v->arg_name);
                         return EXIT_USAGE;
                 }
 
-        if (connect_bus(&f) < 0)
-                return EXIT_FAILURE;
+        /* Check the batch before talking to anyone. */
+        if (streq(v->name, "batch")) {
+                ret = batch_load(args[0], &requests, &n_requests);
+                if (ret != EXIT_SUCCESS)
+                        return ret;
+        }
 
-        if (streq(v->name, "freeze"))
+        if (connect_bus(&f) < 0) {
+                batch_json_free(requests);
+                return EXIT_FAILURE;
+        }
+
+        if (streq(v->name, "freeze") && n_arg_except > 0)
+                ret = verb_freeze_except(f, args[0]);
+        else if (streq(v->name, "freeze"))
                 ret = verb_freeze_thaw(f, true, args, n_args);
         else if (streq(v->name, "thaw"))
                 ret = verb_freeze_thaw(f, false, args, n_args);
+        else if (streq(v->name, "batch"))
+                ret = verb_batch(f, args[0], requests, n_requests);
         else if (streq(v->name, "status"))
                 ret = verb_status(f, args, n_args);
         else if (streq(v->name, "list"))
@@ -978,11 +1335,23 @@ int main(int argc, char *argv[]) {
                 ret = verb_tree(f, args, n_args);
 
         freezer_close(f);
+        batch_json_free(requests);
 
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, PROGRAM ": cannot write output: %s\n", strerror(errno));
                 return EXIT_FAILURE;
         }
 
+        return ret;
+}
+
+int main(int argc, char *argv[]) {
+        int ret;
+
+        (void) setlocale(LC_ALL, "");
+
+        ret = run(argc, argv);
+
+        free(arg_except);
         return ret;
 }

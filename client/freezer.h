@@ -54,14 +54,41 @@ extern "C" {
 
 typedef struct freezer freezer;
 
-/* Flags of freezer_freeze() and freezer_thaw(). They are passed to the daemon
- * as they are; a daemon that does not know a bit fails with -EINVAL. */
-/* On timeout write the previous cgroup.freeze value back before failing. */
+/* Flags of freezer_freeze(), freezer_thaw(), freezer_apply_batch() and
+ * freezer_freeze_except(). They are passed to the daemon as they are; a daemon
+ * that does not know a bit fails with -EINVAL. */
+/* On timeout write the previous cgroup.freeze value back before failing. For
+ * batches (freezer_apply_batch(), freezer_freeze_except(), FREEZER_RECURSIVE)
+ * this makes the batch all-or-nothing: on timeout or on a failed write every
+ * flag the batch changed is restored. */
 #define FREEZER_ROLLBACK_ON_TIMEOUT (UINT64_C(1) << 0)
 /* Return once cgroup.freeze is written, without waiting for the kernel. */
 #define FREEZER_NO_WAIT (UINT64_C(1) << 1)
-/* Reserved for the batch interface; the daemon does not accept it yet. */
+/* freezer_freeze(), freezer_thaw(), freezer_apply_batch(): the request applies
+ * to every group of the subtree below its path (the path's group included), as
+ * one batch: freezes top-down, thaws bottom-up. freezer_thaw() with it clears
+ * every own flag in the subtree. freezer_freeze_except() refuses it (-EINVAL).
+ * Daemons before the batch interface refuse it, too. */
 #define FREEZER_RECURSIVE (UINT64_C(1) << 2)
+
+/* The order in which freezer_apply_batch() writes the flags.
+ *   FREEZER_ORDER_AUTO       all freezes top-down (shallowest first), then all
+ *                            thaws bottom-up (deepest first), so that every
+ *                            group changes its kernel state at most once
+ *   FREEZER_ORDER_TOP_DOWN   shallowest first
+ *   FREEZER_ORDER_BOTTOM_UP  deepest first */
+typedef enum freezer_order {
+        FREEZER_ORDER_AUTO,
+        FREEZER_ORDER_TOP_DOWN,
+        FREEZER_ORDER_BOTTOM_UP,
+} freezer_order;
+
+/* One request of freezer_apply_batch(): set (freeze) or clear (thaw) the own
+ * cgroup.freeze flag of the group at path. */
+typedef struct freezer_request {
+        const char *path;
+        bool freeze;
+} freezer_request;
 
 /* The daemon's FreezerState. The values are ABI: new states will be appended
  * after FREEZER_STATE_UNKNOWN. */
@@ -119,6 +146,74 @@ FREEZER_EXPORT const char *freezer_last_error_message(freezer *f);
  * cleared nevertheless. */
 FREEZER_EXPORT int freezer_freeze(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags);
 FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags);
+
+/*
+ * Set many groups' own cgroup.freeze flags in one call (Manager.ApplyBatch).
+ *
+ * The daemon validates every path before it writes anything: one malformed or
+ * missing path fails the whole call (-EINVAL, -ENOENT) with nothing written,
+ * and the error message names the request by its index (counted from 0). An
+ * empty batch (n == 0) fails with -EINVAL, and so does one above the daemon's
+ * limit (65536 requests).
+ *
+ * When a path occurs more than once, the last request wins. A request that
+ * matches the group's current flag is skipped; *ret_writes receives the number
+ * of flags written, *ret_skipped that of requests skipped (either pointer may
+ * be NULL; both are set to 0 on failure). With FREEZER_RECURSIVE each request
+ * stands for its path's whole subtree, and the counts are of the groups in
+ * those subtrees.
+ *
+ * Unless FREEZER_NO_WAIT is given, the call returns once every requested
+ * group's kernel "frozen" matches its final effective flag (frozen when it or
+ * an ancestor has freeze set), or fails with -ETIMEDOUT: then, without
+ * FREEZER_ROLLBACK_ON_TIMEOUT, the flags stay as requested and the error
+ * message names the groups that did not finish; with it, every flag the batch
+ * changed is restored first. A later request that reverses one of the batch's
+ * flags before the kernel confirmed it fails the call with -ECANCELED.
+ *
+ * timeout_usec and the method-call timeout are as for freezer_freeze(). A
+ * request for "/" (the daemon's cgroup root) fails with -EINVAL, except with
+ * FREEZER_RECURSIVE, where it stands for every group below the root.
+ */
+FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *requests, size_t n,
+                                       freezer_order order, uint64_t timeout_usec, uint64_t flags,
+                                       uint32_t *ret_writes, uint32_t *ret_skipped);
+
+/*
+ * Freeze everything below path except the subtrees in exclude[0, n_exclude),
+ * by freezing the fewest groups that cover the rest: at each level, the
+ * siblings of an excluded branch (Manager.FreezeExcept). Every excluded path
+ * must lie strictly below path (-EINVAL otherwise); the daemon takes at most
+ * 4096 of them. With none, path itself is frozen (for "/", which cannot be
+ * frozen, every group directly below it). Processes directly in path or in
+ * another ancestor of an excluded group keep running: the kernel cannot
+ * freeze a group without its descendants.
+ *
+ * The groups are frozen as one top-down batch; flags, timeout_usec and the
+ * method-call timeout are as for freezer_apply_batch(), except that
+ * FREEZER_RECURSIVE is refused (-EINVAL).
+ *
+ * On success returns the number of groups frozen (their flags set; those that
+ * were set already count, too) and, if ret_frozen is not NULL, stores their
+ * paths in *ret_frozen as a NULL-terminated array (empty, but not NULL, when
+ * there was nothing to freeze), so that one freezer_apply_batch() can thaw
+ * them again. Free it with freezer_strv_free(). *ret_frozen is NULL on
+ * failure.
+ */
+FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
+                                         const char *const *exclude, size_t n_exclude,
+                                         uint64_t timeout_usec, uint64_t flags, char ***ret_frozen);
+
+/* Free a NULL-terminated array of strings and the strings (NULL is fine). */
+FREEZER_EXPORT void freezer_strv_free(char **l);
+
+/* Make the daemon follow the subtree at path and publish its group objects
+ * (Manager.Track). Tracking a group that is tracked already succeeds. */
+FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
+/* Stop following a subtree given to freezer_track() earlier or named in the
+ * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
+ * are left as they are. */
+FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path);
 
 /* "running", "freezing", "frozen", "thawing", "freezing-by-parent",
  * "frozen-by-parent", "unknown"; NULL for values out of range. The strings

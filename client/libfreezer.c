@@ -386,6 +386,13 @@ static uint64_t call_timeout(freezer *f, uint64_t timeout_usec) {
         return usec > CALL_TIMEOUT_DEFAULT_USEC ? usec : CALL_TIMEOUT_DEFAULT_USEC;
 }
 
+/* The method-call timeout of calls that wait for the kernel like Freeze/Thaw
+ * do. With NO_WAIT the daemon replies at once: sd-bus' default method-call
+ * timeout (0, i.e. 25 s) is plenty. */
+static uint64_t wait_call_timeout(freezer *f, uint64_t timeout_usec, uint64_t flags) {
+        return (flags & FREEZER_NO_WAIT) ? 0 : call_timeout(f, timeout_usec);
+}
+
 static int freeze_or_thaw(freezer *f, const char *member, const char *path,
                           uint64_t timeout_usec, uint64_t flags) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
@@ -398,9 +405,7 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
         if (!path)
                 return error_set(f, -EINVAL);
 
-        /* With NO_WAIT the daemon replies at once: sd-bus' default method-call
-         * timeout (usec == 0, 25 s) is plenty. */
-        usec = (flags & FREEZER_NO_WAIT) ? 0 : call_timeout(f, timeout_usec);
+        usec = wait_call_timeout(f, timeout_usec, flags);
 
         r = new_manager_call(f, member, &m);
         if (r < 0)
@@ -423,6 +428,237 @@ FREEZER_EXPORT int freezer_freeze(freezer *f, const char *path, uint64_t timeout
 
 FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags) {
         return freeze_or_thaw(f, "Thaw", path, timeout_usec, flags);
+}
+
+/* ---- batches ---- */
+
+/* dbus-daemon's default max_message_size; larger messages make it drop the
+ * connection. */
+#define BUS_MESSAGE_SIZE_HINT (32U * 1024U * 1024U)
+
+/* Explain a lost connection after sending a large message: the bus broker
+ * drops clients that send messages above its limit, which sd-bus reports
+ * only as ECONNRESET. */
+static int large_message_failed(int r, size_t size, sd_bus_error *error) {
+        if (size < BUS_MESSAGE_SIZE_HINT || !(r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE))
+                return r;
+
+        sd_bus_error_free(error);
+        return sd_bus_error_set_errnof(error, r,
+                                       "%s (the request was about %zu MiB: the bus may refuse "
+                                       "messages that large, dbus-daemon's default limit is 32 MiB; "
+                                       "split the batch)",
+                                       strerror(-r), size / (1024 * 1024));
+}
+
+static const char *const order_table[] = {
+        [FREEZER_ORDER_AUTO] = "auto",
+        [FREEZER_ORDER_TOP_DOWN] = "top-down",
+        [FREEZER_ORDER_BOTTOM_UP] = "bottom-up",
+};
+
+static int apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
+                       uint64_t timeout_usec, uint64_t flags,
+                       uint32_t *ret_writes, uint32_t *ret_skipped, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        uint32_t writes, skipped;
+        size_t size = 0;
+        int r;
+
+        r = new_manager_call(f, "ApplyBatch", &m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_open_container(m, 'a', "(sb)");
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n; i++) {
+                r = sd_bus_message_append(m, "(sb)", requests[i].path, (int) requests[i].freeze);
+                if (r == -EINVAL)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Request %zu: the path is not valid UTF-8", i);
+                if (r < 0)
+                        return r;
+
+                /* Its size in the message: length, string, NUL, alignment, boolean. */
+                size += strlen(requests[i].path) + 16;
+        }
+
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(m, "stt", order, timeout_usec, flags);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call(f->bus, m, wait_call_timeout(f, timeout_usec, flags), error, &reply);
+        if (r < 0)
+                return large_message_failed(r, size, error);
+
+        r = sd_bus_message_read(reply, "uu", &writes, &skipped);
+        if (r < 0)
+                return r;
+
+        if (ret_writes)
+                *ret_writes = writes;
+        if (ret_skipped)
+                *ret_skipped = skipped;
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *requests, size_t n,
+                                       freezer_order order, uint64_t timeout_usec, uint64_t flags,
+                                       uint32_t *ret_writes, uint32_t *ret_skipped) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret_writes)
+                *ret_writes = 0;
+        if (ret_skipped)
+                *ret_skipped = 0;
+        if (!f)
+                return -EINVAL;
+        if ((n > 0 && !requests) || (unsigned) order >= ELEMENTSOF(order_table))
+                return error_set(f, -EINVAL);
+        for (size_t i = 0; i < n; i++)
+                if (!requests[i].path)
+                        return error_set(f, -EINVAL);
+
+        r = apply_batch(f, requests, n, order_table[order], timeout_usec, flags,
+                        ret_writes, ret_skipped, &error);
+        if (r < 0)
+                return error_take(f, &error, r);
+
+        return 0;
+}
+
+FREEZER_EXPORT void freezer_strv_free(char **l) {
+        if (!l)
+                return;
+
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+}
+
+static int freeze_except(freezer *f, const char *path, const char *const *exclude, size_t n_exclude,
+                         uint64_t timeout_usec, uint64_t flags, char ***ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        char **l = NULL;
+        int r;
+
+        r = new_manager_call(f, "FreezeExcept", &m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(m, "s", path);
+        if (r == -EINVAL)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The path is not valid UTF-8");
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_open_container(m, 'a', "s");
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n_exclude; i++) {
+                r = sd_bus_message_append(m, "s", exclude[i]);
+                if (r == -EINVAL)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Excluded path %zu is not valid UTF-8", i);
+                if (r < 0)
+                        return r;
+        }
+
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(m, "tt", timeout_usec, flags);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call(f->bus, m, wait_call_timeout(f, timeout_usec, flags), error, &reply);
+        if (r < 0)
+                return r;
+
+        /* sd_bus_message_read_strv() gives NULL for an empty array. */
+        r = sd_bus_message_read_strv(reply, &l);
+        if (r < 0)
+                return r;
+
+        if (!l) {
+                l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+        }
+
+        *ret = l;
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
+                                         const char *const *exclude, size_t n_exclude,
+                                         uint64_t timeout_usec, uint64_t flags, char ***ret_frozen) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        char **l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (ret_frozen)
+                *ret_frozen = NULL;
+        if (!f)
+                return -EINVAL;
+        if (!path || (n_exclude > 0 && !exclude))
+                return error_set(f, -EINVAL);
+        for (size_t i = 0; i < n_exclude; i++)
+                if (!exclude[i])
+                        return error_set(f, -EINVAL);
+
+        r = freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &l, &error);
+        if (r < 0)
+                return error_take(f, &error, r);
+
+        while (l[n])
+                n++;
+
+        if (ret_frozen)
+                *ret_frozen = l;
+        else
+                freezer_strv_free(l);
+
+        return n > INT_MAX ? INT_MAX : (int) n;
+}
+
+/* ---- tracking ---- */
+
+static int track_or_untrack(freezer *f, const char *member, const char *path) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (!f)
+                return -EINVAL;
+        if (!path)
+                return error_set(f, -EINVAL);
+
+        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                               FREEZER_MANAGER_INTERFACE, member,
+                               &error, &reply, "s", path);
+        if (r < 0)
+                return error_take(f, &error, r);
+
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_track(freezer *f, const char *path) {
+        return track_or_untrack(f, "Track", path);
+}
+
+FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path) {
+        return track_or_untrack(f, "Untrack", path);
 }
 
 /* ---- groups ---- */
