@@ -1,0 +1,1447 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezerd integration test harness.
+
+Run with Debian's /usr/bin/python3: the standard library plus python3-jeepney
+(pure Python D-Bus).  A test is a script that does
+
+    import freezertest as ft
+
+    def test():
+        ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+        with ft.Scratch('name') as sc, ft.Bus() as bus:
+            sc.mkdir('/g')
+            sc.spawn_sleepers('/g', 5)
+            with ft.Daemon(bus, sc.root) as d:
+                d.client.call('Freeze', '/g', 0, 0)
+                ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel says frozen')
+
+    ft.run(test)
+
+and exits 0 (pass), 1 (fail) or 77 (skip, for meson).
+
+Waiting.  Everything that waits goes through one event loop (Loop) fed by the
+D-Bus sockets, freezerd's notify socket and exit (pidfd), and an inotify
+instance that watches the cgroup.events file of every scratch group; wait_for()
+re-evaluates its predicate after each event, up to a deadline.  No sleeps.
+The only polling (wait_for(..., poll=SECONDS)) is for per-task scheduler state
+(a task entering an uninterruptible sleep or the freezer trap), for which the
+kernel sends no notification.
+
+Kernel facts the harness relies on (Linux 6.18, checked by hand):
+  * A task frozen by the cgroup v2 freezer sleeps in do_freezer_trap(), which
+    is inlined into get_signal(): /proc/PID/status says "S (sleeping)" and
+    /proc/PID/wchan says "get_signal" (or "do_freezer_trap" where it is not
+    inlined).  A SIGSTOPped task is "T (stopped)" in do_signal_stop.  The
+    authoritative indicator is the group's cgroup.events "frozen 1", which the
+    kernel sets only once every task is in the trap; FROZEN_WCHANS is the
+    per-task cross-check (a task may show wchan "0" for an instant between
+    entering the trap and schedule()).
+  * A task blocked on a FUSE server that never answered INIT sleeps killably
+    in fuse_get_req(): "D (disk sleep)", wchan "fuse_get_req".  The freezer
+    does not wake it, so its cgroup stays at "frozen 0" for as long as it
+    blocks; SIGKILL (cgroup.kill) does end it.  statfs (`stat -f MOUNT`) is
+    the call to block in: with lookups (`stat MOUNT/x`) only the first caller
+    waits there, later ones wait *unkillably* on the root inode's mutex
+    (fuse_lock_inode) or on the in-flight dentry (d_alloc_parallel), so not
+    even cgroup.kill ends them until the FUSE server goes away.
+  * An empty cgroup with cgroup.freeze 1 reports "frozen 1".
+"""
+
+import ctypes
+import errno
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import xml.etree.ElementTree as ET
+from collections import namedtuple
+
+try:
+    from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_call
+    from jeepney.bus_messages import MatchRule, message_bus
+    from jeepney.io.blocking import open_dbus_connection
+except ImportError:  # reported by require('dbus')
+    open_dbus_connection = None
+
+# ---- paths and constants ----------------------------------------------------------------------------------------
+
+SRCDIR = os.environ.get('FREEZERD_SRCDIR') or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILDDIR = os.environ.get('FREEZERD_BUILDDIR') or os.path.join(SRCDIR, 'build')
+FREEZERD_BIN = os.environ.get('FREEZERD_BIN') or os.path.join(BUILDDIR, 'daemon', 'freezerd')
+FREEZECTL_BIN = os.environ.get('FREEZECTL_BIN') or os.path.join(BUILDDIR, 'client', 'freezectl')
+FUSE_HANG_BIN = os.environ.get('FUSE_HANG_BIN') or os.path.join(BUILDDIR, 'tests', 'fuse-hang')
+DBUS_TEST_CONF = os.path.join(SRCDIR, 'tests', 'dbus-test.conf')
+INTERFACE_XML = os.path.join(SRCDIR, 'dbus', 'org.freezerd.Freezer1.xml')
+# Words prepended to freezerd's command line, e.g. "valgrind --error-exitcode=99 --leak-check=full".
+FREEZERD_WRAPPER = os.environ.get('FREEZERD_WRAPPER', '').split()
+
+BUS_NAME = 'org.freezerd.Freezer1'
+MANAGER_PATH = '/org/freezerd/Freezer1'
+MANAGER_IFACE = 'org.freezerd.Freezer1.Manager'
+GROUP_IFACE = 'org.freezerd.Freezer1.Group'
+GROUP_PREFIX = MANAGER_PATH + '/group'
+PROPERTIES_IFACE = 'org.freedesktop.DBus.Properties'
+OBJECT_MANAGER_IFACE = 'org.freedesktop.DBus.ObjectManager'
+
+FLAG_ROLLBACK_ON_TIMEOUT = 1 << 0
+FLAG_NO_WAIT = 1 << 1
+FLAG_RECURSIVE = 1 << 2
+
+ERROR_NO_SUCH_GROUP = 'org.freezerd.Freezer1.Error.NoSuchGroup'
+ERROR_INVALID_PATH = 'org.freezerd.Freezer1.Error.InvalidPath'
+ERROR_TIMEOUT = 'org.freezerd.Freezer1.Error.Timeout'
+ERROR_FROZEN_BY_PARENT = 'org.freezerd.Freezer1.Error.FrozenByParent'
+ERROR_CANCELLED = 'org.freezerd.Freezer1.Error.Cancelled'
+ERROR_INVALID_ARGS = 'org.freedesktop.DBus.Error.InvalidArgs'
+
+# Multiplies every default deadline (sanitizer and valgrind runs are slower).
+TIMEOUT_MULTIPLIER = float(os.environ.get('FREEZERD_TEST_TIMEOUT_MULTIPLIER', '1') or 1)
+DEFAULT_TIMEOUT = 10.0 * TIMEOUT_MULTIPLIER
+
+# wchan of a task sitting in the cgroup v2 freezer trap (see the module doc).
+FROZEN_WCHANS = ('get_signal', 'do_freezer_trap')
+
+SCRATCH_PREFIX = 'freezerd-test-'
+TMP_PREFIX = 'freezerd-'  # temporary directories: freezerd-{bus,daemon,fuse}-PID-XXXX
+FUSE_TMP_PREFIX = TMP_PREFIX + 'fuse-'
+
+# ---- results ----------------------------------------------------------------------------------------------------
+
+
+class TestFailure(Exception):
+    """A check failed; run() prints the message and exits 1."""
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGINT/SIGHUP arrived (meson's timeout, ^C): unwinds every context manager."""
+
+
+_checks = 0
+
+
+def skip(reason):
+    """Skip the test: exit status 77 (meson's SKIP)."""
+    print(f'SKIP: {reason}', flush=True)
+    raise SystemExit(77)
+
+
+def fail(message):
+    raise TestFailure(message)
+
+
+def check(cond, what, detail=None):
+    """Report one check: 'ok N - what', or fail the test with what (and detail)."""
+    global _checks
+    _checks += 1
+    if not cond:
+        raise TestFailure(what + (f': {detail}' if detail is not None else ''))
+    print(f'ok {_checks} - {what}', flush=True)
+
+
+def check_equal(actual, expected, what):
+    check(actual == expected, what, f'got {actual!r}, expected {expected!r}')
+
+
+def expect_dbus_error(name, fn, *args, **kwargs):
+    """Call fn(*args, **kwargs), check that it fails with D-Bus error `name`; return the DBusError."""
+    try:
+        result = fn(*args, **kwargs)
+    except DBusError as e:
+        check(e.name == name, f'{getattr(fn, "__name__", fn)}{args!r} fails with {name}', f'got {e}')
+        return e
+    fail(f'{getattr(fn, "__name__", fn)}{args!r} succeeded ({result!r}), expected {name}')
+
+
+def _on_terminate(signum, frame):
+    # Raise once; further signals only find the cleanup already under way.
+    signal.signal(signum, signal.SIG_IGN)
+    raise Terminated(signal.Signals(signum).name)
+
+
+class _signals_blocked:
+    """Block SIGTERM/SIGINT/SIGHUP while a cleanup runs, so that it is not cut short."""
+    SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+    def __enter__(self):
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+        return False
+
+
+def run(test):
+    """Run test() and exit: 0 passed, 1 failed, 77 skipped.  Context managers inside
+    test() are unwound on any exception and on SIGTERM/SIGINT/SIGHUP."""
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, _on_terminate)
+    name = os.path.basename(sys.argv[0])
+    try:
+        test()
+    except TestFailure as e:
+        print(f'FAIL: {name}: {e}', file=sys.stderr, flush=True)
+        sys.exit(1)
+    except Terminated as e:
+        print(f'FAIL: {name}: terminated by {e}', file=sys.stderr, flush=True)
+        sys.exit(1)
+    except SystemExit:
+        raise
+    except BaseException:
+        traceback.print_exc()
+        print(f'FAIL: {name}: unexpected exception', file=sys.stderr, flush=True)
+        sys.exit(1)
+    print(f'PASS: {name}: {_checks} checks', flush=True)
+    sys.exit(0)
+
+
+# ---- requirements -----------------------------------------------------------------------------------------------
+
+
+def cgroup2_mount(mountinfo='/proc/self/mountinfo'):
+    """The first cgroup2 mount point in mountinfo, or None."""
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                fields = line.split()
+                sep = fields.index('-')
+                if fields[sep + 1] == 'cgroup2':
+                    return _unescape_mountinfo(fields[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _unescape_mountinfo(s):
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), s)
+
+
+def require(*what):
+    """Skip (exit 77) unless each of: 'root', 'cgroup2', 'fuse', 'dbus', 'freezerd', 'freezectl', 'busctl'."""
+    for w in what:
+        if w == 'root':
+            if os.geteuid() != 0:
+                skip('not running as root')
+        elif w == 'cgroup2':
+            mnt = cgroup2_mount()
+            if mnt is None:
+                skip('no cgroup2 file system mounted')
+            if not os.access(os.path.join(mnt, 'cgroup.procs'), os.W_OK):
+                skip(f'{mnt} is not writable')
+        elif w == 'fuse':
+            if not os.path.exists('/dev/fuse'):
+                skip('no /dev/fuse')
+            if not os.access(FUSE_HANG_BIN, os.X_OK):
+                skip(f'{FUSE_HANG_BIN} is not built')
+        elif w == 'dbus':
+            if open_dbus_connection is None:
+                skip('python3-jeepney is not installed (apt-get install python3-jeepney)')
+            if shutil.which('dbus-daemon') is None:
+                skip('no dbus-daemon (apt-get install dbus-daemon)')
+        elif w == 'freezerd':
+            if not os.access(FREEZERD_BIN, os.X_OK):
+                skip(f'{FREEZERD_BIN} is not built')
+        elif w == 'freezectl':
+            if not os.access(FREEZECTL_BIN, os.X_OK):
+                skip(f'{FREEZECTL_BIN} is not built')
+        elif w == 'busctl':
+            if shutil.which('busctl') is None:
+                skip('no busctl (apt-get install systemd)')
+        else:
+            raise ValueError(f'unknown requirement {w!r}')
+
+
+# ---- libc bits --------------------------------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+
+
+def _errcheck(ret, what):
+    if ret < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f'{what}: {os.strerror(e)}')
+    return ret
+
+
+def umount2(path, flags=MNT_DETACH):
+    _errcheck(_libc.umount2(os.fsencode(path), flags), f'umount2 {path}')
+
+
+def _child_setup(cgroup_procs=None, pdeathsig=signal.SIGKILL):
+    """preexec_fn: join a cgroup before exec, and die with the harness."""
+    def setup():
+        if cgroup_procs is not None:
+            fd = os.open(cgroup_procs, os.O_WRONLY)
+            try:
+                os.write(fd, b'%d' % os.getpid())
+            finally:
+                os.close(fd)
+        if pdeathsig:
+            _libc.prctl(PR_SET_PDEATHSIG, int(pdeathsig), 0, 0, 0)
+    return setup
+
+
+class Inotify:
+    IN_MODIFY = 0x00000002
+    IN_ATTRIB = 0x00000004
+    IN_CREATE = 0x00000100
+    IN_DELETE = 0x00000200
+    IN_DELETE_SELF = 0x00000400
+    IN_Q_OVERFLOW = 0x00004000
+    IN_IGNORED = 0x00008000
+
+    def __init__(self):
+        self.fd = _errcheck(_libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC), 'inotify_init1')
+
+    def fileno(self):
+        return self.fd
+
+    def add_watch(self, path, mask):
+        return _errcheck(_libc.inotify_add_watch(self.fd, os.fsencode(path), mask), f'inotify_add_watch {path}')
+
+    def read(self):
+        """All queued events as (wd, mask, name); [] if none."""
+        events = []
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return events
+            off = 0
+            while off + 16 <= len(buf):
+                wd, mask, _cookie, length = struct.unpack_from('iIII', buf, off)
+                name = buf[off + 16:off + 16 + length].rstrip(b'\0').decode(errors='replace')
+                events.append((wd, mask, name))
+                off += 16 + length
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+# ---- the event loop ---------------------------------------------------------------------------------------------
+
+
+class Loop:
+    """One selector for everything a test waits on: D-Bus sockets, the notify socket,
+    pidfds, pipes, and an inotify instance watching cgroup files."""
+
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self.inotify = Inotify()
+        self.selector.register(self.inotify.fd, selectors.EVENT_READ, self.inotify.read)
+
+    def add_reader(self, fileobj, callback):
+        self.selector.register(fileobj, selectors.EVENT_READ, callback)
+
+    def remove_reader(self, fileobj):
+        try:
+            self.selector.unregister(fileobj)
+        except (KeyError, ValueError):
+            pass
+
+    def watch(self, path, mask=Inotify.IN_MODIFY):
+        """Wake wait_for() when `path` changes (cgroup.events, cgroup.freeze, a directory)."""
+        try:
+            return self.inotify.add_watch(path, mask)
+        except OSError as e:
+            if e.errno == errno.ENOENT:
+                return None
+            raise
+
+    def run_once(self, timeout):
+        """Dispatch what is ready, waiting at most timeout seconds for something."""
+        for key, _ in self.selector.select(max(timeout, 0)):
+            key.data()
+
+    def wait_for(self, predicate, timeout=None, what=None, deadline=None, poll=None):
+        """Return predicate()'s first true value, re-evaluated after every event.
+        Fails the test at the deadline.  poll (seconds) adds a periodic wake-up: only
+        for per-task scheduler state, which no event reports."""
+        if deadline is None:
+            deadline = time.monotonic() + (DEFAULT_TIMEOUT if timeout is None else timeout)
+        while True:
+            value = predicate()
+            if value:
+                return value
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                fail(f'timed out waiting for {what or getattr(predicate, "__name__", "a condition")}')
+            self.run_once(min(remaining, poll) if poll else remaining)
+
+
+_loop = None
+
+
+def loop():
+    global _loop
+    if _loop is None:
+        _loop = Loop()
+    return _loop
+
+
+def wait_for(predicate, timeout=None, what=None, deadline=None, poll=None):
+    """See Loop.wait_for."""
+    return loop().wait_for(predicate, timeout=timeout, what=what, deadline=deadline, poll=poll)
+
+
+def _wait_pidfd_exit(proc, timeout):
+    """Wait for a child to exit (pidfd, no polling); returns its status or None at the deadline."""
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return proc.wait()
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(pidfd, selectors.EVENT_READ)
+        ready = sel.select(timeout)
+        sel.close()
+    finally:
+        os.close(pidfd)
+    return proc.wait() if ready else None
+
+
+def _stop_process(proc, sig=signal.SIGTERM, timeout=None):
+    """Signal a child, wait for it (SIGKILL at the deadline); returns its exit status."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        if _wait_pidfd_exit(proc, DEFAULT_TIMEOUT if timeout is None else timeout) is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+# ---- D-Bus ------------------------------------------------------------------------------------------------------
+
+
+def _load_contract():
+    """Method signatures and property types from dbus/org.freezerd.Freezer1.xml."""
+    methods, props = {}, {}
+    try:
+        root = ET.parse(INTERFACE_XML).getroot()
+    except (OSError, ET.ParseError):
+        return methods, props
+    for iface in root.iter('interface'):
+        iname = iface.get('name')
+        for m in iface.iter('method'):
+            methods[(iname, m.get('name'))] = ''.join(a.get('type') for a in m.iter('arg')
+                                                      if a.get('direction', 'in') == 'in')
+        for p in iface.iter('property'):
+            props[(iname, p.get('name'))] = p.get('type')
+    return methods, props
+
+
+METHOD_SIGNATURES, PROPERTY_TYPES = _load_contract()
+
+
+def path_encode(prefix, s):
+    """sd_bus_path_encode(): every byte that is not [A-Za-z0-9] becomes _xx (lowercase hex),
+    a leading digit too; the empty string becomes "_"."""
+    b = s.encode()
+    if not b:
+        return prefix + '/_'
+    out = []
+    for i, c in enumerate(b):
+        if (0x41 <= c <= 0x5a) or (0x61 <= c <= 0x7a) or (i > 0 and 0x30 <= c <= 0x39):
+            out.append(chr(c))
+        else:
+            out.append(f'_{c:02x}')
+    return prefix + '/' + ''.join(out)
+
+
+def path_decode(prefix, obj):
+    """sd_bus_path_decode(): the inverse of path_encode, or None if obj is not below prefix."""
+    if not obj.startswith(prefix + '/'):
+        return None
+    label = obj[len(prefix) + 1:]
+    if label == '_':
+        return ''
+    out = bytearray()
+    i = 0
+    while i < len(label):
+        if label[i] == '_':
+            out.append(int(label[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out.append(ord(label[i]))
+            i += 1
+    return out.decode()
+
+
+def normalize_group_path(path):
+    """API path as freezerd keeps it: "/" or "/a/b" (leading slash added, trailing one dropped)."""
+    return '/' + path.strip('/')
+
+
+def group_object(path):
+    """The object path of a group: GROUP_PREFIX + sd_bus_path_encode of its API path."""
+    return path_encode(GROUP_PREFIX, normalize_group_path(path))
+
+
+class DBusError(Exception):
+    def __init__(self, name, message=''):
+        super().__init__(f'{name}: {message}')
+        self.name = name
+        self.message = message
+
+
+Signal = namedtuple('Signal', 'sender path interface member body')
+
+
+def _unvariant(v):
+    """jeepney gives a variant as (signature, value)."""
+    return v[1] if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) else v
+
+
+class PendingCall:
+    def __init__(self, client, serial, what):
+        self.client = client
+        self.serial = serial
+        self.what = what
+
+    def done(self):
+        return self.serial in self.client.replies
+
+    def wait(self, timeout=None):
+        """The reply Message (method return or error), waiting for it."""
+        wait_for(self.done, timeout=timeout, what=f'the reply to {self.what}')
+        return self.client.replies.pop(self.serial)
+
+    def result(self, timeout=None):
+        """The reply's body tuple; raises DBusError for an error reply."""
+        msg = self.wait(timeout)
+        if msg.header.message_type == MessageType.error:
+            name = msg.header.fields.get(HeaderFields.error_name, '?')
+            raise DBusError(name, msg.body[0] if msg.body else '')
+        return msg.body
+
+
+class Client:
+    """A D-Bus connection (jeepney for authentication and marshalling) pumped by the loop:
+    replies are matched by serial, signals recorded in self.signals in arrival order."""
+
+    def __init__(self, address, destination=BUS_NAME):
+        self.address = address
+        self.destination = destination
+        self.conn = open_dbus_connection(address, auth_timeout=DEFAULT_TIMEOUT)
+        self.unique_name = self.conn.unique_name
+        self.replies = {}
+        self.signals = []
+        self.closed = False
+        self._drain()
+        loop().add_reader(self.conn.sock, self._on_readable)
+        global _default_client
+        _default_client = self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        global _default_client
+        if _default_client is self:
+            _default_client = None
+        if not self.closed:
+            self.closed = True
+            loop().remove_reader(self.conn.sock)
+            self.conn.close()
+
+    def _on_readable(self):
+        try:
+            data = self.conn.sock.recv(1 << 16)
+        except ConnectionResetError:
+            data = b''
+        if not data:
+            self.close()
+            fail(f'the D-Bus connection to {self.address} was closed')
+        self.conn.parser.add_data(data)
+        self._drain()
+
+    def _drain(self):
+        while True:
+            msg = self.conn.parser.get_next_message()
+            if msg is None:
+                return
+            t = msg.header.message_type
+            if t in (MessageType.method_return, MessageType.error):
+                self.replies[msg.header.fields.get(HeaderFields.reply_serial)] = msg
+            elif t == MessageType.signal:
+                f = msg.header.fields
+                self.signals.append(Signal(f.get(HeaderFields.sender), f.get(HeaderFields.path),
+                                           f.get(HeaderFields.interface), f.get(HeaderFields.member), msg.body))
+            elif t == MessageType.method_call:
+                self.conn.send(new_error(msg, 'org.freedesktop.DBus.Error.UnknownMethod', 's',
+                                         ('the test harness exports nothing',)))
+
+    def send_call(self, path, interface, member, signature=None, body=(), destination=None):
+        """Send a method call; returns a PendingCall without waiting."""
+        if self.closed:
+            fail('call on a closed D-Bus connection')
+        msg = new_method_call(DBusAddress(path, destination or self.destination, interface),
+                              member, signature or None, tuple(body))
+        serial = next(self.conn.outgoing_serial)
+        self.conn.send(msg, serial=serial)
+        return PendingCall(self, serial, f'{interface}.{member}{tuple(body)!r} on {path}')
+
+    def call_method(self, path, interface, member, signature=None, body=(), timeout=None, destination=None):
+        return self.send_call(path, interface, member, signature, body, destination).result(timeout)
+
+    def _signature(self, interface, member):
+        sig = METHOD_SIGNATURES.get((interface, member))
+        if sig is None:
+            raise ValueError(f'{interface}.{member} is not in {INTERFACE_XML}')
+        return sig
+
+    def call_async(self, method, *args):
+        """Manager.method(*args) without waiting: a PendingCall."""
+        return self.send_call(MANAGER_PATH, MANAGER_IFACE, method,
+                              self._signature(MANAGER_IFACE, method), args)
+
+    def call(self, method, *args, timeout=None):
+        """Manager.method(*args); returns the reply body tuple, raises DBusError."""
+        return self.call_async(method, *args).result(timeout)
+
+    def group_call_async(self, path_or_object, method, *args):
+        obj = path_or_object if path_or_object.startswith(GROUP_PREFIX + '/') else group_object(path_or_object)
+        return self.send_call(obj, GROUP_IFACE, method, self._signature(GROUP_IFACE, method), args)
+
+    def group_call(self, path_or_object, method, *args, timeout=None):
+        """Group.method(*args) on a group given by API path or object path."""
+        return self.group_call_async(path_or_object, method, *args).result(timeout)
+
+    def get_property(self, obj, interface, name, timeout=None):
+        return _unvariant(self.call_method(obj, PROPERTIES_IFACE, 'Get', 'ss', (interface, name), timeout)[0])
+
+    def get_all(self, obj, interface, timeout=None):
+        props = self.call_method(obj, PROPERTIES_IFACE, 'GetAll', 's', (interface,), timeout)[0]
+        return {k: _unvariant(v) for k, v in props.items()}
+
+    def group_property(self, path, name):
+        return self.get_property(group_object(path), GROUP_IFACE, name)
+
+    def manager_property(self, name):
+        return self.get_property(MANAGER_PATH, MANAGER_IFACE, name)
+
+    def managed_objects(self):
+        objs = self.call_method(MANAGER_PATH, OBJECT_MANAGER_IFACE, 'GetManagedObjects')[0]
+        return {o: {i: {k: _unvariant(v) for k, v in p.items()} for i, p in ifaces.items()}
+                for o, ifaces in objs.items()}
+
+    def add_match(self, **rule):
+        """AddMatch(type=..., sender=..., path=..., path_namespace=..., interface=..., member=...)."""
+        mr = MatchRule(**rule)
+        serial = next(self.conn.outgoing_serial)
+        self.conn.send(message_bus.AddMatch(mr), serial=serial)
+        PendingCall(self, serial, f'AddMatch({mr.serialise()})').result()
+
+    def record(self, **rule):
+        """Subscribe to the daemon's signals (default: every signal from BUS_NAME) and
+        return a SignalRecorder of what arrives from now on."""
+        rule = rule or {'type': 'signal', 'sender': self.destination}
+        self.add_match(**rule)
+        return SignalRecorder(self)
+
+
+class SignalRecorder:
+    """A view of the signals a Client received since the recorder was made."""
+
+    def __init__(self, client):
+        self.client = client
+        self.start = len(client.signals)
+
+    @property
+    def signals(self):
+        return self.client.signals[self.start:]
+
+    def clear(self):
+        self.start = len(self.client.signals)
+
+    def properties_changed(self, obj=None, interface=None):
+        """[(object, interface, {name: value}, [invalidated])] in arrival order."""
+        out = []
+        for s in self.signals:
+            if s.interface == PROPERTIES_IFACE and s.member == 'PropertiesChanged' and \
+                    (obj is None or s.path == obj) and (interface is None or s.body[0] == interface):
+                out.append((s.path, s.body[0], {k: _unvariant(v) for k, v in s.body[1].items()}, list(s.body[2])))
+        return out
+
+    def property_values(self, obj, name, interface=None):
+        """Every value `name` took in PropertiesChanged signals of obj, in order."""
+        return [changed[name] for _o, _i, changed, _inv in self.properties_changed(obj, interface) if name in changed]
+
+    def interfaces_added(self):
+        """[(object, {interface: {name: value}})]."""
+        return [(s.body[0], {i: {k: _unvariant(v) for k, v in p.items()} for i, p in s.body[1].items()})
+                for s in self.signals if s.interface == OBJECT_MANAGER_IFACE and s.member == 'InterfacesAdded']
+
+    def interfaces_removed(self):
+        """[(object, [interface])]."""
+        return [(s.body[0], list(s.body[1]))
+                for s in self.signals if s.interface == OBJECT_MANAGER_IFACE and s.member == 'InterfacesRemoved']
+
+    def wait_for(self, predicate, timeout=None, what=None):
+        """wait_for(lambda: predicate(self)) driven by incoming messages."""
+        return wait_for(lambda: predicate(self), timeout=timeout, what=what)
+
+    def wait_property(self, obj, name, value, timeout=None):
+        """Wait until a PropertiesChanged of obj has carried name=value."""
+        return self.wait_for(lambda r: value in r.property_values(obj, name), timeout=timeout,
+                             what=f'PropertiesChanged {name}={value!r} on {obj}')
+
+
+_default_client = None
+
+
+def default_client():
+    if _default_client is None:
+        fail('no D-Bus client: start a Daemon or make a Client first')
+    return _default_client
+
+
+def call(method, *args, timeout=None):
+    """Manager.method(*args) on the most recent Client (e.g. the running Daemon's)."""
+    return default_client().call(method, *args, timeout=timeout)
+
+
+def get_property(obj, interface, name):
+    return default_client().get_property(obj, interface, name)
+
+
+# ---- the private bus ------------------------------------------------------------------------------------------
+
+
+class Bus:
+    """A private dbus-daemon (tests/dbus-test.conf) on a socket in a temporary directory."""
+
+    def __init__(self, config=DBUS_TEST_CONF):
+        self.config = config
+        self.address = None
+        self.proc = None
+        self.tmpdir = None
+
+    def __enter__(self):
+        global _current_bus
+        self.tmpdir = tempfile.mkdtemp(prefix=f'{TMP_PREFIX}bus-{os.getpid()}-')
+        self.log_path = os.path.join(self.tmpdir, 'dbus-daemon.log')
+        rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        try:
+            with open(self.log_path, 'w') as log:
+                self.proc = subprocess.Popen(
+                    ['dbus-daemon', f'--config-file={self.config}', '--nofork', f'--print-address={wfd}',
+                     f'--address=unix:path={self.tmpdir}/bus'],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(wfd,),
+                    preexec_fn=_child_setup(pdeathsig=signal.SIGTERM))
+            os.close(wfd)
+            wfd = -1
+            line = b''
+            deadline = time.monotonic() + DEFAULT_TIMEOUT
+            sel = selectors.DefaultSelector()
+            sel.register(rfd, selectors.EVENT_READ)
+            while not line.endswith(b'\n'):
+                if not sel.select(deadline - time.monotonic()):
+                    fail(f'dbus-daemon did not print its address:\n{self.log()}')
+                chunk = os.read(rfd, 4096)
+                if not chunk:
+                    fail(f'dbus-daemon exited ({self.proc.wait()}):\n{self.log()}')
+                line += chunk
+            sel.close()
+        except BaseException:
+            self._cleanup()
+            raise
+        finally:
+            os.close(rfd)
+            if wfd >= 0:
+                os.close(wfd)
+        self.address = line.decode().strip()
+        _current_bus = self
+        return self
+
+    def log(self):
+        """dbus-daemon's output, less its warning that it cannot raise RLIMIT_NOFILE."""
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return ''.join(line for line in f if 'Failed to set fd limit' not in line)
+        except OSError:
+            return ''
+
+    def _cleanup(self):
+        global _current_bus
+        if _current_bus is self:
+            _current_bus = None
+        if self.proc is not None:
+            _stop_process(self.proc)
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def __exit__(self, exc_type, exc, tb):
+        with _signals_blocked():
+            if exc_type is not None and self.log().strip():
+                _print_log('dbus-daemon', self.log())
+            self._cleanup()
+        return False
+
+
+_current_bus = None
+
+
+def _bus_address(address):
+    if address:
+        return address
+    if _current_bus is None:
+        fail('no bus: start a Bus first or pass address=')
+    return _current_bus.address
+
+
+# ---- freezerd -----------------------------------------------------------------------------------------------
+
+
+class Daemon:
+    """The built freezerd on a Bus over a cgroup root, with NOTIFY_SOCKET on a datagram
+    socket of ours; __enter__ returns once it sent READY=1 (and connects self.client).
+
+    config: dict written as the JSON configuration file (default {}).
+    args: extra command-line arguments.
+    state_dir, runtime_dir: directories to use (default: fresh ones, removed on exit);
+      pass the same state_dir to a second Daemon to test a restart.
+    On exit: SIGTERM, and the exit status must be 0 (else the test fails); the log
+    (stdout+stderr) is printed whenever the test failed."""
+
+    def __init__(self, bus, cgroup_root, config=None, args=(), env=None, connect=True, ready_timeout=None,
+                 state_dir=None, runtime_dir=None):
+        self.bus = bus
+        self.cgroup_root = cgroup_root
+        self.config = {} if config is None else config
+        self.args = list(args)
+        self.extra_env = env or {}
+        self.connect = connect
+        self.ready_timeout = ready_timeout
+        self.state_dir = state_dir
+        self.runtime_dir = runtime_dir
+        self.proc = None
+        self.client = None
+        self.notifications = []  # one dict per datagram: {'READY': '1', 'STATUS': ...}
+        self.exit_status = None
+        self.tmpdir = None
+        self._notify = None
+        self._pidfd = -1
+
+    # -- start
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            with _signals_blocked():
+                self._print_log()
+                self._cleanup()
+            raise
+        return self
+
+    def _start(self):
+        self.tmpdir = tempfile.mkdtemp(prefix=f'{TMP_PREFIX}daemon-{os.getpid()}-')
+        self.config_path = os.path.join(self.tmpdir, 'freezerd.json')
+        with open(self.config_path, 'w') as f:
+            json.dump(self.config, f)
+        self.log_path = os.path.join(self.tmpdir, 'freezerd.log')
+        notify_path = os.path.join(self.tmpdir, 'notify')
+        self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        self._notify.bind(notify_path)
+        if self.state_dir is None:
+            self.state_dir = os.path.join(self.tmpdir, 'state')
+            os.mkdir(self.state_dir)
+        if self.runtime_dir is None:
+            self.runtime_dir = os.path.join(self.tmpdir, 'run')
+            os.mkdir(self.runtime_dir)
+
+        argv = FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
+                                   f'--cgroup-root={self.cgroup_root}', f'--config={self.config_path}',
+                                   f'--runtime-dir={self.runtime_dir}', f'--state-dir={self.state_dir}'] + self.args
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path, **self.extra_env)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        env.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
+        print('# starting ' + ' '.join(argv), flush=True)
+        with open(self.log_path, 'w') as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         env=env, preexec_fn=_child_setup(pdeathsig=signal.SIGTERM))
+        self._pidfd = os.pidfd_open(self.proc.pid)
+        loop().add_reader(self._notify, self._on_notify)
+        loop().add_reader(self._pidfd, self._on_exit)
+        self.wait_ready(0, timeout=self.ready_timeout)
+        if self.connect:
+            self.client = Client(self.bus.address)
+
+    def _on_notify(self):
+        data = self._notify.recv(65536)
+        self.notifications.append(dict(line.split('=', 1) for line in data.decode(errors='replace').splitlines()
+                                       if '=' in line))
+
+    def _on_exit(self):
+        loop().remove_reader(self._pidfd)
+        self.exit_status = self.proc.wait()
+
+    def ready_count(self):
+        return sum(1 for n in self.notifications if n.get('READY') == '1')
+
+    def wait_ready(self, count_before, timeout=None):
+        """Wait until more than count_before READY=1 arrived; fail if freezerd exits first."""
+        def ready():
+            if self.exit_status is not None:
+                fail(f'freezerd exited with status {self.exit_status} before READY=1')
+            return self.ready_count() > count_before
+        wait_for(ready, timeout=timeout, what='READY=1 from freezerd')
+
+    def reload(self, timeout=None):
+        """SIGHUP, then wait for the next READY=1."""
+        n = self.ready_count()
+        self.proc.send_signal(signal.SIGHUP)
+        self.wait_ready(n, timeout)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def log(self):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()
+        except (OSError, AttributeError):
+            return ''
+
+    def _print_log(self):
+        _print_log('freezerd', self.log())
+
+    # -- stop
+    def stop(self, timeout=None):
+        """SIGTERM and wait; returns the exit status (negative: killed by that signal)."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.proc is not None and self.exit_status is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                wait_for(lambda: self.exit_status is not None, timeout=timeout, what='freezerd to exit after SIGTERM')
+            except TestFailure:
+                self.proc.kill()
+                self.exit_status = self.proc.wait()
+                raise
+        return self.exit_status
+
+    def _cleanup(self):
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self._pidfd >= 0:
+            loop().remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+        if self._notify is not None:
+            loop().remove_reader(self._notify)
+            self._notify.close()
+            self._notify = None
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+    def __exit__(self, exc_type, exc, tb):
+        with _signals_blocked():
+            problem = None
+            try:
+                status = self.stop()
+                if status != 0:
+                    problem = f'freezerd exited with status {status} (expected 0)'
+            except TestFailure as e:
+                problem = str(e)
+            if exc_type is not None or problem:
+                self._print_log()
+            self._cleanup()
+        if problem and exc_type is None:
+            fail(problem)
+        return False
+
+
+# ---- scratch cgroups ----------------------------------------------------------------------------------------
+
+ProcState = namedtuple('ProcState', 'pid state wchan')
+
+
+def proc_state(pid):
+    """ProcState(pid, state letter from /proc/PID/status, /proc/PID/wchan), or None if gone."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            state = next(line.split()[1] for line in f if line.startswith('State:'))
+        with open(f'/proc/{pid}/wchan') as f:
+            wchan = f.read().strip()
+    except (OSError, StopIteration):
+        return None
+    return ProcState(pid, state, wchan)
+
+
+def task_frozen(st):
+    """Whether a ProcState shows a task parked in the cgroup v2 freezer trap."""
+    return st is not None and st.state == 'S' and st.wchan in FROZEN_WCHANS
+
+
+def _parse_keyed(text):
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(' ')
+        out[k] = int(v) if v.lstrip('-').isdigit() else v
+    return out
+
+
+def _alive(pid):
+    """Whether pid exists and is not a zombie."""
+    st = proc_state(pid)
+    return st is not None and st.state != 'Z'
+
+
+def kill_cgroup_tree(root, timeout=None):
+    """cgroup.kill the subtree, wait (inotify on cgroup.events) until it is empty, rmdir bottom-up.
+    Returns a list of problems (empty if all went well)."""
+    problems = []
+    if not os.path.isdir(root):
+        return problems
+    events = os.path.join(root, 'cgroup.events')
+    ino = Inotify()
+    try:
+        try:
+            ino.add_watch(events, Inotify.IN_MODIFY)
+        except OSError:
+            pass
+        try:
+            with open(os.path.join(root, 'cgroup.kill'), 'w') as f:
+                f.write('1')
+        except OSError as e:
+            problems.append(f'cgroup.kill {root}: {e}')
+        deadline = time.monotonic() + (DEFAULT_TIMEOUT if timeout is None else timeout)
+        sel = selectors.DefaultSelector()
+        sel.register(ino.fd, selectors.EVENT_READ)
+        while True:
+            try:
+                with open(events) as f:
+                    populated = _parse_keyed(f.read()).get('populated', 0)
+            except OSError:
+                populated = 0
+            if not populated:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                problems.append(f'{root} still populated after cgroup.kill')
+                break
+            if sel.select(remaining):
+                ino.read()
+        sel.close()
+    finally:
+        ino.close()
+    for dirpath, _dirs, _files in os.walk(root, topdown=False):
+        try:
+            os.rmdir(dirpath)
+        except OSError as e:
+            problems.append(f'rmdir {dirpath}: {e}')
+    return problems
+
+
+def reap_stale():
+    """Remove what earlier test runs that died (SIGKILL) left: scratch cgroups,
+    fuse-hang mounts and temporary directories whose owning process is gone."""
+    mnt = cgroup2_mount()
+    if mnt:
+        try:
+            names = os.listdir(mnt)
+        except OSError:
+            names = []
+        for name in names:
+            m = re.fullmatch(re.escape(SCRATCH_PREFIX) + r'.*-(\d+)', name)
+            if m and not _alive(int(m.group(1))) and os.path.isdir(os.path.join(mnt, name)):
+                for p in kill_cgroup_tree(os.path.join(mnt, name)):
+                    print(f'warning: {p}', file=sys.stderr)
+    # Temporary directories of Bus, Daemon and FuseHang.  A FUSE one is unmounted and
+    # removed with rmdir only: rmtree must never enter a mount that is still there.
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        m = re.fullmatch(re.escape(TMP_PREFIX) + r'(bus|daemon|fuse)-(\d+)-.*', name)
+        if not m or _alive(int(m.group(2))):
+            continue
+        d = os.path.join(tmp, name)
+        if m.group(1) != 'fuse':
+            shutil.rmtree(d, ignore_errors=True)
+            continue
+        mnt = os.path.join(d, 'mnt')
+        try:
+            umount2(mnt)
+        except OSError:
+            pass
+        for x in (mnt, d):
+            try:
+                os.rmdir(x)
+            except OSError:
+                pass
+
+
+class Echo:
+    """A `cat` in a group: ping() proves the group runs (the echo comes back)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.pid = proc.pid
+        self.buf = b''
+        self.n = 0
+        os.set_blocking(proc.stdout.fileno(), False)
+        loop().add_reader(proc.stdout, self._on_read)
+
+    def _on_read(self):
+        try:
+            data = os.read(self.proc.stdout.fileno(), 4096)
+        except BlockingIOError:
+            return
+        if not data:
+            loop().remove_reader(self.proc.stdout)
+        self.buf += data
+
+    def send(self):
+        """Write a ping without waiting; returns its token."""
+        self.n += 1
+        token = f'ping-{self.n}\n'.encode()
+        os.write(self.proc.stdin.fileno(), token)
+        return token
+
+    def ping(self, timeout=None):
+        token = self.send()
+        wait_for(lambda: token in self.buf, timeout=timeout, what=f'an echo from pid {self.pid}')
+
+    def answered(self, token):
+        return token in self.buf
+
+    def close(self):
+        loop().remove_reader(self.proc.stdout)
+
+
+class Scratch:
+    """A scratch cgroup directly under the cgroup2 mount: freezerd-test-NAME-PID.
+
+    Group paths ("relpath") are API-style: "/" is the scratch root, "/a/b" or "a/b"
+    a group below it.  Cleanup always runs (exception, SIGTERM via run()): cgroup.kill
+    of the whole scratch tree, wait for it to be empty, rmdir bottom-up."""
+
+    def __init__(self, name=None):
+        mnt = cgroup2_mount()
+        if mnt is None:
+            skip('no cgroup2 file system mounted')
+        if name is None:
+            name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+        self.name = re.sub(r'[^A-Za-z0-9_.-]', '_', name)
+        self.mount = mnt
+        self.root = os.path.join(mnt, f'{SCRATCH_PREFIX}{self.name}-{os.getpid()}')
+        self.procs = []
+        self.echoes = []
+        self.before_cleanup = []  # callables run before cgroup.kill (FuseHang.release)
+
+    def __enter__(self):
+        reap_stale()
+        if os.path.exists(self.root):
+            kill_cgroup_tree(self.root)
+        os.mkdir(self.root)
+        try:
+            if not os.path.exists(os.path.join(self.root, 'cgroup.freeze')):
+                skip('the kernel has no cgroup v2 freezer (cgroup.freeze)')
+            if not os.path.exists(os.path.join(self.root, 'cgroup.kill')):
+                skip('the kernel has no cgroup.kill (Linux >= 5.14)')
+            loop().watch(self.abspath('/', 'cgroup.events'))
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        with _signals_blocked():
+            problems = self.cleanup()
+        if problems and exc_type is None:
+            fail('scratch cleanup: ' + '; '.join(problems))
+        for p in problems:
+            print(f'warning: scratch cleanup: {p}', file=sys.stderr)
+        return False
+
+    def cleanup(self):
+        for fn in self.before_cleanup:
+            fn()
+        self.before_cleanup = []
+        for e in self.echoes:
+            e.close()
+        problems = kill_cgroup_tree(self.root)
+        for p in self.procs:
+            for f in (p.stdin, p.stdout, p.stderr):
+                if f is not None:
+                    f.close()
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        return problems
+
+    # -- paths
+    def rel(self, relpath):
+        """Normalize to "/" or "/a/b"."""
+        parts = [p for p in relpath.split('/') if p]
+        if any(p in ('.', '..') for p in parts):
+            raise ValueError(f'bad group path {relpath!r}')
+        return '/' + '/'.join(parts)
+
+    def abspath(self, relpath, *file):
+        p = self.rel(relpath)
+        return os.path.join(self.root, p.lstrip('/'), *file) if p != '/' else os.path.join(self.root, *file)
+
+    # -- groups
+    def mkdir(self, relpath):
+        """Create the group (and missing parents); watch each new cgroup.events.  Returns its directory."""
+        path = '/'
+        for part in self.rel(relpath).split('/')[1:]:
+            path = path.rstrip('/') + '/' + part
+            d = self.abspath(path)
+            if not os.path.isdir(d):
+                os.mkdir(d)
+                loop().watch(os.path.join(d, 'cgroup.events'))
+        return self.abspath(relpath)
+
+    def rmdir(self, relpath):
+        os.rmdir(self.abspath(relpath))
+
+    def exists(self, relpath):
+        return os.path.isdir(self.abspath(relpath))
+
+    def kill(self, relpath='/'):
+        """SIGKILL everything in the group's subtree (cgroup.kill)."""
+        self._write(relpath, 'cgroup.kill', '1')
+
+    def _read(self, relpath, name):
+        with open(self.abspath(relpath, name)) as f:
+            return f.read()
+
+    def _write(self, relpath, name, value):
+        with open(self.abspath(relpath, name), 'w') as f:
+            f.write(value)
+
+    def read_events(self, relpath):
+        """cgroup.events as a dict: {'populated': 0|1, 'frozen': 0|1}."""
+        return _parse_keyed(self._read(relpath, 'cgroup.events'))
+
+    def frozen(self, relpath):
+        return self.read_events(relpath).get('frozen') == 1
+
+    def populated(self, relpath):
+        return self.read_events(relpath).get('populated') == 1
+
+    def read_freeze(self, relpath):
+        return int(self._read(relpath, 'cgroup.freeze'))
+
+    def write_freeze(self, relpath, value):
+        self._write(relpath, 'cgroup.freeze', str(int(value)))
+
+    def wait_events(self, relpath, timeout=None, **expected):
+        """Wait (inotify) until cgroup.events has every key=value given, e.g. frozen=1."""
+        def match():
+            ev = self.read_events(relpath)
+            return all(ev.get(k) == v for k, v in expected.items())
+        wait_for(match, timeout=timeout, what=f'{relpath} cgroup.events {expected}')
+
+    # -- processes
+    def spawn(self, relpath, argv, **popen_kw):
+        """Start argv already inside the group (it joins in preexec_fn, before exec)."""
+        self.mkdir(relpath)
+        popen_kw.setdefault('stdin', subprocess.DEVNULL)
+        popen_kw.setdefault('stdout', subprocess.DEVNULL)
+        p = subprocess.Popen(argv, preexec_fn=_child_setup(self.abspath(relpath, 'cgroup.procs')), **popen_kw)
+        self.procs.append(p)
+        return p
+
+    def spawn_sleepers(self, relpath, n):
+        """n `sleep 1000000` processes in the group; returns their Popen objects."""
+        return [self.spawn(relpath, ['sleep', '1000000']) for _ in range(n)]
+
+    def spawn_echo(self, relpath):
+        """A `cat` in the group whose echo proves the group runs (Echo.ping)."""
+        e = Echo(self.spawn(relpath, ['cat'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0))
+        self.echoes.append(e)
+        return e
+
+    def pids(self, relpath):
+        """The processes directly in the group (cgroup.procs)."""
+        return [int(x) for x in self._read(relpath, 'cgroup.procs').split()]
+
+    def proc_states(self, relpath):
+        """{pid: ProcState(pid, state, wchan)} of the processes directly in the group."""
+        out = {}
+        for pid in self.pids(relpath):
+            st = proc_state(pid)
+            if st is not None:
+                out[pid] = st
+        return out
+
+    def all_tasks_frozen(self, relpath):
+        states = self.proc_states(relpath)
+        return bool(states) and all(task_frozen(s) for s in states.values())
+
+    def no_task_frozen(self, relpath):
+        return not any(task_frozen(s) for s in self.proc_states(relpath).values())
+
+    def wait_tasks_frozen(self, relpath, frozen=True, timeout=None):
+        """Wait until every process directly in the group is (frozen=True) or none is
+        (frozen=False) in the freezer trap.  Polls briefly: right after the kernel reports
+        "frozen 1" a task can still be on its way into schedule() (wchan "0")."""
+        pred = (lambda: self.all_tasks_frozen(relpath)) if frozen else (lambda: self.no_task_frozen(relpath))
+        wait_for(pred, timeout=timeout, poll=0.002,
+                 what=f'every task of {relpath} to be {"in" if frozen else "out of"} the freezer trap: '
+                      f'{self.proc_states(relpath)}')
+
+
+# ---- FUSE -----------------------------------------------------------------------------------------------------
+
+
+class FuseHang:
+    """tests/fuse-hang on a temporary directory: a FUSE mount that never answers, so a
+    process touching MOUNT/x blocks in state D and its cgroup can never finish freezing.
+
+    release() makes fuse-hang exit: the connection is aborted and blocked processes get
+    ENOTCONN.  Exit: release, umount2(MNT_DETACH), remove the directories."""
+
+    def __init__(self):
+        self.proc = None
+        self.tmpdir = None
+        self.mountpoint = None
+
+    def __enter__(self):
+        require('fuse')
+        reap_stale()
+        self.tmpdir = tempfile.mkdtemp(prefix=f'{FUSE_TMP_PREFIX}{os.getpid()}-')
+        self.mountpoint = os.path.join(self.tmpdir, 'mnt')
+        os.mkdir(self.mountpoint)
+        try:
+            self.proc = subprocess.Popen([FUSE_HANG_BIN, self.mountpoint], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         preexec_fn=_child_setup(pdeathsig=signal.SIGTERM))
+            sel = selectors.DefaultSelector()
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(DEFAULT_TIMEOUT)
+            sel.close()
+            line = self.proc.stdout.readline() if ready else b''
+            if line != b'ready\n':
+                err = b''
+                if self.proc.poll() is not None:
+                    err = self.proc.stderr.read()
+                fail(f'fuse-hang did not get ready: {line!r} {err.decode(errors="replace")}')
+        except BaseException:
+            with _signals_blocked():
+                self._cleanup()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        with _signals_blocked():
+            self._cleanup()
+        return False
+
+    def release(self, timeout=None):
+        """Stop answering nothing: fuse-hang exits (EOF on its stdin), blocked callers get ENOTCONN."""
+        if self.proc is None:
+            return
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        if _wait_pidfd_exit(self.proc, DEFAULT_TIMEOUT if timeout is None else timeout) is None:
+            _stop_process(self.proc, signal.SIGTERM, timeout)
+
+    def _cleanup(self):
+        if self.proc is not None:
+            self.release()
+            for f in (self.proc.stdout, self.proc.stderr):
+                f.close()
+            self.proc = None
+        if self.mountpoint:
+            try:
+                umount2(self.mountpoint)
+            except OSError as e:
+                if e.errno not in (errno.EINVAL, errno.ENOENT):
+                    print(f'warning: {e}', file=sys.stderr)
+            # Never rmtree: that would descend into a mount that is still there.
+            for d in (self.mountpoint, self.tmpdir):
+                try:
+                    os.rmdir(d)
+                except OSError as e:
+                    print(f'warning: rmdir {d}: {e}', file=sys.stderr)
+            self.mountpoint = None
+
+    def spawn_stuck(self, scratch, relpath, argv=None, timeout=None):
+        """Start `stat -f MOUNT` (statfs; or argv) in the group and wait until it blocks
+        in state D.  Any number of them can block at once, each killable (see the module
+        doc for why not `stat MOUNT/x`).  The scratch releases this FUSE server before
+        its own cleanup kills the group."""
+        if self.release not in scratch.before_cleanup:
+            scratch.before_cleanup.append(self.release)
+        p = scratch.spawn(relpath, argv or ['stat', '-f', self.mountpoint],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def stuck():
+            st = proc_state(p.pid)
+            if st is None or p.poll() is not None:
+                fail(f'pid {p.pid} exited instead of blocking on the FUSE mount')
+            # wchan reads "0" for an instant, while the task is still on the run queue.
+            return st.state == 'D' and ('fuse' in st.wchan or st.wchan == 'd_alloc_parallel')
+        # No event tells that a task went to sleep: poll, briefly.
+        wait_for(stuck, timeout=timeout, what=f'pid {p.pid} to block in D on {self.mountpoint}', poll=0.005)
+        return p
+
+
+# ---- command-line tools ----------------------------------------------------------------------------------------
+
+
+def _print_log(what, text):
+    if text and not text.endswith('\n'):
+        text += '\n'
+    print(f'--- {what} log ---\n{text}--- end of {what} log ---', file=sys.stderr, flush=True)
+
+
+def _run_tool(argv, check, timeout, input=None):
+    try:
+        r = subprocess.run(argv, input=input, capture_output=True, text=True,
+                           timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+    except subprocess.TimeoutExpired:
+        fail(f'{" ".join(argv)} did not finish in time')
+    if check and r.returncode != 0:
+        fail(f'{" ".join(argv)} exited {r.returncode}:\n{r.stdout}{r.stderr}')
+    return r
+
+
+def freezectl(*args, address=None, check=True, timeout=None, input=None):
+    """Run the built freezectl --address=ADDR ARGS...; returns the CompletedProcess (text)."""
+    return _run_tool([FREEZECTL_BIN, f'--address={_bus_address(address)}', *args], check, timeout, input)
+
+
+def busctl(*args, address=None, check=True, timeout=None):
+    """Run busctl --address=ADDR ARGS...; returns the CompletedProcess (text)."""
+    return _run_tool(['busctl', f'--address={_bus_address(address)}', *args], check, timeout)
