@@ -285,7 +285,7 @@ static int run(int argc, char *argv[]) {
                 r = log_error_errno(ENOMEM, "Cannot create the event loop.");
                 goto finish;
         }
-        r = manager_new(d.base, &config, root, &d.manager);
+        r = manager_new(d.base, &config, root, arg_runtime_dir, arg_state_dir, &d.manager);
         if (r < 0)
                 goto finish;
 

@@ -5,6 +5,7 @@
 #include "bus-errors.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "pressure.h"
 
 #define MANAGER_PATH "/org/freezerd/Freezer1"
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
@@ -127,9 +128,24 @@ static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, s
         return 0;
 }
 
+#define KNOWN_FLAGS (FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE)
+
+static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
+        if (flags & ~allowed)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown flags 0x%" PRIx64 " (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT%s)",
+                                         flags & ~allowed,
+                                         allowed & FREEZER_FLAG_RECURSIVE ? ", 0x4 RECURSIVE" : "");
+        return 0;
+}
+
 static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze, uint64_t timeout_usec,
                         uint64_t flags, sd_bus_error *error) {
         int r;
+
+        r = check_flags(flags, KNOWN_FLAGS, error);
+        if (r < 0)
+                return r;
 
         if (flags & FREEZER_FLAG_RECURSIVE) {
                 /* The whole subtree as one batch: thaws bottom-up, freezes top-down. */
@@ -323,6 +339,9 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         if (r < 0)
                 return r;
 
+        r = check_flags(flags, KNOWN_FLAGS, error);
+        if (r < 0)
+                return r;
         if (n == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
         order = batch_order_from_string(order_str);
@@ -416,8 +435,9 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
         if (r < 0)
                 return r;
-        if (flags & FREEZER_FLAG_RECURSIVE)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "FreezeExcept does not take RECURSIVE");
+        r = check_flags(flags, FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT, error);
+        if (r < 0)
+                return r;
 
         r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
         if (r < 0)
@@ -475,6 +495,113 @@ static int property_get_default_timeout(sd_bus *bus, const char *path, const cha
         return sd_bus_message_append(reply, "t", m->config.default_timeout_usec);
 }
 
+/* ---- pressure ------------------------------------------------------------------------------------------ */
+
+static PsiResource pressure_property_resource(const char *property) {
+        if (streq(property, "CpuPressure"))
+                return PSI_RESOURCE_CPU;
+        if (streq(property, "MemoryPressure"))
+                return PSI_RESOURCE_MEMORY;
+        if (streq(property, "IoPressure"))
+                return PSI_RESOURCE_IO;
+        if (streq(property, "IrqPressure"))
+                return PSI_RESOURCE_IRQ;
+        return _PSI_RESOURCE_INVALID;
+}
+
+static int append_psi_line(sd_bus_message *m, const PsiLine *l) {
+        return sd_bus_message_append(m, "(dddt)", l->avg10, l->avg60, l->avg300, l->total_usec);
+}
+
+/* "((dddt)(dddt))" = (some, full), or "(dddt)" = full for irq. */
+static int append_pressure(sd_bus_message *m, PsiResource res, const PsiReading *r) {
+        int k;
+
+        if (res == PSI_RESOURCE_IRQ)
+                return append_psi_line(m, &r->line[PSI_KIND_FULL]);
+        k = sd_bus_message_open_container(m, 'r', "(dddt)(dddt)");
+        if (k >= 0)
+                k = append_psi_line(m, &r->line[PSI_KIND_SOME]);
+        if (k >= 0)
+                k = append_psi_line(m, &r->line[PSI_KIND_FULL]);
+        if (k >= 0)
+                k = sd_bus_message_close_container(m);
+        return k;
+}
+
+static int read_pressure_property(Manager *m, Group *g, const char *property, PsiResource *ret_res,
+                                  PsiReading *ret, sd_bus_error *error) {
+        PsiResource res = pressure_property_resource(property);
+
+        if (res < 0)
+                return -EINVAL;
+        *ret_res = res;
+        return pressure_read(m->pressure, g, res, ret, error);
+}
+
+/* Get: read at the moment of the call; NotSupported (naming why) when the
+ * kernel hides or disables it.  GetAll goes through filter_get_all(). */
+static int manager_property_get_pressure(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        PsiReading reading;
+        PsiResource res;
+        int r;
+
+        r = read_pressure_property(userdata, NULL, property, &res, &reading, error);
+        if (r < 0)
+                return r;
+        return append_pressure(reply, res, &reading);
+}
+
+static int group_property_get_pressure(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Group *g = userdata;
+        PsiReading reading;
+        PsiResource res;
+        int r;
+
+        r = read_pressure_property(group_manager(g), g, property, &res, &reading, error);
+        if (r < 0)
+                return r;
+        return append_pressure(reply, res, &reading);
+}
+
+static int add_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bus_error *error) {
+        const char *resource, *kind;
+        uint64_t threshold_usec, window_usec;
+        uint32_t id;
+        int r;
+
+        r = sd_bus_message_read(msg, "sstt", &resource, &kind, &threshold_usec, &window_usec);
+        if (r < 0)
+                return r;
+        r = pressure_trigger_add(m->pressure, msg, g, resource, kind, threshold_usec, window_usec, &id, error);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "u", id);
+}
+
+static int remove_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bus_error *error) {
+        uint32_t id;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &id);
+        if (r < 0)
+                return r;
+        r = pressure_trigger_remove(m->pressure, msg, g, id, error);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return add_pressure_trigger(msg, userdata, NULL, error);
+}
+
+static int method_remove_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return remove_pressure_trigger(msg, userdata, NULL, error);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -501,6 +628,19 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Untrack", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_untrack,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        /* System-wide pressure from /proc/pressure, read at the time of the Get. */
+        SD_BUS_PROPERTY("CpuPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("MemoryPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("IoPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("IrqPressure", "(dddt)", manager_property_get_pressure, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("AddPressureTrigger",
+                                SD_BUS_ARGS("s", resource, "s", kind, "t", threshold_usec, "t", window_usec),
+                                SD_BUS_RESULT("u", id), method_add_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemovePressureTrigger", SD_BUS_ARGS("u", id), SD_BUS_NO_RESULT,
+                                method_remove_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureExceeded",
+                                SD_BUS_ARGS("u", id, "s", resource, "s", kind, "(dddt)", reading), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureTriggerRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -596,6 +736,16 @@ static int group_property_get(sd_bus *bus, const char *path, const char *interfa
         return -EINVAL;
 }
 
+static int group_method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Group *g = userdata;
+        return add_pressure_trigger(msg, group_manager(g), g, error);
+}
+
+static int group_method_remove_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Group *g = userdata;
+        return remove_pressure_trigger(msg, group_manager(g), g, error);
+}
+
 static const sd_bus_vtable group_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Path", "s", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -610,8 +760,139 @@ static const sd_bus_vtable group_vtable[] = {
                                 group_method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Thaw", SD_BUS_ARGS("t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
                                 group_method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
+        /* Read at the time of the Get.  EXPLICIT: left out of GetManagedObjects and
+         * InterfacesAdded (a snapshot there would be stale at once, would cost three
+         * open files per group, and one hidden group would fail the whole call);
+         * GetAll includes them through filter_get_all(). */
+        SD_BUS_PROPERTY("CpuPressure", "((dddt)(dddt))", group_property_get_pressure, 0,
+                        SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_PROPERTY("MemoryPressure", "((dddt)(dddt))", group_property_get_pressure, 0,
+                        SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_PROPERTY("IoPressure", "((dddt)(dddt))", group_property_get_pressure, 0,
+                        SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_METHOD_WITH_ARGS("AddPressureTrigger",
+                                SD_BUS_ARGS("s", resource, "s", kind, "t", threshold_usec, "t", window_usec),
+                                SD_BUS_RESULT("u", id), group_method_add_pressure_trigger,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemovePressureTrigger", SD_BUS_ARGS("u", id), SD_BUS_NO_RESULT,
+                                group_method_remove_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureExceeded",
+                                SD_BUS_ARGS("u", id, "s", resource, "s", kind, "(dddt)", reading), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureTriggerRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_VTABLE_END,
 };
+
+/* ---- GetAll ------------------------------------------------------------------------------------------- */
+
+/* sd-bus fails a whole GetAll when one getter fails, but a pressure property
+ * the kernel hides (cgroup.pressure 0) or disables (psi=0) must fail its Get
+ * while GetAll still returns everything else.  So GetAll of the Manager and
+ * Group interfaces is answered here, from a bus filter that runs before
+ * sd-bus's own dispatch: every property of the vtable in its order, through
+ * its own getter, except that a pressure property that cannot be read is left
+ * out instead of failing the call.  Anything else (other interfaces, unknown
+ * objects, bad arguments) is left to sd-bus. */
+static bool is_pressure_getter(const sd_bus_vtable *v) {
+        return v->x.property.get == group_property_get_pressure ||
+               v->x.property.get == manager_property_get_pressure;
+}
+
+static int reply_get_all(sd_bus *bus, sd_bus_message *call, const char *path, const char *interface,
+                         const sd_bus_vtable *vtable, Manager *m, Group *g, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        /* Our vtables are arrays of this very struct: plain iteration is right. */
+        for (const sd_bus_vtable *v = vtable + 1; v->type != _SD_BUS_VTABLE_END; v++) {
+                const char *member = v->x.property.member, *sig = v->x.property.signature;
+
+                if (v->type != _SD_BUS_VTABLE_PROPERTY && v->type != _SD_BUS_VTABLE_WRITABLE_PROPERTY)
+                        continue;
+                if (v->flags & SD_BUS_VTABLE_HIDDEN)
+                        continue;
+                if (!v->x.property.get)
+                        return -EOPNOTSUPP; /* every property of ours has a getter */
+
+                if (is_pressure_getter(v)) {
+                        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+                        PsiReading reading;
+                        PsiResource res;
+
+                        r = read_pressure_property(m, g, member, &res, &reading, &e);
+                        if (r < 0) {
+                                log_debug("GetAll of %s leaves out %s: %s", path, member, e.message ?: strerror(-r));
+                                continue;
+                        }
+                        r = sd_bus_message_open_container(reply, 'e', "sv");
+                        if (r >= 0)
+                                r = sd_bus_message_append(reply, "s", member);
+                        if (r >= 0)
+                                r = sd_bus_message_open_container(reply, 'v', sig);
+                        if (r >= 0)
+                                r = append_pressure(reply, res, &reading);
+                } else {
+                        r = sd_bus_message_open_container(reply, 'e', "sv");
+                        if (r >= 0)
+                                r = sd_bus_message_append(reply, "s", member);
+                        if (r >= 0)
+                                r = sd_bus_message_open_container(reply, 'v', sig);
+                        if (r >= 0)
+                                r = v->x.property.get(bus, path, interface, member, reply, userdata, error);
+                        if (r < 0 || sd_bus_error_is_set(error))
+                                return r < 0 ? r : -sd_bus_error_get_errno(error);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_send(bus, reply, NULL);
+        if (r < 0)
+                return r;
+        return 1;
+}
+
+static int filter_get_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *path, *iface = NULL;
+        void *found = NULL;
+        int r;
+
+        if (!sd_bus_message_is_method_call(msg, "org.freedesktop.DBus.Properties", "GetAll"))
+                return 0;
+        path = sd_bus_message_get_path(msg);
+        if (!path || !streq_ptr(sd_bus_message_get_signature(msg, true), "s"))
+                return 0;
+        r = sd_bus_message_read(msg, "s", &iface);
+        (void) sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return 0;
+
+        if (streq(path, MANAGER_PATH)) {
+                if (iface[0] && !streq(iface, MANAGER_IFACE))
+                        return 0;
+                return reply_get_all(sd_bus_message_get_bus(msg), msg, path, MANAGER_IFACE, manager_vtable, m,
+                                     NULL, m, error);
+        }
+        if (iface[0] && !streq(iface, GROUP_IFACE))
+                return 0;
+        r = group_find(sd_bus_message_get_bus(msg), path, GROUP_IFACE, m, &found, error);
+        if (r <= 0)
+                return 0; /* not one of our groups: sd-bus answers */
+        return reply_get_all(sd_bus_message_get_bus(msg), msg, path, GROUP_IFACE, group_vtable, m, found, found,
+                             error);
+}
 
 /* ---- signals ------------------------------------------------------------------------------------------- */
 
@@ -629,6 +910,59 @@ static void on_group_removed(Manager *m, const char *path) {
         if (!m->bus_ready || sd_bus_path_encode(GROUP_PREFIX, path, &object) < 0)
                 return;
         (void) sd_bus_emit_interfaces_removed(manager_bus(m), object, GROUP_IFACE, NULL);
+}
+
+/* Pressure signals go to the trigger's owner only (unicast): the trigger is
+ * its, and other clients need not wake up for it. */
+static int pressure_signal_new(Manager *m, const PressureTrigger *t, const char *member, sd_bus_message **ret) {
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        if (t->group) {
+                r = group_object_path(t->group, &object);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_new_signal(manager_bus(m), ret, object ?: MANAGER_PATH,
+                                      t->group ? GROUP_IFACE : MANAGER_IFACE, member);
+        if (r < 0)
+                return r;
+        return sd_bus_message_set_destination(*ret, t->client->name);
+}
+
+static void on_pressure_exceeded(Pressure *p, const PressureTrigger *t, const PsiLine *reading, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+        int r;
+
+        if (!m->bus_ready)
+                return;
+        r = pressure_signal_new(m, t, "PressureExceeded", &sig);
+        if (r >= 0)
+                r = sd_bus_message_append(sig, "uss", t->id, psi_resource_to_string(t->resource),
+                                          psi_kind_to_string(t->kind));
+        if (r >= 0)
+                r = append_psi_line(sig, reading);
+        if (r >= 0)
+                r = sd_bus_send(NULL, sig, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send PressureExceeded of trigger %" PRIu32 ": %m", t->id);
+}
+
+static void on_pressure_trigger_removed(Pressure *p, const PressureTrigger *t, const char *reason, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+        int r;
+
+        if (!m->bus_ready)
+                return;
+        r = pressure_signal_new(m, t, "PressureTriggerRemoved", &sig);
+        if (r >= 0)
+                r = sd_bus_message_append(sig, "us", t->id, reason);
+        if (r >= 0)
+                r = sd_bus_send(NULL, sig, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send PressureTriggerRemoved of trigger %" PRIu32 ": %m", t->id);
 }
 
 void manager_bus_flush(Manager *m) {
@@ -684,6 +1018,20 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
         m->bus_userdata = bus;
         m->on_group_added = on_group_added;
         m->on_group_removed = on_group_removed;
+
+        {
+                const PressureHooks hooks = {
+                        .exceeded = on_pressure_exceeded,
+                        .removed = on_pressure_trigger_removed,
+                        .userdata = m,
+                };
+                r = pressure_new(m, bus, &hooks, &m->pressure);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot set up pressure stall information: %m");
+        }
+        r = sd_bus_add_filter(bus, NULL, filter_get_all, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the GetAll filter: %m");
 
         r = sd_bus_add_object_vtable(bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, m);
         if (r < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <json-c/json.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -9,8 +10,10 @@
 
 #include "bus-errors.h"
 #include "cgroup-util.h"
+#include "journal.h"
 #include "log.h"
 #include "manager.h"
+#include "pressure.h"
 
 enum {
         WD_KIND_DIR,
@@ -24,6 +27,9 @@ static bool operation_check(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
 static void group_flag_changed(Manager *m, Group *g);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
+static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
+                                  Group **ret);
+static void manager_save_tracked(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -116,6 +122,19 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         return cg_parse_freeze(buf, (size_t) n, ret);
 }
 
+static int read_freeze_at(int dirfd, bool *ret) {
+        _cleanup_close_ int fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        char buf[16];
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        return cg_parse_freeze(buf, (size_t) n, ret);
+}
+
 static void group_reread_freeze(Manager *m, Group *g) {
         bool v;
         int r;
@@ -148,6 +167,9 @@ static void group_data_destroy(Group *g, void *userdata) {
                 operation_fail(e->op, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
                                g->path, e->new_freeze ? "freeze" : "thaw");
         }
+
+        /* Its pressure triggers end (PressureTriggerRemoved) before the object goes. */
+        pressure_group_release(m->pressure, g);
 
         if (d->wd_dir > 0) {
                 wdmap_remove(m->wds, d->wd_dir);
@@ -206,49 +228,58 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
         return 0;
 }
 
+/* Every directory on the cgroup2 file system is a cgroup, and the root was
+ * checked to be one: RESOLVE_NO_XDEV (no mount crossing) and O_DIRECTORY are
+ * all it takes to know we opened a cgroup. */
 static int open_group_dir(Manager *m, const char *path, int *ret_dirfd) {
-        _cleanup_close_ int fd = -1;
-        int r;
-
-        fd = cg_openat_beneath(m->root_fd, cg_path_relative(path), O_RDONLY | O_DIRECTORY, 0);
+        int fd = cg_openat_beneath(m->root_fd, cg_path_relative(path), O_RDONLY | O_DIRECTORY, 0);
         if (fd < 0)
                 return fd;
-        r = cg_fd_is_cgroup2_dir(fd);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -ENOTDIR;
-        *ret_dirfd = TAKE_FD(fd);
+        *ret_dirfd = fd;
         return 0;
 }
 
 /* Add (or find) group parent/name, open and watch it, and if tracked, its
  * whole subtree.  Watches are armed before the state and the children are
  * read, so nothing that happens meanwhile is missed. */
+/* List the subdirectories of a freshly opened group directory and add the
+ * ones the model lacks (with their subtrees).  getdents64 on the fd we hold:
+ * no second open, no DIR allocation. */
 static int manager_scan_children(Manager *m, Group *g, int dirfd) {
-        _cleanup_(closedirp) DIR *dir = NULL;
-        int fd, r;
+        _cleanup_free_ char *childpath = NULL;
+        size_t plen = streq(g->path, "/") ? 0 : strlen(g->path);
+        union {
+                struct dirent64 de;
+                char raw[16 * 1024];
+        } buf;
+        int r;
 
-        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        dir = fdopendir(fd);
-        if (!dir) {
-                r = -errno;
-                close(fd);
-                return r;
+        childpath = malloc(plen + 1 + NAME_MAX + 1);
+        if (!childpath)
+                return -ENOMEM;
+        memcpy(childpath, g->path, plen);
+        childpath[plen] = '/';
+
+        for (;;) {
+                ssize_t n = getdents64(dirfd, &buf, sizeof buf);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                for (char *p = buf.raw; p < buf.raw + n;) {
+                        struct dirent64 *de = (struct dirent64 *) p;
+                        p += de->d_reclen;
+                        if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                                continue;
+                        /* O(1) by path, not a scan of the siblings. */
+                        strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
+                        if (tree_get(m->tree, childpath))
+                                continue;
+                        r = manager_add_subtree_at(m, g, de->d_name, true, dirfd, NULL);
+                        if (r < 0 && r != -ENOENT && r != -ENODEV)
+                                log_warning_errno(r, "Cannot track %s: %m", childpath);
+                }
         }
-        for (struct dirent *de; (de = readdir(dir));) {
-                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (group_child(g, de->d_name))
-                        continue;
-                r = manager_add_subtree(m, g, de->d_name, true, NULL);
-                if (r < 0 && r != -ENOENT && r != -ENODEV)
-                        log_warning_errno(r, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path,
-                                          de->d_name);
-        }
-        return 0;
 }
 
 static void group_announce(Manager *m, Group *g) {
@@ -279,6 +310,13 @@ static int manager_track_existing(Manager *m, Group *g) {
  * whole subtree.  Watches are armed before the state and the children are
  * read, so nothing that happens meanwhile is missed. */
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret) {
+        return manager_add_subtree_at(m, parent, name, tracked, -1, ret);
+}
+
+/* parent_dirfd, when >= 0, is the parent's open directory: the child is then
+ * a single component lookup (name comes from getdents, it holds no '/'). */
+static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
+                                  Group **ret) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int dirfd = -1, events_fd = -1;
         Group *g;
@@ -299,9 +337,15 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
                 return tracked ? manager_track_existing(m, g) : 0;
         }
 
-        r = open_group_dir(m, path, &dirfd);
-        if (r < 0)
-                return r;
+        if (parent_dirfd >= 0) {
+                dirfd = openat(parent_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dirfd < 0)
+                        return -errno;
+        } else {
+                r = open_group_dir(m, path, &dirfd);
+                if (r < 0)
+                        return r;
+        }
         events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (events_fd < 0)
                 return -errno;
@@ -315,7 +359,7 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
         }
-        r = group_read_freeze_flag(m, g, &freeze);
+        r = read_freeze_at(dirfd, &freeze);
         if (r >= 0)
                 tree_set_freeze(m->tree, g, freeze);
         (void) group_read_events(m, g);
@@ -377,6 +421,12 @@ static void operation_free(Operation *op) {
         if (op->next)
                 op->next->prev = op->prev;
         m->n_operations--;
+        if (op->journal_path) {
+                int r = journal_remove(op->journal_path);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot remove batch journal %s: %m", op->journal_path);
+                free(op->journal_path);
+        }
         free(op->entries);
         free(op);
 }
@@ -470,7 +520,9 @@ static int group_write_freeze(Manager *m, Group *g, bool v) {
         if (pwrite(fd, v ? "1" : "0", 1, 0) != 1)
                 return errno > 0 ? -errno : -EIO;
 
-        /* Test hook (issue: crash safety) kept inert unless set. */
+        /* Crash tests widen the window between writes; inert unless set. */
+        if (_unlikely_(m->test_write_delay_usec > 0))
+                (void) usleep((useconds_t) m->test_write_delay_usec);
         r = 0;
         tree_set_freeze(m->tree, g, v);
         group_flag_changed(m, g);
@@ -478,7 +530,13 @@ static int group_write_freeze(Manager *m, Group *g, bool v) {
 }
 
 static void format_usec(char *buf, size_t n, uint64_t usec) {
-        snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 "s", usec / USEC_PER_SEC, (usec % USEC_PER_SEC) / USEC_PER_MSEC);
+        if (usec < USEC_PER_MSEC)
+                snprintf(buf, n, "%" PRIu64 "us", usec);
+        else if (usec < USEC_PER_SEC)
+                snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 "ms", usec / USEC_PER_MSEC, usec % USEC_PER_MSEC);
+        else
+                snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 "s", usec / USEC_PER_SEC,
+                         (usec % USEC_PER_SEC) / USEC_PER_MSEC);
 }
 
 static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
@@ -578,6 +636,51 @@ static int errno_to_bus_error(int r, const Group *g, const char *what, sd_bus_er
         return sd_bus_error_set_errnof(error, r, "Cannot %s %s: %s", what, g->path, strerror(-r));
 }
 
+/* Freezing the group freezerd runs in (or an ancestor) would stop freezerd
+ * before it could confirm anything: a deadlock nobody can answer. */
+static int refuse_self_freeze(Manager *m, const Group *g, sd_bus_error *error) {
+        size_t l;
+
+        if (!m->self_path)
+                return 0;
+        l = strlen(g->path);
+        if (streq(g->path, m->self_path) || (strncmp(m->self_path, g->path, l) == 0 && m->self_path[l] == '/'))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Refusing to freeze %s: it contains freezerd itself (%s), which could then "
+                                         "never confirm or undo the freeze",
+                                         g->path, m->self_path);
+        return 0;
+}
+
+/* Record what an operation is about to write, before the first write. */
+static int operation_journal(Operation *op, const Group *const *groups, const bool *new_freeze, size_t n,
+                             sd_bus_error *error) {
+        Manager *m = op->manager;
+        _cleanup_free_ JournalEntry *entries = NULL;
+        size_t k = 0;
+        int r;
+
+        if (!m->runtime_dir)
+                return 0;
+        entries = calloc(n ?: 1, sizeof *entries);
+        if (!entries)
+                return sd_bus_error_set_errno(error, -ENOMEM);
+        for (size_t i = 0; i < n; i++)
+                if (groups[i]->freeze != new_freeze[i])
+                        entries[k++] = (JournalEntry) {
+                                .path = groups[i]->path,
+                                .prev_freeze = groups[i]->freeze,
+                                .new_freeze = new_freeze[i],
+                        };
+        if (k == 0)
+                return 0;
+        r = journal_write(m->runtime_dir, ++m->journal_seq, entries, k, &op->journal_path);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
+                                               m->runtime_dir, strerror(-r));
+        return 0;
+}
+
 int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
                    void *userdata, sd_bus_error *error) {
         Operation *op;
@@ -594,9 +697,24 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
                                          "%s is freezerd's cgroup root (%s) and cannot be %s", g->path, m->cgroup_root,
                                          freeze ? "frozen" : "thawed");
 
+        if (freeze) {
+                r = refuse_self_freeze(m, g, error);
+                if (r < 0)
+                        return r;
+        }
+
         r = operation_new(m, 1, timeout_usec, flags, done, userdata, &op);
         if (r < 0)
                 return sd_bus_error_set_errno(error, r);
+
+        if (flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) {
+                const Group *gs[] = { g };
+                r = operation_journal(op, gs, &freeze, 1, error);
+                if (r < 0) {
+                        operation_free(op);
+                        return r;
+                }
+        }
 
         prev = g->freeze;
         e = &op->entries[0];
@@ -655,9 +773,34 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                                                  "/ is freezerd's cgroup root (%s) and cannot be frozen or thawed",
                                                  m->cgroup_root);
 
+        for (size_t i = 0; i < n; i++)
+                if (items[i].freeze) {
+                        r = refuse_self_freeze(m, items[i].group, error);
+                        if (r < 0)
+                                return r;
+                }
+
         r = operation_new(m, (unsigned) n, timeout_usec, flags, done, userdata, &op);
         if (r < 0)
                 return sd_bus_error_set_errno(error, r);
+
+        {
+                _cleanup_free_ const Group **gs = calloc(n ?: 1, sizeof *gs);
+                _cleanup_free_ bool *nf = calloc(n ?: 1, sizeof *nf);
+                if (!gs || !nf) {
+                        operation_free(op);
+                        return sd_bus_error_set_errno(error, -ENOMEM);
+                }
+                for (size_t i = 0; i < n; i++) {
+                        gs[i] = items[i].group;
+                        nf[i] = items[i].freeze;
+                }
+                r = operation_journal(op, gs, nf, n, error);
+                if (r < 0) {
+                        operation_free(op);
+                        return r;
+                }
+        }
 
         for (size_t i = 0; i < n; i++) {
                 OpEntry *e = &op->entries[i];
@@ -797,7 +940,10 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                                 log_warning_errno(r, "Cannot track new group %s/%s: %m",
                                                   streq(g->path, "/") ? "" : g->path, ev->name);
                 } else if (ev->mask & IN_DELETE) {
-                        Group *c = group_child(g, ev->name);
+                        _cleanup_free_ char *cp = NULL;
+                        Group *c = NULL;
+                        if (asprintf(&cp, "%s/%s", streq(g->path, "/") ? "" : g->path, ev->name) >= 0)
+                                c = tree_get(m->tree, cp);
                         if (c)
                                 manager_remove_group(m, c);
                 }
@@ -901,13 +1047,14 @@ static int track_root_add(Manager *m, const char *path) {
         if (!n[m->n_track_roots])
                 return -ENOMEM;
         n[++m->n_track_roots] = NULL;
+        manager_save_tracked(m);
         return 0;
 }
 
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         const char *reason = NULL;
-        Group *g;
+        Group *g = NULL;
         int r;
 
         r = cg_path_normalize(path, &norm, &reason);
@@ -976,12 +1123,25 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                                         manager_remove_group(m, c);
                         }
                         if (g != tree_root(m->tree)) {
+                                pressure_group_release(m->pressure, g); /* its object goes */
                                 tree_set_tracked(m->tree, g, false);
                                 m->groups_count_changed = true;
                                 if (m->on_group_removed)
                                         m->on_group_removed(m, g->path);
                         }
-                } else if (g != tree_root(m->tree)) {
+                } else if (g == tree_root(m->tree)) {
+                        /* Untrack("/") with no other root: unpublish everything. */
+                        for (Group *c = g->children, *next; c; c = next) {
+                                next = c->next;
+                                manager_remove_group(m, c);
+                        }
+                        if (g->tracked) {
+                                tree_set_tracked(m->tree, g, false);
+                                m->groups_count_changed = true;
+                                if (m->on_group_removed)
+                                        m->on_group_removed(m, g->path);
+                        }
+                } else {
                         Group *top = g;
                         /* Also drop untracked ancestors no longer needed. */
                         while (top->parent && top->parent != tree_root(m->tree) && !top->parent->tracked &&
@@ -999,6 +1159,7 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                         m->n_track_roots--;
                         break;
                 }
+        manager_save_tracked(m);
         return 0;
 }
 
@@ -1075,7 +1236,36 @@ static int config_copy_track(Config *dst, const Config *src) {
         return 0;
 }
 
-int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, Manager **ret) {
+/* Where freezerd itself runs, from /proc/self/cgroup ("0::/path"), as an API
+ * path below our root, if it is below it. */
+static void manager_find_self(Manager *m) {
+        _cleanup_free_ char *line = NULL, *mount = NULL, *abs = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t n = 0, l;
+
+        f = fopen("/proc/self/cgroup", "re");
+        if (!f || cg_find_cgroup2_mount(NULL, &mount) < 0)
+                return;
+        while (getline(&line, &n, f) > 0) {
+                if (strncmp(line, "0::", 3) != 0)
+                        continue;
+                line[strcspn(line, "\n")] = 0;
+                if (asprintf(&abs, "%s%s", mount, streq(line + 3, "/") ? "" : line + 3) < 0)
+                        return;
+                l = strlen(m->cgroup_root);
+                if (streq(abs, m->cgroup_root))
+                        m->self_path = strdup("/");
+                else if (strncmp(abs, m->cgroup_root, l) == 0 && abs[l] == '/')
+                        m->self_path = strdup(abs + l);
+                if (m->self_path)
+                        log_debug("freezerd runs in %s below its root: it will not freeze that.", m->self_path);
+                return;
+        }
+}
+
+int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
+                const char *state_dir, Manager **ret) {
+        const char *delay;
         Manager *m;
         int r;
 
@@ -1092,11 +1282,21 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         }
 
         m->cgroup_root = strdup(cgroup_root);
+        m->runtime_dir = runtime_dir ? strdup(runtime_dir) : NULL;
+        m->state_dir = state_dir ? strdup(state_dir) : NULL;
         m->tree = tree_new();
         m->wds = wdmap_new();
-        if (!m->cgroup_root || !m->tree || !m->wds) {
+        if (!m->cgroup_root || !m->tree || !m->wds || (runtime_dir && !m->runtime_dir) ||
+            (state_dir && !m->state_dir)) {
                 manager_free(m);
                 return -ENOMEM;
+        }
+
+        delay = getenv("FREEZERD_TEST_WRITE_DELAY_USEC");
+        if (delay) {
+                m->test_write_delay_usec = strtoull(delay, NULL, 10);
+                log_warning("FREEZERD_TEST_WRITE_DELAY_USEC=%" PRIu64 ": every cgroup.freeze write is slowed "
+                            "down (for crash tests only).", m->test_write_delay_usec);
         }
 
         m->root_fd = open(cgroup_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1111,6 +1311,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 manager_free(m);
                 return r;
         }
+
+        manager_find_self(m);
 
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (m->inotify_fd < 0) {
@@ -1174,13 +1376,131 @@ static int manager_apply_track_config(Manager *m, char **track) {
         return 0;
 }
 
+static int restore_flag(const char *path, bool prev, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (asprintf(&rel, "%s/cgroup.freeze", cg_path_relative(path)) < 0)
+                return -ENOMEM;
+        fd = cg_openat_beneath(m->root_fd, rel, O_WRONLY, 0);
+        if (fd < 0)
+                return fd == -ENODEV ? -ENOENT : fd;
+        if (pwrite(fd, prev ? "1" : "0", 1, 0) != 1)
+                return errno == ENODEV ? -ENOENT : -errno;
+        log_info("Restored %s to freeze=%d.", path, prev);
+        return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1;; p++) {
+                if (*p == '/' || *p == 0) {
+                        char c = *p;
+                        *p = 0;
+                        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = c;
+                        if (c == 0)
+                                return 0;
+                }
+        }
+}
+
+/* Subtrees tracked beyond the configuration (Track(), or a request outside the
+ * tracked subtrees) survive restarts in <state-dir>/tracked.json. */
+static void manager_save_tracked(Manager *m) {
+        _cleanup_free_ char *tmp = NULL, *final = NULL;
+        json_object *root, *arr;
+        const char *text;
+        FILE *f;
+
+        if (!m->state_dir || !m->started)
+                return;
+        root = json_object_new_object();
+        arr = json_object_new_array();
+        if (!root || !arr) {
+                json_object_put(root);
+                json_object_put(arr);
+                return;
+        }
+        json_object_object_add(root, "tracked", arr);
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                bool configured = false;
+                for (char **p = m->config.track; p && *p; p++)
+                        configured = configured || streq(*p, m->track_roots[i]);
+                if (!configured)
+                        json_object_array_add(arr, json_object_new_string(m->track_roots[i]));
+        }
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (asprintf(&tmp, "%s/.tracked.json.tmp", m->state_dir) >= 0 &&
+            asprintf(&final, "%s/tracked.json", m->state_dir) >= 0 && (f = fopen(tmp, "we"))) {
+                bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
+                ok = fclose(f) == 0 && ok;
+                if (!ok || rename(tmp, final) < 0) {
+                        log_warning_errno(errno, "Cannot save tracked subtrees to %s: %m", final);
+                        (void) unlink(tmp);
+                }
+        } else
+                log_warning_errno(errno, "Cannot save tracked subtrees in %s: %m", m->state_dir);
+        json_object_put(root);
+}
+
+static void manager_load_tracked(Manager *m) {
+        _cleanup_free_ char *path = NULL;
+        json_object *root, *arr;
+
+        if (!m->state_dir || asprintf(&path, "%s/tracked.json", m->state_dir) < 0)
+                return;
+        if (access(path, F_OK) < 0)
+                return;
+        root = json_object_from_file(path);
+        if (!root || !json_object_object_get_ex(root, "tracked", &arr) || !json_object_is_type(arr, json_type_array)) {
+                log_warning("Ignoring unreadable %s.", path);
+                json_object_put(root);
+                return;
+        }
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                json_object *v = json_object_array_get_idx(arr, i);
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                if (!json_object_is_type(v, json_type_string))
+                        continue;
+                if (manager_track(m, json_object_get_string(v), NULL, &error) < 0)
+                        log_warning("Subtree %s tracked before the restart is gone: %s", json_object_get_string(v),
+                                    error.message);
+        }
+        json_object_put(root);
+}
+
 int manager_start(Manager *m) {
         int r;
+
+        if (m->runtime_dir) {
+                r = mkdir_p(m->runtime_dir, 0755);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot create runtime directory %s: %m", m->runtime_dir);
+                /* A batch interrupted by a crash is undone before anything is read. */
+                r = journal_recover(m->runtime_dir, restore_flag, m, &m->journal_seq);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
+        }
+        if (m->state_dir) {
+                r = mkdir_p(m->state_dir, 0755);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
+        }
 
         r = manager_attach_root(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch cgroup root %s: %m", m->cgroup_root);
-        return manager_apply_track_config(m, m->config.track);
+        r = manager_apply_track_config(m, m->config.track);
+        if (r < 0)
+                return r;
+        manager_load_tracked(m);
+        m->started = true;
+        return 0;
 }
 
 int manager_reload(Manager *m, const Config *config) {
@@ -1211,6 +1531,8 @@ Manager *manager_free(Manager *m) {
 
         m->on_group_removed = NULL;
         m->on_group_added = NULL;
+        /* Triggers close silently: their clients see the bus go. */
+        m->pressure = pressure_free(m->pressure);
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         if (m->inotify_event)
@@ -1223,6 +1545,9 @@ Manager *manager_free(Manager *m) {
         free(m->track_roots);
         config_done(&m->config);
         free(m->cgroup_root);
+        free(m->runtime_dir);
+        free(m->self_path);
+        free(m->state_dir);
         free(m->config_path);
         free(m);
         return NULL;

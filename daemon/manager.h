@@ -22,6 +22,8 @@
 
 typedef struct Manager Manager;
 typedef struct Operation Operation;
+struct Pressure;      /* pressure.h */
+struct GroupPressure; /* pressure.h */
 typedef struct OpEntry OpEntry;
 
 /* Per-group state the manager keeps besides the model: Group.userdata. */
@@ -34,6 +36,7 @@ typedef struct GroupData {
         int wd_events; /* watch on cgroup.events: the kernel's populated/frozen notifications */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         OpEntry *entries; /* operations waiting on this group */
+        struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
 
 static inline GroupData *group_data(const Group *g) {
@@ -74,6 +77,7 @@ struct Operation {
         unsigned writes;  /* cgroup.freeze writes done */
         unsigned skipped; /* requests already satisfied by the current flag */
         struct event *timer;
+        char *journal_path; /* intent journal while the operation runs (journal.h) */
         operation_done_t done;
         void *userdata;
         Operation *next, *prev; /* Manager.operations */
@@ -85,6 +89,12 @@ struct Manager {
         char *config_path;
 
         char *cgroup_root; /* absolute directory */
+        char *runtime_dir; /* batch journals */
+        char *state_dir;   /* subtrees tracked through Track() */
+        uint64_t journal_seq;
+        bool started; /* initial tracking done: track changes are persisted from now on */
+        char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
+        uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         int root_fd;       /* O_PATH|O_DIRECTORY */
 
         Tree *tree;
@@ -99,6 +109,8 @@ struct Manager {
         Operation *operations;
         unsigned n_operations;
 
+        struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
+
         /* Hooks set by the bus layer (may be NULL). */
         void (*on_group_added)(Manager *m, Group *g);
         void (*on_group_removed)(Manager *m, const char *path);
@@ -107,7 +119,8 @@ struct Manager {
         bool groups_count_changed;
 };
 
-int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, Manager **ret);
+int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
+                const char *state_dir, Manager **ret);
 Manager *manager_free(Manager *m);
 
 /* Track the subtrees of the configuration. */

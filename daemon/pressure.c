@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+
+#include "bus-errors.h"
+#include "cgroup-util.h"
+#include "log.h"
+#include "pressure.h"
+
+#define CAP_SYS_RESOURCE_BIT 24u /* linux/capability.h */
+
+/* ---- helpers ------------------------------------------------------------------------------------------ */
+
+static const char *resource_file(PsiResource r) {
+        switch (r) {
+        case PSI_RESOURCE_CPU:
+                return "cpu.pressure";
+        case PSI_RESOURCE_MEMORY:
+                return "memory.pressure";
+        case PSI_RESOURCE_IO:
+                return "io.pressure";
+        case PSI_RESOURCE_IRQ:
+                return "irq.pressure";
+        default:
+                return NULL;
+        }
+}
+
+/* "a/b/file" relative to the cgroup root, "file" for the root itself. */
+static char *group_file(const Group *g, const char *file) {
+        char *s;
+
+        if (streq(g->path, "/"))
+                return strdup(file);
+        if (asprintf(&s, "%s/%s", cg_path_relative(g->path), file) < 0)
+                return NULL;
+        return s;
+}
+
+static int group_open_file(Pressure *p, const Group *g, const char *file, int flags) {
+        _cleanup_free_ char *rel = group_file(g, file);
+
+        if (!rel)
+                return -ENOMEM;
+        return cg_openat_beneath(p->manager->root_fd, rel, flags, 0);
+}
+
+/* 1 if the group's directory exists, 0 if not, -errno. */
+static int group_dir_exists(Pressure *p, const Group *g) {
+        int fd = cg_openat_beneath(p->manager->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
+        if (fd == -ENOENT || fd == -ENODEV)
+                return 0;
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 1;
+}
+
+/* For a group whose RESOURCE.pressure is missing: 1 if it is hidden by
+ * cgroup.pressure (that file exists, so PSI works for cgroups; it reads 0, or
+ * is being set to 0 right now), 0 if PSI is not available for cgroups at all
+ * (psi=0 removes cgroup.pressure as well). */
+static int group_pressure_hidden(Pressure *p, const Group *g) {
+        int fd = group_open_file(p, g, "cgroup.pressure", O_RDONLY);
+        if (fd == -ENOENT)
+                return 0;
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 1;
+}
+
+static GroupPressure *group_pressure(Group *g) {
+        GroupData *d = group_data(g);
+
+        if (!d)
+                return NULL;
+        if (!d->pressure) {
+                GroupPressure *gp = calloc(1, sizeof *gp);
+                if (!gp)
+                        return NULL;
+                for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
+                        gp->fd[i] = -1;
+                d->pressure = gp;
+        }
+        return d->pressure;
+}
+
+static int group_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error *error) {
+        const char *file = resource_file(res);
+
+        switch (r) {
+        case -ENOENT:
+                if (group_dir_exists(p, g) == 0)
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", g->path);
+                if (group_pressure_hidden(p, g) > 0)
+                        return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                                 "%s of %s is hidden: its cgroup.pressure is 0", file, g->path);
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "%s has no %s: pressure stall information is not available (kernel "
+                                         "without CONFIG_PSI, or booted with psi=0)",
+                                         g->path, file);
+        case -EOPNOTSUPP:
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "%s of %s: pressure stall information is disabled in the kernel (psi=0)",
+                                         file, g->path);
+        case -ENODEV:
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", g->path);
+        case -EBADMSG:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "%s of %s is malformed", file, g->path);
+        default:
+                return sd_bus_error_set_errnof(error, r, "Cannot read %s of %s: %s", file, g->path, strerror(-r));
+        }
+}
+
+static int system_error(PsiResource res, int r, sd_bus_error *error) {
+        const char *name = psi_resource_to_string(res);
+
+        switch (r) {
+        case -ENOENT:
+                if (res == PSI_RESOURCE_IRQ)
+                        return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                                 "/proc/pressure/irq does not exist: the kernel does not account "
+                                                 "IRQ pressure (CONFIG_IRQ_TIME_ACCOUNTING) or PSI is disabled");
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "/proc/pressure/%s does not exist: pressure stall information is not "
+                                         "available (kernel without CONFIG_PSI, or booted with psi=0)",
+                                         name);
+        case -EOPNOTSUPP:
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "/proc/pressure/%s: %s pressure is disabled in the kernel%s", name, name,
+                                         res == PSI_RESOURCE_IRQ ? " (IRQ time accounting is off)" : " (psi=0)");
+        case -EBADMSG:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "/proc/pressure/%s is malformed", name);
+        default:
+                return sd_bus_error_set_errnof(error, r, "Cannot read /proc/pressure/%s: %s", name, strerror(-r));
+        }
+}
+
+static int system_open(PsiResource res, int flags) {
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/pressure/%s", psi_resource_to_string(res));
+        fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+/* ---- readings ----------------------------------------------------------------------------------------- */
+
+static void kept_fd_close(Pressure *p, int *fd) {
+        if (*fd < 0)
+                return;
+        close(*fd);
+        *fd = -1;
+        if (p && p->n_kept_fds > 0)
+                p->n_kept_fds--;
+}
+
+/* Read through the kept fd *slot, opening it first (kept within the budget,
+ * else transient).  A kept fd that reads ENODEV (its file was hidden or its
+ * group removed) is dropped and the file opened once more, so that the error
+ * names the present state. */
+static int read_kept(Pressure *p, int *slot, PsiResource res, int (*open_fn)(Pressure *, void *, PsiResource),
+                     void *open_data, PsiReading *ret) {
+        int r = 0;
+
+        for (int attempt = 0; attempt < 2; attempt++) {
+                _cleanup_close_ int transient = -1;
+                bool kept = *slot >= 0;
+                int fd = *slot;
+
+                if (!kept) {
+                        fd = open_fn(p, open_data, res);
+                        if (fd < 0)
+                                return fd;
+                        if (p->n_kept_fds < p->max_kept_fds) {
+                                *slot = fd;
+                                p->n_kept_fds++;
+                        } else
+                                transient = fd;
+                }
+                r = psi_read_fd(fd, res, ret);
+                if (r == -ENODEV && kept) {
+                        kept_fd_close(p, slot);
+                        continue;
+                }
+                break;
+        }
+        return r;
+}
+
+static int open_group_ro(Pressure *p, void *data, PsiResource res) {
+        return group_open_file(p, data, resource_file(res), O_RDONLY);
+}
+
+static int open_system_ro(Pressure *p, void *data, PsiResource res) {
+        return system_open(res, O_RDONLY);
+}
+
+int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bus_error *error) {
+        PsiReading reading;
+        int r;
+
+        if (res < 0 || res >= _PSI_RESOURCE_MAX)
+                return sd_bus_error_set_errno(error, -EINVAL);
+
+        if (!g) {
+                r = read_kept(p, &p->system_fd[res], res, open_system_ro, NULL, &reading);
+                if (r < 0)
+                        return system_error(res, r, error);
+                psi_clamp(&p->system_clamp[res], &reading);
+        } else {
+                GroupPressure *gp;
+
+                if (res == PSI_RESOURCE_IRQ)
+                        return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                                 "IRQ pressure is published for the system only");
+                gp = group_pressure(g);
+                if (!gp)
+                        return sd_bus_error_set_errno(error, -ENOMEM);
+                r = read_kept(p, &gp->fd[res], res, open_group_ro, g, &reading);
+                if (r < 0)
+                        return group_error(p, g, res, r, error);
+                psi_clamp(&gp->clamp[res], &reading);
+        }
+        *ret = reading;
+        return 0;
+}
+
+/* ---- clients ------------------------------------------------------------------------------------------ */
+
+static void trigger_free(PressureTrigger *t);
+
+static PressureClient *client_find(Pressure *p, const char *name) {
+        for (PressureClient *c = p->clients; c; c = c->next)
+                if (streq(c->name, name))
+                        return c;
+        return NULL;
+}
+
+static void client_free(PressureClient *c) {
+        Pressure *p;
+
+        if (!c)
+                return;
+        p = c->pressure;
+        while (c->triggers)
+                trigger_free(c->triggers);
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (p->clients == c)
+                p->clients = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        sd_bus_track_unref(c->track);
+        free(c->name);
+        free(c);
+}
+
+static void client_maybe_free(PressureClient *c) {
+        if (c && c->n_triggers == 0)
+                client_free(c);
+}
+
+static int on_client_gone(sd_bus_track *track, void *userdata) {
+        PressureClient *c = userdata;
+
+        /* The client is gone: nobody to tell, its triggers just go. */
+        log_debug("Bus client %s disconnected: dropping its %u pressure trigger(s)", c->name, c->n_triggers);
+        client_free(c);
+        return 0;
+}
+
+static int client_get(Pressure *p, sd_bus_message *call, PressureClient **ret, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(call);
+        PressureClient *c;
+        int r;
+
+        if (!sender)
+                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                        "Pressure triggers need a bus client with a unique name");
+        c = client_find(p, sender);
+        if (c) {
+                *ret = c;
+                return 0;
+        }
+
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return sd_bus_error_set_errno(error, -ENOMEM);
+        c->pressure = p;
+        c->name = strdup(sender);
+        if (!c->name) {
+                free(c);
+                return sd_bus_error_set_errno(error, -ENOMEM);
+        }
+        c->next = p->clients;
+        if (p->clients)
+                p->clients->prev = c;
+        p->clients = c;
+
+        r = sd_bus_track_new(p->bus, &c->track, on_client_gone, c);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(c->track, call);
+        if (r < 0) {
+                client_free(c);
+                return sd_bus_error_set_errnof(error, r, "Cannot follow bus client %s: %s", sender, strerror(-r));
+        }
+        *ret = c;
+        return 0;
+}
+
+/* ---- triggers ----------------------------------------------------------------------------------------- */
+
+static PressureTrigger *trigger_find(Pressure *p, uint32_t id) {
+        for (PressureTrigger *t = p->triggers; t; t = t->next)
+                if (t->id == id)
+                        return t;
+        return NULL;
+}
+
+static PressureTrigger **trigger_owner_list(PressureTrigger *t) {
+        if (!t->group)
+                return &t->pressure->system_triggers;
+        GroupData *d = group_data(t->group);
+        return d && d->pressure ? &d->pressure->triggers : NULL;
+}
+
+static void trigger_free(PressureTrigger *t) {
+        Pressure *p = t->pressure;
+        PressureTrigger **head;
+
+        if (t->prev)
+                t->prev->next = t->next;
+        else if (p->triggers == t)
+                p->triggers = t->next;
+        if (t->next)
+                t->next->prev = t->prev;
+
+        if (t->client) {
+                if (t->cprev)
+                        t->cprev->cnext = t->cnext;
+                else if (t->client->triggers == t)
+                        t->client->triggers = t->cnext;
+                if (t->cnext)
+                        t->cnext->cprev = t->cprev;
+                t->client->n_triggers--;
+        }
+
+        head = trigger_owner_list(t);
+        if (t->gprev)
+                t->gprev->gnext = t->gnext;
+        else if (head && *head == t)
+                *head = t->gnext;
+        if (t->gnext)
+                t->gnext->gprev = t->gprev;
+
+        if (t->fd >= 0) {
+                (void) epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, t->fd, NULL);
+                close(t->fd);
+        }
+        p->n_triggers--;
+        free(t);
+}
+
+/* End a trigger that the client did not remove: tell its owner why, then free. */
+static void trigger_end(PressureTrigger *t, const char *reason) {
+        Pressure *p = t->pressure;
+        PressureClient *c = t->client;
+
+        log_debug("Pressure trigger %" PRIu32 " (%s %s on %s) ends: %s", t->id, psi_resource_to_string(t->resource),
+                  psi_kind_to_string(t->kind), t->group ? t->group->path : "the system", reason);
+        if (p->hooks.removed)
+                p->hooks.removed(p, t, reason, p->hooks.userdata);
+        trigger_free(t);
+        client_maybe_free(c);
+}
+
+/* Why the kernel reported an error on a trigger's fd.  The kernel deactivates
+ * the file before it drains its open files (which is what we see), so the
+ * file is already gone when we look. */
+static const char *trigger_error_reason(PressureTrigger *t) {
+        int fd;
+
+        if (!t->group)
+                return PRESSURE_REASON_ERROR;
+        if (group_dir_exists(t->pressure, t->group) == 0)
+                return PRESSURE_REASON_GROUP_REMOVED;
+        fd = group_open_file(t->pressure, t->group, resource_file(t->resource), O_RDONLY);
+        if (fd == -ENOENT)
+                return group_dir_exists(t->pressure, t->group) == 0 ? PRESSURE_REASON_GROUP_REMOVED
+                                                                     : PRESSURE_REASON_HIDDEN;
+        if (fd >= 0)
+                close(fd);
+        return PRESSURE_REASON_ERROR;
+}
+
+static PsiClamp *trigger_clamp(PressureTrigger *t) {
+        if (!t->group)
+                return &t->pressure->system_clamp[t->resource];
+        GroupPressure *gp = group_pressure(t->group);
+        return gp ? &gp->clamp[t->resource] : NULL;
+}
+
+/* Returns false if the trigger ended meanwhile (freed). */
+static bool trigger_fire(PressureTrigger *t) {
+        Pressure *p = t->pressure;
+        PsiReading reading;
+        PsiClamp *clamp;
+        PsiLine line;
+        int r;
+
+        r = psi_read_fd(t->fd, t->resource, &reading);
+        if (r == -ENODEV) {
+                trigger_end(t, trigger_error_reason(t));
+                return false;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the pressure of trigger %" PRIu32 " (%s of %s): %m", t->id,
+                                  resource_file(t->resource), t->group ? t->group->path : "the system");
+                return true;
+        }
+        clamp = trigger_clamp(t);
+        if (clamp)
+                psi_clamp(clamp, &reading);
+        line = reading.line[t->kind];
+        t->n_events++;
+        log_debug("Pressure trigger %" PRIu32 ": event %" PRIu64 ", %s total %" PRIu64 " us", t->id, t->n_events,
+                  psi_kind_to_string(t->kind), line.total_usec);
+
+        /* See pressure.h: the kernel's spurious events of a fresh unprivileged trigger. */
+        if (!p->privileged && now_usec() < t->armed_usec + psi_trigger_settle_usec(t->window_usec) &&
+            !psi_event_plausible(t->last_total, line.total_usec, t->threshold_usec)) {
+                t->n_dropped++;
+                log_debug("Pressure trigger %" PRIu32 ": dropping a spurious event (%s total grew "
+                          "%" PRIu64 " us since the previous event or arming, threshold %" PRIu64 " us)",
+                          t->id, psi_kind_to_string(t->kind),
+                          line.total_usec >= t->last_total ? line.total_usec - t->last_total : 0,
+                          t->threshold_usec);
+                t->last_total = line.total_usec;
+                return true;
+        }
+        t->last_total = line.total_usec;
+        if (p->hooks.exceeded)
+                p->hooks.exceeded(p, t, &line, p->hooks.userdata);
+        return true;
+}
+
+/* What the watcher thread forwards: a trigger id and its epoll events. */
+typedef struct PressureWakeup {
+        uint32_t id;
+        uint32_t events;
+} PressureWakeup;
+
+static int trigger_arm(PressureTrigger *t, int op) {
+        struct epoll_event ev = { .events = EPOLLPRI | EPOLLONESHOT, .data.u64 = t->id };
+        return epoll_ctl(t->pressure->epoll_fd, op, t->fd, &ev) < 0 ? -errno : 0;
+}
+
+/* The watcher thread (see pressure.h): the only epoll_wait() on the set. */
+static void *watch_thread(void *userdata) {
+        Pressure *p = userdata;
+        struct epoll_event evs[32];
+
+        for (;;) {
+                int n = epoll_wait(p->epoll_fd, evs, (int) ELEMENTSOF(evs), -1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return NULL;
+                }
+                for (int i = 0; i < n; i++) {
+                        if (evs[i].data.u64 == 0)
+                                return NULL; /* stop_fd */
+                        PressureWakeup w = { .id = (uint32_t) evs[i].data.u64, .events = evs[i].events };
+                        /* 8 bytes < PIPE_BUF: atomic.  A full pipe blocks us, which is fine;
+                         * EPIPE means the main thread is shutting down. */
+                        while (write(p->pipe_fd[1], &w, sizeof w) < 0)
+                                if (errno != EINTR)
+                                        return NULL;
+                }
+        }
+}
+
+static void on_wakeups(evutil_socket_t fd, short what, void *userdata) {
+        Pressure *p = userdata;
+        PressureWakeup ws[64];
+
+        /* Bounded, so that a burst cannot starve the rest of the loop; what is
+         * left keeps the pipe readable for the next turn. */
+        for (unsigned round = 0; round < 8; round++) {
+                ssize_t n = read(p->pipe_fd[0], ws, sizeof ws);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                log_error_errno(errno, "Reading pressure wakeups failed: %m");
+                        return;
+                }
+                for (size_t i = 0; i < (size_t) n / sizeof ws[0]; i++) {
+                        /* By id: the trigger may have been removed since the thread saw it. */
+                        PressureTrigger *t = trigger_find(p, ws[i].id);
+                        if (!t)
+                                continue;
+                        if (ws[i].events & (EPOLLERR | EPOLLHUP)) {
+                                trigger_end(t, trigger_error_reason(t));
+                                continue;
+                        }
+                        if ((ws[i].events & EPOLLPRI) && !trigger_fire(t))
+                                continue;
+                        int r = trigger_arm(t, EPOLL_CTL_MOD);
+                        if (r < 0) {
+                                log_warning_errno(r, "Cannot re-arm pressure trigger %" PRIu32 ": %m", t->id);
+                                trigger_end(t, PRESSURE_REASON_ERROR);
+                        }
+                }
+                if ((size_t) n < sizeof ws)
+                        return;
+        }
+}
+
+static int validate(Pressure *p, bool system, const char *resource, const char *kind, uint64_t threshold_usec,
+                    uint64_t window_usec, PsiResource *ret_res, PsiKind *ret_kind, sd_bus_error *error) {
+        switch (psi_trigger_validate(resource, kind, threshold_usec, window_usec, system, p->privileged, ret_res,
+                                     ret_kind)) {
+        case PSI_TRIGGER_OK:
+                return 0;
+        case PSI_TRIGGER_UNKNOWN_RESOURCE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown resource \"%s\": expected cpu, memory or io%s", resource,
+                                         system ? " or irq" : " (irq is system-wide only: use the Manager)");
+        case PSI_TRIGGER_UNKNOWN_KIND:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown kind \"%s\": expected some or full", kind);
+        case PSI_TRIGGER_KIND_UNAVAILABLE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Resource %s has no \"%s\" pressure: use full", resource, kind);
+        case PSI_TRIGGER_THRESHOLD_ZERO:
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "The threshold must not be 0: give the stall time (usec) per window that "
+                                        "fires the trigger");
+        case PSI_TRIGGER_WINDOW_TOO_SHORT:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The window (%" PRIu64 " usec) is below the kernel's minimum of %" PRIu64
+                                         " usec (500 ms)",
+                                         window_usec, PSI_WINDOW_MIN_USEC);
+        case PSI_TRIGGER_WINDOW_TOO_LONG:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The window (%" PRIu64 " usec) is above the kernel's maximum of %" PRIu64
+                                         " usec (10 s)",
+                                         window_usec, PSI_WINDOW_MAX_USEC);
+        case PSI_TRIGGER_THRESHOLD_ABOVE_WINDOW:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The threshold (%" PRIu64 " usec) is above the window (%" PRIu64
+                                         " usec): it could never be reached",
+                                         threshold_usec, window_usec);
+        case PSI_TRIGGER_WINDOW_NOT_MULTIPLE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The window (%" PRIu64 " usec) is not a whole multiple of 2 s (2000000 "
+                                         "usec), which the kernel requires because freezerd lacks "
+                                         "CAP_SYS_RESOURCE",
+                                         window_usec);
+        default:
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pressure trigger");
+        }
+}
+
+static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error *error) {
+        switch (r) {
+        case -EINVAL:
+                if (g)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The kernel refused the trigger on %s of %s", resource_file(res),
+                                                 g->path);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The kernel refused the trigger on /proc/pressure/%s",
+                                         psi_resource_to_string(res));
+        case -EPERM:
+        case -EACCES:
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "The kernel does not let freezerd arm pressure triggers (it needs "
+                                         "CAP_SYS_RESOURCE on kernels before 6.5)");
+        default:
+                return g ? group_error(p, g, res, r, error) : system_error(res, r, error);
+        }
+}
+
+int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char *resource, const char *kind,
+                         uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id, sd_bus_error *error) {
+        _cleanup_close_ int fd = -1;
+        PressureClient *c;
+        PressureTrigger *t;
+        PsiReading reading;
+        PsiResource res;
+        PsiKind k;
+        char buf[64];
+        uint32_t id;
+        int n, r;
+
+        r = validate(p, !g, resource, kind, threshold_usec, window_usec, &res, &k, error);
+        if (r < 0)
+                return r;
+
+        c = client_find(p, sd_bus_message_get_sender(call) ?: "");
+        if (c && c->n_triggers >= PRESSURE_TRIGGERS_PER_CLIENT_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "%s has %u pressure triggers already, the most one client may have",
+                                         c->name, c->n_triggers);
+        if (p->n_triggers >= PRESSURE_TRIGGERS_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "freezerd has %u pressure triggers already, the most it keeps",
+                                         p->n_triggers);
+
+        /* Open and read the start total before arming: see pressure.h. */
+        if (g)
+                fd = group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK);
+        else
+                fd = system_open(res, O_RDWR | O_NONBLOCK);
+        if (fd < 0)
+                return arm_error(p, g, res, fd, error);
+        r = psi_read_fd(fd, res, &reading);
+        if (r < 0)
+                return arm_error(p, g, res, r, error);
+        if (g) {
+                GroupPressure *gp = group_pressure(g);
+                if (!gp)
+                        return sd_bus_error_set_errno(error, -ENOMEM);
+                psi_clamp(&gp->clamp[res], &reading);
+        } else
+                psi_clamp(&p->system_clamp[res], &reading);
+
+        n = psi_trigger_format(buf, sizeof buf, k, threshold_usec, window_usec);
+        if (n < 0)
+                return sd_bus_error_set_errno(error, n);
+        /* With the NUL: psi_write() overwrites the last byte with one. */
+        if (write(fd, buf, (size_t) n + 1) != n + 1)
+                return arm_error(p, g, res, errno > 0 ? -errno : -EIO, error);
+
+        r = client_get(p, call, &c, error);
+        if (r < 0)
+                return r;
+
+        do
+                id = p->next_id++;
+        while (id == 0 || trigger_find(p, id));
+
+        t = calloc(1, sizeof *t);
+        if (!t) {
+                client_maybe_free(c);
+                return sd_bus_error_set_errno(error, -ENOMEM);
+        }
+        *t = (PressureTrigger) {
+                .pressure = p,
+                .id = id,
+                .resource = res,
+                .kind = k,
+                .threshold_usec = threshold_usec,
+                .window_usec = window_usec,
+                .fd = -1,
+                .group = g,
+                .client = c,
+                .last_total = reading.line[k].total_usec,
+                .armed_usec = now_usec(),
+        };
+
+        t->fd = fd;
+        r = trigger_arm(t, EPOLL_CTL_ADD);
+        if (r < 0) {
+                free(t);
+                client_maybe_free(c);
+                return sd_bus_error_set_errnof(error, r, "Cannot watch the pressure trigger: %s", strerror(-r));
+        }
+        t->fd = TAKE_FD(fd);
+
+        t->next = p->triggers;
+        if (p->triggers)
+                p->triggers->prev = t;
+        p->triggers = t;
+        p->n_triggers++;
+
+        t->cnext = c->triggers;
+        if (c->triggers)
+                c->triggers->cprev = t;
+        c->triggers = t;
+        c->n_triggers++;
+
+        PressureTrigger **head = trigger_owner_list(t); /* GroupData.pressure exists: allocated above */
+        if (head) {
+                t->gnext = *head;
+                if (*head)
+                        (*head)->gprev = t;
+                *head = t;
+        }
+
+        log_debug("Pressure trigger %" PRIu32 " for %s: %s %s %" PRIu64 "/%" PRIu64 " usec on %s", id, c->name,
+                  psi_resource_to_string(res), psi_kind_to_string(k), threshold_usec, window_usec,
+                  g ? g->path : "the system");
+        *ret_id = id;
+        return 0;
+}
+
+int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_t id, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(call);
+        PressureTrigger *t = trigger_find(p, id);
+        PressureClient *c;
+
+        /* One answer for unknown ids and for other clients' triggers: ids are not a
+         * way to learn about other clients. */
+        if (!t || t->group != g || !sender || !streq(t->client->name, sender))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "No pressure trigger %" PRIu32 " of this client on %s", id,
+                                         g ? g->path : "the Manager");
+        c = t->client;
+        trigger_free(t);
+        client_maybe_free(c);
+        return 0;
+}
+
+void pressure_group_release(Pressure *p, Group *g) {
+        GroupData *d = group_data(g);
+        GroupPressure *gp = d ? d->pressure : NULL;
+
+        if (!gp)
+                return;
+        if (p && gp->triggers) {
+                const char *reason =
+                        group_dir_exists(p, g) > 0 ? PRESSURE_REASON_UNTRACKED : PRESSURE_REASON_GROUP_REMOVED;
+                while (gp->triggers)
+                        trigger_end(gp->triggers, reason);
+        }
+        for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
+                kept_fd_close(p, &gp->fd[i]);
+        free(gp);
+        d->pressure = NULL;
+}
+
+/* ---- setup -------------------------------------------------------------------------------------------- */
+
+static bool have_cap_sys_resource(void) {
+        _cleanup_close_ int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        char buf[4096];
+        ssize_t n;
+        int r;
+
+        if (fd < 0)
+                return false;
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return false;
+        r = psi_parse_cap_eff(buf, (size_t) n, CAP_SYS_RESOURCE_BIT);
+        return r > 0;
+}
+
+static int pressure_setup_failed(Pressure *p, int r, const char *what) {
+        log_error_errno(r, "Cannot set up pressure triggers: %s failed: %m", what);
+        pressure_free(p);
+        return r;
+}
+
+int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure **ret) {
+        Pressure *p;
+        struct rlimit rl;
+        int r;
+
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->manager = m;
+        p->bus = sd_bus_ref(bus);
+        if (hooks)
+                p->hooks = *hooks;
+        p->next_id = 1;
+        for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
+                p->system_fd[i] = -1;
+
+        p->privileged = have_cap_sys_resource();
+        p->max_kept_fds = 256;
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY)
+                p->max_kept_fds = (unsigned) (rl.rlim_cur / 4 < 16      ? 16
+                                              : rl.rlim_cur / 4 > 65536 ? 65536
+                                                                        : rl.rlim_cur / 4);
+
+        p->stop_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
+        p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (p->epoll_fd < 0)
+                return pressure_setup_failed(p, -errno, "epoll_create1()");
+        p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->stop_fd < 0)
+                return pressure_setup_failed(p, -errno, "eventfd()");
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+        if (epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->stop_fd, &ev) < 0)
+                return pressure_setup_failed(p, -errno, "epoll_ctl()");
+        if (pipe2(p->pipe_fd, O_CLOEXEC) < 0)
+                return pressure_setup_failed(p, -errno, "pipe2()");
+        if (fcntl(p->pipe_fd[0], F_SETFL, O_NONBLOCK) < 0)
+                return pressure_setup_failed(p, -errno, "fcntl()");
+        p->pipe_event = event_new(m->event_base, p->pipe_fd[0], EV_READ | EV_PERSIST, on_wakeups, p);
+        if (!p->pipe_event || event_add(p->pipe_event, NULL) < 0)
+                return pressure_setup_failed(p, -ENOMEM, "event_new()");
+
+        /* Signals stay with the main thread. */
+        sigset_t all, old;
+        sigfillset(&all);
+        r = pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r == 0) {
+                r = pthread_create(&p->thread, NULL, watch_thread, p);
+                (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        }
+        if (r != 0)
+                return pressure_setup_failed(p, -r, "pthread_create()");
+        p->thread_started = true;
+
+        log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s; keeping up to %u pressure fds open",
+                  p->privileged ? "with" : "without",
+                  p->privileged ? "from 500 ms to 10 s" : "of 2, 4, 6, 8 or 10 s", p->max_kept_fds);
+        *ret = p;
+        return 0;
+}
+
+Pressure *pressure_free(Pressure *p) {
+        if (!p)
+                return NULL;
+        /* The thread first: closing the read end of the pipe unblocks a write
+         * to a full pipe (EPIPE), stop_fd ends its epoll_wait(). */
+        if (p->pipe_event)
+                event_free(p->pipe_event);
+        closep(&p->pipe_fd[0]);
+        if (p->thread_started) {
+                while (eventfd_write(p->stop_fd, 1) < 0 && errno == EINTR)
+                        ;
+                (void) pthread_join(p->thread, NULL);
+        }
+        closep(&p->pipe_fd[1]);
+
+        while (p->clients)
+                client_free(p->clients); /* frees their triggers, without signals */
+        while (p->triggers)
+                trigger_free(p->triggers); /* none should be left: every trigger has a client */
+        for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
+                kept_fd_close(NULL, &p->system_fd[i]);
+        closep(&p->stop_fd);
+        closep(&p->epoll_fd);
+        sd_bus_unref(p->bus);
+        free(p);
+        return NULL;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Pressure stall information for the manager: fresh readings of a group's
+ * (or the system's) *.pressure files, and pressure triggers owned by bus
+ * clients.
+ *
+ * Readings: each group's cpu/memory/io.pressure is opened on its first read
+ * and kept (GroupData.pressure), every read is one pread() from offset 0; no
+ * polling, no cache of values.  Only totals are remembered, to clamp a total
+ * that goes backwards.  Kept fds are budgeted (a quarter of RLIMIT_NOFILE):
+ * beyond the budget a read opens, reads and closes.
+ *
+ * Triggers: one fd per trigger, opened O_RDWR|O_NONBLOCK, armed by writing
+ * "<kind> <threshold> <window>" with its trailing NUL (psi_write() overwrites
+ * the last byte written with a NUL).  A trigger belongs to the bus client that
+ * created it (sd_bus_track): its triggers go when it disconnects.
+ *
+ * Waiting for POLLPRI: libevent 2.1 cannot, and an epoll set of the trigger
+ * fds handed to libevent as one readable fd loses events.  PSI's poll is
+ * destructive (psi_trigger_poll() clears the event it reports), and a nested
+ * epoll set is polled twice per event: libevent's epoll first asks the inner
+ * set whether it is ready (ep_eventpoll_poll() polls the first ready trigger,
+ * clearing its event), then our epoll_wait() polls it again and finds nothing.
+ * Seen on 6.18: of two triggers firing together one was never reported, a
+ * lone trigger in the daemon never at all.  So a small watcher thread does the
+ * only epoll_wait() on the set (EPOLLPRI|EPOLLONESHOT, data = trigger id) and
+ * forwards (id, events) records through a pipe that libevent watches; the main
+ * thread handles them and re-arms the trigger (EPOLL_CTL_MOD).  The thread
+ * touches nothing else.  ONESHOT keeps a removed group's trigger (EPOLLERR
+ * for ever) from spinning the thread; re-arming polls once more, which would
+ * only lose an event coming within that instant, while the kernel sends at
+ * most one per window (>= 500 ms).
+ *
+ * The kernel's spurious first event: an unprivileged trigger's window starts
+ * from the wrong aggregator's total (psi_trigger_create() resets the window
+ * with the rtpoll total, while unprivileged triggers are updated from the
+ * avgs total: "psi: Fix avg trigger being fired unexpectedly", not in 6.18).
+ * So the first update may count the group's whole history as growth and fire
+ * at once; and when that window ends, its bogus growth becomes the next
+ * window's interpolated "previous growth", which can fire once more (seen on
+ * 6.18: threshold 500 ms, real stall ~150 ms per 2-s window, events after 2 s
+ * and 6 s).  What freezerd does: it reads the trigger's total just before
+ * arming, and again at every event.  Until psi_trigger_settle_usec() after
+ * arming (three windows and one 2-s update period: the span such an event can
+ * come in), an event is delivered only if the total grew by at least the
+ * threshold since the trigger's previous event (or since arming); otherwise it
+ * is dropped, counted and logged at debug level.  An event of genuine
+ * pressure passes: the kernel needs that much growth within one window, and
+ * events are at least one window apart.  The only other events this can drop
+ * are kernel repeats, in those first seconds, of a burst already reported
+ * (its window still holds it).  After that span every event is delivered. */
+
+#include <pthread.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+#include "psi.h"
+
+#define PRESSURE_TRIGGERS_PER_CLIENT_MAX 64u
+#define PRESSURE_TRIGGERS_MAX 1024u
+
+typedef struct Pressure Pressure;
+typedef struct PressureTrigger PressureTrigger;
+typedef struct PressureClient PressureClient;
+typedef struct GroupPressure GroupPressure;
+
+/* Reasons of PressureTriggerRemoved. */
+#define PRESSURE_REASON_GROUP_REMOVED "group-removed"     /* the cgroup is gone */
+#define PRESSURE_REASON_UNTRACKED "untracked"             /* freezerd no longer publishes the group */
+#define PRESSURE_REASON_HIDDEN "pressure-hidden"          /* cgroup.pressure was set to 0 */
+#define PRESSURE_REASON_ERROR "error"                     /* the kernel reported an error on the fd */
+
+struct PressureTrigger {
+        Pressure *pressure;
+        uint32_t id;
+        PsiResource resource;
+        PsiKind kind;
+        uint64_t threshold_usec, window_usec;
+        int fd;                  /* the armed pressure file */
+        Group *group;            /* NULL: system-wide, owned by the Manager object */
+        PressureClient *client;  /* the bus client that created it */
+        uint64_t armed_usec;     /* CLOCK_MONOTONIC when armed */
+        uint64_t last_total;     /* the kind's total just before arming, then at each event */
+        uint64_t n_events, n_dropped;
+
+        PressureTrigger *next, *prev;   /* Pressure.triggers */
+        PressureTrigger *cnext, *cprev; /* PressureClient.triggers */
+        PressureTrigger *gnext, *gprev; /* GroupPressure.triggers or Pressure.system_triggers */
+};
+
+struct PressureClient {
+        Pressure *pressure;
+        char *name; /* unique bus name */
+        sd_bus_track *track;
+        PressureTrigger *triggers;
+        unsigned n_triggers;
+        PressureClient *next, *prev;
+};
+
+struct GroupPressure {
+        int fd[_PSI_RESOURCE_MAX]; /* kept read-only fds; -1 until the first read (irq unused) */
+        PsiClamp clamp[_PSI_RESOURCE_MAX];
+        PressureTrigger *triggers;
+};
+
+typedef struct PressureHooks {
+        /* A trigger fired: reading is the current line of its kind. */
+        void (*exceeded)(Pressure *p, const PressureTrigger *t, const PsiLine *reading, void *userdata);
+        /* A trigger ended by itself (its group went away...), not by RemovePressureTrigger
+         * or the client's disconnection.  Called before t is freed. */
+        void (*removed)(Pressure *p, const PressureTrigger *t, const char *reason, void *userdata);
+        void *userdata;
+} PressureHooks;
+
+struct Pressure {
+        Manager *manager;
+        sd_bus *bus;
+        PressureHooks hooks;
+        bool privileged; /* CAP_SYS_RESOURCE effective at start */
+
+        int system_fd[_PSI_RESOURCE_MAX]; /* /proc/pressure/<res>, kept; -1 until read */
+        PsiClamp system_clamp[_PSI_RESOURCE_MAX];
+
+        unsigned n_kept_fds, max_kept_fds;
+
+        int epoll_fd;              /* the trigger fds, and stop_fd with data 0 */
+        int stop_fd;               /* eventfd: ends the watcher thread */
+        int pipe_fd[2];            /* watcher thread -> main loop: PressureWakeup records */
+        struct event *pipe_event;
+        pthread_t thread;
+        bool thread_started;
+
+        PressureTrigger *triggers;        /* all of them */
+        PressureTrigger *system_triggers; /* those of the Manager object */
+        unsigned n_triggers;
+        uint32_t next_id;
+        PressureClient *clients;
+};
+
+int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure **ret);
+/* Closes every trigger silently (no signals) and frees; NULL-safe. */
+Pressure *pressure_free(Pressure *p);
+
+/* Read the pressure of resource for group g (NULL: the system, /proc/pressure),
+ * fresh, totals clamped.  On failure fills error (NotSupported naming the
+ * reason, NoSuchGroup, Failed for a malformed file) and returns -errno. */
+int pressure_read(Pressure *p, Group *g, PsiResource resource, PsiReading *ret, sd_bus_error *error);
+
+/* AddPressureTrigger of the group g (NULL: the Manager, system-wide) by the
+ * sender of call.  Validates (InvalidArgs naming the rule), enforces the limits
+ * (LimitsExceeded), opens and arms the file. */
+int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char *resource, const char *kind,
+                         uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id, sd_bus_error *error);
+/* RemovePressureTrigger: only the sender's own trigger on that object (InvalidArgs otherwise). */
+int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_t id, sd_bus_error *error);
+
+/* Hook of the manager: g leaves the bus (removed, or untracked).  Ends its
+ * triggers (hooks.removed with "group-removed" or "untracked"), closes its
+ * fds, frees GroupData.pressure.  p may be NULL (shutdown). */
+void pressure_group_release(Pressure *p, Group *g);

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ApplyBatch timeouts, with and without ROLLBACK_ON_TIMEOUT (flag 1).
+
+  /r/g0 .. /r/g9   a `sleep` each; /r/g7 also holds `stat -f MOUNT` blocked (D) on a
+                   FUSE mount whose server never answers: g7 can never finish freezing
+
+1. ROLLBACK, all ten running: a batch freezing the ten with a 1 s timeout fails
+   with Timeout (naming /r/g7) after about 1 s, and every group's cgroup.freeze and
+   kernel frozen are exactly as before, in the kernel files and in the daemon's
+   Freeze/Frozen/FreezerState.
+2. ROLLBACK, mixed start: g2 and g5 frozen before (their requests are skipped), and
+   g3 frozen before with the batch thawing it: after the Timeout g2, g5 and g3 are
+   frozen again, the others running, all flags as before.
+3. No flag: Timeout, the nine others frozen (flag 1, frozen 1), g7 with flag 1,
+   frozen 0 and FreezerState "freezing"; the message names /r/g7 and no other group.
+Every case ends with one ApplyBatch thawing the ten."""
+
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = [f'/r/g{i}' for i in range(10)]
+STUCK = '/r/g7'
+TIMEOUT_USEC = 1_000_000
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
+    with ft.Scratch('batch-rollback') as sc, ft.Bus() as bus, ft.FuseHang() as fuse:
+        for g in GROUPS:
+            sc.mkdir(g)
+            sc.spawn_sleepers(g, 1)
+        stuck = fuse.spawn_stuck(sc, STUCK)
+        ft.check(True, f'pid {stuck.pid} is blocked (D) on the FUSE mount in {STUCK}')
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            rec = c.record()
+            objs = {g: c.call('GetGroup', g)[0] for g in GROUPS}
+
+            def kernel():
+                return {g: (sc.read_freeze(g), sc.read_events(g)['frozen']) for g in GROUPS}
+
+            def daemon_props():
+                out = {}
+                for g in GROUPS:
+                    p = c.get_all(objs[g], ft.GROUP_IFACE)
+                    out[g] = (p['Freeze'], p['Frozen'], p['FreezerState'])
+                return out
+
+            def expect_props(state, what):
+                """Wait (woken by PropertiesChanged) until the daemon's view is `state`."""
+                want = {g: (bool(f), bool(z), 'frozen' if f and z else 'freezing' if f else
+                            'thawing' if z else 'running') for g, (f, z) in state.items()}
+                deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+                while True:
+                    # The Get calls pump the loop themselves: a PropertiesChanged that
+                    # arrives during them must not be slept through.
+                    n = len(c.signals)
+                    got = daemon_props()
+                    if got == want or time.monotonic() >= deadline:
+                        break
+                    if len(c.signals) == n:
+                        ft.loop().run_once(deadline - time.monotonic())
+                ft.check_equal(got, want, what)
+
+            def thaw_all(what):
+                writes, skipped = c.call('ApplyBatch', [(g, False) for g in GROUPS], 'auto', long_usec, 0)
+                state = kernel()
+                ft.check(all(v == (0, 0) for v in state.values()), f'{what}: one batch thaws the ten', state)
+                expect_props(state, f'{what}: the daemon shows the ten running')
+                return writes
+
+            def timed_batch(requests, flags):
+                t0 = time.monotonic()
+                e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', requests, 'auto',
+                                         TIMEOUT_USEC, flags, timeout=ft.DEFAULT_TIMEOUT + 2)
+                took = time.monotonic() - t0
+                ft.check(0.9 <= took < ft.DEFAULT_TIMEOUT, f'the Timeout came after the 1 s timeout ({took:.3f}s)')
+                print(f'#   error: {e.message}', flush=True)
+                ft.check(STUCK in e.message, f'the Timeout message names {STUCK}', e.message)
+                others = [g for g in GROUPS if g != STUCK and re.search(re.escape(g) + r'\b', e.message)]
+                ft.check(not others, 'the Timeout message names no group that finished', e.message)
+                return e
+
+            # -- 1. ROLLBACK, from all running.
+            before = kernel()
+            ft.check(all(v == (0, 0) for v in before.values()), 'case 1: the ten run', before)
+            expect_props(before, 'case 1: the daemon shows the ten running')
+            timed_batch([(g, True) for g in GROUPS], ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            after = kernel()
+            ft.check_equal(after, before, 'case 1 (rollback): cgroup.freeze and frozen of the ten as before')
+            expect_props(before, 'case 1 (rollback): Freeze, Frozen, FreezerState of the ten as before')
+            for g in GROUPS:
+                sc.wait_tasks_frozen(g, frozen=False)
+            ft.check(all(sc.no_task_frozen(g) for g in GROUPS), 'case 1: no task is left in the freezer trap')
+            ft.check_equal(ft.proc_state(stuck.pid).state, 'D', f'the process in {STUCK} is still blocked')
+
+            # -- 2. ROLLBACK, mixed start: g2, g5 frozen (skipped), g3 frozen and thawed by the batch.
+            for g in ('/r/g2', '/r/g5', '/r/g3'):
+                c.call('Freeze', g, long_usec, 0)
+            before = kernel()
+            ft.check_equal({g: v for g, v in before.items() if v != (0, 0)},
+                           {'/r/g2': (1, 1), '/r/g3': (1, 1), '/r/g5': (1, 1)}, 'case 2: g2, g3, g5 frozen before')
+            expect_props(before, 'case 2: the daemon agrees')
+            requests = [(g, True) for g in GROUPS if g != '/r/g3'] + [('/r/g3', False)]
+            timed_batch(requests, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check_equal({g: sc.read_freeze(g) for g in GROUPS}, {g: f for g, (f, _z) in before.items()},
+                           'case 2 (rollback): every cgroup.freeze as before (g3 set again)')
+            # g3's re-freeze is asynchronous in the kernel: wait for its cgroup.events.
+            sc.wait_events('/r/g3', frozen=1)
+            ft.check_equal(kernel(), before, 'case 2 (rollback): cgroup.freeze and frozen of the ten as before')
+            expect_props(before, 'case 2 (rollback): Freeze, Frozen, FreezerState of the ten as before')
+            ft.check_equal(thaw_all('case 2'), 3, 'case 2: the thaw wrote the three flags set before')
+
+            # -- 3. No flag: the nine others stay frozen, g7 stays freezing.
+            rec.clear()
+            e = timed_batch([(g, True) for g in GROUPS], 0)
+            after = kernel()
+            want = {g: (1, 0 if g == STUCK else 1) for g in GROUPS}
+            ft.check_equal(after, want, 'case 3 (no rollback): all ten flags 1, the nine others frozen, g7 not')
+            expect_props(after, 'case 3: Freeze, Frozen, FreezerState (g7 "freezing")')
+            ft.check_equal(c.get_property(objs[STUCK], ft.GROUP_IFACE, 'FreezerState'), 'freezing',
+                           f'{STUCK} FreezerState is "freezing"')
+            ft.check(re.search(re.escape(STUCK) + r' \(freezing\)', e.message) is not None,
+                     'the message gives the state of the group that did not finish', e.message)
+            for g in GROUPS:
+                if g != STUCK:
+                    sc.wait_tasks_frozen(g)
+            ft.check(True, 'the sleepers of the nine others are in the freezer trap')
+            ft.check_equal(thaw_all('case 3'), 10, 'case 3: the thaw wrote ten flags')
+            ft.check_equal(ft.proc_state(stuck.pid).state, 'D', f'the process in {STUCK} is still blocked')
+
+            print('# summary: 3 timed-out batches over 10 groups (2 with ROLLBACK_ON_TIMEOUT, 1 without), '
+                  'each checked in cgroup.freeze, cgroup.events and the daemon\'s properties; '
+                  f'{len(rec.signals)} signals in case 3', flush=True)
+
+
+ft.run(test)

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The configuration file: SIGHUP reload, and refusal to start on a bad one.
+
+Checks:
+  * freezerd started with {"default_timeout_usec": 5000000} has DefaultTimeoutUSec
+    5000000.  After the file is rewritten with 7000000 and SIGHUP (freezerd
+    sends RELOADING=1, then READY=1), PropertiesChanged carries
+    DefaultTimeoutUSec=7000000 and Get reads it.
+  * A bad file on SIGHUP: freezerd keeps running with the old value, logs the
+    file:line, and still answers.
+  * An empty object on SIGHUP: back to the default, 10000000 (signalled).
+  * "track": ["/a"] tracks only /a's subtree; Freeze of /b tracks /b's subtree
+    first (InterfacesAdded); Untrack("/b") removes the objects and leaves the
+    flags as they are.
+  * A missing configuration file means the defaults.
+  * freezerd refuses to start (non-zero exit, no READY=1, bus name never owned)
+    on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
+    relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+BAD = [
+    # (text, line, words the message must contain)
+    ('{\n  "track": ["/"],\n  "bogus": 1\n}\n', 3, ['bogus']),
+    ('{\n  "default_timeout_usec": "10s"\n}\n', 2, ['default_timeout_usec']),
+    ('{\n  "track": "/"\n}\n', 2, ['track']),
+    ('{\n  "track": ["/"],\n  "default_timeout_usec": 1000000,\n}\n', 4, []),   # trailing comma: the "}" line
+    ('{\n  "track": ["/"]\n', 3, []),                                            # unterminated
+    ('[1]\n', 1, []),
+    ('{\n  "default_timeout_usec": 1,\n  "default_timeout_usec": 2\n}\n', 3, ['default_timeout_usec']),
+    ('{\n\n  "cgroup_root": "relative"\n}\n', 3, ['cgroup_root']),
+    ('{\n  "default_timeout_usec": 0\n}\n', 2, ['default_timeout_usec']),
+]
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def start_bad(bus, sc, tmpdir, i, text):
+    """Run freezerd on a bad configuration; returns (exit status, output, READY seen)."""
+    cfg = os.path.join(tmpdir, f'bad-{i}.json')
+    write(cfg, text)
+    notify = os.path.join(tmpdir, f'notify-{i}')
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(notify)
+    sock.setblocking(False)
+    try:
+        env = dict(os.environ, NOTIFY_SOCKET=notify)
+        argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={sc.root}',
+                                      f'--config={cfg}', f'--runtime-dir={tmpdir}', f'--state-dir={tmpdir}']
+        try:
+            r = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=ft.DEFAULT_TIMEOUT, preexec_fn=ft._child_setup(pdeathsig=signal.SIGKILL))
+        except subprocess.TimeoutExpired:
+            ft.fail(f'freezerd did not exit on the bad configuration {text!r}')
+        ready = False
+        while True:
+            try:
+                ready |= b'READY=1' in sock.recv(65536)
+            except BlockingIOError:
+                break
+        return r.returncode, r.stdout + r.stderr, cfg, ready
+    finally:
+        sock.close()
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-config') as sc, ft.Bus() as bus, \
+            tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}daemon-{os.getpid()}-cfg-') as tmpdir:
+        sc.mkdir('/g')
+
+        # ---- SIGHUP reload
+        with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 5000000}) as d:
+            c = d.client
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 5000000, 'DefaultTimeoutUSec from the file')
+            rec = c.record()
+            write(d.config_path, '{\n  "default_timeout_usec": 7000000\n}\n')
+            d.reload()
+            ft.check(any(n.get('RELOADING') == '1' for n in d.notifications), 'RELOADING=1 was sent')
+            rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 7000000)
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000,
+                           'SIGHUP: PropertiesChanged and Get say 7000000')
+
+            write(d.config_path, '{\n  "default_timeout_usec": "soon"\n}\n')
+            d.reload()
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000, 'a bad file on SIGHUP keeps the old value')
+            ft.check(f'{d.config_path}:2' in d.log(), 'the reload failure is logged with file:line', d.log())
+            ft.check_equal(c.call('GetGroup', '/g')[0], ft.group_object('/g'), 'freezerd still answers')
+            ft.check_equal(d.exit_status, None, 'freezerd is still running')
+
+            rec.clear()
+            write(d.config_path, '{}\n')
+            d.reload()
+            rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 10000000)
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 10000000, 'an empty file: the default again')
+
+        # ---- "track": only the configured subtrees at first; a request elsewhere tracks that subtree
+        sc.mkdir('/a/x')
+        sc.mkdir('/b/y')
+        with ft.Daemon(bus, sc.root, config={'track': ['/a']}) as d:
+            c = d.client
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x'],
+                           'track ["/a"]: only /a and /a/x are tracked')
+            ft.check_equal(c.manager_property('Groups'), 2, 'Groups is 2')
+            rec = c.record()
+            c.call('Freeze', '/b', 0, 0)
+            ft.check_equal(sc.read_events('/b').get('frozen'), 1, 'Freeze of untracked /b works')
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x', '/b', '/b/y'],
+                           '... and tracks the subtree of /b')
+            ft.check_equal(sorted(o for o, _i in rec.interfaces_added()),
+                           sorted([ft.group_object('/b'), ft.group_object('/b/y')]), 'InterfacesAdded for /b, /b/y')
+            c.call('Untrack', '/b')
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x'], 'Untrack(/b)')
+            ft.check_equal(sorted(o for o, _i in rec.interfaces_removed()),
+                           sorted([ft.group_object('/b'), ft.group_object('/b/y')]), 'InterfacesRemoved for /b, /b/y')
+            ft.check_equal((sc.read_freeze('/b'), sc.frozen('/b')), (1, True), 'Untrack leaves /b frozen')
+            c.call('Thaw', '/b', 0, 0)
+            ft.check_equal(sc.read_events('/b').get('frozen'), 0, 'Thaw of the untracked /b works')
+
+        # ---- a missing file means the defaults
+        with ft.Daemon(bus, sc.root, args=[f'--config={tmpdir}/does-not-exist.json']) as d:
+            ft.check_equal(d.client.manager_property('DefaultTimeoutUSec'), 10000000, 'a missing file: the defaults')
+
+        # ---- bad files at start
+        with ft.Client(bus.address, destination='org.freedesktop.DBus') as busc:
+            for i, (text, line, words) in enumerate(BAD):
+                rc, out, cfg, ready = start_bad(bus, sc, tmpdir, i, text)
+                ft.check(rc != 0 and not ready, f'bad config {text!r}: freezerd refuses to start',
+                         f'exit {rc}, READY={ready}: {out}')
+                lines = [ln for ln in out.splitlines() if f'{cfg}:{line}' in ln]
+                ft.check(lines and all(w in lines[0] for w in words),
+                         f'  ... the message names {cfg.rsplit("/", 1)[1]}:{line} {" ".join(words)}', out)
+                owned = busc.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's',
+                                         (ft.BUS_NAME,))[0]
+                ft.check_equal(owned, False, '  ... and the bus name is not owned')
+    print('# checked: SIGHUP reload (new value signalled, bad file keeps the old one, empty file resets), missing '
+          f'file = defaults, {len(BAD)} bad files refused at start with file:line')
+
+
+ft.run(test)

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezectl end to end against freezerd on a private bus.
+
+  /g        two sleepers          /g/h   one sleeper
+  /a-b/c d  (odd characters)      /-odd  (a name starting with "-")
+  /s        a task blocked on a FUSE mount that never answers
+
+Checks:
+  * `--json status /g` (and of /g/h, "/", "/a-b/c d") parses and every field
+    matches the kernel: state (derived from cgroup.freeze of the group and its
+    ancestors and cgroup.events frozen), freeze, frozen, populated, descendants
+    and frozen_descendants (counted in the cgroup tree), frozen_usec
+    (cgroup.stat.local, bracketed by two kernel reads).
+  * `freeze /g` exits 0, prints nothing, the kernel says frozen 1 when it
+    returns; `--json freeze` prints [{"path", "result": "done"}]; `thaw` likewise.
+  * `list` / `--json list` name every group with its object and state; `tree`
+    names every group (indented under its parent) with its state; `--json tree`
+    nests every group under its parent.
+  * Exit status 1 with one line on stderr naming the path and the error for
+    NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
+    back) and an unreachable bus; --json failure objects carry error and message.
+  * Exit status 2 with one line on stderr for an unknown option, a missing
+    command, an unknown command, a missing PATH, a bad duration.
+  * `--no-wait` returns at once while the group is still freezing; `--` allows
+    a path starting with "-"."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/', '/-odd', '/a-b', '/a-b/c d', '/g', '/g/h', '/s']
+
+
+def derive(freeze, e_freeze, frozen):
+    if freeze:
+        return 'frozen' if frozen else 'freezing'
+    if e_freeze:
+        return 'frozen-by-parent' if frozen else 'freezing-by-parent'
+    return 'thawing' if frozen else 'running'
+
+
+def ancestors(path):
+    parts = [p for p in path.split('/') if p]
+    return ['/' + '/'.join(parts[:i]) for i in range(1, len(parts))]
+
+
+def descendants(path):
+    pre = '/' if path == '/' else path + '/'
+    return [p for p in GROUPS if p != path and p.startswith(pre)]
+
+
+def frozen_usec(sc, path):
+    try:
+        with open(sc.abspath(path, 'cgroup.stat.local')) as f:
+            return dict(line.split() for line in f).get('frozen_usec')
+    except OSError:
+        return None
+
+
+def kernel_status(sc, path):
+    freeze = bool(sc.read_freeze(path)) if path != '/' else False
+    ev = sc.read_events(path)
+    e_freeze = any(sc.read_freeze(a) for a in ancestors(path))
+    return {'path': path, 'state': derive(freeze, e_freeze, ev['frozen'] == 1), 'freeze': freeze,
+            'frozen': ev['frozen'] == 1, 'populated': ev['populated'] == 1,
+            'descendants': len(descendants(path)),
+            'frozen_descendants': sum(1 for p in descendants(path) if sc.frozen(p))}
+
+
+def check_status(sc, path):
+    k1 = frozen_usec(sc, path)
+    r = ft.freezectl('--json', 'status', path)
+    k2 = frozen_usec(sc, path)
+    try:
+        j = json.loads(r.stdout)
+    except ValueError as e:
+        ft.fail(f'freezectl --json status {path}: not JSON ({e}): {r.stdout!r}')
+    ft.check_equal(sorted(j), sorted(['path', 'state', 'freeze', 'frozen', 'populated', 'descendants',
+                                      'frozen_descendants', 'frozen_usec']), f'status {path}: the JSON fields')
+    usec = j.pop('frozen_usec')
+    ft.check_equal(j, kernel_status(sc, path), f'--json status {path} matches the kernel')
+    if k1 is not None:
+        ft.check(int(k1) <= usec <= int(k2), f'status {path}: frozen_usec within the kernel\'s readings',
+                 f'{k1} <= {usec} <= {k2}')
+    return j
+
+
+def one_line(r, what, *words):
+    lines = r.stderr.splitlines()
+    ft.check(len(lines) == 1 and all(w in lines[0] for w in words),
+             f'{what}: one line on stderr naming {", ".join(words) or "the problem"}', repr(r.stderr))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
+    with ft.Scratch('core-freezectl') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        for p in GROUPS[1:]:
+            sc.mkdir(p)
+        sc.spawn_sleepers('/g', 2)
+        sc.spawn_sleepers('/g/h', 1)
+        fuse.spawn_stuck(sc, '/s')
+
+        with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 2000000}) as d:
+            c = d.client
+            for p in ('/g', '/g/h', '/', '/a-b/c d'):
+                check_status(sc, p)
+
+            # ---- freeze / thaw
+            rec = c.record()
+            r = ft.freezectl('freeze', '/g')
+            ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'freezectl freeze /g: frozen 1 when it exits 0')
+            ft.check_equal((r.stdout, r.stderr), ('', ''), 'freezectl freeze prints nothing')
+            j = check_status(sc, '/g')
+            ft.check_equal(j['state'], 'frozen', 'status /g: frozen')
+            sc.wait_tasks_frozen('/g')
+            ft.check(sc.all_tasks_frozen('/g'), 'the tasks of /g are in the freezer trap')
+            # /g/h's frozen notification may reach freezerd a moment after /g's
+            rec.wait_property(ft.group_object('/g/h'), 'FreezerState', 'frozen-by-parent')
+            check_status(sc, '/g/h')
+
+            r = ft.freezectl('--json', 'freeze', '/g', '/a-b')
+            ft.check_equal(json.loads(r.stdout), [{'path': '/g', 'result': 'done'}, {'path': '/a-b', 'result': 'done'}],
+                           '--json freeze /g /a-b: both done')
+            ft.check_equal(sc.read_events('/a-b').get('frozen'), 1, '/a-b frozen')
+
+            # ---- list / tree
+            r = ft.freezectl('list')
+            listed = c.call('ListGroups')[0]
+            states = {p: s for p, _o, s in listed}
+            ft.check_equal(sorted(states), GROUPS, 'ListGroups has every group')
+            lines = r.stdout.splitlines()
+            ft.check(all(any(line.split(None, 1) == [s, p] for line in lines) for p, s in states.items()),
+                     'freezectl list names every group with its state', r.stdout)
+            ft.check_equal(len(lines), len(GROUPS), 'freezectl list: one line per group')
+            r = ft.freezectl('--json', 'list')
+            ft.check_equal(sorted((e['path'], e['object'], e['state']) for e in json.loads(r.stdout)),
+                           sorted(tuple(x) for x in listed), '--json list equals ListGroups')
+
+            r = ft.freezectl('tree')
+            text = r.stdout
+            for p in GROUPS:
+                name = p if p == '/' else p.rsplit('/', 1)[1]
+                ft.check(any(line.endswith(f'{name} ({states[p]})') for line in text.splitlines()),
+                         f'freezectl tree names {p} with its state', text)
+            depth = {p: next(line for line in text.splitlines()
+                             if line.endswith(f'{p.rsplit("/", 1)[1]} ({states[p]})')).index(p.rsplit('/', 1)[1])
+                     for p in ('/g', '/g/h')}
+            ft.check(depth['/g/h'] > depth['/g'], 'tree: /g/h is indented under /g', text)
+            r = ft.freezectl('--json', 'tree')
+            seen = {}
+
+            def walk(node, parent):
+                seen[node['path']] = (node['state'], parent)
+                for ch in node['children']:
+                    walk(ch, node['path'])
+            walk(json.loads(r.stdout), None)
+            ft.check_equal({p: s for p, (s, _par) in seen.items()}, states, '--json tree: every group, its state')
+            ft.check(all(par == (ancestors(p)[-1] if ancestors(p) else '/') for p, (_s, par) in seen.items()
+                         if p != '/'), '--json tree: each group under its parent', seen)
+            r = ft.freezectl('tree', '/g')
+            ft.check(r.stdout.splitlines()[0].startswith('/g') and 'h (frozen-by-parent)' in r.stdout and
+                     'a-b' not in r.stdout, 'freezectl tree /g shows the subtree only', r.stdout)
+
+            # ---- failures: exit 1
+            r = ft.freezectl('thaw', '/g/h', check=False)
+            ft.check_equal(r.returncode, 1, 'thaw of a frozen-by-parent group exits 1')
+            one_line(r, 'thaw /g/h', '/g/h', 'FrozenByParent')
+            r = ft.freezectl('thaw', '/g', '/a-b')
+            ft.check_equal((sc.frozen('/g'), sc.frozen('/a-b')), (False, False), 'thaw /g /a-b: both thawed')
+
+            r = ft.freezectl('freeze', '/nope', check=False)
+            ft.check_equal((r.returncode, r.stdout), (1, ''), 'freeze of a missing group exits 1, nothing on stdout')
+            one_line(r, 'freeze /nope', '/nope', 'NoSuchGroup')
+            r = ft.freezectl('--json', 'freeze', '/nope', check=False)
+            j = json.loads(r.stdout)
+            ft.check(r.returncode == 1 and len(j) == 1 and j[0]['path'] == '/nope' and j[0]['result'] == 'failed' and
+                     j[0]['error'] == ft.ERROR_NO_SUCH_GROUP and '/nope' in j[0]['message'],
+                     '--json freeze /nope: exit 1, a "failed" object with error and message', (r.returncode, j))
+            r = ft.freezectl('freeze', '/g', '/nope', '/a-b', check=False)
+            ft.check(r.returncode == 1 and sc.frozen('/g') and not sc.read_freeze('/a-b'),
+                     'freeze stops at the first failure: /g frozen, /a-b left alone', (r.returncode, r.stderr))
+            ft.freezectl('thaw', '/g')
+
+            r = ft.freezectl('freeze', '--timeout=300ms', '--rollback', '/s', check=False)
+            ft.check_equal(r.returncode, 1, 'freeze --timeout=300ms --rollback of a blocked group exits 1')
+            one_line(r, 'freeze /s timeout', '/s', 'Timeout')
+            ft.check_equal(sc.read_freeze('/s'), 0, '--rollback: cgroup.freeze is back to 0')
+
+            r = ft.freezectl('freeze', '--no-wait', '/s')
+            ft.check_equal((r.returncode, sc.read_freeze('/s'), sc.frozen('/s')), (0, 1, False),
+                           'freeze --no-wait /s exits 0 at once, cgroup.freeze 1, kernel not frozen')
+            ft.check_equal(check_status(sc, '/s')['state'], 'freezing', 'status /s: freezing')
+            ft.freezectl('thaw', '/s')
+            ft.check_equal(sc.read_freeze('/s'), 0, 'thaw /s')
+
+            bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
+            ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
+            one_line(bad, 'unreachable bus')
+
+            # ---- usage: exit 2
+            for args, what in ((['--bogus', 'list'], 'an unknown option'), ([], 'a missing command'),
+                               (['frobnicate'], 'an unknown command'), (['freeze'], 'freeze without PATH'),
+                               (['freeze', '--timeout=xyz', '/g'], 'a bad duration')):
+                r = ft.freezectl(*args, check=False)
+                ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
+                one_line(r, what)
+            ft.check_equal(sc.read_freeze('/g'), 0, 'usage errors changed nothing')
+
+            # ---- "--" and a path starting with "-"
+            ft.freezectl('freeze', '--', '-odd')
+            ft.check_equal(sc.read_events('/-odd').get('frozen'), 1, 'freeze -- -odd froze /-odd')
+            ft.freezectl('thaw', '--', '/-odd')
+            ft.check_equal(sc.read_events('/-odd').get('frozen'), 0, 'thaw -- /-odd')
+    print('# checked: freezectl status/freeze/thaw/list/tree (text and --json) against the kernel, exit codes 0/1/2 '
+          'with one-line errors, --timeout --rollback, --no-wait, --')
+
+
+ft.run(test)

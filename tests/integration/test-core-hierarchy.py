@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The hierarchy matrix of the kernel freezer selftest proposed with the freezer
+optimizations (Chen Ridong, "[PATCH v1 -next 3/3] cgroup/freezer: Add freeze
+selftest", tools/testing/selftests/cgroup/test_freezer.sh), driven through
+freezerd's Freeze and Thaw instead of writes to cgroup.freeze:
+
+         A
+        / \\
+       B   C
+     / | \\  \\
+     D E F   G
+    /
+   H            one sleeper in each of H, E, F, G
+
+For each of the 13 rows, the row's flags are applied in the order A, B, C, D,
+E, F, G, H: Freeze for 1, Thaw for 0.  Checks per row:
+  * each Freeze succeeds; each Thaw succeeds, or fails with FrozenByParent
+    (message naming the nearest ancestor whose flag is set) exactly when an
+    ancestor's flag is set in that row;
+  * cgroup.freeze of every group equals the row;
+  * cgroup.events "frozen" of every group equals the row's expected bits;
+  * every group's FreezerState (signalled, then read with Get) equals the state
+    derived from the kernel's flags and frozen bits."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/A', '/A/B', '/A/C', '/A/B/D', '/A/B/E', '/A/B/F', '/A/C/G', '/A/B/D/H']
+
+MATRIX = [
+    # value written to freeze   expected "frozen"
+    # A  B  C  D  E  F  G  H  |  A  B  C  D  E  F  G  H
+    '1  0  0  0  0  0  0  0     1  1  1  1  1  1  1  1',
+    '1  1  0  0  0  0  0  0     1  1  1  1  1  1  1  1',
+    '1  0  1  0  0  0  0  0     1  1  1  1  1  1  1  1',
+    '0  0  0  0  0  0  0  0     0  0  0  0  0  0  0  0',
+
+    '1  1  1  1  0  0  0  0     1  1  1  1  1  1  1  1',
+    '1  1  1  0  0  0  0  0     1  1  1  1  1  1  1  1',
+    '1  1  0  0  0  0  0  0     1  1  1  1  1  1  1  1',
+    '1  0  0  0  0  0  0  0     1  1  1  1  1  1  1  1',
+
+    '0  0  0  1  0  0  0  0     0  0  0  1  0  0  0  1',
+    '0  0  0  1  0  0  0  1     0  0  0  1  0  0  0  1',
+    '0  0  0  1  0  0  0  0     0  0  0  1  0  0  0  1',
+    '0  0  1  1  0  0  0  0     0  0  1  1  0  0  1  1',
+    '0  0  0  0  0  0  0  0     0  0  0  0  0  0  0  0',
+]
+
+
+def ancestors(path):
+    parts = [p for p in path.split('/') if p]
+    return ['/' + '/'.join(parts[:i]) for i in range(1, len(parts))]
+
+
+def derive(freeze, e_freeze, frozen):
+    if freeze:
+        return 'frozen' if frozen else 'freezing'
+    if e_freeze:
+        return 'frozen-by-parent' if frozen else 'freezing-by-parent'
+    return 'thawing' if frozen else 'running'
+
+
+def kernel_states(sc):
+    flags = {p: sc.read_freeze(p) for p in GROUPS}
+    return {p: derive(flags[p], any(flags[a] for a in ancestors(p)), sc.frozen(p)) for p in GROUPS}
+
+
+class Mirror:
+    def __init__(self, c):
+        self.rec = c.record()
+        self.state = {}
+        for _obj, ifaces in c.managed_objects().items():
+            if ft.GROUP_IFACE in ifaces:
+                self.state[ifaces[ft.GROUP_IFACE]['Path']] = ifaces[ft.GROUP_IFACE]['FreezerState']
+        self.seen = 0
+
+    def states(self):
+        sigs = self.rec.properties_changed(interface=ft.GROUP_IFACE)
+        for obj, _i, changed, _inv in sigs[self.seen:]:
+            if 'FreezerState' in changed:
+                self.state[ft.path_decode(ft.GROUP_PREFIX, obj)] = changed['FreezerState']
+        self.seen = len(sigs)
+        return {p: self.state.get(p) for p in GROUPS}
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-hierarchy') as sc, ft.Bus() as bus:
+        for p in GROUPS:
+            sc.mkdir(p)
+        for p in ('/A/B/D/H', '/A/B/E', '/A/B/F', '/A/C/G'):
+            sc.spawn_sleepers(p, 1)
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            mirror = Mirror(c)
+            for i, row in enumerate(MATRIX, 1):
+                vals = [int(x) for x in row.split()]
+                want_flags = dict(zip(GROUPS, vals[:8]))
+                want_frozen = dict(zip(GROUPS, vals[8:]))
+                problems = []
+                for p in GROUPS:
+                    freezing = [a for a in ancestors(p) if want_flags[a]]
+                    try:
+                        c.call('Freeze' if want_flags[p] else 'Thaw', p, 0, 0)
+                        if not want_flags[p] and freezing:
+                            problems.append(f'Thaw({p}) succeeded although {freezing[-1]} has its flag set')
+                    except ft.DBusError as e:
+                        if want_flags[p] or not freezing or e.name != ft.ERROR_FROZEN_BY_PARENT:
+                            problems.append(f'{"Freeze" if want_flags[p] else "Thaw"}({p}): {e}')
+                        elif freezing[-1] not in re.findall(r'/[A-Za-z0-9/]*[A-Za-z0-9]', e.message):
+                            problems.append(f'Thaw({p}): FrozenByParent does not name {freezing[-1]}: {e.message}')
+                ft.check(not problems, f'row {i}: Freeze/Thaw in order A..H give the expected results',
+                         '; '.join(problems))
+                ft.check_equal({p: sc.read_freeze(p) for p in GROUPS}, want_flags, f'row {i}: every cgroup.freeze')
+                # Freeze replies wait for the group; a Thaw clears descendants' "frozen" at once.
+                try:
+                    ft.wait_for(lambda: {p: int(sc.frozen(p)) for p in GROUPS} == want_frozen)
+                except ft.TestFailure:
+                    pass
+                ft.check_equal({p: int(sc.frozen(p)) for p in GROUPS}, want_frozen,
+                               f'row {i}: every cgroup.events frozen as the selftest expects')
+                try:
+                    ft.wait_for(lambda: mirror.states() == kernel_states(sc), what='signalled states')
+                except ft.TestFailure:
+                    ft.fail(f'row {i}: signalled {mirror.states()}, kernel-derived {kernel_states(sc)}')
+                got = {p: c.group_property(p, 'FreezerState') for p in GROUPS}
+                ft.check_equal(got, kernel_states(sc), f'row {i}: every FreezerState matches the kernel')
+    print(f'# checked: {len(MATRIX)} rows of the selftest hierarchy matrix through Freeze/Thaw: results '
+          '(FrozenByParent exactly where an ancestor freezes), flags, frozen bits, FreezerState')
+
+
+ft.run(test)

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""libfreezer (the built libfreezer.so.0, loaded with ctypes) against freezerd.
+
+  /g     two sleepers      /g/h   one sleeper
+  /s     a task blocked on a FUSE mount that never answers
+
+Checks:
+  * freezer_open_address() on the private bus; on a dead address it fails with
+    a negative errno and no handle.
+  * freezer_get_group("/g") fills every field as the kernel has it.
+  * With a state callback installed (freezer_set_state_callback), freezer_freeze("/g")
+    returns 0 with the kernel at frozen 1; freezer_dispatch() (after the blocking
+    call, then driven by freezer_get_fd() readability) calls back with ("/g",
+    FROZEN, frozen=true) and ("/g/h", FROZEN_BY_PARENT, true).
+  * Errors: -ENOENT / NoSuchGroup for a missing group, -EBUSY / FrozenByParent for
+    /g/h (its message names /g), -EINVAL / InvalidArgs for flags 8, -ETIMEDOUT /
+    org.freezerd.Freezer1.Error.Timeout (rolled back) for /s; the last error's
+    name and message describe each failure.
+  * freezer_list() lists every group with its object and state (as ListGroups).
+  * freezer_thaw("/g") returns 0 with the kernel at frozen 0; the callback sees
+    "running".
+  * freezer_state_to_string / freezer_state_from_string round-trip."""
+
+import ctypes
+import errno
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+STATES = ['running', 'freezing', 'frozen', 'thawing', 'freezing-by-parent', 'frozen-by-parent', 'unknown']
+
+
+class Group(ctypes.Structure):
+    _fields_ = [('path', ctypes.c_char_p), ('object', ctypes.c_char_p), ('state', ctypes.c_int),
+                ('freeze', ctypes.c_bool), ('frozen', ctypes.c_bool), ('populated', ctypes.c_bool),
+                ('descendants', ctypes.c_uint32), ('frozen_descendants', ctypes.c_uint32),
+                ('frozen_usec', ctypes.c_uint64)]
+
+
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
+
+
+def libfreezer_path():
+    return os.environ.get('LIBFREEZER_SO') or os.path.join(ft.BUILDDIR, 'client', 'libfreezer.so.0')
+
+
+def reexec_for_asan(path):
+    """A library built with -fsanitize=address cannot be dlopen()ed into a python3 without the
+    ASan runtime (ASan aborts the process).  Then run again with the runtime preloaded (and
+    leak checking off: python's own allocations are not our business); the children this
+    test starts (freezerd!) get the original environment back."""
+    if os.environ.get('FREEZERD_TEST_ASAN_REEXEC'):
+        os.environ.pop('LD_PRELOAD', None)
+        orig = os.environ.pop('FREEZERD_TEST_ASAN_OPTIONS', None)
+        if orig is None:
+            os.environ.pop('ASAN_OPTIONS', None)
+        else:
+            os.environ['ASAN_OPTIONS'] = orig
+        os.environ.pop('FREEZERD_TEST_ASAN_REEXEC')
+        return
+    try:
+        out = subprocess.run(['ldd', path], capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    m = re.search(r'^\s*libasan\.so\S*\s+=>\s+(\S+)', out, re.M)
+    if not m:
+        return
+    env = dict(os.environ, LD_PRELOAD=m.group(1), FREEZERD_TEST_ASAN_REEXEC='1',
+               ASAN_OPTIONS=os.environ.get('ASAN_OPTIONS', '') + ':detect_leaks=0')
+    if 'ASAN_OPTIONS' in os.environ:
+        env['FREEZERD_TEST_ASAN_OPTIONS'] = os.environ['ASAN_OPTIONS']
+    print(f'# {path} uses ASan: running again with LD_PRELOAD={m.group(1)}', flush=True)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def load():
+    path = libfreezer_path()
+    if not os.path.exists(path):
+        ft.skip(f'{path} is not built')
+    lib = ctypes.CDLL(path)
+    P = ctypes.c_void_p
+    sig = {
+        'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+        'freezer_close': (P, [P]),
+        'freezer_last_error_name': (ctypes.c_char_p, [P]),
+        'freezer_last_error_message': (ctypes.c_char_p, [P]),
+        'freezer_freeze': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
+        'freezer_thaw': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
+        'freezer_get_group': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(Group)]),
+        'freezer_group_clear': (None, [ctypes.POINTER(Group)]),
+        'freezer_list': (ctypes.c_int, [P, ctypes.POINTER(ctypes.POINTER(Group)), ctypes.POINTER(ctypes.c_size_t)]),
+        'freezer_group_array_free': (None, [ctypes.POINTER(Group), ctypes.c_size_t]),
+        'freezer_state_to_string': (ctypes.c_char_p, [ctypes.c_int]),
+        'freezer_state_from_string': (ctypes.c_int, [ctypes.c_char_p]),
+        'freezer_get_fd': (ctypes.c_int, [P]),
+        'freezer_dispatch': (ctypes.c_int, [P]),
+        'freezer_set_state_callback': (ctypes.c_int, [P, CALLBACK, P]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    reexec_for_asan(libfreezer_path())
+    lib = load()
+    with ft.Scratch('core-libfreezer') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.mkdir('/g/h')
+        sc.spawn_sleepers('/g', 2)
+        sc.spawn_sleepers('/g/h', 1)
+        fuse.spawn_stuck(sc, '/s')
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            dead = ctypes.c_void_p()
+            r = lib.freezer_open_address(ctypes.byref(dead), f'unix:path={d.tmpdir}/nothing'.encode())
+            ft.check(r < 0 and not dead.value, 'freezer_open_address on a dead address fails', r)
+
+            f = ctypes.c_void_p()
+            r = lib.freezer_open_address(ctypes.byref(f), bus.address.encode())
+            ft.check_equal(r, 0, 'freezer_open_address')
+            fd = -1
+            try:
+                def err():
+                    return ((lib.freezer_last_error_name(f) or b'').decode(),
+                            (lib.freezer_last_error_message(f) or b'').decode())
+
+                # ---- state strings
+                ft.check_equal([lib.freezer_state_to_string(i).decode() for i in range(len(STATES))], STATES,
+                               'freezer_state_to_string')
+                ft.check_equal([lib.freezer_state_from_string(s.encode()) for s in STATES], list(range(len(STATES))),
+                               'freezer_state_from_string')
+
+                # ---- callback first, then the initial state
+                events = []
+
+                @CALLBACK
+                def on_state(_f, path, state, frozen, _ud):
+                    events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+                ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
+                fd = lib.freezer_get_fd(f)
+                ft.check(fd >= 0, 'freezer_get_fd', fd)
+                ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+
+                g = Group()
+                ft.check_equal(lib.freezer_get_group(f, b'/g', ctypes.byref(g)), 0, 'freezer_get_group(/g)')
+                ev = sc.read_events('/g')
+                ft.check_equal((g.path, g.object, STATES[g.state], g.freeze, g.frozen, g.populated, g.descendants,
+                                g.frozen_descendants),
+                               (b'/g', ft.group_object('/g').encode(), 'running', False, ev['frozen'] == 1,
+                                ev['populated'] == 1, 1, 0), 'freezer_get_group fields match the kernel')
+                lib.freezer_group_clear(ctypes.byref(g))
+                ft.check(g.path is None, 'freezer_group_clear zeroes the struct')
+
+                # ---- freeze
+                r = lib.freezer_freeze(f, b'/g', 0, 0)
+                ft.check_equal(r, 0, 'freezer_freeze(/g)')
+                ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'the kernel says frozen 1 when it returns')
+                lib.freezer_dispatch(f)  # signals queued during the blocking call
+                ft.wait_for(lambda: ('/g', 'frozen', True) in events and ('/g/h', 'frozen-by-parent', True) in events,
+                            what='state callbacks for /g and /g/h')
+                ft.check(True, 'the callback reported /g frozen and /g/h frozen-by-parent')
+                ft.check_equal(lib.freezer_get_group(f, b'/g', ctypes.byref(g)), 0, 'freezer_get_group(/g)')
+                ft.check_equal((STATES[g.state], g.freeze, g.frozen), ('frozen', True, True), 'get_group: frozen')
+                lib.freezer_group_clear(ctypes.byref(g))
+
+                # ---- errors
+                for args, rc, name, word in (
+                        ((b'/nope', 0, 0), -errno.ENOENT, ft.ERROR_NO_SUCH_GROUP, '/nope'),
+                        ((b'/g', 0, 8), -errno.EINVAL, ft.ERROR_INVALID_ARGS, ''),
+                        ((b'/s', 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT), -errno.ETIMEDOUT, ft.ERROR_TIMEOUT, '/s')):
+                    r = lib.freezer_freeze(f, *args)
+                    n, m = err()
+                    ft.check(r == rc and n == name and word in m, f'freezer_freeze{args}: {rc}, {name}', (r, n, m))
+                ft.check_equal(sc.read_freeze('/s'), 0, 'the timed-out freeze of /s was rolled back')
+                r = lib.freezer_thaw(f, b'/g/h', 0, 0)
+                n, m = err()
+                ft.check(r == -errno.EBUSY and n == ft.ERROR_FROZEN_BY_PARENT and '/g' in m.replace('/g/h', ''),
+                         'freezer_thaw(/g/h): -EBUSY, FrozenByParent naming /g', (r, n, m))
+
+                # ---- list
+                arr = ctypes.POINTER(Group)()
+                n = ctypes.c_size_t()
+                ft.check_equal(lib.freezer_list(f, ctypes.byref(arr), ctypes.byref(n)), 0, 'freezer_list')
+                got = sorted((arr[i].path.decode(), arr[i].object.decode(), STATES[arr[i].state])
+                             for i in range(n.value))
+                lib.freezer_group_array_free(arr, n)
+                ft.check_equal(got, sorted(tuple(x) for x in c.call('ListGroups')[0]), 'freezer_list equals ListGroups')
+
+                # ---- thaw
+                events.clear()
+                ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, 'freezer_thaw(/g)')
+                ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'the kernel says frozen 0 when it returns')
+                lib.freezer_dispatch(f)
+                ft.wait_for(lambda: ('/g', 'running', False) in events, what='the callback for /g running')
+                ft.check(True, 'the callback reported /g running')
+            finally:
+                if fd >= 0:
+                    ft.loop().remove_reader(fd)
+                lib.freezer_close(f)
+    print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
+          'get_fd + dispatch')
+
+
+ft.run(test)

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Malformed paths, missing groups and bad flags are refused, and nothing is written.
+
+  /g     one sleeper      /g/h   (empty)
+
+Checks (each error's message names the path it is about):
+  * InvalidPath for "/g/../g", "/g/./h", "..", "/..", "g//h", "" (Freeze, Thaw,
+    GetGroup), for "/g/cgroup.procs" (a file, not a cgroup), and for Freeze /
+    Thaw of "/" (the root cannot be frozen), also through the root's group object.
+    (cgroupfs has no symlinks, so RESOLVE_NO_SYMLINKS is not exercised here.)
+  * NoSuchGroup for "/missing", "/g/missing/deeper" (Freeze, Thaw, GetGroup, Track)
+    and for the group object of a missing group.
+  * org.freedesktop.DBus.Error.InvalidArgs for flags 8, 16 and 1<<63 (Freeze,
+    Thaw, Group.Freeze).
+  * After all of these every cgroup.freeze is still 0 and FreezerState "running".
+  * A path without the leading "/" is accepted: Freeze("g") freezes /g."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-paths') as sc, ft.Bus() as bus:
+        sc.mkdir('/g/h')
+        sc.spawn_sleepers('/g', 1)
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            def refused(err, fn, *args, name_in_message=None):
+                e = ft.expect_dbus_error(err, fn, *args)
+                if name_in_message:
+                    ft.check(name_in_message in e.message, f'  ... the message names {name_in_message!r}',
+                             repr(e.message))
+
+            for p in ('/g/../g', '/g/./h', '..', '/..', 'g//h', ''):
+                for m in ('Freeze', 'Thaw'):
+                    refused(ft.ERROR_INVALID_PATH, c.call, m, p, 0, 0, name_in_message=p or None)
+                refused(ft.ERROR_INVALID_PATH, c.call, 'GetGroup', p)
+            refused(ft.ERROR_INVALID_PATH, c.call, 'Freeze', '/g/cgroup.procs', 0, 0,
+                    name_in_message='/g/cgroup.procs')
+            refused(ft.ERROR_INVALID_PATH, c.call, 'GetGroup', '/g/cgroup.procs')
+            for m in ('Freeze', 'Thaw'):
+                refused(ft.ERROR_INVALID_PATH, c.call, m, '/', 0, 0)
+                refused(ft.ERROR_INVALID_PATH, c.group_call, '/', m, 0, 0)
+
+            for p in ('/missing', '/g/missing/deeper'):
+                for m in ('Freeze', 'Thaw'):
+                    refused(ft.ERROR_NO_SUCH_GROUP, c.call, m, p, 0, 0, name_in_message=p)
+                refused(ft.ERROR_NO_SUCH_GROUP, c.call, 'GetGroup', p, name_in_message=p)
+                refused(ft.ERROR_NO_SUCH_GROUP, c.call, 'Track', p, name_in_message=p)
+            try:
+                c.group_call('/missing', 'Freeze', 0, 0)
+                ft.fail('Group.Freeze on the object of a missing group succeeded')
+            except ft.DBusError as e:
+                ft.check(e.name in (ft.ERROR_NO_SUCH_GROUP, 'org.freedesktop.DBus.Error.UnknownObject',
+                                    'org.freedesktop.DBus.Error.UnknownMethod'),
+                         f'Group.Freeze on the object of a missing group fails ({e.name})', e)
+
+            for flags in (8, 16, 1 << 63):
+                refused(ft.ERROR_INVALID_ARGS, c.call, 'Freeze', '/g', 0, flags)
+                refused(ft.ERROR_INVALID_ARGS, c.call, 'Thaw', '/g', 0, flags)
+                refused(ft.ERROR_INVALID_ARGS, c.group_call, '/g', 'Freeze', 0, flags)
+
+            ft.check_equal((sc.read_freeze('/g'), sc.read_freeze('/g/h')), (0, 0), 'nothing was written')
+            ft.check_equal((c.group_property('/g', 'FreezerState'), c.group_property('/g/h', 'FreezerState')),
+                           ('running', 'running'), 'both groups are running')
+
+            c.call('Freeze', 'g', 0, 0)
+            ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'Freeze("g") (no leading "/") froze /g')
+            ft.check_equal(c.call('GetGroup', 'g/h')[0], ft.group_object('/g/h'), 'GetGroup("g/h")')
+            c.call('Thaw', 'g', 0, 0)
+            ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'Thaw("g")')
+    print('# checked: InvalidPath (.., ., empty components, "", a file, "/"), NoSuchGroup, InvalidArgs for unknown '
+          'flags, nothing written; a relative path is accepted')
+
+
+ft.run(test)

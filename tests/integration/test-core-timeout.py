@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Freeze timeouts, with and without ROLLBACK_ON_TIMEOUT, and NO_WAIT, on a group
+that cannot finish freezing.
+
+  /h   a sleeper and a task blocked (state D) on a FUSE mount that never answers:
+       the kernel keeps /h at "frozen 0" while cgroup.freeze is 1
+  freezerd runs with default_timeout_usec 700000
+
+Checks:
+  * Freeze("/h", 500 ms, ROLLBACK_ON_TIMEOUT) fails with Timeout after >= 500 ms
+    (and well before the method-call timeout), the message names /h; cgroup.freeze
+    is back to 0, FreezerState "running", Freeze false, no task in the trap.
+  * Freeze("/h", 500 ms, 0) fails with Timeout naming /h; cgroup.freeze stays 1,
+    the kernel says frozen 0, FreezerState "freezing", Freeze true, Frozen false.
+  * With the flag already 1, Freeze(ROLLBACK) writes back the previous value, 1.
+  * Thaw then succeeds.
+  * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
+    fails with Timeout after >= 700 ms.
+  * NO_WAIT: Freeze("/h", 0, NO_WAIT) replies at once (the kernel still says
+    frozen 0), FreezerState "freezing", cgroup.freeze 1."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+DEFAULT_USEC = 700000
+
+
+def timed_timeout(fn, *args):
+    t0 = time.monotonic()
+    e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, fn, *args)
+    return e, time.monotonic() - t0
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    with ft.Scratch('core-timeout') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.mkdir('/h')
+        sc.spawn_sleepers('/h', 1)
+        stuck = fuse.spawn_stuck(sc, '/h')
+
+        with ft.Daemon(bus, sc.root, config={'default_timeout_usec': DEFAULT_USEC}) as d:
+            c = d.client
+            obj = c.call('GetGroup', '/h')[0]
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), DEFAULT_USEC, 'DefaultTimeoutUSec from config')
+            slack = 5.0 * ft.TIMEOUT_MULTIPLIER
+
+            def state():
+                p = c.get_all(obj, ft.GROUP_IFACE)
+                return (p['FreezerState'], p['Freeze'], p['Frozen'])
+
+            # ---- with rollback
+            e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(0.5 <= dt < 0.5 + slack, 'Timeout after 500 ms', f'{dt:.3f} s')
+            ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
+            ft.check_equal(sc.read_freeze('/h'), 0, 'rollback: cgroup.freeze is back to 0')
+            ft.check_equal(state(), ('running', False, False), 'rollback: (FreezerState, Freeze, Frozen)')
+            sc.wait_tasks_frozen('/h', frozen=False)
+            ft.check(sc.no_task_frozen('/h'), 'rollback: no task in the freezer trap', sc.proc_states('/h'))
+            ft.check_equal(stuck.poll(), None, 'the blocked task is still there')
+
+            # ---- without rollback
+            e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, 0)
+            ft.check(0.5 <= dt < 0.5 + slack, 'Timeout after 500 ms', f'{dt:.3f} s')
+            ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
+            ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
+            ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
+            ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
+
+            # ---- rollback restores the previous value, which is 1 now
+            e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check_equal(sc.read_freeze('/h'), 1, 'rollback to the previous value 1: cgroup.freeze stays 1')
+            ft.check_equal(state(), ('freezing', True, False), 'still freezing')
+
+            c.call('Thaw', '/h', 0, 0)
+            ft.check_equal((sc.read_freeze('/h'), sc.read_events('/h').get('frozen')), (0, 0), 'Thaw: 0, frozen 0')
+            ft.check_equal(state(), ('running', False, False), 'Thaw: running')
+
+            # ---- timeout 0 = DefaultTimeoutUSec, through the group object
+            e, dt = timed_timeout(c.group_call, '/h', 'Freeze', 0, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(DEFAULT_USEC / 1e6 <= dt < DEFAULT_USEC / 1e6 + slack,
+                     'timeout_usec 0: Timeout after DefaultTimeoutUSec (700 ms)', f'{dt:.3f} s')
+            ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
+            ft.check_equal(sc.read_freeze('/h'), 0, 'rollback: cgroup.freeze is back to 0')
+            ft.check_equal(state(), ('running', False, False), 'rollback: running')
+
+            # ---- NO_WAIT
+            t0 = time.monotonic()
+            c.call('Freeze', '/h', 0, ft.FLAG_NO_WAIT)
+            dt = time.monotonic() - t0
+            ft.check_equal(sc.read_events('/h').get('frozen'), 0,
+                           'NO_WAIT replied although the kernel says frozen 0')
+            ft.check(dt < DEFAULT_USEC / 1e6, 'NO_WAIT replied before any timeout', f'{dt:.3f} s')
+            ft.check_equal(sc.read_freeze('/h'), 1, 'NO_WAIT: cgroup.freeze is 1')
+            ft.check_equal(state(), ('freezing', True, False), 'NO_WAIT: freezing')
+            c.call('Thaw', '/h', 0, 0)
+            ft.check_equal(state(), ('running', False, False), 'thawed')
+    print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
+          'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
+
+
+ft.run(test)
