@@ -439,6 +439,19 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         if (r < 0)
                 return r;
 
+        /* An excluded group that a flag at or above it freezes would stay
+         * frozen whatever we freeze around it: say so instead of pretending. */
+        for (size_t i = 0; i < n_excluded; i++)
+                if (excluded[i]->e_freeze) {
+                        const Group *a = excluded[i];
+                        while (a && !a->freeze)
+                                a = a->parent;
+                        return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
+                                                 "Cannot keep %s running: %s freezes it (its own cgroup.freeze is 1); "
+                                                 "thaw that first; nothing was written",
+                                                 excluded[i]->path, a ? a->path : "an ancestor");
+                }
+
         r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
         if (r < 0)
                 return r;
@@ -979,6 +992,8 @@ void manager_bus_flush(Manager *m) {
         };
         unsigned changed;
         Group *g;
+
+        manager_dispatch(m);
 
         /* One PropertiesChanged per changed object per loop turn, whatever
          * number of kernel events led to it. */

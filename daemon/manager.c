@@ -25,7 +25,10 @@ enum {
 
 static bool operation_check(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
+static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) _printf_(4, 5);
 static void group_flag_changed(Manager *m, Group *g);
+static void entry_unlink(OpEntry *e);
+static int group_write_freeze(Manager *m, Group *g, bool v);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
                                   Group **ret);
@@ -66,9 +69,14 @@ static int group_read_events(Manager *m, Group *g) {
         tree_set_populated(m->tree, g, populated);
         if (frozen != g->frozen) {
                 tree_set_frozen(m->tree, g, frozen);
-                for (OpEntry *e = d->entries, *next; e; e = next) {
-                        next = e->gnext;
-                        operation_check(e->op);
+                /* This group and every ancestor (whose completion also waits for
+                 * its descendants) may be done now. */
+                for (Group *a = m->operations ? g : NULL; a; a = a->parent) {
+                        GroupData *ad = group_data(a);
+                        for (OpEntry *e = ad ? ad->entries : NULL, *next; e; e = next) {
+                                next = e->gnext;
+                                operation_check(e->op);
+                        }
                 }
         }
         return 0;
@@ -164,8 +172,9 @@ static void group_data_destroy(Group *g, void *userdata) {
         /* Every operation waiting on a removed group fails: its wait can never end. */
         while (d->entries) {
                 OpEntry *e = d->entries;
-                operation_fail(e->op, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
+                operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
                                g->path, e->new_freeze ? "freeze" : "thaw");
+                entry_unlink(e);
         }
 
         /* Its pressure triggers end (PressureTriggerRemoved) before the object goes. */
@@ -427,6 +436,7 @@ static void operation_free(Operation *op) {
                         log_warning_errno(r, "Cannot remove batch journal %s: %m", op->journal_path);
                 free(op->journal_path);
         }
+        free(op->doom_message);
         free(op->entries);
         free(op);
 }
@@ -453,6 +463,72 @@ static void operation_fail(Operation *op, const char *name, const char *fmt, ...
         operation_finish(op, &e);
 }
 
+/* Restore every flag the operation changed, newest first, so that a batch
+ * unwinds as it was applied.  A flag someone else changed since is theirs:
+ * it is left alone.  Returns whether anything was restored. */
+static bool operation_rollback(Operation *op) {
+        bool any = false;
+
+        for (unsigned i = op->n_entries; i > 0; i--) {
+                OpEntry *e = &op->entries[i - 1];
+                if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
+                        continue;
+                e->new_freeze = e->prev_freeze; /* our own write must not cancel us */
+                int r = group_write_freeze(op->manager, e->group, e->prev_freeze);
+                if (r < 0)
+                        log_warning_errno(r, "Rollback of %s failed: %m", e->group->path);
+                else
+                        any = true;
+        }
+        return any;
+}
+
+/* Failures found while walking the model (a flag reversed, a group removed)
+ * are not acted on there: a rollback writes flags, which may doom further
+ * operations, which would change the very lists being walked.  They are
+ * queued and carried out by manager_dispatch() at a safe point, within the
+ * same loop turn. */
+static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
+        Manager *m = op->manager;
+        va_list ap;
+
+        if (op->doomed)
+                return;
+        op->doomed = true;
+        op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
+        op->doom_name = name;
+        va_start(ap, fmt);
+        if (vasprintf(&op->doom_message, fmt, ap) < 0)
+                op->doom_message = NULL;
+        va_end(ap);
+        if (op->timer)
+                evtimer_del(op->timer);
+
+        op->doomed_next = NULL;
+        if (m->doomed_tail)
+                m->doomed_tail->doomed_next = op;
+        else
+                m->doomed = op;
+        m->doomed_tail = op;
+}
+
+void manager_dispatch(Manager *m) {
+        Operation *op;
+
+        while ((op = m->doomed)) {
+                _cleanup_free_ char *msg = TAKE_PTR(op->doom_message);
+                bool restored = false;
+
+                m->doomed = op->doomed_next;
+                if (!m->doomed)
+                        m->doomed_tail = NULL;
+                if (op->doom_rollback)
+                        restored = operation_rollback(op);
+                operation_fail(op, op->doom_name, "%s%s", msg ?: "Failed",
+                               restored ? "; every flag this call changed was restored" : "");
+        }
+}
+
 static const Group *freezing_ancestor(const Group *g) {
         for (const Group *a = g->parent; a; a = a->parent)
                 if (a->freeze)
@@ -460,9 +536,19 @@ static const Group *freezing_ancestor(const Group *g) {
         return NULL;
 }
 
+/* The kernel sets a group's "frozen" once its own tasks are frozen, even
+ * while a child group is still freezing (seen on 6.18 with a child stuck
+ * on FUSE): a freeze is complete only when every descendant reports frozen
+ * too. */
+static bool group_fully_frozen(const Group *g) {
+        return g->frozen && g->n_frozen_descendants == g->n_descendants;
+}
+
 /* Re-evaluate whether an operation completed.  Called whenever the kernel's
  * frozen value of one of its groups changes. */
 static bool operation_check(Operation *op) {
+        if (op->doomed)
+                return true; /* its failure is queued */
         op->n_pending = 0;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
@@ -473,12 +559,12 @@ static bool operation_check(Operation *op) {
 
                 switch (e->want) {
                 case OP_WANT_FROZEN:
-                        e->done = g->frozen;
+                        e->done = group_fully_frozen(g);
                         break;
                 case OP_WANT_THAWED:
                         if (g->e_freeze) {
                                 const Group *a = freezing_ancestor(g);
-                                operation_fail(op, BUS_ERROR_FROZEN_BY_PARENT,
+                                operation_doom(op, false, BUS_ERROR_FROZEN_BY_PARENT,
                                                "%s: its own flag is cleared, but it is still frozen by %s", g->path,
                                                a ? a->path : "an ancestor");
                                 return true;
@@ -486,7 +572,7 @@ static bool operation_check(Operation *op) {
                         e->done = !g->frozen;
                         break;
                 case OP_WANT_EFFECTIVE:
-                        e->done = g->frozen == g->e_freeze;
+                        e->done = g->e_freeze ? group_fully_frozen(g) : !g->frozen;
                         break;
                 }
                 if (!e->done)
@@ -506,7 +592,7 @@ static void group_flag_changed(Manager *m, Group *g) {
         for (OpEntry *e = d->entries, *next; e; e = next) {
                 next = e->gnext;
                 if (e->new_freeze != g->freeze)
-                        operation_fail(e->op, BUS_ERROR_CANCELLED, "%s: the request to %s was reversed (cgroup.freeze is now %d) before the kernel confirmed it",
+                        operation_doom(e->op, true, BUS_ERROR_CANCELLED, "%s: the request to %s was reversed (cgroup.freeze is now %d) before the kernel confirmed it",
                                        g->path, e->new_freeze ? "freeze" : "thaw", g->freeze);
         }
 }
@@ -546,11 +632,13 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         size_t len = 0;
         FILE *f;
         char tbuf[32];
-        bool rolled_back = false;
 
         f = open_memstream(&pending, &len);
-        if (!f)
-                return operation_fail(op, BUS_ERROR_TIMEOUT, "Timed out");
+        if (!f) {
+                operation_doom(op, true, BUS_ERROR_TIMEOUT, "Timed out");
+                manager_dispatch(m);
+                return;
+        }
         unsigned n_listed = 0;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
@@ -565,24 +653,9 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         }
         fclose(f);
 
-        if (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) {
-                /* Restore in reverse order, so a batch unwinds as it was applied. */
-                for (unsigned i = op->n_entries; i > 0; i--) {
-                        OpEntry *e = &op->entries[i - 1];
-                        if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
-                                continue;
-                        e->new_freeze = e->prev_freeze; /* so the write does not cancel ourselves */
-                        int r = group_write_freeze(m, e->group, e->prev_freeze);
-                        if (r < 0)
-                                log_warning_errno(r, "Rollback of %s failed: %m", e->group->path);
-                        else
-                                rolled_back = true;
-                }
-        }
-
         format_usec(tbuf, sizeof tbuf, op->timeout_usec);
-        operation_fail(op, BUS_ERROR_TIMEOUT, "Timed out after %s waiting for %s%s", tbuf, pending ?: "?",
-                       rolled_back ? "; cgroup.freeze was rolled back to its previous value" : "");
+        operation_doom(op, true, BUS_ERROR_TIMEOUT, "Timed out after %s waiting for %s", tbuf, pending ?: "?");
+        manager_dispatch(m);
 }
 
 static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, uint64_t flags,
@@ -1526,6 +1599,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         /* Leave every group as the kernel has it: waiting callers get an answer. */
+        manager_dispatch(m);
         while (m->operations)
                 operation_fail(m->operations, BUS_ERROR_CANCELLED, "freezerd is shutting down");
 

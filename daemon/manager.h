@@ -78,6 +78,11 @@ struct Operation {
         unsigned skipped; /* requests already satisfied by the current flag */
         struct event *timer;
         char *journal_path; /* intent journal while the operation runs (journal.h) */
+        bool doomed;        /* its failure is queued (operation_doom()) */
+        bool doom_rollback;
+        const char *doom_name;
+        char *doom_message;
+        Operation *doomed_next;
         operation_done_t done;
         void *userdata;
         Operation *next, *prev; /* Manager.operations */
@@ -108,6 +113,7 @@ struct Manager {
 
         Operation *operations;
         unsigned n_operations;
+        Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
 
         struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
 
@@ -149,6 +155,10 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
  * every flag written, newest first.  op->writes and op->skipped count. */
 int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
                         operation_done_t done, void *userdata, sd_bus_error *error);
+
+/* Carry out queued failures (with their rollbacks).  The main loop calls it
+ * once per turn, before signals are emitted. */
+void manager_dispatch(Manager *m);
 
 /* Read cgroup.stat.local's frozen_usec fresh (0 where the kernel lacks it). */
 int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret);
