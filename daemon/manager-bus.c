@@ -2,7 +2,9 @@
 #include <inttypes.h>
 
 #include "config-build.h"
+#include "access.h"
 #include "bus-errors.h"
+#include "cgroup-util.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "pressure.h"
@@ -18,6 +20,150 @@ static sd_bus *manager_bus(Manager *m) {
 
 static int group_object_path(const Group *g, char **ret) {
         return sd_bus_path_encode(GROUP_PREFIX, g->path, ret);
+}
+
+/* ---- who may do what (access.h has the rules) ------------------------------------------------------------ */
+
+/* The caller of a method, its effective uid asked of the bus once, on first need. */
+typedef struct Caller {
+        sd_bus_message *msg;
+        bool known;
+        uid_t uid; /* ACCESS_UID_INVALID if the bus could not say */
+} Caller;
+
+#define CALLER(m) ((Caller) { .msg = (m), .uid = ACCESS_UID_INVALID })
+
+/* The uid comes from the bus (dbus-daemon's SO_PEERCRED of the connection, or
+ * the peer's on a direct connection).  AUGMENT may fill in what the bus does
+ * not give from /proc/PID, which is racy (the PID may be reused by then): an
+ * EUID that came from there is not trusted, and the caller counts as nobody. */
+static uid_t caller_uid(Caller *c) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        int r;
+
+        if (c->known)
+                return c->uid;
+        c->known = true;
+        r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot get the credentials of %s, refusing its changes: %m",
+                                  sd_bus_message_get_sender(c->msg) ?: "the caller");
+                return c->uid;
+        }
+        if (sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID) {
+                log_warning("The bus did not give the effective uid of %s, refusing its changes",
+                            sd_bus_message_get_sender(c->msg) ?: "the caller");
+                return c->uid;
+        }
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot get the effective uid of %s, refusing its changes: %m",
+                                  sd_bus_message_get_sender(c->msg) ?: "the caller");
+                return c->uid;
+        }
+        c->uid = uid;
+        return uid;
+}
+
+/* The error says what was refused and on which path, nothing more (not the
+ * owner, not the caller's uid).  path NULL: the caller's uid is unknown.
+ * outside: a lookup (GetGroup, Freeze...) of a path outside the tracked
+ * subtrees, which would have tracked it. */
+static int access_denied(AccessAction a, const char *path, bool outside, sd_bus_error *error) {
+        const char *what = a == ACCESS_FREEZE ? "written" : "changed";
+
+        if (!path)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Not allowed to %s: the caller's credentials are unknown; nothing was %s",
+                                         access_action_to_string(a), what);
+        if (outside)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s lies outside the tracked subtrees, and only root and the owner of its "
+                                         "cgroup.freeze may have it tracked",
+                                         path);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Not allowed to %s %s: only root and the owner of its cgroup.freeze may; "
+                                 "nothing was %s",
+                                 access_action_to_string(a), path, what);
+}
+
+/* May the caller do a to the group at path? 0, or -errno with error set:
+ * AccessDenied, or a path error when the group cannot be looked up. */
+static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *path, bool outside,
+                             sd_bus_error *error) {
+        uid_t caller = caller_uid(c), owner = ACCESS_UID_INVALID;
+        int r;
+
+        if (access_needs_owner(a, caller)) {
+                r = manager_freeze_owner(m, path, &owner, error);
+                if (r < 0)
+                        return r;
+        }
+        if (!access_allowed(a, caller, owner)) {
+                r = access_denied(a, caller == ACCESS_UID_INVALID ? NULL : path, outside, error);
+                return r < 0 ? r : -EACCES;
+        }
+        return 0;
+}
+
+/* The same for every group of a request (a batch, a RECURSIVE subtree,
+ * FreezeExcept's cover): all of them or nothing.  The hierarchy's root is
+ * skipped: every write path refuses it with InvalidPath anyway. */
+static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Group *const *groups, size_t n,
+                               sd_bus_error *error) {
+        _cleanup_free_ uid_t *owners = NULL;
+        uid_t caller = caller_uid(c);
+        bool lookup = access_needs_owner(ACCESS_FREEZE, caller);
+        size_t denied;
+        int r;
+
+        owners = calloc(n ?: 1, sizeof *owners);
+        if (!owners)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const Group *g = items ? items[i].group : groups[i];
+
+                owners[i] = ACCESS_UID_INVALID;
+                if (!lookup)
+                        continue; /* the caller decides alone */
+                if (!g->parent) {
+                        owners[i] = caller; /* the root: left to validation */
+                        continue;
+                }
+                r = manager_freeze_owner(m, g->path, &owners[i], error);
+                if (r < 0)
+                        return r;
+        }
+        denied = access_first_denied(ACCESS_FREEZE, caller, owners, n);
+        if (denied < n) {
+                const Group *g = items ? items[denied].group : groups[denied];
+                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : g->path, false, error);
+                return r < 0 ? r : -EACCES;
+        }
+        return 0;
+}
+
+/* manager_resolve_group() on behalf of a caller.  A path outside the tracked
+ * subtrees is tracked on the way: a Track, which only root and the owner of
+ * the group may cause (AccessDenied otherwise, with nothing tracked). */
+static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, sd_bus_error *error) {
+        _cleanup_free_ char *norm = NULL;
+        Group *g;
+        int r;
+
+        if (cg_path_normalize(path, &norm, NULL) >= 0 && !streq(norm, "/")) {
+                g = tree_get(m->tree, norm);
+                if (g && g->tracked) {
+                        *ret = g;
+                        return 0;
+                }
+                r = check_access_path(m, c, ACCESS_TRACK, norm, true, error);
+                if (r < 0)
+                        return r;
+        }
+        /* Malformed paths and "/" get manager_resolve_group()'s own answer. */
+        return manager_resolve_group(m, path, ret, error);
 }
 
 /* ---- deferred replies ---------------------------------------------------------------------------------- */
@@ -139,7 +285,7 @@ static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
         return 0;
 }
 
-static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze, uint64_t timeout_usec,
+static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, bool freeze, uint64_t timeout_usec,
                         uint64_t flags, sd_bus_error *error) {
         int r;
 
@@ -162,6 +308,12 @@ static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze,
                         free(items);
                         return sd_bus_reply_method_return(call, NULL);
                 }
+                /* Every group of the subtree, or nothing. */
+                r = check_access_groups(m, c, items, NULL, n, error);
+                if (r < 0) {
+                        free(items);
+                        return r;
+                }
                 r = batch_reply_new(call, REPLY_EMPTY, &b);
                 if (r < 0) {
                         free(items);
@@ -169,6 +321,10 @@ static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze,
                 }
                 return start_batch(m, items, n, BATCH_ORDER_AUTO, timeout_usec, flags, b, error);
         }
+
+        r = check_access_groups(m, c, NULL, &g, 1, error);
+        if (r < 0)
+                return r;
 
         sd_bus_message_ref(call);
         r = manager_freeze(m, g, freeze, timeout_usec, flags, reply_operation_done, call, error);
@@ -182,6 +338,7 @@ static int start_freeze(Manager *m, sd_bus_message *call, Group *g, bool freeze,
 /* ---- Manager object -------------------------------------------------------------------------------------- */
 
 static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_bus_error *error) {
+        Caller c = CALLER(msg);
         const char *path;
         uint64_t timeout_usec, flags;
         Group *g;
@@ -190,10 +347,10 @@ static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_b
         r = sd_bus_message_read(msg, "stt", &path, &timeout_usec, &flags);
         if (r < 0)
                 return r;
-        r = manager_resolve_group(m, path, &g, error);
+        r = resolve_group(m, &c, path, &g, error);
         if (r < 0)
                 return r;
-        return start_freeze(m, msg, g, freeze, timeout_usec, flags, error);
+        return start_freeze(m, &c, msg, g, freeze, timeout_usec, flags, error);
 }
 
 static int method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -204,8 +361,12 @@ static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         return method_freeze_thaw(msg, userdata, false, error);
 }
 
+/* A read, open to everyone, as long as the group is tracked.  A group outside
+ * the tracked subtrees would be tracked (published, watched, and remembered
+ * across restarts): that is a Track, with Track's rule. */
 static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        Caller c = CALLER(msg);
         _cleanup_free_ char *object = NULL;
         const char *path;
         Group *g;
@@ -214,7 +375,7 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
-        r = manager_resolve_group(m, path, &g, error);
+        r = resolve_group(m, &c, path, &g, error);
         if (r < 0)
                 return r;
         r = group_object_path(g, &object);
@@ -225,12 +386,17 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        Caller c = CALLER(msg);
         _cleanup_free_ char *object = NULL;
         const char *path;
         Group *g;
         int r;
 
         r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        /* The path is validated by the owner's lookup, before the decision. */
+        r = check_access_path(m, &c, ACCESS_TRACK, path, false, error);
         if (r < 0)
                 return r;
         r = manager_track(m, path, &g, error);
@@ -242,14 +408,34 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return sd_bus_reply_method_return(msg, "o", object);
 }
 
+static bool is_track_root(Manager *m, const char *norm) {
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                if (streq(m->track_roots[i], norm))
+                        return true;
+        return false;
+}
+
 static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        Caller c = CALLER(msg);
+        _cleanup_free_ char *norm = NULL;
         const char *path;
         int r;
 
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
+        /* A malformed path or one that is not a tracked subtree gets
+         * manager_untrack()'s own answer; then the decision.  A subtree whose
+         * cgroup is gone has no owner left: only root may drop it. */
+        if (cg_path_normalize(path, &norm, NULL) >= 0 && is_track_root(m, norm)) {
+                uid_t caller = caller_uid(&c), owner = ACCESS_UID_INVALID;
+
+                if (access_needs_owner(ACCESS_UNTRACK, caller) && manager_freeze_owner(m, norm, &owner, NULL) < 0)
+                        owner = ACCESS_UID_INVALID;
+                if (!access_allowed(ACCESS_UNTRACK, caller, owner))
+                        return access_denied(ACCESS_UNTRACK, caller == ACCESS_UID_INVALID ? NULL : norm, false, error);
+        }
         r = manager_untrack(m, path, error);
         if (r < 0)
                 return r;
@@ -287,6 +473,7 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        Caller c = CALLER(msg);
         _cleanup_free_ BatchItem *items = NULL;
         size_t n = 0, cap = 0, index = 0, n_requests = 0;
         const char *order_str;
@@ -312,7 +499,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 if (++n_requests > BATCH_MAX_REQUESTS)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
-                r = manager_resolve_group(m, path, &g, error);
+                r = resolve_group(m, &c, path, &g, error);
                 if (r < 0) {
                         /* Name the request as well as the path. */
                         _cleanup_free_ char *msg_copy = strdup(error->message ?: "");
@@ -373,6 +560,11 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                                          "be frozen or thawed; nothing was written",
                                                          items[i].index, m->cgroup_root);
 
+        /* Every group the batch would write (after the RECURSIVE expansion), or nothing. */
+        r = check_access_groups(m, &c, items, NULL, n, error);
+        if (r < 0)
+                return r;
+
         r = batch_reply_new(msg, REPLY_COUNTS, &b);
         if (r < 0)
                 return r;
@@ -381,6 +573,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        Caller c = CALLER(msg);
         _cleanup_free_ Group **excluded = NULL, **cover = NULL;
         size_t n_excluded = 0, n_cover = 0;
         const char *path;
@@ -393,7 +586,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
-        r = manager_resolve_group(m, path, &top, error);
+        r = resolve_group(m, &c, path, &top, error);
         if (r < 0)
                 return r;
 
@@ -412,7 +605,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                 if (n_excluded >= BATCH_MAX_EXCLUDES)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
                                                  BATCH_MAX_EXCLUDES);
-                r = manager_resolve_group(m, x, &g, error);
+                r = resolve_group(m, &c, x, &g, error);
                 if (r < 0)
                         return r;
                 {
@@ -457,6 +650,10 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return r;
         if (n_cover == 0)
                 return sd_bus_reply_method_return(msg, "as", 0);
+        /* The groups it would write, not the excluded ones it leaves alone. */
+        r = check_access_groups(m, &c, NULL, cover, n_cover, error);
+        if (r < 0)
+                return r;
 
         items = calloc(n_cover, sizeof *items);
         if (!items)
@@ -580,20 +777,40 @@ static int group_property_get_pressure(sd_bus *bus, const char *path, const char
 }
 
 static int add_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bus_error *error) {
+        Caller c = CALLER(msg);
         const char *resource, *kind;
         uint64_t threshold_usec, window_usec;
+        PsiResource res;
+        PsiKind k;
         uint32_t id;
         int r;
 
         r = sd_bus_message_read(msg, "sstt", &resource, &kind, &threshold_usec, &window_usec);
         if (r < 0)
                 return r;
+        /* Bad arguments get pressure_trigger_add()'s own answer (the same
+         * validation, which fails before anything is opened); then the rules. */
+        if (psi_trigger_validate(resource, kind, threshold_usec, window_usec, !g, m->pressure->privileged, &res, &k) ==
+            PSI_TRIGGER_OK) {
+                if (!access_trigger_window_allowed(caller_uid(&c), window_usec))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The window (%" PRIu64 " usec) is not a whole multiple of 2 s "
+                                                 "(2000000 usec): callers other than root get the windows the "
+                                                 "kernel gives unprivileged processes (2, 4, 6, 8 or 10 s)",
+                                                 window_usec);
+                r = check_access_path(m, &c, g ? ACCESS_GROUP_TRIGGER : ACCESS_SYSTEM_TRIGGER, g ? g->path : NULL,
+                                      false, error);
+                if (r < 0)
+                        return r;
+        }
         r = pressure_trigger_add(m->pressure, msg, g, resource, kind, threshold_usec, window_usec, &id, error);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, "u", id);
 }
 
+/* No uid check: pressure_trigger_remove() lets a connection remove only the
+ * triggers it created itself (access.h). */
 static int remove_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bus_error *error) {
         uint32_t id;
         int r;
@@ -703,13 +920,14 @@ static int group_enumerate(sd_bus *bus, const char *path, void *userdata, char *
 }
 
 static int group_method_freeze_thaw(sd_bus_message *msg, Group *g, bool freeze, sd_bus_error *error) {
+        Caller c = CALLER(msg);
         uint64_t timeout_usec, flags;
         int r;
 
         r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
         if (r < 0)
                 return r;
-        return start_freeze(group_manager(g), msg, g, freeze, timeout_usec, flags, error);
+        return start_freeze(group_manager(g), &c, msg, g, freeze, timeout_usec, flags, error);
 }
 
 static int group_method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -1255,6 +1255,52 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         return manager_track(m, norm, ret, error);
 }
 
+/* Access checks (access.h): the owner of a group's cgroup.freeze, without
+ * adding anything to the model.  The fd freezerd writes through when it has
+ * one (the very file a write would reach), else the file opened O_PATH beneath
+ * the root: no symlinks, no other mount. */
+int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error *error) {
+        _cleanup_free_ char *norm = NULL;
+        _cleanup_close_ int dirfd = -1, fd = -1;
+        const char *reason = NULL;
+        struct stat st;
+        Group *g;
+        int r;
+
+        r = cg_path_normalize(path, &norm, &reason);
+        if (r < 0) {
+                sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path,
+                                  reason ?: strerror(-r));
+                return r;
+        }
+        g = tree_get(m->tree, norm);
+        if (g && g->userdata && group_data(g)->freeze_fd >= 0) {
+                if (fstat(group_data(g)->freeze_fd, &st) < 0) {
+                        r = -errno;
+                        errno_to_bus_error(r, g, "look up the owner of", error);
+                        return r;
+                }
+        } else {
+                dirfd = cg_openat_beneath(m->root_fd, cg_path_relative(norm), O_PATH | O_DIRECTORY, 0);
+                if (dirfd < 0) {
+                        path_error(error, dirfd, norm);
+                        return dirfd;
+                }
+                fd = openat(dirfd, "cgroup.freeze", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT) {
+                        *ret = (uid_t) -1; /* the hierarchy's root: no flag, nobody's */
+                        return 0;
+                }
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        r = -errno;
+                        sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s", norm, strerror(-r));
+                        return r;
+                }
+        }
+        *ret = S_ISREG(st.st_mode) ? st.st_uid : (uid_t) -1;
+        return 0;
+}
+
 int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret) {
         _cleanup_free_ char *rel = NULL;
         _cleanup_close_ int fd = -1;

@@ -160,6 +160,13 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
  * once per turn, before signals are emitted. */
 void manager_dispatch(Manager *m);
 
+/* The owner (st_uid) of the cgroup.freeze of the group at path (an API path,
+ * normalized here; the group need not be in the model), fstat'ed beneath the
+ * root.  (uid_t) -1 when the directory has no cgroup.freeze (the hierarchy's
+ * root).  On failure fills error (InvalidPath, NoSuchGroup...) and returns
+ * -errno.  Nothing is added to the model. */
+int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error *error);
+
 /* Read cgroup.stat.local's frozen_usec fresh (0 where the kernel lacks it). */
 int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret);
 
