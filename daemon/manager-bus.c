@@ -37,14 +37,69 @@ typedef struct Caller {
  * the peer's on a direct connection).  AUGMENT may fill in what the bus does
  * not give from /proc/PID, which is racy (the PID may be reused by then): an
  * EUID that came from there is not trusted, and the caller counts as nobody. */
+/* Asking the bus daemon for a caller's credentials is a synchronous round
+ * trip that stalls the whole loop.  A connection's uid cannot change (it is
+ * the SO_PEERCRED of its socket) and dbus-daemon never reuses a unique name,
+ * so the answer is cached by unique name.  The cache is bounded: when full it
+ * is simply emptied (entries of gone clients are otherwise never looked up
+ * again). */
+#define UID_CACHE_SLOTS 4096
+static struct {
+        char name[32];
+        uid_t uid;
+} uid_cache[UID_CACHE_SLOTS];
+static unsigned uid_cache_used;
+
+static unsigned uid_cache_slot(const char *name) {
+        uint32_t h = 2166136261u;
+        for (const char *p = name; *p; p++)
+                h = (h ^ (uint8_t) *p) * 16777619u;
+        return h & (UID_CACHE_SLOTS - 1);
+}
+
+static bool uid_cache_get(const char *name, uid_t *ret) {
+        for (unsigned i = uid_cache_slot(name), n = 0; n < UID_CACHE_SLOTS; i = (i + 1) & (UID_CACHE_SLOTS - 1), n++) {
+                if (!uid_cache[i].name[0])
+                        return false;
+                if (streq(uid_cache[i].name, name)) {
+                        *ret = uid_cache[i].uid;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static void uid_cache_put(const char *name, uid_t uid) {
+        unsigned i;
+
+        if (strlen(name) >= sizeof uid_cache[0].name)
+                return;
+        if (uid_cache_used >= UID_CACHE_SLOTS / 2) {
+                memset(uid_cache, 0, sizeof uid_cache);
+                uid_cache_used = 0;
+        }
+        for (i = uid_cache_slot(name); uid_cache[i].name[0]; i = (i + 1) & (UID_CACHE_SLOTS - 1))
+                if (streq(uid_cache[i].name, name))
+                        return;
+        strcpy(uid_cache[i].name, name);
+        uid_cache[i].uid = uid;
+        uid_cache_used++;
+}
+
 static uid_t caller_uid(Caller *c) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const char *sender = sd_bus_message_get_sender(c->msg);
         uid_t uid;
         int r;
 
         if (c->known)
                 return c->uid;
         c->known = true;
+        /* Only unique names (":1.42") are stable identities worth caching. */
+        if (sender && sender[0] == ':' && uid_cache_get(sender, &uid)) {
+                c->uid = uid;
+                return uid;
+        }
         r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
         if (r < 0) {
                 log_warning_errno(r, "Cannot get the credentials of %s, refusing its changes: %m",
@@ -63,6 +118,8 @@ static uid_t caller_uid(Caller *c) {
                 return c->uid;
         }
         c->uid = uid;
+        if (sender && sender[0] == ':')
+                uid_cache_put(sender, uid);
         return uid;
 }
 
