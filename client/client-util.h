@@ -27,6 +27,11 @@ static inline void freep(void *p) {
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 #define TAKE_PTR(p)                        \
         ({                                 \
                 __typeof__(p) _tp_ = (p);  \

@@ -6,10 +6,14 @@
 #include <inttypes.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -42,10 +46,24 @@ static bool arg_order_set = false;
 static char **arg_except = NULL;
 static size_t n_arg_except = 0;
 
+/* A --trigger of watch: RESOURCE:KIND:THRESHOLD:WINDOW. */
+typedef struct trigger_spec {
+        freezer_resource resource;
+        bool full;
+        uint64_t threshold_usec;
+        uint64_t window_usec;
+        uint32_t id;    /* once added */
+        bool active;    /* added and not ended */
+} trigger_spec;
+
+static trigger_spec *arg_triggers = NULL;
+static size_t n_arg_triggers = 0;
+
 static void help(void) {
         printf("%1$s [OPTIONS...] COMMAND [ARGS...]\n"
                "\n"
-               "Freeze, thaw and inspect cgroups through freezerd (org.freezerd.Freezer1).\n"
+               "Freeze, thaw and inspect cgroups, and follow their state and pressure, through\n"
+               "freezerd (org.freezerd.Freezer1).\n"
                "\n"
                "Commands:\n"
                "  freeze PATH...       Freeze each group in turn; wait until the kernel reports\n"
@@ -66,6 +84,16 @@ static void help(void) {
                "  list                 List the tracked groups with their state\n"
                "  tree [PATH]          Show the tracked groups below PATH (default: all) as a\n"
                "                       tree\n"
+               "  pressure [PATH]      Show the pressure stall information (PSI) of the group\n"
+               "                       at PATH, or without PATH of the whole system: for cpu,\n"
+               "                       memory and io (and irq, for the system, where the\n"
+               "                       kernel accounts it) how much of the time tasks were\n"
+               "                       stalled waiting for it, and the total stall time\n"
+               "  watch [PATH]         Follow the groups at and below PATH (default: all\n"
+               "                       groups) and print one line per event as it happens:\n"
+               "                       state changes, groups added and removed, and the\n"
+               "                       events of the pressure triggers given with --trigger;\n"
+               "                       until SIGINT (Ctrl+C) or SIGTERM\n"
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
@@ -96,10 +124,18 @@ static void help(void) {
                "                       freezes top-down, then all thaws bottom-up, so that no\n"
                "                       group changes its state twice), \"top-down\" (shallowest\n"
                "                       first) or \"bottom-up\" (deepest first)\n"
+               "     --trigger=RESOURCE:KIND:THRESHOLD:WINDOW\n"
+               "                       watch: add a pressure trigger for the session on the\n"
+               "                       group at PATH (without PATH: system-wide), which fires\n"
+               "                       when the KIND (\"some\" or \"full\") stall time of\n"
+               "                       RESOURCE (\"cpu\", \"memory\", \"io\"; \"irq\" system-wide\n"
+               "                       and full only) grows by THRESHOLD within WINDOW, e.g.\n"
+               "                       memory:some:150ms:2s; may be given more than once.\n"
+               "                       watch removes its triggers when it exits\n"
                "\n"
                "PATH names a cgroup relative to freezerd's cgroup root: \"/\", \"/pods/a\".\n"
-               "status and tree with a PATH make freezerd track the group's subtree if it\n"
-               "does not yet.\n"
+               "status, tree, pressure and watch with a PATH make freezerd track the group's\n"
+               "subtree if it does not yet.\n"
                "Options may be given before or after the command; \"--\" ends the options,\n"
                "so that paths starting with \"-\" can be given.\n"
                "DURATION is a number, optionally with a fraction, and a unit: us, ms, s, min\n"
@@ -136,6 +172,38 @@ static void help(void) {
                "The bus may refuse very large batches: dbus-daemon's default limit is 32 MiB\n"
                "per message, about 65536 paths of 500 bytes.\n"
                "\n"
+               "pressure prints one row per resource and kind: AVG10, AVG60 and AVG300 are the\n"
+               "percentage of wall time, over the last 10 s, 60 s and 300 s, in which at\n"
+               "least one task (\"some\") or all non-idle tasks at once (\"full\") were\n"
+               "stalled waiting for the resource; TOTAL is the stall time summed up since\n"
+               "the group was created (for the system: since boot). A group's pressure\n"
+               "includes the stalls of the tasks in the groups below it. freezerd reads the\n"
+               "kernel's files at the time of the call. A resource whose pressure the kernel\n"
+               "hides (the group's cgroup.pressure is 0) or disables (psi=0) is shown as\n"
+               "  cpu      not available: <the reason freezerd gives>\n"
+               "IRQ pressure exists for the system only, and only where the kernel accounts\n"
+               "it (CONFIG_IRQ_TIME_ACCOUNTING); otherwise its row is left out.\n"
+               "\n"
+               "watch first prints a \"watching\" line, once it follows the groups and its\n"
+               "triggers are armed; then one line per event, each starting with the local\n"
+               "time:\n"
+               "  TIME watching PATH; trigger ID: RESOURCE KIND THRESHOLD per WINDOW, ...\n"
+               "  TIME state    PATH STATE        (FreezerState changed)\n"
+               "  TIME added    PATH STATE        (a group appeared: created or tracked)\n"
+               "  TIME removed  PATH              (a group went: removed or untracked)\n"
+               "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
+               "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
+               "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
+               "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
+               "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
+               "multiple of 2s unless freezerd has CAP_SYS_RESOURCE (by default it has not);\n"
+               "THRESHOLD must not be 0 nor above WINDOW. A trigger ends by itself when its\n"
+               "group is removed (REASON group-removed) or untracked (untracked), when the\n"
+               "group's pressure is hidden (pressure-hidden), on a kernel error (error), or\n"
+               "when freezerd exits (daemon-exited); watch goes on. On SIGINT or SIGTERM it\n"
+               "removes its triggers and exits 0. If freezerd refuses a trigger, nothing is\n"
+               "watched and watch exits 1; so it does when the bus connection is lost.\n"
+               "\n"
                "JSON output (--json):\n"
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
@@ -147,6 +215,23 @@ static void help(void) {
                "  list             an array of {\"path\", \"object\", \"state\"}\n"
                "  tree             {\"path\", \"state\", \"children\": [...]}, nested; \"state\"\n"
                "                   is null for groups that are not tracked\n"
+               "  pressure         {\"path\" (null for the system), \"cpu\": R, \"memory\": R,\n"
+               "                    \"io\": R[, \"irq\": R]}; R is {\"some\": L, \"full\": L} (irq:\n"
+               "                   {\"full\": L}) with L = {\"avg10\", \"avg60\", \"avg300\",\n"
+               "                   \"total_usec\"}, or {\"error\", \"message\"} where not available\n"
+               "  watch            one object per line, {\"time\", \"event\", ...}: \"time\" in UTC\n"
+               "                   (RFC 3339, with microseconds), and by \"event\":\n"
+               "                     \"watching\"  \"path\" (null: all groups), \"triggers\":\n"
+               "                                 [{\"id\", \"resource\", \"kind\",\n"
+               "                                   \"threshold_usec\", \"window_usec\"}]\n"
+               "                     \"state\"     \"path\", \"state\", \"frozen\"\n"
+               "                     \"added\"     \"path\", \"state\"\n"
+               "                     \"removed\"   \"path\"\n"
+               "                     \"pressure\"  \"path\" (null: system-wide), \"id\",\n"
+               "                                 \"resource\", \"kind\", \"avg10\", \"avg60\",\n"
+               "                                 \"avg300\", \"total_usec\"\n"
+               "                     \"trigger-removed\"\n"
+               "                                 \"path\", \"id\", \"resource\", \"kind\", \"reason\"\n"
                "freeze --except and batch print nothing on standard output when they fail.\n"
                "\n"
                "Exit status:\n"
@@ -154,6 +239,7 @@ static void help(void) {
                "  1  failure: freezerd refused or failed a request, or could not be reached,\n"
                "     or a batch file could not be read\n"
                "  2  usage error, or a malformed batch file\n"
+               "watch exits 0 on SIGINT and SIGTERM, 1 when the bus connection is lost.\n"
                "\n"
                "Examples:\n"
                "  %1$s freeze /pods/a /pods/b --timeout=5s\n"
@@ -167,6 +253,10 @@ static void help(void) {
                "  %1$s status /pods/a\n"
                "  %1$s --json list\n"
                "  %1$s tree /pods\n"
+               "  %1$s pressure\n"
+               "  %1$s --json pressure /pods/a\n"
+               "  %1$s watch /pods --trigger=memory:some:150ms:2s --trigger=cpu:full:1s:10s\n"
+               "  %1$s watch --json --trigger=irq:full:100ms:2s\n"
                "  %1$s freeze -- -odd-name\n",
                PROGRAM);
 }
@@ -1002,6 +1092,612 @@ finish:
         return ret;
 }
 
+/* ---- pressure ---- */
+
+/* Stall time in human units, about three significant digits: "0", "850us",
+ * "12.3ms", "4.56s", "12min 3.4s", "5h 12min", "3d 4h". */
+static char *format_total(char *buf, size_t size, uint64_t usec) {
+        const uint64_t day = 24 * USEC_PER_HOUR;
+
+        if (usec == 0)
+                snprintf(buf, size, "0");
+        else if (usec < USEC_PER_MSEC)
+                snprintf(buf, size, "%" PRIu64 "us", usec);
+        else if (usec < USEC_PER_SEC)
+                snprintf(buf, size, "%.1fms", (double) usec / (double) USEC_PER_MSEC);
+        else if (usec < USEC_PER_MINUTE)
+                snprintf(buf, size, "%.2fs", (double) usec / (double) USEC_PER_SEC);
+        else if (usec < USEC_PER_HOUR)
+                snprintf(buf, size, "%" PRIu64 "min %.1fs", usec / USEC_PER_MINUTE,
+                         (double) (usec % USEC_PER_MINUTE) / (double) USEC_PER_SEC);
+        else if (usec < day)
+                snprintf(buf, size, "%" PRIu64 "h %" PRIu64 "min", usec / USEC_PER_HOUR,
+                         usec % USEC_PER_HOUR / USEC_PER_MINUTE);
+        else
+                snprintf(buf, size, "%" PRIu64 "d %" PRIu64 "h", usec / day, usec % day / USEC_PER_HOUR);
+        return buf;
+}
+
+/* An average as the kernel prints it (two decimals), as a JSON number. */
+static struct json_object *json_avg(double v) {
+        char buf[32];
+
+        snprintf(buf, sizeof(buf), "%.2f", v);
+        return json_object_new_double_s(v, buf);
+}
+
+static struct json_object *pressure_line_to_json(const freezer_pressure_line *l) {
+        struct json_object *o = json_object_new_object();
+
+        if (!o ||
+            json_add(o, "avg10", json_avg(l->avg10)) < 0 ||
+            json_add(o, "avg60", json_avg(l->avg60)) < 0 ||
+            json_add(o, "avg300", json_avg(l->avg300)) < 0 ||
+            json_add(o, "total_usec", json_object_new_uint64(l->total_usec)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static void pressure_print_line(freezer_resource r, const char *kind, const freezer_pressure_line *l) {
+        char buf[64];
+
+        printf("%-8s %-4s %7.2f %7.2f %7.2f  %s\n", freezer_resource_to_string(r), kind,
+               l->avg10, l->avg60, l->avg300, format_total(buf, sizeof(buf), l->total_usec));
+}
+
+typedef struct pressure_row {
+        bool shown;
+        freezer_pressure p;
+        char *error;            /* NotSupported: the error name and message */
+        char *message;
+} pressure_row;
+
+static int verb_pressure(freezer *f, char **args, size_t n_args) {
+        const char *path = n_args > 0 ? args[0] : NULL;
+        pressure_row rows[FREEZER_RESOURCE_IRQ + 1] = {};
+        struct json_object *o = NULL;
+        int ret = EXIT_FAILURE, r;
+
+        /* Everything is read before anything is printed: a failure prints
+         * nothing on standard output. */
+        for (freezer_resource res = FREEZER_RESOURCE_CPU; res <= FREEZER_RESOURCE_IRQ; res++) {
+                pressure_row *row = &rows[res];
+
+                if (res == FREEZER_RESOURCE_IRQ && path)
+                        break; /* a group has no IRQ pressure */
+
+                r = freezer_get_pressure(f, path, res, &row->p);
+                if (r == -EOPNOTSUPP) {
+                        if (res == FREEZER_RESOURCE_IRQ)
+                                break; /* shown only where the kernel accounts it */
+                        row->error = strdup(freezer_last_error_name(f) ?: "org.freezerd.Freezer1.Error.NotSupported");
+                        row->message = strdup(freezer_last_error_message(f) ?: strerror(-r));
+                        if (!row->error || !row->message)
+                                goto oom;
+                } else if (r < 0) {
+                        if (path)
+                                log_failure(f, r, "cannot read the %s pressure of %s",
+                                            freezer_resource_to_string(res), path);
+                        else
+                                log_failure(f, r, "cannot read the system's %s pressure",
+                                            freezer_resource_to_string(res));
+                        goto finish;
+                }
+                row->shown = true;
+        }
+
+        if (!arg_json) {
+                printf("%-8s %-4s %7s %7s %7s  %s\n", "RESOURCE", "KIND", "AVG10", "AVG60", "AVG300", "TOTAL");
+                for (freezer_resource res = FREEZER_RESOURCE_CPU; res <= FREEZER_RESOURCE_IRQ; res++) {
+                        const pressure_row *row = &rows[res];
+
+                        if (!row->shown)
+                                continue;
+                        if (row->message)
+                                printf("%-8s not available: %s\n", freezer_resource_to_string(res), row->message);
+                        else {
+                                if (res != FREEZER_RESOURCE_IRQ)
+                                        pressure_print_line(res, "some", &row->p.some);
+                                pressure_print_line(res, "full", &row->p.full);
+                        }
+                }
+                ret = EXIT_SUCCESS;
+                goto finish;
+        }
+
+        o = json_object_new_object();
+        if (!o ||
+            (path ? json_add(o, "path", json_object_new_string(path)) : json_object_object_add(o, "path", NULL)) < 0)
+                goto oom;
+
+        for (freezer_resource res = FREEZER_RESOURCE_CPU; res <= FREEZER_RESOURCE_IRQ; res++) {
+                const pressure_row *row = &rows[res];
+                struct json_object *e;
+
+                if (!row->shown)
+                        continue;
+
+                e = json_object_new_object();
+                if (json_add(o, freezer_resource_to_string(res), e) < 0)
+                        goto oom;
+                if (row->message) {
+                        if (json_add(e, "error", json_object_new_string(row->error)) < 0 ||
+                            json_add(e, "message", json_object_new_string(row->message)) < 0)
+                                goto oom;
+                } else {
+                        if (res != FREEZER_RESOURCE_IRQ &&
+                            json_add(e, "some", pressure_line_to_json(&row->p.some)) < 0)
+                                goto oom;
+                        if (json_add(e, "full", pressure_line_to_json(&row->p.full)) < 0)
+                                goto oom;
+                }
+        }
+
+        if (print_json(o) < 0)
+                goto oom;
+
+        ret = EXIT_SUCCESS;
+        goto finish;
+
+oom:
+        log_oom();
+finish:
+        json_object_put(o);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                free(rows[i].error);
+                free(rows[i].message);
+        }
+        return ret;
+}
+
+/* ---- watch ---- */
+
+typedef struct watch_context {
+        const char *path;       /* the watched subtree; NULL: everything */
+        int ret;                /* EXIT_FAILURE once output failed */
+} watch_context;
+
+static const char *kind_str(bool full) {
+        return full ? "full" : "some";
+}
+
+/* Parse RESOURCE:KIND:THRESHOLD:WINDOW. */
+static int parse_trigger(const char *s, trigger_spec *ret) {
+        _cleanup_free_ char *copy = strdup(s);
+        char *fields[4], *p;
+        size_t n = 0;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+
+        for (p = copy; n < ELEMENTSOF(fields); n++) {
+                fields[n] = p;
+                p = strchr(p, ':');
+                if (!p) {
+                        n++;
+                        break;
+                }
+                *p++ = 0;
+        }
+        if (n != ELEMENTSOF(fields) || p)
+                return -EINVAL;
+
+        r = freezer_resource_from_string(fields[0]);
+        if (r < 0)
+                return -EINVAL;
+        *ret = (trigger_spec) { .resource = (freezer_resource) r };
+
+        if (streq(fields[1], "some"))
+                ret->full = false;
+        else if (streq(fields[1], "full"))
+                ret->full = true;
+        else
+                return -EINVAL;
+
+        if (parse_duration(fields[2], &ret->threshold_usec) < 0 ||
+            parse_duration(fields[3], &ret->window_usec) < 0)
+                return -EINVAL;
+
+        return 0;
+}
+
+static int trigger_add(const char *spec) {
+        trigger_spec t, *a;
+        int r;
+
+        r = parse_trigger(spec, &t);
+        if (r < 0)
+                return r;
+
+        a = reallocarray(arg_triggers, n_arg_triggers + 1, sizeof(trigger_spec));
+        if (!a)
+                return -ENOMEM;
+        arg_triggers = a;
+        arg_triggers[n_arg_triggers++] = t;
+        return 0;
+}
+
+static trigger_spec *trigger_by_id(uint32_t id) {
+        for (size_t i = 0; i < n_arg_triggers; i++)
+                if (arg_triggers[i].active && arg_triggers[i].id == id)
+                        return &arg_triggers[i];
+        return NULL;
+}
+
+/* Local time with milliseconds for text, UTC (RFC 3339) with microseconds
+ * for JSON. */
+static char *format_now(char *buf, size_t size, bool utc) {
+        struct timespec ts;
+        struct tm tm;
+        size_t n;
+
+        if (clock_gettime(CLOCK_REALTIME, &ts) < 0 ||
+            !(utc ? gmtime_r(&ts.tv_sec, &tm) : localtime_r(&ts.tv_sec, &tm))) {
+                snprintf(buf, size, "?");
+                return buf;
+        }
+
+        n = strftime(buf, size, utc ? "%Y-%m-%dT%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+        if (utc)
+                snprintf(buf + n, size - n, ".%06ldZ", ts.tv_nsec / 1000);
+        else
+                snprintf(buf + n, size - n, ".%03ld", ts.tv_nsec / 1000000);
+        return buf;
+}
+
+/* A new event object with "time" and "event". */
+static struct json_object *watch_event_new(const char *event) {
+        struct json_object *o = json_object_new_object();
+        char buf[64];
+
+        if (!o ||
+            json_add(o, "time", json_object_new_string(format_now(buf, sizeof(buf), true))) < 0 ||
+            json_add(o, "event", json_object_new_string(event)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int json_add_string_or_null(struct json_object *o, const char *key, const char *s) {
+        if (!s)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, key, json_object_new_string(s));
+}
+
+/* Print the event (taking o) on one line and flush: a reader sees each event
+ * as it happens. A NULL o is a failed allocation. */
+static void watch_emit_json(watch_context *c, struct json_object *o, int r) {
+        const char *s;
+
+        if (!o || r < 0) {
+                json_object_put(o);
+                log_oom();
+                c->ret = EXIT_FAILURE;
+                return;
+        }
+
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s) {
+                log_oom();
+                c->ret = EXIT_FAILURE;
+        } else
+                puts(s);
+        json_object_put(o);
+        fflush(stdout);
+}
+
+_printf_(3, 4)
+static void watch_emit_text(watch_context *c, const char *event, const char *fmt, ...) {
+        char buf[64];
+        va_list ap;
+
+        printf("%s %-8s ", format_now(buf, sizeof(buf), false), event);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+        fflush(stdout);
+}
+
+static bool watch_wants(watch_context *c, const char *path) {
+        return !c->path || path_below(path, c->path);
+}
+
+static void on_watch_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
+        watch_context *c = userdata;
+        struct json_object *o;
+        int r;
+
+        if (!watch_wants(c, path))
+                return;
+
+        if (!arg_json) {
+                watch_emit_text(c, "state", "%s %s", path, state_str(state));
+                return;
+        }
+
+        o = watch_event_new("state");
+        r = o ? json_add(o, "path", json_object_new_string(path)) : -ENOMEM;
+        if (r >= 0)
+                r = json_add(o, "state", json_object_new_string(state_str(state)));
+        if (r >= 0)
+                r = json_add(o, "frozen", json_object_new_boolean(frozen));
+        watch_emit_json(c, o, r);
+}
+
+static void on_watch_group(freezer *f, const char *path, bool added, freezer_state state, void *userdata) {
+        watch_context *c = userdata;
+        struct json_object *o;
+        int r;
+
+        if (!watch_wants(c, path))
+                return;
+
+        if (!arg_json) {
+                if (added)
+                        watch_emit_text(c, "added", "%s %s", path, state_str(state));
+                else
+                        watch_emit_text(c, "removed", "%s", path);
+                return;
+        }
+
+        o = watch_event_new(added ? "added" : "removed");
+        r = o ? json_add(o, "path", json_object_new_string(path)) : -ENOMEM;
+        if (r >= 0 && added)
+                r = json_add(o, "state", json_object_new_string(state_str(state)));
+        watch_emit_json(c, o, r);
+}
+
+static void on_watch_pressure(freezer *f, const char *path, uint32_t id, freezer_resource res, bool full,
+                              const freezer_pressure_line *l, void *userdata) {
+        watch_context *c = userdata;
+        struct json_object *o;
+        char buf[64];
+        int r;
+
+        if (!arg_json) {
+                watch_emit_text(c, "pressure",
+                                "%s %s %s (trigger %" PRIu32 "): avg10 %.2f%% avg60 %.2f%% avg300 %.2f%% total %s",
+                                path ?: "system", freezer_resource_to_string(res), kind_str(full), id,
+                                l->avg10, l->avg60, l->avg300, format_total(buf, sizeof(buf), l->total_usec));
+                return;
+        }
+
+        o = watch_event_new("pressure");
+        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
+        if (r >= 0)
+                r = json_add(o, "id", json_object_new_int64(id));
+        if (r >= 0)
+                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
+        if (r >= 0)
+                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        if (r >= 0)
+                r = json_add(o, "avg10", json_avg(l->avg10));
+        if (r >= 0)
+                r = json_add(o, "avg60", json_avg(l->avg60));
+        if (r >= 0)
+                r = json_add(o, "avg300", json_avg(l->avg300));
+        if (r >= 0)
+                r = json_add(o, "total_usec", json_object_new_uint64(l->total_usec));
+        watch_emit_json(c, o, r);
+}
+
+static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, freezer_resource res, bool full,
+                                     const char *reason, void *userdata) {
+        watch_context *c = userdata;
+        trigger_spec *t = trigger_by_id(id);
+        struct json_object *o;
+        int r;
+
+        if (t)
+                t->active = false;
+
+        if (!arg_json) {
+                watch_emit_text(c, "trigger-removed", "%s %s %s (trigger %" PRIu32 "): %s", path ?: "system",
+                                freezer_resource_to_string(res), kind_str(full), id, reason);
+                return;
+        }
+
+        o = watch_event_new("trigger-removed");
+        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
+        if (r >= 0)
+                r = json_add(o, "id", json_object_new_int64(id));
+        if (r >= 0)
+                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
+        if (r >= 0)
+                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        if (r >= 0)
+                r = json_add(o, "reason", json_object_new_string(reason));
+        watch_emit_json(c, o, r);
+}
+
+static void watch_emit_watching(watch_context *c) {
+        struct json_object *o, *a;
+        int r;
+
+        if (!arg_json) {
+                char buf[64];
+
+                printf("%s %-8s %s", format_now(buf, sizeof(buf), false), "watching", c->path ?: "all groups");
+                for (size_t i = 0; i < n_arg_triggers; i++) {
+                        char t[64], w[64];
+
+                        printf("%s trigger %" PRIu32 ": %s %s %s per %s", i == 0 ? ";" : ",", arg_triggers[i].id,
+                               freezer_resource_to_string(arg_triggers[i].resource),
+                               kind_str(arg_triggers[i].full),
+                               format_duration(t, sizeof(t), arg_triggers[i].threshold_usec),
+                               format_duration(w, sizeof(w), arg_triggers[i].window_usec));
+                }
+                if (n_arg_triggers > 0 && !c->path)
+                        printf(" (system-wide)");
+                putchar('\n');
+                fflush(stdout);
+                return;
+        }
+
+        o = watch_event_new("watching");
+        r = o ? json_add_string_or_null(o, "path", c->path) : -ENOMEM;
+        a = json_object_new_array();
+        if (r >= 0)
+                r = json_add(o, "triggers", a);
+        else
+                json_object_put(a);
+        for (size_t i = 0; r >= 0 && i < n_arg_triggers; i++) {
+                struct json_object *t = json_object_new_object();
+
+                r = json_append(a, t);
+                if (r >= 0)
+                        r = json_add(t, "id", json_object_new_int64(arg_triggers[i].id));
+                if (r >= 0)
+                        r = json_add(t, "resource",
+                                     json_object_new_string(freezer_resource_to_string(arg_triggers[i].resource)));
+                if (r >= 0)
+                        r = json_add(t, "kind", json_object_new_string(kind_str(arg_triggers[i].full)));
+                if (r >= 0)
+                        r = json_add(t, "threshold_usec", json_object_new_uint64(arg_triggers[i].threshold_usec));
+                if (r >= 0)
+                        r = json_add(t, "window_usec", json_object_new_uint64(arg_triggers[i].window_usec));
+        }
+        watch_emit_json(c, o, r);
+}
+
+/* Remove the triggers still in place; the daemon would drop them when we
+ * disconnect, but say goodbye properly. */
+static void watch_remove_triggers(freezer *f, const char *path) {
+        for (size_t i = 0; i < n_arg_triggers; i++) {
+                int r;
+
+                if (!arg_triggers[i].active)
+                        continue;
+
+                r = freezer_remove_pressure_trigger(f, path, arg_triggers[i].id);
+                /* -EINVAL: it ended meanwhile (its signal is still on the way). */
+                if (r < 0 && r != -EINVAL)
+                        log_failure(f, r, "warning: cannot remove pressure trigger %" PRIu32, arg_triggers[i].id);
+                arg_triggers[i].active = false;
+        }
+}
+
+static int verb_watch(freezer *f, char **args, size_t n_args) {
+        watch_context c = { .ret = EXIT_SUCCESS };
+        freezer_group g = {};
+        sigset_t mask;
+        int sfd = -1, ret = EXIT_FAILURE, r;
+
+        /* SIGINT and SIGTERM end the watch through the loop, so that the
+         * triggers are removed first. Blocked before anything is set up. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, PROGRAM ": cannot block signals: %s\n", strerror(errno));
+                return EXIT_FAILURE;
+        }
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0) {
+                fprintf(stderr, PROGRAM ": cannot create a signalfd: %s\n", strerror(errno));
+                goto finish;
+        }
+
+        /* The callbacks (and their bus matches) first: nothing that happens
+         * after they are in place is missed. */
+        r = freezer_set_state_callback(f, on_watch_state, &c);
+        if (r >= 0)
+                r = freezer_set_group_callback(f, on_watch_group, &c);
+        if (r >= 0)
+                r = freezer_set_pressure_callback(f, on_watch_pressure, &c);
+        if (r >= 0)
+                r = freezer_set_pressure_removed_callback(f, on_watch_trigger_removed, &c);
+        if (r < 0) {
+                log_failure(f, r, "cannot follow freezerd's signals");
+                goto finish;
+        }
+
+        if (n_args > 0) {
+                /* Validates the path, normalizes it, and makes the daemon
+                 * track (and so publish) the subtree. */
+                r = freezer_get_group(f, args[0], &g);
+                if (r < 0) {
+                        log_failure(f, r, "cannot watch %s", args[0]);
+                        goto finish;
+                }
+                c.path = g.path;
+        }
+
+        for (size_t i = 0; i < n_arg_triggers; i++) {
+                trigger_spec *t = &arg_triggers[i];
+                char th[64], w[64];
+
+                r = freezer_add_pressure_trigger(f, c.path, t->resource, t->full, t->threshold_usec, t->window_usec,
+                                                 &t->id);
+                if (r < 0) {
+                        log_failure(f, r, "cannot add the pressure trigger %s:%s:%s:%s on %s",
+                                    freezer_resource_to_string(t->resource), kind_str(t->full),
+                                    format_duration(th, sizeof(th), t->threshold_usec),
+                                    format_duration(w, sizeof(w), t->window_usec), c.path ?: "the system");
+                        watch_remove_triggers(f, c.path);
+                        goto finish;
+                }
+                t->active = true;
+        }
+
+        watch_emit_watching(&c);
+
+        for (;;) {
+                struct pollfd p[2];
+
+                /* Also what arrived during the blocking calls above. */
+                r = freezer_dispatch(f);
+                if (r < 0) {
+                        log_failure(f, r, "lost the connection to the bus");
+                        goto finish; /* the triggers went with the connection */
+                }
+                if (c.ret != EXIT_SUCCESS)
+                        break;
+
+                p[0] = (struct pollfd) { .fd = freezer_get_fd(f), .events = POLLIN };
+                p[1] = (struct pollfd) { .fd = sfd, .events = POLLIN };
+                if (p[0].fd < 0) {
+                        log_failure(f, p[0].fd, "lost the connection to the bus");
+                        goto finish;
+                }
+
+                if (poll(p, ELEMENTSOF(p), -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fprintf(stderr, PROGRAM ": poll() failed: %s\n", strerror(errno));
+                        break;
+                }
+
+                if (p[1].revents) {
+                        struct signalfd_siginfo si;
+
+                        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+                                ret = c.ret;
+                                break;
+                        }
+                }
+        }
+
+        watch_remove_triggers(f, c.path);
+
+finish:
+        (void) freezer_set_state_callback(f, NULL, NULL);
+        (void) freezer_set_group_callback(f, NULL, NULL);
+        (void) freezer_set_pressure_callback(f, NULL, NULL);
+        (void) freezer_set_pressure_removed_callback(f, NULL, NULL);
+        freezer_group_clear(&g);
+        if (sfd >= 0)
+                (void) close(sfd);
+        /* The signals stay blocked: one more ^C while we exit must not
+         * turn the exit status into death by SIGINT. */
+        return ret;
+}
+
 /* ---- main ---- */
 
 /* The options that apply only to some commands. */
@@ -1010,6 +1706,7 @@ typedef enum verb_option {
         VERB_OPT_RECURSIVE = 1 << 1,
         VERB_OPT_EXCEPT    = 1 << 2,
         VERB_OPT_ORDER     = 1 << 3,
+        VERB_OPT_TRIGGER   = 1 << 4,
 } verb_option;
 
 typedef struct verb {
@@ -1027,6 +1724,8 @@ static const verb verbs[] = {
         { "status", 0, 1,        "PATH", 0                                                    },
         { "list",   0, 0,        NULL,   0                                                    },
         { "tree",   0, 1,        "PATH", 0                                                    },
+        { "pressure", 0, 1,      "PATH", 0                                                    },
+        { "watch",  0, 1,        "PATH", VERB_OPT_TRIGGER                                     },
 };
 
 /* The first option given that v does not take, or NULL; *ret_option is its
@@ -1046,6 +1745,9 @@ static const char *verb_unwanted_option(const verb *v, unsigned *ret_option) {
         } else if (!(v->options & VERB_OPT_ORDER) && arg_order_set) {
                 *ret_option = VERB_OPT_ORDER;
                 name = "--order";
+        } else if (!(v->options & VERB_OPT_TRIGGER) && n_arg_triggers > 0) {
+                *ret_option = VERB_OPT_TRIGGER;
+                name = "--trigger";
         }
 
         return name;
@@ -1060,6 +1762,8 @@ static const char *verbs_taking(unsigned option) {
                 return "freeze";
         case VERB_OPT_ORDER:
                 return "batch";
+        case VERB_OPT_TRIGGER:
+                return "watch";
         default:
                 return "other commands";
         }
@@ -1103,6 +1807,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_RECURSIVE,
                 ARG_EXCEPT,
                 ARG_ORDER,
+                ARG_TRIGGER,
         };
         static const struct option options[] = {
                 { "help",     no_argument,       NULL, 'h'          },
@@ -1117,6 +1822,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "recursive", no_argument,      NULL, ARG_RECURSIVE },
                 { "except",   required_argument, NULL, ARG_EXCEPT   },
                 { "order",    required_argument, NULL, ARG_ORDER    },
+                { "trigger",  required_argument, NULL, ARG_TRIGGER  },
                 {}
         };
         int c, r;
@@ -1190,6 +1896,18 @@ static int parse_argv(int argc, char *argv[]) {
                                 return usage_error("invalid order '%s' (expected auto, top-down or bottom-up)",
                                                    optarg);
                         arg_order_set = true;
+                        break;
+
+                case ARG_TRIGGER:
+                        r = trigger_add(optarg);
+                        if (r == -ENOMEM) {
+                                log_oom();
+                                return -ENOMEM;
+                        }
+                        if (r < 0)
+                                return usage_error("invalid trigger '%s' (expected RESOURCE:KIND:THRESHOLD:WINDOW "
+                                                   "with RESOURCE cpu, memory, io or irq, KIND some or full, "
+                                                   "e.g. memory:some:150ms:2s)", optarg);
                         break;
 
                 case ':':
@@ -1331,6 +2049,10 @@ static int run(int argc, char *argv[]) {
                 ret = verb_status(f, args, n_args);
         else if (streq(v->name, "list"))
                 ret = verb_list(f);
+        else if (streq(v->name, "pressure"))
+                ret = verb_pressure(f, args, n_args);
+        else if (streq(v->name, "watch"))
+                ret = verb_watch(f, args, n_args);
         else
                 ret = verb_tree(f, args, n_args);
 
@@ -1353,5 +2075,6 @@ int main(int argc, char *argv[]) {
         ret = run(argc, argv);
 
         free(arg_except);
+        free(arg_triggers);
         return ret;
 }

@@ -247,11 +247,12 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * The fd belongs to the handle: do not close it or read from it.
  *
  * freezer_dispatch() processes everything pending without blocking and runs
- * the state callback for it. It returns the number of bus messages processed
- * (0 if there was nothing to do) or a negative errno, e.g. -ECONNRESET or
- * -ENOTCONN once the bus connection is lost. It must not be called from the
- * state callback (it would fail with -EBUSY); the callback may call the other
- * functions, including freezer_set_state_callback().
+ * the callbacks for it (state, group, pressure and pressure-removed callbacks,
+ * in the order the daemon sent the signals). It returns the number of bus
+ * messages processed (0 if there was nothing to do) or a negative errno, e.g.
+ * -ECONNRESET or -ENOTCONN once the bus connection is lost. It must not be
+ * called from a callback (it would fail with -EBUSY); the callbacks may call
+ * the other functions, including the freezer_set_*_callback() ones.
  *
  * freezer_wait() blocks until there is something to dispatch or timeout_usec
  * passed (UINT64_MAX: no timeout). It returns > 0 if freezer_dispatch() should
@@ -278,6 +279,137 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * the daemon (FREEZER_STATE_UNKNOWN if that fails).
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
+
+/*
+ * Groups appearing and disappearing.
+ *
+ * Install (or replace, or with cb == NULL remove) the group callback. The
+ * first installation adds a bus match for the daemon's InterfacesAdded and
+ * InterfacesRemoved (blocking until the bus confirms it). cb gets the path of
+ * a group that the daemon started publishing (added: a new cgroup in a tracked
+ * subtree, or a subtree given to freezer_track()) with its FreezerState
+ * (FREEZER_STATE_UNKNOWN if the signal did not carry it), or of one it stopped
+ * publishing (added false, state FREEZER_STATE_UNKNOWN: the cgroup was removed
+ * or its subtree untracked). path is only valid during the call.
+ */
+typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
+                                       void *userdata);
+FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata);
+
+/*
+ * Pressure stall information (PSI, the kernel's Documentation/accounting/psi.rst).
+ *
+ * For each resource the kernel accounts the time in which "some" tasks were
+ * stalled waiting for it, and the time in which "full"y all non-idle tasks
+ * were stalled at once: as averages (percent of wall time over the last 10,
+ * 60 and 300 seconds) and as a cumulated total in microseconds. freezerd
+ * reads them from a group's cpu/memory/io.pressure, or for the system from
+ * /proc/pressure/, at the moment of each call: nothing is cached or polled.
+ * A total never goes backwards between two readings.
+ *
+ * "path" arguments: a group's path, or NULL for the whole system. IRQ
+ * pressure exists for the system only, and has only a "full" line.
+ */
+
+/* The values are ABI: new resources will be appended. */
+typedef enum freezer_resource {
+        FREEZER_RESOURCE_CPU,
+        FREEZER_RESOURCE_MEMORY,
+        FREEZER_RESOURCE_IO,
+        FREEZER_RESOURCE_IRQ,
+} freezer_resource;
+
+typedef struct freezer_pressure_line {
+        double avg10, avg60, avg300;  /* percent of the time stalled over 10 s, 60 s, 300 s */
+        uint64_t total_usec;          /* cumulated stall time */
+} freezer_pressure_line;
+
+typedef struct freezer_pressure {
+        freezer_pressure_line some;   /* at least one task stalled */
+        freezer_pressure_line full;   /* all non-idle tasks stalled at once */
+} freezer_pressure;
+
+/* "cpu", "memory", "io", "irq"; NULL for values out of range. The strings are
+ * static. */
+FREEZER_EXPORT const char *freezer_resource_to_string(freezer_resource r);
+/* The inverse (exact, case-sensitive): the enum value (>= 0), or -EINVAL
+ * for NULL and unknown strings. */
+FREEZER_EXPORT int freezer_resource_from_string(const char *s);
+
+/*
+ * Read the pressure of resource r for the group at path (its CpuPressure,
+ * MemoryPressure or IoPressure property; the daemon tracks the group's subtree
+ * if it does not yet), or with path NULL for the system (the Manager's
+ * properties, including IrqPressure). For FREEZER_RESOURCE_IRQ only ret->full
+ * is filled in (ret->some is zero); a group has no IRQ pressure (-EOPNOTSUPP).
+ * *ret is always overwritten (zeroed on failure).
+ *
+ * Fails with -EOPNOTSUPP (NotSupported) when the kernel hides the file
+ * (the group's cgroup.pressure is 0), lacks it (no /proc/pressure/irq) or
+ * disables PSI (psi=0): freezer_last_error_message() says which. -ENOENT: no
+ * such group. A malformed file fails (never reads as zeros).
+ */
+FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_resource r, freezer_pressure *ret);
+
+/*
+ * Pressure triggers.
+ *
+ * freezer_add_pressure_trigger() asks freezerd to watch the group at path
+ * (NULL: the system) and to signal whenever the stall time of resource r
+ * ("full" if full is true, else "some") grows by at least threshold_usec
+ * within window_usec (AddPressureTrigger). The kernel signals at most once per
+ * window. The daemon's rules, each refused with -EINVAL and a message naming
+ * it: threshold_usec not 0 and not above window_usec; window_usec from 500 ms
+ * to 10 s and, unless freezerd has CAP_SYS_RESOURCE, a whole multiple of 2 s;
+ * IRQ only for the system and only full. At most 64 triggers per connection
+ * (-ENOBUFS beyond, LimitsExceeded). -EOPNOTSUPP when the kernel hides or
+ * disables the pressure file. On success *ret_id (if not NULL) receives the
+ * trigger's id, unique in freezerd.
+ *
+ * A trigger belongs to this handle's bus connection: freezer_close() (or a
+ * lost connection) ends all of them. freezer_remove_pressure_trigger() ends one
+ * (path must be the one it was added with, NULL for the system; -EINVAL for
+ * ids that are not this handle's triggers on that object, e.g. triggers that
+ * ended already). After it returns no callback is run for that trigger, even
+ * for signals already received.
+ *
+ * Events are delivered through freezer_dispatch() to the pressure callback:
+ * cb gets the group's path (NULL for a system-wide trigger), the trigger's
+ * id, resource and kind, and reading: the current averages and total of that
+ * kind. When a trigger ends without freezer_remove_pressure_trigger(), the
+ * removed callback gets its path, id, resource, kind and the reason:
+ *   "group-removed"    the cgroup was removed
+ *   "untracked"        the group's subtree was untracked
+ *   "pressure-hidden"  the group's cgroup.pressure was set to 0
+ *   "error"            the kernel reported an error on the trigger
+ *   "daemon-exited"    freezerd left the bus (it stopped or restarted): all of
+ *                      its triggers are gone (reported by libfreezer)
+ * The trigger is forgotten before that callback runs. path and reading (and
+ * reason) are only valid during the call.
+ *
+ * The daemon sends the pressure signals to the trigger's owner only, which
+ * receives them without any bus match: the handle picks them out of what it
+ * receives (with the first trigger it adds one match, for freezerd leaving
+ * the bus). A signal dispatched while no callback is installed is dropped
+ * (a trigger's end still makes the handle forget it). So install the
+ * callbacks first, then add triggers, and call freezer_dispatch() whenever
+ * the fd is readable and after every blocking call (see above).
+ */
+typedef void (*freezer_pressure_callback)(freezer *f, const char *path, uint32_t id, freezer_resource r,
+                                          bool full, const freezer_pressure_line *reading, void *userdata);
+typedef void (*freezer_pressure_removed_callback)(freezer *f, const char *path, uint32_t id,
+                                                  freezer_resource r, bool full, const char *reason,
+                                                  void *userdata);
+
+FREEZER_EXPORT int freezer_add_pressure_trigger(freezer *f, const char *path, freezer_resource r, bool full,
+                                                uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id);
+FREEZER_EXPORT int freezer_remove_pressure_trigger(freezer *f, const char *path, uint32_t id);
+
+/* Install (or replace, or with cb == NULL remove) the pressure callback and
+ * the pressure-removed callback. Neither call talks to the bus. */
+FREEZER_EXPORT int freezer_set_pressure_callback(freezer *f, freezer_pressure_callback cb, void *userdata);
+FREEZER_EXPORT int freezer_set_pressure_removed_callback(freezer *f, freezer_pressure_removed_callback cb,
+                                                         void *userdata);
 
 #ifdef __cplusplus
 }

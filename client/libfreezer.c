@@ -37,6 +37,16 @@ typedef struct state_entry {
         bool have_frozen;
 } state_entry;
 
+/* A pressure trigger this handle added. */
+typedef struct trigger_entry {
+        uint32_t id;
+        char *object;   /* the group's object path; NULL: the Manager (system-wide) */
+        char *path;     /* the group's path; NULL: system-wide */
+        char *owner;    /* unique bus name of the freezerd that holds it */
+        freezer_resource resource;
+        bool full;
+} trigger_entry;
+
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
@@ -52,6 +62,22 @@ struct freezer {
         state_entry *cache;     /* sorted by object */
         size_t n_cache;
         size_t n_cache_allocated;
+
+        sd_bus_slot *group_slot;        /* InterfacesAdded/Removed */
+        freezer_group_callback group_cb;
+        void *group_userdata;
+
+        /* Pressure triggers added through this handle, and the matches for
+         * their signals (installed with the first trigger, kept). */
+        trigger_entry *triggers;
+        size_t n_triggers;
+        size_t n_triggers_allocated;
+        sd_bus_slot *pressure_slot;     /* PressureExceeded, PressureTriggerRemoved */
+        sd_bus_slot *owner_slot;        /* NameOwnerChanged of the service */
+        freezer_pressure_callback pressure_cb;
+        void *pressure_userdata;
+        freezer_pressure_removed_callback pressure_removed_cb;
+        void *pressure_removed_userdata;
 };
 
 static const char *const state_table[] = {
@@ -247,11 +273,24 @@ static void cache_clear(freezer *f) {
         f->n_cache = f->n_cache_allocated = 0;
 }
 
+static void trigger_entry_clear(trigger_entry *t) {
+        free(t->object);
+        free(t->path);
+        free(t->owner);
+        *t = (trigger_entry) {};
+}
+
 FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         if (!f)
                 return NULL;
 
         sd_bus_slot_unref(f->match_slot);
+        sd_bus_slot_unref(f->group_slot);
+        sd_bus_slot_unref(f->pressure_slot);
+        sd_bus_slot_unref(f->owner_slot);
+        for (size_t i = 0; i < f->n_triggers; i++)
+                trigger_entry_clear(&f->triggers[i]);
+        free(f->triggers);
         cache_clear(f);
         sd_bus_error_free(&f->error);
         sd_bus_flush_close_unref(f->bus);
@@ -349,6 +388,22 @@ static void cache_update(freezer *f, const char *object,
                 e->frozen = frozen;
                 e->have_frozen = true;
         }
+}
+
+static void cache_remove(freezer *f, const char *object) {
+        bool found;
+        size_t i;
+
+        if (f->n_cache == 0)
+                return;
+
+        i = cache_search(f, object, &found);
+        if (!found)
+                return;
+
+        free(f->cache[i].object);
+        memmove(f->cache + i, f->cache + i + 1, (f->n_cache - i - 1) * sizeof(state_entry));
+        f->n_cache--;
 }
 
 /* ---- method calls ---- */
@@ -1024,6 +1079,59 @@ static int get_group_frozen(freezer *f, const char *object, bool *ret) {
         return 0;
 }
 
+/* Read an a{sv} of group properties: FreezerState and Frozen where present,
+ * everything else skipped. */
+static int read_state_dict(sd_bus_message *m, bool *have_state, freezer_state *state,
+                           bool *have_frozen, bool *frozen) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+
+        for (;;) {
+                const char *name;
+
+                r = sd_bus_message_enter_container(m, 'e', "sv");
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+
+                r = sd_bus_message_read(m, "s", &name);
+                if (r < 0)
+                        return r;
+
+                if (streq(name, "FreezerState")) {
+                        const char *s;
+
+                        r = sd_bus_message_read(m, "v", "s", &s);
+                        if (r < 0)
+                                return r;
+                        *state = freezer_state_from_string(s);
+                        *have_state = true;
+                } else if (streq(name, "Frozen")) {
+                        int b;
+
+                        r = sd_bus_message_read(m, "v", "b", &b);
+                        if (r < 0)
+                                return r;
+                        *frozen = b;
+                        *have_frozen = true;
+                } else {
+                        r = sd_bus_message_skip(m, "v");
+                        if (r < 0)
+                                return r;
+                }
+
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+
+        return sd_bus_message_exit_container(m);
+}
+
 static int on_properties_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const char *interface, *object;
@@ -1049,51 +1157,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, _unused_ sd_
         if (r < 0 || !streq(interface, FREEZER_GROUP_INTERFACE))
                 return 0;
 
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return 0;
-
-        for (;;) {
-                const char *name;
-
-                r = sd_bus_message_enter_container(m, 'e', "sv");
-                if (r < 0)
-                        return 0;
-                if (r == 0)
-                        break;
-
-                r = sd_bus_message_read(m, "s", &name);
-                if (r < 0)
-                        return 0;
-
-                if (streq(name, "FreezerState")) {
-                        const char *s;
-
-                        r = sd_bus_message_read(m, "v", "s", &s);
-                        if (r < 0)
-                                return 0;
-                        state = freezer_state_from_string(s);
-                        have_state = true;
-                } else if (streq(name, "Frozen")) {
-                        int b;
-
-                        r = sd_bus_message_read(m, "v", "b", &b);
-                        if (r < 0)
-                                return 0;
-                        frozen = b;
-                        have_frozen = true;
-                } else {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return 0;
-                }
-
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return 0;
-        }
-
-        r = sd_bus_message_exit_container(m);
+        r = read_state_dict(m, &have_state, &state, &have_frozen, &frozen);
         if (r < 0)
                 return 0;
 
@@ -1170,5 +1234,655 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 
         f->state_cb = cb;
         f->state_userdata = userdata;
+        return 0;
+}
+
+/* ---- groups appearing and disappearing ---- */
+
+static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        freezer_state state = FREEZER_STATE_UNKNOWN;
+        bool added, is_group = false, have_state = false, have_frozen = false, frozen = false;
+        _cleanup_free_ char *path = NULL;
+        const char *object;
+        int r;
+
+        /* Malformed signals are ignored, as in on_properties_changed(). */
+
+        if (!f->group_cb)
+                return 0;
+
+        if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded"))
+                added = true;
+        else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"))
+                added = false;
+        else
+                return 0;
+
+        r = sd_bus_message_read(m, "o", &object);
+        if (r < 0)
+                return 0;
+
+        if (added) {
+                r = sd_bus_message_enter_container(m, 'a', "{sa{sv}}");
+                if (r < 0)
+                        return 0;
+
+                for (;;) {
+                        const char *interface;
+
+                        r = sd_bus_message_enter_container(m, 'e', "sa{sv}");
+                        if (r < 0)
+                                return 0;
+                        if (r == 0)
+                                break;
+
+                        r = sd_bus_message_read(m, "s", &interface);
+                        if (r < 0)
+                                return 0;
+
+                        if (streq(interface, FREEZER_GROUP_INTERFACE)) {
+                                is_group = true;
+                                r = read_state_dict(m, &have_state, &state, &have_frozen, &frozen);
+                        } else
+                                r = sd_bus_message_skip(m, "a{sv}");
+                        if (r < 0)
+                                return 0;
+
+                        r = sd_bus_message_exit_container(m);
+                        if (r < 0)
+                                return 0;
+                }
+        } else {
+                const char *interface;
+
+                r = sd_bus_message_enter_container(m, 'a', "s");
+                if (r < 0)
+                        return 0;
+
+                while ((r = sd_bus_message_read(m, "s", &interface)) > 0)
+                        if (streq(interface, FREEZER_GROUP_INTERFACE))
+                                is_group = true;
+                if (r < 0)
+                        return 0;
+        }
+
+        if (!is_group)
+                return 0;
+
+        r = group_object_to_path(object, &path);
+        if (r <= 0)
+                return 0;
+
+        if (added)
+                cache_update(f, object, have_state, state, have_frozen, frozen);
+        else
+                cache_remove(f, object);
+
+        f->group_cb(f, path, added, added && have_state ? state : FREEZER_STATE_UNKNOWN, f->group_userdata);
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata) {
+        int r;
+
+        if (!f)
+                return -EINVAL;
+
+        if (!cb) {
+                f->group_slot = sd_bus_slot_unref(f->group_slot);
+                f->group_cb = NULL;
+                f->group_userdata = NULL;
+                return 0;
+        }
+
+        if (!f->group_slot) {
+                r = sd_bus_add_match(f->bus, &f->group_slot,
+                                     "type='signal',"
+                                     "sender='" FREEZER_SERVICE "',"
+                                     "interface='org.freedesktop.DBus.ObjectManager',"
+                                     "path='" FREEZER_MANAGER_PATH "'",
+                                     on_interfaces_changed, f);
+                if (r < 0)
+                        return error_set(f, r);
+        }
+
+        f->group_cb = cb;
+        f->group_userdata = userdata;
+        return 0;
+}
+
+/* ---- pressure ---- */
+
+#define FREEZER_ERROR_NOT_SUPPORTED FREEZER_ERROR_PREFIX "NotSupported"
+
+static const char *const resource_table[] = {
+        [FREEZER_RESOURCE_CPU] = "cpu",
+        [FREEZER_RESOURCE_MEMORY] = "memory",
+        [FREEZER_RESOURCE_IO] = "io",
+        [FREEZER_RESOURCE_IRQ] = "irq",
+};
+
+static const char *const pressure_property_table[] = {
+        [FREEZER_RESOURCE_CPU] = "CpuPressure",
+        [FREEZER_RESOURCE_MEMORY] = "MemoryPressure",
+        [FREEZER_RESOURCE_IO] = "IoPressure",
+        [FREEZER_RESOURCE_IRQ] = "IrqPressure",
+};
+
+FREEZER_EXPORT const char *freezer_resource_to_string(freezer_resource r) {
+        if ((unsigned) r >= ELEMENTSOF(resource_table))
+                return NULL;
+        return resource_table[r];
+}
+
+FREEZER_EXPORT int freezer_resource_from_string(const char *s) {
+        if (!s)
+                return -EINVAL;
+
+        for (size_t i = 0; i < ELEMENTSOF(resource_table); i++)
+                if (streq(resource_table[i], s))
+                        return (int) i;
+
+        return -EINVAL;
+}
+
+/* Fail with a D-Bus error of our own making (name and message). */
+static int error_set_named(freezer *f, const char *name, const char *message) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_error_set(&e, name, message);
+        return error_take(f, &e, r);
+}
+
+/* The object path of the group at path (Manager.GetGroup, which validates the
+ * path and makes the daemon track the group if it does not yet). */
+static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *object;
+        char *copy;
+        int r;
+
+        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
+                               "GetGroup", error, &reply, "s", path);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_read(reply, "o", &object);
+        if (r < 0)
+                return r;
+
+        copy = strdup(object);
+        if (!copy)
+                return -ENOMEM;
+
+        *ret = copy;
+        return 0;
+}
+
+/* "/" or "/a/b", as the daemon keeps paths: then the group's object path is
+ * known without asking (sd_bus_path_encode() of it, like the daemon's). */
+static bool path_is_normalized(const char *path) {
+        if (path[0] != '/')
+                return false;
+        if (path[1] == 0)
+                return true;
+
+        for (const char *p = path; *p; p++)
+                if (*p == '/' && (p[1] == '/' || p[1] == 0))
+                        return false;
+
+        return true;
+}
+
+static int read_pressure_line(sd_bus_message *m, freezer_pressure_line *l) {
+        return sd_bus_message_read(m, "(dddt)", &l->avg10, &l->avg60, &l->avg300, &l->total_usec);
+}
+
+static int get_pressure_property(freezer *f, const char *object, const char *interface, freezer_resource res,
+                                 freezer_pressure *ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        freezer_pressure p = {};
+        int r;
+
+        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, object, "org.freedesktop.DBus.Properties", "Get",
+                               error, &reply, "ss", interface, pressure_property_table[res]);
+        if (r < 0)
+                return r;
+
+        if (res == FREEZER_RESOURCE_IRQ) {
+                r = sd_bus_message_enter_container(reply, 'v', "(dddt)");
+                if (r < 0)
+                        return r;
+                r = read_pressure_line(reply, &p.full);
+                if (r < 0)
+                        return r;
+        } else {
+                r = sd_bus_message_enter_container(reply, 'v', "((dddt)(dddt))");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_enter_container(reply, 'r', "(dddt)(dddt)");
+                if (r < 0)
+                        return r;
+                r = read_pressure_line(reply, &p.some);
+                if (r < 0)
+                        return r;
+                r = read_pressure_line(reply, &p.full);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+
+        r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+
+        *ret = p;
+        return 0;
+}
+
+static int get_pressure(freezer *f, const char *path, freezer_resource res, freezer_pressure *ret,
+                        sd_bus_error *error) {
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        if (!path)
+                return get_pressure_property(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, res, ret, error);
+
+        /* One round trip for a group the daemon publishes: Get on the object
+         * path we derive. Anything the daemon does not publish under that
+         * path (an untracked group, a path it would refuse) goes through
+         * GetGroup, which tracks the group or says what is wrong. */
+        if (path_is_normalized(path)) {
+                r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &object);
+                if (r < 0)
+                        return r;
+
+                r = get_pressure_property(f, object, FREEZER_GROUP_INTERFACE, res, ret, error);
+                if (r >= 0 || !sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_OBJECT))
+                        return r;
+
+                sd_bus_error_free(error);
+                object = mfree(object);
+        }
+
+        r = group_object_get(f, path, &object, error);
+        if (r < 0)
+                return r;
+
+        return get_pressure_property(f, object, FREEZER_GROUP_INTERFACE, res, ret, error);
+}
+
+FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_resource res, freezer_pressure *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret)
+                *ret = (freezer_pressure) {};
+        if (!f)
+                return -EINVAL;
+        if (!ret || (unsigned) res >= ELEMENTSOF(resource_table))
+                return error_set(f, -EINVAL);
+
+        if (path && res == FREEZER_RESOURCE_IRQ)
+                return error_set_named(f, FREEZER_ERROR_NOT_SUPPORTED,
+                                       "IRQ pressure is published for the system only (a NULL path)");
+
+        r = get_pressure(f, path, res, ret, &error);
+        if (r < 0) {
+                *ret = (freezer_pressure) {};
+                return error_take(f, &error, r);
+        }
+
+        return 0;
+}
+
+/* -- triggers -- */
+
+static trigger_entry *trigger_get(freezer *f, uint32_t id) {
+        for (size_t i = 0; i < f->n_triggers; i++)
+                if (f->triggers[i].id == id)
+                        return &f->triggers[i];
+        return NULL;
+}
+
+static void trigger_forget(freezer *f, trigger_entry *t) {
+        size_t i = (size_t) (t - f->triggers);
+
+        trigger_entry_clear(t);
+        memmove(f->triggers + i, f->triggers + i + 1, (f->n_triggers - i - 1) * sizeof(trigger_entry));
+        f->n_triggers--;
+}
+
+/* Take over *t (zeroed on success). */
+static int trigger_remember(freezer *f, trigger_entry *t) {
+        trigger_entry *old;
+
+        /* An id known already belongs to a trigger we missed the end of: the
+         * daemon hands out each id once at a time. */
+        old = trigger_get(f, t->id);
+        if (old)
+                trigger_forget(f, old);
+
+        if (f->n_triggers >= f->n_triggers_allocated) {
+                size_t n = f->n_triggers_allocated > 0 ? f->n_triggers_allocated * 2 : 8;
+                trigger_entry *a;
+
+                a = reallocarray(f->triggers, n, sizeof(trigger_entry));
+                if (!a)
+                        return -ENOMEM;
+                f->triggers = a;
+                f->n_triggers_allocated = n;
+        }
+
+        f->triggers[f->n_triggers++] = *t;
+        *t = (trigger_entry) {};
+        return 0;
+}
+
+/* The trigger a pressure signal is about: ours, from the freezerd that holds
+ * it, sent by the object it belongs to. */
+static trigger_entry *trigger_of_signal(freezer *f, sd_bus_message *m, uint32_t id) {
+        const char *sender = sd_bus_message_get_sender(m),
+                *object = sd_bus_message_get_path(m),
+                *interface = sd_bus_message_get_interface(m);
+        trigger_entry *t;
+
+        t = trigger_get(f, id);
+        if (!t || !sender || !object || !interface)
+                return NULL;
+        if (!streq(sender, t->owner))
+                return NULL;
+        if (!streq(object, t->object ?: FREEZER_MANAGER_PATH))
+                return NULL;
+        if (!streq(interface, t->object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE))
+                return NULL;
+        return t;
+}
+
+static void pressure_exceeded(freezer *f, sd_bus_message *m) {
+        _cleanup_free_ char *path = NULL;
+        freezer_pressure_line line;
+        const char *resource, *kind;
+        freezer_resource res;
+        trigger_entry *t;
+        uint32_t id;
+        bool full;
+        int r;
+
+        r = sd_bus_message_read(m, "uss", &id, &resource, &kind);
+        if (r < 0)
+                return;
+        r = read_pressure_line(m, &line);
+        if (r < 0)
+                return;
+
+        t = trigger_of_signal(f, m, id);
+        if (!t || !f->pressure_cb)
+                return;
+
+        /* The callback may remove the trigger: keep what it is given. */
+        if (t->path) {
+                path = strdup(t->path);
+                if (!path)
+                        return;
+        }
+        res = t->resource;
+        full = t->full;
+
+        f->pressure_cb(f, path, id, res, full, &line, f->pressure_userdata);
+}
+
+static void pressure_trigger_ended(freezer *f, trigger_entry *t, const char *reason) {
+        _cleanup_free_ char *path = TAKE_PTR(t->path);
+        freezer_resource res = t->resource;
+        bool full = t->full;
+        uint32_t id = t->id;
+
+        trigger_forget(f, t);
+
+        if (f->pressure_removed_cb)
+                f->pressure_removed_cb(f, path, id, res, full, reason, f->pressure_removed_userdata);
+}
+
+static void pressure_trigger_removed(freezer *f, sd_bus_message *m) {
+        _cleanup_free_ char *reason = NULL;
+        const char *s;
+        trigger_entry *t;
+        uint32_t id;
+        int r;
+
+        r = sd_bus_message_read(m, "us", &id, &s);
+        if (r < 0)
+                return;
+
+        t = trigger_of_signal(f, m, id);
+        if (!t)
+                return;
+
+        reason = strdup(s);
+        if (!reason)
+                return;
+
+        pressure_trigger_ended(f, t, reason);
+}
+
+/* A filter, not a match: the daemon sends its pressure signals to the owner
+ * of the trigger only, and the bus delivers such signals without any match
+ * rule. So nothing needs to be asked of the bus, and no broadcast signal of
+ * the daemon wakes us up for it. */
+static int on_pressure_signal(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        if (f->n_triggers == 0)
+                return 0;
+
+        if (sd_bus_message_is_signal(m, NULL, "PressureExceeded"))
+                pressure_exceeded(f, m);
+        else if (sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
+                pressure_trigger_removed(f, m);
+
+        return 0; /* others may want it, too */
+}
+
+/* freezerd left the bus: whatever it held is gone with it. */
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        _cleanup_free_ char *old = NULL;
+        const char *name, *old_owner, *new_owner;
+        int r;
+
+        r = sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner);
+        if (r < 0 || !streq(name, FREEZER_SERVICE) || !*old_owner)
+                return 0;
+
+        old = strdup(old_owner);
+        if (!old)
+                return 0;
+
+        /* One at a time: a callback may add or remove triggers. */
+        for (;;) {
+                trigger_entry *t = NULL;
+
+                for (size_t i = 0; i < f->n_triggers && !t; i++)
+                        if (streq_ptr(f->triggers[i].owner, old))
+                                t = &f->triggers[i];
+                if (!t)
+                        break;
+
+                pressure_trigger_ended(f, t, "daemon-exited");
+        }
+
+        return 0;
+}
+
+static int pressure_setup(freezer *f) {
+        int r;
+
+        if (!f->pressure_slot) {
+                r = sd_bus_add_filter(f->bus, &f->pressure_slot, on_pressure_signal, f);
+                if (r < 0)
+                        return r;
+        }
+
+        if (!f->owner_slot) {
+                r = sd_bus_add_match(f->bus, &f->owner_slot,
+                                     "type='signal',"
+                                     "sender='org.freedesktop.DBus',"
+                                     "path='/org/freedesktop/DBus',"
+                                     "interface='org.freedesktop.DBus',"
+                                     "member='NameOwnerChanged',"
+                                     "arg0='" FREEZER_SERVICE "'",
+                                     on_name_owner_changed, f);
+                if (r < 0)
+                        return r;
+        }
+
+        return 0;
+}
+
+static int add_pressure_trigger(freezer *f, const char *path, freezer_resource res, bool full,
+                                uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
+                                sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(trigger_entry_clear) trigger_entry t = {};
+        const char *owner;
+        uint32_t id;
+        int r;
+
+        r = pressure_setup(f);
+        if (r < 0)
+                return r;
+
+        if (path) {
+                r = group_object_get(f, path, &t.object, error);
+                if (r < 0)
+                        return r;
+
+                r = group_object_to_path(t.object, &t.path);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        t.path = strdup(path);
+                        if (!t.path)
+                                return -ENOMEM;
+                }
+        }
+
+        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, t.object ?: FREEZER_MANAGER_PATH,
+                               t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                               "AddPressureTrigger", error, &reply, "sstt",
+                               resource_table[res], full ? "full" : "some", threshold_usec, window_usec);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_read(reply, "u", &id);
+        if (r < 0)
+                return r;
+
+        owner = sd_bus_message_get_sender(reply);
+        t.owner = strdup(owner ?: "");
+        t.id = id;
+        t.resource = res;
+        t.full = full;
+
+        if (!t.owner || trigger_remember(f, &t) < 0) {
+                /* Do not leave a trigger behind that nobody can see. */
+                (void) sd_bus_call_method(f->bus, FREEZER_SERVICE, t.object ?: FREEZER_MANAGER_PATH,
+                                          t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                                          "RemovePressureTrigger", NULL, NULL, "u", id);
+                return -ENOMEM;
+        }
+
+        if (ret_id)
+                *ret_id = id;
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_add_pressure_trigger(freezer *f, const char *path, freezer_resource res, bool full,
+                                                uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret_id)
+                *ret_id = 0;
+        if (!f)
+                return -EINVAL;
+        if ((unsigned) res >= ELEMENTSOF(resource_table))
+                return error_set(f, -EINVAL);
+
+        r = add_pressure_trigger(f, path, res, full, threshold_usec, window_usec, ret_id, &error);
+        if (r < 0)
+                return error_take(f, &error, r);
+
+        return 0;
+}
+
+static int remove_pressure_trigger(freezer *f, const char *path, uint32_t id, sd_bus_error *error) {
+        _cleanup_free_ char *object = NULL;
+        trigger_entry *t;
+        int r;
+
+        t = trigger_get(f, id);
+
+        if (!path)
+                object = strdup(FREEZER_MANAGER_PATH);
+        else if (t && t->path && streq(path, t->path))
+                object = strdup(t->object);
+        else {
+                r = group_object_get(f, path, &object, error);
+                if (r < 0)
+                        return r;
+        }
+        if (!object)
+                return -ENOMEM;
+
+        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, object,
+                               path ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                               "RemovePressureTrigger", error, NULL, "u", id);
+        if (r < 0)
+                return r;
+
+        /* sd_bus_call() runs no callbacks: look it up again all the same. */
+        t = trigger_get(f, id);
+        if (t && streq(object, t->object ?: FREEZER_MANAGER_PATH))
+                trigger_forget(f, t);
+
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_remove_pressure_trigger(freezer *f, const char *path, uint32_t id) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (!f)
+                return -EINVAL;
+
+        r = remove_pressure_trigger(f, path, id, &error);
+        if (r < 0)
+                return error_take(f, &error, r);
+
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_set_pressure_callback(freezer *f, freezer_pressure_callback cb, void *userdata) {
+        if (!f)
+                return -EINVAL;
+
+        f->pressure_cb = cb;
+        f->pressure_userdata = cb ? userdata : NULL;
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_set_pressure_removed_callback(freezer *f, freezer_pressure_removed_callback cb,
+                                                         void *userdata) {
+        if (!f)
+                return -EINVAL;
+
+        f->pressure_removed_cb = cb;
+        f->pressure_removed_userdata = cb ? userdata : NULL;
         return 0;
 }

@@ -1,0 +1,458 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezectl pressure and freezectl watch against freezerd and the real kernel.
+
+  /w/hog   CPU hogs, more than there are CPUs (at least 4): cpu "some" pressure
+           in /w/hog and, the kernel's accounting being hierarchical, in /w
+  /w/nap   one `sleep`: frozen and thawed while watch runs
+  /hidden  cgroup.pressure set to 0: the kernel hides its pressure files
+
+Checks:
+  * `pressure /w/hog` (text) and `--json pressure /w/hog` equal a direct read of
+    cpu/memory/io.pressure taken around the command (totals between the two
+    reads, averages equal to one of them: within one 2-s update); so does the
+    system's (`pressure`, `--json pressure`) against /proc/pressure/*, with irq
+    there exactly where the kernel has /proc/pressure/irq;
+  * `pressure /hidden` exits 0 and shows every resource as "not available:"
+    with freezerd's reason (cgroup.pressure is 0); --json gives NotSupported
+    and the message; `pressure /nope` exits 1 with nothing on stdout;
+  * `--json watch /w --trigger=cpu:some:100ms:2s` prints a "watching" line
+    naming its trigger (freezerd then holds one more fd), "state" lines for a
+    freeze and a thaw of /w/nap, "added"/"removed" for /w/new, and a "pressure"
+    event of its trigger on /w within two windows; every line is one JSON
+    object with "time" and "event"; on SIGINT it exits 0 and removes its
+    trigger itself (freezerd's fd count is back, and freezerd did not have to
+    drop the trigger of a disconnected client);
+  * text `watch /w` prints "state" lines and exits 0 on SIGTERM;
+  * a malformed --trigger exits 2, one freezerd refuses exits 1 before the
+    "watching" line, and watch exits 1 when the bus goes away;
+  * removing the group of watch's trigger gives "trigger-removed" (reason
+    group-removed) before "removed"; freezerd exiting ends a system-wide
+    trigger ("path": null) with "daemon-exited"; watch goes on in both cases
+    and exits 0 on the signal.
+No sleeps: watch's output is read through the harness's event loop with a
+deadline, processes are waited for through pidfds."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ERROR_NOT_SUPPORTED = 'org.freezerd.Freezer1.Error.NotSupported'
+HOG = ['sh', '-c', 'while :; do :; done']
+WINDOW = 2.0                # seconds: the trigger's window (a whole multiple of 2 s)
+SLACK = 2.0 * ft.TIMEOUT_MULTIPLIER
+RESOURCES = ('cpu', 'memory', 'io')
+TIME_RE = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$')
+TEXT_LINE_RE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (\S+) +(.*)$')
+
+
+# ---- pressure files ---------------------------------------------------------------------------------------------
+
+def read_pressure_file(path):
+    """{'some': (avg10, avg60, avg300, total), 'full': (...)} of a *.pressure file."""
+    out = {}
+    with open(path) as f:
+        for line in f.read().splitlines():
+            kind, *fields = line.split()
+            vals = dict(x.split('=') for x in fields)
+            out[kind] = (float(vals['avg10']), float(vals['avg60']), float(vals['avg300']), int(vals['total']))
+    return out
+
+
+def read_all(files):
+    return {res: read_pressure_file(path) for res, path in files.items()}
+
+
+def same_avgs(a, b):
+    return all(round(x, 2) == round(y, 2) for x, y in zip(a[:3], b[:3]))
+
+
+def within_one_update(before, got, after, tolerance=0):
+    """got (through freezerd) lies between the direct reads before and after: each total
+    between theirs (give or take the rounding of the text output), the averages (updated
+    every 2 s) equal to one of theirs."""
+    for kind, g in got.items():
+        b, a = before[kind], after[kind]
+        if not b[3] - tolerance <= g[3] <= a[3] + tolerance:
+            return False
+        if not (same_avgs(g, b) or same_avgs(g, a)):
+            return False
+    return True
+
+
+def parse_total(s):
+    """A TOTAL of the text table back to (usec, how far the rounding may be off)."""
+    if s == '0':
+        return 0, 0
+    for pattern, scale, tol in ((r'(\d+)us', 1, 0), (r'([\d.]+)ms', 1e3, 50), (r'([\d.]+)s', 1e6, 5e3)):
+        m = re.fullmatch(pattern, s)
+        if m:
+            return float(m.group(1)) * scale, tol
+    m = re.fullmatch(r'(\d+)min ([\d.]+)s', s)
+    if m:
+        return int(m.group(1)) * 60e6 + float(m.group(2)) * 1e6, 5e4
+    m = re.fullmatch(r'(\d+)h (\d+)min', s)
+    if m:
+        return (int(m.group(1)) * 60 + int(m.group(2))) * 60e6, 30e6
+    m = re.fullmatch(r'(\d+)d (\d+)h', s)
+    if m:
+        return (int(m.group(1)) * 24 + int(m.group(2))) * 3600e6, 1800e6
+    ft.fail(f'unexpected TOTAL {s!r}')
+
+
+def parse_table(text):
+    """freezectl pressure's table: ({resource: {kind: (avg10, avg60, avg300, total)}}, tolerance of the
+    totals, {resource: reason} of the rows "not available")."""
+    lines = text.splitlines()
+    ft.check(lines and lines[0].split() == ['RESOURCE', 'KIND', 'AVG10', 'AVG60', 'AVG300', 'TOTAL'],
+             'the table has its header', text)
+    rows, unavailable, tol = {}, {}, 0
+    for line in lines[1:]:
+        m = re.fullmatch(r'(\S+) +not available: (.*)', line)
+        if m:
+            unavailable[m.group(1)] = m.group(2)
+            continue
+        res, kind, a10, a60, a300, total = line.split(None, 5)
+        usec, t = parse_total(total)
+        tol = max(tol, t)
+        rows.setdefault(res, {})[kind] = (float(a10), float(a60), float(a300), usec)
+    return rows, tol, unavailable
+
+
+def json_kinds(r):
+    return {k: (v['avg10'], v['avg60'], v['avg300'], v['total_usec']) for k, v in r.items()}
+
+
+def fds(pid):
+    """{fd: what it is} of a process."""
+    out = {}
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            out[int(fd)] = os.readlink(f'/proc/{pid}/fd/{fd}')
+        except OSError:
+            pass
+    return out
+
+
+def fd_count(pid):
+    return len(fds(pid))
+
+
+# ---- freezectl watch ---------------------------------------------------------------------------------------------
+
+class Watch:
+    """freezectl watch in the background; its output is read line by line through the
+    harness's event loop, so that waiting for a line has a deadline and no sleep."""
+
+    def __init__(self, address, *args):
+        self.argv = [ft.FREEZECTL_BIN, f'--address={address}', 'watch', *args]
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, preexec_fn=ft._child_setup())
+        self.buf = b''
+        self.lines = []
+        self.eof = False
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        ft.loop().add_reader(self.proc.stdout, self._on_read)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _on_read(self):
+        try:
+            data = os.read(self.proc.stdout.fileno(), 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self.eof = True
+            ft.loop().remove_reader(self.proc.stdout)
+            return
+        self.buf += data
+        *complete, self.buf = self.buf.split(b'\n')
+        self.lines += [x.decode() for x in complete]
+
+    def events(self):
+        return [json.loads(x) for x in self.lines]
+
+    def stderr(self):
+        return self.proc.stderr.read().decode(errors='replace') if self.proc.poll() is not None else ''
+
+    def wait_line(self, predicate, timeout=None, what='a line'):
+        """The first line (or, with parse, event) that predicate accepts; fail at the deadline,
+        or at once if watch exits first."""
+        def find():
+            for x in self.lines:
+                if predicate(x):
+                    return x
+            if self.eof and self.proc.poll() is not None:
+                ft.fail(f'watch exited ({self.proc.returncode}) before {what}: {self.lines} {self.stderr()}')
+            return None
+        return ft.wait_for(find, timeout=timeout, what=f'{what} from watch (so far: {self.lines})')
+
+    def wait_event(self, predicate, timeout=None, what='an event'):
+        return json.loads(self.wait_line(lambda x: predicate(json.loads(x)), timeout, what))
+
+    def stop(self, sig, timeout=None):
+        """Send sig, wait for the exit (pidfd), read what is left; returns the exit status."""
+        self.proc.send_signal(sig)
+        status = ft._wait_pidfd_exit(self.proc, ft.DEFAULT_TIMEOUT if timeout is None else timeout)
+        if status is None:
+            ft.fail(f'watch did not exit after {signal.Signals(sig).name}')
+        ft.wait_for(lambda: self.eof, what='the end of watch\'s output')
+        return status
+
+    def close(self):
+        ft.loop().remove_reader(self.proc.stdout)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+# ---- the test ---------------------------------------------------------------------------------------------------
+
+def check_pressure_cli(sc, bus):
+    group_files = {res: sc.abspath('/w/hog', f'{res}.pressure') for res in RESOURCES}
+    system_files = {res: f'/proc/pressure/{res}' for res in RESOURCES}
+    have_irq = os.path.exists('/proc/pressure/irq')
+    if have_irq:
+        system_files['irq'] = '/proc/pressure/irq'
+
+    for label, args, files in (('/w/hog', ['/w/hog'], group_files), ('the system', [], system_files)):
+        # text
+        before = read_all(files)
+        r = ft.freezectl('pressure', *args)
+        after = read_all(files)
+        rows, tol, unavailable = parse_table(r.stdout)
+        ft.check_equal(unavailable, {}, f'pressure of {label}: every resource available')
+        ft.check_equal(sorted(rows), sorted(files), f'pressure of {label}: a row for each resource')
+        for res in files:
+            want_kinds = ['full'] if res == 'irq' else ['some', 'full']
+            ft.check_equal(sorted(rows[res]), sorted(want_kinds), f'pressure of {label}: {res} has {want_kinds}')
+            ft.check(within_one_update(before[res], rows[res], after[res], tol),
+                     f'pressure of {label}: the {res} rows equal {files[res]} within one update',
+                     f'{before[res]} / {rows[res]} / {after[res]}')
+        # JSON
+        before = read_all(files)
+        r = ft.freezectl('--json', 'pressure', *args)
+        after = read_all(files)
+        o = json.loads(r.stdout)
+        ft.check_equal(o['path'], args[0] if args else None, f'--json pressure of {label}: path')
+        ft.check_equal(sorted(k for k in o if k != 'path'), sorted(files),
+                       f'--json pressure of {label}: a key for each resource'
+                       + (' (irq included: the kernel has it)' if have_irq and not args else ''))
+        for res in files:
+            got = json_kinds(o[res])
+            ft.check(within_one_update(before[res], got, after[res]),
+                     f'--json pressure of {label}: {res} equals {files[res]} within one update',
+                     f'{before[res]} / {got} / {after[res]}')
+    busy = json.loads(ft.freezectl('--json', 'pressure', '/w/hog').stdout)['cpu']['some']
+    ft.check(busy['total_usec'] > 0, 'the CPU hogs have cpu some pressure', busy)
+
+    # hidden, and missing
+    r = ft.freezectl('pressure', '/hidden')
+    _rows, _tol, unavailable = parse_table(r.stdout)
+    ft.check_equal(sorted(unavailable), sorted(RESOURCES), 'pressure /hidden: every resource "not available"')
+    ft.check(all('cgroup.pressure is 0' in why for why in unavailable.values()),
+             'pressure /hidden: the reason is freezerd\'s (cgroup.pressure is 0)', unavailable)
+    o = json.loads(ft.freezectl('--json', 'pressure', '/hidden').stdout)
+    ft.check(all(o[res]['error'] == ERROR_NOT_SUPPORTED and 'cgroup.pressure is 0' in o[res]['message']
+                 and 'some' not in o[res] for res in RESOURCES),
+             '--json pressure /hidden: NotSupported with freezerd\'s message for each resource', o)
+    r = ft.freezectl('pressure', '/nope', check=False)
+    ft.check(r.returncode == 1 and r.stdout == '' and 'NoSuchGroup' in r.stderr
+             and len(r.stderr.splitlines()) == 1,
+             'pressure /nope: exit 1, nothing on stdout, one line naming NoSuchGroup', r)
+
+
+def check_watch_json(sc, bus, d):
+    c = d.client
+    c.add_match(type='signal', sender='org.freedesktop.DBus', interface='org.freedesktop.DBus',
+                member='NameOwnerChanged')
+    # freezerd keeps some files open once used: /w's pressure files after a GetAll (watch
+    # reads /w through freezer_get_group()), /w/nap's cgroup.freeze after a freeze.  Have
+    # that done before counting, so that the count tells about the trigger only.
+    c.get_all(ft.group_object('/w'), ft.GROUP_IFACE)
+    c.call('Freeze', '/w/nap', 0, 0)
+    c.call('Thaw', '/w/nap', 0, 0)
+    fds_before = fds(d.pid)
+    rec = ft.SignalRecorder(c)
+
+    with Watch(bus.address, '--json', '/w', f'--trigger=cpu:some:100ms:{WINDOW:g}s') as w:
+        first = w.wait_event(lambda e: True, what='the first line')
+        armed = time.monotonic()
+        ft.check(first['event'] == 'watching' and first['path'] == '/w' and len(first['triggers']) == 1,
+                 'watch starts with a "watching" line naming /w and its trigger', first)
+        trig = first['triggers'][0]
+        ft.check_equal((trig['resource'], trig['kind'], trig['threshold_usec'], trig['window_usec']),
+                       ('cpu', 'some', 100_000, int(WINDOW * 1e6)), 'the trigger is the one asked for')
+        tid = trig['id']
+        now = fds(d.pid)
+        ft.check(len(now) == len(fds_before) + 1, 'freezerd holds one fd for the session\'s trigger',
+                 {k: v for k, v in now.items() if fds_before.get(k) != v})
+
+        # freeze and thaw a group below /w
+        c.call('Freeze', '/w/nap', 0, 0)
+        e = w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'frozen',
+                         what='a state line: /w/nap frozen')
+        ft.check(e['frozen'] is True, 'state line: /w/nap frozen, "frozen": true', e)
+        c.call('Thaw', '/w/nap', 0, 0)
+        e = w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'running',
+                         what='a state line: /w/nap running')
+        ft.check(e['frozen'] is False, 'state line: /w/nap running, "frozen": false', e)
+
+        # a group appears and goes
+        sc.mkdir('/w/new')
+        e = w.wait_event(lambda e: e['event'] == 'added' and e['path'] == '/w/new', what='an added line')
+        ft.check_equal(e['state'], 'running', 'added line: /w/new running')
+        sc.rmdir('/w/new')
+        w.wait_event(lambda e: e['event'] == 'removed' and e['path'] == '/w/new', what='a removed line')
+        ft.check(True, 'removed line: /w/new')
+
+        # the trigger fires: the hogs stall all the time
+        e = w.wait_event(lambda e: e['event'] == 'pressure', what='a pressure line',
+                         timeout=max(0.0, armed + 2 * WINDOW + SLACK - time.monotonic()))
+        direct = read_pressure_file(sc.abspath('/w', 'cpu.pressure'))['some']
+        ft.check(e['path'] == '/w' and e['id'] == tid and e['resource'] == 'cpu' and e['kind'] == 'some'
+                 and 0 < e['total_usec'] <= direct[3],
+                 'pressure line of the trigger on /w within two windows, its total no later than now', e)
+        ft.check(all(isinstance(e[k], (int, float)) for k in ('avg10', 'avg60', 'avg300')),
+                 'pressure line: the averages are numbers', e)
+
+        status = w.stop(signal.SIGINT)
+        ft.check_equal(status, 0, 'watch exits 0 on SIGINT')
+        ft.check_equal(w.stderr(), '', 'watch wrote nothing on stderr')
+        events = w.events()
+        ft.check(all(set(x) >= {'time', 'event'} and TIME_RE.match(x['time']) for x in events),
+                 'every line is one JSON object with an RFC 3339 UTC "time" and an "event"', events)
+        ft.check(all(x['path'] == '/w' or x['path'].startswith('/w/') for x in events),
+                 'watch /w reports only /w and below', events)
+        ft.check(not any(x['event'] == 'trigger-removed' for x in events), 'the trigger did not end by itself')
+
+    # watch's connection is the one that came and went since it started
+    def came(s):
+        return s.member == 'NameOwnerChanged' and s.body[0].startswith(':') and not s.body[1] and s.body[2]
+    names = {s.body[0] for s in rec.signals if came(s)}
+    ft.check_equal(len(names), 1, 'watch had one bus connection')
+    ft.wait_for(lambda: any(s.member == 'NameOwnerChanged' and s.body[0] in names and not s.body[2]
+                            for s in rec.signals), what='the NameOwnerChanged of watch\'s going')
+    c.manager_property('Version')  # freezerd got the same NameOwnerChanged before this call
+    now = fds(d.pid)
+    ft.check(len(now) == len(fds_before), 'watch left no trigger behind: freezerd\'s fd count is back',
+             ({k: v for k, v in now.items() if fds_before.get(k) != v},
+              {k: v for k, v in fds_before.items() if now.get(k) != v}))
+    ft.check('dropping its' not in d.log(),
+             'watch removed its trigger itself (freezerd did not drop the trigger of a disconnected client)',
+             [x for x in d.log().splitlines() if 'dropping its' in x])
+
+
+def check_watch_text(bus, d):
+    with Watch(bus.address, '/w') as w:
+        first = w.wait_line(lambda x: True, what='the first line')
+        m = TEXT_LINE_RE.match(first)
+        ft.check(m and m.group(1) == 'watching' and m.group(2) == '/w', 'text watch starts with "watching /w"',
+                 first)
+        d.client.call('Freeze', '/w/nap', 0, 0)
+        w.wait_line(lambda x: (lambda m: m and m.groups() == ('state', '/w/nap frozen'))(TEXT_LINE_RE.match(x)),
+                    what='the text line "state /w/nap frozen"')
+        ft.check(True, 'text watch: "TIME state /w/nap frozen"')
+        d.client.call('Thaw', '/w/nap', 0, 0)
+        w.wait_line(lambda x: (lambda m: m and m.groups() == ('state', '/w/nap running'))(TEXT_LINE_RE.match(x)),
+                    what='the text line "state /w/nap running"')
+        ft.check_equal(w.stop(signal.SIGTERM), 0, 'text watch exits 0 on SIGTERM')
+
+
+def check_watch_errors(bus, d):
+    r = ft.freezectl('watch', '/w', '--trigger=cpu:sometimes:100ms:2s', check=False)
+    ft.check(r.returncode == 2 and r.stdout == '' and 'invalid trigger' in r.stderr,
+             'a malformed --trigger: exit 2', r)
+    r = ft.freezectl('pressure', '--trigger=cpu:some:100ms:2s', check=False)
+    ft.check(r.returncode == 2 and '--trigger applies only to watch' in r.stderr, '--trigger is for watch only', r)
+    fds = fd_count(d.pid)
+    r = ft.freezectl('watch', '/w', '--trigger=cpu:some:100ms:2s', '--trigger=cpu:some:100ms:3s', check=False)
+    ft.check(r.returncode == 1 and r.stdout == '' and 'whole multiple of 2 s' in r.stderr,
+             'a trigger freezerd refuses: exit 1 with its message, before any line', r)
+    d.client.manager_property('Version')
+    ft.check_equal(fd_count(d.pid), fds, 'the trigger added before the refused one was removed')
+
+    # The bus goes away: watch exits 1 (a bus of its own, without freezerd).
+    with ft.Bus() as bus2:
+        with Watch(bus2.address) as w:
+            first = w.wait_line(lambda x: True, what='the first line')
+            ft.check(TEXT_LINE_RE.match(first).group(1) == 'watching', 'watch on a bus without freezerd starts')
+            bus2.proc.kill()
+            bus2.proc.wait()
+            status = ft._wait_pidfd_exit(w.proc, ft.DEFAULT_TIMEOUT)
+            ft.check(status == 1 and 'lost the connection to the bus' in w.stderr(),
+                     'watch exits 1 when the bus goes away', (status, w.stderr()))
+
+
+def check_trigger_ends(sc, bus, d):
+    # the group of the trigger goes: "trigger-removed" (group-removed), then "removed"
+    sc.mkdir('/gone')
+    with Watch(bus.address, '--json', '/gone', '--trigger=memory:some:100ms:2s') as w:
+        first = w.wait_event(lambda e: True, what='the first line')
+        tid = first['triggers'][0]['id']
+        sc.rmdir('/gone')
+        e = w.wait_event(lambda e: e['event'] == 'trigger-removed', what='a trigger-removed line')
+        ft.check_equal((e['path'], e['id'], e['resource'], e['kind'], e['reason']),
+                       ('/gone', tid, 'memory', 'some', 'group-removed'),
+                       'removing the group ends the trigger: trigger-removed, group-removed')
+        w.wait_event(lambda e: e['event'] == 'removed' and e['path'] == '/gone', what='a removed line')
+        kinds = [x['event'] for x in w.events()]
+        ft.check(kinds.index('trigger-removed') < kinds.index('removed'), 'trigger-removed comes before removed',
+                 kinds)
+        ft.check_equal(w.stop(signal.SIGINT), 0, 'watch goes on without its trigger, and exits 0 on SIGINT')
+
+    # freezerd goes: a system-wide trigger ends with "daemon-exited", watch goes on
+    with Watch(bus.address, '--json', '--trigger=cpu:some:1s:2s') as w:
+        first = w.wait_event(lambda e: True, what='the first line')
+        ft.check(first['event'] == 'watching' and first['path'] is None and len(first['triggers']) == 1,
+                 'watch without PATH: all groups, a system-wide trigger', first)
+        tid = first['triggers'][0]['id']
+        ft.check_equal(d.stop(), 0, 'freezerd stops')
+        e = w.wait_event(lambda e: e['event'] == 'trigger-removed', what='a trigger-removed line')
+        ft.check_equal((e['path'], e['id'], e['resource'], e['kind'], e['reason']),
+                       (None, tid, 'cpu', 'some', 'daemon-exited'),
+                       'freezerd exiting ends the system-wide trigger: trigger-removed, daemon-exited')
+        ft.check(w.proc.poll() is None, 'watch goes on while the bus is there')
+        ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    if not os.path.exists('/proc/pressure/cpu'):
+        ft.skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
+    ncpu = os.cpu_count() or 1
+
+    with ft.Scratch('pressure-cli') as sc, ft.Bus() as bus:
+        for g in ('/w/hog', '/w/nap', '/hidden'):
+            sc.mkdir(g)
+        if not os.path.exists(sc.abspath('/w', 'cpu.pressure')):
+            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        with open(sc.abspath('/hidden', 'cgroup.pressure'), 'w') as f:
+            f.write('0')
+        hogs = [sc.spawn('/w/hog', HOG) for _ in range(max(4, 2 * ncpu))]
+        sc.spawn_sleepers('/w/nap', 1)
+
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d:
+            check_pressure_cli(sc, bus)
+            check_watch_json(sc, bus, d)
+            check_watch_text(bus, d)
+            check_watch_errors(bus, d)
+            ft.check(all(p.poll() is None for p in hogs), 'the hogs ran throughout')
+            check_trigger_ends(sc, bus, d)  # stops freezerd
+
+
+ft.run(test)
