@@ -292,6 +292,7 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
 }
 
 static void group_announce(Manager *m, Group *g) {
+        tree_forget_changes(m->tree, g);
         m->groups_count_changed = true;
         if (m->on_group_added)
                 m->on_group_added(m, g);

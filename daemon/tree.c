@@ -509,3 +509,8 @@ Group *group_child(Group *g, const char *name) {
 
         return NULL;
 }
+
+void tree_forget_changes(Tree *t, Group *g) {
+        changed_unlink(t, g);
+        g->changed = 0;
+}

@@ -120,6 +120,10 @@ void tree_set_tracked(Tree *t, Group *g, bool tracked);
  * in *ret_changed; clears g->changed.  NULL when the list is empty. */
 Group *tree_pop_changed(Tree *t, unsigned *ret_changed);
 
+/* Drop g's pending changes: its announcement (InterfacesAdded) already
+ * carries the current values. */
+void tree_forget_changes(Tree *t, Group *g);
+
 /* Whether the kernel is expected to (eventually) report frozen: e_freeze. */
 static inline bool group_expect_frozen(const Group *g) {
         return g->e_freeze;
