@@ -280,7 +280,16 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
-        d.base = event_base_new();
+        {
+                /* libevent's default clock is CLOCK_MONOTONIC_COARSE (4 ms steps
+                 * here): deadlines would fire up to a tick early. */
+                struct event_config *cfg = event_config_new();
+                if (cfg) {
+                        (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+                        d.base = event_base_new_with_config(cfg);
+                        event_config_free(cfg);
+                }
+        }
         if (!d.base) {
                 r = log_error_errno(ENOMEM, "Cannot create the event loop.");
                 goto finish;

@@ -3,8 +3,8 @@
 """freezerd through busctl, and its live introspection against the documented
 interface (dbus/org.freezerd.Freezer1.xml).
 
-  /g     two sleepers
-  /g/h   (empty)
+  /g     (no process; see test-core-libfreezer.py for why)
+  /g/h   two sleepers
 
 Checks:
   * org.freedesktop.DBus.Introspectable.Introspect of the manager object and of
@@ -132,7 +132,7 @@ def test():
     ft.check_equal(sorted(spec_ifaces), [ft.GROUP_IFACE, ft.MANAGER_IFACE], 'the documented interfaces')
     with ft.Scratch('core-busctl') as sc, ft.Bus() as bus:
         sc.mkdir('/g/h')
-        sc.spawn_sleepers('/g', 2)
+        sc.spawn_sleepers('/g/h', 2)
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
@@ -171,11 +171,13 @@ def test():
             ft.check_equal(r.stdout.strip(), f'o "{ft.group_object("/g/h")}"', 'busctl call GetGroup')
 
             # ---- busctl call Freeze / Thaw
+            rec = c.record()
             r = ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', '/g', '0', '0')
             ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'busctl call Freeze stt /g 0 0: frozen 1 at return')
             ft.check_equal(r.stdout.strip(), '', 'busctl call Freeze prints nothing')
             r = ft.busctl('get-property', ft.BUS_NAME, gobj, ft.GROUP_IFACE, 'FreezerState')
             ft.check_equal(r.stdout.strip(), 's "frozen"', 'busctl get-property FreezerState: frozen')
+            rec.wait_property(ft.group_object('/g/h'), 'FreezerState', 'frozen-by-parent')
             r = ft.busctl('get-property', ft.BUS_NAME, ft.group_object('/g/h'), ft.GROUP_IFACE, 'FreezerState')
             ft.check_equal(r.stdout.strip(), 's "frozen-by-parent"', '/g/h is frozen-by-parent')
 

@@ -18,7 +18,6 @@ Checks:
     on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
     relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key)."""
 
-import json
 import os
 import signal
 import socket
@@ -96,7 +95,8 @@ def test():
 
             write(d.config_path, '{\n  "default_timeout_usec": "soon"\n}\n')
             d.reload()
-            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000, 'a bad file on SIGHUP keeps the old value')
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000,
+                           'a bad file on SIGHUP keeps the old value')
             ft.check(f'{d.config_path}:2' in d.log(), 'the reload failure is logged with file:line', d.log())
             ft.check_equal(c.call('GetGroup', '/g')[0], ft.group_object('/g'), 'freezerd still answers')
             ft.check_equal(d.exit_status, None, 'freezerd is still running')

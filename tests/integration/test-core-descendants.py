@@ -51,6 +51,11 @@ def brute_force(sc):
     return out
 
 
+def unvariant(v):
+    """jeepney gives a variant as (signature, value)."""
+    return v[1] if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) else v
+
+
 class Mirror:
     """freezerd's Descendants/FrozenDescendants per group, from GetManagedObjects and signals."""
 
@@ -66,10 +71,10 @@ class Mirror:
         sigs = self.rec.signals
         for s in sigs[self.seen:]:
             if s.interface == ft.PROPERTIES_IFACE and s.member == 'PropertiesChanged' and s.body[0] == ft.GROUP_IFACE:
-                self.props.setdefault(s.path, {}).update({k: ft._unvariant(v) for k, v in s.body[1].items()})
+                self.props.setdefault(s.path, {}).update({k: unvariant(v) for k, v in s.body[1].items()})
             elif s.interface == ft.OBJECT_MANAGER_IFACE and s.member == 'InterfacesAdded':
                 if ft.GROUP_IFACE in s.body[1]:
-                    self.props[s.body[0]] = {k: ft._unvariant(v) for k, v in s.body[1][ft.GROUP_IFACE].items()}
+                    self.props[s.body[0]] = {k: unvariant(v) for k, v in s.body[1][ft.GROUP_IFACE].items()}
             elif s.interface == ft.OBJECT_MANAGER_IFACE and s.member == 'InterfacesRemoved':
                 if ft.GROUP_IFACE in s.body[1]:
                     self.props.pop(s.body[0], None)
@@ -119,7 +124,8 @@ def test():
                 c.call(method, path, 0, 0)
                 want = 1 if method == 'Freeze' else 0
                 if method == 'Freeze' or not any(sc.read_freeze(a) for a in ancestors(path)):
-                    ft.check_equal(sc.read_events(path).get('frozen'), want, f'{method}({path}) replied with frozen {want}')
+                    ft.check_equal(sc.read_events(path).get('frozen'), want,
+                                   f'{method}({path}) replied with frozen {want}')
                 settle(sc, c, mirror, what, expect)
 
             step('Freeze', '/t/a', 'froze /t/a', {'/': (6, 3), '/t': (5, 3), '/t/a': (2, 2), '/t/b': (1, 0)})

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """cgroup.freeze written behind freezerd's back updates its model and signals.
 
-  /g     two sleepers      /g/h   one sleeper
+  /g     (no process)      /g/h   one sleeper      /g/k   two sleepers
   /s     a task blocked on a FUSE mount that never answers
 
 Checks (every change must arrive as PropertiesChanged; then Get confirms it):
@@ -12,7 +12,9 @@ Checks (every change must arrive as PropertiesChanged; then Get confirms it):
   * echo 0 > /g/cgroup.freeze: /g "running", /g/h stays "frozen" (own flag).
   * echo 0 > /g/h/cgroup.freeze: /g/h "running".
   * echo 1 > /s/cgroup.freeze (cannot finish): "freezing"; echo 0: "running".
-  * A Freeze through freezerd after all that behaves normally."""
+  * A Freeze through freezerd after all that behaves normally.
+
+Processes live in leaf groups only (see test-core-libfreezer.py)."""
 
 import os
 import sys
@@ -25,7 +27,8 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-external') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         sc.mkdir('/g/h')
-        sc.spawn_sleepers('/g', 2)
+        sc.mkdir('/g/k')
+        sc.spawn_sleepers('/g/k', 2)
         sc.spawn_sleepers('/g/h', 1)
         fuse.spawn_stuck(sc, '/s')
 

@@ -71,6 +71,15 @@ def kernel_states(sc):
     return {p: derive(flags[p], any(flags[a] for a in ancestors(p)), sc.frozen(p)) for p in GROUPS}
 
 
+def eventually(pred):
+    """Wait (events, deadline) until pred() holds; False at the deadline (the caller checks)."""
+    try:
+        ft.wait_for(pred)
+        return True
+    except ft.TestFailure:
+        return False
+
+
 class Mirror:
     def __init__(self, c):
         self.rec = c.record()
@@ -119,16 +128,11 @@ def test():
                 ft.check(not problems, f'row {i}: Freeze/Thaw in order A..H give the expected results',
                          '; '.join(problems))
                 ft.check_equal({p: sc.read_freeze(p) for p in GROUPS}, want_flags, f'row {i}: every cgroup.freeze')
-                # Freeze replies wait for the group; a Thaw clears descendants' "frozen" at once.
-                try:
-                    ft.wait_for(lambda: {p: int(sc.frozen(p)) for p in GROUPS} == want_frozen)
-                except ft.TestFailure:
-                    pass
+                # Each reply came with its own group's frozen bit; let the others settle too.
+                eventually(lambda: {p: int(sc.frozen(p)) for p in GROUPS} == want_frozen)
                 ft.check_equal({p: int(sc.frozen(p)) for p in GROUPS}, want_frozen,
                                f'row {i}: every cgroup.events frozen as the selftest expects')
-                try:
-                    ft.wait_for(lambda: mirror.states() == kernel_states(sc), what='signalled states')
-                except ft.TestFailure:
+                if not eventually(lambda: mirror.states() == kernel_states(sc)):
                     ft.fail(f'row {i}: signalled {mirror.states()}, kernel-derived {kernel_states(sc)}')
                 got = {p: c.group_property(p, 'FreezerState') for p in GROUPS}
                 ft.check_equal(got, kernel_states(sc), f'row {i}: every FreezerState matches the kernel')

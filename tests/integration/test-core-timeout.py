@@ -18,7 +18,9 @@ Checks:
   * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
     fails with Timeout after >= 700 ms.
   * NO_WAIT: Freeze("/h", 0, NO_WAIT) replies at once (the kernel still says
-    frozen 0), FreezerState "freezing", cgroup.freeze 1."""
+    frozen 0), FreezerState "freezing", cgroup.freeze 1.
+  * No Timeout ever comes before its deadline: 40 x Freeze("/h", 100 ms, ROLLBACK),
+    each measured from before the call was sent (CLOCK_MONOTONIC)."""
 
 import os
 import sys
@@ -55,7 +57,7 @@ def test():
 
             # ---- with rollback
             e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
-            ft.check(0.5 <= dt < 0.5 + slack, 'Timeout after 500 ms', f'{dt:.3f} s')
+            ft.check(0.5 <= dt < 0.5 + slack, f'Timeout after 500 ms ({dt * 1000:.3f} ms)', f'{dt * 1000:.3f} ms')
             ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 0, 'rollback: cgroup.freeze is back to 0')
             ft.check_equal(state(), ('running', False, False), 'rollback: (FreezerState, Freeze, Frozen)')
@@ -65,7 +67,7 @@ def test():
 
             # ---- without rollback
             e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, 0)
-            ft.check(0.5 <= dt < 0.5 + slack, 'Timeout after 500 ms', f'{dt:.3f} s')
+            ft.check(0.5 <= dt < 0.5 + slack, f'Timeout after 500 ms ({dt * 1000:.3f} ms)', f'{dt * 1000:.3f} ms')
             ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
@@ -83,7 +85,8 @@ def test():
             # ---- timeout 0 = DefaultTimeoutUSec, through the group object
             e, dt = timed_timeout(c.group_call, '/h', 'Freeze', 0, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check(DEFAULT_USEC / 1e6 <= dt < DEFAULT_USEC / 1e6 + slack,
-                     'timeout_usec 0: Timeout after DefaultTimeoutUSec (700 ms)', f'{dt:.3f} s')
+                     f'timeout_usec 0: Timeout after DefaultTimeoutUSec, 700 ms ({dt * 1000:.3f} ms)',
+                     f'{dt * 1000:.3f} ms')
             ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 0, 'rollback: cgroup.freeze is back to 0')
             ft.check_equal(state(), ('running', False, False), 'rollback: running')
@@ -99,6 +102,22 @@ def test():
             ft.check_equal(state(), ('freezing', True, False), 'NO_WAIT: freezing')
             c.call('Thaw', '/h', 0, 0)
             ft.check_equal(state(), ('running', False, False), 'thawed')
+
+            # ---- the deadline is never early: measured from before the call was sent, so
+            # the daemon's own elapsed time is shorter still
+            dts = []
+            for _ in range(40):
+                t0 = time.monotonic()
+                try:
+                    c.call('Freeze', '/h', 100000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                    ft.fail('Freeze(/h, 100 ms) succeeded')
+                except ft.DBusError as e:
+                    if e.name != ft.ERROR_TIMEOUT:
+                        ft.fail(f'Freeze(/h, 100 ms) failed with {e}, expected Timeout')
+                dts.append(time.monotonic() - t0)
+            early = sorted(dt for dt in dts if dt < 0.1)
+            ft.check(not early, f'40 x Freeze(100 ms): no Timeout before 100 ms (shortest {min(dts) * 1000:.3f} ms)',
+                     f'{len(early)} early: ' + ', '.join(f'{dt * 1000:.3f} ms' for dt in early))
     print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
           'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
 
