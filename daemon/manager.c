@@ -218,6 +218,10 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
         g->userdata = d;
 
         r = watch_fd(m, dirfd, DIR_WATCH_MASK);
+        if (r == -ENOSPC)
+                return log_warning_errno(r, "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) "
+                                            "is reached",
+                                         g->path);
         if (r < 0)
                 return r;
         d->wd_dir = r;
@@ -227,6 +231,10 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
 
         if (events_fd >= 0) {
                 r = watch_fd(m, events_fd, EVENTS_WATCH_MASK);
+                if (r == -ENOSPC)
+                        return log_warning_errno(r, "Cannot track %s: the inotify watch limit "
+                                                    "(fs.inotify.max_user_watches) is reached",
+                                                 g->path);
                 if (r < 0)
                         return r;
                 d->wd_events = r;
@@ -285,7 +293,7 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
                         if (tree_get(m->tree, childpath))
                                 continue;
                         r = manager_add_subtree_at(m, g, de->d_name, true, dirfd, NULL);
-                        if (r < 0 && r != -ENOENT && r != -ENODEV)
+                        if (r < 0 && r != -ENOENT && r != -ENODEV && r != -ENOSPC)
                                 log_warning_errno(r, "Cannot track %s: %m", childpath);
                 }
         }
@@ -385,10 +393,22 @@ static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, b
 }
 
 static void manager_remove_group(Manager *m, Group *g) {
+        Group *parent = g->parent;
+
         if (g == tree_root(m->tree))
                 return;
         log_debug("%s: removed", g->path);
         tree_remove(m->tree, g, group_data_destroy, m);
+
+        /* Ancestors waiting for their descendants to freeze may be done now
+         * that one of them is gone. */
+        for (Group *a = m->operations ? parent : NULL; a; a = a->parent) {
+                GroupData *ad = group_data(a);
+                for (OpEntry *e = ad ? ad->entries : NULL, *next; e; e = next) {
+                        next = e->gnext;
+                        operation_check(e->op);
+                }
+        }
 }
 
 /* ---- operations --------------------------------------------------------------------------------------- */
@@ -446,6 +466,14 @@ static void operation_finish(Operation *op, const sd_bus_error *error) {
         /* Detach first: the callback may start new operations on the same groups. */
         for (unsigned i = 0; i < op->n_entries; i++)
                 entry_unlink(&op->entries[i]);
+        /* The journal goes before the reply: once the caller is told, a crash
+         * must not undo what it was told. */
+        if (op->journal_path) {
+                int r = journal_remove(op->journal_path);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot remove batch journal %s: %m", op->journal_path);
+                op->journal_path = mfree(op->journal_path);
+        }
         if (op->done)
                 op->done(op, error, op->userdata);
         operation_free(op);
@@ -1010,7 +1038,8 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         if (!g->tracked)
                                 return;
                         int r = manager_add_subtree(m, g, ev->name, true, NULL);
-                        if (r < 0 && r != -ENOENT && r != -ENODEV)
+                        /* -ENOSPC (inotify watch limit) was logged with its cause already. */
+                        if (r < 0 && r != -ENOENT && r != -ENODEV && r != -ENOSPC)
                                 log_warning_errno(r, "Cannot track new group %s/%s: %m",
                                                   streq(g->path, "/") ? "" : g->path, ev->name);
                 } else if (ev->mask & IN_DELETE) {
@@ -1063,6 +1092,15 @@ static int path_error(sd_bus_error *error, int r, const char *path) {
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s is not a cgroup directory", path);
         case -EXDEV:
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s leaves the cgroup root", path);
+        case -ENOSPC:
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) is "
+                                         "reached",
+                                         path);
+        case -EMFILE:
+        case -ENFILE:
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Cannot track %s: freezerd has no file descriptors left (RLIMIT_NOFILE)", path);
         default:
                 return sd_bus_error_set_errnof(error, r, "Cannot open %s: %s", path, strerror(-r));
         }

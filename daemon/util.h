@@ -28,6 +28,11 @@ static inline void freep(void *p) {
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;

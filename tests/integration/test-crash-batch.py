@@ -1,0 +1,435 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""SIGKILL freezerd in the middle of a batch: after a restart every group is
+exactly as before the batch (issue 5, "Crash safety and restart").
+
+  /p00 .. /p39         40 parents, no process of their own
+  /pNN/c0 .. /pNN/c3   4 children each, one `sleep` each          (200 groups)
+  /stuck               a `sleep` and `stat -f MOUNT` blocked (D) on a FUSE mount
+                       that never answers: a freeze of it never completes
+
+freezerd runs with FREEZERD_TEST_WRITE_DELAY_USEC=2000 (every cgroup.freeze write
+is followed by a 2 ms pause), on a runtime dir and a state dir that outlive it.
+Each case starts from a random state S of the 200 flags, set through one
+ApplyBatch (which must leave no journal behind once it replied), then:
+
+  * 20 random points: an ApplyBatch of the 200 groups (random target flags,
+    order and ROLLBACK flag).  One inotify instance watches the runtime dir and
+    every group's directory, so that the journal's appearance (IN_MOVED_TO
+    journal-N.json) and each cgroup.freeze write (IN_MODIFY "cgroup.freeze") are
+    seen in the order they happened; freezerd is SIGKILLed from the event
+    handler once the journal is there and k writes were seen, k drawn from
+    [0, writes-1] (the first two cases take k = 0 and k = writes-1).
+  * "after the last write": the batch also freezes /stuck, so it is still
+    waiting for the kernel when every write has landed; killed then.
+  * a single Freeze("/stuck", ROLLBACK): killed as soon as its journal appears,
+    and killed after its write.
+  * a single Freeze("/stuck") without ROLLBACK: it writes no journal (none may
+    appear); after the restart /stuck keeps the flag (nothing to undo).
+
+After each kill: the journal is still there and records every changed group
+with its previous and requested flag; the pending call got an error reply from
+the bus.  A new freezerd on the same runtime dir must, before READY=1, have put
+every cgroup.freeze back as in S (read at READY, no wait) and logged
+"Recovered interrupted batch N: W groups restored ..., 0 gone, 0 failed";
+the journal must be gone; then the kernel's "frozen" of every group, and the
+daemon's Freeze/Frozen/FreezerState, must equal what they were before the batch.
+
+A batch that replied must have removed its journal already (the check is made
+as soon as the reply arrives): otherwise a crash between its reply and the
+removal would make the next freezerd undo a batch its caller was told had
+succeeded.  Violations are collected and fail the test at the end, after every
+other check ran.  Should a kill land after the batch replied (k = writes-1 on a
+very slow machine), the batch must have been applied in full instead.
+
+The seed is printed; FREEZERD_TEST_SEED=N repeats a run."""
+
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+PARENTS = [f'/p{i:02d}' for i in range(40)]
+GROUPS = [g for p in PARENTS for g in [p] + [f'{p}/c{j}' for j in range(4)]]
+STUCK = '/stuck'
+ALL = GROUPS + [STUCK]
+RANDOM_POINTS = 20
+WRITE_DELAY_USEC = 2000
+LONG_USEC = 120 * 1000000
+IN_CREATE = 0x00000100
+IN_MOVED_TO = 0x00000080
+JOURNAL_RE = re.compile(r'journal-(\d+)\.json')
+
+
+class Figures:
+    """The numbers printed at the end (and listed in the README's reliability section)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = collections.Counter()
+        self.errors = collections.Counter()
+        self.faults = collections.Counter()
+        self.checked = collections.Counter()
+        self.lines = []
+
+    def reply(self, method, error=None):
+        self.calls[method] += 1
+        if error is not None:
+            self.errors[error] += 1
+
+    def print(self):
+        def fmt(counter):
+            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
+        out = [f'figures: {self.name}',
+               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
+               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
+               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
+               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
+        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
+
+
+class CrashableDaemon(ft.Daemon):
+    """ft.Daemon that may be SIGKILLed: then its exit is not a failure."""
+
+    killed = False
+
+    def sigkill(self):
+        if not self.killed:
+            self.killed = True
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait_dead(self):
+        ft.wait_for(lambda: self.exit_status is not None, what='freezerd to die of SIGKILL')
+        return self.exit_status
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self.killed:
+            return super().__exit__(exc_type, exc, tb)
+        with ft._signals_blocked():
+            if exc_type is not None:
+                self._print_log()
+            self._cleanup()
+        return False
+
+
+class Watcher:
+    """One inotify instance on the runtime dir (journal renames) and on every group's
+    directory (cgroup.freeze writes): one queue, so the order of events is the order
+    in which freezerd did things.  on_event(kind, name) is called for each in turn."""
+
+    def __init__(self, sc, runtime_dir, on_event):
+        self.ino = ft.Inotify()
+        self.on_event = on_event
+        self.run_wd = self.ino.add_watch(runtime_dir, IN_MOVED_TO | IN_CREATE)
+        self.wds = {self.ino.add_watch(sc.abspath(g), ft.Inotify.IN_MODIFY): g for g in ALL}
+        self.journals = []  # names seen, in order
+        self.writes = collections.Counter()
+        ft.loop().add_reader(self.ino.fd, self._on_readable)
+
+    def _on_readable(self):
+        for wd, mask, name in self.ino.read():
+            if mask & ft.Inotify.IN_Q_OVERFLOW:
+                ft.fail('the test\'s inotify queue overflowed')
+            if wd == self.run_wd and (mask & IN_MOVED_TO) and JOURNAL_RE.fullmatch(name):
+                self.journals.append(name)
+                self.on_event('journal', name)
+            elif wd in self.wds and name == 'cgroup.freeze' and (mask & ft.Inotify.IN_MODIFY):
+                self.writes[self.wds[wd]] += 1
+                self.on_event('write', self.wds[wd])
+
+    def total_writes(self):
+        return sum(self.writes.values())
+
+    def close(self):
+        ft.loop().remove_reader(self.ino.fd)
+        self._on_readable()  # what is still queued
+        self.ino.close()
+
+
+def runtime_files(runtime_dir):
+    return sorted(os.listdir(runtime_dir))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    seed = os.environ.get('FREEZERD_TEST_SEED')
+    seed = int(seed) if seed else random.SystemRandom().randrange(1 << 32)
+    print(f'# seed {seed} (FREEZERD_TEST_SEED={seed} repeats this run)', flush=True)
+    rng = random.Random(seed)
+    fig = Figures('test-crash-batch')
+    fig.lines.append(f'seed:            {seed}')
+    kill_points = []
+    violations = []
+    restarts = [0]
+    journal_checks = [0]
+
+    # Cases: (kind, k) where k is the number of observed writes to kill after
+    # (None: decided once the number of writes is known).
+    cases = [('batch', 'first'), ('batch', 'last')] + [('batch', None)] * (RANDOM_POINTS - 2)
+    cases += [('batch-waiting', 'all'), ('single-rollback', 0), ('single-rollback', 1), ('single-plain', 1)]
+
+    dirs = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}daemon-{os.getpid()}-crash-')
+    state_dir = os.path.join(dirs, 'state')
+    runtime_dir = os.path.join(dirs, 'run')
+    os.mkdir(state_dir)
+    os.mkdir(runtime_dir)
+    env = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(WRITE_DELAY_USEC)}
+    try:
+        with ft.Scratch('crash-batch') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+            for p in PARENTS:
+                for j in range(4):
+                    sc.spawn_sleepers(f'{p}/c{j}', 1)
+            sc.spawn_sleepers(STUCK, 1)
+            fuse.spawn_stuck(sc, STUCK)
+            ft.loop().watch(runtime_dir, ft.Inotify.IN_DELETE)  # wakes check_no_journal_at_reply()
+            ft.check(True, f'{len(GROUPS)} groups with {len(GROUPS) - len(PARENTS)} sleepers; {STUCK} holds a task '
+                           'blocked (D) on the FUSE mount')
+
+            def kernel():
+                return {g: (sc.read_freeze(g), sc.read_events(g)['frozen']) for g in ALL}
+
+            def expected_frozen(flags):
+                """The kernel's "frozen" that flags imply (/stuck can never finish freezing)."""
+                out = {}
+                for g in ALL:
+                    parent = g.rsplit('/', 1)[0]
+                    eff = flags[g] or (parent in flags and flags[parent])
+                    out[g] = 0 if g == STUCK else int(bool(eff))
+                return out
+
+            def daemon_view(c):
+                objs = c.managed_objects()
+                fig.reply('GetManagedObjects')
+                out = {}
+                for g in ALL:
+                    p = objs.get(ft.group_object(g), {}).get(ft.GROUP_IFACE)
+                    out[g] = None if p is None else (int(p['Freeze']), int(p['Frozen']))
+                return out
+
+            def wait_daemon_view(c, want, what):
+                """Until GetManagedObjects shows want (woken by PropertiesChanged)."""
+                deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+                while True:
+                    n = len(c.signals)
+                    got = daemon_view(c)
+                    if got == want or time.monotonic() >= deadline:
+                        break
+                    if len(c.signals) == n:
+                        ft.loop().run_once(deadline - time.monotonic())
+                diff = {g: (got[g], want[g]) for g in ALL if got[g] != want[g]}
+                ft.check(not diff, what, f'(daemon, expected) differ for {len(diff)} groups: '
+                                         f'{dict(list(diff.items())[:8])}')
+
+            def check_no_journal(what):
+                left = [f for f in runtime_files(runtime_dir) if 'journal' in f]
+                ft.check(not left, what, f'left in {runtime_dir}: {left}')
+
+            def check_no_journal_at_reply(what):
+                """A batch that replied must have removed its journal already: were freezerd
+                killed between its reply and the removal, the restart would undo a batch its
+                caller was told had succeeded.  A violation is recorded (the test fails at the
+                end) and its extent measured: how long until the journal does go."""
+                journal_checks[0] += 1
+                left = [f for f in runtime_files(runtime_dir) if 'journal' in f]
+                if not left:
+                    ft.check(True, f'{what}: no journal left when it replied')
+                    return
+                t0 = time.monotonic()
+                ft.wait_for(lambda: not any('journal' in f for f in runtime_files(runtime_dir)),
+                            what=f'{left} to be removed')
+                dt = (time.monotonic() - t0) * 1e6
+                violations.append(f'{what}: replied with {left} still in the runtime dir (removed {dt:.0f} us '
+                                  'later)')
+                print(f'#   VIOLATION: {violations[-1]}', flush=True)
+
+            def verify_recovery(d, info):
+                """Right after READY=1 of the freezerd that follows a crash."""
+                c = d.client
+                before, journal_id, n_entries, what = info
+                flags = {g: sc.read_freeze(g) for g in ALL}
+                want_flags = {g: f for g, (f, _z) in before.items()}
+                bad = {g: (flags[g], want_flags[g]) for g in ALL if flags[g] != want_flags[g]}
+                ft.check(not bad, f'{what}: at READY=1 every cgroup.freeze ({len(ALL)}) is as before the batch',
+                         f'(now, before) differ for {len(bad)}: {dict(list(bad.items())[:8])}')
+                check_no_journal(f'{what}: the journal is gone after recovery')
+                log = d.log()
+                recovered = re.findall(r'Recovered interrupted batch (\d+): (\d+) groups restored to their previous '
+                                       r'flag, (\d+) gone, (\d+) failed', log)
+                if journal_id is None:
+                    ft.check_equal(recovered, [], f'{what}: nothing to recover (no journal was left)')
+                else:
+                    ft.check_equal(recovered, [(str(journal_id), str(n_entries), '0', '0')],
+                                   f'{what}: freezerd logged the recovery of journal {journal_id} '
+                                   f'({n_entries} groups restored, 0 gone, 0 failed)')
+                ft.wait_for(lambda: kernel() == before, timeout=ft.DEFAULT_TIMEOUT,
+                            what=f'{what}: the kernel\'s frozen of every group to be as before')
+                now = kernel()
+                ft.check_equal(now, before, f'{what}: cgroup.freeze and frozen of all {len(ALL)} groups as before')
+                fig.checked['kernel (cgroup.freeze + frozen) after a restart'] += len(ALL)
+                wait_daemon_view(c, before, f'{what}: the new freezerd reports every group\'s Freeze and Frozen '
+                                            'as before')
+                fig.checked['daemon view (Freeze + Frozen) after a restart'] += len(ALL)
+                st = c.group_property(STUCK, 'FreezerState')
+                fig.reply('Get')
+                ft.check_equal(st, 'freezing' if before[STUCK][0] else 'running', f'{what}: {STUCK} FreezerState')
+
+            def set_start_state(d, rnd):
+                """A random S through one ApplyBatch; returns the kernel state after it."""
+                c = d.client
+                start = {g: int(rng.random() < (0.2 if g in PARENTS else 0.3)) for g in GROUPS}
+                start[STUCK] = 0
+                reqs = [(g, bool(start[g])) for g in ALL]
+                rng.shuffle(reqs)
+                writes, skipped = c.call('ApplyBatch', reqs, 'auto', LONG_USEC, 0, timeout=60)
+                fig.reply('ApplyBatch')
+                check_no_journal_at_reply(f'case {rnd}: the batch that set the start state ({writes} writes)')
+                state = kernel()
+                ft.check_equal(state, {g: (start[g], expected_frozen(start)[g]) for g in ALL},
+                               f'case {rnd}: start state set ({sum(start.values())} groups frozen)')
+                wait_daemon_view(c, state, f'case {rnd}: the daemon agrees')
+                return state
+
+            def crash(d, rnd, kind, k):
+                """Run the case on d and SIGKILL it; returns what verify_recovery needs."""
+                c = d.client
+                before = set_start_state(d, rnd)
+                start = {g: f for g, (f, _z) in before.items()}
+                if kind in ('batch', 'batch-waiting'):
+                    target = dict(start)
+                    for g in GROUPS:
+                        if rng.random() < 0.7:
+                            target[g] ^= 1
+                    if kind == 'batch-waiting':
+                        target[STUCK] = 1
+                    changed = [g for g in ALL if target[g] != start[g]]
+                    n_writes = len(changed)
+                    reqs = [(g, bool(target[g])) for g in ALL]
+                    rng.shuffle(reqs)
+                    order = rng.choice(['auto', 'top-down', 'bottom-up'])
+                    flags = rng.choice([0, ft.FLAG_ROLLBACK_ON_TIMEOUT])
+                    method = 'ApplyBatch'
+                    args = (reqs, order, LONG_USEC, flags)
+                    desc = f'ApplyBatch of {len(ALL)} groups, {n_writes} to change, order {order}, flags {flags}'
+                else:
+                    target = dict(start, **{STUCK: 1})
+                    changed = [STUCK]
+                    n_writes = 1
+                    flags = ft.FLAG_ROLLBACK_ON_TIMEOUT if kind == 'single-rollback' else 0
+                    method = 'Freeze'
+                    args = (STUCK, LONG_USEC, flags)
+                    desc = f'Freeze({STUCK}, flags {flags})'
+                journaled = kind != 'single-plain'
+                if k == 'first':
+                    k = 0
+                elif k in ('last', 'all'):
+                    k = n_writes - 1 if k == 'last' else n_writes
+                elif k is None:
+                    k = rng.randrange(n_writes)
+                seen = {'journal': None, 'writes': 0, 'at_kill': None}
+
+                def on_event(what, name):
+                    if what == 'journal':
+                        seen['journal'] = name
+                    else:
+                        seen['writes'] += 1
+                    if not d.killed and (seen['journal'] or not journaled) and seen['writes'] >= k:
+                        d.sigkill()
+                        seen['at_kill'] = seen['writes']
+
+                w = Watcher(sc, runtime_dir, on_event)
+                try:
+                    pending = c.call_async(method, *args)
+                    ft.wait_for(lambda: d.killed, timeout=60,
+                                what=f'case {rnd}: the journal and {k} writes of {desc}')
+                    status = d.wait_dead()
+                finally:
+                    w.close()
+                ft.check_equal(status, -signal.SIGKILL, f'case {rnd}: freezerd killed by SIGKILL during {desc}, '
+                                                        f'after {seen["at_kill"]} observed writes (k={k})')
+                fig.faults['SIGKILL of freezerd'] += 1
+                kill_points.append(f'{seen["at_kill"]}/{n_writes}')
+                # The bus answers the call freezerd will never answer.
+                try:
+                    pending.result(timeout=ft.DEFAULT_TIMEOUT)
+                except ft.DBusError as e:
+                    fig.reply(method, e.name)
+                    ft.check(True, f'case {rnd}: the pending call got an error reply from the bus: {e.name}')
+                else:
+                    # Only possible for k = writes-1 on a machine slow enough that the last
+                    # write and the kernel's confirmation beat the SIGKILL: the batch finished,
+                    # so all of it must stay (and its journal must be gone already).
+                    fig.reply(method)
+                    ft.check(kind == 'batch' and k == n_writes - 1, f'case {rnd}: {desc} replied before the kill: '
+                                                                    'only possible after its last write', k)
+                    kill_points[-1] += ' (finished first)'
+                    after = {g: (target[g], expected_frozen(target)[g]) for g in ALL}
+                    ft.check_equal(kernel(), after, f'case {rnd}: the batch finished before the kill landed: all '
+                                                    'of it applied')
+                    return after, None, 0, f'case {rnd} ({kind}, finished before the kill)'
+
+                landed = [g for g in ALL if sc.read_freeze(g) != start[g]]
+                files = runtime_files(runtime_dir)
+                journals = [f for f in files if JOURNAL_RE.fullmatch(f)]
+                if not journaled:
+                    ft.check_equal(w.journals, [], f'case {rnd}: a Freeze without ROLLBACK writes no journal')
+                    ft.check_equal(files, [], f'case {rnd}: the runtime dir is empty')
+                    ft.check_equal(landed, [STUCK], f'case {rnd}: its write landed')
+                    after = dict(before)
+                    after[STUCK] = (1, 0)
+                    return after, None, 0, f'case {rnd} ({kind})'
+                ft.check_equal(journals, [w.journals[0]] if w.journals else ['?'],
+                               f'case {rnd}: the journal {journals} is left by the crash, nothing else')
+                ft.check_equal([f for f in files if f not in journals], [], f'case {rnd}: no temporary file is left')
+                with open(os.path.join(runtime_dir, journals[0])) as f:
+                    j = json.load(f)
+                journal_id = int(JOURNAL_RE.fullmatch(journals[0]).group(1))
+                entries = {e['path']: (int(e['prev']), int(e['new'])) for e in j['groups']}
+                ft.check_equal(entries, {g: (start[g], target[g]) for g in changed},
+                               f'case {rnd}: the journal lists the {len(changed)} groups to change with their '
+                               'previous and requested flags')
+                fig.checked['journal entries compared'] += len(entries)
+                print(f'#   case {rnd}: {kind}, killed after {seen["at_kill"]} of {n_writes} writes '
+                      f'({w.total_writes()} observed in all, {len(landed)} flags had changed at death)', flush=True)
+                return before, journal_id, len(changed), f'case {rnd} ({kind}, kill at {seen["at_kill"]}/{n_writes})'
+
+            info = None
+            for rnd in range(len(cases) + 1):
+                with CrashableDaemon(bus, sc.root, state_dir=state_dir, runtime_dir=runtime_dir, env=env) as d:
+                    d.client.record()  # PropertiesChanged wake wait_daemon_view()
+                    if info is not None:
+                        verify_recovery(d, info)
+                        restarts[0] += 1
+                    if rnd == len(cases):
+                        # The end: a batch that finishes leaves no journal, everything thawed.
+                        writes, _skipped = d.client.call('ApplyBatch', [(g, False) for g in ALL], 'auto',
+                                                         LONG_USEC, 0, timeout=60)
+                        fig.reply('ApplyBatch')
+                        check_no_journal_at_reply(f'the final thaw ({writes} writes)')
+                        ft.check_equal(kernel(), {g: (0, 0) for g in ALL}, 'everything thawed at the end')
+                        break
+                    kind, k = cases[rnd]
+                    info = crash(d, rnd, kind, k)
+    finally:
+        shutil.rmtree(dirs, ignore_errors=True)
+    fig.lines.append(f'kill points:     {", ".join(kill_points)} (observed writes / writes of the call)')
+    fig.lines.append(f'restarts:        {restarts[0]} (each recovered a journal or, for the Freeze without '
+                     'ROLLBACK, had none)')
+    fig.lines.append(f'write delay:     FREEZERD_TEST_WRITE_DELAY_USEC={WRITE_DELAY_USEC}')
+    fig.lines.append(f'journal at reply: {journal_checks[0]} finished batches checked, {len(violations)} still had '
+                     'their journal when they replied')
+    fig.print()
+    if violations:
+        ft.fail(f'{len(violations)} finished batches still had their journal when they replied:\n  ' +
+                '\n  '.join(violations))
+
+
+ft.run(test)

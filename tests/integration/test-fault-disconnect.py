@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Clients that disconnect while their calls wait (issue 5, "Faults and load").
+
+  /s   a sleeper and a task blocked (D) on a FUSE mount that never answers
+       (a new one each time the last was killed): a freeze of /s waits
+  /t   a sleeper: the other group of the batches
+
+45 clients, each on a connection of its own: it sends calls that wait on /s,
+checks with a property read that freezerd took them (same connection, so in
+order), and closes its socket.  Then the calls end, one way per client in turn:
+  timeout   Freeze(/s, 500 ms, ROLLBACK), ApplyBatch([/s, /t], 500 ms, ROLLBACK),
+            Freeze(/s, 500 ms): they time out; the rollback writes /s and /t
+            back to 0 (seen through inotify on their cgroup.freeze);
+  complete  Freeze(/s) twice (manager, group object), ApplyBatch([/s, /t]): the
+            blocked task is killed, /s freezes, they succeed;
+  cancel    Freeze(/s) three times: another client's Thaw(/s) cancels them.
+Each reply goes to a client that is gone.  Throughout, freezerd must stay alive
+and keep answering (another client checks the groups' states after every
+round); at the end its fd count must equal the count before the first client
+(after one warm-up round of each kind), it logs no error-level line, and it
+exits 0 on SIGTERM."""
+
+import collections
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+CLIENTS = 45
+SHORT_USEC = 500 * 1000
+LONG_USEC = 120 * 1000000
+KINDS = ('timeout', 'complete', 'cancel')
+
+
+class Figures:
+    """The numbers printed at the end (and listed in the README's reliability section)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = collections.Counter()
+        self.errors = collections.Counter()
+        self.faults = collections.Counter()
+        self.checked = collections.Counter()
+        self.lines = []
+
+    def reply(self, method, error=None):
+        self.calls[method] += 1
+        if error is not None:
+            self.errors[error] += 1
+
+    def print(self):
+        def fmt(counter):
+            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
+        out = [f'figures: {self.name}',
+               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
+               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
+               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
+               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
+        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
+
+
+def fd_count(pid):
+    return len(os.listdir(f'/proc/{pid}/fd'))
+
+
+def rss_kib(pid):
+    with open(f'/proc/{pid}/status') as f:
+        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS:'))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    fig = Figures('test-fault-disconnect')
+    with ft.Scratch('fault-disconnect') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.spawn_sleepers('/s', 1)
+        sc.spawn_sleepers('/t', 1)
+        stuck = [fuse.spawn_stuck(sc, '/s')]
+        # Wake the loop when freezerd (or its rollback) writes a flag.
+        for g in ('/s', '/t'):
+            ft.loop().watch(sc.abspath(g, 'cgroup.freeze'), ft.Inotify.IN_MODIFY)
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            rec = c.record()
+
+            def call(method, *args):
+                try:
+                    out = c.call(method, *args)
+                except ft.DBusError as e:
+                    fig.reply(method, e.name)
+                    raise
+                fig.reply(method)
+                return out
+
+            def state(path):
+                fig.reply('Get')
+                return c.group_property(path, 'FreezerState')
+
+            def wait_running(what):
+                """Until freezerd reports /s and /t "running" (re-asked after each of its signals)."""
+                deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+                while True:
+                    n = len(c.signals)
+                    got = (state('/s'), state('/t'))
+                    if got == ('running', 'running'):
+                        ft.check(True, f'{what}: freezerd answers: /s and /t "running"')
+                        return
+                    if time.monotonic() >= deadline:
+                        ft.fail(f'{what}: freezerd reports {got}, expected both "running"')
+                    if len(c.signals) == n:
+                        ft.loop().run_once(deadline - time.monotonic())
+
+            def one_client(i, kind):
+                what = f'client {i} ({kind})'
+                cl = ft.Client(bus.address)
+                if kind == 'timeout':
+                    sent = [cl.call_async('Freeze', '/s', SHORT_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT),
+                            cl.call_async('ApplyBatch', [('/s', True), ('/t', True)], 'auto', SHORT_USEC,
+                                          ft.FLAG_ROLLBACK_ON_TIMEOUT),
+                            cl.call_async('Freeze', '/s', SHORT_USEC, 0)]
+                else:
+                    sent = [cl.call_async('Freeze', '/s', LONG_USEC, 0),
+                            cl.group_call_async('/s', 'Freeze', LONG_USEC, 0),
+                            cl.call_async('ApplyBatch', [('/s', True), ('/t', True)], 'auto', LONG_USEC, 0)
+                            if kind == 'complete' else cl.call_async('Freeze', '/s', LONG_USEC, 0)]
+                # Answered after the three: freezerd has them all.
+                st = cl.group_property('/s', 'FreezerState')
+                ft.check(st == 'freezing' and not any(p.done() for p in sent),
+                         f'{what}: three calls wait on /s', st)
+                for _ in sent:
+                    fig.calls['calls left waiting by a client that went'] += 1
+                cl.close()
+                fig.faults['client disconnected with calls waiting'] += 1
+
+                if kind == 'timeout':
+                    ft.wait_for(lambda: sc.read_freeze('/s') == 0 and sc.read_freeze('/t') == 0,
+                                timeout=SHORT_USEC / 1e6 + ft.DEFAULT_TIMEOUT,
+                                what=f'{what}: the rollback of /s and /t')
+                    ft.check(True, f'{what}: the calls timed out and rolled /s and /t back')
+                elif kind == 'complete':
+                    rec.clear()
+                    stuck[0].kill()
+                    stuck[0].wait()
+                    sc.wait_events('/s', frozen=1)
+                    fig.faults['blocked task killed'] += 1
+                    rec.wait_property(ft.group_object('/s'), 'FreezerState', 'frozen')
+                    ft.check(True, f'{what}: /s froze, the calls completed')
+                    call('ApplyBatch', [('/s', False), ('/t', False)], 'auto', LONG_USEC, 0)
+                    stuck[0] = fuse.spawn_stuck(sc, '/s')
+                else:
+                    call('Thaw', '/s', LONG_USEC, 0)
+                    ft.check(True, f'{what}: Thaw(/s) from another client cancelled them')
+                # freezerd still answers, and has what the kernel has.
+                ft.check_equal(d.exit_status, None, f'{what}: freezerd is alive')
+                for g in ('/s', '/t'):
+                    sc.wait_events(g, frozen=0)
+                wait_running(what)
+                ft.check_equal((sc.read_freeze('/s'), sc.read_freeze('/t')), (0, 0), f'{what}: both flags are 0')
+                fig.checked['groups checked after a client went'] += 2
+
+            # Warm-up: one of each, so that what freezerd keeps open for good is open.
+            for i, kind in enumerate(KINDS):
+                one_client(-1 - i, kind)
+            fds0, rss0 = fd_count(d.pid), rss_kib(d.pid)
+            print(f'# after the warm-up: {fds0} fds, RSS {rss0} KiB', flush=True)
+            for i in range(CLIENTS):
+                one_client(i, KINDS[i % len(KINDS)])
+            fds1, rss1 = fd_count(d.pid), rss_kib(d.pid)
+            print(f'# after {CLIENTS} clients: {fds1} fds, RSS {rss1} KiB', flush=True)
+            ft.check_equal(fds1, fds0, f'freezerd\'s fd count is back to {fds0}')
+            errors = [line for line in d.log().splitlines() if line.startswith(('<0>', '<1>', '<2>', '<3>'))]
+            ft.check_equal(errors, [], 'freezerd logged no error')
+            fig.lines.append(f'fds:             {fds0} after the warm-up, {fds1} at the end')
+            fig.lines.append(f'RSS:             {rss0} KiB after the warm-up, {rss1} KiB at the end')
+    fig.print()
+
+
+ft.run(test)

@@ -1,0 +1,309 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The inotify watch limit reached: the calls that need a new watch get a clear
+error, the groups that could not be watched are logged clearly as not tracked,
+and the rest keeps working (issue 5, "Faults and load").
+
+  /w/g0 .. /w/g4   a sleeper each, tracked at start
+
+freezerd uses two watches per group (its directory and its cgroup.events).  The
+limit is lowered for freezerd only: it runs in a user namespace of its own
+(`unshare --user --map-root-user`, uid 0 mapped to 0, so it still owns the
+cgroup files) whose /proc/sys/user/max_inotify_watches is set, from inside that
+namespace (nsenter), to freezerd's current usage + 3.  The kernel checks the
+limit of every namespace up the chain, so that is freezerd's limit, exactly, and
+no other process on the machine is affected.  Where no user namespace can be
+made (or with FREEZERD_TEST_INOTIFY_LIMIT=global) the system-wide
+/proc/sys/fs/inotify/max_user_watches is lowered to root's usage + 3 instead, and
+put back in a finally.
+
+Then:
+  1. mkdir /w/n0: fits (2 watches), tracked: InterfacesAdded.
+  2. mkdir /w/n1, /w/n2, /w/n3 and /w/deep/a: do not fit.  freezerd logs, for
+     each, that it is not tracked, saying why: the inotify watch limit.
+  3. Freeze("/w/n1"), GetGroup("/w/n2"), Track("/w/n3"), ApplyBatch([/w/g1 freeze,
+     /w/n2 freeze]) each fail with an error that names the group and says the
+     inotify watch limit is reached (LimitsExceeded); the batch writes nothing.
+  4. The rest keeps working: Freeze/Thaw of /w/g0..g4, an ApplyBatch of them,
+     ListGroups (without the untracked groups), GetAll; no watch leaked.
+  5. rmdir /w/n0 frees two watches: Freeze("/w/n1") now works.  With the limit
+     raised again, mkdir /w/n5 is tracked at once and the groups that were left
+     out are tracked on demand (Freeze("/w/n2")).
+Clarity failures (3's errors, 2's log lines) are collected and reported together
+at the end, after every other check ran."""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = [f'/w/g{i}' for i in range(5)]
+NEW_OK = '/w/n0'
+NEW_FAIL = ['/w/n1', '/w/n2', '/w/n3', '/w/deep']
+LIMIT_ERRORS = ('org.freezerd.Freezer1.Error.LimitsExceeded', 'org.freedesktop.DBus.Error.LimitsExceeded')
+GLOBAL_SYSCTL = '/proc/sys/fs/inotify/max_user_watches'
+NS_SYSCTL = '/proc/sys/user/max_inotify_watches'
+SPARE = 3
+LONG_USEC = 60 * 1000000
+
+
+class Figures:
+    """The numbers printed at the end (and listed in the README's reliability section)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = collections.Counter()
+        self.errors = collections.Counter()
+        self.faults = collections.Counter()
+        self.checked = collections.Counter()
+        self.lines = []
+
+    def reply(self, method, error=None):
+        self.calls[method] += 1
+        if error is not None:
+            self.errors[error] += 1
+
+    def print(self):
+        def fmt(counter):
+            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
+        out = [f'figures: {self.name}',
+               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
+               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
+               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
+               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
+        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
+
+
+def inotify_watches(pid):
+    """Watches held by the inotify instances of a process (/proc/PID/fdinfo)."""
+    n = 0
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if os.readlink(f'/proc/{pid}/fd/{fd}') != 'anon_inode:inotify':
+                continue
+            with open(f'/proc/{pid}/fdinfo/{fd}') as f:
+                n += sum(1 for line in f if line.startswith('inotify wd:'))
+        except OSError:
+            pass
+    return n
+
+
+def root_watches():
+    """Watches of every process running as root (an estimate: a shared instance counts twice)."""
+    total = 0
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                uid = next(line.split()[2] for line in f if line.startswith('Uid:'))
+        except (OSError, StopIteration):
+            continue
+        if uid == '0':
+            total += inotify_watches(int(pid))
+    return total
+
+
+def userns_works():
+    try:
+        return subprocess.run(['unshare', '--user', '--map-root-user', '--', 'true'],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def read_int(path):
+    with open(path) as f:
+        return int(f.read())
+
+
+def write_int(path, value):
+    with open(path, 'w') as f:
+        f.write(str(value))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    mode = os.environ.get('FREEZERD_TEST_INOTIFY_LIMIT') or ('userns' if userns_works() else 'global')
+    if mode not in ('userns', 'global'):
+        ft.fail(f'FREEZERD_TEST_INOTIFY_LIMIT={mode}: expected userns or global')
+    if mode == 'userns':
+        # In front of any wrapper (valgrind): unshare execs it, the pid stays freezerd's.
+        ft.FREEZERD_WRAPPER = ['unshare', '--user', '--map-root-user', '--'] + ft.FREEZERD_WRAPPER
+    print(f'# mode: {mode}', flush=True)
+    fig = Figures('test-fault-inotify-limit')
+    violations = []
+    global_before = read_int(GLOBAL_SYSCTL)
+    restore_global = None
+
+    def set_limit(pid, value):
+        nonlocal restore_global
+        if mode == 'userns':
+            subprocess.run(['nsenter', '--user', f'--target={pid}', '--', 'sh', '-c', f'echo {value} > {NS_SYSCTL}'],
+                           check=True, timeout=10)
+            return
+        if restore_global is None:
+            restore_global = global_before
+        write_int(GLOBAL_SYSCTL, value)
+
+    try:
+        with ft.Scratch('fault-inotify-limit') as sc, ft.Bus() as bus:
+            for g in GROUPS:
+                sc.spawn_sleepers(g, 1)
+            # New groups are made with os.mkdir, not sc.mkdir: the harness adds no watch of
+            # its own once the limit is low (in global mode that would fail too).
+
+            with ft.Daemon(bus, sc.root) as d:
+                c = d.client
+                rec = c.record()
+                ft.loop().watch(d.log_path, ft.Inotify.IN_MODIFY)  # wakes waits on the log
+
+                def call(method, *args):
+                    try:
+                        out = c.call(method, *args)
+                    except ft.DBusError as e:
+                        fig.reply(method, e.name)
+                        raise
+                    fig.reply(method)
+                    return out
+
+                def listed():
+                    return sorted(p for p, _o, _s in call('ListGroups')[0])
+
+                def works(what):
+                    """Freeze/Thaw of every original group, a batch over them, property reads."""
+                    for g in GROUPS:
+                        call('Freeze', g, LONG_USEC, 0)
+                    frozen = [g for g in GROUPS if sc.read_events(g)['frozen'] == 1]
+                    ft.check_equal(frozen, GROUPS, f'{what}: Freeze of the {len(GROUPS)} groups works')
+                    call('ApplyBatch', [(g, False) for g in GROUPS], 'auto', LONG_USEC, 0)
+                    ft.check_equal([sc.read_freeze(g) for g in GROUPS], [0] * len(GROUPS),
+                                   f'{what}: an ApplyBatch thawing them works')
+                    props = c.get_all(ft.group_object(GROUPS[0]), ft.GROUP_IFACE)
+                    fig.reply('GetAll')
+                    ft.check_equal(props['FreezerState'], 'running', f'{what}: GetAll works')
+                    fig.checked['groups frozen and thawed while the limit is reached'] += len(GROUPS)
+
+                tracked = listed()
+                usage = inotify_watches(d.pid)
+                ft.check_equal(usage, 2 * len(tracked), f'freezerd holds 2 watches per tracked group '
+                                                        f'({len(tracked)} groups)')
+                if mode == 'userns':
+                    limit = usage + SPARE
+                else:
+                    limit = root_watches() + SPARE
+                set_limit(d.pid, limit)
+                fig.faults[f'inotify watch limit lowered ({mode})'] += 1
+                print(f'# freezerd uses {usage} watches; limit set to {limit}', flush=True)
+
+                def outcome(path):
+                    """'tracked' once InterfacesAdded came, else the log line naming path."""
+                    obj = ft.group_object(path)
+                    if any(o == obj for o, _i in rec.interfaces_added()):
+                        return 'tracked'
+                    lines = [ln for ln in d.log().splitlines() if re.search(re.escape(path) + r'\b', ln)]
+                    return lines[-1] if lines else None
+
+                # 1. One new group fits.
+                os.mkdir(sc.abspath(NEW_OK))
+                fig.faults['mkdir'] += 1
+                got = ft.wait_for(lambda: outcome(NEW_OK), what=f'{NEW_OK} to be tracked or logged')
+                ft.check_equal(got, 'tracked', f'{NEW_OK} (2 watches, {SPARE} spare) is tracked')
+                after_ok = inotify_watches(d.pid)
+                ft.check_equal(after_ok, usage + 2, 'freezerd now holds 2 more watches')
+
+                # 2. The next ones do not.
+                os.mkdir(sc.abspath(NEW_FAIL[0]))
+                fig.faults['mkdir'] += 1
+                first = ft.wait_for(lambda: outcome(NEW_FAIL[0]), what=f'{NEW_FAIL[0]} to be tracked or logged')
+                if first == 'tracked' and mode == 'global':
+                    ft.skip('the system-wide watch count could not be pinned down (other root processes use '
+                            'watches): nothing was learnt')
+                ft.check(first != 'tracked', f'{NEW_FAIL[0]} does not fit: not tracked', first)
+                for g in NEW_FAIL[1:]:
+                    os.mkdir(sc.abspath(g))
+                    fig.faults['mkdir'] += 1
+                os.mkdir(sc.abspath('/w/deep/a'))
+                fig.faults['mkdir'] += 1
+                for g in NEW_FAIL:
+                    line = ft.wait_for(lambda: outcome(g), what=f'{g} to be tracked or logged')
+                    ft.check(line != 'tracked', f'{g}: not tracked, logged: {line}')
+                    if not re.search(r'inotify', line, re.I):
+                        violations.append(f'log line for {g} does not say the inotify watch limit is the cause: '
+                                          f'{line!r}')
+                ft.check_equal(inotify_watches(d.pid), usage + 2, 'no watch leaked by the failed attempts')
+                ft.check_equal(listed(), sorted(tracked + [NEW_OK]), 'ListGroups: the groups that do not fit are '
+                                                                     'not listed')
+
+                # 3. The calls that need a new watch: a clear error, nothing written.
+                def expect_limit_error(method, *args, path):
+                    try:
+                        result = call(method, *args)
+                    except ft.DBusError as e:
+                        ft.check(True, f'{method}({path}) fails: {e.name}: {e.message}')
+                        problems = []
+                        if e.name not in LIMIT_ERRORS:
+                            problems.append(f'error name {e.name} (expected one of {", ".join(LIMIT_ERRORS)})')
+                        if path not in e.message:
+                            problems.append('the message does not name the group')
+                        if not re.search(r'inotify', e.message, re.I):
+                            problems.append('the message does not say the inotify watch limit is reached')
+                        if problems:
+                            violations.append(f'{method}({path}) -> {e.name}: "{e.message}": ' + '; '.join(problems))
+                        return e
+                    ft.fail(f'{method}({path}) succeeded ({result!r}) with the watch limit reached')
+
+                expect_limit_error('Freeze', '/w/n1', LONG_USEC, 0, path='/w/n1')
+                ft.check_equal(sc.read_freeze('/w/n1'), 0, '/w/n1: nothing written')
+                expect_limit_error('GetGroup', '/w/n2', path='/w/n2')
+                expect_limit_error('Track', '/w/n3', path='/w/n3')
+                expect_limit_error('ApplyBatch', [(GROUPS[1], True), ('/w/n2', True)], 'auto', LONG_USEC, 0,
+                                   path='/w/n2')
+                ft.check_equal((sc.read_freeze(GROUPS[1]), sc.read_freeze('/w/n2')), (0, 0),
+                               'the batch wrote nothing')
+                expect_limit_error('Freeze', '/w/deep/a', LONG_USEC, 0, path='/w/deep/a')
+                fig.checked['groups whose calls were refused'] += 5
+
+                # 4. The rest keeps working.
+                works('limit reached')
+                ft.check_equal(inotify_watches(d.pid), usage + 2, 'still no watch leaked')
+
+                # 5. Watches freed: the groups come back.
+                os.rmdir(sc.abspath(NEW_OK))
+                rec.wait_for(lambda r: any(o == ft.group_object(NEW_OK) for o, _i in r.interfaces_removed()),
+                             what=f'InterfacesRemoved of {NEW_OK}')
+                ft.check_equal(inotify_watches(d.pid), usage, f'rmdir {NEW_OK} gave its 2 watches back')
+                call('Freeze', '/w/n1', LONG_USEC, 0)
+                ft.check_equal(sc.read_events('/w/n1')['frozen'], 1, 'Freeze(/w/n1) works once watches are free')
+                set_limit(d.pid, max(limit + 1000, 8192) if mode == 'userns' else global_before)
+                os.mkdir(sc.abspath('/w/n5'))
+                got = ft.wait_for(lambda: outcome('/w/n5'), what='/w/n5 to be tracked or logged')
+                ft.check_equal(got, 'tracked', 'with the limit raised a new group is tracked at once')
+                call('Freeze', '/w/n2', LONG_USEC, 0)
+                ft.check_equal(sc.read_events('/w/n2')['frozen'], 1, 'a group left out is tracked on demand')
+                call('Freeze', '/w/deep/a', LONG_USEC, 0)
+                ft.check_equal(sc.read_events('/w/deep/a')['frozen'], 1, 'and a nested one')
+                for g in ('/w/n1', '/w/n2', '/w/deep/a'):
+                    call('Thaw', g, LONG_USEC, 0)
+                works('limit raised')
+                fig.checked['groups tracked again after the limit'] += 4
+    finally:
+        if restore_global is not None:
+            write_int(GLOBAL_SYSCTL, restore_global)
+    ft.check_equal(read_int(GLOBAL_SYSCTL), global_before, f'{GLOBAL_SYSCTL} is {global_before} as before')
+    fig.lines.append(f'mode:            {mode} (watches: freezerd {usage}, limit {limit})')
+    fig.lines.append(f'clarity issues:  {len(violations)}')
+    fig.print()
+    if violations:
+        ft.fail(f'{len(violations)} unclear reports of the inotify watch limit:\n  ' + '\n  '.join(violations))
+
+
+ft.run(test)
