@@ -48,6 +48,7 @@ Kernel facts the harness relies on (Linux 6.18, checked by hand):
   * An empty cgroup with cgroup.freeze 1 reports "frozen 1".
 """
 
+import collections
 import ctypes
 import errno
 import json
@@ -72,6 +73,33 @@ try:
     from jeepney.io.blocking import open_dbus_connection
 except ImportError:  # reported by require('dbus')
     open_dbus_connection = None
+
+class Figures:
+    """The numbers printed at the end (and listed in the README's reliability section)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = collections.Counter()
+        self.errors = collections.Counter()
+        self.faults = collections.Counter()
+        self.checked = collections.Counter()
+        self.lines = []
+
+    def reply(self, method, error=None):
+        self.calls[method] += 1
+        if error is not None:
+            self.errors[error] += 1
+
+    def print(self):
+        def fmt(counter):
+            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
+        out = [f'figures: {self.name}',
+               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
+               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
+               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
+               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
+        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
+
 
 # ---- paths and constants ----------------------------------------------------------------------------------------
 

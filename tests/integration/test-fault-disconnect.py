@@ -21,7 +21,6 @@ round); at the end its fd count must equal the count before the first client
 (after one warm-up round of each kind), it logs no error-level line, and it
 exits 0 on SIGTERM."""
 
-import collections
 import os
 import sys
 import time
@@ -35,33 +34,6 @@ LONG_USEC = 120 * 1000000
 KINDS = ('timeout', 'complete', 'cancel')
 
 
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
-
-
 def fd_count(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
@@ -73,7 +45,7 @@ def rss_kib(pid):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
-    fig = Figures('test-fault-disconnect')
+    fig = ft.Figures('test-fault-disconnect')
     with ft.Scratch('fault-disconnect') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         sc.spawn_sleepers('/s', 1)
         sc.spawn_sleepers('/t', 1)

@@ -41,33 +41,6 @@ RACES = 60
 LONG_USEC = 120 * 1000000
 
 
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
-
-
 def outcome(fig, method, pending, timeout=None):
     """('ok', '') or (error name, message) of a PendingCall; tallied."""
     try:
@@ -93,7 +66,7 @@ def test():
     seed = int(seed) if seed else random.SystemRandom().randrange(1 << 32)
     print(f'# seed {seed} (FREEZERD_TEST_SEED={seed} repeats this run)', flush=True)
     rng = random.Random(seed)
-    fig = Figures('test-fault-external')
+    fig = ft.Figures('test-fault-external')
     fig.lines.append(f'seed:            {seed}')
     race_outcomes = collections.Counter()
     with ft.Scratch('fault-external') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:

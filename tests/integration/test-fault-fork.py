@@ -20,7 +20,6 @@ number of `sleep` tasks must never shrink (the shell's $(seq) subshell comes and
 goes, sleeps do not), and after "done" each group holds 201 tasks, all frozen
 (the last child may be caught between fork and exec: still "sh")."""
 
-import collections
 import os
 import subprocess
 import sys
@@ -32,33 +31,6 @@ FORKS = 200
 CYCLES = 10
 LONG_USEC = 60 * 1000000
 FORKER = f'for i in $(seq {FORKS}); do sleep 1000 >/dev/null & done; echo done; wait'
-
-
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
 
 
 class Forker:
@@ -109,7 +81,7 @@ def all_in_trap(sc, path):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    fig = Figures('test-fault-fork')
+    fig = ft.Figures('test-fault-fork')
     counts = []
     with ft.Scratch('fault-fork') as sc, ft.Bus() as bus:
         for g in ('/f/a', '/f/b'):

@@ -32,7 +32,6 @@ Then:
 Clarity failures (3's errors, 2's log lines) are collected and reported together
 at the end, after every other check ran."""
 
-import collections
 import os
 import re
 import subprocess
@@ -49,33 +48,6 @@ GLOBAL_SYSCTL = '/proc/sys/fs/inotify/max_user_watches'
 NS_SYSCTL = '/proc/sys/user/max_inotify_watches'
 SPARE = 3
 LONG_USEC = 60 * 1000000
-
-
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
 
 
 def inotify_watches(pid):
@@ -139,7 +111,7 @@ def test():
         # In front of any wrapper (valgrind): unshare execs it, the pid stays freezerd's.
         ft.FREEZERD_WRAPPER = ['unshare', '--user', '--map-root-user', '--'] + ft.FREEZERD_WRAPPER
     print(f'# mode: {mode}', flush=True)
-    fig = Figures('test-fault-inotify-limit')
+    fig = ft.Figures('test-fault-inotify-limit')
     violations = []
     global_before = read_int(GLOBAL_SYSCTL)
     restore_global = None

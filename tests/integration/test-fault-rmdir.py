@@ -49,33 +49,6 @@ LONG_USEC = 120 * 1000000
 NESTED_TIMEOUT_USEC = 3 * 1000000  # the nested Freeze should be done in far less
 
 
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
-
-
 def outcome(fig, method, pending, timeout=None):
     """'ok' or the error name of a PendingCall; tallied."""
     try:
@@ -89,7 +62,7 @@ def outcome(fig, method, pending, timeout=None):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
-    fig = Figures('test-fault-rmdir')
+    fig = ft.Figures('test-fault-rmdir')
     live_outcomes = collections.Counter()
     violations = []
     with ft.Scratch('fault-rmdir') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:

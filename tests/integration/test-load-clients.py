@@ -58,33 +58,6 @@ RSS_SLACK_KIB = 1024
 ALLOWED = {'ok', ft.ERROR_CANCELLED, ft.ERROR_FROZEN_BY_PARENT}
 
 
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
-
-
 Record = collections.namedtuple('Record', 'client method sets serial outcome message')
 # sets: {group: flag} the call asks for (own flags); serial: freezerd's serial of the reply
 
@@ -202,7 +175,7 @@ def test():
     seed = os.environ.get('FREEZERD_TEST_SEED')
     seed = int(seed) if seed else random.SystemRandom().randrange(1 << 31)
     print(f'# seed {seed} (FREEZERD_TEST_SEED={seed} repeats the calls, not their interleaving)', flush=True)
-    fig = Figures('test-load-clients')
+    fig = ft.Figures('test-load-clients')
     with ft.Scratch('load-clients') as sc, ft.Bus() as bus:
         for g in GROUPS:
             sc.spawn_sleepers(g, 1)

@@ -46,33 +46,6 @@ PROPS = ('Freeze', 'Frozen', 'FreezerState', 'FrozenDescendants', 'Descendants',
 LONG_USEC = 120 * 1000000
 
 
-class Figures:
-    """The numbers printed at the end (and listed in the README's reliability section)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = collections.Counter()
-        self.errors = collections.Counter()
-        self.faults = collections.Counter()
-        self.checked = collections.Counter()
-        self.lines = []
-
-    def reply(self, method, error=None):
-        self.calls[method] += 1
-        if error is not None:
-            self.errors[error] += 1
-
-    def print(self):
-        def fmt(counter):
-            return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
-        out = [f'figures: {self.name}',
-               f'calls:           {sum(self.calls.values())} ({fmt(self.calls)})',
-               f'errors by kind:  {sum(self.errors.values())} ({fmt(self.errors)})',
-               f'faults injected: {sum(self.faults.values())} ({fmt(self.faults)})',
-               f'groups checked:  {sum(self.checked.values())} ({fmt(self.checked)})'] + self.lines
-        print('# ' + '=' * 78, *('# ' + x for x in out), '# ' + '=' * 78, sep='\n', flush=True)
-
-
 class CrashableDaemon(ft.Daemon):
     """ft.Daemon that may be SIGKILLed: then its exit is not a failure."""
 
@@ -116,7 +89,7 @@ class WriteWatch:
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
-    fig = Figures('test-restart-frozen')
+    fig = ft.Figures('test-restart-frozen')
     dirs = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}daemon-{os.getpid()}-restart-')
     state_dir = os.path.join(dirs, 'state')
     runtime_dir = os.path.join(dirs, 'run')
