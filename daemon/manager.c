@@ -200,6 +200,18 @@ static void group_data_destroy(Group *g, void *userdata) {
         g->userdata = NULL;
 }
 
+static int group_watch(Manager *m, Group *g, int fd, uint32_t mask, unsigned kind, int *ret_wd) {
+        int r = watch_fd(m, fd, mask);
+        if (r == -ENOSPC)
+                return log_warning_errno(r, "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) "
+                                            "is reached",
+                                         g->path);
+        if (r < 0)
+                return r;
+        *ret_wd = r;
+        return wdmap_put(m->wds, r, g, kind);
+}
+
 static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
         GroupData *d;
         int r;
@@ -217,32 +229,10 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
         };
         g->userdata = d;
 
-        r = watch_fd(m, dirfd, DIR_WATCH_MASK);
-        if (r == -ENOSPC)
-                return log_warning_errno(r, "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) "
-                                            "is reached",
-                                         g->path);
-        if (r < 0)
+        r = group_watch(m, g, dirfd, DIR_WATCH_MASK, WD_KIND_DIR, &d->wd_dir);
+        if (r < 0 || events_fd < 0)
                 return r;
-        d->wd_dir = r;
-        r = wdmap_put(m->wds, d->wd_dir, g, WD_KIND_DIR);
-        if (r < 0)
-                return r;
-
-        if (events_fd >= 0) {
-                r = watch_fd(m, events_fd, EVENTS_WATCH_MASK);
-                if (r == -ENOSPC)
-                        return log_warning_errno(r, "Cannot track %s: the inotify watch limit "
-                                                    "(fs.inotify.max_user_watches) is reached",
-                                                 g->path);
-                if (r < 0)
-                        return r;
-                d->wd_events = r;
-                r = wdmap_put(m->wds, d->wd_events, g, WD_KIND_EVENTS);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return group_watch(m, g, events_fd, EVENTS_WATCH_MASK, WD_KIND_EVENTS, &d->wd_events);
 }
 
 /* Every directory on the cgroup2 file system is a cgroup, and the root was
