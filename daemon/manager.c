@@ -1070,6 +1070,26 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
         }
 }
 
+/* A path as it may appear in a message: control characters escaped, cut
+ * after a reasonable length (a 4000-byte path helps nobody in a log). */
+#define PATH_MESSAGE_MAX 160
+static const char *path_for_message(const char *path, char buf[static PATH_MESSAGE_MAX]) {
+        size_t k = 0;
+
+        for (const unsigned char *p = (const unsigned char *) path; *p; p++) {
+                if (k + 8 >= PATH_MESSAGE_MAX) {
+                        memcpy(buf + k, "...", 4);
+                        return buf;
+                }
+                if (*p < 0x20 || *p == 0x7f)
+                        k += (size_t) snprintf(buf + k, PATH_MESSAGE_MAX - k, "\\x%02x", *p);
+                else
+                        buf[k++] = (char) *p;
+        }
+        buf[k] = 0;
+        return buf;
+}
+
 /* ---- tracking ----------------------------------------------------------------------------------------- */
 
 static int path_error(sd_bus_error *error, int r, const char *path) {
@@ -1154,6 +1174,7 @@ static int track_root_add(Manager *m, const char *path) {
 }
 
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
         const char *reason = NULL;
         Group *g = NULL;
@@ -1161,7 +1182,7 @@ int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error
 
         r = cg_path_normalize(path, &norm, &reason);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path,
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
                                          reason ?: strerror(-r));
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0)
@@ -1200,6 +1221,7 @@ static bool is_ancestor_of_root(Manager *m, const char *path, const char *except
 }
 
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
+        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
         const char *reason = NULL;
         Group *g;
@@ -1207,7 +1229,7 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
 
         r = cg_path_normalize(path, &norm, &reason);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path,
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
                                          reason ?: strerror(-r));
         if (!path_is_tracked_root(m, norm))
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
@@ -1266,6 +1288,7 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
 }
 
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
         const char *reason = NULL;
         Group *g;
@@ -1273,7 +1296,7 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
 
         r = cg_path_normalize(path, &norm, &reason);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path,
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
                                          reason ?: strerror(-r));
         g = tree_get(m->tree, norm);
         if (g && g->tracked) {
@@ -1289,6 +1312,7 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
  * one (the very file a write would reach), else the file opened O_PATH beneath
  * the root: no symlinks, no other mount. */
 int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error *error) {
+        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
         _cleanup_close_ int dirfd = -1, fd = -1;
         const char *reason = NULL;
@@ -1298,7 +1322,7 @@ int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error 
 
         r = cg_path_normalize(path, &norm, &reason);
         if (r < 0) {
-                sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path,
+                sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
                                   reason ?: strerror(-r));
                 return r;
         }

@@ -42,6 +42,15 @@ def test():
                 for m in ('Freeze', 'Thaw'):
                     refused(ft.ERROR_INVALID_PATH, c.call, m, p, 0, 0, name_in_message=p or None)
                 refused(ft.ERROR_INVALID_PATH, c.call, 'GetGroup', p)
+            # Each malformed path gets its own reason.  (NUL bytes and invalid UTF-8
+            # cannot travel in a D-Bus string at all: the bus refuses them; the
+            # validator's handling of them is unit-tested in test-cgroup-util.)
+            for p, reason in (('/x' + ('/' + 'x' * 200) * 25, 'PATH_MAX'), ('/' + 'y' * 300, 'NAME_MAX'),
+                              ('/g/a\x01b', 'control character'), ('/g\nh', 'control character'),
+                              ('g//h', "empty component"), ('/g/../g', "'..'")):
+                e = ft.expect_dbus_error(ft.ERROR_INVALID_PATH, c.call, 'Freeze', p, 0, 0)
+                ft.check(reason in e.message, f'  ... the reason says {reason!r}', repr(e.message[:120]))
+            ft.check_equal(sc.read_freeze('/g'), 0, 'none of the refused calls wrote /g')
             refused(ft.ERROR_INVALID_PATH, c.call, 'Freeze', '/g/cgroup.procs', 0, 0,
                     name_in_message='/g/cgroup.procs')
             refused(ft.ERROR_INVALID_PATH, c.call, 'GetGroup', '/g/cgroup.procs')
