@@ -530,6 +530,11 @@ ssize_t cg_read_fd(int fd, char *buf, size_t size) {
                 if (k == 0)
                         break;
                 n += (size_t) k;
+                /* kernfs and procfs seq files hand out all that fits in one read:
+                 * a short read is the end (a second pread would make the kernel
+                 * format the whole file again only to find nothing). */
+                if (n < size - 1)
+                        break;
         }
 
         buf[n] = '\0';

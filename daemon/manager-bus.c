@@ -1043,7 +1043,9 @@ static const sd_bus_vtable group_vtable[] = {
         SD_BUS_PROPERTY("Populated", "b", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Descendants", "u", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("FrozenDescendants", "u", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FrozenUSec", "t", group_property_get, 0, 0),
+        /* Explicit: read from cgroup.stat.local at every Get, so it stays out of
+         * InterfacesAdded and GetManagedObjects (10,000 file reads otherwise). */
+        SD_BUS_PROPERTY("FrozenUSec", "t", group_property_get, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
         SD_BUS_METHOD_WITH_ARGS("Freeze", SD_BUS_ARGS("t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,
                                 group_method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Thaw", SD_BUS_ARGS("t", timeout_usec, "t", flags), SD_BUS_NO_RESULT,

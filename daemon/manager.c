@@ -17,11 +17,9 @@
 
 enum {
         WD_KIND_DIR,
-        WD_KIND_EVENTS,
 };
 
 #define DIR_WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ONLYDIR | IN_EXCL_UNLINK)
-#define EVENTS_WATCH_MASK (IN_MODIFY)
 
 static bool operation_check(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
@@ -130,6 +128,18 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         return cg_parse_freeze(buf, (size_t) n, ret);
 }
 
+/* After g's own flag changed (our write or one behind our back): the kernel
+ * has already settled every empty group of the subtree, and thawed every
+ * group, inside the write; only the notifications come later (a work item,
+ * rate-limited to one per 10 ms per file).  Reading their state now lets this
+ * loop turn signal the final state instead of a transient one, and keeps the
+ * model right when notifications are held back. */
+static void group_settle_subtree(Manager *m, Group *g) {
+        for (Group *c = g; c; c = tree_next_preorder(g, c))
+                if (!c->populated || !c->e_freeze)
+                        (void) group_read_events(m, c);
+}
+
 static int read_freeze_at(int dirfd, bool *ret) {
         _cleanup_close_ int fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         char buf[16];
@@ -156,6 +166,7 @@ static void group_reread_freeze(Manager *m, Group *g) {
         if (v != g->freeze) {
                 log_debug("%s: cgroup.freeze changed to %d behind our back", g->path, v);
                 tree_set_freeze(m->tree, g, v);
+                group_settle_subtree(m, g);
                 group_flag_changed(m, g);
         }
 }
@@ -182,11 +193,8 @@ static void group_data_destroy(Group *g, void *userdata) {
 
         if (d->wd_dir > 0) {
                 wdmap_remove(m->wds, d->wd_dir);
-                (void) inotify_rm_watch(m->inotify_fd, d->wd_dir);
-        }
-        if (d->wd_events > 0) {
-                wdmap_remove(m->wds, d->wd_events);
-                (void) inotify_rm_watch(m->inotify_fd, d->wd_events);
+                if (m->inotify_fd >= 0)
+                        (void) inotify_rm_watch(m->inotify_fd, d->wd_dir);
         }
         closep(&d->events_fd);
         closep(&d->freeze_fd);
@@ -214,7 +222,6 @@ static int group_watch(Manager *m, Group *g, int fd, uint32_t mask, unsigned kin
 
 static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
         GroupData *d;
-        int r;
 
         d = calloc(1, sizeof *d);
         if (!d)
@@ -225,14 +232,17 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
                 .events_fd = events_fd,
                 .freeze_fd = -1,
                 .wd_dir = -1,
-                .wd_events = -1,
         };
         g->userdata = d;
 
-        r = group_watch(m, g, dirfd, DIR_WATCH_MASK, WD_KIND_DIR, &d->wd_dir);
-        if (r < 0 || events_fd < 0)
-                return r;
-        return group_watch(m, g, events_fd, EVENTS_WATCH_MASK, WD_KIND_EVENTS, &d->wd_events);
+        /* One watch per group, on its directory.  The kernel reports a change of
+         * cgroup.events (kernfs_notify) to the file's inode and, by name, to a
+         * watch on its directory, but only while that inode is in the inode
+         * cache: it is, since we hold cgroup.events open for the group's
+         * lifetime.  A second watch on the file would double every event, and
+         * a 10,000-group freeze would overflow the inotify queue into a full
+         * resync. */
+        return group_watch(m, g, dirfd, DIR_WATCH_MASK, WD_KIND_DIR, &d->wd_dir);
 }
 
 /* Every directory on the cgroup2 file system is a cgroup, and the root was
@@ -260,6 +270,15 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
                 char raw[16 * 1024];
         } buf;
         int r;
+
+        /* kernfs keeps a directory's link count at 2 + its subdirectories: a leaf
+         * needs no getdents (two calls listing ~25 files each).  The watch is
+         * armed already, so a child made from now on is reported. */
+        {
+                struct stat st;
+                if (fstat(dirfd, &st) == 0 && st.st_nlink == 2)
+                        return 0;
+        }
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
         if (!childpath)
@@ -367,10 +386,15 @@ static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, b
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
         }
-        r = read_freeze_at(dirfd, &freeze);
-        if (r >= 0)
-                tree_set_freeze(m->tree, g, freeze);
         (void) group_read_events(m, g);
+        /* "populated 0, frozen 0": the kernel freezes an empty group inside the
+         * write, so neither this group nor an ancestor has its flag set: no need
+         * to open cgroup.freeze (the watch is armed: a later write is seen). */
+        if (g->populated || g->frozen) {
+                r = read_freeze_at(dirfd, &freeze);
+                if (r >= 0)
+                        tree_set_freeze(m->tree, g, freeze);
+        }
 
         if (ret)
                 *ret = g;
@@ -827,7 +851,10 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
         /* The watch on cgroup.events is armed already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
          * before linking ourselves, then decide. */
-        (void) group_read_events(m, g);
+        if (e->wrote)
+                group_settle_subtree(m, g);
+        else
+                (void) group_read_events(m, g);
         entry_link(e, g);
 
         if (flags & FREEZER_FLAG_NO_WAIT) {
@@ -935,7 +962,10 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
         /* The kernel may be done already (empty groups, nothing changed): look
          * once at every touched group, then link and decide. */
         for (size_t i = 0; i < n; i++)
-                (void) group_read_events(m, items[i].group);
+                if (op->entries[i].wrote)
+                        group_settle_subtree(m, items[i].group);
+                else
+                        (void) group_read_events(m, items[i].group);
         for (size_t i = 0; i < n; i++)
                 entry_link(&op->entries[i], items[i].group);
 
@@ -996,23 +1026,20 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 return; /* a watch of a group we already dropped */
         g = w->ptr;
 
-        if (w->kind == WD_KIND_EVENTS) {
-                if (ev->mask & IN_MODIFY) {
-                        GroupData *d = group_data(g);
-                        if (d->events_gen != m->inotify_gen) {
-                                d->events_gen = m->inotify_gen;
-                                (void) group_read_events(m, g);
-                        }
-                }
-                return;
-        }
-
         if (ev->mask & IN_IGNORED) {
                 /* Our directory is gone (normally announced to the parent first). */
                 GroupData *d = group_data(g);
                 wdmap_remove(m->wds, ev->wd);
                 d->wd_dir = -1;
                 manager_remove_group(m, g);
+                return;
+        }
+        if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.events")) {
+                GroupData *d = group_data(g);
+                if (d->events_gen != m->inotify_gen) {
+                        d->events_gen = m->inotify_gen;
+                        (void) group_read_events(m, g);
+                }
                 return;
         }
         if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.freeze")) {
@@ -1706,11 +1733,14 @@ Manager *manager_free(Manager *m) {
         m->on_group_added = NULL;
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
-        if (m->tree)
-                tree_free(m->tree, group_data_destroy, m);
+        /* Closing the inotify fd drops every watch at once: no rm_watch per group. */
         if (m->inotify_event)
                 event_free(m->inotify_event);
+        m->inotify_event = NULL;
         closep(&m->inotify_fd);
+        m->inotify_fd = -1;
+        if (m->tree)
+                tree_free(m->tree, group_data_destroy, m);
         closep(&m->root_fd);
         wdmap_free(m->wds);
         for (size_t i = 0; i < m->n_track_roots; i++)

@@ -32,8 +32,7 @@ typedef struct GroupData {
         Manager *manager;
         int events_fd; /* cgroup.events, kept open for pread() after every notification */
         int freeze_fd; /* cgroup.freeze, opened on first write and kept; -1 until then */
-        int wd_dir;    /* watch on the directory: child mkdir/rmdir, writes of cgroup.freeze */
-        int wd_events; /* watch on cgroup.events: the kernel's populated/frozen notifications */
+        int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
