@@ -37,30 +37,43 @@
  *                 A..G in that order (bottom-up thaws would fail with
  *                 FrozenByParent), each waiting.
  *
+ * The floor, floor-nowait and shell cycles run with freezerd stopped (SIGSTOP
+ * to --daemon-pid, SIGCONT after the cycle, before settle()), so that they
+ * measure the kernel alone: freezerd watches every cgroup.events and would
+ * otherwise spend as much CPU time on their changes as on its own, on the
+ * other core, while they run.
+ *
  * Correctness is checked after every step of every cycle (untimed): after a
  * freeze step every cgroup.freeze of A..G is 1 and, where the method waited
  * (or without sleepers, where the kernel is synchronous), every cgroup.events
  * says "frozen 1"; after a thaw step every flag is 0 and every group says
  * "frozen 0" (thawing is synchronous in the kernel).  A violation exits 1.
  *
- * Between cycles (untimed): two Peer.Ping round trips to freezerd over a
- * separate connection, so that the daemon and the bus have handled what the
- * previous cycle made them do (e.g. 4000 inotify events and signals) before
- * anything is timed, and a 20 ms pause, longer than the kernel's 10 ms rate
- * limit on cgroup.events notifications (CGROUP_FILE_NOTIFY_MIN_INTV), so that
- * no notification of a freeze step is held back by the previous thaw's.
+ * Between cycles (untimed, settle()): a 25 ms pause, longer than the kernel's
+ * 10 ms rate limit on cgroup.events notifications (CGROUP_FILE_NOTIFY_MIN_INTV:
+ * a thaw right after a freeze is notified 10 ms late, from a timer, and no
+ * notification of the next freeze may be held back in turn), then two
+ * Peer.Ping round trips to freezerd over a separate connection, so that the
+ * daemon and the bus have handled all that the previous cycle made them do
+ * (up to 8000 inotify events and 4000 signals at n = 1000) before anything is
+ * timed.
  *
  * freezerd's CPU time (--daemon-pid) is taken around each of its cycles
- * (from before the freeze step to after the barrier) and summed over the
+ * (from before the freeze step to after the following settle()) and summed over the
  * rounds: from /proc/PID/stat utime+stime in clock ticks (10 ms each), and
  * from the process CPU clock (clock_getcpuclockid(), ns), then divided by the
  * number of calls.  --bus-pid does the same for dbus-daemon.
  *
  * usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R]
  *                    [--leaf-sleepers] [--daemon-pid=PID] [--bus-pid=PID] [--json]
- *                    [--only=KEY,...]
+ *                    [--only=KEY,...] [--step-barrier] [--no-pause-daemon]
  * --only runs just the methods named (keys as above; the floor always runs),
- * e.g. to profile freezerd during one of them.
+ * e.g. to profile freezerd during one of them.  --step-barrier (a diagnostic,
+ * not for the table) puts the between-cycles barrier and pause between the
+ * freeze and the thaw step as well, so that the thaw step starts with freezerd
+ * idle: the difference to a normal run is what the thaw waits for.
+ * --no-pause-daemon leaves freezerd running during the floor and shell cycles
+ * (see below).
  * Exit status: 0, 1 on a failed check or call, 2 on bad usage.
  */
 #include <dirent.h>
@@ -91,7 +104,7 @@ extern char **environ;
 
 #define N_GROUPS 7
 #define WAIT_DEADLINE_NS (10ULL * 1000000000ULL)
-#define SETTLE_NS (20ULL * 1000000ULL)
+#define SETTLE_NS (25ULL * 1000000ULL)
 
 /* Top-down order: A, B, C, D, E, F, G.  Bottom-up is the reverse. */
 static const char *const group_rel[N_GROUPS] = { "A", "A/B", "A/C", "A/B/D", "A/B/E", "A/B/F", "A/C/G" };
@@ -130,6 +143,8 @@ static struct {
         pid_t daemon_pid;
         pid_t bus_pid;
         const char *only; /* --only=KEY,...: run just these methods (for profiling) */
+        bool step_barrier; /* --step-barrier: settle between the freeze and the thaw step too */
+        bool no_pause;     /* --no-pause-daemon: leave freezerd running during the baselines */
 
         int freeze_fd[N_GROUPS];
         int events_fd[N_GROUPS];
@@ -322,6 +337,46 @@ static uint64_t proc_cpu_ns(pid_t pid) {
         return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
+/* The state letter of /proc/PID/stat. */
+static char proc_state(pid_t pid) {
+        char path[64], buf[512];
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("cannot open %s: %m", path);
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                die("cannot read %s", path);
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');
+        if (!p || p[1] != ' ' || !p[2])
+                die("cannot parse %s", path);
+        return p[2];
+}
+
+/* The baselines (floor, shell) run with freezerd stopped (SIGSTOP), so that it does not
+ * compete for the CPUs while the kernel works: with every group watched, each write
+ * below makes it read thousands of cgroup.events and send as many signals.  The
+ * inotify events wait in its queue (about 16000 at n = 1000 for a cycle, under the
+ * default max_queued_events of 16384) and are handled after SIGCONT, in settle(). */
+static void daemon_pause(bool stop) {
+        if (B.daemon_pid <= 0 || B.no_pause)
+                return;
+        if (kill(B.daemon_pid, stop ? SIGSTOP : SIGCONT) < 0)
+                die("cannot send %s to freezerd (pid %d): %m", stop ? "SIGSTOP" : "SIGCONT", (int) B.daemon_pid);
+        if (!stop)
+                return;
+        /* Stopping is asynchronous; it takes a few microseconds (untimed). */
+        uint64_t deadline = now_ns() + WAIT_DEADLINE_NS;
+        while (proc_state(B.daemon_pid) != 'T')
+                if (now_ns() > deadline)
+                        die("freezerd (pid %d) did not stop within 10 s of SIGSTOP", (int) B.daemon_pid);
+}
+
 typedef struct CpuMark {
         uint64_t ticks, daemon_ns, bus_ns;
 } CpuMark;
@@ -357,6 +412,19 @@ static void ping_barrier(void) {
         }
 }
 
+/* Let what the last step set off run its course, so that the next one starts from a quiet
+ * system: the kernel holds back a cgroup.events notification that comes within 10 ms of the
+ * previous one of that file (CGROUP_FILE_NOTIFY_MIN_INTV) and sends it from a timer, so a
+ * thaw right after a freeze is reported 10 ms later, after any barrier taken at once.  Wait
+ * 25 ms (past that timer, and long enough that the next step's notifications are not held
+ * back in turn), then make sure freezerd and the bus have handled everything: two Peer.Ping
+ * round trips through the bus (the second one is read by freezerd in a later turn of its
+ * event loop than the first, after the inotify events queued before it). */
+static void settle(void) {
+        sleep_ns(SETTLE_NS);
+        ping_barrier();
+}
+
 static void check_call(int r, const char *what) {
         if (r < 0)
                 die("%s failed: %s: %s (%s)", what, strerror(-r), freezer_last_error_name(B.f) ?: "?",
@@ -380,6 +448,12 @@ typedef struct Times {
         uint64_t freeze, thaw, cycle;
 } Times;
 
+/* Between the two steps of a cycle: nothing, or with --step-barrier what comes between cycles. */
+static void between_steps(void) {
+        if (B.step_barrier)
+                settle();
+}
+
 static Times run_floor(unsigned round, bool wait) {
         const char *name = wait ? "floor" : "floor-nowait";
         Times t;
@@ -393,6 +467,7 @@ static Times run_floor(unsigned round, bool wait) {
                 wait_frozen(1, name);
         t1 = now_ns();
         verify(name, "freeze", round, 1, wait || !B.sleepers ? 1 : -1);
+        between_steps();
 
         drain_inotify();
         t2 = now_ns();
@@ -439,6 +514,7 @@ static Times run_batch(unsigned round, bool wait) {
         apply_batch(true, flags);
         t.freeze = now_ns() - t0;
         verify(name, "freeze", round, 1, wait || !B.sleepers ? 1 : -1);
+        between_steps();
 
         t0 = now_ns();
         apply_batch(false, flags);
@@ -458,6 +534,7 @@ static Times run_single(unsigned round) {
                 check_call(freezer_freeze(B.f, group_api[i], 0, 0), "Freeze");
         t.freeze = now_ns() - t0;
         verify("single", "freeze", round, 1, 1);
+        between_steps();
 
         t0 = now_ns();
         for (unsigned i = 0; i < N_GROUPS; i++) /* top-down: a bottom-up Thaw would fail with FrozenByParent */
@@ -470,6 +547,13 @@ static Times run_single(unsigned round) {
 }
 
 static Times run_method(unsigned m, unsigned round) {
+        if (m == M_FLOOR || m == M_FLOOR_NOWAIT || m == M_SHELL) {
+                Times t;
+                daemon_pause(true);
+                t = m == M_SHELL ? run_shell(round) : run_floor(round, m == M_FLOOR);
+                daemon_pause(false);
+                return t;
+        }
         switch (m) {
         case M_FLOOR:
                 return run_floor(round, true);
@@ -676,8 +760,10 @@ static void print_results(void) {
         if (B.json) {
                 bool first = true;
                 printf("{\n  \"n\": %u,\n  \"groups\": %u,\n  \"sleepers\": %u,\n  \"rounds\": %u,\n"
-                       "  \"clock_ticks_per_second\": %ld,\n  \"methods\": [\n",
-                       B.n, groups, B.sleepers ? 4 * B.n : 0, B.rounds, tck);
+                       "  \"clock_ticks_per_second\": %ld,\n  \"daemon_paused_for_baselines\": %s,\n"
+                       "  \"methods\": [\n",
+                       B.n, groups, B.sleepers ? 4 * B.n : 0, B.rounds, tck,
+                       B.daemon_pid > 0 && !B.no_pause ? "true" : "false");
                 for (unsigned m = 0; m < _M_MAX; m++) {
                         const Method *x = &B.methods[m];
                         if (!x->enabled)
@@ -711,8 +797,9 @@ static void print_results(void) {
                 return;
         }
 
-        printf("n=%u (%u groups below %s), %s, %u rounds (+1 warm-up), medians in µs\n", B.n, groups, B.root,
-               B.sleepers ? "one sleeper in every leaf" : "no processes", B.rounds);
+        printf("n=%u (%u groups below %s), %s, %u rounds (+1 warm-up), medians in µs%s\n", B.n, groups, B.root,
+               B.sleepers ? "one sleeper in every leaf" : "no processes", B.rounds,
+               B.daemon_pid > 0 && !B.no_pause ? "; freezerd stopped during floor and shell" : "");
         printf("%-52s %10s %21s %10s %10s %7s %12s %12s\n", "method", "cycle", "min-max", "freeze", "thaw",
                "ratio", "cpu/call", "cpu/call");
         printf("%-52s %10s %21s %10s %10s %7s %12s %12s\n", "", "", "", "", "", "", "(stat)", "(clock)");
@@ -755,6 +842,7 @@ static unsigned long parse_ulong(const char *s, const char *opt, unsigned long m
 static void usage(FILE *f) {
         fputs("usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R] [--leaf-sleepers]\n"
               "                   [--daemon-pid=PID] [--bus-pid=PID] [--json] [--only=KEY,...]\n"
+              "                   [--step-barrier] [--no-pause-daemon]\n"
               "methods (KEY): floor floor-nowait shell batch-nowait batch single; the floor always runs\n",
               f);
 }
@@ -770,6 +858,8 @@ int main(int argc, char *argv[]) {
                 ARG_BUS_PID,
                 ARG_JSON,
                 ARG_ONLY,
+                ARG_STEP_BARRIER,
+                ARG_NO_PAUSE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -782,6 +872,8 @@ int main(int argc, char *argv[]) {
                 { "bus-pid", required_argument, NULL, ARG_BUS_PID },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "only", required_argument, NULL, ARG_ONLY },
+                { "step-barrier", no_argument, NULL, ARG_STEP_BARRIER },
+                { "no-pause-daemon", no_argument, NULL, ARG_NO_PAUSE },
                 {},
         };
         int c;
@@ -818,6 +910,12 @@ int main(int argc, char *argv[]) {
                 case ARG_ONLY:
                         B.only = optarg;
                         break;
+                case ARG_STEP_BARRIER:
+                        B.step_barrier = true;
+                        break;
+                case ARG_NO_PAUSE:
+                        B.no_pause = true;
+                        break;
                 default:
                         usage(stderr);
                         return 2;
@@ -829,7 +927,9 @@ int main(int argc, char *argv[]) {
 
         setup();
 
-        /* Round 0 is the warm-up; methods interleave within each round. */
+        /* Round 0 is the warm-up; methods interleave within each round.  Each cycle starts
+         * settled, and is followed by settle(), inside its CPU time window. */
+        settle();
         for (unsigned round = 0; round <= B.rounds; round++)
                 for (unsigned m = 0; m < _M_MAX; m++) {
                         Method *x = &B.methods[m];
@@ -838,14 +938,9 @@ int main(int argc, char *argv[]) {
 
                         if (!x->enabled)
                                 continue;
-                        if (getenv("BENCH_SPIN"))
-                                for (uint64_t e = now_ns() + SETTLE_NS; now_ns() < e;)
-                                        ;
-                        else if (!getenv("BENCH_NOGAP"))
-                                sleep_ns(SETTLE_NS);
                         a = cpu_mark();
                         t = run_method(m, round);
-                        ping_barrier();
+                        settle();
                         b = cpu_mark();
                         if (round == 0)
                                 continue;

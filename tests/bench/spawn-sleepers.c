@@ -2,18 +2,22 @@
 /*
  * spawn-sleepers: start `sleep infinity` processes directly inside cgroups, fast.
  *
- * usage: spawn-sleepers [--count=K] DIR...
+ * usage: spawn-sleepers [--count=K] [--exec] DIR...
  *
  * For every cgroup directory DIR, K (default 1) children are created with
  * clone3(CLONE_INTO_CGROUP), so they are born in DIR: no migration through
  * cgroup.procs (which takes the cgroup_threadgroup_rwsem for writing, once per
  * process).  Each child sets PR_SET_PDEATHSIG=SIGKILL, so it dies with this
- * helper, and execs `/bin/sleep infinity` with stdin/stdout on /dev/null.
- * Kernels without clone3 or CLONE_INTO_CGROUP get fork() plus a write of "0"
- * to DIR/cgroup.procs in the child instead.
+ * helper, puts stdin/stdout on /dev/null and sleeps in pause(), as
+ * `sleep infinity` does, under the name "sleeper"; with --exec it execs
+ * `/bin/sleep infinity` instead (an exec costs milliseconds on some VMs: 4000
+ * of them take half a minute there).  Kernels without clone3 or
+ * CLONE_INTO_CGROUP get fork() plus a write of "0" to DIR/cgroup.procs in the
+ * child instead.
  *
- * Once every child has exec'd (a close-on-exec pipe shared by all of them
- * reaches EOF) it prints "ready N" on stdout.  It then waits until its stdin
+ * Once every child is set up (a close-on-exec pipe shared by all of them,
+ * which each closes by exec'ing or explicitly, reaches EOF) it prints
+ * "ready N" on stdout.  It then waits until its stdin
  * reaches EOF or SIGTERM/SIGINT/SIGHUP arrives, SIGKILLs the sleepers it still
  * has (only its own unreaped children, so never a recycled pid), reaps them all
  * and exits 0.  Exit status 1 if a sleeper could not be started: the ones
@@ -55,8 +59,11 @@ static void kill_and_reap(void) {
         n_pids = 0;
 }
 
-/* In the child: nothing but async-signal-safe calls until exec. */
-_Noreturn static void child_exec(pid_t parent, int nullfd, int errfd, const sigset_t *oldmask, const char *procs) {
+static bool arg_exec;
+
+/* In the child: nothing but async-signal-safe calls until exec (or pause). */
+_Noreturn static void child_run(pid_t parent, int nullfd, int errfd, const int *close_fds, size_t n_close,
+                                const sigset_t *oldmask, const char *procs) {
         int e;
 
         if (procs) {
@@ -76,15 +83,26 @@ _Noreturn static void child_exec(pid_t parent, int nullfd, int errfd, const sigs
                 goto fail;
         }
         sigprocmask(SIG_SETMASK, oldmask, NULL);
-        execl("/bin/sleep", "sleep", "infinity", (char *) NULL);
-        e = errno;
+        if (arg_exec) {
+                execl("/bin/sleep", "sleep", "infinity", (char *) NULL);
+                e = errno;
+                goto fail;
+        }
+        /* The same kernel state as `sleep infinity` (which calls pause() too), without
+         * the cost of an exec: drop what we inherited, then sleep until killed. */
+        for (size_t i = 0; i < n_close; i++)
+                close(close_fds[i]);
+        (void) prctl(PR_SET_NAME, "sleeper", 0, 0, 0);
+        close(errfd); /* tells the parent we are ready */
+        for (;;)
+                pause();
 fail:
         (void) !write(errfd, &e, sizeof e);
         _exit(127);
 }
 
-static pid_t spawn_one(const char *dir, pid_t self, int nullfd, int errfd, const sigset_t *oldmask,
-                       bool *use_clone3) {
+static pid_t spawn_one(const char *dir, pid_t self, int nullfd, int errfd, const int *close_fds, size_t n_close,
+                       const sigset_t *oldmask, bool *use_clone3) {
         char procs[4096];
         pid_t pid;
 
@@ -100,8 +118,10 @@ static pid_t spawn_one(const char *dir, pid_t self, int nullfd, int errfd, const
                         .cgroup = (uint64_t) dfd,
                 };
                 pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
-                if (pid == 0)
-                        child_exec(self, nullfd, errfd, oldmask, NULL);
+                if (pid == 0) {
+                        close(dfd);
+                        child_run(self, nullfd, errfd, close_fds, n_close, oldmask, NULL);
+                }
                 int e = errno;
                 close(dfd);
                 if (pid > 0)
@@ -118,7 +138,7 @@ static pid_t spawn_one(const char *dir, pid_t self, int nullfd, int errfd, const
         }
         pid = fork();
         if (pid == 0)
-                child_exec(self, nullfd, errfd, oldmask, procs);
+                child_run(self, nullfd, errfd, close_fds, n_close, oldmask, procs);
         if (pid < 0)
                 fprintf(stderr, "spawn-sleepers: fork: %m\n");
         return pid;
@@ -127,6 +147,7 @@ static pid_t spawn_one(const char *dir, pid_t self, int nullfd, int errfd, const
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "count", required_argument, NULL, 'c' },
+                { "exec", no_argument, NULL, 'e' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -148,14 +169,17 @@ int main(int argc, char *argv[]) {
                         }
                         break;
                 }
+                case 'e':
+                        arg_exec = true;
+                        break;
                 case 'h':
-                        printf("usage: spawn-sleepers [--count=K] DIR...\n");
+                        printf("usage: spawn-sleepers [--count=K] [--exec] DIR...\n");
                         return 0;
                 default:
                         return 2;
                 }
         if (optind >= argc) {
-                fprintf(stderr, "usage: spawn-sleepers [--count=K] DIR...\n");
+                fprintf(stderr, "usage: spawn-sleepers [--count=K] [--exec] DIR...\n");
                 return 2;
         }
 
@@ -180,9 +204,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
+        const int close_fds[] = { sfd, nullfd, pipefd[0] };
         for (int i = optind; i < argc; i++)
                 for (unsigned long k = 0; k < count; k++) {
-                        pid_t pid = spawn_one(argv[i], self, nullfd, pipefd[1], &oldmask, &use_clone3);
+                        pid_t pid = spawn_one(argv[i], self, nullfd, pipefd[1], close_fds, 3, &oldmask,
+                                              &use_clone3);
                         if (pid < 0) {
                                 kill_and_reap();
                                 return 1;
@@ -190,7 +216,8 @@ int main(int argc, char *argv[]) {
                         pids[n_pids++] = pid;
                 }
 
-        /* Every child closes its copy of the write end by exec'ing (or writes errno and exits). */
+        /* Every child closes its copy of the write end once it is set up, by exec'ing or
+         * explicitly (or writes errno there and exits). */
         close(pipefd[1]);
         for (;;) {
                 ssize_t n = read(pipefd[0], &e, sizeof e);

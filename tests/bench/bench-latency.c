@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench-latency: how fast freezerd confirms a freeze (issue 6).
+ *
+ * For each --group=PATH (an API path below freezerd's cgroup root --root=DIR,
+ * e.g. an empty group and one holding 21 sleeping processes) and each method
+ * of --methods, --rounds rounds of: freeze step, pause, thaw step, pause.
+ * The methods run interleaved round by round, and each step is timed on its
+ * own:
+ *
+ *   floor        pwrite() of DIR/PATH/cgroup.freeze from here, then wait
+ *                (inotify on DIR/PATH/cgroup.events, armed beforehand, file
+ *                re-read after each event; no sleeping, no polling) until the
+ *                kernel says "frozen 1" (or 0): the kernel's own time.
+ *   signal       the same write, behind freezerd's back, then wait on a bus
+ *                connection subscribed (match on the group's object path) to
+ *                the group's PropertiesChanged until one carries Frozen=true
+ *                (or false): kernel event -> freezerd -> dbus-daemon -> client.
+ *   call         freezer_freeze() / freezer_thaw() through libfreezer, waiting
+ *                for the kernel's confirmation (the default): request ->
+ *                confirmed reply.
+ *   call-nowait  the same with FREEZER_NO_WAIT: one bus round trip and the
+ *                write, no waiting (the floor of a call).
+ *
+ * Between steps a pause of --settle-ms (default 15 ms; the kernel holds back
+ * a cgroup.events notification that comes less than 10 ms after the previous
+ * one of the same file, CGROUP_FILE_NOTIFY_MIN_INTV), during which whatever
+ * the step left (late signals, inotify events) is drained, and the state is
+ * checked: after a freeze step cgroup.freeze is 1 and cgroup.events says
+ * "frozen 1", after a thaw step both are 0.  A violation exits 1.  Then
+ * (untimed) Properties.GetAll of the group until freezerd's Freeze and Frozen
+ * are the kernel's: on a busy machine freezerd can lag by more than the pause,
+ * and it would then see two steps' changes as one (and rightly send no signal
+ * for a state it never saw change).
+ *
+ * usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]
+ *                      [--rounds=N] [--settle-ms=MS] [--json]
+ * METHODS is a '+'-separated list (default floor+signal+call+call-nowait).
+ * Output: JSON (--json) or one text line per method and step: median, p90,
+ * p99, min, max in µs.  Exit status 0, 1 on a failure, 2 on bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "freezer.h"
+
+#define BUS_NAME "org.freezerd.Freezer1"
+#define GROUP_PREFIX "/org/freezerd/Freezer1/group"
+#define STEP_DEADLINE_NS (10ULL * 1000000000ULL)
+#define MAX_GROUPS 8
+
+_Noreturn __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...);
+
+_Noreturn static void die(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("bench-latency: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        exit(1);
+}
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+enum { M_FLOOR, M_SIGNAL, M_CALL, M_CALL_NOWAIT, _M_MAX };
+static const char *const method_key[_M_MAX] = { "floor", "signal", "call", "call-nowait" };
+
+typedef struct Group {
+        const char *path;   /* API path */
+        char *dir;          /* DIR/path */
+        char *object;       /* its D-Bus object */
+        bool methods[_M_MAX];
+        int freeze_fd, events_fd, wd;
+        unsigned procs;
+        uint64_t *ns[_M_MAX][2]; /* [method][0 freeze, 1 thaw] */
+} Group;
+
+static struct {
+        const char *address, *root;
+        unsigned rounds, settle_ms;
+        bool json;
+        Group groups[MAX_GROUPS];
+        unsigned n_groups;
+        int inotify_fd;
+        sd_bus *sig;   /* the subscribed connection */
+        freezer *f;    /* libfreezer */
+} B = {
+        .rounds = 1000,
+        .settle_ms = 15,
+        .inotify_fd = -1,
+};
+
+/* ---- cgroup files ------------------------------------------------------------------------------------------------ */
+
+static int events_frozen(Group *g) {
+        char buf[256];
+        ssize_t n = pread(g->events_fd, buf, sizeof buf - 1, 0);
+
+        if (n < 0)
+                die("cannot read %s/cgroup.events: %m", g->dir);
+        buf[n] = 0;
+        char *p = strstr(buf, "frozen ");
+        if (!p)
+                die("%s/cgroup.events has no \"frozen\" line", g->dir);
+        return p[7] == '1';
+}
+
+static int read_flag(Group *g) {
+        char buf[16];
+        ssize_t n = pread(g->freeze_fd, buf, sizeof buf - 1, 0);
+
+        if (n <= 0)
+                die("cannot read %s/cgroup.freeze: %m", g->dir);
+        return buf[0] == '1';
+}
+
+static void write_flag(Group *g, bool v) {
+        if (pwrite(g->freeze_fd, v ? "1" : "0", 1, 0) != 1)
+                die("cannot write %s/cgroup.freeze: %m", g->dir);
+}
+
+static void drain_inotify(void) {
+        char buf[4096];
+
+        while (read(B.inotify_fd, buf, sizeof buf) > 0)
+                ;
+}
+
+/* ---- waiting ----------------------------------------------------------------------------------------------------- */
+
+/* Until cgroup.events says frozen == want (inotify; no polling). */
+static void wait_kernel(Group *g, int want) {
+        uint64_t deadline = now_ns() + STEP_DEADLINE_NS;
+
+        while (events_frozen(g) != want) {
+                struct pollfd p = { .fd = B.inotify_fd, .events = POLLIN };
+                uint64_t now = now_ns();
+                if (now >= deadline)
+                        die("%s did not report frozen %d in time", g->path, want);
+                if (poll(&p, 1, (int) ((deadline - now) / 1000000) + 1) < 0 && errno != EINTR)
+                        die("poll: %m");
+                drain_inotify();
+        }
+}
+
+/* Does this PropertiesChanged of g's object carry Frozen == want? */
+static bool signal_says_frozen(sd_bus_message *m, Group *g, int want) {
+        int r;
+
+        if (!sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged") ||
+            strcmp(sd_bus_message_get_path(m) ?: "", g->object) != 0)
+                return false;
+        r = sd_bus_message_skip(m, "s");
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *name;
+                if (sd_bus_message_read(m, "s", &name) < 0)
+                        return false;
+                if (strcmp(name, "Frozen") == 0) {
+                        int v;
+                        if (sd_bus_message_read(m, "v", "b", &v) < 0)
+                                return false;
+                        return !!v == !!want;
+                }
+                if (sd_bus_message_skip(m, "v") < 0 || sd_bus_message_exit_container(m) < 0)
+                        return false;
+        }
+        return false;
+}
+
+/* What freezerd says about g now (Properties.GetAll): its Freeze and Frozen (-1
+ * if unknown); with buf, also a description for a failure message. */
+static void daemon_view(Group *g, int *ret_freeze, int *ret_frozen, char *buf, size_t size) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *state = "?";
+        int freeze = -1, frozen = -1, r;
+
+        r = sd_bus_call_method(B.sig, BUS_NAME, g->object, "org.freedesktop.DBus.Properties", "GetAll", &error, &reply,
+                               "s", "org.freezerd.Freezer1.Group");
+        if (r < 0) {
+                if (buf)
+                        snprintf(buf, size, "GetAll failed: %s", error.message ?: strerror(-r));
+                sd_bus_error_free(&error);
+                *ret_freeze = *ret_frozen = -1;
+                return;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r > 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name;
+                if (sd_bus_message_read(reply, "s", &name) < 0)
+                        break;
+                if (strcmp(name, "FreezerState") == 0)
+                        r = sd_bus_message_read(reply, "v", "s", &state);
+                else if (strcmp(name, "Freeze") == 0)
+                        r = sd_bus_message_read(reply, "v", "b", &freeze);
+                else if (strcmp(name, "Frozen") == 0)
+                        r = sd_bus_message_read(reply, "v", "b", &frozen);
+                else
+                        r = sd_bus_message_skip(reply, "v");
+                if (r < 0 || sd_bus_message_exit_container(reply) < 0)
+                        break;
+        }
+        if (buf)
+                snprintf(buf, size, "freezerd says FreezerState=%s Freeze=%d Frozen=%d", state, freeze, frozen);
+        *ret_freeze = freeze < 0 ? -1 : !!freeze;
+        *ret_frozen = frozen < 0 ? -1 : !!frozen;
+        sd_bus_message_unref(reply);
+}
+
+/* Untimed, after each step: wait until freezerd's view (Freeze, Frozen) is the
+ * kernel's, so that a step never starts while freezerd still digests the one
+ * before (on a busy machine it can lag by more than the pause, and then it
+ * would see the previous step's state change and this one's as one). */
+static void sync_daemon(Group *g) {
+        uint64_t deadline = now_ns() + STEP_DEADLINE_NS;
+        char view[256];
+
+        for (;;) {
+                int freeze, frozen, kflag = read_flag(g), kfrozen = events_frozen(g);
+                daemon_view(g, &freeze, &frozen, view, sizeof view);
+                if (freeze == kflag && frozen == kfrozen)
+                        return;
+                if (now_ns() >= deadline)
+                        die("freezerd did not catch up with %s: the kernel says cgroup.freeze %d, frozen %d; %s", g->path,
+                            kflag, kfrozen, view);
+                struct timespec ts = { .tv_nsec = 1000000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* Until a PropertiesChanged of g says Frozen == want; returns the time it was parsed. */
+static uint64_t wait_signal(Group *g, int want) {
+        uint64_t deadline = now_ns() + STEP_DEADLINE_NS;
+        unsigned seen = 0;
+
+        for (;;) {
+                sd_bus_message *m = NULL;
+                int r = sd_bus_process(B.sig, &m);
+                if (r < 0)
+                        die("sd_bus_process: %s", strerror(-r));
+                if (m) {
+                        bool hit = signal_says_frozen(m, g, want);
+                        seen++;
+                        uint64_t t = now_ns();
+                        sd_bus_message_unref(m);
+                        if (hit)
+                                return t;
+                }
+                if (r > 0)
+                        continue;
+                uint64_t now = now_ns();
+                if (now >= deadline) {
+                        char view[256];
+                        int freeze, frozen;
+                        daemon_view(g, &freeze, &frozen, view, sizeof view);
+                        die("no PropertiesChanged with Frozen=%s from %s within %llu s (%u other messages meanwhile); "
+                            "the kernel says cgroup.freeze %d, frozen %d; %s",
+                            want ? "true" : "false", g->path, STEP_DEADLINE_NS / 1000000000ULL, seen, read_flag(g),
+                            events_frozen(g), view);
+                }
+                r = sd_bus_wait(B.sig, (deadline - now) / 1000);
+                if (r < 0 && r != -EINTR)
+                        die("sd_bus_wait: %s", strerror(-r));
+        }
+}
+
+/* Drop what the bus and inotify have queued, without waiting. */
+static void drain(void) {
+        int r;
+
+        while ((r = sd_bus_process(B.sig, NULL)) > 0)
+                ;
+        if (r < 0)
+                die("sd_bus_process: %s", strerror(-r));
+        drain_inotify();
+}
+
+/* Pause for settle_ms, dropping whatever the bus and inotify bring meanwhile. */
+static void settle(void) {
+        uint64_t deadline = now_ns() + (uint64_t) B.settle_ms * 1000000ULL;
+
+        for (;;) {
+                int r;
+                while ((r = sd_bus_process(B.sig, NULL)) > 0)
+                        ;
+                if (r < 0)
+                        die("sd_bus_process: %s", strerror(-r));
+                drain_inotify();
+                uint64_t now = now_ns();
+                if (now >= deadline)
+                        return;
+                r = sd_bus_wait(B.sig, (deadline - now) / 1000);
+                if (r < 0 && r != -EINTR)
+                        die("sd_bus_wait: %s", strerror(-r));
+        }
+}
+
+static void verify(Group *g, int want, const char *method, unsigned round) {
+        if (read_flag(g) != want || events_frozen(g) != want)
+                die("%s, %s round %u: after the %s step cgroup.freeze is %d and cgroup.events says frozen %d",
+                    g->path, method, round, want ? "freeze" : "thaw", read_flag(g), events_frozen(g));
+        sync_daemon(g);
+        drain();
+}
+
+/* ---- methods ------------------------------------------------------------------------------------------------------ */
+
+static uint64_t step(Group *g, unsigned m, int freeze) {
+        uint64_t t0, t1;
+        int r;
+
+        drain_inotify();
+        switch (m) {
+        case M_FLOOR:
+                t0 = now_ns();
+                write_flag(g, freeze);
+                wait_kernel(g, freeze);
+                t1 = now_ns();
+                break;
+        case M_SIGNAL:
+                t0 = now_ns();
+                write_flag(g, freeze);
+                t1 = wait_signal(g, freeze);
+                break;
+        case M_CALL:
+        case M_CALL_NOWAIT: {
+                uint64_t flags = m == M_CALL_NOWAIT ? FREEZER_NO_WAIT : 0;
+                t0 = now_ns();
+                r = freeze ? freezer_freeze(B.f, g->path, 0, flags) : freezer_thaw(B.f, g->path, 0, flags);
+                t1 = now_ns();
+                if (r < 0)
+                        die("%s %s failed: %s: %s", freeze ? "Freeze" : "Thaw", g->path,
+                            freezer_last_error_name(B.f) ?: strerror(-r), freezer_last_error_message(B.f) ?: "");
+                if (m == M_CALL_NOWAIT)
+                        wait_kernel(g, freeze); /* untimed: the next step starts from a settled state */
+                break;
+        }
+        default:
+                abort();
+        }
+        return t1 - t0;
+}
+
+/* ---- statistics --------------------------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+typedef struct Stats {
+        double median, p90, p99, min, max, mean; /* µs */
+} Stats;
+
+/* Nearest-rank percentile of sorted v. */
+static double pct(const uint64_t *s, unsigned n, double p) {
+        unsigned k = (unsigned) (p / 100.0 * n + 0.999999);
+        if (k < 1)
+                k = 1;
+        if (k > n)
+                k = n;
+        return (double) s[k - 1] / 1e3;
+}
+
+static Stats stats(const uint64_t *v, unsigned n) {
+        uint64_t *s = malloc(n * sizeof *s);
+        double sum = 0;
+        Stats r;
+
+        if (!s)
+                die("out of memory");
+        memcpy(s, v, n * sizeof *s);
+        qsort(s, n, sizeof *s, cmp_u64);
+        for (unsigned i = 0; i < n; i++)
+                sum += (double) s[i];
+        r = (Stats) {
+                .median = n % 2 ? (double) s[n / 2] / 1e3 : ((double) s[n / 2 - 1] + (double) s[n / 2]) / 2e3,
+                .p90 = pct(s, n, 90),
+                .p99 = pct(s, n, 99),
+                .min = (double) s[0] / 1e3,
+                .max = (double) s[n - 1] / 1e3,
+                .mean = sum / n / 1e3,
+        };
+        free(s);
+        return r;
+}
+
+/* ---- setup --------------------------------------------------------------------------------------------------------- */
+
+static unsigned count_procs(const char *dir) {
+        char p[PATH_MAX], buf[65536];
+        unsigned n = 0;
+        int fd;
+        ssize_t r;
+
+        snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("cannot open %s: %m", p);
+        while ((r = read(fd, buf, sizeof buf)) > 0)
+                for (ssize_t i = 0; i < r; i++)
+                        n += buf[i] == '\n';
+        close(fd);
+        return n;
+}
+
+static void setup_group(Group *g) {
+        char p[PATH_MAX];
+        int r;
+
+        if (asprintf(&g->dir, "%s%s", B.root, g->path) < 0)
+                die("out of memory");
+        snprintf(p, sizeof p, "%s/cgroup.freeze", g->dir);
+        g->freeze_fd = open(p, O_RDWR | O_CLOEXEC);
+        if (g->freeze_fd < 0)
+                die("cannot open %s: %m", p);
+        snprintf(p, sizeof p, "%s/cgroup.events", g->dir);
+        g->events_fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (g->events_fd < 0)
+                die("cannot open %s: %m", p);
+        g->wd = inotify_add_watch(B.inotify_fd, p, IN_MODIFY);
+        if (g->wd < 0)
+                die("inotify_add_watch %s: %m", p);
+        if (read_flag(g) || events_frozen(g))
+                die("%s must start thawed", g->path);
+        g->procs = count_procs(g->dir);
+        r = sd_bus_path_encode(GROUP_PREFIX, g->path, &g->object);
+        if (r < 0)
+                die("sd_bus_path_encode: %s", strerror(-r));
+        if (g->methods[M_SIGNAL]) {
+                char *match;
+                if (asprintf(&match,
+                             "type='signal',sender='" BUS_NAME "',path='%s',interface='org.freedesktop.DBus.Properties',"
+                             "member='PropertiesChanged',arg0='org.freezerd.Freezer1.Group'",
+                             g->object) < 0)
+                        die("out of memory");
+                r = sd_bus_add_match(B.sig, NULL, match, NULL, NULL);
+                if (r < 0)
+                        die("AddMatch %s: %s", match, strerror(-r));
+                free(match);
+        }
+        for (unsigned m = 0; m < _M_MAX; m++)
+                if (g->methods[m])
+                        for (int s = 0; s < 2; s++)
+                                if (!(g->ns[m][s] = calloc(B.rounds, sizeof(uint64_t))))
+                                        die("out of memory");
+}
+
+static void parse_group(const char *arg) {
+        Group *g;
+        const char *colon = strchr(arg, ':');
+
+        if (B.n_groups >= MAX_GROUPS)
+                die("at most %d groups", MAX_GROUPS);
+        g = &B.groups[B.n_groups++];
+        *g = (Group) { .freeze_fd = -1, .events_fd = -1 };
+        g->path = colon ? strndup(arg, (size_t) (colon - arg)) : arg;
+        if (!g->path || g->path[0] != '/' || strcmp(g->path, "/") == 0) {
+                fprintf(stderr, "bench-latency: bad --group=%s\n", arg);
+                exit(2);
+        }
+        if (!colon) {
+                for (unsigned m = 0; m < _M_MAX; m++)
+                        g->methods[m] = true;
+                return;
+        }
+        char *copy = strdup(colon + 1), *save = NULL;
+        for (char *w = strtok_r(copy, "+", &save); w; w = strtok_r(NULL, "+", &save)) {
+                unsigned m;
+                for (m = 0; m < _M_MAX && strcmp(w, method_key[m]) != 0; m++)
+                        ;
+                if (m == _M_MAX) {
+                        fprintf(stderr, "bench-latency: unknown method %s\n", w);
+                        exit(2);
+                }
+                g->methods[m] = true;
+        }
+        free(copy);
+}
+
+static unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || !*s || *end || v == 0 || v > max) {
+                fprintf(stderr, "bench-latency: bad %s: %s\n", opt, s);
+                exit(2);
+        }
+        return v;
+}
+
+static void usage(FILE *f) {
+        fputs("usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]\n"
+              "                     [--rounds=N] [--settle-ms=MS] [--json]\n"
+              "METHODS: '+'-separated, of floor, signal, call, call-nowait (default: all)\n",
+              f);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_ADDRESS = 0x100, ARG_ROOT, ARG_GROUP, ARG_ROUNDS, ARG_SETTLE, ARG_JSON };
+        static const struct option options[] = {
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "group", required_argument, NULL, ARG_GROUP },
+                { "rounds", required_argument, NULL, ARG_ROUNDS },
+                { "settle-ms", required_argument, NULL, ARG_SETTLE },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_ADDRESS: B.address = optarg; break;
+                case ARG_ROOT: B.root = optarg; break;
+                case ARG_GROUP: parse_group(optarg); break;
+                case ARG_ROUNDS: B.rounds = (unsigned) parse_ulong(optarg, "--rounds", 1000000); break;
+                case ARG_SETTLE: B.settle_ms = (unsigned) parse_ulong(optarg, "--settle-ms", 10000); break;
+                case ARG_JSON: B.json = true; break;
+                case 'h': usage(stdout); return 0;
+                default: usage(stderr); return 2;
+                }
+        if (!B.address || !B.root || B.n_groups == 0 || optind < argc) {
+                usage(stderr);
+                return 2;
+        }
+
+        B.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (B.inotify_fd < 0)
+                die("inotify_init1: %m");
+        r = sd_bus_new(&B.sig);
+        if (r >= 0)
+                r = sd_bus_set_address(B.sig, B.address);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(B.sig, 1);
+        if (r >= 0)
+                r = sd_bus_start(B.sig);
+        if (r < 0)
+                die("cannot connect to %s: %s", B.address, strerror(-r));
+        r = freezer_open_address(&B.f, B.address);
+        if (r < 0)
+                die("freezer_open_address: %s", strerror(-r));
+        for (unsigned i = 0; i < B.n_groups; i++)
+                setup_group(&B.groups[i]);
+
+        /* One warm-up round of everything, then the timed ones, interleaved. */
+        for (unsigned round = 0; round <= B.rounds; round++)
+                for (unsigned i = 0; i < B.n_groups; i++) {
+                        Group *g = &B.groups[i];
+                        for (unsigned m = 0; m < _M_MAX; m++) {
+                                if (!g->methods[m])
+                                        continue;
+                                uint64_t tf = step(g, m, 1);
+                                settle();
+                                verify(g, 1, method_key[m], round);
+                                uint64_t tt = step(g, m, 0);
+                                settle();
+                                verify(g, 0, method_key[m], round);
+                                if (round > 0) {
+                                        g->ns[m][0][round - 1] = tf;
+                                        g->ns[m][1][round - 1] = tt;
+                                }
+                        }
+                }
+
+        if (B.json) {
+                printf("{\n  \"rounds\": %u,\n  \"settle_ms\": %u,\n  \"results\": [\n", B.rounds, B.settle_ms);
+                bool first = true;
+                for (unsigned i = 0; i < B.n_groups; i++) {
+                        Group *g = &B.groups[i];
+                        for (unsigned m = 0; m < _M_MAX; m++) {
+                                if (!g->methods[m])
+                                        continue;
+                                for (int s = 0; s < 2; s++) {
+                                        Stats st = stats(g->ns[m][s], B.rounds);
+                                        printf("%s    {\"group\": \"%s\", \"procs\": %u, \"method\": \"%s\", "
+                                               "\"step\": \"%s\", \"median_us\": %.1f, \"p90_us\": %.1f, "
+                                               "\"p99_us\": %.1f, \"min_us\": %.1f, \"max_us\": %.1f, \"mean_us\": %.1f}",
+                                               first ? "" : ",\n", g->path, g->procs, method_key[m],
+                                               s ? "thaw" : "freeze", st.median, st.p90, st.p99, st.min, st.max,
+                                               st.mean);
+                                        first = false;
+                                }
+                        }
+                }
+                printf("\n  ]\n}\n");
+        } else
+                for (unsigned i = 0; i < B.n_groups; i++) {
+                        Group *g = &B.groups[i];
+                        for (unsigned m = 0; m < _M_MAX; m++)
+                                for (int s = 0; s < 2 && g->methods[m]; s++) {
+                                        Stats st = stats(g->ns[m][s], B.rounds);
+                                        printf("%s (%u procs) %-11s %-6s median %8.1f  p90 %8.1f  p99 %8.1f  "
+                                               "min %8.1f  max %9.1f µs\n",
+                                               g->path, g->procs, method_key[m], s ? "thaw" : "freeze", st.median,
+                                               st.p90, st.p99, st.min, st.max);
+                                }
+                }
+        freezer_close(B.f);
+        sd_bus_flush_close_unref(B.sig);
+        return 0;
+}
