@@ -55,8 +55,8 @@
  * notification of the next freeze may be held back in turn), then two
  * Peer.Ping round trips to freezerd over a separate connection, so that the
  * daemon and the bus have handled all that the previous cycle made them do
- * (up to 8000 inotify events and 4000 signals at n = 1000) before anything is
- * timed.
+ * (thousands of inotify events, cgroup.events reads and signals at n = 1000)
+ * before anything is timed.
  *
  * freezerd's CPU time (--daemon-pid) is taken around each of its cycles
  * (from before the freeze step to after the following settle()) and summed over the
@@ -73,7 +73,7 @@
  * freeze and the thaw step as well, so that the thaw step starts with freezerd
  * idle: the difference to a normal run is what the thaw waits for.
  * --no-pause-daemon leaves freezerd running during the floor and shell cycles
- * (see below).
+ * (see above).
  * Exit status: 0, 1 on a failed check or call, 2 on bad usage.
  */
 #include <dirent.h>
@@ -145,6 +145,7 @@ static struct {
         const char *only; /* --only=KEY,...: run just these methods (for profiling) */
         bool step_barrier; /* --step-barrier: settle between the freeze and the thaw step too */
         bool no_pause;     /* --no-pause-daemon: leave freezerd running during the baselines */
+        bool daemon_stopped; /* we sent SIGSTOP and not yet SIGCONT */
 
         int freeze_fd[N_GROUPS];
         int events_fd[N_GROUPS];
@@ -164,6 +165,8 @@ _Noreturn __attribute__((format(printf, 1, 2))) static void die(const char *fmt,
 _Noreturn static void die(const char *fmt, ...) {
         va_list ap;
 
+        if (B.daemon_stopped)
+                (void) kill(B.daemon_pid, SIGCONT); /* never leave freezerd stopped */
         fputs("bench-batch: ", stderr);
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
@@ -368,6 +371,7 @@ static void daemon_pause(bool stop) {
                 return;
         if (kill(B.daemon_pid, stop ? SIGSTOP : SIGCONT) < 0)
                 die("cannot send %s to freezerd (pid %d): %m", stop ? "SIGSTOP" : "SIGCONT", (int) B.daemon_pid);
+        B.daemon_stopped = stop;
         if (!stop)
                 return;
         /* Stopping is asynchronous; it takes a few microseconds (untimed). */
