@@ -135,9 +135,16 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
  * loop turn signal the final state instead of a transient one, and keeps the
  * model right when notifications are held back. */
 static void group_settle_subtree(Manager *m, Group *g) {
-        for (Group *c = g; c; c = tree_next_preorder(g, c))
+        for (Group *c = g; c; c = tree_next_preorder(g, c)) {
+                GroupData *d = group_data(c);
+                /* A batch of nested groups settles each group once, not once per
+                 * written ancestor (m->settle_gen is bumped per write burst). */
+                if (d->settle_gen == m->settle_gen)
+                        continue;
+                d->settle_gen = m->settle_gen;
                 if (!c->populated || !c->e_freeze)
                         (void) group_read_events(m, c);
+        }
 }
 
 static int read_freeze_at(int dirfd, bool *ret) {
@@ -166,6 +173,7 @@ static void group_reread_freeze(Manager *m, Group *g) {
         if (v != g->freeze) {
                 log_debug("%s: cgroup.freeze changed to %d behind our back", g->path, v);
                 tree_set_freeze(m->tree, g, v);
+                m->settle_gen++;
                 group_settle_subtree(m, g);
                 group_flag_changed(m, g);
         }
@@ -851,8 +859,10 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
         /* The watch on cgroup.events is armed already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
          * before linking ourselves, then decide. */
-        if (e->wrote)
+        if (e->wrote) {
+                m->settle_gen++;
                 group_settle_subtree(m, g);
+        }
         else
                 (void) group_read_events(m, g);
         entry_link(e, g);
@@ -961,6 +971,7 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
 
         /* The kernel may be done already (empty groups, nothing changed): look
          * once at every touched group, then link and decide. */
+        m->settle_gen++;
         for (size_t i = 0; i < n; i++)
                 if (op->entries[i].wrote)
                         group_settle_subtree(m, items[i].group);

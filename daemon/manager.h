@@ -34,6 +34,7 @@ typedef struct GroupData {
         int freeze_fd; /* cgroup.freeze, opened on first write and kept; -1 until then */
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
+        unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -106,6 +107,7 @@ struct Manager {
         struct event *inotify_event;
         WdMap *wds;
         unsigned inotify_gen;
+        unsigned settle_gen;
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
         size_t n_track_roots;
