@@ -1128,6 +1128,17 @@ static const char *path_for_message(const char *path, char buf[static PATH_MESSA
         return buf;
 }
 
+/* Normalize an API path or say why not (InvalidPath, the path escaped). */
+static int normalize_path(const char *path, char **ret, sd_bus_error *error) {
+        char pbuf[PATH_MESSAGE_MAX];
+        const char *reason = NULL;
+        int r = cg_path_normalize(path, ret, &reason);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s",
+                                         path_for_message(path, pbuf), reason ?: strerror(-r));
+        return 0;
+}
+
 /* ---- tracking ----------------------------------------------------------------------------------------- */
 
 static int path_error(sd_bus_error *error, int r, const char *path) {
@@ -1212,16 +1223,13 @@ static int track_root_add(Manager *m, const char *path) {
 }
 
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
-        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
-        const char *reason = NULL;
         Group *g = NULL;
         int r;
 
-        r = cg_path_normalize(path, &norm, &reason);
+        r = normalize_path(path, &norm, error);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
-                                         reason ?: strerror(-r));
+                return r;
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0)
                 return r;
@@ -1259,16 +1267,13 @@ static bool is_ancestor_of_root(Manager *m, const char *path, const char *except
 }
 
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
-        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
-        const char *reason = NULL;
         Group *g;
         int r;
 
-        r = cg_path_normalize(path, &norm, &reason);
+        r = normalize_path(path, &norm, error);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
-                                         reason ?: strerror(-r));
+                return r;
         if (!path_is_tracked_root(m, norm))
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                          "%s is not a tracked subtree (see Track() and the \"track\" setting)", norm);
@@ -1326,16 +1331,13 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
 }
 
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
-        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
-        const char *reason = NULL;
         Group *g;
         int r;
 
-        r = cg_path_normalize(path, &norm, &reason);
+        r = normalize_path(path, &norm, error);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
-                                         reason ?: strerror(-r));
+                return r;
         g = tree_get(m->tree, norm);
         if (g && g->tracked) {
                 *ret = g;
@@ -1350,20 +1352,15 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
  * one (the very file a write would reach), else the file opened O_PATH beneath
  * the root: no symlinks, no other mount. */
 int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error *error) {
-        char pbuf[PATH_MESSAGE_MAX];
         _cleanup_free_ char *norm = NULL;
         _cleanup_close_ int dirfd = -1, fd = -1;
-        const char *reason = NULL;
         struct stat st;
         Group *g;
         int r;
 
-        r = cg_path_normalize(path, &norm, &reason);
-        if (r < 0) {
-                sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s", path_for_message(path, pbuf),
-                                  reason ?: strerror(-r));
+        r = normalize_path(path, &norm, error);
+        if (r < 0)
                 return r;
-        }
         g = tree_get(m->tree, norm);
         if (g && g->userdata && group_data(g)->freeze_fd >= 0) {
                 if (fstat(group_data(g)->freeze_fd, &st) < 0) {
