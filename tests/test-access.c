@@ -4,17 +4,7 @@
 
 #include "access.h"
 #include "util.h"
-
-static unsigned n_checks, n_failed;
-
-#define CHECK(cond)                                                                              \
-        do {                                                                                     \
-                n_checks++;                                                                      \
-                if (!(cond)) {                                                                   \
-                        n_failed++;                                                              \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                }                                                                                \
-        } while (0)
+#include "test-util.h"
 
 #define ALICE ((uid_t) 1000)
 #define BOB ((uid_t) 1001)
@@ -130,6 +120,5 @@ int main(void) {
         test_batches();
         test_windows();
         test_names();
-        printf("%u checks, %u failed\n", n_checks, n_failed);
-        return n_failed ? 1 : 0;
+        return test_summary("test-access");
 }

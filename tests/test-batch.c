@@ -5,17 +5,7 @@
 #include "batch.h"
 #include "tree.h"
 #include "util.h"
-
-static unsigned n_checks, n_failed;
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                }                                                                      \
-        } while (0)
+#include "test-util.h"
 
 static Group *add(Tree *t, const char *parent, const char *name) {
         Group *g = NULL;
@@ -178,6 +168,5 @@ int main(void) {
         test_plan();
         test_auto_changes_each_group_once();
         test_cover_except();
-        printf("test-batch: %u checks, %u failed\n", n_checks, n_failed);
-        return n_failed ? 1 : 0;
+        return test_summary("test-batch");
 }

@@ -7,41 +7,7 @@
 
 #include "cgroup-util.h"
 #include "util.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                             \
-        do {                                                                    \
-                if (!(cond)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #cond);                     \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
-
-#define CHECK_R(expr, expected)                                                 \
-        do {                                                                    \
-                long _r = (long) (expr);                                        \
-                long _e = (long) (expected);                                    \
-                if (_r != _e) {                                                 \
-                        fprintf(stderr, "%s:%d: %s returned %ld (%s), expected %ld (%s)\n", \
-                                __FILE__, __LINE__, #expr,                      \
-                                _r, _r < 0 ? strerror((int) -_r) : "ok",        \
-                                _e, _e < 0 ? strerror((int) -_e) : "ok");       \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
-
-#define CHECK_STR(a, b)                                                         \
-        do {                                                                    \
-                const char *_a = (a), *_b = (b);                                \
-                if (!streq_ptr(_a, _b)) {                                       \
-                        fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", \
-                                __FILE__, __LINE__, #a,                         \
-                                _a ?: "(null)", _b ?: "(null)");                \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
+#include "test-util.h"
 
 /* valgrind < 3.22 (Debian 12 ships 3.19) does not know openat2() and fails it
  * with ENOSYS; the kernel has it since 5.6. */
@@ -226,7 +192,7 @@ static void check_norm_ok(const char *in, const char *expected, int line) {
         if (r < 0 || !streq_ptr(out, expected) || reason) {
                 fprintf(stderr, "%s:%d: cg_path_normalize(\"%s\") = %d \"%s\" (%s), expected \"%s\"\n",
                         __FILE__, line, in, r, out ?: "(null)", reason ?: "no reason", expected);
-                failures++;
+                test_failures++;
         }
 }
 
@@ -240,7 +206,7 @@ static void check_norm_fail(const char *in, int expected_r, const char *expected
                 fprintf(stderr, "%s:%d: cg_path_normalize(\"%.40s%s\") = %d \"%s\" (%s), expected %d (%s)\n",
                         __FILE__, line, in, strlen(in) > 40 ? "..." : "",
                         r, out ?: "(null)", reason ?: "no reason", expected_r, expected_reason);
-                failures++;
+                test_failures++;
         }
 }
 
@@ -388,7 +354,6 @@ static int write_file_at(int dirfd, const char *name, const char *content, size_
         return 0;
 }
 
-
 static void test_openat_beneath(int root) {
         struct stat st1, st2;
         char buf[64];
@@ -482,7 +447,7 @@ static void test_openat_and_read(void) {
 
         if (!mkdtemp(tmpl)) {
                 fprintf(stderr, "mkdtemp: %m\n");
-                failures++;
+                test_failures++;
                 return;
         }
 
@@ -643,11 +608,5 @@ int main(void) {
         test_parse_freeze();
         test_parse_stat_local();
 
-        if (failures > 0) {
-                fprintf(stderr, "%d check(s) failed\n", failures);
-                return 1;
-        }
-
-        printf("test-cgroup-util: all checks passed\n");
-        return 0;
+        return test_summary("test-cgroup-util");
 }

@@ -4,41 +4,7 @@
 
 #include "config.h"
 #include "util.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                             \
-        do {                                                                    \
-                if (!(cond)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #cond);                     \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
-
-#define CHECK_R(expr, expected)                                                 \
-        do {                                                                    \
-                long _r = (long) (expr);                                        \
-                long _e = (long) (expected);                                    \
-                if (_r != _e) {                                                 \
-                        fprintf(stderr, "%s:%d: %s returned %ld (%s), expected %ld (%s)\n", \
-                                __FILE__, __LINE__, #expr,                      \
-                                _r, _r < 0 ? strerror((int) -_r) : "ok",        \
-                                _e, _e < 0 ? strerror((int) -_e) : "ok");       \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
-
-#define CHECK_STR(a, b)                                                         \
-        do {                                                                    \
-                const char *_a = (a), *_b = (b);                                \
-                if (!streq_ptr(_a, _b)) {                                       \
-                        fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", \
-                                __FILE__, __LINE__, #a,                         \
-                                _a ?: "(null)", _b ?: "(null)");                \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
+#include "test-util.h"
 
 static bool is_default(const Config *c) {
         return !c->cgroup_root &&
@@ -155,12 +121,12 @@ static void check_error(const char *text, const char *expected, int line) {
         if (r != -EINVAL || !streq_ptr(error, expected)) {
                 fprintf(stderr, "%s:%d: config_parse() = %d, error:\n\t%s\nexpected -EINVAL and:\n\t%s\n",
                         __FILE__, line, r, error ?: "(null)", expected);
-                failures++;
+                test_failures++;
         }
         /* *ret is untouched on failure. */
         if (c.n_track != 4242 || c.track || c.cgroup_root) {
                 fprintf(stderr, "%s:%d: config_parse() modified *ret on failure\n", __FILE__, line);
-                failures++;
+                test_failures++;
                 if (r == 0)
                         config_done(&c);
         }
@@ -170,7 +136,7 @@ static void check_error(const char *text, const char *expected, int line) {
         r = parse(text, &c, NULL);
         if (r != -EINVAL) {
                 fprintf(stderr, "%s:%d: config_parse() without ret_error = %d\n", __FILE__, line, r);
-                failures++;
+                test_failures++;
         }
 }
 
@@ -378,7 +344,7 @@ static void test_error_substrings(void) {
                 if (r != -EINVAL || !error || !strstr(error, cases[i].substring)) {
                         fprintf(stderr, "%s:%d: case %zu: r=%d error=%s, expected substring %s\n",
                                 __FILE__, __LINE__, i, r, error ?: "(null)", cases[i].substring);
-                        failures++;
+                        test_failures++;
                 }
                 free(error);
         }
@@ -409,7 +375,7 @@ static void test_load(void) {
 
         if (!mkdtemp(dir)) {
                 fprintf(stderr, "mkdtemp: %m\n");
-                failures++;
+                test_failures++;
                 return;
         }
         snprintf(path, sizeof path, "%s/freezerd.json", dir);
@@ -516,11 +482,5 @@ int main(void) {
         test_error_substrings();
         test_load();
 
-        if (failures > 0) {
-                fprintf(stderr, "%d check(s) failed\n", failures);
-                return 1;
-        }
-
-        printf("test-config: all checks passed\n");
-        return 0;
+        return test_summary("test-config");
 }

@@ -6,17 +6,7 @@
 
 #include "journal.h"
 #include "util.h"
-
-static unsigned n_checks, n_failed;
-
-#define CHECK(cond)                                                                              \
-        do {                                                                                     \
-                n_checks++;                                                                      \
-                if (!(cond)) {                                                                   \
-                        n_failed++;                                                              \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                }                                                                                \
-        } while (0)
+#include "test-util.h"
 
 typedef struct Restored {
         char path[64];
@@ -111,6 +101,5 @@ static void test_parse(void) {
 int main(void) {
         test_roundtrip_and_recover();
         test_parse();
-        printf("test-journal: %u checks, %u failed\n", n_checks, n_failed);
-        return n_failed ? 1 : 0;
+        return test_summary("test-journal");
 }

@@ -4,30 +4,7 @@
 
 #include "psi.h"
 #include "util.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                             \
-        do {                                                                    \
-                if (!(cond)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #cond);                     \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
-
-#define CHECK_R(expr, expected)                                                 \
-        do {                                                                    \
-                long _r = (long) (expr);                                        \
-                long _e = (long) (expected);                                    \
-                if (_r != _e) {                                                 \
-                        fprintf(stderr, "%s:%d: %s returned %ld (%s), expected %ld (%s)\n", \
-                                __FILE__, __LINE__, #expr,                      \
-                                _r, _r < 0 ? strerror((int) -_r) : "ok",        \
-                                _e, _e < 0 ? strerror((int) -_e) : "ok");       \
-                        failures++;                                             \
-                }                                                               \
-        } while (0)
+#include "test-util.h"
 
 #define BOTH (PSI_LINE_SOME | PSI_LINE_FULL)
 
@@ -141,7 +118,7 @@ static void test_bad(void) {
                 int k = parse(bad[i], BOTH, &r);
                 if (k != -EBADMSG) {
                         fprintf(stderr, "bad input %zu parsed (%d): %s\n", i, k, bad[i]);
-                        failures++;
+                        test_failures++;
                 }
         }
 
@@ -312,10 +289,5 @@ int main(void) {
         test_cap_eff();
         test_live();
 
-        if (failures > 0) {
-                fprintf(stderr, "%d check(s) failed\n", failures);
-                return EXIT_FAILURE;
-        }
-        printf("test-psi: all checks passed\n");
-        return EXIT_SUCCESS;
+        return test_summary("test-psi");
 }

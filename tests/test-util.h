@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Checks shared by the unit tests: each failed check prints where and what,
+ * and the run goes on, so one test run reports every failure. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+static unsigned test_checks, test_failures;
+
+#define CHECK(cond)                                                                              \
+        do {                                                                                     \
+                test_checks++;                                                                   \
+                if (!(cond)) {                                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+                        test_failures++;                                                         \
+                }                                                                                \
+        } while (0)
+
+#define CHECK_R(expr, expected)                                                                      \
+        do {                                                                                         \
+                long _r = (long) (expr);                                                             \
+                long _e = (long) (expected);                                                         \
+                test_checks++;                                                                       \
+                if (_r != _e) {                                                                      \
+                        fprintf(stderr, "%s:%d: %s returned %ld (%s), expected %ld (%s)\n", __FILE__, \
+                                __LINE__, #expr, _r, _r < 0 ? strerror((int) -_r) : "ok", _e,        \
+                                _e < 0 ? strerror((int) -_e) : "ok");                                \
+                        test_failures++;                                                             \
+                }                                                                                    \
+        } while (0)
+
+#define CHECK_STR(a, b)                                                                         \
+        do {                                                                                    \
+                const char *_a = (a), *_b = (b);                                                \
+                test_checks++;                                                                  \
+                if (!streq_ptr(_a, _b)) {                                                       \
+                        fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, \
+                                #a, _a ?: "(null)", _b ?: "(null)");                            \
+                        test_failures++;                                                        \
+                }                                                                               \
+        } while (0)
+
+/* Print "<name>: N checks, M failed" and give main()'s exit status. */
+static inline int test_summary(const char *name) {
+        printf("%s: %u checks, %u failed\n", name, test_checks, test_failures);
+        return test_failures ? 1 : 0;
+}
