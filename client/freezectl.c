@@ -720,7 +720,7 @@ static int verb_batch(freezer *f, const char *file, const freezer_request *reque
                 }
                 json_object_put(o);
         } else
-                printf("%" PRIu32 " writes, %" PRIu32 " skipped\n", writes, skipped);
+                printf("%" PRIu32 " write%s, %" PRIu32 " skipped\n", writes, writes == 1 ? "" : "s", skipped);
 
         return ret;
 }

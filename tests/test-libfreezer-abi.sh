@@ -97,7 +97,7 @@ fi
 # "(" once comments are stripped. The callback typedef "(*freezer_..._callback)("
 # does not match, as a ")" follows its name.
 tr '\n' ' ' <"$header" |
-        sed -e 's|/\*\([^*]\|\*\+[^*/]\)*\*\+/| |g' |
+        sed -e 's#/\*\([^*]\|\*\+[^*/]\)*\*\+/# #g' |
         grep -o 'freezer_[A-Za-z0-9_]*[[:space:]]*(' |
         sed -e 's/[[:space:]]*($//' |
         sort -u >"$tmp/declared"
