@@ -165,15 +165,9 @@ int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret) {
         return -ENOENT;
 }
 
-/* Reads a whole file whose size is unknown in advance (procfs reports 0). */
-static int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -1;
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t allocated = 0, n = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
 
         for (;;) {
                 ssize_t k;
@@ -208,9 +202,17 @@ static int read_full_file(const char *path, size_t max, char **ret, size_t *ret_
                         return -EFBIG;
         }
 
+        buf[n] = 0; /* reads ask for less than allocated: there is room */
         *ret = TAKE_PTR(buf);
         *ret_len = n;
         return 0;
+}
+
+static int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return read_full_fd(fd, max, ret, ret_len);
 }
 
 int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret) {

@@ -38,6 +38,10 @@ int cg_openat_beneath(int rootfd, const char *relpath, int flags, mode_t mode);
 /* Whether fd refers to a directory on a cgroup2 file system (fstatfs magic). */
 int cg_fd_is_cgroup2_dir(int fd);
 
+/* Read from fd to its end (the size may be unknown in advance, as in procfs)
+ * into a NUL-terminated malloc'ed buffer.  -EFBIG beyond max bytes. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
 /* pread() the whole small file from offset 0 into buf (NUL-terminated).
  * Returns the length or -errno.  -EFBIG if it does not fit. */
 ssize_t cg_read_fd(int fd, char *buf, size_t size);

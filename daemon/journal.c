@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include <sys/stat.h>
 
+#include "cgroup-util.h"
 #include "journal.h"
 #include "log.h"
 #include "util.h"
@@ -163,31 +164,17 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
 
 static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t n = 0;
+        int r;
 
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
+        if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + n, (size_t) st.st_size - n);
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
-        return 0;
+        r = read_full_fd(fd, 64 * 1024 * 1024, ret, ret_len);
+        return r == -EFBIG ? -EBADMSG : r;
 }
 
 static int cmp_desc(const void *a, const void *b) {

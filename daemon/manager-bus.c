@@ -418,13 +418,20 @@ static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         return method_freeze_thaw(msg, userdata, false, error);
 }
 
+static int reply_group_object(sd_bus_message *msg, const Group *g) {
+        _cleanup_free_ char *object = NULL;
+        int r = group_object_path(g, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", object);
+}
+
 /* A read, open to everyone, as long as the group is tracked.  A group outside
  * the tracked subtrees would be tracked (published, watched, and remembered
  * across restarts): that is a Track, with Track's rule. */
 static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
-        _cleanup_free_ char *object = NULL;
         const char *path;
         Group *g;
         int r;
@@ -435,16 +442,12 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
         r = resolve_group(m, &c, path, &g, error);
         if (r < 0)
                 return r;
-        r = group_object_path(g, &object);
-        if (r < 0)
-                return r;
-        return sd_bus_reply_method_return(msg, "o", object);
+        return reply_group_object(msg, g);
 }
 
 static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
-        _cleanup_free_ char *object = NULL;
         const char *path;
         Group *g;
         int r;
@@ -459,17 +462,7 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
         r = manager_track(m, path, &g, error);
         if (r < 0)
                 return r;
-        r = group_object_path(g, &object);
-        if (r < 0)
-                return r;
-        return sd_bus_reply_method_return(msg, "o", object);
-}
-
-static bool is_track_root(Manager *m, const char *norm) {
-        for (size_t i = 0; i < m->n_track_roots; i++)
-                if (streq(m->track_roots[i], norm))
-                        return true;
-        return false;
+        return reply_group_object(msg, g);
 }
 
 static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -485,7 +478,7 @@ static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *err
         /* A malformed path or one that is not a tracked subtree gets
          * manager_untrack()'s own answer; then the decision.  A subtree whose
          * cgroup is gone has no owner left: only root may drop it. */
-        if (cg_path_normalize(path, &norm, NULL) >= 0 && is_track_root(m, norm)) {
+        if (cg_path_normalize(path, &norm, NULL) >= 0 && manager_is_track_root(m, norm)) {
                 uid_t caller = caller_uid(&c), owner = ACCESS_UID_INVALID;
 
                 if (access_needs_owner(ACCESS_UNTRACK, caller) && manager_freeze_owner(m, norm, &owner, NULL) < 0)

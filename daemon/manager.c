@@ -1198,7 +1198,7 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
         return 0;
 }
 
-static bool path_is_tracked_root(Manager *m, const char *path) {
+bool manager_is_track_root(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_track_roots; i++)
                 if (streq(m->track_roots[i], path))
                         return true;
@@ -1208,7 +1208,7 @@ static bool path_is_tracked_root(Manager *m, const char *path) {
 static int track_root_add(Manager *m, const char *path) {
         char **n;
 
-        if (path_is_tracked_root(m, path))
+        if (manager_is_track_root(m, path))
                 return 0;
         n = realloc(m->track_roots, (m->n_track_roots + 2) * sizeof(char *));
         if (!n)
@@ -1274,7 +1274,7 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
-        if (!path_is_tracked_root(m, norm))
+        if (!manager_is_track_root(m, norm))
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                          "%s is not a tracked subtree (see Track() and the \"track\" setting)", norm);
         g = tree_get(m->tree, norm);
@@ -1717,7 +1717,7 @@ int manager_reload(Manager *m, const Config *config) {
                 bool kept = false;
                 for (char **q = config->track; q && *q; q++)
                         kept = kept || streq(*p, *q);
-                if (!kept && path_is_tracked_root(m, *p)) {
+                if (!kept && manager_is_track_root(m, *p)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                         (void) manager_untrack(m, *p, &error);
                 }

@@ -143,6 +143,8 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
 
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error);
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
+/* Whether path (normalized) is one of the tracked subtrees' roots. */
+bool manager_is_track_root(Manager *m, const char *path);
 
 /* Start Freeze or Thaw of one group.  Returns 0 when an operation was started
  * (done() will be called exactly once, possibly before this returns), or
