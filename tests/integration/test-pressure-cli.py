@@ -100,10 +100,10 @@ def parse_total(s):
         return int(m.group(1)) * 60e6 + float(m.group(2)) * 1e6, 5e4
     m = re.fullmatch(r'(\d+)h (\d+)min', s)
     if m:
-        return (int(m.group(1)) * 60 + int(m.group(2))) * 60e6, 30e6
+        return (int(m.group(1)) * 60 + int(m.group(2))) * 60e6, 60e6  # minutes are cut, not rounded
     m = re.fullmatch(r'(\d+)d (\d+)h', s)
     if m:
-        return (int(m.group(1)) * 24 + int(m.group(2))) * 3600e6, 1800e6
+        return (int(m.group(1)) * 24 + int(m.group(2))) * 3600e6, 3600e6  # hours are cut
     ft.fail(f'unexpected TOTAL {s!r}')
 
 
