@@ -265,18 +265,17 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
 
 /*
  * Install (or replace, or with cb == NULL remove) the state callback. The first
- * installation adds a bus match for PropertiesChanged of the daemon's group
- * objects; the call blocks until the bus confirms the match, so changes after
- * it returns are not missed: to follow a group, install the callback first,
- * then read the initial state with freezer_get_group().
+ * installation adds a bus match for the daemon's GroupsChanged signal (one
+ * message per turn of the daemon's loop, listing every group that changed);
+ * the call blocks until the bus confirms the match, so changes after it
+ * returns are not missed: to follow a group, install the callback first, then
+ * read the initial state with freezer_get_group().
  *
- * cb gets the group's path (decoded from its object path), its FreezerState
- * and its Frozen property. A signal that changes neither is not reported. When
- * a signal carries only one of the two, the other is the last value known to
- * the handle (from an earlier signal or freezer_get_group() while the callback
- * was installed); if there is none, Frozen is derived from the state (frozen,
- * thawing and frozen-by-parent mean frozen) and FreezerState is fetched from
- * the daemon (FREEZER_STATE_UNKNOWN if that fails).
+ * cb gets the group's path, its FreezerState and its Frozen property, at most
+ * once per group per signal, and only when one of the two differs from what
+ * the handle last knew of that group (from an earlier signal, or from
+ * freezer_get_group() while the callback was installed).  The callback may
+ * remove or replace itself.
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
 

@@ -1054,31 +1054,6 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
 
 /* Fetch FreezerState or Frozen of a group synchronously (from within the
  * signal handler). */
-static int get_group_state(freezer *f, const char *object, freezer_state *ret) {
-        _cleanup_free_ char *s = NULL;
-        int r;
-
-        r = sd_bus_get_property_string(f->bus, FREEZER_SERVICE, object, FREEZER_GROUP_INTERFACE,
-                                       "FreezerState", NULL, &s);
-        if (r < 0)
-                return r;
-
-        *ret = freezer_state_from_string(s);
-        return 0;
-}
-
-static int get_group_frozen(freezer *f, const char *object, bool *ret) {
-        int b, r;
-
-        r = sd_bus_get_property_trivial(f->bus, FREEZER_SERVICE, object, FREEZER_GROUP_INTERFACE,
-                                        "Frozen", NULL, 'b', &b);
-        if (r < 0)
-                return r;
-
-        *ret = b;
-        return 0;
-}
-
 /* Read an a{sv} of group properties: FreezerState and Frozen where present,
  * everything else skipped. */
 static int read_state_dict(sd_bus_message *m, bool *have_state, freezer_state *state,
@@ -1132,76 +1107,59 @@ static int read_state_dict(sd_bus_message *m, bool *have_state, freezer_state *s
         return sd_bus_message_exit_container(m);
 }
 
-static int on_properties_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
-        freezer *f = userdata;
-        const char *interface, *object;
-        bool have_state = false, have_frozen = false;
-        bool state_invalidated = false, frozen_invalidated = false;
+/* One entry of GroupsChanged: (path, a{sv}).  The daemon sends FreezerState and
+ * Frozen in every entry; should one be missing, the last known value stands in
+ * (or, for Frozen, the one the state implies). */
+static int groups_changed_entry(freezer *f, sd_bus_message *m) {
         freezer_state state = FREEZER_STATE_UNKNOWN;
-        bool frozen = false;
-        _cleanup_free_ char *path = NULL;
+        bool have_state = false, have_frozen = false, frozen = false;
+        _cleanup_free_ char *object = NULL;
+        const char *path;
         state_entry *e;
         int r;
 
-        /* Malformed signals are ignored: returning an error from here would
-         * make freezer_dispatch() fail. */
-
-        if (!f->state_cb)
-                return 0;
-
-        object = sd_bus_message_get_path(m);
-        if (!object)
-                return 0;
-
-        r = sd_bus_message_read(m, "s", &interface);
-        if (r < 0 || !streq(interface, FREEZER_GROUP_INTERFACE))
-                return 0;
-
+        r = sd_bus_message_read(m, "s", &path);
+        if (r < 0)
+                return r;
         r = read_state_dict(m, &have_state, &state, &have_frozen, &frozen);
         if (r < 0)
+                return r;
+        if (!have_state && !have_frozen)
                 return 0;
-
-        /* Properties that changed without their new values being sent. */
-        r = sd_bus_message_enter_container(m, 'a', "s");
-        if (r > 0) {
-                const char *name;
-
-                while (sd_bus_message_read(m, "s", &name) > 0) {
-                        if (streq(name, "FreezerState"))
-                                state_invalidated = true;
-                        else if (streq(name, "Frozen"))
-                                frozen_invalidated = true;
-                }
-        }
-
-        if (!have_state && !have_frozen && !state_invalidated && !frozen_invalidated)
-                return 0;
-
-        r = group_object_to_path(object, &path);
-        if (r <= 0)
-                return 0;
+        r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &object);
+        if (r < 0)
+                return 0; /* out of memory: this entry is lost, not the others */
 
         e = cache_get(f, object);
-
-        if (!have_state) {
-                if (e && e->have_state && !state_invalidated)
-                        state = e->state;
-                else if (get_group_state(f, object, &state) < 0)
-                        state = FREEZER_STATE_UNKNOWN;
-                /* sd_bus_call() only queues what arrives meanwhile, it
-                 * runs no handlers: the cache, and e, are unchanged. */
-        }
-
-        if (!have_frozen) {
-                if (e && e->have_frozen && !frozen_invalidated)
-                        frozen = e->frozen;
-                else if (!frozen_invalidated || get_group_frozen(f, object, &frozen) < 0)
-                        frozen = state_is_frozen(state);
-        }
-
+        if (!have_state)
+                state = e && e->have_state ? e->state : FREEZER_STATE_UNKNOWN;
+        if (!have_frozen)
+                frozen = e && e->have_frozen ? e->frozen : state_is_frozen(state);
+        /* Entries also come for changes of other properties (Populated,
+         * Descendants, ...): report only what changed either of the two. */
+        if (e && e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
+                return 0;
         cache_update(f, object, state != FREEZER_STATE_UNKNOWN, state, true, frozen);
 
         f->state_cb(f, path, state, frozen, f->state_userdata);
+        return 0;
+}
+
+static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        int r;
+
+        /* Malformed signals are ignored (what was read so far is reported):
+         * returning an error from here would make freezer_dispatch() fail. */
+        r = sd_bus_message_enter_container(m, 'a', "(sa{sv})");
+        if (r < 0)
+                return 0;
+        /* The callback may remove itself: check before every entry. */
+        while (f->state_cb && sd_bus_message_enter_container(m, 'r', "sa{sv}") > 0) {
+                r = groups_changed_entry(f, m);
+                if (r < 0 || sd_bus_message_exit_container(m) < 0)
+                        return 0;
+        }
         return 0;
 }
 
@@ -1220,14 +1178,17 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
         }
 
         if (!f->match_slot) {
+                /* GroupsChanged: one message per daemon loop turn for all the
+                 * groups that changed, sent to everyone (per-object
+                 * PropertiesChanged would need a Subscribe() and cost a message
+                 * per group). */
                 r = sd_bus_add_match(f->bus, &f->match_slot,
                                      "type='signal',"
                                      "sender='" FREEZER_SERVICE "',"
-                                     "interface='org.freedesktop.DBus.Properties',"
-                                     "member='PropertiesChanged',"
-                                     "path_namespace='" FREEZER_GROUP_PREFIX "',"
-                                     "arg0='" FREEZER_GROUP_INTERFACE "'",
-                                     on_properties_changed, f);
+                                     "path='" FREEZER_MANAGER_PATH "',"
+                                     "interface='" FREEZER_MANAGER_INTERFACE "',"
+                                     "member='GroupsChanged'",
+                                     on_groups_changed, f);
                 if (r < 0)
                         return error_set(f, r);
         }

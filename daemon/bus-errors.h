@@ -10,3 +10,4 @@
 #define BUS_ERROR_CANCELLED "org.freezerd.Freezer1.Error.Cancelled"
 #define BUS_ERROR_NOT_SUPPORTED "org.freezerd.Freezer1.Error.NotSupported"
 #define BUS_ERROR_LIMITS_EXCEEDED "org.freezerd.Freezer1.Error.LimitsExceeded"
+#define BUS_ERROR_NOT_SUBSCRIBED "org.freezerd.Freezer1.Error.NotSubscribed"

@@ -465,6 +465,43 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return reply_group_object(msg, g);
 }
 
+/* Subscribe() asks for one PropertiesChanged per changed group object, on top
+ * of the GroupsChanged every client gets.  As in systemd's Manager, they cost
+ * a message per object (through dbus-daemon, to everyone with a match), so
+ * they are sent only while someone asked; the subscription ends with
+ * Unsubscribe() or when the client leaves the bus.  Open to everyone: it
+ * shows nothing a Get does not. */
+static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        if (!m->subscribed) {
+                r = sd_bus_track_new(sd_bus_message_get_bus(msg), &m->subscribed, NULL, NULL);
+                if (r < 0)
+                        return r;
+                /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
+                r = sd_bus_track_set_recursive(m->subscribed, true);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_track_add_sender(m->subscribed, msg);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = m->subscribed ? sd_bus_track_remove_sender(m->subscribed, msg) : 0;
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return sd_bus_error_set(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not subscribed");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
@@ -909,6 +946,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Untrack", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_untrack,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         /* System-wide pressure from /proc/pressure, read at the time of the Get. */
+        SD_BUS_METHOD_WITH_ARGS("Subscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Unsubscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("GroupsChanged", SD_BUS_ARGS("a(sa{sv})", groups), 0),
         SD_BUS_PROPERTY("CpuPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("MemoryPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("IoPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
@@ -1248,40 +1290,164 @@ static void on_pressure_trigger_removed(Pressure *p, const PressureTrigger *t, c
                 log_debug_errno(r, "Cannot send PressureTriggerRemoved of trigger %" PRIu32 ": %m", t->id);
 }
 
+/* The properties a change bit stands for, in the order they are sent. */
+static const struct {
+        unsigned bit;
+        const char *name;
+} changed_map[] = {
+        { GROUP_CHANGED_STATE, "FreezerState" },
+        { GROUP_CHANGED_FREEZE, "Freeze" },
+        { GROUP_CHANGED_FROZEN, "Frozen" },
+        { GROUP_CHANGED_POPULATED, "Populated" },
+        { GROUP_CHANGED_DESCENDANTS, "Descendants" },
+        { GROUP_CHANGED_FROZEN_DESCENDANTS, "FrozenDescendants" },
+};
+
+/* Appends the a{sv} of the properties in `changed`, with their values, read
+ * straight from the model: the same values Get returns (group_property_get()),
+ * without a vtable lookup per object. */
+static int append_group_changes(sd_bus_message *msg, const Group *g, unsigned changed) {
+        int r;
+
+        r = sd_bus_message_open_container(msg, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(changed_map); i++) {
+                if (!(changed & changed_map[i].bit))
+                        continue;
+                switch (changed_map[i].bit) {
+                case GROUP_CHANGED_STATE:
+                        r = sd_bus_message_append(msg, "{sv}", "FreezerState", "s",
+                                                  freezer_state_to_string(g->state));
+                        break;
+                case GROUP_CHANGED_FREEZE:
+                        r = sd_bus_message_append(msg, "{sv}", "Freeze", "b", g->freeze);
+                        break;
+                case GROUP_CHANGED_FROZEN:
+                        r = sd_bus_message_append(msg, "{sv}", "Frozen", "b", g->frozen);
+                        break;
+                case GROUP_CHANGED_POPULATED:
+                        r = sd_bus_message_append(msg, "{sv}", "Populated", "b", g->populated);
+                        break;
+                case GROUP_CHANGED_DESCENDANTS:
+                        r = sd_bus_message_append(msg, "{sv}", "Descendants", "u", g->n_descendants);
+                        break;
+                case GROUP_CHANGED_FROZEN_DESCENDANTS:
+                        r = sd_bus_message_append(msg, "{sv}", "FrozenDescendants", "u", g->n_frozen_descendants);
+                        break;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(msg);
+}
+
+/* One group's PropertiesChanged, built by hand for the same reason. */
+static int send_group_properties_changed(Manager *m, const Group *g, unsigned changed) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        r = group_object_path(g, &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_signal(manager_bus(m), &sig, object, "org.freedesktop.DBus.Properties",
+                                      "PropertiesChanged");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(sig, "s", GROUP_IFACE);
+        if (r < 0)
+                return r;
+        r = append_group_changes(sig, g, changed);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(sig, "as", 0);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, sig, NULL);
+}
+
+/* At most this many groups per GroupsChanged message (about 100 bytes each):
+ * well below dbus-daemon's message size limit, and a client is never handed
+ * one huge message. */
+#define GROUPS_CHANGED_MAX 4096
+
+static int groups_changed_send(sd_bus_message **sig) {
+        int r;
+
+        if (!*sig)
+                return 0;
+        r = sd_bus_message_close_container(*sig);
+        if (r >= 0)
+                r = sd_bus_send(NULL, *sig, NULL);
+        *sig = sd_bus_message_unref(*sig);
+        return r;
+}
+
+static bool manager_has_subscribers(Manager *m) {
+        return m->subscribed && sd_bus_track_count(m->subscribed) > 0;
+}
+
 void manager_bus_flush(Manager *m) {
-        static const struct {
-                unsigned bit;
-                const char *name;
-        } map[] = {
-                { GROUP_CHANGED_STATE, "FreezerState" },
-                { GROUP_CHANGED_FREEZE, "Freeze" },
-                { GROUP_CHANGED_FROZEN, "Frozen" },
-                { GROUP_CHANGED_POPULATED, "Populated" },
-                { GROUP_CHANGED_DESCENDANTS, "Descendants" },
-                { GROUP_CHANGED_FROZEN_DESCENDANTS, "FrozenDescendants" },
-        };
-        unsigned changed;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *batch = NULL;
+        unsigned changed, n_batch = 0;
+        bool per_object;
         Group *g;
+        int r;
 
         manager_dispatch(m);
 
-        /* One PropertiesChanged per changed object per loop turn, whatever
-         * number of kernel events led to it. */
+        /* Every change of this loop turn, whatever number of kernel events led
+         * to it, goes out as one entry of GroupsChanged (one message for up to
+         * GROUPS_CHANGED_MAX groups), and, while a client is subscribed, as one
+         * PropertiesChanged per changed object.  Replies were sent already:
+         * signals never delay them. */
+        per_object = m->bus_ready && manager_has_subscribers(m);
         while ((g = tree_pop_changed(m->tree, &changed))) {
-                _cleanup_free_ char *object = NULL;
-                const char *names[ELEMENTSOF(map) + 1];
-                size_t n = 0;
-
                 if (!g->tracked || !m->bus_ready)
                         continue;
-                for (size_t i = 0; i < ELEMENTSOF(map); i++)
-                        if (changed & map[i].bit)
-                                names[n++] = map[i].name;
-                names[n] = NULL;
-                if (n == 0 || group_object_path(g, &object) < 0)
-                        continue;
-                (void) sd_bus_emit_properties_changed_strv(manager_bus(m), object, GROUP_IFACE, (char **) names);
+
+                if (!batch) {
+                        r = sd_bus_message_new_signal(manager_bus(m), &batch, MANAGER_PATH, MANAGER_IFACE,
+                                                      "GroupsChanged");
+                        if (r >= 0)
+                                r = sd_bus_message_open_container(batch, 'a', "(sa{sv})");
+                        if (r < 0) {
+                                log_debug_errno(r, "Cannot start GroupsChanged: %m");
+                                batch = sd_bus_message_unref(batch);
+                        }
+                }
+                if (batch) {
+                        r = sd_bus_message_open_container(batch, 'r', "sa{sv}");
+                        if (r >= 0)
+                                r = sd_bus_message_append(batch, "s", g->path);
+                        if (r >= 0)
+                                /* Every entry carries FreezerState and Frozen, so
+                                 * that a client knows a group's state from one entry. */
+                                r = append_group_changes(batch, g,
+                                                         changed | GROUP_CHANGED_STATE | GROUP_CHANGED_FROZEN);
+                        if (r >= 0)
+                                r = sd_bus_message_close_container(batch);
+                        if (r < 0) {
+                                log_debug_errno(r, "Cannot add %s to GroupsChanged: %m", g->path);
+                                batch = sd_bus_message_unref(batch);
+                                n_batch = 0;
+                        } else if (++n_batch >= GROUPS_CHANGED_MAX) {
+                                r = groups_changed_send(&batch);
+                                if (r < 0)
+                                        log_debug_errno(r, "Cannot send GroupsChanged: %m");
+                                n_batch = 0;
+                        }
+                }
+                if (per_object) {
+                        r = send_group_properties_changed(m, g, changed);
+                        if (r < 0)
+                                log_debug_errno(r, "Cannot send PropertiesChanged of %s: %m", g->path);
+                }
         }
+        r = groups_changed_send(&batch);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send GroupsChanged: %m");
 
         if (m->groups_count_changed) {
                 m->groups_count_changed = false;

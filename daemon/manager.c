@@ -128,13 +128,27 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         return cg_parse_freeze(buf, (size_t) n, ret);
 }
 
+/* The kernel notifies a change of cgroup.events at once, unless it notified
+ * that file less than CGROUP_FILE_NOTIFY_MIN_INTV ago (10 ms, 12 ms at HZ=250):
+ * then the notification is held back until that interval ends.  A group whose
+ * last notification reached us longer ago than this is notified at once. */
+#define EVENTS_NOTIFY_QUIET_USEC (20 * USEC_PER_MSEC)
+
 /* After g's own flag changed (our write or one behind our back): the kernel
  * has already settled every empty group of the subtree, and thawed every
  * group, inside the write; only the notifications come later (a work item,
- * rate-limited to one per 10 ms per file).  Reading their state now lets this
- * loop turn signal the final state instead of a transient one, and keeps the
- * model right when notifications are held back. */
+ * rate-limited to one per 10 ms per file).  Where a notification will be held
+ * back, reading now keeps the model (and the replies waiting on it) from
+ * lagging by up to 10 ms.  Where it comes at once, reading now would read the
+ * file twice for one change: that read is left to the notification, unless
+ * clients subscribed to per-object PropertiesChanged, which would then carry
+ * the transient state (say freezing-by-parent) and the final one, two
+ * messages through dbus-daemon instead of one, which costs more than a
+ * read.  g itself is always read. */
 static void group_settle_subtree(Manager *m, Group *g) {
+        bool per_object = m->subscribed && sd_bus_track_count(m->subscribed) > 0;
+        uint64_t now = now_usec();
+
         for (Group *c = g; c; c = tree_next_preorder(g, c)) {
                 GroupData *d = group_data(c);
                 /* A batch of nested groups settles each group once, not once per
@@ -142,8 +156,13 @@ static void group_settle_subtree(Manager *m, Group *g) {
                 if (d->settle_gen == m->settle_gen)
                         continue;
                 d->settle_gen = m->settle_gen;
-                if (!c->populated || !c->e_freeze)
-                        (void) group_read_events(m, c);
+                if (c->populated && c->e_freeze)
+                        continue; /* its tasks freeze asynchronously: their notification tells */
+                /* g itself is read anyway: replies about it need not wait for
+                 * a notification. */
+                if (c != g && !per_object && d->events_seen_usec + EVENTS_NOTIFY_QUIET_USEC < now)
+                        continue;
+                (void) group_read_events(m, c);
         }
 }
 
@@ -969,6 +988,19 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                 op->writes++;
         }
 
+        if (flags & FREEZER_FLAG_NO_WAIT) {
+                /* Reply first: settling serves the model, not this caller. */
+                _cleanup_free_ bool *wrote = malloc(n * sizeof(bool));
+                for (size_t i = 0; wrote && i < n; i++)
+                        wrote[i] = op->entries[i].wrote;
+                operation_finish(op, NULL);
+                m->settle_gen++;
+                for (size_t i = 0; i < n; i++)
+                        if (!wrote || wrote[i]) /* out of memory: settling more is harmless */
+                                group_settle_subtree(m, items[i].group);
+                return 0;
+        }
+
         /* The kernel may be done already (empty groups, nothing changed): look
          * once at every touched group, then link and decide. */
         m->settle_gen++;
@@ -979,11 +1011,6 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                         (void) group_read_events(m, items[i].group);
         for (size_t i = 0; i < n; i++)
                 entry_link(&op->entries[i], items[i].group);
-
-        if (flags & FREEZER_FLAG_NO_WAIT) {
-                operation_finish(op, NULL);
-                return 0;
-        }
         if (operation_check(op))
                 return 0;
         r = operation_arm(op);
@@ -1047,6 +1074,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         }
         if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.events")) {
                 GroupData *d = group_data(g);
+                d->events_seen_usec = m->inotify_usec;
                 if (d->events_gen != m->inotify_gen) {
                         d->events_gen = m->inotify_gen;
                         (void) group_read_events(m, g);
@@ -1100,6 +1128,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                 /* Everything in this batch was queued before we read: one re-read
                  * per file per batch reflects all of it. */
                 m->inotify_gen++;
+                m->inotify_usec = now_usec();
                 for (char *p = buf.raw; p < buf.raw + n;) {
                         const struct inotify_event *ev = (const struct inotify_event *) p;
                         handle_inotify_event(m, ev);
@@ -1739,6 +1768,7 @@ Manager *manager_free(Manager *m) {
 
         m->on_group_removed = NULL;
         m->on_group_added = NULL;
+        m->subscribed = sd_bus_track_unref(m->subscribed);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */

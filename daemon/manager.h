@@ -35,6 +35,7 @@ typedef struct GroupData {
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
+        uint64_t events_seen_usec;       /* when its last cgroup.events notification arrived (CLOCK_MONOTONIC) */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -107,6 +108,7 @@ struct Manager {
         struct event *inotify_event;
         WdMap *wds;
         unsigned inotify_gen;
+        uint64_t inotify_usec; /* when the batch of inotify events being handled was read */
         unsigned settle_gen;
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
@@ -123,6 +125,7 @@ struct Manager {
         void (*on_group_removed)(Manager *m, const char *path);
         void *bus_userdata;
         bool bus_ready; /* name owned: signals are worth sending */
+        sd_bus_track *subscribed; /* clients that called Subscribe(): per-group PropertiesChanged are sent only then */
         bool groups_count_changed;
 };
 

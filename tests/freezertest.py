@@ -685,11 +685,18 @@ class Client:
         self.conn.send(message_bus.AddMatch(mr), serial=serial)
         PendingCall(self, serial, f'AddMatch({mr.serialise()})').result()
 
-    def record(self, **rule):
-        """Subscribe to the daemon's signals (default: every signal from BUS_NAME) and
-        return a SignalRecorder of what arrives from now on."""
+    def subscribe(self):
+        """Manager.Subscribe(): per-object PropertiesChanged are sent only while a client is subscribed."""
+        self.call_method(MANAGER_PATH, MANAGER_IFACE, 'Subscribe')
+
+    def record(self, subscribe=True, **rule):
+        """Match the daemon's signals (default: every signal from BUS_NAME), Subscribe()
+        unless subscribe=False (for per-object PropertiesChanged), and return a
+        SignalRecorder of what arrives from now on."""
         rule = rule or {'type': 'signal', 'sender': self.destination}
         self.add_match(**rule)
+        if subscribe and self.destination == BUS_NAME:
+            self.subscribe()
         return SignalRecorder(self)
 
 
@@ -719,6 +726,16 @@ class SignalRecorder:
     def property_values(self, obj, name, interface=None):
         """Every value `name` took in PropertiesChanged signals of obj, in order."""
         return [changed[name] for _o, _i, changed, _inv in self.properties_changed(obj, interface) if name in changed]
+
+    def groups_changed(self):
+        """Every Manager.GroupsChanged in arrival order: [[(path, {name: value}), ...], ...]."""
+        return [[(path, {k: _unvariant(v) for k, v in props.items()}) for path, props in s.body[0]]
+                for s in self.signals
+                if s.interface == MANAGER_IFACE and s.member == 'GroupsChanged' and s.path == MANAGER_PATH]
+
+    def group_values(self, path, name):
+        """Every value `name` took for the group at API path `path` in GroupsChanged, in order."""
+        return [props[name] for batch in self.groups_changed() for p, props in batch if p == path and name in props]
 
     def interfaces_added(self):
         """[(object, {interface: {name: value}})]."""

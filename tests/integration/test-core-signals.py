@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Signals: Manager.GroupsChanged for everyone, per-object PropertiesChanged only
+while a client is subscribed (Manager.Subscribe, as systemd's Manager does).
+
+  /a  {/a/b (3 sleepers), /a/c (empty)}
+
+  * Nobody subscribed: freezing /a sends GroupsChanged whose entries say /a
+    frozen, /a/b and /a/c frozen-by-parent (FreezerState and Frozen in every
+    entry, each group at most once per message), and no PropertiesChanged of
+    any group object.  The last entry of each group agrees with Get.
+  * After Subscribe(): a thaw sends, besides GroupsChanged, one PropertiesChanged
+    per changed object with the same values as its GroupsChanged entry, and at
+    most one per object per GroupsChanged message (one loop turn).
+  * Subscribe twice, Unsubscribe twice: subscriptions count; a third
+    Unsubscribe fails with NotSubscribed.
+  * A subscription ends when its client leaves the bus: a second client
+    subscribes and disconnects; once freezerd was told (NameOwnerChanged, seen
+    by us first), a freeze sends no PropertiesChanged.
+
+A message from freezerd that ends a loop turn (its GroupsChanged) arrives after
+every PropertiesChanged of that turn (one sender's messages keep their order),
+so "none arrived" is checked without sleeping."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/a', '/a/b', '/a/c']
+
+
+def group_pcs(rec):
+    """PropertiesChanged of group objects: [(api path, {name: value})]."""
+    return [(ft.path_decode(ft.GROUP_PREFIX, o), ch) for o, i, ch, _inv in rec.properties_changed()
+            if i == ft.GROUP_IFACE]
+
+
+def last_entries(rec):
+    """{path: merged properties} over every GroupsChanged received."""
+    out = {}
+    for batch in rec.groups_changed():
+        for p, props in batch:
+            out.setdefault(p, {}).update(props)
+    return out
+
+
+def wait_states(rec, want, what):
+    rec.wait_for(lambda r: all(last_entries(r).get(p, {}).get('FreezerState') == s for p, s in want.items()),
+                 what=what)
+
+
+def check_batches(rec, what):
+    for batch in rec.groups_changed():
+        paths = [p for p, _ in batch]
+        ft.check(len(paths) == len(set(paths)), f'{what}: each group at most once per GroupsChanged', paths)
+        for p, props in batch:
+            ft.check('FreezerState' in props and 'Frozen' in props,
+                     f'{what}: the entry of {p} carries FreezerState and Frozen', props)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('signals') as sc, ft.Bus() as bus:
+        for p in GROUPS:
+            sc.mkdir(p)
+        sc.spawn_sleepers('/a/b', 3)
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            # ---- nobody subscribed
+            rec = c.record(subscribe=False)
+            c.call('Freeze', '/a', 0, 0)
+            want = {'/a': 'frozen', '/a/b': 'frozen-by-parent', '/a/c': 'frozen-by-parent'}
+            wait_states(rec, want, 'GroupsChanged saying /a frozen, /a/b and /a/c frozen-by-parent')
+            ft.check(True, 'GroupsChanged reports the freeze without a subscription')
+            check_batches(rec, 'freeze')
+            ft.check_equal(group_pcs(rec), [], 'no PropertiesChanged of group objects without a subscriber')
+            entries = last_entries(rec)
+            for p in GROUPS:
+                obj = ft.group_object(p)
+                for name in ('FreezerState', 'Frozen'):
+                    ft.check_equal(entries[p][name], c.get_property(obj, ft.GROUP_IFACE, name),
+                                   f'the last GroupsChanged {name} of {p} equals Get')
+            ft.check_equal(entries['/a'].get('Freeze'), True, 'the entry of /a says Freeze (it changed)')
+            ft.check_equal(entries['/a'].get('FrozenDescendants'), 2, 'the entry of /a says FrozenDescendants 2')
+
+            # ---- subscribed: PropertiesChanged too, with the same values
+            c.subscribe()
+            rec.clear()
+            c.call('Thaw', '/a', 0, 0)
+            want = {p: 'running' for p in GROUPS}
+            wait_states(rec, want, 'GroupsChanged saying all running')
+            check_batches(rec, 'thaw')
+            pcs = group_pcs(rec)
+            ft.check(set(GROUPS) <= {p for p, _ in pcs}, 'a subscriber gets PropertiesChanged of each group',
+                     sorted({p for p, _ in pcs}))
+            batches = rec.groups_changed()
+            merged_pc = {}
+            for p, ch in pcs:
+                merged_pc.setdefault(p, {}).update(ch)
+            entries = last_entries(rec)
+            for p in GROUPS:
+                ft.check_equal(merged_pc[p].get('FreezerState'), entries[p]['FreezerState'],
+                               f'PropertiesChanged and GroupsChanged agree on FreezerState of {p}')
+            # Per loop turn (one GroupsChanged), at most one PropertiesChanged per object.
+            turn, counts, ok = 0, {}, True
+            for s in rec.signals:
+                if s.member == 'GroupsChanged':
+                    turn += 1
+                elif s.member == 'PropertiesChanged' and s.path.startswith(ft.GROUP_PREFIX):
+                    key = (turn, s.path)
+                    counts[key] = counts.get(key, 0) + 1
+                    ok = ok and counts[key] == 1
+            ft.check(ok, f'at most one PropertiesChanged per object per loop turn ({len(batches)} turns)', counts)
+
+            # ---- subscriptions count; NotSubscribed
+            c.subscribe()  # now twice
+            c.call('Unsubscribe')
+            rec.clear()
+            c.call('Freeze', '/a/c', 0, 0)
+            wait_states(rec, {'/a/c': 'frozen'}, 'GroupsChanged /a/c frozen')
+            ft.check(any(p == '/a/c' for p, _ in group_pcs(rec)),
+                     'after two Subscribe and one Unsubscribe, PropertiesChanged still come')
+            c.call('Unsubscribe')
+            rec.clear()
+            c.call('Thaw', '/a/c', 0, 0)
+            wait_states(rec, {'/a/c': 'running'}, 'GroupsChanged /a/c running')
+            ft.check_equal(group_pcs(rec), [], 'after as many Unsubscribe as Subscribe, no PropertiesChanged')
+            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSubscribed', c.call, 'Unsubscribe')
+
+            # ---- a subscription ends with its client
+            c.add_match(type='signal', sender='org.freedesktop.DBus', interface='org.freedesktop.DBus',
+                        member='NameOwnerChanged')
+            other = ft.Client(bus.address)
+            name = other.unique_name
+            other.subscribe()
+            other.close()
+            rec.wait_for(lambda r: any(s.member == 'NameOwnerChanged' and s.body[0] == name and s.body[2] == ''
+                                       for s in r.signals),
+                         what=f'NameOwnerChanged: {name} left the bus')
+            rec.clear()
+            c.call('Freeze', '/a/b', 0, 0)
+            wait_states(rec, {'/a/b': 'frozen'}, 'GroupsChanged /a/b frozen')
+            ft.check_equal(group_pcs(rec), [], 'the subscription of a client that left ended with it')
+
+
+ft.run(test)
