@@ -27,6 +27,7 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
 static void group_flag_changed(Manager *m, Group *g);
 static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
+static void group_reread_freeze(Manager *m, Group *g);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
                                   Group **ret);
@@ -47,6 +48,8 @@ static int watch_fd(Manager *m, int fd, uint32_t mask) {
         return wd;
 }
 
+static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen);
+
 static int group_read_events(Manager *m, Group *g) {
         GroupData *d = group_data(g);
         char buf[256];
@@ -63,7 +66,13 @@ static int group_read_events(Manager *m, Group *g) {
         r = cg_parse_events(buf, (size_t) n, &populated, &frozen);
         if (r < 0)
                 return log_warning_errno(r, "Cannot parse cgroup.events of %s: %m", g->path);
+        group_apply_events(m, g, populated, frozen);
+        return 0;
+}
 
+/* What the kernel says of g, read from cgroup.events or known otherwise (see
+ * group_settle_subtree()). */
+static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen) {
         tree_set_populated(m->tree, g, populated);
         if (frozen != g->frozen) {
                 tree_set_frozen(m->tree, g, frozen);
@@ -77,7 +86,6 @@ static int group_read_events(Manager *m, Group *g) {
                         }
                 }
         }
-        return 0;
 }
 
 static int group_open_freeze(Manager *m, Group *g) {
@@ -128,42 +136,117 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         return cg_parse_freeze(buf, (size_t) n, ret);
 }
 
-/* The kernel notifies a change of cgroup.events at once, unless it notified
- * that file less than CGROUP_FILE_NOTIFY_MIN_INTV ago (10 ms, 12 ms at HZ=250):
- * then the notification is held back until that interval ends.  A group whose
- * last notification reached us longer ago than this is notified at once. */
-#define EVENTS_NOTIFY_QUIET_USEC (20 * USEC_PER_MSEC)
-
-/* After g's own flag changed (our write or one behind our back): the kernel
- * has already settled every empty group of the subtree, and thawed every
- * group, inside the write; only the notifications come later (a work item,
- * rate-limited to one per 10 ms per file).  Where a notification will be held
- * back, reading now keeps the model (and the replies waiting on it) from
- * lagging by up to 10 ms.  Where it comes at once, reading now would read the
- * file twice for one change: that read is left to the notification, unless
- * clients subscribed to per-object PropertiesChanged, which would then carry
- * the transient state (say freezing-by-parent) and the final one, two
- * messages through dbus-daemon instead of one, which costs more than a
- * read.  g itself is always read. */
-static void group_settle_subtree(Manager *m, Group *g) {
-        bool per_object = m->subscribed && sd_bus_track_count(m->subscribed) > 0;
-        uint64_t now = now_usec();
-
-        for (Group *c = g; c; c = tree_next_preorder(g, c)) {
+/* After g's own flag changed (our write or one behind our back), bring the
+ * model of g's subtree to what the kernel did inside the write, rather than
+ * wait for the notifications: they come from a work item, rate-limited to one
+ * per 10 ms per file, and reading them in the turn of the write lets it signal
+ * the final state instead of a transient one.
+ *
+ * With `deduce` (our own writes, after manager_drain_inotify() has applied
+ * every cgroup.freeze write that came before them, so that the effective flags
+ * are the kernel's), most of it needs no read at all, by the kernel's rules
+ * (kernel/cgroup/freezer.c):
+ *   - a group whose effective flag is clear is thawed inside the write
+ *     (cgroup_do_freeze() clears CGRP_FROZEN whether or not it has tasks);
+ *   - a freezing group found empty by a read after the write has its whole
+ *     subtree empty and frozen at that moment (an empty group with CGRP_FREEZE
+ *     is frozen, re-checked by the kernel whenever a task comes or goes).
+ * The groups left are read; a freezing group with tasks is not: its tasks
+ * freeze asynchronously and their notification tells.  Either way, the
+ * notifications still come and are read: a later change merged into them
+ * is never lost.  g itself is always read. */
+static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
+        for (Group *c = g, *next; c; c = next) {
                 GroupData *d = group_data(c);
+
+                next = tree_next_preorder(g, c);
                 /* A batch of nested groups settles each group once, not once per
                  * written ancestor (m->settle_gen is bumped per write burst). */
                 if (d->settle_gen == m->settle_gen)
                         continue;
                 d->settle_gen = m->settle_gen;
-                if (c->populated && c->e_freeze)
-                        continue; /* its tasks freeze asynchronously: their notification tells */
-                /* g itself is read anyway: replies about it need not wait for
-                 * a notification. */
-                if (c != g && !per_object && d->events_seen_usec + EVENTS_NOTIFY_QUIET_USEC < now)
+
+                if (deduce && c != g && !c->e_freeze) {
+                        group_apply_events(m, c, c->populated, false);
                         continue;
-                (void) group_read_events(m, c);
+                }
+                if (c != g && c->populated && c->e_freeze)
+                        continue; /* its tasks freeze asynchronously: their notification tells */
+                if (group_read_events(m, c) < 0 || !deduce || !c->e_freeze || c->populated)
+                        continue;
+                /* Read empty and freezing: so is everything below, frozen. */
+                Group *last = c;
+                for (Group *x = tree_next_preorder(c, c); x; x = tree_next_preorder(c, x)) {
+                        group_data(x)->settle_gen = m->settle_gen;
+                        group_apply_events(m, x, false, true);
+                        last = x;
+                }
+                next = tree_next_preorder(g, last);
         }
+}
+
+/* Read ahead every inotify event queued so far (they are handled by the next
+ * on_inotify(), in order) and apply the cgroup.freeze writes among them now:
+ * a write behind our back that came before ours changes the effective flags
+ * group_settle_subtree() deduces from.  The kernel queues IN_MODIFY inside
+ * write(2), so every write that came before ours is queued by now.  Returns
+ * false if the queue overflowed (then nothing can be deduced). */
+static bool manager_drain_inotify(Manager *m) {
+        size_t start = m->inotify_stash_len;
+        bool ok = true;
+
+        for (;;) {
+                union {
+                        struct inotify_event ev;
+                        char raw[64 * 1024];
+                } buf;
+                ssize_t n = read(m->inotify_fd, &buf, sizeof buf);
+                char *p;
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                ok = false; /* logged by on_inotify() */
+                        break;
+                }
+                p = realloc(m->inotify_stash, m->inotify_stash_len + (size_t) n);
+                if (!p) {
+                        /* Nowhere to keep them: every group is re-read instead. */
+                        log_error("Out of memory keeping inotify events");
+                        m->inotify_lost = true;
+                        break;
+                }
+                m->inotify_stash = p;
+                memcpy(m->inotify_stash + m->inotify_stash_len, buf.raw, (size_t) n);
+                m->inotify_stash_len += (size_t) n;
+        }
+        if (m->inotify_stash_len > 0 || m->inotify_lost)
+                event_active(m->inotify_event, EV_READ, 0);
+
+        for (size_t o = start; o < m->inotify_stash_len;) {
+                const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
+                const WdEntry *w;
+
+                o += sizeof *ev + ev->len;
+                if (ev->mask & IN_Q_OVERFLOW)
+                        ok = false;
+                if ((ev->mask & (IN_MODIFY | IN_ISDIR)) != IN_MODIFY || ev->len == 0 ||
+                    !streq(ev->name, "cgroup.freeze") || !(w = wdmap_get(m->wds, ev->wd)))
+                        continue;
+                group_reread_freeze(m, w->ptr);
+        }
+        return ok && !m->inotify_lost;
+}
+
+/* Settle the subtrees of the groups we just wrote (see above). */
+static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
+        bool deduce = manager_drain_inotify(m);
+
+        m->settle_gen++;
+        for (size_t i = 0; i < n; i++)
+                if (groups[i])
+                        group_settle_subtree(m, groups[i], deduce);
 }
 
 static int read_freeze_at(int dirfd, bool *ret) {
@@ -193,7 +276,7 @@ static void group_reread_freeze(Manager *m, Group *g) {
                 log_debug("%s: cgroup.freeze changed to %d behind our back", g->path, v);
                 tree_set_freeze(m->tree, g, v);
                 m->settle_gen++;
-                group_settle_subtree(m, g);
+                group_settle_subtree(m, g, false);
                 group_flag_changed(m, g);
         }
 }
@@ -667,6 +750,22 @@ static void group_flag_changed(Manager *m, Group *g) {
         }
 }
 
+/* Settling applied writes behind our back that came after ours, before the
+ * operation's entries were linked: fail it as group_flag_changed() would
+ * have.  True if it was. */
+static bool operation_check_reversed(Operation *op) {
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                OpEntry *e = &op->entries[i];
+                if (e->group && e->new_freeze != e->group->freeze) {
+                        operation_doom(op, true, BUS_ERROR_CANCELLED,
+                                       "%s: the request to %s was reversed (cgroup.freeze is now %d) before the kernel confirmed it",
+                                       e->group->path, e->new_freeze ? "freeze" : "thaw", e->group->freeze);
+                        return true;
+                }
+        }
+        return false;
+}
+
 static int group_write_freeze(Manager *m, Group *g, bool v) {
         int fd, r;
 
@@ -878,13 +977,13 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
         /* The watch on cgroup.events is armed already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
          * before linking ourselves, then decide. */
-        if (e->wrote) {
-                m->settle_gen++;
-                group_settle_subtree(m, g);
-        }
+        if (e->wrote)
+                manager_settle_written(m, &g, 1);
         else
                 (void) group_read_events(m, g);
         entry_link(e, g);
+        if (operation_check_reversed(op))
+                return 0;
 
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* FrozenByParent is reported even without waiting. */
@@ -988,30 +1087,31 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                 op->writes++;
         }
 
+        /* The groups written (NULL for the others), to settle their subtrees. */
+        _cleanup_free_ Group **written = calloc(n, sizeof(Group *));
+        if (!written) {
+                operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                written[i] = op->entries[i].wrote ? items[i].group : NULL;
+
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* Reply first: settling serves the model, not this caller. */
-                _cleanup_free_ bool *wrote = malloc(n * sizeof(bool));
-                for (size_t i = 0; wrote && i < n; i++)
-                        wrote[i] = op->entries[i].wrote;
                 operation_finish(op, NULL);
-                m->settle_gen++;
-                for (size_t i = 0; i < n; i++)
-                        if (!wrote || wrote[i]) /* out of memory: settling more is harmless */
-                                group_settle_subtree(m, items[i].group);
+                manager_settle_written(m, written, n);
                 return 0;
         }
 
         /* The kernel may be done already (empty groups, nothing changed): look
          * once at every touched group, then link and decide. */
-        m->settle_gen++;
+        manager_settle_written(m, written, n);
         for (size_t i = 0; i < n; i++)
-                if (op->entries[i].wrote)
-                        group_settle_subtree(m, items[i].group);
-                else
+                if (!op->entries[i].wrote)
                         (void) group_read_events(m, items[i].group);
         for (size_t i = 0; i < n; i++)
                 entry_link(&op->entries[i], items[i].group);
-        if (operation_check(op))
+        if (operation_check_reversed(op) || operation_check(op))
                 return 0;
         r = operation_arm(op);
         if (r < 0)
@@ -1074,7 +1174,6 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         }
         if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.events")) {
                 GroupData *d = group_data(g);
-                d->events_seen_usec = m->inotify_usec;
                 if (d->events_gen != m->inotify_gen) {
                         d->events_gen = m->inotify_gen;
                         (void) group_read_events(m, g);
@@ -1109,12 +1208,36 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         }
 }
 
+static void handle_inotify_events(Manager *m, const char *raw, size_t n) {
+        /* Everything in this batch was queued before we read: one re-read
+         * per file per batch reflects all of it. */
+        m->inotify_gen++;
+        for (const char *p = raw; p < raw + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *) p;
+                handle_inotify_event(m, ev);
+                p += sizeof *ev + ev->len;
+        }
+}
+
 static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
         Manager *m = userdata;
         union {
                 struct inotify_event ev;
                 char raw[64 * 1024];
         } buf;
+
+        /* Events read ahead by manager_drain_inotify() come first, in order. */
+        if (m->inotify_stash_len > 0) {
+                _cleanup_free_ char *stash = TAKE_PTR(m->inotify_stash);
+                size_t n = m->inotify_stash_len;
+
+                m->inotify_stash_len = 0;
+                handle_inotify_events(m, stash, n);
+        }
+        if (m->inotify_lost) {
+                m->inotify_lost = false;
+                manager_resync(m);
+        }
 
         for (;;) {
                 ssize_t n = read(m->inotify_fd, &buf, sizeof buf);
@@ -1125,15 +1248,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                                 log_error_errno(errno, "Reading inotify events failed: %m");
                         return;
                 }
-                /* Everything in this batch was queued before we read: one re-read
-                 * per file per batch reflects all of it. */
-                m->inotify_gen++;
-                m->inotify_usec = now_usec();
-                for (char *p = buf.raw; p < buf.raw + n;) {
-                        const struct inotify_event *ev = (const struct inotify_event *) p;
-                        handle_inotify_event(m, ev);
-                        p += sizeof *ev + ev->len;
-                }
+                handle_inotify_events(m, buf.raw, (size_t) n);
         }
 }
 
@@ -1777,6 +1892,7 @@ Manager *manager_free(Manager *m) {
         m->inotify_event = NULL;
         closep(&m->inotify_fd);
         m->inotify_fd = -1;
+        m->inotify_stash = mfree(m->inotify_stash);
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         closep(&m->root_fd);

@@ -35,7 +35,6 @@ typedef struct GroupData {
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
-        uint64_t events_seen_usec;       /* when its last cgroup.events notification arrived (CLOCK_MONOTONIC) */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -108,7 +107,9 @@ struct Manager {
         struct event *inotify_event;
         WdMap *wds;
         unsigned inotify_gen;
-        uint64_t inotify_usec; /* when the batch of inotify events being handled was read */
+        char *inotify_stash;   /* events read ahead by manager_drain_inotify(), handled by on_inotify() next */
+        size_t inotify_stash_len;
+        bool inotify_lost; /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */

@@ -461,6 +461,12 @@ static void setup_group(Group *g) {
                 if (r < 0)
                         die("AddMatch %s: %s", match, strerror(-r));
                 free(match);
+                /* Per-object PropertiesChanged are sent only while a client is
+                 * subscribed; this connection stays subscribed until it closes. */
+                r = sd_bus_call_method(B.sig, BUS_NAME, "/org/freezerd/Freezer1", "org.freezerd.Freezer1.Manager",
+                                       "Subscribe", NULL, NULL, "");
+                if (r < 0)
+                        die("Subscribe: %s", strerror(-r));
         }
         for (unsigned m = 0; m < _M_MAX; m++)
                 if (g->methods[m])

@@ -29,12 +29,17 @@
  *        and after, and the number of bus messages a listener subscribed to
  *        all of freezerd's signals received meanwhile.
  * storm  one ApplyBatch (libfreezer, waiting, order auto) freezing the top
- *        groups, then one thawing them.  A listener thread on a connection of
- *        its own, subscribed to every signal of freezerd, timestamps each
- *        PropertiesChanged as it is processed and follows every group's
- *        FreezerState; reported: the time until the reply, until every group
- *        object reported its final state (frozen / frozen-by-parent, then
- *        running), the PropertiesChanged signals received (total, on group
+ *        groups, then one thawing them; then both again with a client
+ *        subscribed (Manager.Subscribe(), so that freezerd also sends one
+ *        PropertiesChanged per changed object).  A listener thread on a
+ *        connection of its own, matching every signal of freezerd, timestamps
+ *        each message as it is processed and follows every group's
+ *        FreezerState: through GroupsChanged in the first two phases, through
+ *        PropertiesChanged in the subscribed ones.  Reported: the time until
+ *        the reply, until every group reported its final state (frozen /
+ *        frozen-by-parent, then running), the GroupsChanged messages and
+ *        entries (most entries for one object in the phase, and within one
+ *        message), the PropertiesChanged signals received (total, on group
  *        objects, most on one object, objects with more than one), and
  *        freezerd's and dbus-daemon's CPU time from before the call until
  *        two Peer.Ping round trips after the last expected signal.
@@ -87,6 +92,7 @@ extern char **environ;
 
 #define BUS_NAME "org.freezerd.Freezer1"
 #define MANAGER_PATH "/org/freezerd/Freezer1"
+#define MANAGER_IFACE "org.freezerd.Freezer1.Manager"
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define READY_TIMEOUT_NS (300ULL * 1000000000ULL)
 #define PHASE_TIMEOUT_NS (120ULL * 1000000000ULL)
@@ -539,6 +545,10 @@ static struct {
         unsigned n_expected, n_reached;
         uint64_t t_last_reached, t_first_msg, t_last_msg;
         unsigned msgs, pc_total, pc_groups, pc_manager, added, removed, other;
+        unsigned gc_msgs, gc_entries; /* GroupsChanged messages and their entries */
+        uint16_t *gc_count;           /* per slot: GroupsChanged entries in this phase */
+        unsigned gc_max_in_msg;       /* most entries of one object within one GroupsChanged */
+        bool by_pc;                   /* states followed through PropertiesChanged (subscribed), else GroupsChanged */
 } L = {
         .lock = PTHREAD_MUTEX_INITIALIZER,
         .cond = PTHREAD_COND_INITIALIZER,
@@ -595,6 +605,68 @@ static void unreach(int slot) {
         }
 }
 
+/* One FreezerState seen for slot (from either signal). */
+static void see_state(int slot, const char *v, uint64_t t) {
+        L.state[slot] = (uint8_t) state_id(v);
+        if (L.want == WANT_STATE && L.want_state[slot] != ST_UNKNOWN) {
+                if (L.state[slot] == L.want_state[slot])
+                        reach(slot, t);
+                else
+                        unreach(slot);
+        }
+}
+
+/* Manager.GroupsChanged(a(sa{sv})). */
+static void on_groups_changed(sd_bus_message *m, uint64_t t) {
+        static uint32_t *seen_in;  /* per slot: the GroupsChanged message that last listed it */
+        static uint32_t msg_id;
+        int r;
+
+        if (!seen_in && !(seen_in = calloc(n_slots, sizeof *seen_in)))
+                return;
+        msg_id++;
+        L.gc_msgs++;
+        r = sd_bus_message_enter_container(m, 'a', "(sa{sv})");
+        while (r > 0 && (r = sd_bus_message_enter_container(m, 'r', "sa{sv}")) > 0) {
+                const char *path;
+                int slot;
+
+                if (sd_bus_message_read(m, "s", &path) < 0)
+                        break;
+                L.gc_entries++;
+                slot = slot_of(path);
+                if (slot >= 0) {
+                        if (L.gc_count[slot] < UINT16_MAX)
+                                L.gc_count[slot]++;
+                        if (seen_in[slot] == msg_id) {
+                                if (L.gc_max_in_msg < 2)
+                                        L.gc_max_in_msg = 2;
+                        } else if (L.gc_max_in_msg < 1)
+                                L.gc_max_in_msg = 1;
+                        seen_in[slot] = msg_id;
+                }
+                r = sd_bus_message_enter_container(m, 'a', "{sv}");
+                while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                        const char *name;
+                        if (sd_bus_message_read(m, "s", &name) < 0)
+                                return;
+                        if (strcmp(name, "FreezerState") == 0) {
+                                const char *v;
+                                if (sd_bus_message_read(m, "v", "s", &v) < 0)
+                                        return;
+                                if (slot >= 0 && !L.by_pc)
+                                        see_state(slot, v, t);
+                        } else if (sd_bus_message_skip(m, "v") < 0)
+                                return;
+                        if (sd_bus_message_exit_container(m) < 0)
+                                return;
+                }
+                if (r < 0 || sd_bus_message_exit_container(m) < 0 || sd_bus_message_exit_container(m) < 0)
+                        return;
+                r = 1;
+        }
+}
+
 static void on_message(sd_bus_message *m, uint64_t t) {
         const char *member = sd_bus_message_get_member(m), *object = sd_bus_message_get_path(m);
         const char *iface = sd_bus_message_get_interface(m);
@@ -630,18 +702,15 @@ static void on_message(sd_bus_message *m, uint64_t t) {
                                 const char *v;
                                 if (sd_bus_message_read(m, "v", "s", &v) < 0)
                                         break;
-                                L.state[slot] = (uint8_t) state_id(v);
-                                if (L.want == WANT_STATE && L.want_state[slot] != ST_UNKNOWN) {
-                                        if (L.state[slot] == L.want_state[slot])
-                                                reach(slot, t);
-                                        else
-                                                unreach(slot);
-                                }
+                                if (L.by_pc)
+                                        see_state(slot, v, t);
                         } else if (sd_bus_message_skip(m, "v") < 0)
                                 break;
                         if (sd_bus_message_exit_container(m) < 0)
                                 break;
                 }
+        } else if (strcmp(iface, MANAGER_IFACE) == 0 && strcmp(member, "GroupsChanged") == 0) {
+                on_groups_changed(m, t);
         } else if (strcmp(iface, "org.freedesktop.DBus.ObjectManager") == 0) {
                 const char *o = NULL;
                 int slot;
@@ -712,7 +781,8 @@ static void listener_start(void) {
         L.count = calloc(n_slots, sizeof *L.count);
         L.want_state = calloc(n_slots, 1);
         L.reached = calloc(n_slots, sizeof *L.reached);
-        if (!L.state || !L.count || !L.want_state || !L.reached)
+        L.gc_count = calloc(n_slots, sizeof *L.gc_count);
+        if (!L.state || !L.count || !L.want_state || !L.reached || !L.gc_count)
                 die("out of memory");
         L.bus = bus_connect();
         /* Synchronous: once it returns, the bus delivers every later signal. */
@@ -734,6 +804,8 @@ static void listener_stop(void) {
 /* A new phase: counters to zero; what counts as done is set by the caller under the lock. */
 static void phase_reset_locked(Want want) {
         memset(L.count, 0, n_slots * sizeof *L.count);
+        memset(L.gc_count, 0, n_slots * sizeof *L.gc_count);
+        L.gc_msgs = L.gc_entries = L.gc_max_in_msg = 0;
         memset(L.want_state, 0, n_slots);
         memset(L.reached, 0, n_slots * sizeof *L.reached);
         L.want = want;
@@ -841,6 +913,8 @@ typedef struct PhaseResult {
         uint64_t daemon_cpu_ns, bus_cpu_ns;
         unsigned expected, msgs, pc_total, pc_groups, pc_manager, added, removed;
         unsigned max_per_object, objects_multi;
+        unsigned gc_msgs, gc_entries, gc_max_per_object, gc_max_in_msg;
+        bool subscribed;
         unsigned overflows; /* "inotify queue overflowed" lines freezerd logged during the phase */
         uint32_t writes, skipped;
 } PhaseResult;
@@ -854,7 +928,12 @@ static void phase_collect(PhaseResult *p) {
         p->pc_manager = L.pc_manager;
         p->added = L.added;
         p->removed = L.removed;
+        p->gc_msgs = L.gc_msgs;
+        p->gc_entries = L.gc_entries;
+        p->gc_max_in_msg = L.gc_max_in_msg;
         for (unsigned s = 0; s < n_slots; s++) {
+                if (L.gc_count[s] > p->gc_max_per_object)
+                        p->gc_max_per_object = L.gc_count[s];
                 if (L.count[s] > p->max_per_object)
                         p->max_per_object = L.count[s];
                 if (L.count[s] > 1)
@@ -863,8 +942,23 @@ static void phase_collect(PhaseResult *p) {
         pthread_mutex_unlock(&L.lock);
 }
 
-static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze) {
-        PhaseResult p = { .key = freeze ? "storm-freeze" : "storm-thaw" };
+/* Manager.Subscribe()/Unsubscribe() on the ping connection: per-object
+ * PropertiesChanged are sent to everyone's matches while anyone subscribed. */
+static void subscribe(bool on) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(ping_bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, on ? "Subscribe" : "Unsubscribe",
+                                   &e, NULL, "");
+        if (r < 0)
+                die("%s: %s", on ? "Subscribe" : "Unsubscribe", e.message ?: strerror(-r));
+        sd_bus_error_free(&e);
+}
+
+/* subscribed: the listener follows states through per-object PropertiesChanged
+ * (Subscribe() called), else through GroupsChanged alone. */
+static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, bool subscribed) {
+        PhaseResult p = { .key = freeze ? (subscribed ? "storm-freeze-subscribed" : "storm-freeze")
+                                        : (subscribed ? "storm-thaw-subscribed" : "storm-thaw"),
+                          .subscribed = subscribed };
         freezer_request *req = calloc(O.top, sizeof *req);
         char **paths = calloc(O.top, sizeof *paths);
         uint64_t t0, t1, tall, c0, c1, b0, b1;
@@ -879,6 +973,7 @@ static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze) {
         }
         pthread_mutex_lock(&L.lock);
         phase_reset_locked(WANT_STATE);
+        L.by_pc = subscribed;
         for (unsigned s = 0; s < n_tree; s++)
                 phase_expect_locked(s, !freeze ? ST_RUNNING : s < O.top ? ST_FROZEN : ST_FROZEN_BY_PARENT);
         pthread_mutex_unlock(&L.lock);
@@ -1073,10 +1168,13 @@ static void json_phase(const PhaseResult *p, bool last) {
         printf("    {\"key\": \"%s\", \"expected\": %u, \"op_ms\": %.3f, \"all_ms\": %.3f, \"daemon_cpu_ms\": %.3f, "
                "\"bus_cpu_ms\": %.3f, \"messages\": %u, \"properties_changed\": %u, \"pc_groups\": %u, "
                "\"pc_manager\": %u, \"interfaces_added\": %u, \"interfaces_removed\": %u, \"max_pc_per_object\": %u, "
-               "\"objects_with_several_pc\": %u, \"inotify_overflows\": %u, \"writes\": %u, \"skipped\": %u}%s\n",
+               "\"objects_with_several_pc\": %u, \"inotify_overflows\": %u, \"writes\": %u, \"skipped\": %u, "
+               "\"subscribed\": %s, \"groups_changed\": %u, \"gc_entries\": %u, \"gc_max_per_object\": %u, "
+               "\"gc_max_in_message\": %u}%s\n",
                p->key, p->expected, ms(p->op_ns), ms(p->all_ns), ms(p->daemon_cpu_ns), ms(p->bus_cpu_ns), p->msgs,
                p->pc_total, p->pc_groups, p->pc_manager, p->added, p->removed, p->max_per_object, p->objects_multi,
-               p->overflows, p->writes, p->skipped, last ? "" : ",");
+               p->overflows, p->writes, p->skipped, p->subscribed ? "true" : "false", p->gc_msgs, p->gc_entries,
+               p->gc_max_per_object, p->gc_max_in_msg, last ? "" : ",");
 }
 
 static void json_usage(const char *name, const Usage *u, const char *tail) {
@@ -1154,7 +1252,7 @@ int main(int argc, char *argv[]) {
         StartResult empty[MAX_STARTS], full[MAX_STARTS];
         uint64_t version_ns[5], mkdir_ns;
         unsigned made, n_empty = 0, n_full = 0, n_phases = 0;
-        PhaseResult phases[4];
+        PhaseResult phases[6];
         IdleResult idle = {};
         ListResult lists = {};
         Daemon d = { .pidfd = -1 };
@@ -1224,10 +1322,16 @@ int main(int argc, char *argv[]) {
         if (O.ph_idle)
                 idle = phase_idle(d.pid);
         if (O.ph_storm) {
-                phases[n_phases++] = phase_storm(f, d.pid, true);
+                phases[n_phases++] = phase_storm(f, d.pid, true, false);
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false);
+                phases[n_phases++] = phase_storm(f, d.pid, false, false);
                 sleep_ns(100 * 1000000ULL);
+                subscribe(true);
+                phases[n_phases++] = phase_storm(f, d.pid, true, true);
+                sleep_ns(100 * 1000000ULL);
+                phases[n_phases++] = phase_storm(f, d.pid, false, true);
+                sleep_ns(100 * 1000000ULL);
+                subscribe(false);
         }
         if (O.ph_burst && O.burst > 0) {
                 phases[n_phases++] = phase_burst(d.pid, true);
@@ -1275,9 +1379,10 @@ int main(int argc, char *argv[]) {
                                idle.seconds, idle.after.vcsw - idle.before.vcsw, idle.after.cpu_ns - idle.before.cpu_ns,
                                idle.msgs);
                 for (unsigned i = 0; i < n_phases; i++)
-                        printf("%s: op %.1f ms, all %.1f ms, freezerd CPU %.1f ms, %u PropertiesChanged (max %u/object)\n",
+                        printf("%s: op %.1f ms, all %.1f ms, freezerd CPU %.1f ms, %u PropertiesChanged (max %u/object), "
+                               "%u GroupsChanged (%u entries)\n",
                                phases[i].key, ms(phases[i].op_ns), ms(phases[i].all_ns), ms(phases[i].daemon_cpu_ns),
-                               phases[i].pc_total, phases[i].max_per_object);
+                               phases[i].pc_total, phases[i].max_per_object, phases[i].gc_msgs, phases[i].gc_entries);
         }
         return 0;
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Settling after a write: freezerd brings the model of the written subtree to
+what the kernel did inside the write without waiting for notifications, and
+partly without reading (kernel/cgroup/freezer.c: a thawed group is thawed
+inside the write; an empty freezing subtree is frozen).  The model must still
+be exactly the kernel's, also when a write behind freezerd's back races with
+its own.
+
+  /t {/t/e1 {/t/e1/x}, /t/e2, /t/p (2 sleepers)}
+
+  * ApplyBatch freeze [/t] (waiting): at the reply, Frozen of every group (and
+    Populated) equals the kernel's cgroup.events; the empty groups /t/e1,
+    /t/e1/x, /t/e2 appear in GroupsChanged once, already frozen-by-parent (no
+    transient freezing-by-parent): their final state came in the write's turn.
+  * ApplyBatch thaw [/t]: the same, every group running.
+  * A write behind freezerd's back that lands between its write and its
+    settling: freezerd runs with FREEZERD_TEST_WRITE_DELAY_USEC=300000 (a
+    300 ms pause after each of its writes); while it pauses after thawing /t,
+    the test writes 1 to /t/e1/cgroup.freeze.  /t/e1 stays frozen (now by its
+    own flag) and the model never says otherwise: no GroupsChanged entry shows
+    /t/e1 or /t/e1/x running, and at the reply their Frozen is the kernel's.
+  * The same race on the written group itself: while freezerd pauses after
+    thawing /t, the test writes 1 back: the ApplyBatch fails with Cancelled,
+    and the model says /t frozen, as the kernel does."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/t', '/t/e1', '/t/e1/x', '/t/e2', '/t/p']
+EMPTY = ['/t/e1', '/t/e1/x', '/t/e2']
+DELAY_USEC = 300000
+
+
+def check_model(c, sc, what):
+    objs = c.managed_objects()
+    for p in GROUPS:
+        props = objs[ft.group_object(p)][ft.GROUP_IFACE]
+        ev = sc.read_events(p)
+        ft.check_equal(props['Frozen'], bool(ev['frozen']), f'{what}: Frozen of {p} is the kernel\'s')
+        ft.check_equal(props['Populated'], bool(ev['populated']), f'{what}: Populated of {p} is the kernel\'s')
+
+
+def states(rec, path):
+    return rec.group_values(path, 'FreezerState')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('settle') as sc, ft.Bus() as bus:
+        for p in GROUPS:
+            sc.mkdir(p)
+        sc.spawn_sleepers('/t/p', 2)
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            rec = c.record(subscribe=False)
+
+            c.call('ApplyBatch', [('/t', True)], 'auto', 0, 0)
+            check_model(c, sc, 'after the freeze')
+            rec.wait_for(lambda r: all(states(r, p)[-1:] == ['frozen-by-parent'] for p in EMPTY),
+                         what='GroupsChanged of the empty groups')
+            for p in EMPTY:
+                ft.check_equal(states(rec, p), ['frozen-by-parent'],
+                               f'{p} is reported once, frozen-by-parent at once')
+
+            rec.clear()
+            c.call('ApplyBatch', [('/t', False)], 'auto', 0, 0)
+            check_model(c, sc, 'after the thaw')
+            rec.wait_for(lambda r: all(states(r, p)[-1:] == ['running'] for p in EMPTY + ['/t/p']),
+                         what='GroupsChanged of the thawed groups')
+            for p in EMPTY + ['/t/p']:
+                ft.check_equal(states(rec, p), ['running'], f'{p} is reported once, running at once')
+
+        # ---- writes behind freezerd's back racing with its own
+        ft.loop().watch(sc.abspath('/t'))
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_WRITE_DELAY_USEC': str(DELAY_USEC)}) as d:
+            c = d.client
+            c.call('ApplyBatch', [('/t', True)], 'auto', 0, 0)
+            rec = c.record(subscribe=False)
+
+            pending = c.call_async('ApplyBatch', [('/t', False)], 'auto', 0, 0)
+            ft.wait_for(lambda: sc.read_freeze('/t') == 0, what='freezerd wrote 0 to /t/cgroup.freeze')
+            sc.write_freeze('/t/e1', 1)
+            pending.result()
+            check_model(c, sc, 'after the raced thaw')
+            ft.check_equal(sc.frozen('/t/e1'), True, 'the kernel has /t/e1 frozen (its own flag)')
+            rec.wait_for(lambda r: states(r, '/t/e1')[-1:] == ['frozen'], what='GroupsChanged /t/e1 frozen')
+            for p in ('/t/e1', '/t/e1/x'):
+                ft.check('running' not in states(rec, p),
+                         f'{p} was never reported running (the write behind our back was applied before anything was signalled)',
+                         states(rec, p))
+
+            # The written group itself reversed while freezerd pauses.
+            sc.write_freeze('/t/e1', 0)
+            c.call('ApplyBatch', [('/t', True)], 'auto', 0, 0)
+            rec.clear()
+            pending = c.call_async('ApplyBatch', [('/t', False)], 'auto', 0, 0)
+            ft.wait_for(lambda: sc.read_freeze('/t') == 0, what='freezerd wrote 0 to /t/cgroup.freeze')
+            sc.write_freeze('/t', 1)
+            ft.expect_dbus_error('org.freezerd.Freezer1.Error.Cancelled', pending.result)
+            rec.wait_for(lambda r: states(r, '/t')[-1:] == ['frozen'], what='GroupsChanged /t frozen')
+            check_model(c, sc, 'after the reversed thaw')
+
+
+ft.run(test)
