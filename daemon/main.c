@@ -340,6 +340,9 @@ static int run(int argc, char *argv[]) {
 
         while (!d.exit) {
                 manager_bus_flush(d.manager);
+                /* Kernel events read ahead in the last turn, once its signals went out. */
+                if (manager_handle_stashed_events(d.manager))
+                        continue;
                 r = bus_event_prepare(d.bus_event);
                 if (r < 0) {
                         log_error_errno(r, "Cannot wait for the bus: %m");

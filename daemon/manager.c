@@ -221,8 +221,8 @@ static bool manager_drain_inotify(Manager *m) {
                 memcpy(m->inotify_stash + m->inotify_stash_len, buf.raw, (size_t) n);
                 m->inotify_stash_len += (size_t) n;
         }
-        if (m->inotify_stash_len > 0 || m->inotify_lost)
-                event_active(m->inotify_event, EV_READ, 0);
+        /* They are handled once this turn's signals went out
+         * (manager_handle_stashed_events()), or before newer ones. */
 
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
@@ -1219,14 +1219,9 @@ static void handle_inotify_events(Manager *m, const char *raw, size_t n) {
         }
 }
 
-static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
-        Manager *m = userdata;
-        union {
-                struct inotify_event ev;
-                char raw[64 * 1024];
-        } buf;
+bool manager_handle_stashed_events(Manager *m) {
+        bool any = m->inotify_stash_len > 0 || m->inotify_lost;
 
-        /* Events read ahead by manager_drain_inotify() come first, in order. */
         if (m->inotify_stash_len > 0) {
                 _cleanup_free_ char *stash = TAKE_PTR(m->inotify_stash);
                 size_t n = m->inotify_stash_len;
@@ -1238,6 +1233,18 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                 m->inotify_lost = false;
                 manager_resync(m);
         }
+        return any;
+}
+
+static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
+        Manager *m = userdata;
+        union {
+                struct inotify_event ev;
+                char raw[64 * 1024];
+        } buf;
+
+        /* Events read ahead by manager_drain_inotify() come first, in order. */
+        (void) manager_handle_stashed_events(m);
 
         for (;;) {
                 ssize_t n = read(m->inotify_fd, &buf, sizeof buf);

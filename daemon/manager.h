@@ -134,6 +134,10 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 const char *state_dir, Manager **ret);
 Manager *manager_free(Manager *m);
 
+/* Handle the inotify events read ahead while settling a write (they wait so
+ * that the signals of the write's turn go out first).  True if there were. */
+bool manager_handle_stashed_events(Manager *m);
+
 /* Track the subtrees of the configuration. */
 int manager_start(Manager *m);
 

@@ -23,11 +23,15 @@ Checks:
     returns), Group.Thaw through busctl thaws it; a failed call exits non-zero
     with the daemon's message.
   * `busctl tree` shows the manager and every group object.
+  * `busctl monitor --match "type='signal',member='GroupsChanged'"` (as the
+    README shows) prints the GroupsChanged of a freeze done through busctl,
+    with /g frozen in it: the batched signal needs no Subscribe().
   * `busctl --json=short call ... ListGroups` parses as JSON and lists every
     group with its object and a state that matches the kernel."""
 
 import json
 import os
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -126,6 +130,62 @@ def check_busctl_introspect(text, spec_iface, name):
     ft.check(not problems, f'busctl introspect {name} lists every {iname} member as documented', '; '.join(problems))
 
 
+class Lines:
+    """Lines of a pipe, read as the loop sees them arrive."""
+
+    def __init__(self, f):
+        self.f, self.buf, self.lines = f, b'', []
+        os.set_blocking(f.fileno(), False)
+        ft.loop().add_reader(f, self._read)
+
+    def _read(self):
+        data = os.read(self.f.fileno(), 65536)
+        if not data:
+            ft.loop().remove_reader(self.f)
+            return
+        self.buf += data
+        *done, self.buf = self.buf.split(b'\n')
+        self.lines += [x.decode(errors='replace') for x in done]
+
+
+def check_monitor(sc, bus):
+    """The README's busctl monitor line shows the GroupsChanged of a freeze."""
+    mon = subprocess.Popen(['busctl', f'--address={bus.address}', '--json=short', 'monitor', '--match',
+                            "type='signal',member='GroupsChanged'"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        out, err = Lines(mon.stdout), Lines(mon.stderr)
+        ft.wait_for(lambda: any('Monitoring' in x for x in err.lines) or mon.poll() is not None,
+                    what='busctl monitor to start')
+        ft.check(mon.poll() is None, 'busctl monitor runs', err.lines)
+
+        def frozen_g():
+            for x in out.lines:
+                try:
+                    m = json.loads(x)
+                except ValueError:
+                    continue
+                if m.get('member') != 'GroupsChanged':
+                    continue
+                for path, props in m['payload']['data'][0]:
+                    if path == '/g' and props.get('FreezerState', {}).get('data') == 'frozen':
+                        return True
+            return False
+
+        ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/g', '0', '0')
+        ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', '/g', '0', '0')
+        ft.wait_for(frozen_g, what='busctl monitor printing GroupsChanged with /g frozen')
+        ft.check(True, 'busctl monitor --match GroupsChanged shows /g frozen')
+        ft.check(all(json.loads(x).get('member') == 'GroupsChanged' for x in out.lines if x.startswith('{')),
+                 'the match shows GroupsChanged only')
+    finally:
+        mon.terminate()
+        mon.wait()
+        for f in (mon.stdout, mon.stderr):
+            ft.loop().remove_reader(f)
+            f.close()
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'busctl')
     spec_ifaces, _ = parse_interfaces(open(ft.INTERFACE_XML).read())
@@ -201,6 +261,9 @@ def test():
             objs = set(r.stdout.split())
             want = {ft.MANAGER_PATH} | {ft.group_object(p) for p in listed}
             ft.check(want <= objs, 'busctl tree shows the manager and every group object', sorted(want - objs))
+
+            # ---- busctl monitor of GroupsChanged
+            check_monitor(sc, bus)
 
             # ---- Group.Thaw through busctl, and a failing call
             ft.busctl('call', ft.BUS_NAME, gobj, ft.GROUP_IFACE, 'Thaw', 'tt', '0', '0')
