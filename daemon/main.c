@@ -350,6 +350,11 @@ static int run(int argc, char *argv[]) {
                 }
                 if (d.exit)
                         break;
+                /* Preparing dispatched queued calls, whose writes may have read
+                 * kernel events ahead: handle them (after the signals) rather
+                 * than wait for an fd that has nothing more to say. */
+                if (manager_has_stashed_events(d.manager))
+                        continue;
                 r = event_base_loop(d.base, EVLOOP_ONCE);
                 if (r < 0) {
                         r = log_error_errno(EIO, "The event loop failed.");

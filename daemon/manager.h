@@ -137,6 +137,9 @@ Manager *manager_free(Manager *m);
 /* Handle the inotify events read ahead while settling a write (they wait so
  * that the signals of the write's turn go out first).  True if there were. */
 bool manager_handle_stashed_events(Manager *m);
+static inline bool manager_has_stashed_events(const Manager *m) {
+        return m->inotify_stash_len > 0 || m->inotify_lost;
+}
 
 /* Track the subtrees of the configuration. */
 int manager_start(Manager *m);
