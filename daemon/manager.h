@@ -108,6 +108,11 @@ struct Manager {
         WdMap *wds;
         unsigned inotify_gen;
         unsigned settle_gen;
+        /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
+         * the working directory is in, the one to go back to (or -1). */
+        unsigned scan_depth;
+        Group *scan_cwd;
+        int scan_saved_cwd;
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
         size_t n_track_roots;
