@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "bus-errors.h"
@@ -288,11 +289,57 @@ static void scan_restore_cwd(Manager *m) {
 
 static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
                            Group **ret);
+static int manager_list_children(Manager *m, Group *g, int dirfd);
+
+/* cgroup.stat's nr_descendants of the group open at dirfd: the live cgroups
+ * below it, at any depth. */
+static int read_nr_descendants(int dirfd, uint64_t *ret) {
+        _cleanup_close_ int fd = cg_openat_beneath(dirfd, "cgroup.stat", O_RDONLY, 0);
+        char buf[1024];
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        return cg_parse_keyed_u64(buf, (size_t) n, "nr_descendants", ret);
+}
+
+static bool inotify_queue_empty(Manager *m) {
+        int n;
+
+        return ioctl(m->inotify_fd, FIONREAD, &n) >= 0 && n == 0;
+}
+
+/* Look for the children of c, which a listing of its parent (open at
+ * parent_dirfd) added: kernfs keeps a directory's link count at 2 + its
+ * subdirectories, so a leaf is neither opened nor listed. */
+static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
+        _cleanup_close_ int dirfd = -1;
+        struct stat st;
+
+        if (fstatat(parent_dirfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_nlink == 2)
+                return 0;
+        dirfd = cg_openat_beneath(parent_dirfd, c->name, O_RDONLY | O_DIRECTORY, 0);
+        if (dirfd < 0)
+                return dirfd;
+        return manager_list_children(m, c, dirfd);
+}
 
 /* List the subdirectories of a group directory and add the ones the model
- * lacks (with their subtrees).  getdents64 on the fd we hold: no second open,
+ * lacks, then their subtrees.  getdents64 on the fd we hold: no second open,
  * no DIR allocation.  The watch on dirfd is armed already, so a child made
- * from now on is reported. */
+ * from now on is reported.
+ *
+ * When g had no children in the model, one count can spare the link-count test
+ * of each new child: if g's nr_descendants, read after every child's watch was
+ * armed, equals the number of children added, none of them had a child then,
+ * and any made later is reported to its watch.  A child removed meanwhile
+ * would lower the count (and hide as many grandchildren): the rmdir holds g's
+ * inode lock from before the count drops until its IN_DELETE is queued, and
+ * the getdents that finds the end takes that lock after the count was read,
+ * so an empty inotify queue after it proves that no child went away. */
 static int manager_list_children(Manager *m, Group *g, int dirfd) {
         _cleanup_free_ char *childpath = NULL;
         size_t plen = streq(g->path, "/") ? 0 : strlen(g->path);
@@ -300,7 +347,9 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                 struct dirent64 de;
                 char raw[16 * 1024];
         } buf;
-        int r;
+        bool fresh = !g->children, all_leaves;
+        uint64_t nr_descendants = UINT64_MAX;
+        int r = 0;
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
         if (!childpath)
@@ -310,12 +359,17 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
 
         for (;;) {
                 ssize_t n = getdents64(dirfd, &buf, sizeof buf);
-                if (n < 0)
-                        return -errno;
+                if (n < 0) {
+                        r = -errno;
+                        fresh = false;
+                        break;
+                }
                 if (n == 0)
-                        return 0;
+                        break;
                 for (char *p = buf.raw; p < buf.raw + n;) {
                         struct dirent64 *de = (struct dirent64 *) p;
+                        int k;
+
                         p += de->d_reclen;
                         if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
                                 continue;
@@ -323,11 +377,31 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                         strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
                         if (tree_get(m->tree, childpath))
                                 continue;
-                        r = manager_add_new(m, g, de->d_name, true, dirfd, NULL);
-                        if (r < 0 && r != -ENOENT && r != -ENODEV && r != -ENOSPC)
-                                log_warning_errno(r, "Cannot track %s: %m", childpath);
+                        k = manager_add_new(m, g, de->d_name, true, dirfd, NULL);
+                        if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                                log_warning_errno(k, "Cannot track %s: %m", childpath);
                 }
+                /* Before the next getdents: the one that finds the end must follow it. */
+                if (fresh && read_nr_descendants(dirfd, &nr_descendants) < 0)
+                        fresh = false;
         }
+
+        all_leaves = fresh && g->n_descendants == g->n_children && nr_descendants == g->n_children &&
+                     inotify_queue_empty(m);
+        for (Group *c = g->children; c; c = c->next) {
+                GroupData *cd = group_data(c);
+                int k;
+
+                if (!cd || !cd->scan_pending)
+                        continue;
+                cd->scan_pending = false;
+                if (all_leaves)
+                        continue;
+                k = manager_scan_child_at(m, c, dirfd);
+                if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                        log_warning_errno(k, "Cannot track the children of %s: %m", c->path);
+        }
+        return r;
 }
 
 /* kernfs keeps a directory's link count at 2 + its subdirectories: a leaf
@@ -498,17 +572,11 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
 
         tree_set_tracked(m->tree, g, true);
         group_announce(m, g);
-        if (!by_name)
+        if (parent_dirfd < 0)
                 return manager_scan_children(m, g, dirfd);
-
-        /* The leaf test of manager_scan_children(), without opening a leaf. */
-        struct stat st;
-        if (fstatat(parent_dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_nlink == 2)
-                return 0;
-        dirfd = cg_openat_beneath(parent_dirfd, name, O_RDONLY | O_DIRECTORY, 0);
-        if (dirfd < 0)
-                return dirfd;
-        return manager_list_children(m, g, dirfd);
+        /* The parent's listing looks for our children once it is complete. */
+        group_data(g)->scan_pending = true;
+        return 0;
 }
 
 static void manager_remove_group(Manager *m, Group *g) {

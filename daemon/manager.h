@@ -35,6 +35,7 @@ typedef struct GroupData {
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
+        bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
