@@ -673,14 +673,14 @@ int cg_parse_freeze(const char *buf, size_t len, bool *ret) {
         return 0;
 }
 
-int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret) {
+int cg_parse_keyed_u64(const char *buf, size_t len, const char *key, uint64_t *ret) {
         const char *p, *end;
         uint64_t v = 0;
         bool have = false;
         KeyValue kv;
         int r;
 
-        if (!buf && len > 0)
+        if (!key || (!buf && len > 0))
                 return -EINVAL;
         if (!buf)
                 return -ENODATA;
@@ -688,7 +688,7 @@ int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret) 
         p = buf;
         end = buf + len;
         while ((r = next_key_value(&p, end, &kv)) > 0) {
-                if (!field_eq(kv.key, kv.key_len, "frozen_usec"))
+                if (!field_eq(kv.key, kv.key_len, key))
                         continue;
                 if (have)
                         return -EBADMSG;
@@ -706,4 +706,8 @@ int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret) 
         if (ret)
                 *ret = v;
         return 0;
+}
+
+int cg_parse_stat_local_frozen_usec(const char *buf, size_t len, uint64_t *ret) {
+        return cg_parse_keyed_u64(buf, len, "frozen_usec", ret);
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "bus-errors.h"
@@ -29,8 +30,6 @@ static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
 static void group_reread_freeze(Manager *m, Group *g);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
-static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
-                                  Group **ret);
 static void manager_save_tracked(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
@@ -249,19 +248,6 @@ static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
                         group_settle_subtree(m, groups[i], deduce);
 }
 
-static int read_freeze_at(int dirfd, bool *ret) {
-        _cleanup_close_ int fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        char buf[16];
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = cg_read_fd(fd, buf, sizeof buf);
-        if (n < 0)
-                return (int) n;
-        return cg_parse_freeze(buf, (size_t) n, ret);
-}
-
 static void group_reread_freeze(Manager *m, Group *g) {
         bool v;
         int r;
@@ -318,30 +304,35 @@ static void group_data_destroy(Group *g, void *userdata) {
         g->userdata = NULL;
 }
 
-static int group_watch(Manager *m, Group *g, int fd, uint32_t mask, unsigned kind, int *ret_wd) {
-        int r = watch_fd(m, fd, mask);
+/* A watch we could not arm: the watch limit gets a message that names its cause. */
+static int watch_error(const char *parent_path, const char *name, int r) {
         if (r == -ENOSPC)
-                return log_warning_errno(r, "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) "
-                                            "is reached",
-                                         g->path);
-        if (r < 0)
-                return r;
-        *ret_wd = r;
-        return wdmap_put(m->wds, r, g, kind);
+                return log_warning_errno(r, "Cannot track %s/%s: the inotify watch limit "
+                                            "(fs.inotify.max_user_watches) is reached",
+                                         streq(parent_path, "/") ? "" : parent_path, name);
+        return r;
 }
 
-static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
+/* Take over the watch wd (armed by the caller, on g's directory) and the
+ * cgroup.events fd.  Once they are attached, a failure leaves them to the
+ * caller's tree_remove() of g (group_data_destroy() drops both). */
+static int group_attach(Manager *m, Group *g, int events_fd, int wd) {
         GroupData *d;
 
         d = calloc(1, sizeof *d);
-        if (!d)
+        if (!d) {
+                if (events_fd >= 0)
+                        close(events_fd);
+                if (wd > 0)
+                        (void) inotify_rm_watch(m->inotify_fd, wd);
                 return -ENOMEM;
+        }
         *d = (GroupData) {
                 .group = g,
                 .manager = m,
                 .events_fd = events_fd,
                 .freeze_fd = -1,
-                .wd_dir = -1,
+                .wd_dir = wd,
         };
         g->userdata = d;
 
@@ -352,7 +343,7 @@ static int group_attach(Manager *m, Group *g, int dirfd, int events_fd) {
          * lifetime.  A second watch on the file would double every event, and
          * a 10,000-group freeze would overflow the inotify queue into a full
          * resync. */
-        return group_watch(m, g, dirfd, DIR_WATCH_MASK, WD_KIND_DIR, &d->wd_dir);
+        return wdmap_put(m->wds, wd, g, WD_KIND_DIR);
 }
 
 /* Every directory on the cgroup2 file system is a cgroup, and the root was
@@ -366,29 +357,101 @@ static int open_group_dir(Manager *m, const char *path, int *ret_dirfd) {
         return 0;
 }
 
-/* Add (or find) group parent/name, open and watch it, and if tracked, its
- * whole subtree.  Watches are armed before the state and the children are
- * read, so nothing that happens meanwhile is missed. */
-/* List the subdirectories of a freshly opened group directory and add the
- * ones the model lacks (with their subtrees).  getdents64 on the fd we hold:
- * no second open, no DIR allocation. */
-static int manager_scan_children(Manager *m, Group *g, int dirfd) {
+/* A scan watches the children it finds by name, relative to the working
+ * directory, which it moves to their parent: one fchdir() per parent instead
+ * of a /proc/self/fd/N lookup (procfs and a magic link) per child, and no
+ * directory fd to open and close for a leaf.  The working directory is put
+ * back once the outermost scan returns (a relative --config path is read
+ * again on reload). */
+static int scan_chdir(Manager *m, Group *g, int dirfd) {
+        if (m->scan_cwd == g)
+                return 0;
+        if (m->scan_saved_cwd < 0) {
+                m->scan_saved_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (m->scan_saved_cwd < 0)
+                        return -errno;
+        }
+        if (fchdir(dirfd) < 0) {
+                m->scan_cwd = NULL;
+                return -errno;
+        }
+        m->scan_cwd = g;
+        return 0;
+}
+
+static void scan_restore_cwd(Manager *m) {
+        m->scan_cwd = NULL;
+        if (m->scan_saved_cwd < 0)
+                return;
+        if (fchdir(m->scan_saved_cwd) < 0)
+                log_warning_errno(errno, "Cannot return to the working directory: %m");
+        closep(&m->scan_saved_cwd);
+        m->scan_saved_cwd = -1;
+}
+
+static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
+                           Group **ret);
+static int manager_list_children(Manager *m, Group *g, int dirfd);
+
+/* cgroup.stat's nr_descendants of the group open at dirfd: the live cgroups
+ * below it, at any depth. */
+static int read_nr_descendants(int dirfd, uint64_t *ret) {
+        _cleanup_close_ int fd = cg_openat_beneath(dirfd, "cgroup.stat", O_RDONLY, 0);
+        char buf[1024];
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        return cg_parse_keyed_u64(buf, (size_t) n, "nr_descendants", ret);
+}
+
+static bool inotify_queue_empty(Manager *m) {
+        int n;
+
+        return ioctl(m->inotify_fd, FIONREAD, &n) >= 0 && n == 0;
+}
+
+/* Look for the children of c, which a listing of its parent (open at
+ * parent_dirfd) added: kernfs keeps a directory's link count at 2 + its
+ * subdirectories, so a leaf is neither opened nor listed. */
+static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
+        _cleanup_close_ int dirfd = -1;
+        struct stat st;
+
+        if (fstatat(parent_dirfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_nlink == 2)
+                return 0;
+        dirfd = cg_openat_beneath(parent_dirfd, c->name, O_RDONLY | O_DIRECTORY, 0);
+        if (dirfd < 0)
+                return dirfd;
+        return manager_list_children(m, c, dirfd);
+}
+
+/* List the subdirectories of a group directory and add the ones the model
+ * lacks, then their subtrees.  getdents64 on the fd we hold: no second open,
+ * no DIR allocation.  The watch on dirfd is armed already, so a child made
+ * from now on is reported.
+ *
+ * When g had no children in the model, one count can spare the link-count test
+ * of each new child: if g's nr_descendants, read after every child's watch was
+ * armed, equals the number of children added, none of them had a child then,
+ * and any made later is reported to its watch.  A child removed meanwhile
+ * would lower the count (and hide as many grandchildren): the rmdir holds g's
+ * inode lock from before the count drops until its IN_DELETE is queued, and
+ * the getdents that finds the end takes that lock after the count was read,
+ * so an empty inotify queue after it proves that no child went away. */
+static int manager_list_children(Manager *m, Group *g, int dirfd) {
         _cleanup_free_ char *childpath = NULL;
         size_t plen = streq(g->path, "/") ? 0 : strlen(g->path);
         union {
                 struct dirent64 de;
                 char raw[16 * 1024];
         } buf;
-        int r;
-
-        /* kernfs keeps a directory's link count at 2 + its subdirectories: a leaf
-         * needs no getdents (two calls listing ~25 files each).  The watch is
-         * armed already, so a child made from now on is reported. */
-        {
-                struct stat st;
-                if (fstat(dirfd, &st) == 0 && st.st_nlink == 2)
-                        return 0;
-        }
+        bool fresh = !g->children, all_leaves;
+        uint64_t nr_descendants = UINT64_MAX;
+        int r = 0;
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
         if (!childpath)
@@ -398,12 +461,17 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
 
         for (;;) {
                 ssize_t n = getdents64(dirfd, &buf, sizeof buf);
-                if (n < 0)
-                        return -errno;
+                if (n < 0) {
+                        r = -errno;
+                        fresh = false;
+                        break;
+                }
                 if (n == 0)
-                        return 0;
+                        break;
                 for (char *p = buf.raw; p < buf.raw + n;) {
                         struct dirent64 *de = (struct dirent64 *) p;
+                        int k;
+
                         p += de->d_reclen;
                         if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
                                 continue;
@@ -411,11 +479,47 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
                         strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
                         if (tree_get(m->tree, childpath))
                                 continue;
-                        r = manager_add_subtree_at(m, g, de->d_name, true, dirfd, NULL);
-                        if (r < 0 && r != -ENOENT && r != -ENODEV && r != -ENOSPC)
-                                log_warning_errno(r, "Cannot track %s: %m", childpath);
+                        k = manager_add_new(m, g, de->d_name, true, dirfd, NULL);
+                        if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                                log_warning_errno(k, "Cannot track %s: %m", childpath);
                 }
+                /* Before the next getdents: the one that finds the end must follow it. */
+                if (fresh && read_nr_descendants(dirfd, &nr_descendants) < 0)
+                        fresh = false;
         }
+
+        all_leaves = fresh && g->n_descendants == g->n_children && nr_descendants == g->n_children &&
+                     inotify_queue_empty(m);
+        for (Group *c = g->children; c; c = c->next) {
+                GroupData *cd = group_data(c);
+                int k;
+
+                if (!cd || !cd->scan_pending)
+                        continue;
+                cd->scan_pending = false;
+                if (all_leaves)
+                        continue;
+                k = manager_scan_child_at(m, c, dirfd);
+                if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                        log_warning_errno(k, "Cannot track the children of %s: %m", c->path);
+        }
+        return r;
+}
+
+/* kernfs keeps a directory's link count at 2 + its subdirectories: a leaf
+ * needs no getdents (two calls listing ~25 files each). */
+static int manager_scan_children(Manager *m, Group *g, int dirfd) {
+        struct stat st;
+        int r;
+
+        if (fstat(dirfd, &st) == 0 && st.st_nlink == 2)
+                return 0;
+
+        m->scan_depth++;
+        r = manager_list_children(m, g, dirfd);
+        if (--m->scan_depth == 0)
+                scan_restore_cwd(m);
+        return r;
 }
 
 static void group_announce(Manager *m, Group *g) {
@@ -447,51 +551,100 @@ static int manager_track_existing(Manager *m, Group *g) {
  * whole subtree.  Watches are armed before the state and the children are
  * read, so nothing that happens meanwhile is missed. */
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret) {
-        return manager_add_subtree_at(m, parent, name, tracked, -1, ret);
-}
-
-/* parent_dirfd, when >= 0, is the parent's open directory: the child is then
- * a single component lookup (name comes from getdents, it holds no '/'). */
-static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
-                                  Group **ret) {
         _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int dirfd = -1, events_fd = -1;
         Group *g;
-        bool freeze;
-        int r;
 
-        if (streq(parent->path, "/"))
-                r = asprintf(&path, "/%s", name);
-        else
-                r = asprintf(&path, "%s/%s", parent->path, name);
-        if (r < 0)
+        if (asprintf(&path, "%s/%s", streq(parent->path, "/") ? "" : parent->path, name) < 0)
                 return -ENOMEM;
-
         g = tree_get(m->tree, path);
         if (g) {
                 if (ret)
                         *ret = g;
                 return tracked ? manager_track_existing(m, g) : 0;
         }
+        return manager_add_new(m, parent, name, tracked, -1, ret);
+}
 
-        if (parent_dirfd >= 0) {
-                dirfd = openat(parent_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (dirfd < 0)
-                        return -errno;
-        } else {
-                r = open_group_dir(m, path, &dirfd);
+/* Open cgroup.events of parent/name and watch its directory, by name below
+ * parent_dirfd (a scan: name comes from getdents and holds no '/'). */
+static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const char *name, int *ret_events_fd,
+                             int *ret_wd) {
+        _cleanup_close_ int events_fd = -1;
+        char rel[NAME_MAX + sizeof "/cgroup.events"];
+        int wd;
+
+        if (strlen(name) > NAME_MAX)
+                return -ENAMETOOLONG;
+        stpcpy(stpcpy(rel, name), "/cgroup.events");
+        /* Beneath the parent we hold: no symlink, no mount crossing. */
+        events_fd = cg_openat_beneath(parent_dirfd, rel, O_RDONLY, 0);
+        if (events_fd < 0)
+                return events_fd;
+        /* cgroup2 has neither symlinks nor renames, and the file just opened
+         * shows no mount on name: name is that group's directory (were it
+         * removed and made again meanwhile, the parent's watch reports both).
+         * IN_MASK_CREATE: never take over a watch we hold for another group. */
+        wd = inotify_add_watch(m->inotify_fd, name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
+        if (wd < 0)
+                return watch_error(parent->path, name, -errno);
+        *ret_events_fd = TAKE_FD(events_fd);
+        *ret_wd = wd;
+        return 0;
+}
+
+static int read_freeze_file(int fd, bool *ret) {
+        char buf[16];
+        ssize_t n;
+
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        return cg_parse_freeze(buf, (size_t) n, ret);
+}
+
+/* parent/name, absent from the model: add it (untracked until complete).
+ * parent_dirfd, when >= 0, is the parent's open directory, which a scan
+ * lists: the child is then looked up by name below it, and a leaf's
+ * directory is never opened. */
+static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
+                           Group **ret) {
+        _cleanup_close_ int dirfd = -1, events_fd = -1;
+        bool by_name, freeze;
+        Group *g;
+        int r, wd = -1;
+
+        by_name = parent_dirfd >= 0 && scan_chdir(m, parent, parent_dirfd) >= 0;
+        if (by_name) {
+                r = open_and_watch_at(m, parent, parent_dirfd, name, &events_fd, &wd);
                 if (r < 0)
                         return r;
+        } else {
+                if (parent_dirfd >= 0)
+                        dirfd = cg_openat_beneath(parent_dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+                else {
+                        _cleanup_free_ char *path = NULL;
+
+                        if (asprintf(&path, "%s/%s", streq(parent->path, "/") ? "" : parent->path, name) < 0)
+                                return -ENOMEM;
+                        dirfd = cg_openat_beneath(m->root_fd, cg_path_relative(path), O_RDONLY | O_DIRECTORY, 0);
+                }
+                if (dirfd < 0)
+                        return dirfd;
+                events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (events_fd < 0)
+                        return -errno;
+                wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
+                if (wd < 0)
+                        return watch_error(parent->path, name, wd);
         }
-        events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (events_fd < 0)
-                return -errno;
 
         /* Not announced as tracked before it is complete. */
         r = tree_add(m->tree, parent, name, false, false, false, false, &g);
-        if (r < 0)
+        if (r < 0) {
+                (void) inotify_rm_watch(m->inotify_fd, wd);
                 return r;
-        r = group_attach(m, g, dirfd, TAKE_FD(events_fd));
+        }
+        r = group_attach(m, g, TAKE_FD(events_fd), wd);
         if (r < 0) {
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
@@ -501,8 +654,16 @@ static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, b
          * write, so neither this group nor an ancestor has its flag set: no need
          * to open cgroup.freeze (the watch is armed: a later write is seen). */
         if (g->populated || g->frozen) {
-                r = read_freeze_at(dirfd, &freeze);
-                if (r >= 0)
+                _cleanup_close_ int fd = -1;
+
+                if (by_name) {
+                        char rel[NAME_MAX + sizeof "/cgroup.freeze"];
+
+                        stpcpy(stpcpy(rel, name), "/cgroup.freeze");
+                        fd = cg_openat_beneath(parent_dirfd, rel, O_RDONLY, 0);
+                } else
+                        fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd >= 0 && read_freeze_file(fd, &freeze) >= 0)
                         tree_set_freeze(m->tree, g, freeze);
         }
 
@@ -513,7 +674,11 @@ static int manager_add_subtree_at(Manager *m, Group *parent, const char *name, b
 
         tree_set_tracked(m->tree, g, true);
         group_announce(m, g);
-        return manager_scan_children(m, g, dirfd);
+        if (parent_dirfd < 0)
+                return manager_scan_children(m, g, dirfd);
+        /* The parent's listing looks for our children once it is complete. */
+        group_data(g)->scan_pending = true;
+        return 0;
 }
 
 static void manager_remove_group(Manager *m, Group *g) {
@@ -1633,6 +1798,7 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->event_base = base;
         m->root_fd = -1;
         m->inotify_fd = -1;
+        m->scan_saved_cwd = -1;
         m->config.default_timeout_usec = config->default_timeout_usec;
         if (config_copy_track(&m->config, config) < 0) {
                 free(m);
@@ -1691,7 +1857,7 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
 static int manager_attach_root(Manager *m) {
         Group *root = tree_root(m->tree);
         _cleanup_close_ int dirfd = -1;
-        int events_fd, r;
+        int events_fd, wd, r;
         bool freeze;
 
         if (root->userdata)
@@ -1701,7 +1867,12 @@ static int manager_attach_root(Manager *m) {
                 return dirfd;
         /* The mount's root has no cgroup.events or cgroup.freeze: it can never be frozen. */
         events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        r = group_attach(m, root, dirfd, events_fd);
+        wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
+        if (wd < 0) {
+                closep(&events_fd);
+                return wd;
+        }
+        r = group_attach(m, root, events_fd, wd);
         if (r < 0)
                 return r;
         if (group_read_freeze_flag(m, root, &freeze) >= 0)

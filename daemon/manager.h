@@ -35,6 +35,7 @@ typedef struct GroupData {
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
+        bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -111,6 +112,11 @@ struct Manager {
         size_t inotify_stash_len;
         bool inotify_lost; /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
+        /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
+         * the working directory is in, the one to go back to (or -1). */
+        unsigned scan_depth;
+        Group *scan_cwd;
+        int scan_saved_cwd;
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
         size_t n_track_roots;

@@ -597,6 +597,26 @@ static void test_parse_stat_local(void) {
         CHECK(u == 99);
 }
 
+static void test_parse_keyed_u64(void) {
+        const char *stat = "nr_descendants 4010\nnr_subsys_perf_event 4011\nnr_subsys_hugetlb 1\n"
+                           "nr_dying_descendants 0\nnr_dying_subsys_perf_event 0\n";
+        uint64_t u = 0;
+
+        CHECK_R(cg_parse_keyed_u64(stat, strlen(stat), "nr_descendants", &u), 0);
+        CHECK(u == 4010);
+        CHECK_R(cg_parse_keyed_u64(stat, strlen(stat), "nr_dying_descendants", &u), 0);
+        CHECK(u == 0);
+        CHECK_R(cg_parse_keyed_u64(stat, strlen(stat), "nr_subsys_hugetlb", &u), 0);
+        CHECK(u == 1);
+
+        u = 99;
+        CHECK_R(cg_parse_keyed_u64(stat, strlen(stat), "nr_desc", &u), -ENODATA); /* whole keys only */
+        CHECK_R(cg_parse_keyed_u64(stat, strlen(stat), NULL, &u), -EINVAL);
+        CHECK_R(cg_parse_keyed_u64("nr_descendants 1\nnr_descendants 1\n", 34, "nr_descendants", &u), -EBADMSG);
+        CHECK_R(cg_parse_keyed_u64("nr_descendants x\n", 17, "nr_descendants", &u), -EBADMSG);
+        CHECK(u == 99);
+}
+
 int main(void) {
         probe_openat2();
         test_mountinfo_real();
@@ -607,6 +627,7 @@ int main(void) {
         test_parse_events();
         test_parse_freeze();
         test_parse_stat_local();
+        test_parse_keyed_u64();
 
         return test_summary("test-cgroup-util");
 }
