@@ -339,10 +339,9 @@ static int run(int argc, char *argv[]) {
         (void) sd_notifyf(0, "READY=1\nSTATUS=Tracking %u groups under %s", tree_tracked(d.manager->tree), root);
 
         while (!d.exit) {
+                bool busy;
+
                 manager_bus_flush(d.manager);
-                /* Kernel events read ahead in the last turn, once its signals went out. */
-                if (manager_handle_stashed_events(d.manager))
-                        continue;
                 r = bus_event_prepare(d.bus_event);
                 if (r < 0) {
                         log_error_errno(r, "Cannot wait for the bus: %m");
@@ -350,12 +349,11 @@ static int run(int argc, char *argv[]) {
                 }
                 if (d.exit)
                         break;
-                /* Preparing dispatched queued calls, whose writes may have read
-                 * kernel events ahead: handle them (after the signals) rather
-                 * than wait for an fd that has nothing more to say. */
-                if (manager_has_stashed_events(d.manager))
-                        continue;
-                r = event_base_loop(d.base, EVLOOP_ONCE);
+                /* Kernel events waiting to be handled: look at the fds without
+                 * blocking, then handle a slice of them, so that calls (and
+                 * the signals of each slice) go between slices of a storm. */
+                busy = manager_has_stashed_events(d.manager);
+                r = event_base_loop(d.base, busy ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
                 if (r < 0) {
                         r = log_error_errno(EIO, "The event loop failed.");
                         break;
@@ -365,6 +363,8 @@ static int run(int argc, char *argv[]) {
                         break;
                 }
                 r = 0;
+                if (busy)
+                        manager_handle_stashed_events(d.manager, INOTIFY_EVENTS_PER_TURN);
         }
         (void) sd_notify(0, "STOPPING=1");
 

@@ -184,15 +184,28 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
         }
 }
 
-/* Read ahead every inotify event queued so far (they are handled by the next
- * on_inotify(), in order) and apply the cgroup.freeze writes among them now:
- * a write behind our back that came before ours changes the effective flags
- * group_settle_subtree() deduces from.  The kernel queues IN_MODIFY inside
- * write(2), so every write that came before ours is queued by now.  Returns
- * false if the queue overflowed (then nothing can be deduced). */
+/* At most this much of kernel events waits to be handled (about 260,000
+ * events); beyond, they are dropped and every group is re-read, as after an
+ * overflow of the kernel's own queue. */
+#define INOTIFY_STASH_MAX (8u * 1024u * 1024u)
+
+/* Read every inotify event queued so far into the stash, where they are
+ * handled in order (manager_handle_stashed_events()), and apply the
+ * cgroup.freeze writes among them now: a write behind our back that came
+ * before ours changes the effective flags group_settle_subtree() deduces from.
+ * The kernel queues IN_MODIFY inside write(2), so every write that came before
+ * ours is queued by now.  Returns false if events were lost (then nothing can
+ * be deduced until every group was re-read). */
 static bool manager_drain_inotify(Manager *m) {
-        size_t start = m->inotify_stash_len;
-        bool ok = true;
+        size_t start;
+
+        /* Handled events make room first. */
+        if (m->inotify_stash_pos > 0) {
+                m->inotify_stash_len -= m->inotify_stash_pos;
+                memmove(m->inotify_stash, m->inotify_stash + m->inotify_stash_pos, m->inotify_stash_len);
+                m->inotify_stash_pos = 0;
+        }
+        start = m->inotify_stash_len;
 
         for (;;) {
                 union {
@@ -205,23 +218,29 @@ static bool manager_drain_inotify(Manager *m) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        if (errno != EAGAIN)
-                                ok = false; /* logged by on_inotify() */
+                        if (errno != EAGAIN) {
+                                log_error_errno(errno, "Reading inotify events failed: %m");
+                                m->inotify_lost = true;
+                        }
                         break;
                 }
-                p = realloc(m->inotify_stash, m->inotify_stash_len + (size_t) n);
+                if (m->inotify_lost)
+                        continue; /* all will be re-read anyway */
+                p = m->inotify_stash_len + (size_t) n <= INOTIFY_STASH_MAX
+                            ? realloc(m->inotify_stash, m->inotify_stash_len + (size_t) n)
+                            : NULL;
                 if (!p) {
-                        /* Nowhere to keep them: every group is re-read instead. */
-                        log_error("Out of memory keeping inotify events");
+                        log_warning("Too many kernel events waiting (or out of memory), re-reading every group");
+                        m->inotify_stash = mfree(m->inotify_stash);
+                        m->inotify_stash_len = m->inotify_stash_pos = start = 0;
+                        m->inotify_overflow_pending = false;
                         m->inotify_lost = true;
-                        break;
+                        continue;
                 }
                 m->inotify_stash = p;
                 memcpy(m->inotify_stash + m->inotify_stash_len, buf.raw, (size_t) n);
                 m->inotify_stash_len += (size_t) n;
         }
-        /* They are handled once this turn's signals went out
-         * (manager_handle_stashed_events()), or before newer ones. */
 
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
@@ -229,13 +248,13 @@ static bool manager_drain_inotify(Manager *m) {
 
                 o += sizeof *ev + ev->len;
                 if (ev->mask & IN_Q_OVERFLOW)
-                        ok = false;
+                        m->inotify_overflow_pending = true;
                 if ((ev->mask & (IN_MODIFY | IN_ISDIR)) != IN_MODIFY || ev->len == 0 ||
                     !streq(ev->name, "cgroup.freeze") || !(w = wdmap_get(m->wds, ev->wd)))
                         continue;
                 group_reread_freeze(m, w->ptr);
         }
-        return ok && !m->inotify_lost;
+        return !m->inotify_lost && !m->inotify_overflow_pending;
 }
 
 /* Settle the subtrees of the groups we just wrote (see above). */
@@ -1373,55 +1392,32 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         }
 }
 
-static void handle_inotify_events(Manager *m, const char *raw, size_t n) {
-        /* Everything in this batch was queued before we read: one re-read
-         * per file per batch reflects all of it. */
+void manager_handle_stashed_events(Manager *m, size_t max_events) {
+        /* Everything in this slice was queued before we read: one re-read per
+         * file per slice reflects all of it. */
         m->inotify_gen++;
-        for (const char *p = raw; p < raw + n;) {
-                const struct inotify_event *ev = (const struct inotify_event *) p;
+        for (size_t k = 0; k < max_events && m->inotify_stash_pos < m->inotify_stash_len; k++) {
+                const struct inotify_event *ev =
+                        (const struct inotify_event *) (m->inotify_stash + m->inotify_stash_pos);
+
+                m->inotify_stash_pos += sizeof *ev + ev->len;
+                if (ev->mask & IN_Q_OVERFLOW)
+                        m->inotify_overflow_pending = false; /* handled now */
                 handle_inotify_event(m, ev);
-                p += sizeof *ev + ev->len;
         }
-}
-
-bool manager_handle_stashed_events(Manager *m) {
-        bool any = m->inotify_stash_len > 0 || m->inotify_lost;
-
-        if (m->inotify_stash_len > 0) {
-                _cleanup_free_ char *stash = TAKE_PTR(m->inotify_stash);
-                size_t n = m->inotify_stash_len;
-
-                m->inotify_stash_len = 0;
-                handle_inotify_events(m, stash, n);
+        if (m->inotify_stash_pos >= m->inotify_stash_len) {
+                m->inotify_stash = mfree(m->inotify_stash);
+                m->inotify_stash_len = m->inotify_stash_pos = 0;
         }
-        if (m->inotify_lost) {
+        if (m->inotify_lost) { /* the stash was dropped with it */
                 m->inotify_lost = false;
                 manager_resync(m);
         }
-        return any;
 }
 
 static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
-        Manager *m = userdata;
-        union {
-                struct inotify_event ev;
-                char raw[64 * 1024];
-        } buf;
-
-        /* Events read ahead by manager_drain_inotify() come first, in order. */
-        (void) manager_handle_stashed_events(m);
-
-        for (;;) {
-                ssize_t n = read(m->inotify_fd, &buf, sizeof buf);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno != EAGAIN)
-                                log_error_errno(errno, "Reading inotify events failed: %m");
-                        return;
-                }
-                handle_inotify_events(m, buf.raw, (size_t) n);
-        }
+        /* Read now, handle in slices from the main loop. */
+        (void) manager_drain_inotify(userdata);
 }
 
 /* A path as it may appear in a message: control characters escaped, cut

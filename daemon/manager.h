@@ -108,9 +108,12 @@ struct Manager {
         struct event *inotify_event;
         WdMap *wds;
         unsigned inotify_gen;
-        char *inotify_stash;   /* events read ahead by manager_drain_inotify(), handled by on_inotify() next */
-        size_t inotify_stash_len;
-        bool inotify_lost; /* events were read but could not be kept: re-read every group */
+        /* Kernel events read from the inotify fd, handled in order, a slice per
+         * loop turn (manager_handle_stashed_events()), from inotify_stash_pos. */
+        char *inotify_stash;
+        size_t inotify_stash_len, inotify_stash_pos;
+        bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
+        bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
         /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
          * the working directory is in, the one to go back to (or -1). */
@@ -140,11 +143,13 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 const char *state_dir, Manager **ret);
 Manager *manager_free(Manager *m);
 
-/* Handle the inotify events read ahead while settling a write (they wait so
- * that the signals of the write's turn go out first).  True if there were. */
-bool manager_handle_stashed_events(Manager *m);
+/* Kernel events are read as they come (or ahead, when freezerd writes) and
+ * handled in order, up to max_events per call, so that calls and signals go
+ * between slices of a storm.  manager_has_stashed_events(): some wait. */
+#define INOTIFY_EVENTS_PER_TURN 2048 /* a slice: some milliseconds of reads */
+void manager_handle_stashed_events(Manager *m, size_t max_events);
 static inline bool manager_has_stashed_events(const Manager *m) {
-        return m->inotify_stash_len > 0 || m->inotify_lost;
+        return m->inotify_stash_pos < m->inotify_stash_len || m->inotify_lost;
 }
 
 /* Track the subtrees of the configuration. */
