@@ -146,7 +146,7 @@ Manager *manager_free(Manager *m);
 /* Kernel events are read as they come (or ahead, when freezerd writes) and
  * handled in order, up to max_events per call, so that calls and signals go
  * between slices of a storm.  manager_has_stashed_events(): some wait. */
-#define INOTIFY_EVENTS_PER_TURN 2048 /* a slice: some milliseconds of reads */
+#define INOTIFY_EVENTS_PER_TURN 256 /* a slice: about a millisecond of reads */
 void manager_handle_stashed_events(Manager *m, size_t max_events);
 static inline bool manager_has_stashed_events(const Manager *m) {
         return m->inotify_stash_pos < m->inotify_stash_len || m->inotify_lost;
