@@ -72,6 +72,16 @@ static int group_read_events(Manager *m, Group *g) {
 /* What the kernel says of g, read from cgroup.events or known otherwise (see
  * group_settle_subtree()). */
 static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen) {
+        GroupData *d = group_data(g);
+        bool reread_below = false;
+
+        if (populated && d->covering) {
+                /* A task came into the subtree g vouched empty: the notifications
+                 * of the groups below were not read (group_cover()), read them. */
+                d->covering = false;
+                d->epoch++;
+                reread_below = true;
+        }
         tree_set_populated(m->tree, g, populated);
         if (frozen != g->frozen) {
                 tree_set_frozen(m->tree, g, frozen);
@@ -85,6 +95,29 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                         }
                 }
         }
+        if (reread_below)
+                for (Group *x = tree_next_preorder(g, g); x; x = tree_next_preorder(g, x))
+                        (void) group_read_events(m, x);
+}
+
+/* A group whose state was deduced below an empty group r (group_settle_subtree())
+ * is (empty, frozen == its effective flag) for as long as r is empty: no task,
+ * so nothing but a cgroup.freeze write (which we see and settle) can change it.
+ * So the notification of such a group is answered by reading r instead, once
+ * per slice of events for all the groups below it: a storm over r's subtree
+ * costs one read, not one per group.  Should r read populated, every group
+ * below is read (group_apply_events()).  Returns r, or NULL. */
+static Group *group_cover(Group *g) {
+        GroupData *d = group_data(g), *rd;
+
+        if (!d->cover)
+                return NULL;
+        rd = group_data(d->cover);
+        if (!rd->covering || rd->epoch != d->cover_epoch) {
+                d->cover = NULL;
+                return NULL;
+        }
+        return d->cover;
 }
 
 static int group_open_freeze(Manager *m, Group *g) {
@@ -147,13 +180,14 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
  * (kernel/cgroup/freezer.c):
  *   - a group whose effective flag is clear is thawed inside the write
  *     (cgroup_do_freeze() clears CGRP_FROZEN whether or not it has tasks);
- *   - a freezing group found empty by a read after the write has its whole
- *     subtree empty and frozen at that moment (an empty group with CGRP_FREEZE
- *     is frozen, re-checked by the kernel whenever a task comes or goes).
+ *   - a group read empty after the write has its whole subtree empty, and an
+ *     empty group is frozen exactly when its effective flag is set (the kernel
+ *     re-checks whenever a task comes or goes, and a new group inherits it).
+ *     Those groups are then covered by it (group_cover()).
  * The groups left are read; a freezing group with tasks is not: its tasks
  * freeze asynchronously and their notification tells.  Either way, the
- * notifications still come and are read: a later change merged into them
- * is never lost.  g itself is always read. */
+ * notifications still come and are answered by a read: a later change merged
+ * into them is never lost.  g itself is always read. */
 static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
         for (Group *c = g, *next; c; c = next) {
                 GroupData *d = group_data(c);
@@ -171,13 +205,18 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
                 }
                 if (c != g && c->populated && c->e_freeze)
                         continue; /* its tasks freeze asynchronously: their notification tells */
-                if (group_read_events(m, c) < 0 || !deduce || !c->e_freeze || c->populated)
+                if (group_read_events(m, c) < 0 || !deduce || c->populated)
                         continue;
-                /* Read empty and freezing: so is everything below, frozen. */
+                /* Read empty: so is everything below, each frozen as its flags say. */
                 Group *last = c;
+                d->covering = true;
+                d->epoch++;
                 for (Group *x = tree_next_preorder(c, c); x; x = tree_next_preorder(c, x)) {
-                        group_data(x)->settle_gen = m->settle_gen;
-                        group_apply_events(m, x, false, true);
+                        GroupData *xd = group_data(x);
+                        xd->settle_gen = m->settle_gen;
+                        xd->cover = c;
+                        xd->cover_epoch = d->epoch;
+                        group_apply_events(m, x, false, x->e_freeze);
                         last = x;
                 }
                 next = tree_next_preorder(g, last);
@@ -199,8 +238,9 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
 static bool manager_drain_inotify(Manager *m) {
         size_t start;
 
-        /* Handled events make room first. */
-        if (m->inotify_stash_pos > 0) {
+        /* Handled events make room first, once they are half of it (moving
+         * the rest at every read would cost a storm quadratic time). */
+        if (m->inotify_stash_pos > 0 && m->inotify_stash_pos >= m->inotify_stash_len / 2) {
                 m->inotify_stash_len -= m->inotify_stash_pos;
                 memmove(m->inotify_stash, m->inotify_stash + m->inotify_stash_pos, m->inotify_stash_len);
                 m->inotify_stash_pos = 0;
@@ -1357,10 +1397,11 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 return;
         }
         if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.events")) {
-                GroupData *d = group_data(g);
+                Group *r = group_cover(g);
+                GroupData *d = group_data(r ?: g);
                 if (d->events_gen != m->inotify_gen) {
                         d->events_gen = m->inotify_gen;
-                        (void) group_read_events(m, g);
+                        (void) group_read_events(m, r ?: g);
                 }
                 return;
         }

@@ -35,6 +35,12 @@ typedef struct GroupData {
         int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
+        /* An empty subtree vouched for by one read of its top (see group_cover()):
+         * cover/cover_epoch name the top and its epoch; a top is `covering` while
+         * its reads say empty, and bumps epoch when they stop. */
+        Group *cover;
+        unsigned cover_epoch, epoch;
+        bool covering;
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */

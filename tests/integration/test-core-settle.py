@@ -14,6 +14,11 @@ its own.
     /t/e1/x, /t/e2 appear in GroupsChanged once, already frozen-by-parent (no
     transient freezing-by-parent): their final state came in the write's turn.
   * ApplyBatch thaw [/t]: the same, every group running.
+  * /v {/v/c0 .. /v/c4}, all empty: after ApplyBatch freeze [/v], freezerd
+    answers the notifications below /v by reading /v alone (it vouches that
+    its subtree is empty).  A process then moves into /v/c3: GroupsChanged says
+    /v/c3 and /v populated, and the model of every group matches the kernel;
+    the thaw replies with /v/c3 thawed.
   * A write behind freezerd's back that lands between its write and its
     settling: freezerd runs with FREEZERD_TEST_WRITE_DELAY_USEC=300000 (a
     300 ms pause after each of its writes); while it pauses after thawing /t,
@@ -74,6 +79,38 @@ def test():
                          what='GroupsChanged of the thawed groups')
             for p in EMPTY + ['/t/p']:
                 ft.check_equal(states(rec, p), ['running'], f'{p} is reported once, running at once')
+
+            # ---- an empty subtree vouched for by its top, then a task comes in
+            sc.mkdir('/v')
+            for i in range(5):
+                sc.mkdir(f'/v/c{i}')
+            rec.wait_for(lambda r: any(o == ft.group_object('/v/c4') for o, _ in r.interfaces_added()),
+                         what='/v/c4 announced')
+            rec.clear()
+            c.call('ApplyBatch', [('/v', True)], 'auto', 0, 0)
+            rec.wait_for(lambda r: all(states(r, f'/v/c{i}')[-1:] == ['frozen-by-parent'] for i in range(5)),
+                         what='GroupsChanged of /v/c0../v/c4 frozen-by-parent')
+            rec.clear()
+            # A sleeper started in a running group moves into the frozen /v/c3
+            # (a process cannot be started inside a frozen group: it would
+            # freeze before exec) and freezes there.
+            mover = sc.spawn_sleepers('/t/p', 1)[0]
+            with open(sc.abspath('/v/c3', 'cgroup.procs'), 'w') as f:
+                f.write(str(mover.pid))
+            rec.wait_for(lambda r: True in r.group_values('/v/c3', 'Populated'),
+                         what='GroupsChanged saying /v/c3 populated')
+            rec.wait_for(lambda r: True in r.group_values('/v', 'Populated'), what='GroupsChanged saying /v populated')
+            ft.wait_for(lambda: sc.frozen('/v/c3'), what='the kernel has /v/c3 frozen again')
+            rec.wait_for(lambda r: states(r, '/v/c3')[-1:] == ['frozen-by-parent'],
+                         what='GroupsChanged saying /v/c3 frozen-by-parent again')
+            objs = c.managed_objects()
+            for p in ['/v'] + [f'/v/c{i}' for i in range(5)]:
+                ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
+                ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
+                               f'with a task in /v/c3, the model of {p} (Populated, Frozen) is the kernel\'s')
+            c.call('ApplyBatch', [('/v', False)], 'auto', 0, 0)
+            ft.check_equal(c.group_property('/v/c3', 'Frozen'), False, '/v/c3 thawed at the reply')
+            ft.check_equal(sc.frozen('/v/c3'), False, 'the kernel has /v/c3 thawed')
 
         # ---- writes behind freezerd's back racing with its own
         ft.loop().watch(sc.abspath('/t'))
