@@ -140,8 +140,10 @@ FREEZER_EXPORT const char *freezer_last_error_message(freezer *f);
 /* Set (freeze) or clear (thaw) the group's cgroup.freeze and, unless
  * FREEZER_NO_WAIT is given, block until the kernel confirms it.
  * timeout_usec is the daemon's timeout; 0 means the daemon's
- * DefaultTimeoutUSec. The method call itself waits timeout_usec + 5 s (for 0:
- * DefaultTimeoutUSec + 5 s, at least 30 s). Thaw fails with -EBUSY
+ * DefaultTimeoutUSec. The method call itself waits timeout_usec + 5 s (for 0,
+ * without asking the daemon for its default: 24 h + 5 s, 24 h being the
+ * largest DefaultTimeoutUSec freezerd accepts; a daemon that exits fails the
+ * call at once). Thaw fails with -EBUSY
  * (FrozenByParent) if an ancestor still freezes the group: its own flag is
  * cleared nevertheless. */
 FREEZER_EXPORT int freezer_freeze(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags);

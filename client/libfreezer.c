@@ -20,9 +20,9 @@
 /* The method call waits this much longer than the daemon's own timeout, so that
  * the daemon's Timeout error wins over a local one. */
 #define CALL_TIMEOUT_MARGIN_USEC (5 * USEC_PER_SEC)
-/* Lower bound of the method-call timeout when the caller asks for the daemon's
- * default timeout. */
-#define CALL_TIMEOUT_DEFAULT_USEC (30 * USEC_PER_SEC)
+/* The longest DefaultTimeoutUSec freezerd accepts (CONFIG_TIMEOUT_USEC_MAX in
+ * daemon/config.c): a call with timeout 0 gets its answer within that. */
+#define DAEMON_DEFAULT_TIMEOUT_MAX_USEC (24 * 60 * 60 * USEC_PER_SEC)
 /* The state cache forgets everything when it would grow beyond this: it holds
  * one entry per group object ever signalled, removed groups included. */
 #define STATE_CACHE_MAX 65536
@@ -50,10 +50,6 @@ typedef struct trigger_entry {
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
-
-        /* DefaultTimeoutUSec of the daemon, fetched on first need. */
-        uint64_t default_timeout_usec;
-        bool have_default_timeout;
 
         sd_bus_slot *match_slot;
         freezer_state_callback state_cb;
@@ -414,31 +410,16 @@ static int new_manager_call(freezer *f, const char *member, sd_bus_message **ret
                                               FREEZER_MANAGER_INTERFACE, member);
 }
 
+/* The method-call timeout of a call that waits up to timeout_usec in the
+ * daemon. For 0, the daemon's DefaultTimeoutUSec, we wait as long as the
+ * largest default the daemon accepts allows, instead of asking it for its
+ * default first: that was one more round trip through the bus and the daemon
+ * for every handle, a good part of what a short-lived "freezectl freeze"
+ * costs. A daemon that goes away fails the call at once (the bus answers
+ * NoReply); only a daemon that hangs keeps us waiting longer. */
 static uint64_t call_timeout(freezer *f, uint64_t timeout_usec) {
-        uint64_t usec;
-
-        if (timeout_usec > 0)
-                return usec_add(timeout_usec, CALL_TIMEOUT_MARGIN_USEC);
-
-        if (!f->have_default_timeout) {
-                uint64_t t = 0;
-                int r;
-
-                /* Ask once per handle. If that fails, fall back to our
-                 * default; the Freeze/Thaw call will report any real
-                 * problem. */
-                r = sd_bus_get_property_trivial(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                                FREEZER_MANAGER_INTERFACE, "DefaultTimeoutUSec",
-                                                NULL, 't', &t);
-                if (r < 0)
-                        return CALL_TIMEOUT_DEFAULT_USEC;
-
-                f->default_timeout_usec = t;
-                f->have_default_timeout = true;
-        }
-
-        usec = usec_add(f->default_timeout_usec, CALL_TIMEOUT_MARGIN_USEC);
-        return usec > CALL_TIMEOUT_DEFAULT_USEC ? usec : CALL_TIMEOUT_DEFAULT_USEC;
+        return usec_add(timeout_usec > 0 ? timeout_usec : DAEMON_DEFAULT_TIMEOUT_MAX_USEC,
+                        CALL_TIMEOUT_MARGIN_USEC);
 }
 
 /* The method-call timeout of calls that wait for the kernel like Freeze/Thaw
