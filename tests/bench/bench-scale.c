@@ -616,6 +616,29 @@ static void see_state(int slot, const char *v, uint64_t t) {
         }
 }
 
+/* Reads an a{sv} of group properties; its FreezerState counts for slot when
+ * follow (the phase follows this kind of signal).  Returns < 0 if malformed. */
+static int read_props(sd_bus_message *m, int slot, bool follow, uint64_t t) {
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+
+        while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *name;
+                if (sd_bus_message_read(m, "s", &name) < 0)
+                        return -EBADMSG;
+                if (strcmp(name, "FreezerState") == 0) {
+                        const char *v;
+                        if (sd_bus_message_read(m, "v", "s", &v) < 0)
+                                return -EBADMSG;
+                        if (slot >= 0 && follow)
+                                see_state(slot, v, t);
+                } else if (sd_bus_message_skip(m, "v") < 0)
+                        return -EBADMSG;
+                if (sd_bus_message_exit_container(m) < 0)
+                        return -EBADMSG;
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
 /* Manager.GroupsChanged(a(sa{sv})). */
 static void on_groups_changed(sd_bus_message *m, uint64_t t) {
         static uint32_t *seen_in;  /* per slot: the GroupsChanged message that last listed it */
@@ -645,23 +668,7 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
                                 L.gc_max_in_msg = 1;
                         seen_in[slot] = msg_id;
                 }
-                r = sd_bus_message_enter_container(m, 'a', "{sv}");
-                while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                        const char *name;
-                        if (sd_bus_message_read(m, "s", &name) < 0)
-                                return;
-                        if (strcmp(name, "FreezerState") == 0) {
-                                const char *v;
-                                if (sd_bus_message_read(m, "v", "s", &v) < 0)
-                                        return;
-                                if (slot >= 0 && !L.by_pc)
-                                        see_state(slot, v, t);
-                        } else if (sd_bus_message_skip(m, "v") < 0)
-                                return;
-                        if (sd_bus_message_exit_container(m) < 0)
-                                return;
-                }
-                if (r < 0 || sd_bus_message_exit_container(m) < 0 || sd_bus_message_exit_container(m) < 0)
+                if (read_props(m, slot, !L.by_pc, t) < 0 || sd_bus_message_exit_container(m) < 0)
                         return;
                 r = 1;
         }
@@ -670,8 +677,6 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
 static void on_message(sd_bus_message *m, uint64_t t) {
         const char *member = sd_bus_message_get_member(m), *object = sd_bus_message_get_path(m);
         const char *iface = sd_bus_message_get_interface(m);
-        int r;
-
         uint8_t type = 0;
 
         if (sd_bus_message_get_type(m, &type) < 0 || type != SD_BUS_MESSAGE_SIGNAL || !member || !object || !iface)
@@ -691,24 +696,8 @@ static void on_message(sd_bus_message *m, uint64_t t) {
                 L.pc_groups++;
                 if (L.count[slot] < UINT16_MAX)
                         L.count[slot]++;
-                r = sd_bus_message_skip(m, "s");
-                if (r >= 0)
-                        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-                while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                        const char *name;
-                        if (sd_bus_message_read(m, "s", &name) < 0)
-                                break;
-                        if (strcmp(name, "FreezerState") == 0) {
-                                const char *v;
-                                if (sd_bus_message_read(m, "v", "s", &v) < 0)
-                                        break;
-                                if (L.by_pc)
-                                        see_state(slot, v, t);
-                        } else if (sd_bus_message_skip(m, "v") < 0)
-                                break;
-                        if (sd_bus_message_exit_container(m) < 0)
-                                break;
-                }
+                if (sd_bus_message_skip(m, "s") >= 0)
+                        (void) read_props(m, slot, L.by_pc, t);
         } else if (strcmp(iface, MANAGER_IFACE) == 0 && strcmp(member, "GroupsChanged") == 0) {
                 on_groups_changed(m, t);
         } else if (strcmp(iface, "org.freedesktop.DBus.ObjectManager") == 0) {
