@@ -120,14 +120,6 @@ FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s) {
         return FREEZER_STATE_UNKNOWN;
 }
 
-/* The kernel's "frozen" as implied by a state, for when nothing better is
- * known. */
-static bool state_is_frozen(freezer_state state) {
-        return state == FREEZER_STATE_FROZEN ||
-                state == FREEZER_STATE_THAWING ||
-                state == FREEZER_STATE_FROZEN_BY_PARENT;
-}
-
 /* ---- errors ---- */
 
 /* Record the outcome of a failed operation: keep the D-Bus error if there is
@@ -1088,37 +1080,30 @@ static int read_state_dict(sd_bus_message *m, bool *have_state, freezer_state *s
         return sd_bus_message_exit_container(m);
 }
 
-/* One entry of GroupsChanged: (path, a{sv}).  The daemon sends FreezerState and
- * Frozen in every entry; should one be missing, the last known value stands in
- * (or, for Frozen, the one the state implies). */
+/* One entry of GroupsChanged: the group's whole state, (path, FreezerState,
+ * Freeze, Frozen, Populated, Descendants, FrozenDescendants). */
 static int groups_changed_entry(freezer *f, sd_bus_message *m) {
-        freezer_state state = FREEZER_STATE_UNKNOWN;
-        bool have_state = false, have_frozen = false, frozen = false;
         _cleanup_free_ char *object = NULL;
-        const char *path;
+        const char *path, *s;
+        int freeze, frozen, populated;
+        uint32_t descendants, frozen_descendants;
+        freezer_state state;
         state_entry *e;
         int r;
 
-        r = sd_bus_message_read(m, "s", &path);
-        if (r < 0)
-                return r;
-        r = read_state_dict(m, &have_state, &state, &have_frozen, &frozen);
-        if (r < 0)
-                return r;
-        if (!have_state && !have_frozen)
-                return 0;
+        r = sd_bus_message_read(m, "(ssbbbuu)", &path, &s, &freeze, &frozen, &populated, &descendants,
+                                &frozen_descendants);
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
+        state = freezer_state_from_string(s);
         r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &object);
         if (r < 0)
                 return 0; /* out of memory: this entry is lost, not the others */
 
-        e = cache_get(f, object);
-        if (!have_state)
-                state = e && e->have_state ? e->state : FREEZER_STATE_UNKNOWN;
-        if (!have_frozen)
-                frozen = e && e->have_frozen ? e->frozen : state_is_frozen(state);
         /* Entries also come for changes of other properties (Populated,
          * Descendants, ...): report only what changed either of the two. */
-        if (e && e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
+        e = cache_get(f, object);
+        if (e && e->have_state && e->have_frozen && e->state == state && e->frozen == !!frozen)
                 return 0;
         cache_update(f, object, state != FREEZER_STATE_UNKNOWN, state, true, frozen);
 
@@ -1132,15 +1117,13 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
 
         /* Malformed signals are ignored (what was read so far is reported):
          * returning an error from here would make freezer_dispatch() fail. */
-        r = sd_bus_message_enter_container(m, 'a', "(sa{sv})");
+        r = sd_bus_message_enter_container(m, 'a', "(ssbbbuu)");
         if (r < 0)
                 return 0;
         /* The callback may remove itself: check before every entry. */
-        while (f->state_cb && sd_bus_message_enter_container(m, 'r', "sa{sv}") > 0) {
-                r = groups_changed_entry(f, m);
-                if (r < 0 || sd_bus_message_exit_container(m) < 0)
+        while (f->state_cb && !sd_bus_message_at_end(m, false))
+                if (groups_changed_entry(f, m) < 0)
                         return 0;
-        }
         return 0;
 }
 

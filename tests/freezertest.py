@@ -727,9 +727,11 @@ class SignalRecorder:
         """Every value `name` took in PropertiesChanged signals of obj, in order."""
         return [changed[name] for _o, _i, changed, _inv in self.properties_changed(obj, interface) if name in changed]
 
+    GROUPS_CHANGED_FIELDS = ('FreezerState', 'Freeze', 'Frozen', 'Populated', 'Descendants', 'FrozenDescendants')
+
     def groups_changed(self):
-        """Every Manager.GroupsChanged in arrival order: [[(path, {name: value}), ...], ...]."""
-        return [[(path, {k: _unvariant(v) for k, v in props.items()}) for path, props in s.body[0]]
+        """Every Manager.GroupsChanged in arrival order: [[(path, {property: value}), ...], ...]."""
+        return [[(entry[0], dict(zip(self.GROUPS_CHANGED_FIELDS, entry[1:]))) for entry in s.body[0]]
                 for s in self.signals
                 if s.interface == MANAGER_IFACE and s.member == 'GroupsChanged' and s.path == MANAGER_PATH]
 

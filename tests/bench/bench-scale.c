@@ -616,7 +616,7 @@ static void see_state(int slot, const char *v, uint64_t t) {
         }
 }
 
-/* Reads an a{sv} of group properties; its FreezerState counts for slot when
+/* Reads the a{sv} of a PropertiesChanged; its FreezerState counts for slot when
  * follow (the phase follows this kind of signal).  Returns < 0 if malformed. */
 static int read_props(sd_bus_message *m, int slot, bool follow, uint64_t t) {
         int r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -639,38 +639,39 @@ static int read_props(sd_bus_message *m, int slot, bool follow, uint64_t t) {
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
-/* Manager.GroupsChanged(a(sa{sv})). */
+/* Manager.GroupsChanged(a(ssbbbuu)): each group's path and whole state. */
 static void on_groups_changed(sd_bus_message *m, uint64_t t) {
         static uint32_t *seen_in;  /* per slot: the GroupsChanged message that last listed it */
         static uint32_t msg_id;
-        int r;
 
         if (!seen_in && !(seen_in = calloc(n_slots, sizeof *seen_in)))
                 return;
         msg_id++;
         L.gc_msgs++;
-        r = sd_bus_message_enter_container(m, 'a', "(sa{sv})");
-        while (r > 0 && (r = sd_bus_message_enter_container(m, 'r', "sa{sv}")) > 0) {
-                const char *path;
-                int slot;
+        if (sd_bus_message_enter_container(m, 'a', "(ssbbbuu)") <= 0)
+                return;
+        for (;;) {
+                const char *path, *state;
+                int freeze, frozen, populated, slot;
+                uint32_t descendants, frozen_descendants;
 
-                if (sd_bus_message_read(m, "s", &path) < 0)
-                        break;
+                if (sd_bus_message_read(m, "(ssbbbuu)", &path, &state, &freeze, &frozen, &populated, &descendants,
+                                        &frozen_descendants) <= 0)
+                        return;
                 L.gc_entries++;
                 slot = slot_of(path);
-                if (slot >= 0) {
-                        if (L.gc_count[slot] < UINT16_MAX)
-                                L.gc_count[slot]++;
-                        if (seen_in[slot] == msg_id) {
-                                if (L.gc_max_in_msg < 2)
-                                        L.gc_max_in_msg = 2;
-                        } else if (L.gc_max_in_msg < 1)
-                                L.gc_max_in_msg = 1;
-                        seen_in[slot] = msg_id;
-                }
-                if (read_props(m, slot, !L.by_pc, t) < 0 || sd_bus_message_exit_container(m) < 0)
-                        return;
-                r = 1;
+                if (slot < 0)
+                        continue;
+                if (L.gc_count[slot] < UINT16_MAX)
+                        L.gc_count[slot]++;
+                if (seen_in[slot] == msg_id) {
+                        if (L.gc_max_in_msg < 2)
+                                L.gc_max_in_msg = 2;
+                } else if (L.gc_max_in_msg < 1)
+                        L.gc_max_in_msg = 1;
+                seen_in[slot] = msg_id;
+                if (!L.by_pc)
+                        see_state(slot, state, t);
         }
 }
 

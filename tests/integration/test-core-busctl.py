@@ -167,8 +167,8 @@ def check_monitor(sc, bus):
                     continue
                 if m.get('member') != 'GroupsChanged':
                     continue
-                for path, props in m['payload']['data'][0]:
-                    if path == '/g' and props.get('FreezerState', {}).get('data') == 'frozen':
+                for path, state, *_rest in m['payload']['data'][0]:
+                    if path == '/g' and state == 'frozen':
                         return True
             return False
 
