@@ -247,14 +247,11 @@ static bool manager_drain_inotify(Manager *m) {
         }
         start = m->inotify_stash_len;
 
-        /* Only what is queued now: the kernel's work item goes on adding the
-         * notifications of a storm while we read, and reading until the queue
-         * is empty could take as long as the storm. */
-        int queued = 0;
-        if (ioctl(m->inotify_fd, FIONREAD, &queued) < 0 || queued <= 0)
-                queued = 1; /* unknown: one read */
-
-        for (size_t total = 0; total < (size_t) queued;) {
+        /* Until a read that does not fill the buffer: that one took all that
+         * was queued (and every write before ours with it).  Not until the
+         * queue is empty: the kernel's work item goes on adding the
+         * notifications of a storm while we read. */
+        for (bool more = true; more;) {
                 union {
                         struct inotify_event ev;
                         char raw[64 * 1024];
@@ -271,7 +268,7 @@ static bool manager_drain_inotify(Manager *m) {
                         }
                         break;
                 }
-                total += (size_t) n;
+                more = (size_t) n > sizeof buf - (sizeof buf.ev + NAME_MAX + 1);
                 if (m->inotify_lost)
                         continue; /* all will be re-read anyway */
                 p = m->inotify_stash_len + (size_t) n <= INOTIFY_STASH_MAX
