@@ -106,14 +106,17 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
  * So the notification of such a group is answered by reading r instead, once
  * per slice of events for all the groups below it: a storm over r's subtree
  * costs one read, not one per group.  Should r read populated, every group
- * below is read (group_apply_events()).  Returns r, or NULL. */
+ * below is read (group_apply_events()); a group whose model says otherwise
+ * (its flags changed without a settle) is read itself.  Returns r, or NULL. */
 static Group *group_cover(Group *g) {
         GroupData *d = group_data(g), *rd;
 
         if (!d->cover)
                 return NULL;
         rd = group_data(d->cover);
-        if (!rd->covering || rd->epoch != d->cover_epoch) {
+        /* The model must still say what the cover vouches for: a flag written
+         * without settling (a rollback) changes what g should be. */
+        if (!rd->covering || rd->epoch != d->cover_epoch || g->populated || g->frozen != g->e_freeze) {
                 d->cover = NULL;
                 return NULL;
         }
