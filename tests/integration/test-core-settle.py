@@ -19,6 +19,11 @@ its own.
     its subtree is empty).  A process then moves into /v/c3: GroupsChanged says
     /v/c3 and /v populated, and the model of every group matches the kernel;
     the thaw replies with /v/c3 thawed.
+  * /r {/r/a {/r/a/x}}, empty and frozen, then a batch thawing /r and freezing
+    /stuck (a process blocked on a FUSE mount that never answers) with
+    ROLLBACK_ON_TIMEOUT: it times out and writes /r back to 1 without settling;
+    /r/a and /r/a/x must be reported frozen-by-parent again, as the kernel
+    has them (they were vouched for by /r, which stays empty).
   * A write behind freezerd's back that lands between its write and its
     settling: freezerd runs with FREEZERD_TEST_WRITE_DELAY_USEC=300000 (a
     300 ms pause after each of its writes); while it pauses after thawing /t,
@@ -54,7 +59,7 @@ def states(rec, path):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('settle') as sc, ft.Bus() as bus:
         for p in GROUPS:
             sc.mkdir(p)
@@ -111,6 +116,31 @@ def test():
             c.call('ApplyBatch', [('/v', False)], 'auto', 0, 0)
             ft.check_equal(c.group_property('/v/c3', 'Frozen'), False, '/v/c3 thawed at the reply')
             ft.check_equal(sc.frozen('/v/c3'), False, 'the kernel has /v/c3 thawed')
+
+        # ---- a rollback over a vouched-empty subtree
+        with ft.FuseHang() as fuse:
+            for p in ('/r', '/r/a', '/r/a/x'):
+                sc.mkdir(p)
+            fuse.spawn_stuck(sc, '/stuck')
+            with ft.Daemon(bus, sc.root) as d:
+                c = d.client
+                c.call('ApplyBatch', [('/r', True)], 'auto', 0, 0)
+                rec = c.record(subscribe=False)
+                try:
+                    c.call('ApplyBatch', [('/r', False), ('/stuck', True)], 'auto', 300000,
+                           ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                    ft.fail('the batch over /stuck succeeded, expected Timeout')
+                except ft.DBusError as e:
+                    ft.check_equal(e.name, 'org.freezerd.Freezer1.Error.Timeout', 'the batch over /stuck times out')
+                ft.check_equal(sc.read_freeze('/r'), 1, 'the rollback wrote /r back to 1')
+                rec.wait_for(lambda r: all(states(r, p)[-1:] == ['frozen-by-parent'] for p in ('/r/a', '/r/a/x')),
+                             what='GroupsChanged saying /r/a and /r/a/x frozen-by-parent again')
+                objs = c.managed_objects()
+                for p in ('/r', '/r/a', '/r/a/x'):
+                    ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
+                    ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
+                                   f'after the rollback, the model of {p} (Populated, Frozen) is the kernel\'s')
+                c.call('Thaw', '/stuck', 0, 0)
 
         # ---- writes behind freezerd's back racing with its own
         ft.loop().watch(sc.abspath('/t'))
