@@ -100,6 +100,8 @@
 
 #include "freezer.h"
 
+#include "bench-util.h"
+
 extern char **environ;
 
 #define N_GROUPS 7
@@ -160,33 +162,10 @@ static struct {
         .inotify_fd = -1,
 };
 
-_Noreturn __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...);
-
-_Noreturn static void die(const char *fmt, ...) {
-        va_list ap;
-
+/* die()'s hook: never leave freezerd stopped. */
+static void resume_daemon(void) {
         if (B.daemon_stopped)
-                (void) kill(B.daemon_pid, SIGCONT); /* never leave freezerd stopped */
-        fputs("bench-batch: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        exit(1);
-}
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns) {
-        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000ULL), .tv_nsec = (long) (ns % 1000000000ULL) };
-
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
+                (void) kill(B.daemon_pid, SIGCONT);
 }
 
 static char *path_join(const char *a, const char *b, const char *c) {
@@ -852,6 +831,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char *argv[]) {
+        die_hook = resume_daemon;
         enum {
                 ARG_ADDRESS = 0x100,
                 ARG_ROOT,

@@ -58,30 +58,12 @@
 
 #include "freezer.h"
 
+#include "bench-util.h"
+
 #define BUS_NAME "org.freezerd.Freezer1"
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define STEP_DEADLINE_NS (10ULL * 1000000000ULL)
 #define MAX_GROUPS 8
-
-_Noreturn __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...);
-
-_Noreturn static void die(const char *fmt, ...) {
-        va_list ap;
-
-        fputs("bench-latency: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        exit(1);
-}
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 enum { M_FLOOR, M_SIGNAL, M_CALL, M_CALL_NOWAIT, _M_MAX };
 static const char *const method_key[_M_MAX] = { "floor", "signal", "call", "call-nowait" };

@@ -88,6 +88,8 @@
 
 #include "freezer.h"
 
+#include "bench-util.h"
+
 extern char **environ;
 
 #define BUS_NAME "org.freezerd.Freezer1"
@@ -97,33 +99,6 @@ extern char **environ;
 #define READY_TIMEOUT_NS (300ULL * 1000000000ULL)
 #define PHASE_TIMEOUT_NS (120ULL * 1000000000ULL)
 #define MAX_STARTS 50
-
-_Noreturn __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...);
-
-_Noreturn static void die(const char *fmt, ...) {
-        va_list ap;
-
-        fputs("bench-scale: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        exit(1);
-}
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns) {
-        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000ULL), .tv_nsec = (long) (ns % 1000000000ULL) };
-
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
-}
 
 static double ms(uint64_t ns) {
         return (double) ns / 1e6;
