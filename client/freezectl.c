@@ -28,13 +28,16 @@
 #define EXIT_USAGE 2
 
 typedef enum bus_kind {
+        BUS_DEFAULT,    /* as root the private socket if it answers, else the system bus */
         BUS_SYSTEM,
         BUS_USER,
         BUS_ADDRESS,
+        BUS_PRIVATE,    /* --socket= */
 } bus_kind;
 
-static bus_kind arg_bus = BUS_SYSTEM;
+static bus_kind arg_bus = BUS_DEFAULT;
 static const char *arg_address = NULL;
+static const char *arg_socket = NULL;
 static bool arg_json = false;
 static uint64_t arg_timeout_usec = 0;
 static bool arg_timeout_set = false;
@@ -98,10 +101,17 @@ static void help(void) {
                "Options:\n"
                "  -h --help            Show this help and exit\n"
                "     --version         Show the version and exit\n"
-               "     --system          Talk to freezerd on the system bus (default)\n"
+               "     --system          Talk to freezerd on the system bus. The default is the\n"
+               "                       system bus too, but for root, whose commands other\n"
+               "                       than watch go over freezerd's private socket\n"
+               "                       (" FREEZER_PRIVATE_SOCKET ") while freezerd listens there\n"
                "     --user            Talk to freezerd on the user's session bus\n"
                "     --address=ADDR    Talk to freezerd on the D-Bus bus at ADDR, e.g.\n"
                "                       unix:path=/run/dbus/system_bus_socket\n"
+               "     --socket=PATH     Talk to freezerd directly over its private socket at\n"
+               "                       PATH (root only; a freezerd started with\n"
+               "                       --runtime-dir=DIR listens on DIR/private). It skips\n"
+               "                       the bus daemon but carries no signals: not for watch\n"
                "     --json            Print JSON on standard output instead of text\n"
                "     --timeout=DURATION\n"
                "                       freeze, thaw, batch: how long the daemon waits for the\n"
@@ -1809,6 +1819,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_SYSTEM,
                 ARG_USER,
                 ARG_ADDRESS,
+                ARG_SOCKET,
                 ARG_JSON,
                 ARG_TIMEOUT,
                 ARG_NO_WAIT,
@@ -1824,6 +1835,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "system",   no_argument,       NULL, ARG_SYSTEM   },
                 { "user",     no_argument,       NULL, ARG_USER     },
                 { "address",  required_argument, NULL, ARG_ADDRESS  },
+                { "socket",   required_argument, NULL, ARG_SOCKET   },
                 { "json",     no_argument,       NULL, ARG_JSON     },
                 { "timeout",  required_argument, NULL, ARG_TIMEOUT  },
                 { "no-wait",  no_argument,       NULL, ARG_NO_WAIT  },
@@ -1864,6 +1876,13 @@ static int parse_argv(int argc, char *argv[]) {
                                 return usage_error("--address= needs a D-Bus address");
                         arg_bus = BUS_ADDRESS;
                         arg_address = optarg;
+                        break;
+
+                case ARG_SOCKET:
+                        if (!*optarg)
+                                return usage_error("--socket= needs the path of freezerd's private socket");
+                        arg_bus = BUS_PRIVATE;
+                        arg_socket = optarg;
                         break;
 
                 case ARG_JSON:
@@ -1934,7 +1953,7 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
-static int connect_bus(freezer **ret) {
+static int connect_bus(freezer **ret, bool needs_signals) {
         int r;
 
         switch (arg_bus) {
@@ -1949,6 +1968,20 @@ static int connect_bus(freezer **ret) {
                         fprintf(stderr, PROGRAM ": cannot connect to the bus at %s: %s\n",
                                 arg_address, strerror(-r));
                 return r;
+        case BUS_PRIVATE:
+                r = freezer_open_private(ret, arg_socket);
+                if (r < 0)
+                        fprintf(stderr, PROGRAM ": cannot connect to freezerd's private socket %s: %s\n",
+                                arg_socket, strerror(-r));
+                return r;
+        case BUS_DEFAULT:
+                /* As systemctl does with /run/systemd/private: root's one-shot
+                 * calls skip dbus-daemon.  Any failure there (no daemon
+                 * listening, an old one without the socket) leaves the bus,
+                 * which then has its say. */
+                if (!needs_signals && geteuid() == 0 && freezer_open_private(ret, NULL) >= 0)
+                        return 0;
+                __attribute__((fallthrough));
         case BUS_SYSTEM:
         default:
                 r = freezer_open_system(ret);
@@ -2044,7 +2077,12 @@ static int run(int argc, char *argv[]) {
                         return ret;
         }
 
-        if (connect_bus(&f) < 0) {
+        if (arg_bus == BUS_PRIVATE && streq(v->name, "watch")) {
+                usage_error("watch needs a bus: the private socket (--socket=) carries no signals");
+                batch_json_free(requests);
+                return EXIT_USAGE;
+        }
+        if (connect_bus(&f, streq(v->name, "watch")) < 0) {
                 batch_json_free(requests);
                 return EXIT_FAILURE;
         }

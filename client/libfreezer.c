@@ -50,6 +50,7 @@ typedef struct trigger_entry {
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
+        bool direct;    /* the private socket: no bus daemon, no signals */
 
         sd_bus_slot *match_slot;
         freezer_state_callback state_cb;
@@ -149,6 +150,15 @@ static int error_set(freezer *f, int r) {
         return error_take(f, NULL, r);
 }
 
+/* Signals travel only on the bus: a handle of freezer_open_private() has none. */
+static int error_no_signals(freezer *f) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+
+        (void) sd_bus_error_set(&e, SD_BUS_ERROR_NOT_SUPPORTED,
+                                "The private socket carries no signals: open the handle on a bus to follow changes");
+        return error_take(f, &e, -EOPNOTSUPP);
+}
+
 FREEZER_EXPORT const char *freezer_last_error_name(freezer *f) {
         return f && sd_bus_error_is_set(&f->error) ? f->error.name : NULL;
 }
@@ -159,16 +169,34 @@ FREEZER_EXPORT const char *freezer_last_error_message(freezer *f) {
 
 /* ---- open/close ---- */
 
+/* Until the connection is set up (authenticated; on a bus, Hello
+ * answered). */
+static int wait_ready(sd_bus *bus) {
+        for (;;) {
+                int r = sd_bus_is_ready(bus);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                /* sd-bus's own authentication timeout bounds this. */
+                r = sd_bus_wait(bus, UINT64_MAX);
+                if (r < 0)
+                        return r;
+        }
+}
+
 /* Takes over bus on success. */
-static int freezer_new(freezer **ret, sd_bus *bus) {
-        const char *unique;
+static int freezer_new(freezer **ret, sd_bus *bus, bool direct) {
         freezer *f;
         int r;
 
         /* Finish connecting and authenticating now, so that errors show up
          * here, and so that no handshake is pending when the caller starts to
          * poll the fd for POLLIN only. */
-        r = sd_bus_get_unique_name(bus, &unique);
+        r = wait_ready(bus);
         if (r < 0)
                 return r;
 
@@ -177,6 +205,7 @@ static int freezer_new(freezer **ret, sd_bus *bus) {
                 return -ENOMEM;
 
         f->bus = bus;
+        f->direct = direct;
         f->error = SD_BUS_ERROR_NULL;
         *ret = f;
         return 0;
@@ -193,7 +222,7 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus);
+        r = freezer_new(ret, bus, false);
         if (r < 0)
                 return r;
 
@@ -212,7 +241,7 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus);
+        r = freezer_new(ret, bus, false);
         if (r < 0)
                 return r;
 
@@ -220,12 +249,13 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
         return 0;
 }
 
-FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address) {
+/* direct: the address is freezerd's private socket, a peer-to-peer
+ * connection to the daemon itself (no Hello; the daemon knows us by the
+ * socket's credentials); otherwise that of a bus broker, where we talk to a
+ * well-known name. */
+static int open_address(freezer **ret, const char *address, bool direct) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r;
-
-        if (!ret || !address || !*address)
-                return -EINVAL;
 
         r = sd_bus_new(&bus);
         if (r < 0)
@@ -235,9 +265,7 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address) {
         if (r < 0)
                 return r;
 
-        /* The address is that of a bus broker (we talk to a well-known name),
-         * not of a peer-to-peer connection to the daemon. */
-        r = sd_bus_set_bus_client(bus, true);
+        r = sd_bus_set_bus_client(bus, !direct);
         if (r < 0)
                 return r;
 
@@ -245,12 +273,51 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus);
+        r = freezer_new(ret, bus, direct);
         if (r < 0)
                 return r;
 
         TAKE_PTR(bus);
         return 0;
+}
+
+FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address) {
+        if (!ret || !address || !*address)
+                return -EINVAL;
+        return open_address(ret, address, false);
+}
+
+/* A value in a D-Bus address: bytes other than -0-9A-Za-z_/.* as %XX. */
+static char *bus_address_escape(const char *s) {
+        static const char hex[] = "0123456789abcdef";
+        char *e = malloc(strlen(s) * 3 + 1), *p = e;
+
+        if (!e)
+                return NULL;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++) {
+                if ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    strchr("-_/.*", *c))
+                        *p++ = (char) *c;
+                else {
+                        *p++ = '%';
+                        *p++ = hex[*c >> 4];
+                        *p++ = hex[*c & 15];
+                }
+        }
+        *p = 0;
+        return e;
+}
+
+FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path) {
+        _cleanup_free_ char *escaped = NULL, *address = NULL;
+
+        if (!ret || (path && !*path))
+                return -EINVAL;
+
+        escaped = bus_address_escape(path ?: FREEZER_PRIVATE_SOCKET);
+        if (!escaped || asprintf(&address, "unix:path=%s", escaped) < 0)
+                return -ENOMEM;
+        return open_address(ret, address, true);
 }
 
 static void cache_clear(freezer *f) {
@@ -1141,6 +1208,9 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                 return 0;
         }
 
+        if (f->direct)
+                return error_no_signals(f);
+
         if (!f->match_slot) {
                 /* GroupsChanged: one message per daemon loop turn for all the
                  * groups that changed, sent to everyone (per-object
@@ -1260,6 +1330,9 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 f->group_userdata = NULL;
                 return 0;
         }
+
+        if (f->direct)
+                return error_no_signals(f);
 
         if (!f->group_slot) {
                 r = sd_bus_add_match(f->bus, &f->group_slot,

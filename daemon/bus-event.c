@@ -13,12 +13,26 @@ struct BusEvent {
         short io_events; /* what io is armed for, to avoid needless re-adds */
         bool io_armed;
         uint64_t timer_until; /* absolute; UINT64_MAX when not armed */
+        bus_event_broken_t on_broken; /* NULL: a broken connection ends the loop */
+        void *broken_userdata;
+        bool broken;
 };
 
 static void bus_dispatch(BusEvent *be) {
+        if (be->broken)
+                return;
         for (;;) {
                 int r = sd_bus_process(be->bus, NULL);
                 if (r < 0) {
+                        if (be->on_broken) {
+                                /* A peer went away: its owner drops it at the next prepare. */
+                                be->broken = true;
+                                if (be->io)
+                                        event_del(be->io);
+                                evtimer_del(be->timer);
+                                be->on_broken(be, r, be->broken_userdata);
+                                return;
+                        }
                         log_error_errno(r, "Processing the bus failed: %m");
                         /* A broken connection ends the daemon: the loop sees no more events. */
                         event_base_loopbreak(be->base);
@@ -55,6 +69,15 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret) {
         return 0;
 }
 
+void bus_event_set_broken_callback(BusEvent *be, bus_event_broken_t cb, void *userdata) {
+        be->on_broken = cb;
+        be->broken_userdata = userdata;
+}
+
+bool bus_event_is_broken(const BusEvent *be) {
+        return be->broken;
+}
+
 BusEvent *bus_event_free(BusEvent *be) {
         if (!be)
                 return NULL;
@@ -75,6 +98,8 @@ int bus_event_prepare(BusEvent *be) {
         /* Messages may sit in sd-bus's read queue (read along with a reply we
          * waited for): the fd would not wake us for them. */
         bus_dispatch(be);
+        if (be->broken)
+                return -ENOTCONN;
 
         fd = sd_bus_get_fd(be->bus);
         if (fd < 0)

@@ -12,9 +12,21 @@
 #include <event2/event.h>
 #include <systemd/sd-bus.h>
 
+#include <stdbool.h>
+
 typedef struct BusEvent BusEvent;
 
+/* Called once when processing the connection fails (the peer left, or broke
+ * the protocol); the connection is idle from then on, for its owner to free
+ * outside of the dispatch. */
+typedef void (*bus_event_broken_t)(BusEvent *be, int error, void *userdata);
+
 int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret);
+/* Without a callback (the daemon's bus), a broken connection ends the loop
+ * (event_base_loopbreak()). */
+void bus_event_set_broken_callback(BusEvent *be, bus_event_broken_t cb, void *userdata);
+bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
-/* Dispatch everything sd-bus has queued, then re-arm fd events and the timer. */
+/* Dispatch everything sd-bus has queued, then re-arm fd events and the timer.
+ * -ENOTCONN once the connection broke (with a broken callback set). */
 int bus_event_prepare(BusEvent *be);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "private-bus.h"
 
 #define BUS_NAME "org.freezerd.Freezer1"
 
@@ -36,6 +37,7 @@ typedef struct Daemon {
         struct event_base *base;
         sd_bus *bus;
         BusEvent *bus_event;
+        PrivateBus *private_bus;
         Manager *manager;
         struct event *sig_term, *sig_int, *sig_hup;
         bool exit;
@@ -57,10 +59,15 @@ static void help(void) {
                "                        /proc/self/mountinfo); API paths are relative to it\n"
                "  --config=FILE         Configuration file (default: %s);\n"
                "                        a missing file means defaults\n"
-               "  --runtime-dir=DIR     Directory for runtime state (default: %s)\n"
+               "  --runtime-dir=DIR     Directory for runtime state (default: %s); holds the\n"
+               "                        private socket DIR/private (see below)\n"
                "  --state-dir=DIR       Directory for persistent state (default: %s)\n"
                "  --version             Show the version and exit\n"
                "  -h, --help            Show this help and exit\n"
+               "\n"
+               "The private socket: root may also call the API over DIR/private (mode 0600),\n"
+               "a direct D-Bus connection to freezerd that skips the bus daemon, as freezectl\n"
+               "does when run as root.  It carries methods and properties, not signals.\n"
                "\n"
                "Signals: SIGTERM and SIGINT exit, leaving every cgroup as the kernel has it;\n"
                "SIGHUP reloads the configuration.\n"
@@ -327,6 +334,20 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
+        /* The private socket is optional: the bus serves everyone without it. */
+        {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/private", arg_runtime_dir) < 0) {
+                        r = log_error_errno(ENOMEM, "Out of memory.");
+                        goto finish;
+                }
+                r = private_bus_new(d.manager, d.base, path, &d.private_bus);
+                if (r == -EADDRINUSE)
+                        log_warning("Not listening on %s: another freezerd answers there.", path);
+                else if (r < 0)
+                        log_warning_errno(r, "Not listening on %s: %m", path);
+        }
+
         d.manager->bus_ready = true;
         {
                 unsigned changed;
@@ -347,6 +368,7 @@ static int run(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot wait for the bus: %m");
                         break;
                 }
+                private_bus_prepare(d.private_bus);
                 if (d.exit)
                         break;
                 /* Kernel events waiting to be handled: look at the fds without
@@ -371,6 +393,7 @@ static int run(int argc, char *argv[]) {
 finish:
         /* Pending callers get an answer; cgroups stay exactly as the kernel has them. */
         d.manager = manager_free(d.manager);
+        d.private_bus = private_bus_free(d.private_bus);
         if (d.bus) {
                 (void) sd_bus_flush(d.bus);
                 d.bus_event = bus_event_free(d.bus_event);

@@ -475,6 +475,10 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Manager *m = userdata;
         int r;
 
+        /* The private socket (private-bus.h) carries no signals. */
+        if (!sd_bus_message_get_sender(msg))
+                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                        "Subscribe needs a bus connection: the private socket carries no signals");
         if (!m->subscribed) {
                 r = sd_bus_track_new(sd_bus_message_get_bus(msg), &m->subscribed, NULL, NULL);
                 if (r < 0)
@@ -1475,21 +1479,30 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
                 if (r < 0)
                         return log_error_errno(r, "Cannot set up pressure stall information: %m");
         }
+        r = manager_bus_add_objects(m, bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the objects: %m");
+        return 0;
+}
+
+int manager_bus_add_objects(Manager *m, sd_bus *bus) {
+        int r;
+
         r = sd_bus_add_filter(bus, NULL, filter_get_all, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot register the GetAll filter: %m");
+                return r;
 
         r = sd_bus_add_object_vtable(bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot register the manager object: %m");
+                return r;
         r = sd_bus_add_fallback_vtable(bus, NULL, GROUP_PREFIX, GROUP_IFACE, group_vtable, group_find, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot register group objects: %m");
+                return r;
         r = sd_bus_add_node_enumerator(bus, NULL, GROUP_PREFIX, group_enumerate, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot register the group enumerator: %m");
+                return r;
         r = sd_bus_add_object_manager(bus, NULL, MANAGER_PATH);
         if (r < 0)
-                return log_error_errno(r, "Cannot register the object manager: %m");
+                return r;
         return 0;
 }

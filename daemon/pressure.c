@@ -283,7 +283,7 @@ static int client_get(Pressure *p, sd_bus_message *call, PressureClient **ret, s
 
         if (!sender)
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "Pressure triggers need a bus client with a unique name");
+                                        "Pressure triggers need a bus connection: the private socket carries no signals");
         c = client_find(p, sender);
         if (c) {
                 *ret = c;

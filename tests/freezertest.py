@@ -69,8 +69,9 @@ from collections import namedtuple
 
 try:
     from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_call
+    from jeepney.bus import get_bus
     from jeepney.bus_messages import MatchRule, message_bus
-    from jeepney.io.blocking import open_dbus_connection
+    from jeepney.io.blocking import DBusConnectionBase, open_dbus_connection, prep_socket
 except ImportError:  # reported by require('dbus')
     open_dbus_connection = None
 
@@ -564,14 +565,27 @@ class PendingCall:
         return msg.body
 
 
+def _direct_connection(address):
+    """A peer-to-peer connection (jeepney's DBusConnection would say Hello to a bus daemon)."""
+    class DirectConnection(DBusConnectionBase):
+        def send(self, message, serial=None):
+            data, _fds = self._serialise(message, serial)
+            self.sock.sendall(data)
+    return DirectConnection(prep_socket(get_bus(address), timeout=DEFAULT_TIMEOUT))
+
+
 class Client:
     """A D-Bus connection (jeepney for authentication and marshalling) pumped by the loop:
     replies are matched by serial, signals recorded in self.signals in arrival order."""
 
-    def __init__(self, address, destination=BUS_NAME):
+    def __init__(self, address, destination=BUS_NAME, direct=False):
+        """direct: a peer-to-peer connection (freezerd's private socket): authentication, no Hello."""
         self.address = address
         self.destination = destination
-        self.conn = open_dbus_connection(address, auth_timeout=DEFAULT_TIMEOUT)
+        if direct:
+            self.conn = _direct_connection(address)
+        else:
+            self.conn = open_dbus_connection(address, auth_timeout=DEFAULT_TIMEOUT)
         self.unique_name = self.conn.unique_name
         self.replies = {}
         self.signals = []
@@ -1484,9 +1498,12 @@ def _run_tool(argv, check, timeout, input=None):
     return r
 
 
-def freezectl(*args, address=None, check=True, timeout=None, input=None):
-    """Run the built freezectl --address=ADDR ARGS...; returns the CompletedProcess (text)."""
-    return _run_tool([FREEZECTL_BIN, f'--address={_bus_address(address)}', *args], check, timeout, input)
+def freezectl(*args, address=None, check=True, timeout=None, input=None, socket=None, prefix=()):
+    """Run the built freezectl --address=ADDR ARGS... (with socket: --socket=SOCKET instead,
+    freezerd's private socket); prefix: a command to run it under (e.g. setpriv ...).
+    Returns the CompletedProcess (text)."""
+    how = f'--socket={socket}' if socket else f'--address={_bus_address(address)}'
+    return _run_tool([*prefix, FREEZECTL_BIN, how, *args], check, timeout, input)
 
 
 def busctl(*args, address=None, check=True, timeout=None):

@@ -26,7 +26,10 @@ Checks:
   * freezer_list() lists every group with its object and state (as ListGroups).
   * freezer_thaw("/g") returns 0 with the kernel at frozen 0; the callback sees
     "running".
-  * freezer_state_to_string / freezer_state_from_string round-trip."""
+  * freezer_state_to_string / freezer_state_from_string round-trip.
+  * freezer_open_private() on the daemon's RUNTIME_DIR/private: freeze, thaw and
+    errors as on the bus; -ENOENT for a missing socket; freezer_set_state_callback()
+    fails with -EOPNOTSUPP (NotSupported): the private socket carries no signals."""
 
 import ctypes
 import errno
@@ -93,6 +96,7 @@ def load():
     P = ctypes.c_void_p
     sig = {
         'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+        'freezer_open_private': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
         'freezer_close': (P, [P]),
         'freezer_last_error_name': (ctypes.c_char_p, [P]),
         'freezer_last_error_message': (ctypes.c_char_p, [P]),
@@ -214,8 +218,33 @@ def test():
                 if fd >= 0:
                     ft.loop().remove_reader(fd)
                 lib.freezer_close(f)
+            check_private(lib, sc, d)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
-          'get_fd + dispatch')
+          'get_fd + dispatch, freezer_open_private')
+
+
+def check_private(lib, sc, d):
+    """freezer_open_private(): calls work, callbacks that need signals fail with -EOPNOTSUPP."""
+    dead = ctypes.c_void_p()
+    r = lib.freezer_open_private(ctypes.byref(dead), f'{d.runtime_dir}/nothing'.encode())
+    ft.check(r == -errno.ENOENT and not dead.value, 'freezer_open_private on a missing socket: -ENOENT', r)
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    try:
+        ft.check_equal(lib.freezer_freeze(f, b'/g', 0, 0), 0, 'freezer_freeze(/g) over the private socket')
+        ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'the kernel says frozen 1 when it returns')
+        r = lib.freezer_freeze(f, b'/nope', 0, 0)
+        ft.check_equal((r, (lib.freezer_last_error_name(f) or b'').decode()), (-errno.ENOENT, ft.ERROR_NO_SUCH_GROUP),
+                       'errors over the private socket as on the bus')
+        r = lib.freezer_set_state_callback(f, CALLBACK(lambda *a: None), None)
+        ft.check_equal((r, (lib.freezer_last_error_name(f) or b'').decode()),
+                       (-errno.EOPNOTSUPP, 'org.freedesktop.DBus.Error.NotSupported'),
+                       'freezer_set_state_callback on a private handle: -EOPNOTSUPP, NotSupported')
+        ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, 'freezer_thaw(/g) over the private socket')
+        ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'the kernel says frozen 0 when it returns')
+    finally:
+        lib.freezer_close(f)
 
 
 ft.run(test)

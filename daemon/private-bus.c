@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-id128.h>
+
+#include "bus-event.h"
+#include "log.h"
+#include "manager-bus.h"
+#include "private-bus.h"
+#include "util.h"
+
+typedef struct PrivateConnection PrivateConnection;
+struct PrivateConnection {
+        sd_bus *bus;
+        BusEvent *event;
+        PrivateConnection *next;
+};
+
+struct PrivateBus {
+        Manager *manager;
+        struct event_base *base;
+        char *path;
+        int fd;
+        struct event *accept_event;
+        struct event *retry_event; /* accept paused while out of fds */
+        sd_id128_t id;             /* the server id sd-bus hands to peers */
+        PrivateConnection *connections;
+        unsigned n_connections;
+        bool warned_full;
+};
+
+/* Shutdown sends what is queued (the errors of pending calls), but a peer
+ * that does not read must not hold the daemon up. */
+#define FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
+
+static void connection_flush(sd_bus *bus) {
+        uint64_t deadline = now_usec() + FLUSH_TIMEOUT_USEC;
+
+        for (;;) {
+                int r = sd_bus_get_events(bus);
+                uint64_t n;
+
+                if (r <= 0 || !(r & POLLOUT))
+                        return;
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return;
+                if (r > 0)
+                        continue;
+                n = now_usec();
+                if (n >= deadline || sd_bus_wait(bus, deadline - n) < 0)
+                        return;
+        }
+}
+
+static PrivateConnection *connection_free(PrivateConnection *c) {
+        if (!c)
+                return NULL;
+        c->event = bus_event_free(c->event);
+        /* Operations still hold their calls (and with them the bus): their
+         * replies fail with ENOTCONN once it is closed. */
+        sd_bus_close(c->bus);
+        sd_bus_unref(c->bus);
+        free(c);
+        return NULL;
+}
+
+static void on_connection_broken(BusEvent *be, int error, void *userdata) {
+        /* Usually the client's exit; private_bus_prepare() frees it. */
+        log_debug_errno(error, "A private connection ended: %m");
+}
+
+static int connection_new(PrivateBus *pb, int fd) {
+        _cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
+        PrivateConnection *c;
+        int r;
+
+        r = sd_bus_new(&bus);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        r = sd_bus_set_fd(bus, fd, fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        /* From here on the bus owns fd. */
+        r = sd_bus_set_server(bus, true, pb->id);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_description(bus, "private");
+        if (r < 0)
+                return r;
+        r = manager_bus_add_objects(pb->manager, bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        r = bus_event_new(bus, pb->base, &c->event);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        bus_event_set_broken_callback(c->event, on_connection_broken, pb);
+        c->bus = TAKE_PTR(bus);
+        c->next = pb->connections;
+        pb->connections = c;
+        pb->n_connections++;
+        return 0;
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *userdata) {
+        PrivateBus *pb = userdata;
+        (void) event_add(pb->accept_event, NULL);
+}
+
+static void on_accept(evutil_socket_t fd, short what, void *userdata) {
+        PrivateBus *pb = userdata;
+
+        for (;;) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int r;
+
+                if (cfd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        if (errno == EAGAIN)
+                                return;
+                        log_warning_errno(errno, "Cannot accept a connection on %s: %m", pb->path);
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                                /* The socket stays readable: listening on would spin.  Pause a second. */
+                                const struct timeval tv = { .tv_sec = 1 };
+                                (void) event_del(pb->accept_event);
+                                (void) evtimer_add(pb->retry_event, &tv);
+                        }
+                        return;
+                }
+                if (pb->n_connections >= PRIVATE_BUS_CONNECTIONS_MAX) {
+                        if (!pb->warned_full)
+                                log_warning("%u private connections are open, refusing more on %s.",
+                                            pb->n_connections, pb->path);
+                        pb->warned_full = true;
+                        close(cfd);
+                        continue;
+                }
+                r = connection_new(pb, cfd);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot set up a connection on %s: %m", pb->path);
+        }
+}
+
+int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        PrivateBus *pb;
+        mode_t old_umask;
+        int r;
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+
+        pb = calloc(1, sizeof *pb);
+        if (!pb)
+                return -ENOMEM;
+        *pb = (PrivateBus) { .manager = m, .base = base, .fd = -1 };
+        pb->path = strdup(path);
+        if (!pb->path) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = sd_id128_randomize(&pb->id);
+        if (r < 0)
+                goto fail;
+
+        pb->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (pb->fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* A socket left by a daemon that did not exit cleanly is replaced;
+         * one that answers belongs to a daemon that runs. */
+        {
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (const struct sockaddr *) &sa, sizeof sa) == 0) {
+                        r = -EADDRINUSE;
+                        goto fail;
+                }
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+                r = -errno;
+                goto fail;
+        }
+        /* Root only, from the moment it exists: the mode of a socket file is
+         * set by bind() from the umask. */
+        old_umask = umask(0177);
+        r = bind(pb->fd, (const struct sockaddr *) &sa, sizeof sa) < 0 ? -errno : 0;
+        umask(old_umask);
+        if (r < 0)
+                goto fail;
+        if (listen(pb->fd, SOMAXCONN) < 0) {
+                r = -errno;
+                (void) unlink(path);
+                goto fail;
+        }
+
+        pb->accept_event = event_new(base, pb->fd, EV_READ | EV_PERSIST, on_accept, pb);
+        pb->retry_event = evtimer_new(base, on_retry, pb);
+        if (!pb->accept_event || !pb->retry_event || event_add(pb->accept_event, NULL) < 0) {
+                r = -ENOMEM;
+                (void) unlink(path);
+                goto fail;
+        }
+        *ret = pb;
+        return 0;
+
+fail:
+        pb->path = mfree(pb->path); /* nothing of ours to unlink */
+        private_bus_free(pb);
+        return r;
+}
+
+void private_bus_prepare(PrivateBus *pb) {
+        if (!pb)
+                return;
+        for (PrivateConnection **p = &pb->connections; *p;) {
+                PrivateConnection *c = *p;
+
+                if (bus_event_prepare(c->event) >= 0) {
+                        p = &c->next;
+                        continue;
+                }
+                *p = c->next;
+                connection_free(c);
+                pb->n_connections--;
+                pb->warned_full = false;
+        }
+}
+
+unsigned private_bus_connections(const PrivateBus *pb) {
+        return pb ? pb->n_connections : 0;
+}
+
+PrivateBus *private_bus_free(PrivateBus *pb) {
+        if (!pb)
+                return NULL;
+        while (pb->connections) {
+                PrivateConnection *c = pb->connections;
+                pb->connections = c->next;
+                if (!bus_event_is_broken(c->event))
+                        connection_flush(c->bus);
+                connection_free(c);
+        }
+        if (pb->accept_event)
+                event_free(pb->accept_event);
+        if (pb->retry_event)
+                event_free(pb->retry_event);
+        if (pb->fd >= 0) {
+                close(pb->fd);
+                if (pb->path)
+                        (void) unlink(pb->path);
+        }
+        free(pb->path);
+        free(pb);
+        return NULL;
+}
