@@ -1452,6 +1452,20 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_emit_json(c, o, r);
 }
 
+/* The fields that name a pressure trigger in each of its events. */
+static int json_add_trigger(struct json_object *o, const char *path, uint32_t id, freezer_resource res, bool full) {
+        int r;
+
+        r = json_add_string_or_null(o, "path", path);
+        if (r >= 0)
+                r = json_add(o, "id", json_object_new_int64(id));
+        if (r >= 0)
+                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
+        if (r >= 0)
+                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        return r;
+}
+
 static void on_watch_pressure(freezer *f, const char *path, uint32_t id, freezer_resource res, bool full,
                               const freezer_pressure_line *l, void *userdata) {
         watch_context *c = userdata;
@@ -1468,13 +1482,7 @@ static void on_watch_pressure(freezer *f, const char *path, uint32_t id, freezer
         }
 
         o = watch_event_new("pressure");
-        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
-        if (r >= 0)
-                r = json_add(o, "id", json_object_new_int64(id));
-        if (r >= 0)
-                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
-        if (r >= 0)
-                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        r = o ? json_add_trigger(o, path, id, res, full) : -ENOMEM;
         if (r >= 0)
                 r = json_add(o, "avg10", json_avg(l->avg10));
         if (r >= 0)
@@ -1503,13 +1511,7 @@ static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, 
         }
 
         o = watch_event_new("trigger-removed");
-        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
-        if (r >= 0)
-                r = json_add(o, "id", json_object_new_int64(id));
-        if (r >= 0)
-                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
-        if (r >= 0)
-                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        r = o ? json_add_trigger(o, path, id, res, full) : -ENOMEM;
         if (r >= 0)
                 r = json_add(o, "reason", json_object_new_string(reason));
         watch_emit_json(c, o, r);
