@@ -493,6 +493,20 @@ static void log_oom(void) {
         fprintf(stderr, PROGRAM ": out of memory\n");
 }
 
+/* Print o as the verb's JSON output and free it; a NULL o is a failed
+ * allocation while building it. Returns the verb's exit status. */
+static int print_json_and_put(struct json_object *o) {
+        int r;
+
+        r = o ? print_json(o) : -ENOMEM;
+        json_object_put(o);
+        if (r < 0) {
+                log_oom();
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
 static const char *state_str(freezer_state s) {
         const char *t = freezer_state_to_string(s);
 
@@ -594,11 +608,7 @@ static int verb_freeze_except(freezer *f, const char *path) {
                                 a = NULL;
                         }
 
-                if (!a || print_json(a) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(a);
+                ret = print_json_and_put(a);
         } else
                 for (char **i = frozen; *i; i++)
                         puts(*i);
@@ -810,11 +820,7 @@ static int verb_list(freezer *f) {
                         }
                 }
 
-                if (!a || print_json(a) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(a);
+                ret = print_json_and_put(a);
         } else {
                 int width = 0;
 
