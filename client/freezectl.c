@@ -503,6 +503,20 @@ static void log_oom(void) {
         fprintf(stderr, PROGRAM ": out of memory\n");
 }
 
+/* Print o as the verb's JSON output and free it; a NULL o is a failed
+ * allocation while building it. Returns the verb's exit status. */
+static int print_json_and_put(struct json_object *o) {
+        int r;
+
+        r = o ? print_json(o) : -ENOMEM;
+        json_object_put(o);
+        if (r < 0) {
+                log_oom();
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
 static const char *state_str(freezer_state s) {
         const char *t = freezer_state_to_string(s);
 
@@ -604,11 +618,7 @@ static int verb_freeze_except(freezer *f, const char *path) {
                                 a = NULL;
                         }
 
-                if (!a || print_json(a) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(a);
+                ret = print_json_and_put(a);
         } else
                 for (char **i = frozen; *i; i++)
                         puts(*i);
@@ -820,11 +830,7 @@ static int verb_list(freezer *f) {
                         }
                 }
 
-                if (!a || print_json(a) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(a);
+                ret = print_json_and_put(a);
         } else {
                 int width = 0;
 
@@ -1462,6 +1468,20 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_emit_json(c, o, r);
 }
 
+/* The fields that name a pressure trigger in each of its events. */
+static int json_add_trigger(struct json_object *o, const char *path, uint32_t id, freezer_resource res, bool full) {
+        int r;
+
+        r = json_add_string_or_null(o, "path", path);
+        if (r >= 0)
+                r = json_add(o, "id", json_object_new_int64(id));
+        if (r >= 0)
+                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
+        if (r >= 0)
+                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        return r;
+}
+
 static void on_watch_pressure(freezer *f, const char *path, uint32_t id, freezer_resource res, bool full,
                               const freezer_pressure_line *l, void *userdata) {
         watch_context *c = userdata;
@@ -1478,13 +1498,7 @@ static void on_watch_pressure(freezer *f, const char *path, uint32_t id, freezer
         }
 
         o = watch_event_new("pressure");
-        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
-        if (r >= 0)
-                r = json_add(o, "id", json_object_new_int64(id));
-        if (r >= 0)
-                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
-        if (r >= 0)
-                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        r = o ? json_add_trigger(o, path, id, res, full) : -ENOMEM;
         if (r >= 0)
                 r = json_add(o, "avg10", json_avg(l->avg10));
         if (r >= 0)
@@ -1513,13 +1527,7 @@ static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, 
         }
 
         o = watch_event_new("trigger-removed");
-        r = o ? json_add_string_or_null(o, "path", path) : -ENOMEM;
-        if (r >= 0)
-                r = json_add(o, "id", json_object_new_int64(id));
-        if (r >= 0)
-                r = json_add(o, "resource", json_object_new_string(freezer_resource_to_string(res)));
-        if (r >= 0)
-                r = json_add(o, "kind", json_object_new_string(kind_str(full)));
+        r = o ? json_add_trigger(o, path, id, res, full) : -ENOMEM;
         if (r >= 0)
                 r = json_add(o, "reason", json_object_new_string(reason));
         watch_emit_json(c, o, r);

@@ -807,7 +807,11 @@ static int group_object_to_path(const char *object, char **ret) {
         return 1;
 }
 
-static int read_group_properties(sd_bus_message *m, freezer_group *g) {
+/* Calls read_one for each entry of an a{sv} of properties, with m positioned
+ * at the entry's variant, which read_one must read or skip. */
+static int read_property_dict(sd_bus_message *m,
+                              int (*read_one)(sd_bus_message *m, const char *name, void *userdata),
+                              void *userdata) {
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -827,53 +831,9 @@ static int read_group_properties(sd_bus_message *m, freezer_group *g) {
                 if (r < 0)
                         return r;
 
-                if (streq(name, "Path")) {
-                        const char *s;
-
-                        r = sd_bus_message_read(m, "v", "s", &s);
-                        if (r < 0)
-                                return r;
-                        free(g->path);
-                        g->path = strdup(s);
-                        if (!g->path)
-                                return -ENOMEM;
-                } else if (streq(name, "FreezerState")) {
-                        const char *s;
-
-                        r = sd_bus_message_read(m, "v", "s", &s);
-                        if (r < 0)
-                                return r;
-                        g->state = freezer_state_from_string(s);
-                } else if (streq(name, "Freeze") || streq(name, "Frozen") || streq(name, "Populated")) {
-                        int b;
-
-                        r = sd_bus_message_read(m, "v", "b", &b);
-                        if (r < 0)
-                                return r;
-                        if (streq(name, "Freeze"))
-                                g->freeze = b;
-                        else if (streq(name, "Frozen"))
-                                g->frozen = b;
-                        else
-                                g->populated = b;
-                } else if (streq(name, "Descendants")) {
-                        r = sd_bus_message_read(m, "v", "u", &g->descendants);
-                        if (r < 0)
-                                return r;
-                } else if (streq(name, "FrozenDescendants")) {
-                        r = sd_bus_message_read(m, "v", "u", &g->frozen_descendants);
-                        if (r < 0)
-                                return r;
-                } else if (streq(name, "FrozenUSec")) {
-                        r = sd_bus_message_read(m, "v", "t", &g->frozen_usec);
-                        if (r < 0)
-                                return r;
-                } else {
-                        /* Newer daemons may have more. */
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                }
+                r = read_one(m, name, userdata);
+                if (r < 0)
+                        return r;
 
                 r = sd_bus_message_exit_container(m);
                 if (r < 0)
@@ -881,6 +841,61 @@ static int read_group_properties(sd_bus_message *m, freezer_group *g) {
         }
 
         return sd_bus_message_exit_container(m);
+}
+
+static int read_group_property(sd_bus_message *m, const char *name, void *userdata) {
+        freezer_group *g = userdata;
+        int r;
+
+        if (streq(name, "Path")) {
+                const char *s;
+
+                r = sd_bus_message_read(m, "v", "s", &s);
+                if (r < 0)
+                        return r;
+                free(g->path);
+                g->path = strdup(s);
+                if (!g->path)
+                        return -ENOMEM;
+        } else if (streq(name, "FreezerState")) {
+                const char *s;
+
+                r = sd_bus_message_read(m, "v", "s", &s);
+                if (r < 0)
+                        return r;
+                g->state = freezer_state_from_string(s);
+        } else if (streq(name, "Freeze") || streq(name, "Frozen") || streq(name, "Populated")) {
+                int b;
+
+                r = sd_bus_message_read(m, "v", "b", &b);
+                if (r < 0)
+                        return r;
+                if (streq(name, "Freeze"))
+                        g->freeze = b;
+                else if (streq(name, "Frozen"))
+                        g->frozen = b;
+                else
+                        g->populated = b;
+        } else if (streq(name, "Descendants")) {
+                r = sd_bus_message_read(m, "v", "u", &g->descendants);
+                if (r < 0)
+                        return r;
+        } else if (streq(name, "FrozenDescendants")) {
+                r = sd_bus_message_read(m, "v", "u", &g->frozen_descendants);
+                if (r < 0)
+                        return r;
+        } else if (streq(name, "FrozenUSec")) {
+                r = sd_bus_message_read(m, "v", "t", &g->frozen_usec);
+                if (r < 0)
+                        return r;
+        } else {
+                /* Newer daemons may have more. */
+                r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+        }
+
+        return 0;
 }
 
 static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_error *error) {
@@ -919,7 +934,7 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
         if (r < 0)
                 return r;
 
-        r = read_group_properties(reply, &g);
+        r = read_property_dict(reply, read_group_property, &g);
         if (r < 0)
                 return r;
 
@@ -1092,59 +1107,34 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
         return r;
 }
 
-/* Fetch FreezerState or Frozen of a group synchronously (from within the
- * signal handler). */
-/* Read an a{sv} of group properties: FreezerState and Frozen where present,
- * everything else skipped. */
-static int read_state_dict(sd_bus_message *m, bool *have_state, freezer_state *state,
-                           bool *have_frozen, bool *frozen) {
+/* FreezerState and Frozen where present, everything else skipped. */
+static int read_state_property(sd_bus_message *m, const char *name, void *userdata) {
+        state_entry *e = userdata;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
+        if (streq(name, "FreezerState")) {
+                const char *s;
 
-        for (;;) {
-                const char *name;
-
-                r = sd_bus_message_enter_container(m, 'e', "sv");
+                r = sd_bus_message_read(m, "v", "s", &s);
                 if (r < 0)
                         return r;
-                if (r == 0)
-                        break;
+                e->state = freezer_state_from_string(s);
+                e->have_state = true;
+        } else if (streq(name, "Frozen")) {
+                int b;
 
-                r = sd_bus_message_read(m, "s", &name);
+                r = sd_bus_message_read(m, "v", "b", &b);
                 if (r < 0)
                         return r;
-
-                if (streq(name, "FreezerState")) {
-                        const char *s;
-
-                        r = sd_bus_message_read(m, "v", "s", &s);
-                        if (r < 0)
-                                return r;
-                        *state = freezer_state_from_string(s);
-                        *have_state = true;
-                } else if (streq(name, "Frozen")) {
-                        int b;
-
-                        r = sd_bus_message_read(m, "v", "b", &b);
-                        if (r < 0)
-                                return r;
-                        *frozen = b;
-                        *have_frozen = true;
-                } else {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                }
-
-                r = sd_bus_message_exit_container(m);
+                e->frozen = b;
+                e->have_frozen = true;
+        } else {
+                r = sd_bus_message_skip(m, "v");
                 if (r < 0)
                         return r;
         }
 
-        return sd_bus_message_exit_container(m);
+        return 0;
 }
 
 /* One entry of GroupsChanged: the group's whole state, (path, FreezerState,
@@ -1236,8 +1226,11 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 
 static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
-        freezer_state state = FREEZER_STATE_UNKNOWN;
-        bool added, is_group = false, have_state = false, have_frozen = false, frozen = false;
+        /* What InterfacesAdded says of the group's state (object unused). */
+        state_entry props = {
+                .state = FREEZER_STATE_UNKNOWN,
+        };
+        bool added, is_group = false;
         _cleanup_free_ char *path = NULL;
         const char *object;
         int r;
@@ -1278,7 +1271,7 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
 
                         if (streq(interface, FREEZER_GROUP_INTERFACE)) {
                                 is_group = true;
-                                r = read_state_dict(m, &have_state, &state, &have_frozen, &frozen);
+                                r = read_property_dict(m, read_state_property, &props);
                         } else
                                 r = sd_bus_message_skip(m, "a{sv}");
                         if (r < 0)
@@ -1310,11 +1303,12 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
                 return 0;
 
         if (added)
-                cache_update(f, object, have_state, state, have_frozen, frozen);
+                cache_update(f, object, props.have_state, props.state, props.have_frozen, props.frozen);
         else
                 cache_remove(f, object);
 
-        f->group_cb(f, path, added, added && have_state ? state : FREEZER_STATE_UNKNOWN, f->group_userdata);
+        f->group_cb(f, path, added, added && props.have_state ? props.state : FREEZER_STATE_UNKNOWN,
+                    f->group_userdata);
         return 0;
 }
 

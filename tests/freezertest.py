@@ -1382,6 +1382,56 @@ class Scratch:
                       f'{self.proc_states(relpath)}')
 
 
+# ---- FreezerState --------------------------------------------------------------------------------------------
+
+
+def ancestors(path):
+    """The ancestors of an API-style group path below the scratch root, outermost first:
+    ancestors('/A/B/C') == ['/A', '/A/B']."""
+    parts = [p for p in path.split('/') if p]
+    return ['/' + '/'.join(parts[:i]) for i in range(1, len(parts))]
+
+
+def derive_state(freeze, e_freeze, frozen):
+    """The FreezerState of a group whose own flag is `freeze`, an ancestor's flag `e_freeze`,
+    and whose cgroup.events says `frozen`."""
+    if freeze:
+        return 'frozen' if frozen else 'freezing'
+    if e_freeze:
+        return 'frozen-by-parent' if frozen else 'freezing-by-parent'
+    return 'thawing' if frozen else 'running'
+
+
+def kernel_states(sc, groups):
+    """{path: FreezerState} of each group of the Scratch sc, derived from the kernel's
+    cgroup.freeze and cgroup.events: what freezerd must say once it has settled."""
+    flags = {p: sc.read_freeze(p) for p in set(groups).union(*(ancestors(p) for p in groups))}
+    return {p: derive_state(flags[p], any(flags[a] for a in ancestors(p)), sc.frozen(p)) for p in groups}
+
+
+class StateMirror:
+    """freezerd's FreezerState of each group, as a subscribed client follows it: GetManagedObjects
+    first, then PropertiesChanged."""
+
+    def __init__(self, client, groups):
+        self.groups = groups
+        self.rec = client.record()
+        self.state = {}
+        for _obj, ifaces in client.managed_objects().items():
+            if GROUP_IFACE in ifaces:
+                self.state[ifaces[GROUP_IFACE]['Path']] = ifaces[GROUP_IFACE]['FreezerState']
+        self.seen = 0
+
+    def states(self):
+        """{path: FreezerState, or None where none was heard of}, up to the last signal received."""
+        sigs = self.rec.properties_changed(interface=GROUP_IFACE)
+        for obj, _iface, changed, _inv in sigs[self.seen:]:
+            if 'FreezerState' in changed:
+                self.state[path_decode(GROUP_PREFIX, obj)] = changed['FreezerState']
+        self.seen = len(sigs)
+        return {p: self.state.get(p) for p in self.groups}
+
+
 # ---- FUSE -----------------------------------------------------------------------------------------------------
 
 

@@ -282,10 +282,12 @@ static void verify(const char *method, const char *step, unsigned round, int fla
 
 /* ---- CPU time of other processes -------------------------------------------------------------------------- */
 
-/* utime + stime (fields 14 and 15 of /proc/PID/stat), in clock ticks. */
-static uint64_t proc_ticks(pid_t pid) {
-        char path[64], buf[4096];
-        unsigned long long ut, st;
+/* Reads /proc/PID/stat into buf and returns what follows comm: " S ppid ...",
+ * from field 3 (state) on. comm may contain anything, ')' too: the fields
+ * start after the last ')'. */
+static const char *proc_stat_fields(pid_t pid, char *buf, size_t size) {
+        char path[64];
+        const char *p;
         ssize_t n;
         int fd;
 
@@ -293,15 +295,26 @@ static uint64_t proc_ticks(pid_t pid) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 die("cannot open %s: %m", path);
-        n = read(fd, buf, sizeof buf - 1);
+        n = read(fd, buf, size - 1);
         close(fd);
         if (n <= 0)
                 die("cannot read %s", path);
         buf[n] = 0;
-        /* comm may contain anything: the fields start after the last ')'. Field 3 (state) comes first. */
-        char *p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        p = strrchr(buf, ')');
+        if (!p)
                 die("cannot parse %s", path);
+        return p + 1;
+}
+
+/* utime + stime (fields 14 and 15 of /proc/PID/stat), in clock ticks. */
+static uint64_t proc_ticks(pid_t pid) {
+        char buf[4096];
+        unsigned long long ut, st;
+        const char *p;
+
+        p = proc_stat_fields(pid, buf, sizeof buf);
+        if (sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+                die("cannot parse /proc/%d/stat", (int) pid);
         return ut + st;
 }
 
@@ -321,23 +334,13 @@ static uint64_t proc_cpu_ns(pid_t pid) {
 
 /* The state letter of /proc/PID/stat. */
 static char proc_state(pid_t pid) {
-        char path[64], buf[512];
-        ssize_t n;
-        int fd;
+        char buf[512];
+        const char *p;
 
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                die("cannot open %s: %m", path);
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                die("cannot read %s", path);
-        buf[n] = 0;
-        char *p = strrchr(buf, ')');
-        if (!p || p[1] != ' ' || !p[2])
-                die("cannot parse %s", path);
-        return p[2];
+        p = proc_stat_fields(pid, buf, sizeof buf);
+        if (p[0] != ' ' || !p[1])
+                die("cannot parse /proc/%d/stat", (int) pid);
+        return p[1];
 }
 
 /* The baselines (floor, shell) run with freezerd stopped (SIGSTOP), so that it does not

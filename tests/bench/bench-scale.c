@@ -907,6 +907,45 @@ static void phase_collect(PhaseResult *p) {
         pthread_mutex_unlock(&L.lock);
 }
 
+/* Where a phase started: a perf record, freezerd's log, the CPU time of freezerd
+ * and of the bus, and the clock. */
+typedef struct PhaseStart {
+        pid_t daemon, perf;
+        off_t log0;
+        uint64_t c0, b0, t0;
+} PhaseStart;
+
+/* Called right before the phase's operation. */
+static PhaseStart phase_begin(pid_t daemon, const char *key) {
+        PhaseStart s = { .daemon = daemon };
+
+        s.perf = perf_begin(daemon, key);
+        s.log0 = log_size();
+        s.c0 = proc_cpu_ns(daemon);
+        s.b0 = proc_cpu_ns(O.bus_pid);
+        s.t0 = now_ns();
+        return s;
+}
+
+/* Called once the phase's operation returned at t1: waits for the last
+ * expected signal and the work freezerd left behind, then fills in p. */
+static void phase_end(const PhaseStart *s, PhaseResult *p, uint64_t t1) {
+        uint64_t tall, c1, b1;
+
+        tall = phase_wait(p->key);
+        ping_barrier();
+        c1 = proc_cpu_ns(s->daemon);
+        b1 = proc_cpu_ns(O.bus_pid);
+        perf_end(s->perf);
+        p->op_ns = t1 - s->t0;
+        p->all_ns = tall - s->t0;
+        p->daemon_cpu_ns = c1 - s->c0;
+        p->bus_cpu_ns = O.bus_pid > 0 ? b1 - s->b0 : 0;
+        sleep_ns(200 * 1000000ULL); /* late signals would show up in the counts */
+        phase_collect(p);
+        p->overflows = log_count_from(s->log0, "overflow");
+}
+
 /* Manager.Subscribe()/Unsubscribe() on the ping connection: per-object
  * PropertiesChanged are sent to everyone's matches while anyone subscribed. */
 static void subscribe(bool on) {
@@ -926,7 +965,8 @@ static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, bool subsc
                           .subscribed = subscribed };
         freezer_request *req = calloc(O.top, sizeof *req);
         char **paths = calloc(O.top, sizeof *paths);
-        uint64_t t0, t1, tall, c0, c1, b0, b1;
+        PhaseStart start;
+        uint64_t t1;
         int r;
 
         if (!req || !paths)
@@ -943,28 +983,13 @@ static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, bool subsc
                 phase_expect_locked(s, !freeze ? ST_RUNNING : s < O.top ? ST_FROZEN : ST_FROZEN_BY_PARENT);
         pthread_mutex_unlock(&L.lock);
 
-        pid_t perf = perf_begin(daemon, p.key);
-        off_t log0 = log_size();
-        c0 = proc_cpu_ns(daemon);
-        b0 = proc_cpu_ns(O.bus_pid);
-        t0 = now_ns();
+        start = phase_begin(daemon, p.key);
         r = freezer_apply_batch(f, req, O.top, FREEZER_ORDER_AUTO, 0, 0, &p.writes, &p.skipped);
         t1 = now_ns();
         if (r < 0)
                 die("ApplyBatch (%s) failed: %s: %s", p.key, freezer_last_error_name(f) ?: strerror(-r),
                     freezer_last_error_message(f) ?: "");
-        tall = phase_wait(p.key);
-        ping_barrier();
-        c1 = proc_cpu_ns(daemon);
-        b1 = proc_cpu_ns(O.bus_pid);
-        perf_end(perf);
-        p.op_ns = t1 - t0;
-        p.all_ns = tall - t0;
-        p.daemon_cpu_ns = c1 - c0;
-        p.bus_cpu_ns = O.bus_pid > 0 ? b1 - b0 : 0;
-        sleep_ns(200 * 1000000ULL); /* late signals would show up in the counts */
-        phase_collect(&p);
-        p.overflows = log_count_from(log0, "overflow");
+        phase_end(&start, &p, t1);
         for (unsigned i = 0; i < O.top; i++)
                 free(paths[i]);
         free(paths);
@@ -976,7 +1001,8 @@ static PhaseResult phase_burst(pid_t daemon, bool create) {
         PhaseResult p = { .key = create ? "burst-mkdir" : "burst-rmdir" };
         unsigned n = O.top * burst_per_top;
         char **dirs = calloc(n, sizeof *dirs);
-        uint64_t t0, t1, tall, c0, c1, b0, b1;
+        PhaseStart start;
+        uint64_t t1;
 
         if (!dirs)
                 die("out of memory");
@@ -990,27 +1016,12 @@ static PhaseResult phase_burst(pid_t daemon, bool create) {
                 phase_expect_locked(s, 0);
         pthread_mutex_unlock(&L.lock);
 
-        pid_t perf = perf_begin(daemon, p.key);
-        off_t log0 = log_size();
-        c0 = proc_cpu_ns(daemon);
-        b0 = proc_cpu_ns(O.bus_pid);
-        t0 = now_ns();
+        start = phase_begin(daemon, p.key);
         for (unsigned i = 0; i < n; i++)
                 if ((create ? mkdir(dirs[i], 0755) : rmdir(dirs[i])) < 0)
                         die("%s %s: %m", create ? "mkdir" : "rmdir", dirs[i]);
         t1 = now_ns();
-        tall = phase_wait(p.key);
-        ping_barrier();
-        c1 = proc_cpu_ns(daemon);
-        b1 = proc_cpu_ns(O.bus_pid);
-        perf_end(perf);
-        p.op_ns = t1 - t0;
-        p.all_ns = tall - t0;
-        p.daemon_cpu_ns = c1 - c0;
-        p.bus_cpu_ns = O.bus_pid > 0 ? b1 - b0 : 0;
-        sleep_ns(200 * 1000000ULL);
-        phase_collect(&p);
-        p.overflows = log_count_from(log0, "overflow");
+        phase_end(&start, &p, t1);
         for (unsigned i = 0; i < n; i++)
                 free(dirs[i]);
         free(dirs);

@@ -10,11 +10,11 @@
 #include <json-c/json.h>
 
 #include "batch-json.h"
+#include "fuzz-json.h"
 #include "fuzz-util.h"
 
 static char *serialize(const freezer_request *req, size_t n) {
         json_object *a = json_object_new_array();
-        char *text;
 
         FUZZ_CHECK(a);
         for (size_t i = 0; i < n; i++) {
@@ -23,10 +23,7 @@ static char *serialize(const freezer_request *req, size_t n) {
                 json_object_object_add(o, "freeze", json_object_new_boolean(req[i].freeze));
                 json_object_array_add(a, o);
         }
-        text = strdup(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        FUZZ_CHECK(text);
-        json_object_put(a);
-        return text;
+        return fuzz_json_text(a);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -7,13 +7,13 @@
 #include <errno.h>
 #include <json-c/json.h>
 
+#include "fuzz-json.h"
 #include "fuzz-util.h"
 #include "journal.h"
 
 /* The form journal_write() produces (see daemon/journal.c). */
 static char *serialize(const JournalEntry *e, size_t n) {
         json_object *root = json_object_new_object(), *groups = json_object_new_array();
-        char *text;
 
         FUZZ_CHECK(root && groups);
         json_object_object_add(root, "version", json_object_new_int(1));
@@ -26,10 +26,7 @@ static char *serialize(const JournalEntry *e, size_t n) {
                 json_object_object_add(g, "new", json_object_new_boolean(e[i].new_freeze));
                 json_object_array_add(groups, g);
         }
-        text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        FUZZ_CHECK(text);
-        json_object_put(root);
-        return text;
+        return fuzz_json_text(root);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -53,24 +53,6 @@ MATRIX = [
 ]
 
 
-def ancestors(path):
-    parts = [p for p in path.split('/') if p]
-    return ['/' + '/'.join(parts[:i]) for i in range(1, len(parts))]
-
-
-def derive(freeze, e_freeze, frozen):
-    if freeze:
-        return 'frozen' if frozen else 'freezing'
-    if e_freeze:
-        return 'frozen-by-parent' if frozen else 'freezing-by-parent'
-    return 'thawing' if frozen else 'running'
-
-
-def kernel_states(sc):
-    flags = {p: sc.read_freeze(p) for p in GROUPS}
-    return {p: derive(flags[p], any(flags[a] for a in ancestors(p)), sc.frozen(p)) for p in GROUPS}
-
-
 def eventually(pred):
     """Wait (events, deadline) until pred() holds; False at the deadline (the caller checks)."""
     try:
@@ -78,24 +60,6 @@ def eventually(pred):
         return True
     except ft.TestFailure:
         return False
-
-
-class Mirror:
-    def __init__(self, c):
-        self.rec = c.record()
-        self.state = {}
-        for _obj, ifaces in c.managed_objects().items():
-            if ft.GROUP_IFACE in ifaces:
-                self.state[ifaces[ft.GROUP_IFACE]['Path']] = ifaces[ft.GROUP_IFACE]['FreezerState']
-        self.seen = 0
-
-    def states(self):
-        sigs = self.rec.properties_changed(interface=ft.GROUP_IFACE)
-        for obj, _i, changed, _inv in sigs[self.seen:]:
-            if 'FreezerState' in changed:
-                self.state[ft.path_decode(ft.GROUP_PREFIX, obj)] = changed['FreezerState']
-        self.seen = len(sigs)
-        return {p: self.state.get(p) for p in GROUPS}
 
 
 def test():
@@ -108,14 +72,14 @@ def test():
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
-            mirror = Mirror(c)
+            mirror = ft.StateMirror(c, GROUPS)
             for i, row in enumerate(MATRIX, 1):
                 vals = [int(x) for x in row.split()]
                 want_flags = dict(zip(GROUPS, vals[:8]))
                 want_frozen = dict(zip(GROUPS, vals[8:]))
                 problems = []
                 for p in GROUPS:
-                    freezing = [a for a in ancestors(p) if want_flags[a]]
+                    freezing = [a for a in ft.ancestors(p) if want_flags[a]]
                     try:
                         c.call('Freeze' if want_flags[p] else 'Thaw', p, 0, 0)
                         if not want_flags[p] and freezing:
@@ -132,10 +96,10 @@ def test():
                 eventually(lambda: {p: int(sc.frozen(p)) for p in GROUPS} == want_frozen)
                 ft.check_equal({p: int(sc.frozen(p)) for p in GROUPS}, want_frozen,
                                f'row {i}: every cgroup.events frozen as the selftest expects')
-                if not eventually(lambda: mirror.states() == kernel_states(sc)):
-                    ft.fail(f'row {i}: signalled {mirror.states()}, kernel-derived {kernel_states(sc)}')
+                if not eventually(lambda: mirror.states() == ft.kernel_states(sc, GROUPS)):
+                    ft.fail(f'row {i}: signalled {mirror.states()}, kernel-derived {ft.kernel_states(sc, GROUPS)}')
                 got = {p: c.group_property(p, 'FreezerState') for p in GROUPS}
-                ft.check_equal(got, kernel_states(sc), f'row {i}: every FreezerState matches the kernel')
+                ft.check_equal(got, ft.kernel_states(sc, GROUPS), f'row {i}: every FreezerState matches the kernel')
     print(f'# checked: {len(MATRIX)} rows of the selftest hierarchy matrix through Freeze/Thaw: results '
           '(FrozenByParent exactly where an ancestor freezes), flags, frozen bits, FreezerState')
 

@@ -41,56 +41,18 @@ A, B, C, D, E, F, G, H, I, K = ('/A', '/A/B', '/A/B/C', '/A/B/D', '/A/E', '/A/E/
 GROUPS = [A, B, C, D, E, F, G, H, I, K]
 
 
-def derive(freeze, e_freeze, frozen):
-    if freeze:
-        return 'frozen' if frozen else 'freezing'
-    if e_freeze:
-        return 'frozen-by-parent' if frozen else 'freezing-by-parent'
-    return 'thawing' if frozen else 'running'
-
-
-def kernel_states(sc):
-    """{path: FreezerState} derived from the kernel's files."""
-    out = {}
-    for p in GROUPS:
-        parts = p.split('/')[1:]
-        ancestors = ['/' + '/'.join(parts[:i]) for i in range(1, len(parts))]
-        e_freeze = any(sc.read_freeze(a) for a in ancestors)
-        out[p] = derive(sc.read_freeze(p), e_freeze, sc.frozen(p))
-    return out
-
-
-class Mirror:
-    """freezerd's FreezerState of every group, from GetManagedObjects and PropertiesChanged."""
-
-    def __init__(self, c):
-        self.rec = c.record()
-        self.state = {}
-        for obj, ifaces in c.managed_objects().items():
-            if ft.GROUP_IFACE in ifaces:
-                self.state[ifaces[ft.GROUP_IFACE]['Path']] = ifaces[ft.GROUP_IFACE]['FreezerState']
-        self.seen = 0
-
-    def states(self):
-        sigs = self.rec.properties_changed(interface=ft.GROUP_IFACE)
-        for obj, _iface, changed, _inv in sigs[self.seen:]:
-            if 'FreezerState' in changed:
-                self.state[ft.path_decode(ft.GROUP_PREFIX, obj)] = changed['FreezerState']
-        self.seen = len(sigs)
-        return {p: self.state.get(p) for p in GROUPS}
-
-
 def converge(sc, c, mirror, expected, what):
     """Wait until the kernel-derived states are `expected` (a dict for some groups) and
     freezerd's signalled states equal the kernel-derived ones; then check with Get."""
     def ok():
-        k = kernel_states(sc)
+        k = ft.kernel_states(sc, GROUPS)
         return all(k[p] == s for p, s in expected.items()) and mirror.states() == k
     try:
         ft.wait_for(ok, what=f'{what}: states to settle')
     except ft.TestFailure:
-        ft.fail(f'{what}: kernel-derived {kernel_states(sc)}, signalled {mirror.states()}, expected {expected}')
-    k = kernel_states(sc)
+        ft.fail(f'{what}: kernel-derived {ft.kernel_states(sc, GROUPS)}, signalled {mirror.states()}, '
+                f'expected {expected}')
+    k = ft.kernel_states(sc, GROUPS)
     got = {p: c.group_property(p, 'FreezerState') for p in GROUPS}
     ft.check_equal(got, k, f'{what}: every FreezerState (Get) matches the kernel')
     ft.check_equal({p: k[p] for p in expected}, expected, f'{what}: the expected states')
@@ -127,7 +89,7 @@ def test():
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
-            mirror = Mirror(c)
+            mirror = ft.StateMirror(c, GROUPS)
             converge(sc, c, mirror, {p: 'running' for p in GROUPS}, 'start')
 
             # 1. Freeze B, F, G.
