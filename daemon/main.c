@@ -375,7 +375,11 @@ static int run(int argc, char *argv[]) {
                  * blocking, then handle a slice of them, so that calls (and
                  * the signals of each slice) go between slices of a storm. */
                 busy = manager_has_stashed_events(d.manager);
-                r = event_base_loop(d.base, busy ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
+                /* EVLOOP_NONBLOCK alone would run the callbacks again for as
+                 * long as an fd stays ready: while a storm's notifications
+                 * trickle in, that is reading them a few at a time and
+                 * handling none. */
+                r = event_base_loop(d.base, busy ? EVLOOP_NONBLOCK | EVLOOP_ONCE : EVLOOP_ONCE);
                 if (r < 0) {
                         r = log_error_errno(EIO, "The event loop failed.");
                         break;
@@ -386,7 +390,7 @@ static int run(int argc, char *argv[]) {
                 }
                 r = 0;
                 if (busy)
-                        manager_handle_stashed_events(d.manager, INOTIFY_EVENTS_PER_TURN);
+                        manager_handle_stashed_events(d.manager, INOTIFY_SLICE_USEC);
         }
         (void) sd_notify(0, "STOPPING=1");
 

@@ -150,10 +150,13 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
 Manager *manager_free(Manager *m);
 
 /* Kernel events are read as they come (or ahead, when freezerd writes) and
- * handled in order, up to max_events per call, so that calls and signals go
- * between slices of a storm.  manager_has_stashed_events(): some wait. */
-#define INOTIFY_EVENTS_PER_TURN 256 /* a slice: about a millisecond of reads */
-void manager_handle_stashed_events(Manager *m, size_t max_events);
+ * handled in order, for up to budget_usec per call, so that calls and signals
+ * go between slices of a storm.  A time budget, not a count: the events of
+ * groups known empty cost a fraction of a microsecond each, those that need a
+ * read a hundred times more, and every loop turn between slices has its own
+ * fixed cost.  manager_has_stashed_events(): some wait. */
+#define INOTIFY_SLICE_USEC 1000 /* a call waits at most about this long behind a storm */
+void manager_handle_stashed_events(Manager *m, uint64_t budget_usec);
 static inline bool manager_has_stashed_events(const Manager *m) {
         return m->inotify_stash_pos < m->inotify_stash_len || m->inotify_lost;
 }
