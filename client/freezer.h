@@ -282,10 +282,14 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
 /*
  * Install (or replace, or with cb == NULL remove) the state callback. The first
  * installation adds a bus match for the daemon's GroupsChanged signal (one
- * message per turn of the daemon's loop, listing every group that changed);
- * the call blocks until the bus confirms the match, so changes after it
+ * message per turn of the daemon's loop, listing every group that changed)
+ * and asks the daemon for it (Manager.SubscribeGroups(): the daemon sends it
+ * only while some client asked, and the handle asks again whenever the
+ * daemon (re)starts: a daemon that is not running yet is no error); the call
+ * blocks until the daemon confirms, so changes after it
  * returns are not missed: to follow a group, install the callback first, then
- * read the initial state with freezer_get_group().
+ * read the initial state with freezer_get_group().  Removing the callback
+ * ends the subscription.
  *
  * cb gets the group's path, its FreezerState and its Frozen property, at most
  * once per group per signal, and only when one of the two differs from what

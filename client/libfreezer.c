@@ -53,6 +53,7 @@ struct freezer {
         bool direct;    /* the private socket: no bus daemon, no signals */
 
         sd_bus_slot *match_slot;
+        sd_bus_slot *subscribe_slot;    /* NameOwnerChanged: subscribe again to a restarted daemon */
         freezer_state_callback state_cb;
         void *state_userdata;
 
@@ -340,6 +341,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
                 return NULL;
 
         sd_bus_slot_unref(f->match_slot);
+        sd_bus_slot_unref(f->subscribe_slot);
         sd_bus_slot_unref(f->group_slot);
         sd_bus_slot_unref(f->pressure_slot);
         sd_bus_slot_unref(f->owner_slot);
@@ -1184,14 +1186,35 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
         return 0;
 }
 
+/* A daemon that (re)appears knows nothing of our subscription. */
+static int on_daemon_appeared(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || !streq(name, FREEZER_SERVICE) ||
+            !*new_owner)
+                return 0;
+        /* Not waited for: a failure leaves us without signals, as it would at start. */
+        (void) sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                        FREEZER_MANAGER_INTERFACE, "SubscribeGroups", NULL, NULL, "");
+        return 0;
+}
+
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
         if (!f)
                 return -EINVAL;
 
         if (!cb) {
+                if (f->match_slot)
+                        /* Best effort: leaving the bus ends it too. */
+                        (void) sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                                        FREEZER_MANAGER_INTERFACE, "UnsubscribeGroups", NULL,
+                                                        NULL, "");
                 f->match_slot = sd_bus_slot_unref(f->match_slot);
+                f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
                 f->state_cb = NULL;
                 f->state_userdata = NULL;
                 cache_clear(f);
@@ -1203,9 +1226,10 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 
         if (!f->match_slot) {
                 /* GroupsChanged: one message per daemon loop turn for all the
-                 * groups that changed, sent to everyone (per-object
-                 * PropertiesChanged would need a Subscribe() and cost a message
-                 * per group). */
+                 * groups that changed, sent while someone asked for it
+                 * (SubscribeGroups(); per-object PropertiesChanged would need a
+                 * Subscribe() and cost a message per group).  The matches
+                 * first, so that nothing sent after the subscription is lost. */
                 r = sd_bus_add_match(f->bus, &f->match_slot,
                                      "type='signal',"
                                      "sender='" FREEZER_SERVICE "',"
@@ -1213,8 +1237,30 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                                      "interface='" FREEZER_MANAGER_INTERFACE "',"
                                      "member='GroupsChanged'",
                                      on_groups_changed, f);
-                if (r < 0)
-                        return error_set(f, r);
+                if (r >= 0)
+                        r = sd_bus_add_match(f->bus, &f->subscribe_slot,
+                                             "type='signal',"
+                                             "sender='org.freedesktop.DBus',"
+                                             "path='/org/freedesktop/DBus',"
+                                             "interface='org.freedesktop.DBus',"
+                                             "member='NameOwnerChanged',"
+                                             "arg0='" FREEZER_SERVICE "'",
+                                             on_daemon_appeared, f);
+                if (r >= 0) {
+                        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                               FREEZER_MANAGER_INTERFACE, "SubscribeGroups", &error, NULL, "");
+                        /* No daemon yet: on_daemon_appeared() subscribes once it is there. */
+                        if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN,
+                                                   SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                                sd_bus_error_free(&error);
+                                r = 0;
+                        }
+                }
+                if (r < 0) {
+                        f->match_slot = sd_bus_slot_unref(f->match_slot);
+                        f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
+                        return error_take(f, &error, r);
+                }
         }
 
         f->state_cb = cb;

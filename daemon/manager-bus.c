@@ -465,45 +465,68 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return reply_group_object(msg, g);
 }
 
-/* Subscribe() asks for one PropertiesChanged per changed group object, on top
- * of the GroupsChanged every client gets.  As in systemd's Manager, they cost
- * a message per object (through dbus-daemon, to everyone with a match), so
- * they are sent only while someone asked; the subscription ends with
- * Unsubscribe() or when the client leaves the bus.  Open to everyone: it
- * shows nothing a Get does not. */
-static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+/* Signals are sent only while someone asked for them, as systemd's Manager
+ * does: a storm over 10,000 groups is a megabyte through dbus-daemon, which
+ * parses it whether or not anyone listens.  Subscribe() asks for every signal:
+ * GroupsChanged and one PropertiesChanged per changed group object (a message
+ * per object, to everyone with a match).  SubscribeGroups() asks for
+ * GroupsChanged alone, one message per loop turn for all the groups that
+ * changed: what libfreezer's state callback and `freezectl watch` follow.
+ * Each call needs its own Unsubscribe*(), and a client's subscriptions end
+ * when it leaves the bus.  Open to everyone: they show nothing a Get does not. */
+static int subscribe(sd_bus_message *msg, sd_bus_track **track, sd_bus_error *error) {
         int r;
 
         /* The private socket (private-bus.h) carries no signals. */
         if (!sd_bus_message_get_sender(msg))
-                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "Subscribe needs a bus connection: the private socket carries no signals");
-        if (!m->subscribed) {
-                r = sd_bus_track_new(sd_bus_message_get_bus(msg), &m->subscribed, NULL, NULL);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                         "%s needs a bus connection: the private socket carries no signals",
+                                         sd_bus_message_get_member(msg));
+        if (!*track) {
+                r = sd_bus_track_new(sd_bus_message_get_bus(msg), track, NULL, NULL);
                 if (r < 0)
                         return r;
                 /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
-                r = sd_bus_track_set_recursive(m->subscribed, true);
+                r = sd_bus_track_set_recursive(*track, true);
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_track_add_sender(m->subscribed, msg);
+        r = sd_bus_track_add_sender(*track, msg);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int unsubscribe(sd_bus_message *msg, sd_bus_track *track, const char *subscribe, sd_bus_error *error) {
         int r;
 
-        r = m->subscribed ? sd_bus_track_remove_sender(m->subscribed, msg) : 0;
+        r = track ? sd_bus_track_remove_sender(track, msg) : 0;
         if (r < 0)
                 return r;
         if (r == 0)
-                return sd_bus_error_set(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not subscribed");
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not called %s()",
+                                         subscribe);
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return subscribe(msg, &m->subscribed, error);
+}
+
+static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return unsubscribe(msg, m->subscribed, "Subscribe", error);
+}
+
+static int method_subscribe_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return subscribe(msg, &m->subscribed_groups, error);
+}
+
+static int method_unsubscribe_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return unsubscribe(msg, m->subscribed_groups, "SubscribeGroups", error);
 }
 
 static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -949,12 +972,16 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Untrack", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_untrack,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        /* System-wide pressure from /proc/pressure, read at the time of the Get. */
         SD_BUS_METHOD_WITH_ARGS("Subscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unsubscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe_groups,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnsubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe_groups,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("GroupsChanged", SD_BUS_ARGS("a(ssbbbuu)", groups), 0),
+        /* System-wide pressure from /proc/pressure, read at the time of the Get. */
         SD_BUS_PROPERTY("CpuPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("MemoryPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("IoPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
@@ -1388,14 +1415,14 @@ static int groups_changed_send(sd_bus_message **sig) {
         return r;
 }
 
-static bool manager_has_subscribers(Manager *m) {
-        return m->subscribed && sd_bus_track_count(m->subscribed) > 0;
+static bool has_clients(sd_bus_track *t) {
+        return t && sd_bus_track_count(t) > 0;
 }
 
 void manager_bus_flush(Manager *m) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *batch = NULL;
         unsigned changed, n_batch = 0;
-        bool per_object;
+        bool per_object, groups;
         Group *g;
         int r;
 
@@ -1403,12 +1430,13 @@ void manager_bus_flush(Manager *m) {
 
         /* Every change of this loop turn, whatever number of kernel events led
          * to it, goes out as one entry of GroupsChanged (one message for up to
-         * GROUPS_CHANGED_MAX groups), and, while a client is subscribed, as one
-         * PropertiesChanged per changed object.  Replies were sent already:
-         * signals never delay them. */
-        per_object = m->bus_ready && manager_has_subscribers(m);
+         * GROUPS_CHANGED_MAX groups), and as one PropertiesChanged per changed
+         * object, each only while someone subscribed to it (see subscribe()).
+         * Replies were sent already: signals never delay them. */
+        per_object = m->bus_ready && has_clients(m->subscribed);
+        groups = per_object || (m->bus_ready && has_clients(m->subscribed_groups));
         while ((g = tree_pop_changed(m->tree, &changed))) {
-                if (!g->tracked || !m->bus_ready)
+                if (!g->tracked || !groups)
                         continue;
 
                 if (!batch) {

@@ -2113,6 +2113,7 @@ Manager *manager_free(Manager *m) {
         m->on_group_removed = NULL;
         m->on_group_added = NULL;
         m->subscribed = sd_bus_track_unref(m->subscribed);
+        m->subscribed_groups = sd_bus_track_unref(m->subscribed_groups);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */

@@ -141,7 +141,11 @@ struct Manager {
         void (*on_group_removed)(Manager *m, const char *path);
         void *bus_userdata;
         bool bus_ready; /* name owned: signals are worth sending */
-        sd_bus_track *subscribed; /* clients that called Subscribe(): per-group PropertiesChanged are sent only then */
+        /* Clients that asked for signals (manager-bus.c): Subscribe() for all of
+         * them, SubscribeGroups() for GroupsChanged alone.  Nothing is sent
+         * that nobody asked for. */
+        sd_bus_track *subscribed;
+        sd_bus_track *subscribed_groups;
         bool groups_count_changed;
 };
 

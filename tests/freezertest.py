@@ -700,16 +700,25 @@ class Client:
         PendingCall(self, serial, f'AddMatch({mr.serialise()})').result()
 
     def subscribe(self):
-        """Manager.Subscribe(): per-object PropertiesChanged are sent only while a client is subscribed."""
+        """Manager.Subscribe(): GroupsChanged and per-object PropertiesChanged are sent only while
+        a client is subscribed."""
         self.call_method(MANAGER_PATH, MANAGER_IFACE, 'Subscribe')
 
+    def subscribe_groups(self):
+        """Manager.SubscribeGroups(): GroupsChanged alone."""
+        self.call_method(MANAGER_PATH, MANAGER_IFACE, 'SubscribeGroups')
+
     def record(self, subscribe=True, **rule):
-        """Match the daemon's signals (default: every signal from BUS_NAME), Subscribe()
-        unless subscribe=False (for per-object PropertiesChanged), and return a
-        SignalRecorder of what arrives from now on."""
+        """Match the daemon's signals (default: every signal from BUS_NAME), subscribe, and return
+        a SignalRecorder of what arrives from now on.  subscribe: True for Subscribe() (every
+        signal), 'groups' for SubscribeGroups() (GroupsChanged alone), False for none (then only
+        the signals sent to everyone come: InterfacesAdded/Removed, the Manager's
+        PropertiesChanged, pressure signals)."""
         rule = rule or {'type': 'signal', 'sender': self.destination}
         self.add_match(**rule)
-        if subscribe and self.destination == BUS_NAME:
+        if subscribe == 'groups':
+            self.subscribe_groups()
+        elif subscribe and self.destination == BUS_NAME:
             self.subscribe()
         return SignalRecorder(self)
 

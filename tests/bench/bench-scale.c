@@ -946,14 +946,14 @@ static void phase_end(const PhaseStart *s, PhaseResult *p, uint64_t t1) {
         p->overflows = log_count_from(s->log0, "overflow");
 }
 
-/* Manager.Subscribe()/Unsubscribe() on the ping connection: per-object
- * PropertiesChanged are sent to everyone's matches while anyone subscribed. */
-static void subscribe(bool on) {
+/* Manager.Subscribe()/Unsubscribe() or SubscribeGroups() on the ping
+ * connection: freezerd sends GroupsChanged (and, for Subscribe(), per-object
+ * PropertiesChanged) to everyone's matches while anyone subscribed. */
+static void subscribe(const char *method) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        int r = sd_bus_call_method(ping_bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, on ? "Subscribe" : "Unsubscribe",
-                                   &e, NULL, "");
+        int r = sd_bus_call_method(ping_bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, method, &e, NULL, "");
         if (r < 0)
-                die("%s: %s", on ? "Subscribe" : "Unsubscribe", e.message ?: strerror(-r));
+                die("%s: %s", method, e.message ?: strerror(-r));
         sd_bus_error_free(&e);
 }
 
@@ -1290,6 +1290,8 @@ int main(int argc, char *argv[]) {
         if (O.ph_idle || O.ph_storm || O.ph_burst || O.ph_lists) {
                 listener_start();
                 ping_bus = bus_connect();
+                /* The listener follows GroupsChanged, which is sent only while asked for. */
+                subscribe("SubscribeGroups");
                 r = freezer_open_address(&f, O.address);
                 if (r < 0)
                         die("freezer_open_address: %s", strerror(-r));
@@ -1302,12 +1304,12 @@ int main(int argc, char *argv[]) {
                 sleep_ns(100 * 1000000ULL);
                 phases[n_phases++] = phase_storm(f, d.pid, false, false);
                 sleep_ns(100 * 1000000ULL);
-                subscribe(true);
+                subscribe("Subscribe");
                 phases[n_phases++] = phase_storm(f, d.pid, true, true);
                 sleep_ns(100 * 1000000ULL);
                 phases[n_phases++] = phase_storm(f, d.pid, false, true);
                 sleep_ns(100 * 1000000ULL);
-                subscribe(false);
+                subscribe("Unsubscribe");
         }
         if (O.ph_burst && O.burst > 0) {
                 phases[n_phases++] = phase_burst(d.pid, true);

@@ -25,7 +25,9 @@ Checks:
   * `busctl tree` shows the manager and every group object.
   * `busctl monitor --match "type='signal',member='GroupsChanged'"` (as the
     README shows) prints the GroupsChanged of a freeze done through busctl,
-    with /g frozen in it: the batched signal needs no Subscribe().
+    with /g frozen in it, while a `freezectl watch` runs: freezerd sends
+    GroupsChanged only while someone subscribed (the test's own client has
+    unsubscribed by then).
   * `busctl --json=short call ... ListGroups` parses as JSON and lists every
     group with its object and a state that matches the kernel."""
 
@@ -149,7 +151,22 @@ class Lines:
 
 
 def check_monitor(sc, bus):
-    """The README's busctl monitor line shows the GroupsChanged of a freeze."""
+    """The README's busctl monitor line shows the GroupsChanged of a freeze while the README's
+    `freezectl watch` runs."""
+    watch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'watch'], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        wl = Lines(watch.stdout)
+        ft.wait_for(lambda: wl.lines or watch.poll() is not None, what='freezectl watch to start')
+        ft.check(watch.poll() is None and 'watching' in wl.lines[0], 'freezectl watch runs', wl.lines)
+        monitor(bus)
+    finally:
+        watch.terminate()
+        watch.wait()
+        ft.loop().remove_reader(watch.stdout)
+
+
+def monitor(bus):
     mon = subprocess.Popen(['busctl', f'--address={bus.address}', '--json=short', 'monitor', '--match',
                             "type='signal',member='GroupsChanged'"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
@@ -262,7 +279,8 @@ def test():
             want = {ft.MANAGER_PATH} | {ft.group_object(p) for p in listed}
             ft.check(want <= objs, 'busctl tree shows the manager and every group object', sorted(want - objs))
 
-            # ---- busctl monitor of GroupsChanged
+            # ---- busctl monitor of GroupsChanged, with freezectl watch the only subscriber
+            c.call('Unsubscribe')
             check_monitor(sc, bus)
 
             # ---- Group.Thaw through busctl, and a failing call

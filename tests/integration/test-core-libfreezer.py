@@ -29,7 +29,10 @@ Checks:
   * freezer_state_to_string / freezer_state_from_string round-trip.
   * freezer_open_private() on the daemon's RUNTIME_DIR/private: freeze, thaw and
     errors as on the bus; -ENOENT for a missing socket; freezer_set_state_callback()
-    fails with -EOPNOTSUPP (NotSupported): the private socket carries no signals."""
+    fails with -EOPNOTSUPP (NotSupported): the private socket carries no signals.
+  * freezer_set_state_callback() with no freezerd on the bus returns 0, and once a
+    freezerd starts the handle subscribes to it: the callback sees its changes
+    (freezerd sends GroupsChanged only while someone subscribed)."""
 
 import ctypes
 import errno
@@ -219,6 +222,7 @@ def test():
                     ft.loop().remove_reader(fd)
                 lib.freezer_close(f)
             check_private(lib, sc, d)
+        check_resubscribe(lib, sc, bus)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
           'get_fd + dispatch, freezer_open_private')
 
@@ -244,6 +248,40 @@ def check_private(lib, sc, d):
         ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, 'freezer_thaw(/g) over the private socket')
         ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'the kernel says frozen 0 when it returns')
     finally:
+        lib.freezer_close(f)
+
+
+def check_resubscribe(lib, sc, bus):
+    """A state callback installed while no freezerd runs: no error; once freezerd starts, the
+    handle subscribes (SubscribeGroups) and the callback sees its changes."""
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    fd = -1
+    try:
+        events = []
+
+        @CALLBACK
+        def on_state(_f, path, state, frozen, _ud):
+            events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd on the bus')
+        fd = lib.freezer_get_fd(f)
+        ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            # The handle subscribes when it sees freezerd's NameOwnerChanged, which no
+            # reply of ours orders: change /g until the callback tells.
+            def seen():
+                c.call('Freeze', '/g', 0, 0)
+                c.call('Thaw', '/g', 0, 0)
+                lib.freezer_dispatch(f)
+                return any(p == '/g' for p, _s, _fr in events)
+            ft.wait_for(seen, what='the state callback after freezerd started', poll=0.05)
+            ft.check(True, 'the handle subscribed to the freezerd that started after it')
+    finally:
+        if fd >= 0:
+            ft.loop().remove_reader(fd)
         lib.freezer_close(f)
 
 

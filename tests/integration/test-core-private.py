@@ -115,7 +115,7 @@ def check_socket(path):
 
 
 def check_freezectl(sc, daemon, path):
-    rec = daemon.client.record(subscribe=False)
+    rec = daemon.client.record(subscribe='groups')
     r = ft.freezectl('freeze', '/g/h', socket=path)
     ft.check_equal(sc.read_events('/g/h').get('frozen'), 1, 'freeze over the socket: frozen 1 when it exits 0')
     ft.check_equal((r.stdout, r.stderr), ('', ''), 'freeze over the socket prints nothing')
@@ -180,7 +180,7 @@ def check_access(sc, path, run):
 
 
 def check_dying_caller(sc, daemon, path):
-    rec = daemon.client.record(subscribe=False)
+    rec = daemon.client.record(subscribe='groups')
     p = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', '--timeout=2s', '--rollback', 'freeze', '/s'],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

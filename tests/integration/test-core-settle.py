@@ -67,7 +67,7 @@ def test():
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
-            rec = c.record(subscribe=False)
+            rec = c.record(subscribe='groups')
 
             c.call('ApplyBatch', [('/t', True)], 'auto', 0, 0)
             check_model(c, sc, 'after the freeze')
@@ -125,7 +125,7 @@ def test():
             with ft.Daemon(bus, sc.root) as d:
                 c = d.client
                 c.call('ApplyBatch', [('/r', True)], 'auto', 0, 0)
-                rec = c.record(subscribe=False)
+                rec = c.record(subscribe='groups')
                 try:
                     c.call('ApplyBatch', [('/r', False), ('/stuck', True)], 'auto', 300000,
                            ft.FLAG_ROLLBACK_ON_TIMEOUT)
@@ -147,7 +147,7 @@ def test():
         with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_WRITE_DELAY_USEC': str(DELAY_USEC)}) as d:
             c = d.client
             c.call('ApplyBatch', [('/t', True)], 'auto', 0, 0)
-            rec = c.record(subscribe=False)
+            rec = c.record(subscribe='groups')
 
             pending = c.call_async('ApplyBatch', [('/t', False)], 'auto', 0, 0)
             ft.wait_for(lambda: sc.read_freeze('/t') == 0, what='freezerd wrote 0 to /t/cgroup.freeze')

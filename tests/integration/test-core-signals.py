@@ -1,23 +1,27 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Signals: Manager.GroupsChanged for everyone, per-object PropertiesChanged only
-while a client is subscribed (Manager.Subscribe, as systemd's Manager does).
+"""Signals are sent only while a client asked for them (as systemd's Manager does):
+Manager.SubscribeGroups() for GroupsChanged, Manager.Subscribe() for GroupsChanged
+and one PropertiesChanged per changed group object.
 
   /a  {/a/b (3 sleepers), /a/c (empty)}
 
-  * Nobody subscribed: freezing /a sends GroupsChanged whose entries say /a
-    frozen, /a/b and /a/c frozen-by-parent (each entry the group's whole
-    state, each group at most once per message), and no PropertiesChanged of
-    any group object.  The last entry of each group agrees with Get, property
-    by property.
-  * After Subscribe(): a thaw sends, besides GroupsChanged, one PropertiesChanged
+  * Nobody subscribed: freezing /a sends neither GroupsChanged nor any
+    PropertiesChanged of a group object (checked once freezerd's Get says the
+    new state, behind the reply of a later call: one sender's messages keep
+    their order).
+  * SubscribeGroups(): a thaw sends GroupsChanged whose entries say /a, /a/b
+    and /a/c running (each entry the group's whole state, each group at most
+    once per message), and no PropertiesChanged; the last entry of each group
+    agrees with Get, property by property.
+  * Subscribe(): a freeze sends, besides GroupsChanged, one PropertiesChanged
     per changed object with the same values as its GroupsChanged entry, and at
     most one per object per GroupsChanged message (one loop turn).
-  * Subscribe twice, Unsubscribe twice: subscriptions count; a third
-    Unsubscribe fails with NotSubscribed.
+  * Subscriptions count: Subscribe twice, Unsubscribe twice (a third fails with
+    NotSubscribed); the same for SubscribeGroups/UnsubscribeGroups.
   * A subscription ends when its client leaves the bus: a second client
-    subscribes and disconnects; once freezerd was told (NameOwnerChanged, seen
-    by us first), a freeze sends no PropertiesChanged.
+    subscribes (both ways) and disconnects; once freezerd was told
+    (NameOwnerChanged, seen by us first), a freeze sends no signal.
 
 A message from freezerd that ends a loop turn (its GroupsChanged) arrives after
 every PropertiesChanged of that turn (one sender's messages keep their order),
@@ -61,6 +65,19 @@ def check_batches(rec, what):
                      f'{what}: the entry of {p} carries the six state properties', props)
 
 
+def wait_model(c, want):
+    """Until freezerd's Get says each group's FreezerState in want; then one more round trip,
+    behind which every signal of the turns that got there has arrived."""
+    ft.wait_for(lambda: all(c.group_property(p, 'FreezerState') == st for p, st in want.items()),
+                what=f'freezerd saying {want}')
+    c.call('ListGroups')
+
+
+def check_silent(rec, what):
+    ft.check_equal([s.member for s in rec.signals if s.member in ('GroupsChanged', 'PropertiesChanged')
+                    and (s.member == 'GroupsChanged' or s.path.startswith(ft.GROUP_PREFIX))], [], what)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('signals') as sc, ft.Bus() as bus:
@@ -70,31 +87,40 @@ def test():
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
+            frozen = {'/a': 'frozen', '/a/b': 'frozen-by-parent', '/a/c': 'frozen-by-parent'}
+            running = {p: 'running' for p in GROUPS}
 
-            # ---- nobody subscribed
+            # ---- nobody subscribed: nothing
             rec = c.record(subscribe=False)
             c.call('Freeze', '/a', 0, 0)
-            want = {'/a': 'frozen', '/a/b': 'frozen-by-parent', '/a/c': 'frozen-by-parent'}
-            wait_states(rec, want, 'GroupsChanged saying /a frozen, /a/b and /a/c frozen-by-parent')
-            ft.check(True, 'GroupsChanged reports the freeze without a subscription')
-            check_batches(rec, 'freeze')
-            ft.check_equal(group_pcs(rec), [], 'no PropertiesChanged of group objects without a subscriber')
+            wait_model(c, frozen)
+            check_silent(rec, 'nobody subscribed: no GroupsChanged, no PropertiesChanged of a group')
+
+            # ---- SubscribeGroups: GroupsChanged alone
+            c.subscribe_groups()
+            rec.clear()
+            c.call('Thaw', '/a', 0, 0)
+            wait_states(rec, running, 'GroupsChanged saying all running')
+            ft.check(True, 'SubscribeGroups: GroupsChanged reports the thaw')
+            check_batches(rec, 'thaw')
+            ft.check_equal(group_pcs(rec), [], 'SubscribeGroups: no PropertiesChanged of group objects')
             entries = last_entries(rec)
             for p in GROUPS:
                 obj = ft.group_object(p)
                 for name in ft.SignalRecorder.GROUPS_CHANGED_FIELDS:
                     ft.check_equal(entries[p][name], c.get_property(obj, ft.GROUP_IFACE, name),
                                    f'the last GroupsChanged {name} of {p} equals Get')
-            ft.check_equal(entries['/a'].get('Freeze'), True, 'the entry of /a says Freeze')
-            ft.check_equal(entries['/a'].get('FrozenDescendants'), 2, 'the entry of /a says FrozenDescendants 2')
+            ft.check_equal(entries['/a'].get('Freeze'), False, 'the entry of /a says Freeze false')
+            ft.check_equal(entries['/a'].get('FrozenDescendants'), 0, 'the entry of /a says FrozenDescendants 0')
+            c.call('UnsubscribeGroups')
+            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSubscribed', c.call, 'UnsubscribeGroups')
 
-            # ---- subscribed: PropertiesChanged too, with the same values
+            # ---- Subscribe: PropertiesChanged too, with the same values
             c.subscribe()
             rec.clear()
-            c.call('Thaw', '/a', 0, 0)
-            want = {p: 'running' for p in GROUPS}
-            wait_states(rec, want, 'GroupsChanged saying all running')
-            check_batches(rec, 'thaw')
+            c.call('Freeze', '/a', 0, 0)
+            wait_states(rec, frozen, 'GroupsChanged saying /a frozen, /a/b and /a/c frozen-by-parent')
+            check_batches(rec, 'freeze')
             pcs = group_pcs(rec)
             ft.check(set(GROUPS) <= {p for p, _ in pcs}, 'a subscriber gets PropertiesChanged of each group',
                      sorted({p for p, _ in pcs}))
@@ -106,6 +132,7 @@ def test():
             for p in GROUPS:
                 ft.check_equal(merged_pc[p].get('FreezerState'), entries[p]['FreezerState'],
                                f'PropertiesChanged and GroupsChanged agree on FreezerState of {p}')
+            ft.check_equal(entries['/a'].get('FrozenDescendants'), 2, 'the entry of /a says FrozenDescendants 2')
             # Per loop turn (one GroupsChanged), at most one PropertiesChanged per object.
             turn, counts, ok = 0, {}, True
             for s in rec.signals:
@@ -116,6 +143,9 @@ def test():
                     counts[key] = counts.get(key, 0) + 1
                     ok = ok and counts[key] == 1
             ft.check(ok, f'at most one PropertiesChanged per object per loop turn ({len(batches)} turns)', counts)
+
+            c.call('Thaw', '/a', 0, 0)
+            wait_states(rec, running, 'GroupsChanged saying all running again')
 
             # ---- subscriptions count; NotSubscribed
             c.subscribe()  # now twice
@@ -128,9 +158,17 @@ def test():
             c.call('Unsubscribe')
             rec.clear()
             c.call('Thaw', '/a/c', 0, 0)
-            wait_states(rec, {'/a/c': 'running'}, 'GroupsChanged /a/c running')
-            ft.check_equal(group_pcs(rec), [], 'after as many Unsubscribe as Subscribe, no PropertiesChanged')
+            wait_model(c, {'/a/c': 'running'})
+            check_silent(rec, 'after as many Unsubscribe as Subscribe, no signal')
             ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSubscribed', c.call, 'Unsubscribe')
+            c.subscribe_groups()
+            c.subscribe_groups()
+            c.call('UnsubscribeGroups')
+            rec.clear()
+            c.call('Freeze', '/a/c', 0, 0)
+            wait_states(rec, {'/a/c': 'frozen'}, 'GroupsChanged /a/c frozen after two SubscribeGroups, one '
+                                                 'UnsubscribeGroups')
+            c.call('UnsubscribeGroups')
 
             # ---- a subscription ends with its client
             c.add_match(type='signal', sender='org.freedesktop.DBus', interface='org.freedesktop.DBus',
@@ -138,14 +176,15 @@ def test():
             other = ft.Client(bus.address)
             name = other.unique_name
             other.subscribe()
+            other.subscribe_groups()
             other.close()
             rec.wait_for(lambda r: any(s.member == 'NameOwnerChanged' and s.body[0] == name and s.body[2] == ''
                                        for s in r.signals),
                          what=f'NameOwnerChanged: {name} left the bus')
             rec.clear()
-            c.call('Freeze', '/a/b', 0, 0)
-            wait_states(rec, {'/a/b': 'frozen'}, 'GroupsChanged /a/b frozen')
-            ft.check_equal(group_pcs(rec), [], 'the subscription of a client that left ended with it')
+            c.call('Thaw', '/a/c', 0, 0)
+            wait_model(c, {'/a/c': 'running'})
+            check_silent(rec, 'the subscriptions of a client that left ended with it: no signal')
 
 
 ft.run(test)
