@@ -13,6 +13,10 @@
 #define FREEZER_SERVICE "org.freezerd.Freezer1"
 #define FREEZER_MANAGER_PATH "/org/freezerd/Freezer1"
 #define FREEZER_MANAGER_INTERFACE "org.freezerd.Freezer1.Manager"
+/* The daemon's bus name changing hands: it started, exited or restarted. */
+#define MATCH_DAEMON_OWNER                                                              \
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"     \
+        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" FREEZER_SERVICE "'"
 #define FREEZER_GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define FREEZER_ERROR_PREFIX "org.freezerd.Freezer1.Error."
@@ -1239,12 +1243,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                                      on_groups_changed, f);
                 if (r >= 0)
                         r = sd_bus_add_match(f->bus, &f->subscribe_slot,
-                                             "type='signal',"
-                                             "sender='org.freedesktop.DBus',"
-                                             "path='/org/freedesktop/DBus',"
-                                             "interface='org.freedesktop.DBus',"
-                                             "member='NameOwnerChanged',"
-                                             "arg0='" FREEZER_SERVICE "'",
+                                             MATCH_DAEMON_OWNER,
                                              on_daemon_appeared, f);
                 if (r >= 0) {
                         r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
@@ -1768,12 +1767,7 @@ static int pressure_setup(freezer *f) {
 
         if (!f->owner_slot) {
                 r = sd_bus_add_match(f->bus, &f->owner_slot,
-                                     "type='signal',"
-                                     "sender='org.freedesktop.DBus',"
-                                     "path='/org/freedesktop/DBus',"
-                                     "interface='org.freedesktop.DBus',"
-                                     "member='NameOwnerChanged',"
-                                     "arg0='" FREEZER_SERVICE "'",
+                                     MATCH_DAEMON_OWNER,
                                      on_name_owner_changed, f);
                 if (r < 0)
                         return r;
