@@ -95,9 +95,10 @@ int bus_event_prepare(BusEvent *be) {
         short events = 0;
         int fd, r;
 
-        /* Messages may sit in sd-bus's read queue (read along with a reply we
-         * waited for): the fd would not wake us for them. */
-        bus_dispatch(be);
+        /* No sd_bus_process() here, which would cost a recvmsg() every loop
+         * turn: messages that sit in sd-bus's read queue (read along with a
+         * reply we waited for) make sd_bus_get_timeout() say 0, so the timer
+         * below dispatches them at once. */
         if (be->broken)
                 return -ENOTCONN;
 

@@ -27,6 +27,6 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret);
 void bus_event_set_broken_callback(BusEvent *be, bus_event_broken_t cb, void *userdata);
 bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
-/* Dispatch everything sd-bus has queued, then re-arm fd events and the timer.
+/* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).
  * -ENOTCONN once the connection broke (with a broken callback set). */
 int bus_event_prepare(BusEvent *be);
