@@ -6,7 +6,8 @@
 # A short tour of freezerd on a private bus, over a scratch cgroup subtree:
 #   /demo/app1   3 sleeping processes
 #   /demo/app2   2 sleeping processes
-# freezectl freezes /demo/app1, busctl freezes /demo, both are shown and thawed.
+# freezectl freezes /demo/app1 (and shows it over freezerd's private socket),
+# busctl freezes /demo, both are shown and thawed.
 # Everything (processes, cgroups, the daemons, temporary files) is removed on
 # exit, also on ^C or error.
 set -euo pipefail
@@ -121,7 +122,9 @@ run "$FREEZECTL" --address="$ADDR" tree
 
 step "Freeze /demo/app1 with freezectl (returns once the kernel says frozen)"
 run "$FREEZECTL" --address="$ADDR" freeze /demo/app1
-run "$FREEZECTL" --address="$ADDR" status /demo/app1
+# Root may also skip dbus-daemon: freezerd's private socket (RUNTIME_DIR/private,
+# by default /run/freezerd/private, which freezectl then uses by itself).
+run "$FREEZECTL" --socket="$TMP/private" status /demo/app1
 echo "kernel: $(tr '\n' ' ' < "$ROOT/demo/app1/cgroup.events")"
 while read -r pid; do
         echo "pid $pid: $(awk '/^State:/ { print $2, $3 }' "/proc/$pid/status"), wchan $(cat "/proc/$pid/wchan")"
