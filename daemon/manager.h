@@ -112,6 +112,7 @@ struct Manager {
         Tree *tree;
         int inotify_fd;
         struct event *inotify_event;
+        struct event *inotify_resume; /* ends a pause of reading during a storm */
         WdMap *wds;
         unsigned inotify_gen;
         /* Kernel events read from the inotify fd, handled in order, a slice per
