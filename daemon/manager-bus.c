@@ -917,7 +917,8 @@ static int add_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bu
                 if (r < 0)
                         return r;
         }
-        r = pressure_trigger_add(m->pressure, msg, g, resource, kind, threshold_usec, window_usec, &id, error);
+        r = pressure_trigger_add(m->pressure, msg, caller_uid(&c), g, resource, kind, threshold_usec, window_usec, &id,
+                                 error);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, "u", id);

@@ -276,7 +276,7 @@ static int on_client_gone(sd_bus_track *track, void *userdata) {
         return 0;
 }
 
-static int client_get(Pressure *p, sd_bus_message *call, PressureClient **ret, sd_bus_error *error) {
+static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClient **ret, sd_bus_error *error) {
         const char *sender = sd_bus_message_get_sender(call);
         PressureClient *c;
         int r;
@@ -294,6 +294,7 @@ static int client_get(Pressure *p, sd_bus_message *call, PressureClient **ret, s
         if (!c)
                 return sd_bus_error_set_errno(error, -ENOMEM);
         c->pressure = p;
+        c->uid = uid;
         c->name = strdup(sender);
         if (!c->name) {
                 free(c);
@@ -590,8 +591,18 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
         }
 }
 
-int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char *resource, const char *kind,
-                         uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id, sd_bus_error *error) {
+static unsigned uid_triggers(Pressure *p, uid_t uid) {
+        unsigned n = 0;
+
+        for (PressureClient *c = p->clients; c; c = c->next)
+                if (c->uid == uid)
+                        n += c->n_triggers;
+        return n;
+}
+
+int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
+                         const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
+                         sd_bus_error *error) {
         _cleanup_close_ int fd = -1;
         PressureClient *c;
         PressureTrigger *t;
@@ -611,6 +622,11 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "%s has %u pressure triggers already, the most one client may have",
                                          c->name, c->n_triggers);
+        if (uid != 0 && uid_triggers(p, uid) >= PRESSURE_TRIGGERS_PER_UID_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "This user has %u pressure triggers already (over all its "
+                                         "connections), the most one user but root may have",
+                                         PRESSURE_TRIGGERS_PER_UID_MAX);
         if (p->n_triggers >= PRESSURE_TRIGGERS_MAX)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "freezerd has %u pressure triggers already, the most it keeps",
@@ -641,7 +657,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char
         if (write(fd, buf, (size_t) n + 1) != n + 1)
                 return arm_error(p, g, res, errno > 0 ? -errno : -EIO, error);
 
-        r = client_get(p, call, &c, error);
+        r = client_get(p, call, uid, &c, error);
         if (r < 0)
                 return r;
 

@@ -59,6 +59,9 @@
 #include "psi.h"
 
 #define PRESSURE_TRIGGERS_PER_CLIENT_MAX 64u
+/* All the clients of one uid but root's together: one user opening many
+ * connections must not take every trigger freezerd keeps from the others. */
+#define PRESSURE_TRIGGERS_PER_UID_MAX 256u
 #define PRESSURE_TRIGGERS_MAX 1024u
 
 typedef struct Pressure Pressure;
@@ -93,6 +96,7 @@ struct PressureTrigger {
 struct PressureClient {
         Pressure *pressure;
         char *name; /* unique bus name */
+        uid_t uid;  /* the caller's, when it created its first trigger */
         sd_bus_track *track;
         PressureTrigger *triggers;
         unsigned n_triggers;
@@ -149,10 +153,12 @@ Pressure *pressure_free(Pressure *p);
 int pressure_read(Pressure *p, Group *g, PsiResource resource, PsiReading *ret, sd_bus_error *error);
 
 /* AddPressureTrigger of the group g (NULL: the Manager, system-wide) by the
- * sender of call.  Validates (InvalidArgs naming the rule), enforces the limits
- * (LimitsExceeded), opens and arms the file. */
-int pressure_trigger_add(Pressure *p, sd_bus_message *call, Group *g, const char *resource, const char *kind,
-                         uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id, sd_bus_error *error);
+ * sender of call, whose uid is uid.  Validates (InvalidArgs naming the rule),
+ * enforces the limits (LimitsExceeded: per client, per uid but root's, in
+ * all), opens and arms the file. */
+int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
+                         const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
+                         sd_bus_error *error);
 /* RemovePressureTrigger: only the sender's own trigger on that object (InvalidArgs otherwise). */
 int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_t id, sd_bus_error *error);
 

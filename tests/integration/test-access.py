@@ -41,7 +41,9 @@ Checked, as U:
   * a pressure trigger on /own: added and removed; on /foreign: AccessDenied; a
     system-wide trigger: added and removed; invalid trigger arguments on /foreign:
     InvalidArgs; sub-2-s windows: refused to U (reported, informational, when
-    freezerd itself lacks CAP_SYS_RESOURCE and refuses them to root too);
+    freezerd itself lacks CAP_SYS_RESOURCE and refuses them to root too); with
+    256 triggers over four other connections of U, a fifth connection's first
+    is refused with LimitsExceeded, while root's is not;
 as U2: /own refused, /other done; with euid U and real uid 0: /foreign refused,
 /own/b done; as root: everything above allowed (mixed batch, /own/rc, /foreign,
 Track and Untrack of /foreign2, a trigger on /foreign).
@@ -75,6 +77,7 @@ def _uid(name):
 U = _uid('nobody')
 U2 = next((u for u in map(_uid, ('daemon', 'bin', 'sys', 'games', 'man')) if u not in (None, 0, U)), None)
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
+ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
 DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
 OWNED = ['/own', '/own/a', '/own/a/x', '/own/b', '/own2']
 ROOTS = ['/own/rc', '/foreign', '/foreign2']
@@ -178,6 +181,29 @@ class Agent:
 
 def as_user(address, uid, what=None):
     return Agent(address, [f'--reuid={uid}', f'--regid={uid}', '--clear-groups'], what or f'uid {uid}')
+
+
+TRIGGERS_PER_CLIENT = 64
+TRIGGERS_PER_UID = 256
+
+
+def check_uid_trigger_cap(bus, u, root):
+    """All the connections of one uid but root together hold at most 256 triggers."""
+    agents = [as_user(bus.address, U, f'U, connection {i}') for i in range(TRIGGERS_PER_UID // TRIGGERS_PER_CLIENT)]
+    try:
+        for a in agents:
+            for _ in range(TRIGGERS_PER_CLIENT):
+                a.call('AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
+        e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, u.call, 'AddPressureTrigger', 'cpu', 'some', THRESHOLD,
+                                 WINDOW)
+        ft.check('one user' in e.message, f'U: a trigger beyond {TRIGGERS_PER_UID} over its connections is refused '
+                 'on a connection that has none', e.message)
+        rid = root.call('AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+        ft.check(rid > 0, 'root is not bound by U\'s triggers', rid)
+        root.call('RemovePressureTrigger', rid)
+    finally:
+        for a in agents:
+            a.close()
 
 
 def open_bus_to(bus, uid):
@@ -383,6 +409,7 @@ def test():
                     else:
                         print('# freezerd lacks CAP_SYS_RESOURCE: 1-s windows are refused to root too '
                               f'({e.message})', flush=True)
+                    check_uid_trigger_cap(bus, u, root)
                 else:
                     print('# no pressure stall information: trigger checks left out', flush=True)
 
