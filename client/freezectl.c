@@ -157,7 +157,8 @@ static void help(void) {
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
-               "does not fail with FrozenByParent. There, \"/\" stands for every group below\n"
+               "does not fail with FrozenByParent; it notes on standard error which\n"
+               "ancestor still freezes PATH. There, \"/\" stands for every group below\n"
                "freezerd's cgroup root (which cannot be frozen itself).\n"
                "With --except, freeze takes exactly one PATH. Processes directly in PATH, or\n"
                "in a group between PATH and an excluded group, keep running: the kernel\n"
@@ -538,6 +539,45 @@ static uint64_t request_flags(void) {
         return flags;
 }
 
+/* thaw --recursive succeeds when a group stays frozen by an ancestor above
+ * PATH (the batch clears the flags it was asked to); say so, naming the
+ * ancestor, rather than leave the caller to find the group still frozen. */
+static void note_frozen_above(freezer *f, const char *path) {
+        _cleanup_free_ char *up = NULL;
+        freezer_group g = {};
+        freezer_state state;
+
+        if (freezer_get_group(f, path, &g) < 0)
+                return;
+        state = g.state;
+        freezer_group_clear(&g);
+        if (state != FREEZER_STATE_FROZEN_BY_PARENT && state != FREEZER_STATE_FREEZING_BY_PARENT)
+                return;
+
+        up = strdup(path);
+        if (!up)
+                return;
+        for (char *slash; (slash = strrchr(up, '/'));) {
+                bool freeze;
+
+                if (slash == up)
+                        slash[1] = 0; /* "/" */
+                else
+                        *slash = 0;
+                if (freezer_get_group(f, up, &g) < 0)
+                        return;
+                freeze = g.freeze;
+                freezer_group_clear(&g);
+                if (freeze) {
+                        fprintf(stderr, PROGRAM ": note: every freeze flag in %s is cleared, but %s still freezes it\n",
+                                path, up);
+                        return;
+                }
+                if (streq(up, "/"))
+                        return;
+        }
+}
+
 static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_paths) {
         struct json_object *results = NULL;
         uint64_t flags = request_flags();
@@ -561,7 +601,8 @@ static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_path
                 if (r < 0) {
                         log_failure(f, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
                         ret = EXIT_FAILURE;
-                }
+                } else if (!freeze && arg_recursive && !arg_no_wait)
+                        note_frozen_above(f, paths[i]);
 
                 if (results) {
                         o = json_object_new_object();

@@ -18,7 +18,9 @@
    (3 writes) and everything runs.
 2. The same through `freezectl freeze /p --except /p/a/a1` (text: one path a
    line, and --json), then `freezectl thaw --recursive /p` with extra flags set by
-   hand (/p/b/b1 and /p itself): every cgroup.freeze 0, everything running.
+   hand (/p/b/b1 and /p itself): every cgroup.freeze 0, everything running, nothing
+   printed.  `thaw --recursive /p/b` under a frozen /p: exit 0, /p/b/b1's flag
+   cleared, and one note on stderr that /p still freezes /p/b.
 3. Nothing excluded: the cover is /p itself; excluding a whole branch (/p/b)
    freezes /p/a and /p/c only; from "/" (no flag of its own) the cover is the
    same as from /p; two exclusions in different branches.
@@ -124,10 +126,22 @@ def test():
             c.call('Freeze', '/p', timeout_usec, 0)
             ft.check_equal(sc.read_events(EXCLUDED)['frozen'], 1, 'with /p frozen, /p/a/a1 is frozen too')
             r = ft.freezectl('thaw', '--recursive', '/p')
-            ft.check_equal(r.stdout, '', 'freezectl thaw --recursive prints nothing')
+            ft.check_equal((r.stdout, r.stderr), ('', ''), 'freezectl thaw --recursive prints nothing')
             check_all_running('freezectl thaw --recursive /p')
             for g in GROUPS:
                 ft.check_equal(c.group_property(g, 'FreezerState'), 'running', f'FreezerState of {g} after')
+
+            # Below a frozen ancestor, thaw --recursive clears the flags and says who still freezes.
+            c.call('Freeze', '/p/b/b1', timeout_usec, 0)
+            c.call('Freeze', '/p', timeout_usec, 0)
+            r = ft.freezectl('thaw', '--recursive', '/p/b')
+            ft.check_equal((r.returncode, r.stdout), (0, ''), 'thaw --recursive /p/b under frozen /p: exit 0')
+            ft.check(r.stderr.count('\n') == 1 and 'note:' in r.stderr and '/p/b' in r.stderr and
+                     'but /p still freezes it' in r.stderr, 'it notes that /p still freezes /p/b', r.stderr)
+            ft.check_equal(sc.read_freeze('/p/b/b1'), 0, '/p/b/b1: flag cleared')
+            ft.check_equal(sc.read_events('/p/b')['frozen'], 1, '/p/b: still frozen by /p')
+            ft.freezectl('thaw', '/p')
+            check_all_running('freezectl thaw /p')
 
             # -- 4. An exclusion that an existing flag above it already freezes.  FreezeExcept
             # promises that the excluded subtree keeps running: it must either make that true
