@@ -13,9 +13,8 @@ struct BusEvent {
         short io_events; /* what io is armed for, to avoid needless re-adds */
         bool io_armed;
         uint64_t timer_until; /* absolute; UINT64_MAX when not armed */
-        bus_event_broken_t on_broken; /* NULL: a broken connection ends the loop */
-        void *broken_userdata;
-        bool broken;
+        bool peer;   /* a connection of the private socket: its failure is the peer leaving */
+        bool broken; /* a peer's connection failed: idle from then on */
 };
 
 static void bus_dispatch(BusEvent *be) {
@@ -24,13 +23,13 @@ static void bus_dispatch(BusEvent *be) {
         for (;;) {
                 int r = sd_bus_process(be->bus, NULL);
                 if (r < 0) {
-                        if (be->on_broken) {
-                                /* A peer went away: its owner drops it at the next prepare. */
+                        if (be->peer) {
+                                /* Usually the client's exit: its owner drops it at the next prepare. */
+                                log_debug_errno(r, "A private connection ended: %m");
                                 be->broken = true;
                                 if (be->io)
                                         event_del(be->io);
                                 evtimer_del(be->timer);
-                                be->on_broken(be, r, be->broken_userdata);
                                 return;
                         }
                         log_error_errno(r, "Processing the bus failed: %m");
@@ -69,9 +68,8 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret) {
         return 0;
 }
 
-void bus_event_set_broken_callback(BusEvent *be, bus_event_broken_t cb, void *userdata) {
-        be->on_broken = cb;
-        be->broken_userdata = userdata;
+void bus_event_set_peer(BusEvent *be) {
+        be->peer = true;
 }
 
 bool bus_event_is_broken(const BusEvent *be) {

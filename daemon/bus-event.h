@@ -16,17 +16,14 @@
 
 typedef struct BusEvent BusEvent;
 
-/* Called once when processing the connection fails (the peer left, or broke
- * the protocol); the connection is idle from then on, for its owner to free
- * outside of the dispatch. */
-typedef void (*bus_event_broken_t)(BusEvent *be, int error, void *userdata);
-
 int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret);
-/* Without a callback (the daemon's bus), a broken connection ends the loop
- * (event_base_loopbreak()). */
-void bus_event_set_broken_callback(BusEvent *be, bus_event_broken_t cb, void *userdata);
+/* The connection is a peer's (the private socket): when processing it fails
+ * (the peer left, or broke the protocol) it goes idle, for its owner to free
+ * outside of the dispatch.  Otherwise (the daemon's bus) a broken connection
+ * ends the loop (event_base_loopbreak()). */
+void bus_event_set_peer(BusEvent *be);
 bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).
- * -ENOTCONN once the connection broke (with a broken callback set). */
+ * -ENOTCONN once a peer's connection broke. */
 int bus_event_prepare(BusEvent *be);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <stddef.h>
 
 #include "config-build.h"
 #include "access.h"
@@ -474,7 +475,9 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
  * changed: what libfreezer's state callback and `freezectl watch` follow.
  * Each call needs its own Unsubscribe*(), and a client's subscriptions end
  * when it leaves the bus.  Open to everyone: they show nothing a Get does not. */
-static int subscribe(sd_bus_message *msg, sd_bus_track **track, sd_bus_error *error) {
+/* userdata: the Manager's sd_bus_track * of the method (SD_BUS_METHOD_WITH_ARGS_OFFSET). */
+static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        sd_bus_track **track = userdata;
         int r;
 
         /* The private socket (private-bus.h) carries no signals. */
@@ -497,36 +500,20 @@ static int subscribe(sd_bus_message *msg, sd_bus_track **track, sd_bus_error *er
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int unsubscribe(sd_bus_message *msg, sd_bus_track *track, const char *subscribe, sd_bus_error *error) {
+/* Unsubscribe() and UnsubscribeGroups(): the member with its "Uns" turned
+ * into "S" names the call it undoes. */
+static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        sd_bus_track *track = *(sd_bus_track **) userdata;
+        const char *member = sd_bus_message_get_member(msg);
         int r;
 
         r = track ? sd_bus_track_remove_sender(track, msg) : 0;
         if (r < 0)
                 return r;
         if (r == 0)
-                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not called %s()",
-                                         subscribe);
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not called S%s()",
+                                         member + strlen("Uns"));
         return sd_bus_reply_method_return(msg, NULL);
-}
-
-static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return subscribe(msg, &m->subscribed, error);
-}
-
-static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return unsubscribe(msg, m->subscribed, "Subscribe", error);
-}
-
-static int method_subscribe_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return subscribe(msg, &m->subscribed_groups, error);
-}
-
-static int method_unsubscribe_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return unsubscribe(msg, m->subscribed_groups, "SubscribeGroups", error);
 }
 
 static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -973,14 +960,14 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Untrack", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_untrack,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Subscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Unsubscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("SubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe_groups,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("UnsubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe_groups,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("Subscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
+                                       offsetof(Manager, subscribed), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("Unsubscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe,
+                                       offsetof(Manager, subscribed), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("SubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
+                                       offsetof(Manager, subscribed_groups), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("UnsubscribeGroups", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_unsubscribe,
+                                       offsetof(Manager, subscribed_groups), SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("GroupsChanged", SD_BUS_ARGS("a(ssbbbuu)", groups), 0),
         /* System-wide pressure from /proc/pressure, read at the time of the Get. */
         SD_BUS_PROPERTY("CpuPressure", "((dddt)(dddt))", manager_property_get_pressure, 0, 0),
@@ -1347,25 +1334,26 @@ static int append_group_changes(sd_bus_message *msg, const Group *g, unsigned ch
         for (size_t i = 0; i < ELEMENTSOF(changed_map); i++) {
                 if (!(changed & changed_map[i].bit))
                         continue;
+                const char *name = changed_map[i].name;
+
                 switch (changed_map[i].bit) {
                 case GROUP_CHANGED_STATE:
-                        r = sd_bus_message_append(msg, "{sv}", "FreezerState", "s",
-                                                  freezer_state_to_string(g->state));
+                        r = sd_bus_message_append(msg, "{sv}", name, "s", freezer_state_to_string(g->state));
                         break;
                 case GROUP_CHANGED_FREEZE:
-                        r = sd_bus_message_append(msg, "{sv}", "Freeze", "b", g->freeze);
+                        r = sd_bus_message_append(msg, "{sv}", name, "b", g->freeze);
                         break;
                 case GROUP_CHANGED_FROZEN:
-                        r = sd_bus_message_append(msg, "{sv}", "Frozen", "b", g->frozen);
+                        r = sd_bus_message_append(msg, "{sv}", name, "b", g->frozen);
                         break;
                 case GROUP_CHANGED_POPULATED:
-                        r = sd_bus_message_append(msg, "{sv}", "Populated", "b", g->populated);
+                        r = sd_bus_message_append(msg, "{sv}", name, "b", g->populated);
                         break;
                 case GROUP_CHANGED_DESCENDANTS:
-                        r = sd_bus_message_append(msg, "{sv}", "Descendants", "u", g->n_descendants);
+                        r = sd_bus_message_append(msg, "{sv}", name, "u", g->n_descendants);
                         break;
                 case GROUP_CHANGED_FROZEN_DESCENDANTS:
-                        r = sd_bus_message_append(msg, "{sv}", "FrozenDescendants", "u", g->n_frozen_descendants);
+                        r = sd_bus_message_append(msg, "{sv}", name, "u", g->n_frozen_descendants);
                         break;
                 }
                 if (r < 0)
@@ -1432,7 +1420,7 @@ void manager_bus_flush(Manager *m) {
         /* Every change of this loop turn, whatever number of kernel events led
          * to it, goes out as one entry of GroupsChanged (one message for up to
          * GROUPS_CHANGED_MAX groups), and as one PropertiesChanged per changed
-         * object, each only while someone subscribed to it (see subscribe()).
+         * object, each only while someone subscribed to it (see method_subscribe()).
          * Replies were sent already: signals never delay them. */
         per_object = m->bus_ready && has_clients(m->subscribed);
         groups = per_object || (m->bus_ready && has_clients(m->subscribed_groups));

@@ -71,11 +71,6 @@ static PrivateConnection *connection_free(PrivateConnection *c) {
         return NULL;
 }
 
-static void on_connection_broken(BusEvent *be, int error, void *userdata) {
-        /* Usually the client's exit; private_bus_prepare() frees it. */
-        log_debug_errno(error, "A private connection ended: %m");
-}
-
 static int connection_new(PrivateBus *pb, int fd) {
         _cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
         PrivateConnection *c;
@@ -113,7 +108,7 @@ static int connection_new(PrivateBus *pb, int fd) {
                 free(c);
                 return r;
         }
-        bus_event_set_broken_callback(c->event, on_connection_broken, pb);
+        bus_event_set_peer(c->event);
         c->bus = TAKE_PTR(bus);
         c->next = pb->connections;
         pb->connections = c;
