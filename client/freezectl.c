@@ -2003,26 +2003,24 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 static int connect_bus(freezer **ret, bool needs_signals) {
+        const char *what, *where = "";
         int r;
 
         switch (arg_bus) {
         case BUS_USER:
                 r = freezer_open_user(ret);
-                if (r < 0)
-                        fprintf(stderr, PROGRAM ": cannot connect to the user bus: %s\n", strerror(-r));
-                return r;
+                what = "the user bus";
+                break;
         case BUS_ADDRESS:
                 r = freezer_open_address(ret, arg_address);
-                if (r < 0)
-                        fprintf(stderr, PROGRAM ": cannot connect to the bus at %s: %s\n",
-                                arg_address, strerror(-r));
-                return r;
+                what = "the bus at ";
+                where = arg_address;
+                break;
         case BUS_PRIVATE:
                 r = freezer_open_private(ret, arg_socket);
-                if (r < 0)
-                        fprintf(stderr, PROGRAM ": cannot connect to freezerd's private socket %s: %s\n",
-                                arg_socket, strerror(-r));
-                return r;
+                what = "freezerd's private socket ";
+                where = arg_socket;
+                break;
         case BUS_DEFAULT:
                 /* As systemctl does with /run/systemd/private: root's one-shot
                  * calls skip dbus-daemon.  Any failure there (no daemon
@@ -2034,10 +2032,12 @@ static int connect_bus(freezer **ret, bool needs_signals) {
         case BUS_SYSTEM:
         default:
                 r = freezer_open_system(ret);
-                if (r < 0)
-                        fprintf(stderr, PROGRAM ": cannot connect to the system bus: %s\n", strerror(-r));
-                return r;
+                what = "the system bus";
+                break;
         }
+        if (r < 0)
+                fprintf(stderr, PROGRAM ": cannot connect to %s%s: %s\n", what, where, strerror(-r));
+        return r;
 }
 
 static int run(int argc, char *argv[]) {

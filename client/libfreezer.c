@@ -54,7 +54,6 @@ typedef struct trigger_entry {
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
-        bool direct;    /* the private socket: no bus daemon, no signals */
 
         sd_bus_slot *match_slot;
         sd_bus_slot *subscribe_slot;    /* NameOwnerChanged: subscribe again to a restarted daemon */
@@ -155,6 +154,12 @@ static int error_set(freezer *f, int r) {
         return error_take(f, NULL, r);
 }
 
+/* A handle of freezer_open_private(): a peer-to-peer connection to freezerd,
+ * not to a bus broker. */
+static bool is_direct(freezer *f) {
+        return sd_bus_is_bus_client(f->bus) <= 0;
+}
+
 /* Signals travel only on the bus: a handle of freezer_open_private() has none. */
 static int error_no_signals(freezer *f) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -194,7 +199,7 @@ static int wait_ready(sd_bus *bus) {
 }
 
 /* Takes over bus on success. */
-static int freezer_new(freezer **ret, sd_bus *bus, bool direct) {
+static int freezer_new(freezer **ret, sd_bus *bus) {
         freezer *f;
         int r;
 
@@ -210,7 +215,6 @@ static int freezer_new(freezer **ret, sd_bus *bus, bool direct) {
                 return -ENOMEM;
 
         f->bus = bus;
-        f->direct = direct;
         f->error = SD_BUS_ERROR_NULL;
         *ret = f;
         return 0;
@@ -227,7 +231,7 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus, false);
+        r = freezer_new(ret, bus);
         if (r < 0)
                 return r;
 
@@ -246,7 +250,7 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus, false);
+        r = freezer_new(ret, bus);
         if (r < 0)
                 return r;
 
@@ -278,7 +282,7 @@ static int open_address(freezer **ret, const char *address, bool direct) {
         if (r < 0)
                 return r;
 
-        r = freezer_new(ret, bus, direct);
+        r = freezer_new(ret, bus);
         if (r < 0)
                 return r;
 
@@ -1225,7 +1229,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                 return 0;
         }
 
-        if (f->direct)
+        if (is_direct(f))
                 return error_no_signals(f);
 
         if (!f->match_slot) {
@@ -1370,7 +1374,7 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 return 0;
         }
 
-        if (f->direct)
+        if (is_direct(f))
                 return error_no_signals(f);
 
         if (!f->group_slot) {
