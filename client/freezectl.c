@@ -111,7 +111,9 @@ static void help(void) {
                "     --socket=PATH     Talk to freezerd directly over its private socket at\n"
                "                       PATH (root only; a freezerd started with\n"
                "                       --runtime-dir=DIR listens on DIR/private). It skips\n"
-               "                       the bus daemon but carries no signals: not for watch\n"
+               "                       the bus daemon. watch works there too (one hop less\n"
+               "                       per change) but ends with freezerd, and takes no\n"
+               "                       --trigger (pressure signals need a bus name)\n"
                "     --json            Print JSON on standard output instead of text\n"
                "     --timeout=DURATION\n"
                "                       freeze, thaw, batch: how long the daemon waits for the\n"
@@ -2126,8 +2128,9 @@ static int run(int argc, char *argv[]) {
                         return ret;
         }
 
-        if (arg_bus == BUS_PRIVATE && streq(v->name, "watch")) {
-                usage_error("watch needs a bus: the private socket (--socket=) carries no signals");
+        if (arg_bus == BUS_PRIVATE && streq(v->name, "watch") && n_arg_triggers > 0) {
+                usage_error("watch --trigger needs a bus: pressure signals go to a bus name, which the private "
+                            "socket (--socket=) has not");
                 batch_json_free(requests);
                 return EXIT_USAGE;
         }

@@ -134,10 +134,13 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * freezerd and nothing else.  The socket is root's (mode 0600): others get
  * -EACCES, and -ENOENT or -ECONNREFUSED mean no daemon listens there; fall
  * back to freezer_open_system() then.
- * Calls and their answers are the same as on the bus, but the connection
- * carries no signals: freezer_set_state_callback() and
- * freezer_set_group_callback() fail with -EOPNOTSUPP (name
- * org.freedesktop.DBus.Error.NotSupported), and so do pressure triggers. */
+ * Calls and their answers are the same as on the bus.  The state and group
+ * callbacks work too, and get their signals straight from freezerd (one hop
+ * less from a kernel event to the callback); the handle does not outlive the
+ * daemon, though: when it exits, freezer_dispatch() fails with -ECONNRESET or
+ * -ENOTCONN, where a bus handle would wait for the next one.  Pressure triggers
+ * fail with -EOPNOTSUPP (org.freedesktop.DBus.Error.NotSupported): their
+ * signals go to a bus name. */
 #define FREEZER_PRIVATE_SOCKET "/run/freezerd/private"
 FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
 

@@ -160,13 +160,13 @@ static bool is_direct(freezer *f) {
         return sd_bus_is_bus_client(f->bus) <= 0;
 }
 
-/* Signals travel only on the bus: a handle of freezer_open_private() has none. */
-static int error_no_signals(freezer *f) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-
-        (void) sd_bus_error_set(&e, SD_BUS_ERROR_NOT_SUPPORTED,
-                                "The private socket carries no signals: open the handle on a bus to follow changes");
-        return error_take(f, &e, -EOPNOTSUPP);
+/* The match of one of freezerd's signals.  On a direct connection messages
+ * carry no sender (nothing but freezerd is at the other end); on the bus,
+ * only the daemon's name may send them. */
+#define MATCH_SIGNAL_BUS "type='signal',sender='" FREEZER_SERVICE "',"
+#define MATCH_SIGNAL_DIRECT "type='signal',"
+static const char *signal_match(freezer *f, const char *bus_rule, const char *direct_rule) {
+        return is_direct(f) ? direct_rule : bus_rule;
 }
 
 FREEZER_EXPORT const char *freezer_last_error_name(freezer *f) {
@@ -1178,6 +1178,17 @@ static int groups_changed_entry(freezer *f, sd_bus_message *m) {
         return 0;
 }
 
+/* SubscribeGroups() (add) or, best effort and not waited for,
+ * UnsubscribeGroups().  Each call is counted by freezerd: the state and the
+ * group callbacks of a direct handle hold one each. */
+static int subscribe_groups(freezer *f, bool add, sd_bus_error *error) {
+        if (!add)
+                return sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                                FREEZER_MANAGER_INTERFACE, "UnsubscribeGroups", NULL, NULL, "");
+        return sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
+                                  "SubscribeGroups", error, NULL, "");
+}
+
 static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         int r;
@@ -1218,9 +1229,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
         if (!cb) {
                 if (f->match_slot)
                         /* Best effort: leaving the bus ends it too. */
-                        (void) sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                                        FREEZER_MANAGER_INTERFACE, "UnsubscribeGroups", NULL,
-                                                        NULL, "");
+                        (void) subscribe_groups(f, false, NULL);
                 f->match_slot = sd_bus_slot_unref(f->match_slot);
                 f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
                 f->state_cb = NULL;
@@ -1229,29 +1238,25 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                 return 0;
         }
 
-        if (is_direct(f))
-                return error_no_signals(f);
-
         if (!f->match_slot) {
                 /* GroupsChanged: one message per daemon loop turn for all the
                  * groups that changed, sent while someone asked for it
                  * (SubscribeGroups(); per-object PropertiesChanged would need a
                  * Subscribe() and cost a message per group).  The matches
                  * first, so that nothing sent after the subscription is lost. */
+#define MATCH_GROUPS_CHANGED                                                                     \
+        "path='" FREEZER_MANAGER_PATH "',interface='" FREEZER_MANAGER_INTERFACE "',member='GroupsChanged'"
                 r = sd_bus_add_match(f->bus, &f->match_slot,
-                                     "type='signal',"
-                                     "sender='" FREEZER_SERVICE "',"
-                                     "path='" FREEZER_MANAGER_PATH "',"
-                                     "interface='" FREEZER_MANAGER_INTERFACE "',"
-                                     "member='GroupsChanged'",
+                                     signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
+                                                  MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED),
                                      on_groups_changed, f);
-                if (r >= 0)
+                /* A direct connection ends with the daemon: nothing to follow. */
+                if (r >= 0 && !is_direct(f))
                         r = sd_bus_add_match(f->bus, &f->subscribe_slot,
                                              MATCH_DAEMON_OWNER,
                                              on_daemon_appeared, f);
                 if (r >= 0) {
-                        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                               FREEZER_MANAGER_INTERFACE, "SubscribeGroups", &error, NULL, "");
+                        r = subscribe_groups(f, true, &error);
                         /* No daemon yet: on_daemon_appeared() subscribes once it is there. */
                         if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN,
                                                    SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
@@ -1368,24 +1373,33 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 return -EINVAL;
 
         if (!cb) {
+                if (f->group_slot && is_direct(f))
+                        (void) subscribe_groups(f, false, NULL);
                 f->group_slot = sd_bus_slot_unref(f->group_slot);
                 f->group_cb = NULL;
                 f->group_userdata = NULL;
                 return 0;
         }
 
-        if (is_direct(f))
-                return error_no_signals(f);
-
         if (!f->group_slot) {
+#define MATCH_INTERFACES \
+        "interface='org.freedesktop.DBus.ObjectManager',path='" FREEZER_MANAGER_PATH "'"
                 r = sd_bus_add_match(f->bus, &f->group_slot,
-                                     "type='signal',"
-                                     "sender='" FREEZER_SERVICE "',"
-                                     "interface='org.freedesktop.DBus.ObjectManager',"
-                                     "path='" FREEZER_MANAGER_PATH "'",
+                                     signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES,
+                                                  MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
                                      on_interfaces_changed, f);
                 if (r < 0)
                         return error_set(f, r);
+                /* The bus broadcasts InterfacesAdded/Removed; the private
+                 * socket sends them only to a subscribed connection. */
+                if (is_direct(f)) {
+                        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                        r = subscribe_groups(f, true, &error);
+                        if (r < 0) {
+                                f->group_slot = sd_bus_slot_unref(f->group_slot);
+                                return error_take(f, &error, r);
+                        }
+                }
         }
 
         f->group_cb = cb;

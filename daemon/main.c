@@ -67,7 +67,8 @@ static void help(void) {
                "\n"
                "The private socket: root may also call the API over DIR/private (mode 0600),\n"
                "a direct D-Bus connection to freezerd that skips the bus daemon, as freezectl\n"
-               "does when run as root.  It carries methods and properties, not signals.\n"
+               "does when run as root.  A connection there gets signals once it calls\n"
+               "Subscribe() or SubscribeGroups(); pressure triggers need the bus.\n"
                "\n"
                "Signals: SIGTERM and SIGINT exit, leaving every cgroup as the kernel has it;\n"
                "SIGHUP reloads the configuration.\n"
@@ -346,6 +347,7 @@ static int run(int argc, char *argv[]) {
                         log_warning("Not listening on %s: another freezerd answers there.", path);
                 else if (r < 0)
                         log_warning_errno(r, "Not listening on %s: %m", path);
+                d.manager->private_bus = d.private_bus;
         }
 
         d.manager->bus_ready = true;
@@ -396,6 +398,8 @@ static int run(int argc, char *argv[]) {
 
 finish:
         /* Pending callers get an answer; cgroups stay exactly as the kernel has them. */
+        if (d.manager)
+                d.manager->private_bus = NULL;
         d.manager = manager_free(d.manager);
         d.private_bus = private_bus_free(d.private_bus);
         if (d.bus) {

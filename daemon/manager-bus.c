@@ -9,6 +9,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "pressure.h"
+#include "private-bus.h"
 
 #define MANAGER_PATH "/org/freezerd/Freezer1"
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
@@ -474,40 +475,44 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
  * GroupsChanged alone, one message per loop turn for all the groups that
  * changed: what libfreezer's state callback and `freezectl watch` follow.
  * Each call needs its own Unsubscribe*(), and a client's subscriptions end
- * when it leaves the bus.  Open to everyone: they show nothing a Get does not. */
-/* userdata: the Manager's sd_bus_track * of the method (SD_BUS_METHOD_WITH_ARGS_OFFSET). */
+ * when it leaves the bus.  On the private socket, the connection counts them
+ * (private-bus.h).  Open to everyone: they show nothing a Get does not. */
+/* userdata: the Manager's Subscribers of the method (SD_BUS_METHOD_WITH_ARGS_OFFSET). */
 static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        sd_bus_track **track = userdata;
+        Subscribers *s = userdata;
         int r;
 
-        /* The private socket (private-bus.h) carries no signals. */
-        if (!sd_bus_message_get_sender(msg))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                         "%s needs a bus connection: the private socket carries no signals",
-                                         sd_bus_message_get_member(msg));
-        if (!*track) {
-                r = sd_bus_track_new(sd_bus_message_get_bus(msg), track, NULL, NULL);
+        if (!sd_bus_message_get_sender(msg)) { /* a private connection */
+                r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->all, true);
+                if (r < 0)
+                        return r;
+                return sd_bus_reply_method_return(msg, NULL);
+        }
+        if (!s->track) {
+                r = sd_bus_track_new(sd_bus_message_get_bus(msg), &s->track, NULL, NULL);
                 if (r < 0)
                         return r;
                 /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
-                r = sd_bus_track_set_recursive(*track, true);
+                r = sd_bus_track_set_recursive(s->track, true);
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_track_add_sender(*track, msg);
+        r = sd_bus_track_add_sender(s->track, msg);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* Unsubscribe() and UnsubscribeGroups(): the member with its "Uns" turned
- * into "S" names the call it undoes. */
 static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        sd_bus_track *track = *(sd_bus_track **) userdata;
+        Subscribers *s = userdata;
         const char *member = sd_bus_message_get_member(msg);
         int r;
 
-        r = track ? sd_bus_track_remove_sender(track, msg) : 0;
+        if (!sd_bus_message_get_sender(msg)) {
+                r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->all, false);
+                r = r == -ESRCH ? 0 : r < 0 ? r : 1;
+        } else
+                r = s->track ? sd_bus_track_remove_sender(s->track, msg) : 0;
         if (r < 0)
                 return r;
         if (r == 0)
@@ -1240,20 +1245,82 @@ static int filter_get_all(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 /* ---- signals ------------------------------------------------------------------------------------------- */
 
+/* Where a signal goes: the bus, and the private connections that subscribed
+ * (private-bus.h).  per_object: Subscribe() (every signal); groups:
+ * GroupsChanged.  On the bus, what is broadcast to everyone goes out whether
+ * or not anyone subscribed; a private connection gets nothing it did not ask
+ * for. */
+typedef struct Sink {
+        sd_bus *bus;
+        bool per_object, groups;
+        bool private;
+        sd_bus_message *batch; /* GroupsChanged being built */
+        unsigned n_batch;
+} Sink;
+
+#define SINKS_MAX (1 + PRIVATE_BUS_CONNECTIONS_MAX)
+
+static bool has_clients(const Subscribers *s) {
+        return s->track && sd_bus_track_count(s->track) > 0;
+}
+
+static size_t collect_sinks(Manager *m, Sink sinks[static SINKS_MAX]) {
+        size_t n = 0;
+        void *iter = NULL;
+        sd_bus *bus;
+        bool all;
+
+        if (m->bus_ready) {
+                bool per_object = has_clients(&m->subscribed);
+                sinks[n++] = (Sink) {
+                        .bus = manager_bus(m),
+                        .per_object = per_object,
+                        .groups = per_object || has_clients(&m->subscribed_groups),
+                };
+        }
+        while (n < SINKS_MAX && (bus = private_bus_next_subscriber(m->private_bus, &iter, &all)))
+                sinks[n++] = (Sink) { .bus = bus, .per_object = all, .groups = true, .private = true };
+        return n;
+}
+
+/* After sending to a private connection: one that does not read is dropped. */
+static void sinks_done(Manager *m, Sink *sinks, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (sinks[i].private)
+                        private_bus_check_queue(m->private_bus, sinks[i].bus);
+}
+
 static void on_group_added(Manager *m, Group *g) {
         _cleanup_free_ char *object = NULL;
+        Sink sinks[SINKS_MAX];
+        size_t n = collect_sinks(m, sinks);
 
-        if (!m->bus_ready || group_object_path(g, &object) < 0)
+        if (n == 0 || group_object_path(g, &object) < 0)
                 return;
-        (void) sd_bus_emit_interfaces_added(manager_bus(m), object, GROUP_IFACE, NULL);
+        for (size_t i = 0; i < n; i++)
+                (void) sd_bus_emit_interfaces_added(sinks[i].bus, object, GROUP_IFACE, NULL);
+        sinks_done(m, sinks, n);
 }
 
 static void on_group_removed(Manager *m, const char *path) {
         _cleanup_free_ char *object = NULL;
+        Sink sinks[SINKS_MAX];
+        size_t n = collect_sinks(m, sinks);
 
-        if (!m->bus_ready || sd_bus_path_encode(GROUP_PREFIX, path, &object) < 0)
+        if (n == 0 || sd_bus_path_encode(GROUP_PREFIX, path, &object) < 0)
                 return;
-        (void) sd_bus_emit_interfaces_removed(manager_bus(m), object, GROUP_IFACE, NULL);
+        for (size_t i = 0; i < n; i++)
+                (void) sd_bus_emit_interfaces_removed(sinks[i].bus, object, GROUP_IFACE, NULL);
+        sinks_done(m, sinks, n);
+}
+
+static void emit_manager_property(Manager *m, const char *property) {
+        Sink sinks[SINKS_MAX];
+        size_t n = collect_sinks(m, sinks);
+
+        for (size_t i = 0; i < n; i++)
+                (void) sd_bus_emit_properties_changed(sinks[i].bus, MANAGER_PATH, MANAGER_IFACE, property, NULL);
+        sinks_done(m, sinks, n);
 }
 
 /* Pressure signals go to the trigger's owner only (unicast): the trigger is
@@ -1363,7 +1430,7 @@ static int append_group_changes(sd_bus_message *msg, const Group *g, unsigned ch
 }
 
 /* One group's PropertiesChanged, built by hand for the same reason. */
-static int send_group_properties_changed(Manager *m, const Group *g, unsigned changed) {
+static int send_group_properties_changed(sd_bus *bus, const Group *g, unsigned changed) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
         _cleanup_free_ char *object = NULL;
         int r;
@@ -1371,8 +1438,7 @@ static int send_group_properties_changed(Manager *m, const Group *g, unsigned ch
         r = group_object_path(g, &object);
         if (r < 0)
                 return r;
-        r = sd_bus_message_new_signal(manager_bus(m), &sig, object, "org.freedesktop.DBus.Properties",
-                                      "PropertiesChanged");
+        r = sd_bus_message_new_signal(bus, &sig, object, "org.freedesktop.DBus.Properties", "PropertiesChanged");
         if (r < 0)
                 return r;
         r = sd_bus_message_append(sig, "s", GROUP_IFACE);
@@ -1404,14 +1470,41 @@ static int groups_changed_send(sd_bus_message **sig) {
         return r;
 }
 
-static bool has_clients(sd_bus_track *t) {
-        return t && sd_bus_track_count(t) > 0;
+/* Adds g to the sink's GroupsChanged, sent once it holds GROUPS_CHANGED_MAX. */
+static void sink_add_group(Sink *k, const Group *g) {
+        int r;
+
+        if (!k->batch) {
+                r = sd_bus_message_new_signal(k->bus, &k->batch, MANAGER_PATH, MANAGER_IFACE, "GroupsChanged");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(k->batch, 'a', "(ssbbbuu)");
+                if (r < 0) {
+                        log_debug_errno(r, "Cannot start GroupsChanged: %m");
+                        k->batch = sd_bus_message_unref(k->batch);
+                        return;
+                }
+        }
+        /* A group's whole state, typed: cheaper to build, route and read than
+         * a dictionary of variants. */
+        r = sd_bus_message_append(k->batch, "(ssbbbuu)", g->path, freezer_state_to_string(g->state), g->freeze,
+                                  g->frozen, g->populated, g->n_descendants, g->n_frozen_descendants);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot add %s to GroupsChanged: %m", g->path);
+                k->batch = sd_bus_message_unref(k->batch);
+                k->n_batch = 0;
+        } else if (++k->n_batch >= GROUPS_CHANGED_MAX) {
+                r = groups_changed_send(&k->batch);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot send GroupsChanged: %m");
+                k->n_batch = 0;
+        }
 }
 
 void manager_bus_flush(Manager *m) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *batch = NULL;
-        unsigned changed, n_batch = 0;
-        bool per_object, groups;
+        Sink sinks[SINKS_MAX];
+        unsigned changed;
+        bool groups = false;
+        size_t n;
         Group *g;
         int r;
 
@@ -1420,63 +1513,39 @@ void manager_bus_flush(Manager *m) {
         /* Every change of this loop turn, whatever number of kernel events led
          * to it, goes out as one entry of GroupsChanged (one message for up to
          * GROUPS_CHANGED_MAX groups), and as one PropertiesChanged per changed
-         * object, each only while someone subscribed to it (see method_subscribe()).
+         * object, each only to whoever subscribed to it (see method_subscribe()).
          * Replies were sent already: signals never delay them. */
-        per_object = m->bus_ready && has_clients(m->subscribed);
-        groups = per_object || (m->bus_ready && has_clients(m->subscribed_groups));
+        n = collect_sinks(m, sinks);
+        for (size_t i = 0; i < n; i++)
+                groups = groups || sinks[i].groups;
         while ((g = tree_pop_changed(m->tree, &changed))) {
                 if (!g->tracked || !groups)
                         continue;
-
-                if (!batch) {
-                        r = sd_bus_message_new_signal(manager_bus(m), &batch, MANAGER_PATH, MANAGER_IFACE,
-                                                      "GroupsChanged");
-                        if (r >= 0)
-                                r = sd_bus_message_open_container(batch, 'a', "(ssbbbuu)");
-                        if (r < 0) {
-                                log_debug_errno(r, "Cannot start GroupsChanged: %m");
-                                batch = sd_bus_message_unref(batch);
-                        }
-                }
-                if (batch) {
-                        /* A group's whole state, typed: cheaper to build, route and
-                         * read than a dictionary of variants. */
-                        r = sd_bus_message_append(batch, "(ssbbbuu)", g->path, freezer_state_to_string(g->state),
-                                                  g->freeze, g->frozen, g->populated, g->n_descendants,
-                                                  g->n_frozen_descendants);
-                        if (r < 0) {
-                                log_debug_errno(r, "Cannot add %s to GroupsChanged: %m", g->path);
-                                batch = sd_bus_message_unref(batch);
-                                n_batch = 0;
-                        } else if (++n_batch >= GROUPS_CHANGED_MAX) {
-                                r = groups_changed_send(&batch);
+                for (size_t i = 0; i < n; i++) {
+                        if (sinks[i].groups)
+                                sink_add_group(&sinks[i], g);
+                        if (sinks[i].per_object) {
+                                r = send_group_properties_changed(sinks[i].bus, g, changed);
                                 if (r < 0)
-                                        log_debug_errno(r, "Cannot send GroupsChanged: %m");
-                                n_batch = 0;
+                                        log_debug_errno(r, "Cannot send PropertiesChanged of %s: %m", g->path);
                         }
-                }
-                if (per_object) {
-                        r = send_group_properties_changed(m, g, changed);
-                        if (r < 0)
-                                log_debug_errno(r, "Cannot send PropertiesChanged of %s: %m", g->path);
                 }
         }
-        r = groups_changed_send(&batch);
-        if (r < 0)
-                log_debug_errno(r, "Cannot send GroupsChanged: %m");
+        for (size_t i = 0; i < n; i++) {
+                r = groups_changed_send(&sinks[i].batch);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot send GroupsChanged: %m");
+        }
+        sinks_done(m, sinks, n);
 
         if (m->groups_count_changed) {
                 m->groups_count_changed = false;
-                if (m->bus_ready)
-                        (void) sd_bus_emit_properties_changed(manager_bus(m), MANAGER_PATH, MANAGER_IFACE, "Groups",
-                                                              NULL);
+                emit_manager_property(m, "Groups");
         }
 }
 
 void manager_bus_timeout_changed(Manager *m) {
-        if (m->bus_ready)
-                (void) sd_bus_emit_properties_changed(manager_bus(m), MANAGER_PATH, MANAGER_IFACE,
-                                                      "DefaultTimeoutUSec", NULL);
+        emit_manager_property(m, "DefaultTimeoutUSec");
 }
 
 int manager_bus_attach(Manager *m, sd_bus *bus) {

@@ -11,10 +11,12 @@
 
 /* The daemon's bus: objects, signals, pressure triggers. */
 int manager_bus_attach(Manager *m, sd_bus *bus);
-/* The objects alone (methods and properties, no signals), also on each
- * connection of the private socket (private-bus.h). */
+/* The objects alone (methods and properties; signals go out from
+ * manager_bus_flush()), also on each connection of the private socket
+ * (private-bus.h). */
 int manager_bus_add_objects(Manager *m, sd_bus *bus);
-/* Emit PropertiesChanged for every group changed since the last call (once
- * per object), and the manager's Groups count. Call once per loop turn. */
+/* Emit GroupsChanged and PropertiesChanged for every group changed since the
+ * last call (once per object), and the manager's Groups count, to the bus and
+ * to the subscribed private connections. Call once per loop turn. */
 void manager_bus_flush(Manager *m);
 void manager_bus_timeout_changed(Manager *m);

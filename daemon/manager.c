@@ -1876,6 +1876,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->root_fd = -1;
         m->inotify_fd = -1;
         m->scan_saved_cwd = -1;
+        m->subscribed = (Subscribers) { .manager = m, .all = true };
+        m->subscribed_groups = (Subscribers) { .manager = m, .all = false };
         m->config.default_timeout_usec = config->default_timeout_usec;
         if (config_copy_track(&m->config, config) < 0) {
                 free(m);
@@ -2139,8 +2141,8 @@ Manager *manager_free(Manager *m) {
 
         m->on_group_removed = NULL;
         m->on_group_added = NULL;
-        m->subscribed = sd_bus_track_unref(m->subscribed);
-        m->subscribed_groups = sd_bus_track_unref(m->subscribed_groups);
+        m->subscribed.track = sd_bus_track_unref(m->subscribed.track);
+        m->subscribed_groups.track = sd_bus_track_unref(m->subscribed_groups.track);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */

@@ -21,6 +21,15 @@
 #define FREEZER_FLAG_RECURSIVE (UINT64_C(1) << 2)
 
 typedef struct Manager Manager;
+
+/* The bus clients of one of the Manager's subscriptions (manager-bus.c), each
+ * counted once per call.  all: Subscribe() (every signal), else
+ * SubscribeGroups() (GroupsChanged). */
+typedef struct Subscribers {
+        Manager *manager;
+        bool all;
+        sd_bus_track *track;
+} Subscribers;
 typedef struct Operation Operation;
 struct Pressure;      /* pressure.h */
 struct GroupPressure; /* pressure.h */
@@ -144,9 +153,10 @@ struct Manager {
         bool bus_ready; /* name owned: signals are worth sending */
         /* Clients that asked for signals (manager-bus.c): Subscribe() for all of
          * them, SubscribeGroups() for GroupsChanged alone.  Nothing is sent
-         * that nobody asked for. */
-        sd_bus_track *subscribed;
-        sd_bus_track *subscribed_groups;
+         * that nobody asked for.  Connections of the private socket count
+         * their own (private-bus.h). */
+        Subscribers subscribed, subscribed_groups;
+        struct PrivateBus *private_bus; /* set by main(), may be NULL */
         bool groups_count_changed;
 };
 

@@ -283,7 +283,8 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
 
         if (!sender)
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "Pressure triggers need a bus connection: the private socket carries no signals");
+                                        "Pressure triggers need a bus connection: their signals go to a bus "
+                                        "name, which the private socket has not");
         c = client_find(p, sender);
         if (c) {
                 *ret = c;

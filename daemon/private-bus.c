@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,9 @@ typedef struct PrivateConnection PrivateConnection;
 struct PrivateConnection {
         sd_bus *bus;
         BusEvent *event;
+        unsigned subscribed_all;    /* Subscribe() calls not undone */
+        unsigned subscribed_groups; /* SubscribeGroups() calls not undone */
+        bool doomed;                /* closed at the next private_bus_prepare() */
         PrivateConnection *next;
 };
 
@@ -232,7 +236,7 @@ void private_bus_prepare(PrivateBus *pb) {
         for (PrivateConnection **p = &pb->connections; *p;) {
                 PrivateConnection *c = *p;
 
-                if (bus_event_prepare(c->event) >= 0) {
+                if (!c->doomed && bus_event_prepare(c->event) >= 0) {
                         p = &c->next;
                         continue;
                 }
@@ -247,13 +251,61 @@ unsigned private_bus_connections(const PrivateBus *pb) {
         return pb ? pb->n_connections : 0;
 }
 
+static PrivateConnection *connection_find(PrivateBus *pb, sd_bus *bus) {
+        for (PrivateConnection *c = pb ? pb->connections : NULL; c; c = c->next)
+                if (c->bus == bus)
+                        return c;
+        return NULL;
+}
+
+int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add) {
+        PrivateConnection *c = connection_find(pb, bus);
+        unsigned *n;
+
+        if (!c)
+                return -ENOENT;
+        n = all ? &c->subscribed_all : &c->subscribed_groups;
+        if (add)
+                (*n)++;
+        else if (*n == 0)
+                return -ESRCH;
+        else
+                (*n)--;
+        return 0;
+}
+
+sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all) {
+        PrivateConnection *c = *iter ? ((PrivateConnection *) *iter)->next : pb ? pb->connections : NULL;
+
+        for (; c; c = c->next)
+                if (!c->doomed && (c->subscribed_all > 0 || c->subscribed_groups > 0)) {
+                        *iter = c;
+                        *ret_all = c->subscribed_all > 0;
+                        return c->bus;
+                }
+        *iter = NULL;
+        return NULL;
+}
+
+void private_bus_check_queue(PrivateBus *pb, sd_bus *bus) {
+        PrivateConnection *c = connection_find(pb, bus);
+        uint64_t n;
+
+        if (!c || c->doomed || sd_bus_get_n_queued_write(bus, &n) < 0 || n <= PRIVATE_BUS_QUEUE_MAX)
+                return;
+        /* Unlike dbus-daemon for the bus, nothing else would bound it. */
+        log_warning("A subscriber on %s does not read its signals (%" PRIu64 " messages queued): closing it.",
+                    pb->path, n);
+        c->doomed = true;
+}
+
 PrivateBus *private_bus_free(PrivateBus *pb) {
         if (!pb)
                 return NULL;
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;
-                if (!bus_event_is_broken(c->event))
+                if (!c->doomed && !bus_event_is_broken(c->event))
                         connection_flush(c->bus);
                 connection_free(c);
         }

@@ -11,11 +11,18 @@
  * says it), which is most of a one-shot `freezectl freeze`.
  *
  * Its connections get the same objects, methods and properties as the bus,
- * with the same access rules, but no signals: a peer-to-peer connection has no
- * match rules to route them by.  Subscribe() and pressure triggers answer
- * NotSupported there; clients that follow changes use the bus. */
+ * with the same access rules.  Signals: a peer-to-peer connection has no match
+ * rules to route them by, so a connection gets none until it calls
+ * Subscribe() or SubscribeGroups(), as systemd sends signals on its private
+ * buses.  A subscribed connection then gets what that subscription brings on
+ * the bus, plus what the bus broadcasts to everyone (InterfacesAdded/Removed,
+ * the Manager's PropertiesChanged); each call needs its own Unsubscribe*(),
+ * and closing the connection ends them all.  It saves the dbus-daemon hop on
+ * the way from a kernel event to the client.  Pressure triggers answer
+ * NotSupported there: their signals are unicast to a bus name.  */
 
 #include <event2/event.h>
+#include <systemd/sd-bus.h>
 
 #include "manager.h"
 
@@ -33,3 +40,16 @@ void private_bus_prepare(PrivateBus *pb);
  * what is queued on each. */
 PrivateBus *private_bus_free(PrivateBus *pb);
 unsigned private_bus_connections(const PrivateBus *pb);
+
+/* Subscribe()/SubscribeGroups() (all: the former) of the private connection
+ * bus, or with add=false their Unsubscribe*().  -ENOENT: bus is none of ours;
+ * -ESRCH: unsubscribing what was not subscribed. */
+int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add);
+/* The subscribed connections, for sending signals: start with *iter = NULL;
+ * NULL at the end.  *ret_all: it called Subscribe() (not only
+ * SubscribeGroups()). */
+sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all);
+/* A subscriber that does not read its signals, so that they would pile up in
+ * freezerd: it is closed before the next loop turn. */
+#define PRIVATE_BUS_QUEUE_MAX (64u * 1024u) /* messages queued for one connection */
+void private_bus_check_queue(PrivateBus *pb, sd_bus *bus);

@@ -582,6 +582,7 @@ class Client:
         """direct: a peer-to-peer connection (freezerd's private socket): authentication, no Hello."""
         self.address = address
         self.destination = destination
+        self.direct = direct
         if direct:
             self.conn = _direct_connection(address)
         else:
@@ -713,9 +714,11 @@ class Client:
         a SignalRecorder of what arrives from now on.  subscribe: True for Subscribe() (every
         signal), 'groups' for SubscribeGroups() (GroupsChanged alone), False for none (then only
         the signals sent to everyone come: InterfacesAdded/Removed, the Manager's
-        PropertiesChanged, pressure signals)."""
-        rule = rule or {'type': 'signal', 'sender': self.destination}
-        self.add_match(**rule)
+        PropertiesChanged, pressure signals).  On a direct connection (the private socket) no
+        match is added, and nothing comes unless subscribed."""
+        if not self.direct:  # a direct connection has no match rules: the daemon sends what was subscribed
+            rule = rule or {'type': 'signal', 'sender': self.destination}
+            self.add_match(**rule)
         if subscribe == 'groups':
             self.subscribe_groups()
         elif subscribe and self.destination == BUS_NAME:

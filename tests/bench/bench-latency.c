@@ -16,9 +16,13 @@
  *                connection subscribed (match on the group's object path) to
  *                the group's PropertiesChanged until one carries Frozen=true
  *                (or false): kernel event -> freezerd -> dbus-daemon -> client.
+ *   signal-private  the same, the PropertiesChanged on a connection to
+ *                freezerd's private socket (--private=PATH) subscribed there:
+ *                kernel event -> freezerd -> client, without dbus-daemon.
  *   call         freezer_freeze() / freezer_thaw() through libfreezer, waiting
  *                for the kernel's confirmation (the default): request ->
  *                confirmed reply.
+ *   call-private the same on a freezer_open_private() handle (--private).
  *   call-nowait  the same with FREEZER_NO_WAIT: one bus round trip and the
  *                write, no waiting (the floor of a call).
  *
@@ -34,8 +38,11 @@
  * for a state it never saw change).
  *
  * usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]
- *                      [--rounds=N] [--settle-ms=MS] [--json]
- * METHODS is a '+'-separated list (default floor+signal+call+call-nowait).
+ *                      [--private=PATH] [--rounds=N] [--settle-ms=MS] [--json]
+ * METHODS is a '+'-separated list (default floor+signal+call+call-nowait, and
+ * signal-private+call-private with --private).  Both subscribed connections
+ * stay subscribed throughout, so that freezerd does the same work in every
+ * method's steps.
  * Output: JSON (--json) or one text line per method and step: median, p90,
  * p99, min, max in µs.  Exit status 0, 1 on a failure, 2 on bad usage.
  */
@@ -65,14 +72,16 @@
 #define STEP_DEADLINE_NS (10ULL * 1000000000ULL)
 #define MAX_GROUPS 8
 
-enum { M_FLOOR, M_SIGNAL, M_CALL, M_CALL_NOWAIT, _M_MAX };
-static const char *const method_key[_M_MAX] = { "floor", "signal", "call", "call-nowait" };
+enum { M_FLOOR, M_SIGNAL, M_SIGNAL_PRIVATE, M_CALL, M_CALL_PRIVATE, M_CALL_NOWAIT, _M_MAX };
+static const char *const method_key[_M_MAX] = { "floor", "signal", "signal-private", "call", "call-private",
+                                                "call-nowait" };
 
 typedef struct Group {
         const char *path;   /* API path */
         char *dir;          /* DIR/path */
         char *object;       /* its D-Bus object */
         bool methods[_M_MAX];
+        bool default_methods; /* no METHODS given: all (the private ones with --private) */
         int freeze_fd, events_fd, wd;
         unsigned procs;
         uint64_t *ns[_M_MAX][2]; /* [method][0 freeze, 1 thaw] */
@@ -85,8 +94,11 @@ static struct {
         Group groups[MAX_GROUPS];
         unsigned n_groups;
         int inotify_fd;
+        const char *private_path; /* freezerd's private socket (--private) */
         sd_bus *sig;   /* the subscribed connection */
+        sd_bus *psig;  /* the same on the private socket (or NULL) */
         freezer *f;    /* libfreezer */
+        freezer *fp;   /* libfreezer on the private socket (or NULL) */
 } B = {
         .rounds = 1000,
         .settle_ms = 15,
@@ -233,14 +245,14 @@ static void sync_daemon(Group *g) {
         }
 }
 
-/* Until a PropertiesChanged of g says Frozen == want; returns the time it was parsed. */
-static uint64_t wait_signal(Group *g, int want) {
+/* Until a PropertiesChanged of g on bus says Frozen == want; returns the time it was parsed. */
+static uint64_t wait_signal(sd_bus *bus, Group *g, int want) {
         uint64_t deadline = now_ns() + STEP_DEADLINE_NS;
         unsigned seen = 0;
 
         for (;;) {
                 sd_bus_message *m = NULL;
-                int r = sd_bus_process(B.sig, &m);
+                int r = sd_bus_process(bus, &m);
                 if (r < 0)
                         die("sd_bus_process: %s", strerror(-r));
                 if (m) {
@@ -263,20 +275,24 @@ static uint64_t wait_signal(Group *g, int want) {
                             want ? "true" : "false", g->path, STEP_DEADLINE_NS / 1000000000ULL, seen, read_flag(g),
                             events_frozen(g), view);
                 }
-                r = sd_bus_wait(B.sig, (deadline - now) / 1000);
+                r = sd_bus_wait(bus, (deadline - now) / 1000);
                 if (r < 0 && r != -EINTR)
                         die("sd_bus_wait: %s", strerror(-r));
         }
 }
 
-/* Drop what the bus and inotify have queued, without waiting. */
-static void drain(void) {
+static void drain_bus(sd_bus *bus) {
         int r;
 
-        while ((r = sd_bus_process(B.sig, NULL)) > 0)
-                ;
-        if (r < 0)
-                die("sd_bus_process: %s", strerror(-r));
+        while (bus && (r = sd_bus_process(bus, NULL)) != 0)
+                if (r < 0)
+                        die("sd_bus_process: %s", strerror(-r));
+}
+
+/* Drop what the buses and inotify have queued, without waiting. */
+static void drain(void) {
+        drain_bus(B.sig);
+        drain_bus(B.psig);
         drain_inotify();
 }
 
@@ -285,16 +301,13 @@ static void settle(void) {
         uint64_t deadline = now_ns() + (uint64_t) B.settle_ms * 1000000ULL;
 
         for (;;) {
-                int r;
-                while ((r = sd_bus_process(B.sig, NULL)) > 0)
-                        ;
-                if (r < 0)
-                        die("sd_bus_process: %s", strerror(-r));
-                drain_inotify();
+                drain();
                 uint64_t now = now_ns();
                 if (now >= deadline)
                         return;
-                r = sd_bus_wait(B.sig, (deadline - now) / 1000);
+                /* Both connections, without favouring either: a short wait at a time. */
+                uint64_t w = (deadline - now) / 1000;
+                int r = sd_bus_wait(B.sig, B.psig && w > 1000 ? 1000 : w);
                 if (r < 0 && r != -EINTR)
                         die("sd_bus_wait: %s", strerror(-r));
         }
@@ -323,19 +336,22 @@ static uint64_t step(Group *g, unsigned m, int freeze) {
                 t1 = now_ns();
                 break;
         case M_SIGNAL:
+        case M_SIGNAL_PRIVATE:
                 t0 = now_ns();
                 write_flag(g, freeze);
-                t1 = wait_signal(g, freeze);
+                t1 = wait_signal(m == M_SIGNAL ? B.sig : B.psig, g, freeze);
                 break;
         case M_CALL:
+        case M_CALL_PRIVATE:
         case M_CALL_NOWAIT: {
                 uint64_t flags = m == M_CALL_NOWAIT ? FREEZER_NO_WAIT : 0;
+                freezer *f = m == M_CALL_PRIVATE ? B.fp : B.f;
                 t0 = now_ns();
-                r = freeze ? freezer_freeze(B.f, g->path, 0, flags) : freezer_thaw(B.f, g->path, 0, flags);
+                r = freeze ? freezer_freeze(f, g->path, 0, flags) : freezer_thaw(f, g->path, 0, flags);
                 t1 = now_ns();
                 if (r < 0)
                         die("%s %s failed: %s: %s", freeze ? "Freeze" : "Thaw", g->path,
-                            freezer_last_error_name(B.f) ?: strerror(-r), freezer_last_error_message(B.f) ?: "");
+                            freezer_last_error_name(f) ?: strerror(-r), freezer_last_error_message(f) ?: "");
                 if (m == M_CALL_NOWAIT)
                         wait_kernel(g, freeze); /* untimed: the next step starts from a settled state */
                 break;
@@ -450,6 +466,13 @@ static void setup_group(Group *g) {
                 if (r < 0)
                         die("Subscribe: %s", strerror(-r));
         }
+        if (g->methods[M_SIGNAL_PRIVATE]) {
+                /* No match rules on a direct connection: freezerd sends what it subscribed to. */
+                r = sd_bus_call_method(B.psig, BUS_NAME, "/org/freezerd/Freezer1", "org.freezerd.Freezer1.Manager",
+                                       "Subscribe", NULL, NULL, "");
+                if (r < 0)
+                        die("Subscribe on the private socket: %s", strerror(-r));
+        }
         for (unsigned m = 0; m < _M_MAX; m++)
                 if (g->methods[m])
                         for (int s = 0; s < 2; s++)
@@ -473,6 +496,7 @@ static void parse_group(const char *arg) {
         if (!colon) {
                 for (unsigned m = 0; m < _M_MAX; m++)
                         g->methods[m] = true;
+                g->default_methods = true;
                 return;
         }
         char *copy = strdup(colon + 1), *save = NULL;
@@ -504,17 +528,19 @@ static unsigned long parse_ulong(const char *s, const char *opt, unsigned long m
 
 static void usage(FILE *f) {
         fputs("usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]\n"
-              "                     [--rounds=N] [--settle-ms=MS] [--json]\n"
-              "METHODS: '+'-separated, of floor, signal, call, call-nowait (default: all)\n",
+              "                     [--private=PATH] [--rounds=N] [--settle-ms=MS] [--json]\n"
+              "METHODS: '+'-separated, of floor, signal, signal-private, call, call-private,\n"
+              "call-nowait (default: all; the private ones need --private)\n",
               f);
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_ADDRESS = 0x100, ARG_ROOT, ARG_GROUP, ARG_ROUNDS, ARG_SETTLE, ARG_JSON };
+        enum { ARG_ADDRESS = 0x100, ARG_ROOT, ARG_GROUP, ARG_PRIVATE, ARG_ROUNDS, ARG_SETTLE, ARG_JSON };
         static const struct option options[] = {
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "group", required_argument, NULL, ARG_GROUP },
+                { "private", required_argument, NULL, ARG_PRIVATE },
                 { "rounds", required_argument, NULL, ARG_ROUNDS },
                 { "settle-ms", required_argument, NULL, ARG_SETTLE },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -528,6 +554,7 @@ int main(int argc, char *argv[]) {
                 case ARG_ADDRESS: B.address = optarg; break;
                 case ARG_ROOT: B.root = optarg; break;
                 case ARG_GROUP: parse_group(optarg); break;
+                case ARG_PRIVATE: B.private_path = optarg; break;
                 case ARG_ROUNDS: B.rounds = (unsigned) parse_ulong(optarg, "--rounds", 1000000); break;
                 case ARG_SETTLE: B.settle_ms = (unsigned) parse_ulong(optarg, "--settle-ms", 10000); break;
                 case ARG_JSON: B.json = true; break;
@@ -554,6 +581,30 @@ int main(int argc, char *argv[]) {
         r = freezer_open_address(&B.f, B.address);
         if (r < 0)
                 die("freezer_open_address: %s", strerror(-r));
+        for (unsigned i = 0; i < B.n_groups; i++) {
+                Group *g = &B.groups[i];
+                if (B.private_path || !(g->methods[M_SIGNAL_PRIVATE] || g->methods[M_CALL_PRIVATE]))
+                        continue;
+                if (!g->default_methods)
+                        die("%s: signal-private and call-private need --private=PATH", g->path);
+                g->methods[M_SIGNAL_PRIVATE] = g->methods[M_CALL_PRIVATE] = false;
+        }
+        if (B.private_path) {
+                char *a;
+                if (asprintf(&a, "unix:path=%s", B.private_path) < 0)
+                        die("out of memory");
+                r = sd_bus_new(&B.psig);
+                if (r >= 0)
+                        r = sd_bus_set_address(B.psig, a);
+                if (r >= 0)
+                        r = sd_bus_start(B.psig);
+                if (r < 0)
+                        die("cannot connect to %s: %s", B.private_path, strerror(-r));
+                free(a);
+                r = freezer_open_private(&B.fp, B.private_path);
+                if (r < 0)
+                        die("freezer_open_private %s: %s", B.private_path, strerror(-r));
+        }
         for (unsigned i = 0; i < B.n_groups; i++)
                 setup_group(&B.groups[i]);
 
@@ -604,13 +655,15 @@ int main(int argc, char *argv[]) {
                         for (unsigned m = 0; m < _M_MAX; m++)
                                 for (int s = 0; s < 2 && g->methods[m]; s++) {
                                         Stats st = stats(g->ns[m][s], B.rounds);
-                                        printf("%s (%u procs) %-11s %-6s median %8.1f  p90 %8.1f  p99 %8.1f  "
+                                        printf("%s (%u procs) %-14s %-6s median %8.1f  p90 %8.1f  p99 %8.1f  "
                                                "min %8.1f  max %9.1f µs\n",
                                                g->path, g->procs, method_key[m], s ? "thaw" : "freeze", st.median,
                                                st.p90, st.p99, st.min, st.max);
                                 }
                 }
         freezer_close(B.f);
+        freezer_close(B.fp);
         sd_bus_flush_close_unref(B.sig);
+        sd_bus_flush_close_unref(B.psig);
         return 0;
 }

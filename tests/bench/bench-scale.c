@@ -54,10 +54,14 @@
  *
  * usage: bench-scale --address=ADDR --root=DIR [--top=N] [--fanout=N] [--starts=K]
  *                    [--empty-root=DIR2] [--idle=S] [--burst=N] [--bus-pid=PID]
- *                    [--phases=LIST] [--perf=PREFIX] [--daemon-log=FILE] [--json]
- *                    -- FREEZERD [ARGS...]
+ *                    [--phases=LIST] [--perf=PREFIX] [--daemon-log=FILE] [--private=PATH]
+ *                    [--json] -- FREEZERD [ARGS...]
  * --daemon-log=FILE appends freezerd's standard output and error to FILE
  * (default: they go where bench-scale's standard error goes).
+ * --private=PATH: the listener and libfreezer's calls use freezerd's private
+ * socket at PATH (its --runtime-dir's "private") instead of the bus: the
+ * listener subscribes on its own connection, nobody on the bus, so that
+ * dbus-daemon carries nothing.
  * Output: JSON (--json) or a short text summary.  Exit status 0, 1 on a
  * failure, 2 on bad usage.
  */
@@ -114,6 +118,7 @@ static struct {
         pid_t bus_pid;
         const char *perf;   /* --perf=PREFIX: perf record -p around each storm/burst phase */
         const char *daemon_log; /* --daemon-log=FILE: freezerd's output, appended */
+        const char *private_path; /* --private=PATH: listener and calls on freezerd's private socket */
         bool json;
         bool ph_start, ph_idle, ph_storm, ph_burst, ph_lists;
         char **daemon_argv; /* after "--" */
@@ -739,6 +744,34 @@ static sd_bus *bus_connect(void) {
         return b;
 }
 
+/* A direct connection to freezerd's private socket. */
+static sd_bus *private_connect(void) {
+        char *a;
+        sd_bus *b;
+        int r;
+
+        if (asprintf(&a, "unix:path=%s", O.private_path) < 0)
+                die("out of memory");
+        r = sd_bus_new(&b);
+        if (r >= 0)
+                r = sd_bus_set_address(b, a);
+        if (r >= 0)
+                r = sd_bus_start(b);
+        free(a);
+        if (r < 0)
+                die("cannot connect to %s: %s", O.private_path, strerror(-r));
+        return b;
+}
+
+static void listener_thread_start(void) {
+        int r;
+
+        L.stop = false;
+        r = pthread_create(&L.thread, NULL, listener_main, NULL);
+        if (r != 0)
+                die("pthread_create: %s", strerror(r));
+}
+
 static void listener_start(void) {
         int r;
 
@@ -749,15 +782,18 @@ static void listener_start(void) {
         L.gc_count = calloc(n_slots, sizeof *L.gc_count);
         if (!L.state || !L.count || !L.want_state || !L.reached || !L.gc_count)
                 die("out of memory");
-        L.bus = bus_connect();
-        /* Synchronous: once it returns, the bus delivers every later signal. */
-        r = sd_bus_add_match(L.bus, NULL, "type='signal',sender='" BUS_NAME "',path_namespace='" MANAGER_PATH "'", NULL,
-                             NULL);
-        if (r < 0)
-                die("AddMatch: %s", strerror(-r));
-        r = pthread_create(&L.thread, NULL, listener_main, NULL);
-        if (r != 0)
-                die("pthread_create: %s", strerror(r));
+        if (O.private_path)
+                L.bus = private_connect(); /* no match rules: freezerd sends what it subscribed to */
+        else {
+                L.bus = bus_connect();
+                /* Synchronous: once it returns, the bus delivers every later signal. */
+                r = sd_bus_add_match(L.bus, NULL,
+                                     "type='signal',sender='" BUS_NAME "',path_namespace='" MANAGER_PATH "'", NULL,
+                                     NULL);
+                if (r < 0)
+                        die("AddMatch: %s", strerror(-r));
+        }
+        listener_thread_start();
 }
 
 static void listener_stop(void) {
@@ -948,13 +984,25 @@ static void phase_end(const PhaseStart *s, PhaseResult *p, uint64_t t1) {
 
 /* Manager.Subscribe()/Unsubscribe() or SubscribeGroups() on the ping
  * connection: freezerd sends GroupsChanged (and, for Subscribe(), per-object
- * PropertiesChanged) to everyone's matches while anyone subscribed. */
+ * PropertiesChanged) to everyone's matches while anyone subscribed.  With
+ * --private, on the listener's own connection (a private connection gets what
+ * it subscribed to), with its thread stopped meanwhile: sd-bus connections are
+ * not shared between threads. */
 static void subscribe(const char *method) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        int r = sd_bus_call_method(ping_bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, method, &e, NULL, "");
+        sd_bus *bus = O.private_path ? L.bus : ping_bus;
+        int r;
+
+        if (O.private_path) {
+                L.stop = true;
+                pthread_join(L.thread, NULL);
+        }
+        r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, method, &e, NULL, "");
         if (r < 0)
                 die("%s: %s", method, e.message ?: strerror(-r));
         sd_bus_error_free(&e);
+        if (O.private_path)
+                listener_thread_start();
 }
 
 /* subscribed: the listener follows states through per-object PropertiesChanged
@@ -1177,8 +1225,8 @@ static unsigned long parse_ulong(const char *s, const char *opt, unsigned long m
 static void usage(FILE *f) {
         fputs("usage: bench-scale --address=ADDR --root=DIR [--top=N] [--fanout=N] [--starts=K]\n"
               "                   [--empty-root=DIR2] [--idle=S] [--burst=N] [--bus-pid=PID]\n"
-              "                   [--phases=start,idle,storm,burst,lists] [--perf=PREFIX] [--daemon-log=FILE] [--json]\n"
-              "                   -- FREEZERD [ARGS...]\n",
+              "                   [--phases=start,idle,storm,burst,lists] [--perf=PREFIX] [--daemon-log=FILE]\n"
+              "                   [--private=PATH] [--json] -- FREEZERD [ARGS...]\n",
               f);
 }
 
@@ -1207,7 +1255,7 @@ static void parse_phases(const char *s) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_ADDRESS = 0x100, ARG_ROOT, ARG_EMPTY_ROOT, ARG_TOP, ARG_FANOUT, ARG_STARTS, ARG_IDLE, ARG_BURST,
-               ARG_BUS_PID, ARG_PHASES, ARG_PERF, ARG_DAEMON_LOG, ARG_JSON };
+               ARG_BUS_PID, ARG_PHASES, ARG_PERF, ARG_DAEMON_LOG, ARG_PRIVATE, ARG_JSON };
         static const struct option options[] = {
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "root", required_argument, NULL, ARG_ROOT },
@@ -1221,6 +1269,7 @@ int main(int argc, char *argv[]) {
                 { "phases", required_argument, NULL, ARG_PHASES },
                 { "perf", required_argument, NULL, ARG_PERF },
                 { "daemon-log", required_argument, NULL, ARG_DAEMON_LOG },
+                { "private", required_argument, NULL, ARG_PRIVATE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -1249,6 +1298,7 @@ int main(int argc, char *argv[]) {
                 case ARG_PHASES: parse_phases(optarg); break;
                 case ARG_PERF: O.perf = optarg; break;
                 case ARG_DAEMON_LOG: O.daemon_log = optarg; break;
+                case ARG_PRIVATE: O.private_path = optarg; break;
                 case ARG_JSON: O.json = true; break;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
@@ -1292,9 +1342,9 @@ int main(int argc, char *argv[]) {
                 ping_bus = bus_connect();
                 /* The listener follows GroupsChanged, which is sent only while asked for. */
                 subscribe("SubscribeGroups");
-                r = freezer_open_address(&f, O.address);
+                r = O.private_path ? freezer_open_private(&f, O.private_path) : freezer_open_address(&f, O.address);
                 if (r < 0)
-                        die("freezer_open_address: %s", strerror(-r));
+                        die("freezer_open_%s: %s", O.private_path ? "private" : "address", strerror(-r));
                 ping_barrier();
         }
         if (O.ph_idle)

@@ -28,8 +28,12 @@ Checks:
     "running".
   * freezer_state_to_string / freezer_state_from_string round-trip.
   * freezer_open_private() on the daemon's RUNTIME_DIR/private: freeze, thaw and
-    errors as on the bus; -ENOENT for a missing socket; freezer_set_state_callback()
-    fails with -EOPNOTSUPP (NotSupported): the private socket carries no signals.
+    errors as on the bus; -ENOENT for a missing socket; the state callback (driven
+    by freezer_get_fd() + freezer_dispatch()) reports /g frozen and running, the
+    group callback a mkdir and an rmdir, straight from freezerd (the handle
+    subscribed on its connection); with both callbacks removed (which also
+    unsubscribes, checked in test-core-private) a freeze, thaw, mkdir and rmdir
+    call neither.
   * freezer_set_state_callback() with no freezerd on the bus returns 0, and once a
     freezerd starts the handle subscribes to it: the callback sees its changes
     (freezerd sends GroupsChanged only while someone subscribed)."""
@@ -55,6 +59,8 @@ class Group(ctypes.Structure):
 
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
+GROUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_int,
+                                  ctypes.c_void_p)
 
 
 def libfreezer_path():
@@ -114,6 +120,7 @@ def load():
         'freezer_get_fd': (ctypes.c_int, [P]),
         'freezer_dispatch': (ctypes.c_int, [P]),
         'freezer_set_state_callback': (ctypes.c_int, [P, CALLBACK, P]),
+        'freezer_set_group_callback': (ctypes.c_int, [P, GROUP_CALLBACK, P]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -228,26 +235,69 @@ def test():
 
 
 def check_private(lib, sc, d):
-    """freezer_open_private(): calls work, callbacks that need signals fail with -EOPNOTSUPP."""
+    """freezer_open_private(): calls work, and so do the callbacks (signals straight from freezerd)."""
     dead = ctypes.c_void_p()
     r = lib.freezer_open_private(ctypes.byref(dead), f'{d.runtime_dir}/nothing'.encode())
     ft.check(r == -errno.ENOENT and not dead.value, 'freezer_open_private on a missing socket: -ENOENT', r)
     f = ctypes.c_void_p()
     ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
                    'freezer_open_private')
+    fd = -1
     try:
+        events, groups = [], []
+
+        @CALLBACK
+        def on_state(_f, path, state, frozen, _ud):
+            events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+
+        @GROUP_CALLBACK
+        def on_group(_f, path, added, _state, _ud):
+            groups.append((path.decode(), added))
+
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback on a private handle')
+        ft.check_equal(lib.freezer_set_group_callback(f, on_group, None), 0,
+                       'freezer_set_group_callback on a private handle')
+        fd = lib.freezer_get_fd(f)
+        ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+
         ft.check_equal(lib.freezer_freeze(f, b'/g', 0, 0), 0, 'freezer_freeze(/g) over the private socket')
         ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'the kernel says frozen 1 when it returns')
+        lib.freezer_dispatch(f)  # signals queued during the blocking call
+        ft.wait_for(lambda: ('/g', 'frozen', True) in events, what='the private handle\'s callback: /g frozen')
+        ft.check(True, 'the state callback of a private handle reported /g frozen')
         r = lib.freezer_freeze(f, b'/nope', 0, 0)
         ft.check_equal((r, (lib.freezer_last_error_name(f) or b'').decode()), (-errno.ENOENT, ft.ERROR_NO_SUCH_GROUP),
                        'errors over the private socket as on the bus')
-        r = lib.freezer_set_state_callback(f, CALLBACK(lambda *a: None), None)
-        ft.check_equal((r, (lib.freezer_last_error_name(f) or b'').decode()),
-                       (-errno.EOPNOTSUPP, 'org.freedesktop.DBus.Error.NotSupported'),
-                       'freezer_set_state_callback on a private handle: -EOPNOTSUPP, NotSupported')
         ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, 'freezer_thaw(/g) over the private socket')
         ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'the kernel says frozen 0 when it returns')
+        lib.freezer_dispatch(f)
+        ft.wait_for(lambda: ('/g', 'running', False) in events, what='the private handle\'s callback: /g running')
+        ft.check(True, 'the state callback of a private handle reported /g running')
+
+        sc.mkdir('/g/new')
+        ft.wait_for(lambda: ('/g/new', True) in groups, what='the private handle\'s group callback: /g/new added')
+        sc.rmdir('/g/new')
+        ft.wait_for(lambda: ('/g/new', False) in groups, what='the private handle\'s group callback: /g/new removed')
+        ft.check(True, 'the group callback of a private handle reported a mkdir and an rmdir')
+
+        ft.check_equal(lib.freezer_set_state_callback(f, CALLBACK(), None), 0, 'state callback removed')
+        ft.check_equal(lib.freezer_set_group_callback(f, GROUP_CALLBACK(), None), 0, 'group callback removed')
+        events.clear()
+        groups.clear()
+        # The unsubscriptions were sent before these calls: freezerd handles them in order.
+        ft.check_equal(lib.freezer_freeze(f, b'/g', 0, 0), 0, 'freezer_freeze(/g) again')
+        ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, 'freezer_thaw(/g) again')
+        sc.mkdir('/g/new')
+        sc.rmdir('/g/new')
+        g = Group()
+        ft.check_equal(lib.freezer_get_group(f, b'/g', ctypes.byref(g)), 0, 'a round trip after the changes')
+        lib.freezer_group_clear(ctypes.byref(g))
+        lib.freezer_dispatch(f)
+        ft.check_equal((events, groups), ([], []), 'callbacks removed: nothing reported')
     finally:
+        if fd >= 0:
+            ft.loop().remove_reader(fd)
         lib.freezer_close(f)
 
 

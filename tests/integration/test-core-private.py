@@ -17,10 +17,19 @@ Checks:
     frozen; thaw likewise.  Errors come through as on the bus (NoSuchGroup, exit 1,
     one line naming the path).
   * A direct jeepney connection (no Hello): Freeze, Properties.Get and
-    GetManagedObjects work; Subscribe and AddPressureTrigger answer NotSupported;
-    no signal arrives on it.
-  * `freezectl --socket=... watch` is refused (exit 2): no signals there; a
-    missing socket: exit 1, the message names it.  Without a bus option, with
+    GetManagedObjects work; AddPressureTrigger answers NotSupported (its signals
+    go to a bus name); Unsubscribe without Subscribe answers NotSubscribed; no
+    signal arrives on it while it has not subscribed.
+  * Signals on the private socket: a second direct connection that called
+    SubscribeGroups() gets GroupsChanged (no sender field) for a freeze made by
+    the first, and no PropertiesChanged; after Subscribe() also the group's
+    PropertiesChanged (Frozen true), and InterfacesAdded / InterfacesRemoved for
+    a mkdir / rmdir; once it called Unsubscribe() and UnsubscribeGroups(),
+    nothing more.  The connection that never subscribed got nothing.
+  * `freezectl --socket=... watch /g` follows a freeze made on the bus (its
+    "state /g/h frozen" line); `watch --trigger=...` over the socket is refused
+    (exit 2, the message says pressure signals need a bus); a missing socket:
+    exit 1, the message names it.  Without a bus option, with
     nothing at /run/freezerd/private, freezectl falls back to the system bus
     (DBUS_SYSTEM_BUS_ADDRESS pointing at the test's bus).
   * Access follows the socket's peer credentials (with the socket opened to
@@ -51,6 +60,7 @@ import freezertest as ft  # noqa: E402
 NOBODY = 65534
 DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
 NOT_SUPPORTED = 'org.freedesktop.DBus.Error.NotSupported'
+NOT_SUBSCRIBED = 'org.freezerd.Freezer1.Error.NotSubscribed'
 MAX_CONNECTIONS = 256
 
 
@@ -134,9 +144,10 @@ def check_freezectl(sc, daemon, path):
     ft.check_equal(r.returncode, 1, 'freeze of a missing group over the socket exits 1')
     one_line(r, 'freeze /nope', '/nope', 'NoSuchGroup')
 
-    r = ft.freezectl('watch', socket=path, check=False)
-    ft.check_equal(r.returncode, 2, 'watch over the socket is a usage error')
-    one_line(r, 'watch --socket', 'watch', 'signals')
+    r = ft.freezectl('watch', '--trigger=memory:some:150ms:2s', socket=path, check=False)
+    ft.check_equal(r.returncode, 2, 'watch --trigger over the socket is a usage error')
+    one_line(r, 'watch --trigger --socket', 'watch', 'pressure', 'bus')
+    check_watch(sc, daemon, path)
     missing = path + '-missing'
     r = ft.freezectl('status', socket=missing, check=False)
     ft.check_equal(r.returncode, 1, 'a missing socket: exit 1')
@@ -161,15 +172,93 @@ def check_direct(sc, daemon, path):
         ft.check_equal(c.group_property('/g/h', 'FreezerState'), 'frozen', 'Get on a direct connection')
         objs = c.managed_objects()
         ft.check(ft.group_object('/g/h') in objs, 'GetManagedObjects on a direct connection', sorted(objs))
-        e = ft.expect_dbus_error(NOT_SUPPORTED, c.call, 'Subscribe')
-        ft.check('private socket' in e.message, 'Subscribe: the message says why', e.message)
         e = ft.expect_dbus_error(NOT_SUPPORTED, c.call, 'AddPressureTrigger', 'memory', 'some', 150000, 2000000)
-        ft.check('private socket' in e.message, 'AddPressureTrigger: the message says why', e.message)
+        ft.check('bus name' in e.message, 'AddPressureTrigger: the message says why', e.message)
+        ft.expect_dbus_error(NOT_SUBSCRIBED, c.call, 'Unsubscribe')
+        ft.expect_dbus_error(NOT_SUBSCRIBED, c.call, 'UnsubscribeGroups')
         c.call('Thaw', '/g/h', 0, 0)
         ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, 'Thaw on a direct connection: confirmed')
         # A round trip after the changes: whatever signal there were would have come before its reply.
         c.call('ListGroups')
-        ft.check_equal(c.signals, [], 'no signal on a direct connection')
+        ft.check_equal(c.signals, [], 'no signal on a direct connection that did not subscribe')
+        check_direct_signals(sc, c, path)
+
+
+def settled(c):
+    """A round trip on c after the changes made so far: freezerd sends a loop turn's signals before it
+    reads the next call, so whatever they caused has arrived once its reply has."""
+    c.call('ListGroups')
+
+
+def check_direct_signals(sc, c, path):
+    obj = ft.group_object('/g/h')
+    with ft.Client(f'unix:path={path}', direct=True) as s:
+        rec = s.record(subscribe='groups')
+        c.call('Freeze', '/g/h', 0, 0)
+        rec.wait_for(lambda x: 'frozen' in x.group_values('/g/h', 'FreezerState'),
+                     what='GroupsChanged on the subscribed direct connection: /g/h frozen')
+        settled(s)
+        ft.check(all(x.sender is None for x in rec.signals), 'signals on a direct connection carry no sender',
+                 rec.signals)
+        ft.check_equal(rec.properties_changed(obj), [], 'SubscribeGroups alone: no PropertiesChanged')
+
+        s.subscribe()
+        rec.clear()
+        c.call('Thaw', '/g/h', 0, 0)
+        rec.wait_property(obj, 'Frozen', False)
+        ft.check('running' in rec.group_values('/g/h', 'FreezerState'), 'after Subscribe: GroupsChanged too',
+                 rec.signals)
+        sc.mkdir('/g/new')
+        rec.wait_for(lambda x: ft.group_object('/g/new') in [o for o, _ in x.interfaces_added()],
+                     what='InterfacesAdded of /g/new on the subscribed direct connection')
+        sc.rmdir('/g/new')
+        rec.wait_for(lambda x: ft.group_object('/g/new') in [o for o, _ in x.interfaces_removed()],
+                     what='InterfacesRemoved of /g/new on the subscribed direct connection')
+
+        s.call('Unsubscribe')
+        s.call('UnsubscribeGroups')
+        ft.expect_dbus_error(NOT_SUBSCRIBED, s.call, 'Unsubscribe')
+        settled(s)
+        rec.clear()
+        c.call('Freeze', '/g/h', 0, 0)
+        c.call('Thaw', '/g/h', 0, 0)
+        settled(s)
+        ft.check_equal(rec.signals, [], 'after Unsubscribe() and UnsubscribeGroups(): no signal')
+    settled(c)
+    ft.check_equal(c.signals, [], 'the connection that never subscribed got no signal')
+
+
+def check_watch(sc, daemon, path):
+    p = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch', '/g'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        out = b''
+        deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+
+        def read_until(words, what):
+            # Lines are "DATE TIME EVENT ...": compare what follows the time.
+            nonlocal out
+            while not any(line.split()[2:] == words for line in out.decode().splitlines()):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([p.stdout], [], [], left)[0]:
+                    ft.fail(f'freezectl --socket watch: no {what} line; it printed: {out.decode()!r}')
+                data = os.read(p.stdout.fileno(), 4096)
+                if not data:
+                    ft.fail(f'freezectl --socket watch exited ({p.wait()}): {p.stderr.read().decode()}; '
+                            f'it printed: {out.decode()!r}')
+                out += data
+
+        read_until(['watching', '/g'], '"watching /g"')
+        daemon.client.call('Freeze', '/g/h', 0, 0)
+        read_until(['state', '/g/h', 'frozen'], '"state /g/h frozen"')
+        daemon.client.call('Thaw', '/g/h', 0, 0)
+        read_until(['state', '/g/h', 'running'], '"state /g/h running"')
+        ft.check(True, 'freezectl --socket watch followed a freeze and a thaw made on the bus')
+    finally:
+        p.terminate()
+        p.wait(timeout=ft.DEFAULT_TIMEOUT)
+        p.stdout.close()
+        p.stderr.close()
 
 
 def check_access(sc, path, run):

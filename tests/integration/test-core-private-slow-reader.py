@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A subscriber on the private socket that stops reading is closed, not fed forever.
+
+On the bus, dbus-daemon bounds what waits for a slow client.  On the private
+socket nothing would: freezerd itself queues what a subscribed connection has
+not read.  Past PRIVATE_BUS_QUEUE_MAX (65,536) messages queued for one
+connection, freezerd logs why and closes it.
+
+  /big  with 2,000 empty children
+
+Checks:
+  * A direct connection calls Subscribe() (a PropertiesChanged per changed group
+    object) and then never reads.  Freeze / Thaw of /big from the bus, over and
+    over: freezerd logs "does not read its signals" within at most 60 rounds
+    (about 4,000 messages each), and closes that connection (EOF once its socket
+    buffer is read).
+  * Meanwhile a direct connection subscribed with SubscribeGroups() that reads
+    as it goes is kept: after the slow one was closed, it still gets
+    GroupsChanged for the next freeze, and freezerd serves the bus as before
+    (the kernel and Get agree on /big).
+  * freezerd logged no other warning and exits 0."""
+
+import os
+import select
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+CHILDREN = 2000
+MAX_ROUNDS = 60
+CLOSED = 'does not read its signals'
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-private-slow-reader') as sc, ft.Bus() as bus:
+        sc.mkdir('/big')
+        for i in range(CHILDREN):
+            os.mkdir(sc.abspath(f'/big/c{i}'))
+        with ft.Daemon(bus, sc.root) as daemon:
+            path = os.path.join(daemon.runtime_dir, 'private')
+            with ft.Client(f'unix:path={path}', direct=True) as slow, \
+                    ft.Client(f'unix:path={path}', direct=True) as reader:
+                rec = reader.record(subscribe='groups')
+                slow.subscribe()
+                # From here on nobody reads slow's socket.
+                ft.loop().remove_reader(slow.conn.sock)
+
+                rounds = 0
+                while CLOSED not in daemon.log() and rounds < MAX_ROUNDS:
+                    daemon.client.call('Freeze', '/big', 0, 0)
+                    daemon.client.call('Thaw', '/big', 0, 0)
+                    rounds += 1
+                ft.check(CLOSED in daemon.log(), f'freezerd said why it closed the connection ({rounds} rounds)',
+                         daemon.log()[-2000:])
+                ft.check(eof_within(slow.conn.sock, ft.DEFAULT_TIMEOUT),
+                         'the connection that did not read was closed by freezerd')
+                slow.closed = True  # its socket is done; close() must not touch the loop again
+
+                rec.clear()
+                daemon.client.call('Freeze', '/big', 0, 0)
+                rec.wait_for(lambda x: 'frozen' in x.group_values('/big', 'FreezerState'),
+                             what='GroupsChanged on the connection that reads: /big frozen')
+                ft.check(True, 'the subscriber that reads was kept and still gets its signals')
+                ft.check_equal((sc.read_events('/big').get('frozen'), daemon.client.group_property('/big', 'Frozen')),
+                               (1, True), 'freezerd serves on: the kernel and Get agree on /big')
+                daemon.client.call('Thaw', '/big', 0, 0)
+            warnings = [line for line in daemon.log().splitlines()
+                        if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and CLOSED not in line]
+            ft.check_equal(warnings, [], 'no other warning from freezerd')
+
+
+def eof_within(sock, timeout):
+    """Read what sock holds until EOF (True) or timeout (False)."""
+    sock.setblocking(False)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not select.select([sock], [], [], max(0, deadline - time.monotonic()))[0]:
+            continue
+        try:
+            if sock.recv(1 << 20) == b'':
+                return True
+        except ConnectionResetError:
+            return True
+        except BlockingIOError:
+            pass
+    return False
+
+
+if __name__ == '__main__':
+    ft.run(test)
