@@ -40,7 +40,8 @@ Checks:
   * At most 256 connections at once: of 266 opened (no authentication), the last
     10 are closed by freezerd at once, the first 256 kept; once they close,
     freezectl works again.
-  * freezerd removes the socket when it exits (exit status 0)."""
+  * freezerd removes the socket when it exits (exit status 0); a `freezectl
+    --socket=... watch` running then exits 1 with one line on stderr."""
 
 import json
 import os
@@ -108,14 +109,35 @@ def test():
             stale.bind(path)
             stale.close()
 
-            with ft.Daemon(bus, sc.root, runtime_dir=run) as daemon:
-                check_socket(path)
-                check_freezectl(sc, daemon, path)
-                check_direct(sc, daemon, path)
-                check_access(sc, path, run)
-                check_dying_caller(sc, daemon, path)
-                check_connection_cap(sc, daemon, path)
-            ft.check(not os.path.exists(path), 'freezerd removed its socket on exit')
+            watcher = None
+            try:
+                with ft.Daemon(bus, sc.root, runtime_dir=run) as daemon:
+                    check_socket(path)
+                    check_freezectl(sc, daemon, path)
+                    check_direct(sc, daemon, path)
+                    check_access(sc, path, run)
+                    check_dying_caller(sc, daemon, path)
+                    check_connection_cap(sc, daemon, path)
+                    # A watch over the socket that outlives freezerd (checked below).
+                    watcher = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch'],
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    ready = select.select([watcher.stdout], [], [], ft.DEFAULT_TIMEOUT)[0]
+                    ft.check(ready and ' watching ' in watcher.stdout.readline(),
+                             'freezectl --socket watch started (its "watching" line)')
+                ft.check(not os.path.exists(path), 'freezerd removed its socket on exit')
+                try:
+                    status = watcher.wait(timeout=ft.DEFAULT_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    status = None
+                err = watcher.stderr.read()
+                ft.check(status == 1 and len(err.splitlines()) == 1 and 'connection' in err,
+                         'freezectl --socket watch exits 1 with one line when freezerd exits', (status, err))
+            finally:
+                if watcher is not None:
+                    watcher.kill()
+                    watcher.wait()
+                    watcher.stdout.close()
+                    watcher.stderr.close()
     finally:
         shutil.rmtree(run, ignore_errors=True)
 
@@ -206,8 +228,9 @@ def check_direct_signals(sc, c, path):
         rec.clear()
         c.call('Thaw', '/g/h', 0, 0)
         rec.wait_property(obj, 'Frozen', False)
-        ft.check('running' in rec.group_values('/g/h', 'FreezerState'), 'after Subscribe: GroupsChanged too',
-                 rec.signals)
+        rec.wait_for(lambda x: 'running' in x.group_values('/g/h', 'FreezerState'),
+                     what='after Subscribe: GroupsChanged too')
+        ft.check(True, 'after Subscribe: PropertiesChanged and GroupsChanged')
         sc.mkdir('/g/new')
         rec.wait_for(lambda x: ft.group_object('/g/new') in [o for o, _ in x.interfaces_added()],
                      what='InterfacesAdded of /g/new on the subscribed direct connection')
