@@ -391,7 +391,9 @@ static int run(int argc, char *argv[]) {
                         break;
                 }
                 r = 0;
-                if (busy)
+                /* Also what this turn's read brought: handled now, not after
+                 * one more look at the fds (a change reaches the bus sooner). */
+                if (manager_has_stashed_events(d.manager))
                         manager_handle_stashed_events(d.manager, INOTIFY_SLICE_USEC);
         }
         (void) sd_notify(0, "STOPPING=1");
