@@ -11,10 +11,7 @@
 
 #include "batch-json.h"
 #include "client-util.h"
-
-/* Longest part of a key quoted in a message. */
-#define QUOTE_MAX 64
-#define QUOTE_BUF_SIZE (QUOTE_MAX * 4 + 8)
+#include "json-diag.h"
 
 static void json_object_putp(struct json_object **o) {
         if (*o)
@@ -24,78 +21,6 @@ static void json_object_putp(struct json_object **o) {
 static void json_tokener_freep(struct json_tokener **t) {
         if (*t)
                 json_tokener_free(*t);
-}
-
-/* Quote s[0, n) for a message: printable ASCII and UTF-8 as is, '"' and '\'
- * and control characters escaped, cut after QUOTE_MAX bytes. */
-static const char *quote(const char *s, size_t n, char buf[static QUOTE_BUF_SIZE]) {
-        size_t j = 0;
-
-        buf[j++] = '"';
-        for (size_t i = 0; i < n && i < QUOTE_MAX; i++) {
-                unsigned char c = (unsigned char) s[i];
-
-                if (c == '"' || c == '\\') {
-                        buf[j++] = '\\';
-                        buf[j++] = (char) c;
-                } else if (c < 0x20 || c == 0x7f)
-                        j += (size_t) snprintf(buf + j, 5, "\\x%02x", c);
-                else
-                        buf[j++] = (char) c;
-        }
-        buf[j++] = '"';
-        if (n > QUOTE_MAX) {
-                memcpy(buf + j, "...", 3);
-                j += 3;
-        }
-        buf[j] = '\0';
-        return buf;
-}
-
-static const char *type_phrase(struct json_object *v) {
-        switch (json_object_get_type(v)) {
-        case json_type_null:
-                return "null";
-        case json_type_boolean:
-                return "a boolean";
-        case json_type_double:
-                return "a floating-point number";
-        case json_type_int:
-                return "an integer";
-        case json_type_object:
-                return "an object";
-        case json_type_array:
-                return "an array";
-        case json_type_string:
-                return "a string";
-        }
-        return "an unknown type";
-}
-
-/* 1-based line and column (in characters, counting UTF-8 sequences as one) of
- * the byte at offset off. */
-static void offset_to_line_column(const char *text, size_t len, size_t off, unsigned *ret_line, unsigned *ret_column) {
-        unsigned line = 1, column = 1;
-
-        if (off > len)
-                off = len;
-
-        for (size_t i = 0; i < off; i++) {
-                unsigned char c = (unsigned char) text[i];
-
-                if (c == '\n') {
-                        line++;
-                        column = 1;
-                } else if ((c & 0xc0) != 0x80)
-                        column++;
-        }
-
-        *ret_line = line;
-        *ret_column = column;
-}
-
-static bool is_json_space(char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 /* Store a formatted message in *ret_error (if wanted) and return r; -ENOMEM if
@@ -135,7 +60,7 @@ static int fail_at(char **ret_error, const char *text, size_t len, size_t off, c
         if (k < 0)
                 return -ENOMEM;
 
-        offset_to_line_column(text, len, off, &line, &column);
+        json_offset_to_line_column(text, len, off, &line, &column);
         return fail(ret_error, -EINVAL, "line %u, column %u: %s", line, column, msg);
 }
 
@@ -203,7 +128,7 @@ static int scan(const char *text, size_t len, size_t n_expected, scan_result *s,
         for (size_t i = 0; i < len; i++) {
                 char c = text[i];
 
-                if (depth == 1 && want_element && !is_json_space(c)) {
+                if (depth == 1 && want_element && !json_is_space(c)) {
                         if (s->n_offsets >= n_expected)
                                 return -EBADMSG;
                         s->offsets[s->n_offsets++] = i;
@@ -308,13 +233,13 @@ static const char *tokener_error_phrase(enum json_tokener_error e) {
 static int check_element(struct json_object *e, size_t i, unsigned line, const scan_result *s,
                          size_t *ret_path_len, char **ret_error) {
         struct json_object *path, *freeze;
-        char qbuf[QUOTE_BUF_SIZE];
+        char qbuf[JSON_QUOTE_BUF_SIZE];
         size_t n;
 
         if (!json_object_is_type(e, json_type_object))
                 return fail(ret_error, -EINVAL,
                             "element %zu (line %u): expected an object {\"path\": ..., \"freeze\": ...}, got %s",
-                            i, line, type_phrase(e));
+                            i, line, json_type_phrase(e));
 
         if (s->dup_index == i)
                 return fail(ret_error, -EINVAL, "element %zu (line %u): key \"%s\" given more than once",
@@ -327,14 +252,14 @@ static int check_element(struct json_object *e, size_t i, unsigned line, const s
                 if (!streq(k, "path") && !streq(k, "freeze"))
                         return fail(ret_error, -EINVAL,
                                     "element %zu (line %u): unknown key %s (expected only \"path\" and \"freeze\")",
-                                    i, line, quote(k, strlen(k), qbuf));
+                                    i, line, json_quote(k, strlen(k), qbuf));
         }
 
         if (!json_object_object_get_ex(e, "path", &path))
                 return fail(ret_error, -EINVAL, "element %zu (line %u): missing key \"path\"", i, line);
         if (!json_object_is_type(path, json_type_string))
                 return fail(ret_error, -EINVAL, "element %zu (line %u): \"path\" must be a string, got %s",
-                            i, line, type_phrase(path));
+                            i, line, json_type_phrase(path));
 
         n = (size_t) json_object_get_string_len(path);
         if (n == 0)
@@ -347,7 +272,7 @@ static int check_element(struct json_object *e, size_t i, unsigned line, const s
                 return fail(ret_error, -EINVAL, "element %zu (line %u): missing key \"freeze\"", i, line);
         if (!json_object_is_type(freeze, json_type_boolean))
                 return fail(ret_error, -EINVAL, "element %zu (line %u): \"freeze\" must be true or false, got %s",
-                            i, line, type_phrase(freeze));
+                            i, line, json_type_phrase(freeze));
 
         *ret_path_len = n;
         return 0;
@@ -390,7 +315,7 @@ int batch_json_parse(const char *text, size_t len, freezer_request **ret, size_t
                 return fail(ret_error, -EINVAL, "the input starts with a byte order mark (not allowed in JSON)");
 
         end = 0;
-        while (end < len && is_json_space(text[end]))
+        while (end < len && json_is_space(text[end]))
                 end++;
         if (end == len)
                 return fail(ret_error, -EINVAL,
@@ -405,7 +330,7 @@ int batch_json_parse(const char *text, size_t len, freezer_request **ret, size_t
         if (root) {
                 /* In strict mode json-c refuses trailing data itself; be sure. */
                 end = json_tokener_get_parse_end(tok);
-                while (end < len && is_json_space(text[end]))
+                while (end < len && json_is_space(text[end]))
                         end++;
                 if (end < len)
                         return fail_at(ret_error, text, len, end, "unexpected data after the JSON value");
@@ -440,7 +365,7 @@ int batch_json_parse(const char *text, size_t len, freezer_request **ret, size_t
         if (!json_object_is_type(root, json_type_array))
                 return fail(ret_error, -EINVAL,
                             "expected a JSON array of {\"path\": ..., \"freeze\": ...} objects, got %s",
-                            type_phrase(root));
+                            json_type_phrase(root));
 
         n = json_object_array_length(root);
         if (n == 0)

@@ -8,13 +8,12 @@
 
 #include "cgroup-util.h"
 #include "config.h"
+#include "json-diag.h"
 #include "util.h"
 
 #define CONFIG_SIZE_MAX (1024U * 1024U)
 #define CONFIG_TIMEOUT_USEC_MAX (24ULL * 60ULL * 60ULL * USEC_PER_SEC)
 
-/* Longest key or value quoted in a message. */
-#define QUOTE_MAX 64
 
 static void json_tokener_freep(struct json_tokener **t) {
         if (*t)
@@ -123,79 +122,6 @@ static int set_file_error(char **ret_error, int error, const char *fmt, ...) {
         return error;
 }
 
-/* Quote s[0, n) for a message: printable ASCII and UTF-8 as is, '"' and '\'
- * and control characters escaped, cut after QUOTE_MAX bytes.  The buffer must
- * hold QUOTE_MAX * 4 + 8 bytes. */
-#define QUOTE_BUF_SIZE (QUOTE_MAX * 4 + 8)
-static const char *quote(const char *s, size_t n, char buf[static QUOTE_BUF_SIZE]) {
-        size_t j = 0;
-
-        buf[j++] = '"';
-        for (size_t i = 0; i < n && i < QUOTE_MAX; i++) {
-                unsigned char c = (unsigned char) s[i];
-
-                if (c == '"' || c == '\\') {
-                        buf[j++] = '\\';
-                        buf[j++] = (char) c;
-                } else if (c < 0x20 || c == 0x7f)
-                        j += (size_t) snprintf(buf + j, 5, "\\x%02x", c);
-                else
-                        buf[j++] = (char) c;
-        }
-        buf[j++] = '"';
-        if (n > QUOTE_MAX) {
-                memcpy(buf + j, "...", 3);
-                j += 3;
-        }
-        buf[j] = '\0';
-        return buf;
-}
-
-static const char *json_type_phrase(struct json_object *v) {
-        switch (json_object_get_type(v)) {
-        case json_type_null:
-                return "null";
-        case json_type_boolean:
-                return "a boolean";
-        case json_type_double:
-                return "a floating-point number";
-        case json_type_int:
-                return "an integer";
-        case json_type_object:
-                return "an object";
-        case json_type_array:
-                return "an array";
-        case json_type_string:
-                return "a string";
-        }
-        return "an unknown type";
-}
-
-/* 1-based line and column (in characters, counting UTF-8 sequences as one) of
- * the byte at offset off. */
-static void offset_to_line_column(const char *text, size_t len, size_t off, unsigned *ret_line, unsigned *ret_column) {
-        unsigned line = 1, column = 1;
-
-        if (off > len)
-                off = len;
-
-        for (size_t i = 0; i < off; i++) {
-                unsigned char c = (unsigned char) text[i];
-
-                if (c == '\n') {
-                        line++;
-                        column = 1;
-                } else if ((c & 0xc0) != 0x80)
-                        column++;
-        }
-
-        *ret_line = line;
-        *ret_column = column;
-}
-
-static bool is_json_space(char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 
 /* ---------------------------------------------------------------------------
  * Keys of the top-level object, in text order, with their lines.
@@ -334,7 +260,7 @@ typedef struct ParseContext {
 } ParseContext;
 
 static int parse_cgroup_root(ParseContext *ctx, struct json_object *v, Config *c) {
-        char qbuf[QUOTE_BUF_SIZE];
+        char qbuf[JSON_QUOTE_BUF_SIZE];
         const char *s;
         size_t n;
         char *copy;
@@ -352,7 +278,7 @@ static int parse_cgroup_root(ParseContext *ctx, struct json_object *v, Config *c
                                  "\"cgroup_root\" must not contain a NUL character");
         if (s[0] != '/')
                 return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
-                                 "\"cgroup_root\" must be an absolute path, got %s", quote(s, n, qbuf));
+                                 "\"cgroup_root\" must be an absolute path, got %s", json_quote(s, n, qbuf));
         if (n >= PATH_MAX)
                 return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
                                  "\"cgroup_root\" is longer than PATH_MAX");
@@ -416,7 +342,7 @@ static ssize_t strv_uniq_stable(char **l, size_t n) {
 
 static int parse_track(ParseContext *ctx, struct json_object *v, Config *c) {
         _cleanup_(strv_freep) char **l = NULL;
-        char qbuf[QUOTE_BUF_SIZE];
+        char qbuf[JSON_QUOTE_BUF_SIZE];
         size_t n, k = 0;
         ssize_t m;
 
@@ -455,7 +381,7 @@ static int parse_track(ParseContext *ctx, struct json_object *v, Config *c) {
                 if (r < 0)
                         return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
                                          "\"track\"[%zu] %s is not a valid path: %s",
-                                         i, quote(s, len, qbuf), reason ?: strerror(-r));
+                                         i, json_quote(s, len, qbuf), reason ?: strerror(-r));
                 k++;
         }
 
@@ -521,7 +447,7 @@ static int parse_json(const char *text, size_t len, const char *filename, struct
         /* json-c would stop at a NUL byte and silently ignore the rest. */
         nul = memchr(text, '\0', len);
         if (nul) {
-                offset_to_line_column(text, len, (size_t) (nul - text), &line, &column);
+                json_offset_to_line_column(text, len, (size_t) (nul - text), &line, &column);
                 return set_error(ret_error, filename, line, column, "invalid JSON: NUL byte");
         }
 
@@ -544,15 +470,15 @@ static int parse_json(const char *text, size_t len, const char *filename, struct
 
         /* Note that a top-level "null" is a success with o == NULL. */
         if (e != json_tokener_success) {
-                offset_to_line_column(text, len, end, &line, &column);
+                json_offset_to_line_column(text, len, end, &line, &column);
                 return set_error(ret_error, filename, line, column, "invalid JSON: %s", json_tokener_error_desc(e));
         }
 
         /* Only whitespace may follow the value. */
-        while (end < len && is_json_space(text[end]))
+        while (end < len && json_is_space(text[end]))
                 end++;
         if (end < len) {
-                offset_to_line_column(text, len, end, &line, &column);
+                json_offset_to_line_column(text, len, end, &line, &column);
                 return set_error(ret_error, filename, line, column,
                                  "invalid JSON: unexpected character after the top-level object");
         }
@@ -588,9 +514,9 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
         if (!json_object_is_type(top, json_type_object)) {
                 unsigned line, column;
 
-                for (first = 0; first < len && is_json_space(text[first]); first++)
+                for (first = 0; first < len && json_is_space(text[first]); first++)
                         ;
-                offset_to_line_column(text, len, first, &line, &column);
+                json_offset_to_line_column(text, len, first, &line, &column);
                 return set_error(ret_error, filename, line, 0,
                                  "the top level must be a JSON object, got %s", json_type_phrase(top));
         }
@@ -600,7 +526,7 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
         if (first < len) {
                 unsigned line, column;
 
-                offset_to_line_column(text, len, first, &line, &column);
+                json_offset_to_line_column(text, len, first, &line, &column);
                 return set_error(ret_error, filename, line, column,
                                  "invalid JSON: single-quoted strings are not allowed");
         }
@@ -617,7 +543,7 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
 
         for (;;) {
                 _cleanup_free_ char *key = NULL;
-                char qbuf[QUOTE_BUF_SIZE];
+                char qbuf[JSON_QUOTE_BUF_SIZE];
                 size_t key_len = 0, idx;
                 unsigned line = 1;
                 struct json_object *v = NULL;
@@ -634,15 +560,15 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
                         if (strlen(config_keys[idx].name) == key_len && streq(config_keys[idx].name, key))
                                 break;
                 if (idx >= ELEMENTSOF(config_keys))
-                        return set_error(ret_error, filename, line, 0, "unknown key %s", quote(key, key_len, qbuf));
+                        return set_error(ret_error, filename, line, 0, "unknown key %s", json_quote(key, key_len, qbuf));
 
                 if (seen & (1U << idx))
-                        return set_error(ret_error, filename, line, 0, "duplicate key %s", quote(key, key_len, qbuf));
+                        return set_error(ret_error, filename, line, 0, "duplicate key %s", json_quote(key, key_len, qbuf));
                 seen |= 1U << idx;
 
                 if (!json_object_object_get_ex(top, key, &v))
                         return set_error(ret_error, filename, line, 0,
-                                         "internal error: key %s not found", quote(key, key_len, qbuf));
+                                         "internal error: key %s not found", json_quote(key, key_len, qbuf));
 
                 ParseContext ctx = {
                         .filename = filename,
