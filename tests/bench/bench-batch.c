@@ -53,8 +53,9 @@
  * 10 ms rate limit on cgroup.events notifications (CGROUP_FILE_NOTIFY_MIN_INTV:
  * a thaw right after a freeze is notified 10 ms late, from a timer, and no
  * notification of the next freeze may be held back in turn), then two
- * Peer.Ping round trips to freezerd over a separate connection, so that the
- * daemon and the bus have handled all that the previous cycle made them do
+ * Peer.Ping round trips to freezerd over a separate connection, and until
+ * freezerd's CPU clock stands still (two looks 2 ms apart), so that the daemon
+ * and the bus have handled all that the previous cycle made them do
  * (thousands of inotify events, cgroup.events reads and signals at n = 1000)
  * before anything is timed.
  *
@@ -406,9 +407,35 @@ static void ping_barrier(void) {
  * back in turn), then make sure freezerd and the bus have handled everything: two Peer.Ping
  * round trips through the bus (the second one is read by freezerd in a later turn of its
  * event loop than the first, after the inotify events queued before it). */
+/* Until freezerd's CPU clock stood still over two looks IDLE_LOOK_NS apart:
+ * it has handled all it was given.  The Pings alone do not say so: freezerd
+ * answers calls between slices of kernel events, and the floor and shell
+ * cycles leave it thousands (their writes, behind its back while it was
+ * stopped), whose handling would otherwise run into the next timed cycle and
+ * into that method's CPU time. */
+#define IDLE_LOOK_NS (2 * 1000000ULL)
+#define IDLE_DEADLINE_NS (10ULL * 1000000000ULL)
+static void wait_daemon_idle(void) {
+        uint64_t deadline = now_ns() + IDLE_DEADLINE_NS, last;
+        unsigned still = 0;
+
+        if (B.daemon_pid <= 0)
+                return;
+        last = proc_cpu_ns(B.daemon_pid);
+        while (still < 2) {
+                if (now_ns() >= deadline)
+                        die("freezerd did not come to rest within %llu s", IDLE_DEADLINE_NS / 1000000000ULL);
+                sleep_ns(IDLE_LOOK_NS);
+                uint64_t c = proc_cpu_ns(B.daemon_pid);
+                still = c - last < 20000 ? still + 1 : 0; /* under 20 µs: a timer tick's worth of noise */
+                last = c;
+        }
+}
+
 static void settle(void) {
         sleep_ns(SETTLE_NS);
         ping_barrier();
+        wait_daemon_idle();
 }
 
 static void check_call(int r, const char *what) {
