@@ -503,14 +503,20 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* Unsubscribe() and UnsubscribeGroups(): the member with its "Uns" turned
+ * into "S" names the call it undoes. */
 static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Subscribers *s = userdata;
         const char *member = sd_bus_message_get_member(msg);
         int r;
 
+        /* r: 1 undone, 0 nothing to undo (as sd_bus_track_remove_sender() says). */
         if (!sd_bus_message_get_sender(msg)) {
                 r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->all, false);
-                r = r == -ESRCH ? 0 : r < 0 ? r : 1;
+                if (r == -ESRCH)
+                        r = 0;
+                else if (r >= 0)
+                        r = 1;
         } else
                 r = s->track ? sd_bus_track_remove_sender(s->track, msg) : 0;
         if (r < 0)
