@@ -215,7 +215,8 @@ static void help(void) {
                "group's pressure is hidden (pressure-hidden), on a kernel error (error), or\n"
                "when freezerd exits (daemon-exited); watch goes on. On SIGINT or SIGTERM it\n"
                "removes its triggers and exits 0. If freezerd refuses a trigger, nothing is\n"
-               "watched and watch exits 1; so it does when the bus connection is lost.\n"
+               "watched and watch exits 1; so it does when the connection is lost (over\n"
+               "--socket=, when freezerd exits).\n"
                "\n"
                "JSON output (--json):\n"
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
@@ -252,7 +253,7 @@ static void help(void) {
                "  1  failure: freezerd refused or failed a request, or could not be reached,\n"
                "     or a batch file could not be read\n"
                "  2  usage error, or a malformed batch file\n"
-               "watch exits 0 on SIGINT and SIGTERM, 1 when the bus connection is lost.\n"
+               "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost.\n"
                "\n"
                "Examples:\n"
                "  %1$s freeze /pods/a /pods/b --timeout=5s\n"
@@ -1708,13 +1709,15 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
 
         watch_emit_watching(&c);
 
+        const char *lost = arg_bus == BUS_PRIVATE ? "lost the connection to freezerd's private socket"
+                                                  : "lost the connection to the bus";
         for (;;) {
                 struct pollfd p[2];
 
                 /* Also what arrived during the blocking calls above. */
                 r = freezer_dispatch(f);
                 if (r < 0) {
-                        log_failure(f, r, "lost the connection to the bus");
+                        log_failure(f, r, "%s", lost);
                         goto finish; /* the triggers went with the connection */
                 }
                 if (c.ret != EXIT_SUCCESS)
@@ -1723,7 +1726,7 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 p[0] = (struct pollfd) { .fd = freezer_get_fd(f), .events = POLLIN };
                 p[1] = (struct pollfd) { .fd = sfd, .events = POLLIN };
                 if (p[0].fd < 0) {
-                        log_failure(f, p[0].fd, "lost the connection to the bus");
+                        log_failure(f, p[0].fd, "%s", lost);
                         goto finish;
                 }
 

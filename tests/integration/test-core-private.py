@@ -130,8 +130,8 @@ def test():
                 except subprocess.TimeoutExpired:
                     status = None
                 err = watcher.stderr.read()
-                ft.check(status == 1 and len(err.splitlines()) == 1 and 'connection' in err,
-                         'freezectl --socket watch exits 1 with one line when freezerd exits', (status, err))
+                ft.check(status == 1 and len(err.splitlines()) == 1 and 'private socket' in err,
+                         'freezectl --socket watch exits 1 with one line naming the private socket when freezerd exits', (status, err))
             finally:
                 if watcher is not None:
                     watcher.kill()
