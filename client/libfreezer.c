@@ -165,6 +165,9 @@ static bool is_direct(freezer *f) {
  * only the daemon's name may send them. */
 #define MATCH_SIGNAL_BUS "type='signal',sender='" FREEZER_SERVICE "',"
 #define MATCH_SIGNAL_DIRECT "type='signal',"
+#define MATCH_GROUPS_CHANGED \
+        "path='" FREEZER_MANAGER_PATH "',interface='" FREEZER_MANAGER_INTERFACE "',member='GroupsChanged'"
+#define MATCH_INTERFACES "interface='org.freedesktop.DBus.ObjectManager',path='" FREEZER_MANAGER_PATH "'"
 static const char *signal_match(freezer *f, const char *bus_rule, const char *direct_rule) {
         return is_direct(f) ? direct_rule : bus_rule;
 }
@@ -1244,8 +1247,6 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                  * (SubscribeGroups(); per-object PropertiesChanged would need a
                  * Subscribe() and cost a message per group).  The matches
                  * first, so that nothing sent after the subscription is lost. */
-#define MATCH_GROUPS_CHANGED                                                                     \
-        "path='" FREEZER_MANAGER_PATH "',interface='" FREEZER_MANAGER_INTERFACE "',member='GroupsChanged'"
                 r = sd_bus_add_match(f->bus, &f->match_slot,
                                      signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
                                                   MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED),
@@ -1382,8 +1383,6 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
         }
 
         if (!f->group_slot) {
-#define MATCH_INTERFACES \
-        "interface='org.freedesktop.DBus.ObjectManager',path='" FREEZER_MANAGER_PATH "'"
                 r = sd_bus_add_match(f->bus, &f->group_slot,
                                      signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES,
                                                   MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
