@@ -28,7 +28,7 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
 static void group_flag_changed(Manager *m, Group *g);
 static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
-static void group_reread_freeze(Manager *m, Group *g);
+static void group_reread_freeze(Manager *m, Group *g, bool deduce);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
 
@@ -179,7 +179,9 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
  *
  * With `deduce` (our own writes, after manager_drain_inotify() has applied
  * every cgroup.freeze write that came before them, so that the effective flags
- * are the kernel's), most of it needs no read at all, by the kernel's rules
+ * are the kernel's; and others' writes, which manager_drain_inotify() applies
+ * in queue order as it reads them), most of it needs no read at all, by the
+ * kernel's rules
  * (kernel/cgroup/freezer.c):
  *   - a group whose effective flag is clear is thawed inside the write
  *     (cgroup_do_freeze() clears CGRP_FROZEN whether or not it has tasks);
@@ -300,7 +302,11 @@ static bool manager_drain_inotify(Manager *m) {
                 if ((ev->mask & (IN_MODIFY | IN_ISDIR)) != IN_MODIFY || ev->len == 0 ||
                     !streq(ev->name, "cgroup.freeze") || !(w = wdmap_get(m->wds, ev->wd)))
                         continue;
-                group_reread_freeze(m, w->ptr);
+                /* Someone else's write, settled as ours are: every write queued
+                 * before it was applied just before (in queue order), and the
+                 * kernel queues IN_MODIFY once the write is done.  Unless events
+                 * were lost up to here. */
+                group_reread_freeze(m, w->ptr, !m->inotify_lost && !m->inotify_overflow_pending);
         }
         return !m->inotify_lost && !m->inotify_overflow_pending;
 }
@@ -315,7 +321,9 @@ static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
                         group_settle_subtree(m, groups[i], deduce);
 }
 
-static void group_reread_freeze(Manager *m, Group *g) {
+/* Re-read g's cgroup.freeze; if it changed behind our back, settle g's
+ * subtree, by deduction where `deduce` (see group_settle_subtree()). */
+static void group_reread_freeze(Manager *m, Group *g, bool deduce) {
         bool v;
         int r;
 
@@ -329,7 +337,7 @@ static void group_reread_freeze(Manager *m, Group *g) {
                 log_debug("%s: cgroup.freeze changed to %d behind our back", g->path, v);
                 tree_set_freeze(m->tree, g, v);
                 m->settle_gen++;
-                group_settle_subtree(m, g, false);
+                group_settle_subtree(m, g, deduce);
                 group_flag_changed(m, g);
         }
 }
@@ -1358,7 +1366,7 @@ static void manager_resync(Manager *m) {
         log_warning("inotify queue overflowed, re-reading every group");
         for (Group *g = tree_root(m->tree), *next; g; g = next) {
                 next = tree_next_preorder(tree_root(m->tree), g);
-                group_reread_freeze(m, g);
+                group_reread_freeze(m, g, false);
                 (void) group_read_events(m, g);
         }
         /* Groups that vanished read -ENODEV; new children are found by rescanning. */
@@ -1417,7 +1425,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 GroupData *d = group_data(g);
                 if (d->freeze_gen != m->inotify_gen) {
                         d->freeze_gen = m->inotify_gen;
-                        group_reread_freeze(m, g);
+                        group_reread_freeze(m, g, false);
                 }
                 return;
         }
