@@ -33,6 +33,9 @@
  *   batch-nowait  freezerd: one ApplyBatch freezing A..G and one thawing them
  *                 (order auto), through libfreezer, with FREEZER_NO_WAIT.
  *   batch         the same, waiting for the kernel (the default).
+ *   batch-private the same over freezerd's private socket (--private=PATH,
+ *                 freezer_open_private()): no dbus-daemon in between, as for a
+ *                 container manager running as root.
  *   single        freezerd: 7 freezer_freeze() then 7 freezer_thaw() calls,
  *                 A..G in that order (bottom-up thaws would fail with
  *                 FrozenByParent), each waiting.
@@ -67,7 +70,7 @@
  *
  * usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R]
  *                    [--leaf-sleepers] [--daemon-pid=PID] [--bus-pid=PID] [--json]
- *                    [--only=KEY,...] [--step-barrier] [--no-pause-daemon]
+ *                    [--only=KEY,...] [--step-barrier] [--no-pause-daemon] [--private=PATH]
  * --only runs just the methods named (keys as above; the floor always runs),
  * e.g. to profile freezerd during one of them.  --step-barrier (a diagnostic,
  * not for the table) puts the between-cycles barrier and pause between the
@@ -121,6 +124,7 @@ enum {
         M_SHELL,
         M_BATCH_NOWAIT,
         M_BATCH,
+        M_BATCH_PRIVATE,
         M_SINGLE,
         _M_MAX,
 };
@@ -154,6 +158,8 @@ static struct {
         int events_fd[N_GROUPS];
         int inotify_fd;
         freezer *f;
+        const char *private_path; /* --private: freezerd's private socket */
+        freezer *fp;              /* a handle on it (batch-private) */
         sd_bus *bus; /* a second connection, for the Ping barrier */
         char *shell_script;
         freezer_request freeze_req[N_GROUPS], thaw_req[N_GROUPS];
@@ -438,18 +444,22 @@ static void settle(void) {
         wait_daemon_idle();
 }
 
-static void check_call(int r, const char *what) {
+static void check_call_on(freezer *f, int r, const char *what) {
         if (r < 0)
-                die("%s failed: %s: %s (%s)", what, strerror(-r), freezer_last_error_name(B.f) ?: "?",
-                    freezer_last_error_message(B.f) ?: "");
+                die("%s failed: %s: %s (%s)", what, strerror(-r), freezer_last_error_name(f) ?: "?",
+                    freezer_last_error_message(f) ?: "");
 }
 
-static void apply_batch(bool freeze, uint64_t flags) {
+static void check_call(int r, const char *what) {
+        check_call_on(B.f, r, what);
+}
+
+static void apply_batch(freezer *f, bool freeze, uint64_t flags) {
         uint32_t writes = 0, skipped = 0;
-        int r = freezer_apply_batch(B.f, freeze ? B.freeze_req : B.thaw_req, N_GROUPS, FREEZER_ORDER_AUTO, 0, flags,
+        int r = freezer_apply_batch(f, freeze ? B.freeze_req : B.thaw_req, N_GROUPS, FREEZER_ORDER_AUTO, 0, flags,
                                     &writes, &skipped);
 
-        check_call(r, freeze ? "ApplyBatch (freeze A..G)" : "ApplyBatch (thaw A..G)");
+        check_call_on(f, r, freeze ? "ApplyBatch (freeze A..G)" : "ApplyBatch (thaw A..G)");
         if (writes != N_GROUPS || skipped != 0)
                 die("ApplyBatch (%s A..G) wrote %" PRIu32 " and skipped %" PRIu32 ", expected %d and 0",
                     freeze ? "freeze" : "thaw", writes, skipped, N_GROUPS);
@@ -517,20 +527,20 @@ static Times run_shell(unsigned round) {
         return (Times) { .cycle = t1 - t0 };
 }
 
-static Times run_batch(unsigned round, bool wait) {
-        const char *name = wait ? "batch" : "batch-nowait";
+static Times run_batch(unsigned round, bool wait, freezer *f) {
+        const char *name = f == B.fp ? "batch-private" : wait ? "batch" : "batch-nowait";
         uint64_t flags = wait ? 0 : FREEZER_NO_WAIT;
         Times t;
         uint64_t t0;
 
         t0 = now_ns();
-        apply_batch(true, flags);
+        apply_batch(f, true, flags);
         t.freeze = now_ns() - t0;
         verify(name, "freeze", round, 1, wait || !B.sleepers ? 1 : -1);
         between_steps();
 
         t0 = now_ns();
-        apply_batch(false, flags);
+        apply_batch(f, false, flags);
         t.thaw = now_ns() - t0;
         verify(name, "thaw", round, 0, 0);
 
@@ -575,9 +585,11 @@ static Times run_method(unsigned m, unsigned round) {
         case M_SHELL:
                 return run_shell(round);
         case M_BATCH_NOWAIT:
-                return run_batch(round, false);
+                return run_batch(round, false, B.f);
         case M_BATCH:
-                return run_batch(round, true);
+                return run_batch(round, true, B.f);
+        case M_BATCH_PRIVATE:
+                return run_batch(round, true, B.fp);
         case M_SINGLE:
                 return run_single(round);
         }
@@ -681,6 +693,11 @@ static void setup(void) {
         r = freezer_open_address(&B.f, B.address);
         if (r < 0)
                 die("cannot connect to %s: %s", B.address, strerror(-r));
+        if (B.private_path) {
+                r = freezer_open_private(&B.fp, B.private_path);
+                if (r < 0)
+                        die("cannot connect to %s: %s", B.private_path, strerror(-r));
+        }
 
         r = sd_bus_new(&B.bus);
         if (r >= 0)
@@ -707,6 +724,8 @@ static void setup(void) {
                                      "freezerd: 2 x ApplyBatch, NO_WAIT", false, true, 2 },
                 [M_BATCH] = { "batch", "freezerd: 2 x ApplyBatch, waiting", "freezerd: 2 x ApplyBatch, waiting", true,
                               true, 2 },
+                [M_BATCH_PRIVATE] = { "batch-private", "freezerd: the same over its private socket",
+                                      "freezerd: the same over its private socket", true, true, 2 },
                 [M_SINGLE] = { "single", "freezerd: 14 x Freeze/Thaw, waiting", "freezerd: 14 x Freeze/Thaw, waiting",
                                true, true, 14 },
         };
@@ -717,7 +736,8 @@ static void setup(void) {
                 x->waits = defs[m].waits;
                 x->steps = defs[m].steps;
                 x->calls = defs[m].calls;
-                x->enabled = x->label != NULL; /* floor-nowait only with sleepers */
+                x->enabled = x->label != NULL &&        /* floor-nowait only with sleepers */
+                             (m != M_BATCH_PRIVATE || B.fp); /* batch-private with --private */
                 if (B.only && m != M_FLOOR) { /* the floor always runs: the ratios need it */
                         size_t kl = strlen(x->key);
                         bool listed = false;
@@ -855,8 +875,9 @@ static unsigned long parse_ulong(const char *s, const char *opt, unsigned long m
 static void usage(FILE *f) {
         fputs("usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R] [--leaf-sleepers]\n"
               "                   [--daemon-pid=PID] [--bus-pid=PID] [--json] [--only=KEY,...]\n"
-              "                   [--step-barrier] [--no-pause-daemon]\n"
-              "methods (KEY): floor floor-nowait shell batch-nowait batch single; the floor always runs\n",
+              "                   [--step-barrier] [--no-pause-daemon] [--private=PATH]\n"
+              "methods (KEY): floor floor-nowait shell batch-nowait batch batch-private single; the floor\n"
+              "always runs; batch-private needs --private (freezerd's private socket)\n",
               f);
 }
 
@@ -874,6 +895,7 @@ int main(int argc, char *argv[]) {
                 ARG_ONLY,
                 ARG_STEP_BARRIER,
                 ARG_NO_PAUSE,
+                ARG_PRIVATE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -888,6 +910,7 @@ int main(int argc, char *argv[]) {
                 { "only", required_argument, NULL, ARG_ONLY },
                 { "step-barrier", no_argument, NULL, ARG_STEP_BARRIER },
                 { "no-pause-daemon", no_argument, NULL, ARG_NO_PAUSE },
+                { "private", required_argument, NULL, ARG_PRIVATE },
                 {},
         };
         int c;
@@ -930,6 +953,9 @@ int main(int argc, char *argv[]) {
                 case ARG_NO_PAUSE:
                         B.no_pause = true;
                         break;
+                case ARG_PRIVATE:
+                        B.private_path = optarg;
+                        break;
                 default:
                         usage(stderr);
                         return 2;
@@ -968,6 +994,7 @@ int main(int argc, char *argv[]) {
         print_results();
 
         freezer_close(B.f);
+        freezer_close(B.fp);
         sd_bus_flush_close_unref(B.bus);
         for (unsigned i = 0; i < N_GROUPS; i++) {
                 close(B.freeze_fd[i]);
