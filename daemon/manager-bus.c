@@ -1259,7 +1259,6 @@ static int filter_get_all(sd_bus_message *msg, void *userdata, sd_bus_error *err
 typedef struct Sink {
         sd_bus *bus;
         bool per_object, groups;
-        bool private;
         sd_bus_message *batch; /* GroupsChanged being built */
         unsigned n_batch;
 } Sink;
@@ -1285,15 +1284,8 @@ static size_t collect_sinks(Manager *m, Sink sinks[static SINKS_MAX]) {
                 };
         }
         while (n < SINKS_MAX && (bus = private_bus_next_subscriber(m->private_bus, &iter, &all)))
-                sinks[n++] = (Sink) { .bus = bus, .per_object = all, .groups = true, .private = true };
+                sinks[n++] = (Sink) { .bus = bus, .per_object = all, .groups = true };
         return n;
-}
-
-/* After sending to a private connection: one that does not read is dropped. */
-static void sinks_done(Manager *m, Sink *sinks, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (sinks[i].private)
-                        private_bus_check_queue(m->private_bus, sinks[i].bus);
 }
 
 static void on_group_added(Manager *m, Group *g) {
@@ -1305,7 +1297,6 @@ static void on_group_added(Manager *m, Group *g) {
                 return;
         for (size_t i = 0; i < n; i++)
                 (void) sd_bus_emit_interfaces_added(sinks[i].bus, object, GROUP_IFACE, NULL);
-        sinks_done(m, sinks, n);
 }
 
 static void on_group_removed(Manager *m, const char *path) {
@@ -1317,7 +1308,6 @@ static void on_group_removed(Manager *m, const char *path) {
                 return;
         for (size_t i = 0; i < n; i++)
                 (void) sd_bus_emit_interfaces_removed(sinks[i].bus, object, GROUP_IFACE, NULL);
-        sinks_done(m, sinks, n);
 }
 
 static void emit_manager_property(Manager *m, const char *property) {
@@ -1326,7 +1316,6 @@ static void emit_manager_property(Manager *m, const char *property) {
 
         for (size_t i = 0; i < n; i++)
                 (void) sd_bus_emit_properties_changed(sinks[i].bus, MANAGER_PATH, MANAGER_IFACE, property, NULL);
-        sinks_done(m, sinks, n);
 }
 
 /* Pressure signals go to the trigger's owner only (unicast): the trigger is
@@ -1542,7 +1531,6 @@ void manager_bus_flush(Manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Cannot send GroupsChanged: %m");
         }
-        sinks_done(m, sinks, n);
 
         if (m->groups_count_changed) {
                 m->groups_count_changed = false;

@@ -233,6 +233,11 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
  * overflow of the kernel's own queue. */
 #define INOTIFY_STASH_MAX (8u * 1024u * 1024u)
 
+/* No kernel event lost so far: the model has seen every cgroup.freeze write. */
+static bool inotify_complete(const Manager *m) {
+        return !m->inotify_lost && !m->inotify_overflow_pending;
+}
+
 /* Read every inotify event queued so far into the stash, where they are
  * handled in order (manager_handle_stashed_events()), and apply the
  * cgroup.freeze writes among them now: a write behind our back that came
@@ -306,9 +311,9 @@ static bool manager_drain_inotify(Manager *m) {
                  * before it was applied just before (in queue order), and the
                  * kernel queues IN_MODIFY once the write is done.  Unless events
                  * were lost up to here. */
-                group_reread_freeze(m, w->ptr, !m->inotify_lost && !m->inotify_overflow_pending);
+                group_reread_freeze(m, w->ptr, inotify_complete(m));
         }
-        return !m->inotify_lost && !m->inotify_overflow_pending;
+        return inotify_complete(m);
 }
 
 /* Settle the subtrees of the groups we just wrote (see above). */
@@ -1494,7 +1499,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
 
         /* Read now, handle in slices from the main loop. */
         (void) manager_drain_inotify(m);
-        if (m->inotify_stash_len - m->inotify_stash_pos >= before + INOTIFY_STORM_BYTES && m->inotify_resume) {
+        if (m->inotify_stash_len - m->inotify_stash_pos >= before + INOTIFY_STORM_BYTES) {
                 const struct timeval tv = { .tv_usec = INOTIFY_PAUSE_USEC };
                 if (event_del(m->inotify_event) == 0 && evtimer_add(m->inotify_resume, &tv) < 0)
                         (void) event_add(m->inotify_event, NULL);

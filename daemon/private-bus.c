@@ -22,7 +22,6 @@ struct PrivateConnection {
         BusEvent *event;
         unsigned subscribed_all;    /* Subscribe() calls not undone */
         unsigned subscribed_groups; /* SubscribeGroups() calls not undone */
-        bool doomed;                /* closed at the next private_bus_prepare() */
         PrivateConnection *next;
 };
 
@@ -230,13 +229,25 @@ fail:
         return r;
 }
 
+/* A subscriber that does not read its signals would have them pile up in
+ * freezerd: unlike dbus-daemon for the bus, nothing else bounds it. */
+static bool connection_overflows(PrivateBus *pb, PrivateConnection *c) {
+        uint64_t n;
+
+        if (sd_bus_get_n_queued_write(c->bus, &n) < 0 || n <= PRIVATE_BUS_QUEUE_MAX)
+                return false;
+        log_warning("A subscriber on %s does not read its signals (%" PRIu64 " messages queued): closing it.",
+                    pb->path, n);
+        return true;
+}
+
 void private_bus_prepare(PrivateBus *pb) {
         if (!pb)
                 return;
         for (PrivateConnection **p = &pb->connections; *p;) {
                 PrivateConnection *c = *p;
 
-                if (!c->doomed && bus_event_prepare(c->event) >= 0) {
+                if (!connection_overflows(pb, c) && bus_event_prepare(c->event) >= 0) {
                         p = &c->next;
                         continue;
                 }
@@ -245,10 +256,6 @@ void private_bus_prepare(PrivateBus *pb) {
                 pb->n_connections--;
                 pb->warned_full = false;
         }
-}
-
-unsigned private_bus_connections(const PrivateBus *pb) {
-        return pb ? pb->n_connections : 0;
 }
 
 static PrivateConnection *connection_find(PrivateBus *pb, sd_bus *bus) {
@@ -278,7 +285,7 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all) 
         PrivateConnection *c = *iter ? ((PrivateConnection *) *iter)->next : pb ? pb->connections : NULL;
 
         for (; c; c = c->next)
-                if (!c->doomed && (c->subscribed_all > 0 || c->subscribed_groups > 0)) {
+                if (c->subscribed_all > 0 || c->subscribed_groups > 0) {
                         *iter = c;
                         *ret_all = c->subscribed_all > 0;
                         return c->bus;
@@ -287,25 +294,13 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all) 
         return NULL;
 }
 
-void private_bus_check_queue(PrivateBus *pb, sd_bus *bus) {
-        PrivateConnection *c = connection_find(pb, bus);
-        uint64_t n;
-
-        if (!c || c->doomed || sd_bus_get_n_queued_write(bus, &n) < 0 || n <= PRIVATE_BUS_QUEUE_MAX)
-                return;
-        /* Unlike dbus-daemon for the bus, nothing else would bound it. */
-        log_warning("A subscriber on %s does not read its signals (%" PRIu64 " messages queued): closing it.",
-                    pb->path, n);
-        c->doomed = true;
-}
-
 PrivateBus *private_bus_free(PrivateBus *pb) {
         if (!pb)
                 return NULL;
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;
-                if (!c->doomed && !bus_event_is_broken(c->event))
+                if (!bus_event_is_broken(c->event))
                         connection_flush(c->bus);
                 connection_free(c);
         }

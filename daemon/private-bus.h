@@ -34,12 +34,14 @@ typedef struct PrivateBus PrivateBus;
 
 /* Listen on path (a stale socket there is replaced).  The caller logs. */
 int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret);
-/* Before every loop turn: drop the connections that ended, re-arm the rest. */
+/* Before every loop turn (after the signals of the last one went out): drop
+ * the connections that ended, and the subscribers with more than
+ * PRIVATE_BUS_QUEUE_MAX messages unread; re-arm the rest. */
+#define PRIVATE_BUS_QUEUE_MAX (64u * 1024u) /* messages queued for one connection */
 void private_bus_prepare(PrivateBus *pb);
 /* Close the listener (removing its file) and every connection, after sending
  * what is queued on each. */
 PrivateBus *private_bus_free(PrivateBus *pb);
-unsigned private_bus_connections(const PrivateBus *pb);
 
 /* Subscribe()/SubscribeGroups() (all: the former) of the private connection
  * bus, or with add=false their Unsubscribe*().  -ENOENT: bus is none of ours;
@@ -49,7 +51,3 @@ int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add);
  * NULL at the end.  *ret_all: it called Subscribe() (not only
  * SubscribeGroups()). */
 sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all);
-/* A subscriber that does not read its signals, so that they would pile up in
- * freezerd: it is closed before the next loop turn. */
-#define PRIVATE_BUS_QUEUE_MAX (64u * 1024u) /* messages queued for one connection */
-void private_bus_check_queue(PrivateBus *pb, sd_bus *bus);
