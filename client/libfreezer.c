@@ -1181,15 +1181,16 @@ static int groups_changed_entry(freezer *f, sd_bus_message *m) {
         return 0;
 }
 
-/* SubscribeGroups() (add) or, best effort and not waited for,
- * UnsubscribeGroups().  Each call is counted by freezerd: the state and the
- * group callbacks of a direct handle hold one each. */
-static int subscribe_groups(freezer *f, bool add, sd_bus_error *error) {
-        if (!add)
+/* SubscribeGroups() or UnsubscribeGroups() (member): waited for with error,
+ * else sent and not waited for (best effort).  Each call is counted by
+ * freezerd: the state and the group callbacks of a direct handle hold one
+ * each. */
+static int call_subscription(freezer *f, const char *member, sd_bus_error *error) {
+        if (!error)
                 return sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                                FREEZER_MANAGER_INTERFACE, "UnsubscribeGroups", NULL, NULL, "");
-        return sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
-                                  "SubscribeGroups", error, NULL, "");
+                                                FREEZER_MANAGER_INTERFACE, member, NULL, NULL, "");
+        return sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
+                                  error, NULL, "");
 }
 
 static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -1217,8 +1218,7 @@ static int on_daemon_appeared(sd_bus_message *m, void *userdata, _unused_ sd_bus
             !*new_owner)
                 return 0;
         /* Not waited for: a failure leaves us without signals, as it would at start. */
-        (void) sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                        FREEZER_MANAGER_INTERFACE, "SubscribeGroups", NULL, NULL, "");
+        (void) call_subscription(f, "SubscribeGroups", NULL);
         return 0;
 }
 
@@ -1232,7 +1232,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
         if (!cb) {
                 if (f->match_slot)
                         /* Best effort: leaving the bus ends it too. */
-                        (void) subscribe_groups(f, false, NULL);
+                        (void) call_subscription(f, "UnsubscribeGroups", NULL);
                 f->match_slot = sd_bus_slot_unref(f->match_slot);
                 f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
                 f->state_cb = NULL;
@@ -1257,7 +1257,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                                              MATCH_DAEMON_OWNER,
                                              on_daemon_appeared, f);
                 if (r >= 0) {
-                        r = subscribe_groups(f, true, &error);
+                        r = call_subscription(f, "SubscribeGroups", &error);
                         /* No daemon yet: on_daemon_appeared() subscribes once it is there. */
                         if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN,
                                                    SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
@@ -1375,7 +1375,7 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
 
         if (!cb) {
                 if (f->group_slot && is_direct(f))
-                        (void) subscribe_groups(f, false, NULL);
+                        (void) call_subscription(f, "UnsubscribeGroups", NULL);
                 f->group_slot = sd_bus_slot_unref(f->group_slot);
                 f->group_cb = NULL;
                 f->group_userdata = NULL;
@@ -1393,7 +1393,7 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                  * socket sends them only to a subscribed connection. */
                 if (is_direct(f)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                        r = subscribe_groups(f, true, &error);
+                        r = call_subscription(f, "SubscribeGroups", &error);
                         if (r < 0) {
                                 f->group_slot = sd_bus_slot_unref(f->group_slot);
                                 return error_take(f, &error, r);
