@@ -104,6 +104,7 @@
 
 #include "freezer.h"
 
+#include "bench-bus.h"
 #include "bench-util.h"
 
 extern char **environ;
@@ -699,15 +700,7 @@ static void setup(void) {
                         die("cannot connect to %s: %s", B.private_path, strerror(-r));
         }
 
-        r = sd_bus_new(&B.bus);
-        if (r >= 0)
-                r = sd_bus_set_address(B.bus, B.address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(B.bus, true);
-        if (r >= 0)
-                r = sd_bus_start(B.bus);
-        if (r < 0)
-                die("cannot open the barrier connection to %s: %s", B.address, strerror(-r));
+        B.bus = bench_connect_bus(B.address);
         ping_barrier(); /* freezerd is there */
 
         static const struct {

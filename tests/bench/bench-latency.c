@@ -64,6 +64,7 @@
 
 #include "freezer.h"
 
+#include "bench-bus.h"
 #include "bench-util.h"
 
 #define BUS_NAME "org.freezerd.Freezer1"
@@ -582,15 +583,7 @@ int main(int argc, char *argv[]) {
         B.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (B.inotify_fd < 0)
                 die("inotify_init1: %m");
-        r = sd_bus_new(&B.sig);
-        if (r >= 0)
-                r = sd_bus_set_address(B.sig, B.address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(B.sig, 1);
-        if (r >= 0)
-                r = sd_bus_start(B.sig);
-        if (r < 0)
-                die("cannot connect to %s: %s", B.address, strerror(-r));
+        B.sig = bench_connect_bus(B.address);
         r = freezer_open_address(&B.f, B.address);
         if (r < 0)
                 die("freezer_open_address: %s", strerror(-r));
@@ -603,17 +596,7 @@ int main(int argc, char *argv[]) {
                 g->methods[M_SIGNAL_PRIVATE] = g->methods[M_CALL_PRIVATE] = false;
         }
         if (B.private_path) {
-                char *a;
-                if (asprintf(&a, "unix:path=%s", B.private_path) < 0)
-                        die("out of memory");
-                r = sd_bus_new(&B.psig);
-                if (r >= 0)
-                        r = sd_bus_set_address(B.psig, a);
-                if (r >= 0)
-                        r = sd_bus_start(B.psig);
-                if (r < 0)
-                        die("cannot connect to %s: %s", B.private_path, strerror(-r));
-                free(a);
+                B.psig = bench_connect_private(B.private_path);
                 r = freezer_open_private(&B.fp, B.private_path);
                 if (r < 0)
                         die("freezer_open_private %s: %s", B.private_path, strerror(-r));

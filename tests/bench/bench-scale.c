@@ -92,6 +92,7 @@
 
 #include "freezer.h"
 
+#include "bench-bus.h"
 #include "bench-util.h"
 
 extern char **environ;
@@ -729,40 +730,6 @@ static void *listener_main(void *arg) {
         return NULL;
 }
 
-static sd_bus *bus_connect(void) {
-        sd_bus *b;
-        int r = sd_bus_new(&b);
-
-        if (r >= 0)
-                r = sd_bus_set_address(b, O.address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(b, 1);
-        if (r >= 0)
-                r = sd_bus_start(b);
-        if (r < 0)
-                die("cannot connect to %s: %s", O.address, strerror(-r));
-        return b;
-}
-
-/* A direct connection to freezerd's private socket. */
-static sd_bus *private_connect(void) {
-        char *a;
-        sd_bus *b;
-        int r;
-
-        if (asprintf(&a, "unix:path=%s", O.private_path) < 0)
-                die("out of memory");
-        r = sd_bus_new(&b);
-        if (r >= 0)
-                r = sd_bus_set_address(b, a);
-        if (r >= 0)
-                r = sd_bus_start(b);
-        free(a);
-        if (r < 0)
-                die("cannot connect to %s: %s", O.private_path, strerror(-r));
-        return b;
-}
-
 static void listener_thread_start(void) {
         int r;
 
@@ -782,10 +749,11 @@ static void listener_start(void) {
         L.gc_count = calloc(n_slots, sizeof *L.gc_count);
         if (!L.state || !L.count || !L.want_state || !L.reached || !L.gc_count)
                 die("out of memory");
+        /* On the private socket no match rules: freezerd sends what the listener subscribed to. */
         if (O.private_path)
-                L.bus = private_connect(); /* no match rules: freezerd sends what it subscribed to */
+                L.bus = bench_connect_private(O.private_path);
         else {
-                L.bus = bus_connect();
+                L.bus = bench_connect_bus(O.address);
                 /* Synchronous: once it returns, the bus delivers every later signal. */
                 r = sd_bus_add_match(L.bus, NULL,
                                      "type='signal',sender='" BUS_NAME "',path_namespace='" MANAGER_PATH "'", NULL,
@@ -1339,7 +1307,7 @@ int main(int argc, char *argv[]) {
 
         if (O.ph_idle || O.ph_storm || O.ph_burst || O.ph_lists) {
                 listener_start();
-                ping_bus = bus_connect();
+                ping_bus = bench_connect_bus(O.address);
                 /* The listener follows GroupsChanged, which is sent only while asked for. */
                 subscribe("SubscribeGroups");
                 r = O.private_path ? freezer_open_private(&f, O.private_path) : freezer_open_address(&f, O.address);
