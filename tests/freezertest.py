@@ -1394,6 +1394,13 @@ class Scratch:
                       f'{self.proc_states(relpath)}')
 
 
+def proc_cpu_ticks(pid):
+    """utime + stime of a process (/proc/PID/stat), in clock ticks; OSError once it is gone."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 # ---- FreezerState --------------------------------------------------------------------------------------------
 
 

@@ -30,12 +30,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 
-def cpu_ticks(pid):
-    with open(f'/proc/{pid}/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime
-
-
 def voluntary_switches(pid):
     with open(f'/proc/{pid}/status') as f:
         for line in f:
@@ -65,11 +59,11 @@ def test():
                             what='freezerd logs that accept failed')
                 ft.check('Too many open files' in daemon.log(), 'the log line says why', daemon.log()[-1000:])
 
-                t0, v0 = cpu_ticks(pid), voluntary_switches(pid)
+                t0, v0 = ft.proc_cpu_ticks(pid), voluntary_switches(pid)
                 daemon.client.call_method('/org/freezerd/Freezer1', 'org.freedesktop.DBus.Peer', 'Ping')
                 ft.check(True, 'the bus is served during the pause (Peer.Ping)')
                 time.sleep(0.5)  # a window to measure idleness in, not a wait for an event
-                dt, dv = cpu_ticks(pid) - t0, voluntary_switches(pid) - v0
+                dt, dv = ft.proc_cpu_ticks(pid) - t0, voluntary_switches(pid) - v0
                 # The Ping itself is two or three switches.
                 ft.check(dt <= 1 and dv <= 6, 'freezerd does not spin on the readable socket',
                          f'+{dt} ticks, +{dv} voluntary switches in 0.5 s')
