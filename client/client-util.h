@@ -59,3 +59,33 @@ static inline const char *startswith(const char *s, const char *prefix) {
 static inline uint64_t usec_add(uint64_t a, uint64_t b) {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
+
+/* freezerd's name and its Manager object on the bus. */
+#define FREEZER_SERVICE "org.freezerd.Freezer1"
+#define FREEZER_MANAGER_PATH "/org/freezerd/Freezer1"
+#define FREEZER_MANAGER_INTERFACE "org.freezerd.Freezer1.Manager"
+
+/* The method call waits this much longer than the daemon's own timeout, so that
+ * the daemon's Timeout error wins over a local one. */
+#define CALL_TIMEOUT_MARGIN_USEC (5 * USEC_PER_SEC)
+/* The longest DefaultTimeoutUSec freezerd accepts (CONFIG_TIMEOUT_USEC_MAX in
+ * daemon/config.c): a call with timeout 0 gets its answer within that. */
+#define DAEMON_DEFAULT_TIMEOUT_MAX_USEC (24 * 60 * 60 * USEC_PER_SEC)
+
+/* The method-call timeout of a call that waits up to timeout_usec in the
+ * daemon. For 0, the daemon's DefaultTimeoutUSec, we wait as long as the
+ * largest default the daemon accepts allows, instead of asking it for its
+ * default first: that was one more round trip through the bus and the daemon
+ * for every handle, a good part of what a short-lived "freezectl freeze"
+ * costs. A daemon that goes away fails the call at once (the bus answers
+ * NoReply); only a daemon that hangs keeps us waiting longer. */
+static inline uint64_t call_timeout_usec(uint64_t timeout_usec) {
+        return usec_add(timeout_usec > 0 ? timeout_usec : DAEMON_DEFAULT_TIMEOUT_MAX_USEC, CALL_TIMEOUT_MARGIN_USEC);
+}
+
+/* The method-call timeout of calls that wait for the kernel like Freeze/Thaw
+ * do. With NO_WAIT the daemon replies at once: sd-bus' default method-call
+ * timeout (0, i.e. 25 s) is plenty. */
+static inline uint64_t wait_call_timeout_usec(uint64_t timeout_usec, bool no_wait) {
+        return no_wait ? 0 : call_timeout_usec(timeout_usec);
+}

@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "batch-json.h"
+#include "bus-wire.h"
 #include "client-util.h"
 #include "config-build.h"
 #include "freezer.h"
@@ -287,19 +288,14 @@ static int usage_error(const char *fmt, ...) {
         return -EINVAL;
 }
 
-/* Report a failed library call: "freezectl: <what>: <Error>: <message>". */
-_printf_(3, 4)
-static void log_failure(freezer *f, int r, const char *fmt, ...) {
-        const char *name, *message, *s;
-        va_list ap;
+/* Report a failed call: "freezectl: <what>: <Error>: <message>", from the
+ * D-Bus error's name and message where there is one, else from r. */
+_printf_(4, 0)
+static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
+        const char *s;
 
         fputs(PROGRAM ": ", stderr);
-        va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
-        va_end(ap);
-
-        name = freezer_last_error_name(f);
-        message = freezer_last_error_message(f);
 
         if (name) {
                 if ((s = startswith(name, "org.freezerd.Freezer1.Error.")) ||
@@ -317,6 +313,16 @@ static void log_failure(freezer *f, int r, const char *fmt, ...) {
                 fprintf(stderr, ": %s\n", name);
         else
                 fprintf(stderr, ": %s\n", strerror(-r));
+}
+
+/* A failed libfreezer call. */
+_printf_(3, 4)
+static void log_failure(freezer *f, int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vlog_failure(freezer_last_error_name(f), freezer_last_error_message(f), r, fmt, ap);
+        va_end(ap);
 }
 
 /* ---- durations ---- */
@@ -581,7 +587,40 @@ static void note_frozen_above(freezer *f, const char *path) {
         }
 }
 
-static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_paths) {
+/* What carries freeze and thaw: libfreezer, or over the private socket the
+ * wire (bus-wire.h), which spares loading libsystemd. */
+typedef struct caller {
+        freezer *f;
+        wire *w;
+} caller;
+
+static int caller_freeze_thaw(caller *c, bool freeze, const char *path, uint64_t flags) {
+        if (!c->w)
+                return freeze ? freezer_freeze(c->f, path, arg_timeout_usec, flags)
+                              : freezer_thaw(c->f, path, arg_timeout_usec, flags);
+        return wire_call_stt(c->w, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, freeze ? "Freeze" : "Thaw",
+                             path, arg_timeout_usec, flags,
+                             wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT));
+}
+
+static const char *caller_error_name(const caller *c) {
+        return c->w ? wire_last_error_name(c->w) : freezer_last_error_name(c->f);
+}
+
+static const char *caller_error_message(const caller *c) {
+        return c->w ? wire_last_error_message(c->w) : freezer_last_error_message(c->f);
+}
+
+_printf_(3, 4)
+static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vlog_failure(caller_error_name(c), caller_error_message(c), r, fmt, ap);
+        va_end(ap);
+}
+
+static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths) {
         struct json_object *results = NULL;
         uint64_t flags = request_flags();
         int ret = 0, r;
@@ -597,25 +636,22 @@ static int verb_freeze_thaw(freezer *f, bool freeze, char **paths, size_t n_path
         for (size_t i = 0; i < n_paths; i++) {
                 struct json_object *o = NULL;
 
-                if (freeze)
-                        r = freezer_freeze(f, paths[i], arg_timeout_usec, flags);
-                else
-                        r = freezer_thaw(f, paths[i], arg_timeout_usec, flags);
+                r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 if (r < 0) {
-                        log_failure(f, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
+                        log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
                         ret = EXIT_FAILURE;
-                } else if (!freeze && arg_recursive && !arg_no_wait)
-                        note_frozen_above(f, paths[i]);
+                } else if (!freeze && arg_recursive && !arg_no_wait && c->f)
+                        note_frozen_above(c->f, paths[i]);
 
                 if (results) {
                         o = json_object_new_object();
                         if (!o ||
                             json_add(o, "path", json_object_new_string(paths[i])) < 0 ||
                             json_add(o, "result", json_object_new_string(r < 0 ? "failed" : "done")) < 0 ||
-                            (r < 0 && freezer_last_error_name(f) &&
-                             json_add(o, "error", json_object_new_string(freezer_last_error_name(f))) < 0) ||
-                            (r < 0 && freezer_last_error_message(f) &&
-                             json_add(o, "message", json_object_new_string(freezer_last_error_message(f))) < 0) ||
+                            (r < 0 && caller_error_name(c) &&
+                             json_add(o, "error", json_object_new_string(caller_error_name(c))) < 0) ||
+                            (r < 0 && caller_error_message(c) &&
+                             json_add(o, "message", json_object_new_string(caller_error_message(c))) < 0) ||
                             json_append(results, TAKE_PTR(o)) < 0) {
                                 json_object_put(o);
                                 log_oom();
@@ -2045,6 +2081,59 @@ static int connect_bus(freezer **ret, bool needs_signals) {
         return r;
 }
 
+static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const freezer_request *requests,
+                    size_t n_requests) {
+        if (streq(v->name, "freeze") && n_arg_except > 0)
+                return verb_freeze_except(f, args[0]);
+        if (streq(v->name, "freeze"))
+                return verb_freeze_thaw(&(caller) {.f = f}, true, args, n_args);
+        if (streq(v->name, "thaw"))
+                return verb_freeze_thaw(&(caller) {.f = f}, false, args, n_args);
+        if (streq(v->name, "batch"))
+                return verb_batch(f, args[0], requests, n_requests);
+        if (streq(v->name, "status"))
+                return verb_status(f, args, n_args);
+        if (streq(v->name, "list"))
+                return verb_list(f);
+        if (streq(v->name, "pressure"))
+                return verb_pressure(f, args, n_args);
+        if (streq(v->name, "watch"))
+                return verb_watch(f, args, n_args);
+        return verb_tree(f, args, n_args);
+}
+
+/* freeze and thaw over the private socket go by the wire (bus-wire.h), which
+ * spares loading libsystemd; freeze --except and a waiting thaw --recursive
+ * (which may look groups up after, note_frozen_above()) go through
+ * libfreezer, as does everything else. Returns the command's exit status, or
+ * -1 to go on through libfreezer: as root by default, no daemon listening on
+ * the private socket leaves the system bus to have its say, as connect_bus()
+ * does. */
+static int run_by_wire(const verb *v, char **args, size_t n_args) {
+        const char *path = arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET;
+        bool freeze = streq(v->name, "freeze");
+        wire *w = NULL;
+        int ret, r;
+
+        if (freeze ? n_arg_except > 0 : !streq(v->name, "thaw") || (arg_recursive && !arg_no_wait))
+                return -1;
+        if (arg_bus != BUS_PRIVATE && !(arg_bus == BUS_DEFAULT && geteuid() == 0))
+                return -1;
+
+        r = wire_open(path, &w);
+        if (r < 0) {
+                if (arg_bus == BUS_DEFAULT) {
+                        arg_bus = BUS_SYSTEM;
+                        return -1;
+                }
+                fprintf(stderr, PROGRAM ": cannot connect to freezerd's private socket %s: %s\n", path, strerror(-r));
+                return EXIT_FAILURE;
+        }
+        ret = verb_freeze_thaw(&(caller) {.w = w}, freeze, args, n_args);
+        wire_close(w);
+        return ret;
+}
+
 static int run(int argc, char *argv[]) {
         freezer_request *requests = NULL;
         size_t n_requests = 0;
@@ -2137,31 +2226,15 @@ static int run(int argc, char *argv[]) {
                 batch_json_free(requests);
                 return EXIT_USAGE;
         }
-        if (connect_bus(&f, streq(v->name, "watch")) < 0) {
-                batch_json_free(requests);
-                return EXIT_FAILURE;
+        ret = run_by_wire(v, args, n_args);
+        if (ret < 0) {
+                if (connect_bus(&f, streq(v->name, "watch")) < 0) {
+                        batch_json_free(requests);
+                        return EXIT_FAILURE;
+                }
+                ret = run_verb(f, v, args, n_args, requests, n_requests);
+                freezer_close(f);
         }
-
-        if (streq(v->name, "freeze") && n_arg_except > 0)
-                ret = verb_freeze_except(f, args[0]);
-        else if (streq(v->name, "freeze"))
-                ret = verb_freeze_thaw(f, true, args, n_args);
-        else if (streq(v->name, "thaw"))
-                ret = verb_freeze_thaw(f, false, args, n_args);
-        else if (streq(v->name, "batch"))
-                ret = verb_batch(f, args[0], requests, n_requests);
-        else if (streq(v->name, "status"))
-                ret = verb_status(f, args, n_args);
-        else if (streq(v->name, "list"))
-                ret = verb_list(f);
-        else if (streq(v->name, "pressure"))
-                ret = verb_pressure(f, args, n_args);
-        else if (streq(v->name, "watch"))
-                ret = verb_watch(f, args, n_args);
-        else
-                ret = verb_tree(f, args, n_args);
-
-        freezer_close(f);
         batch_json_free(requests);
 
         if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -1,67 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /*
- * json-c for freezectl, loaded on first use.
- *
- * freezectl needs json-c for --json and for batch files only, yet linked
- * against it every start would pay for one more library: the look-up, its
- * mappings, relocations and page faults, about a third of a millisecond of a
- * "freezectl freeze" on machines where page faults are costly. So freezectl is
- * not linked against json-c: the functions below, with json-c's own names and
- * prototypes (checked against its headers), dlopen() it on the first call and
- * forward to it. A json-c function freezectl starts to use needs a line here,
- * or the link fails.
+ * json-c for freezectl, loaded on first use (see lazy-load.h): freezectl
+ * needs it for --json and for batch files only; linked against it, every
+ * start would pay about a third of a millisecond for it.
  */
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include <json-c/json.h>
+
+#include "lazy-load.h"
 
 /* The soname of json-c's ABI since 0.15, the oldest json-c we build with. */
 #define JSON_C_SONAME "libjson-c.so.5"
 
-/* There is no way to report the failure through json-c's API: without json-c
- * (a broken installation) the command cannot go on. */
-_Noreturn static void json_c_missing(const char *what, const char *error) {
-        fprintf(stderr, "freezectl: cannot load %s from " JSON_C_SONAME ": %s\n", what, error ?: "unknown error");
-        exit(EXIT_FAILURE);
-}
+LAZY_LIBRARY(json_c_symbol, JSON_C_SONAME)
 
-static void *json_c_symbol(const char *name) {
-        static void *dl = NULL;
-        void *p;
-
-        if (!dl) {
-                dl = dlopen(JSON_C_SONAME, RTLD_NOW | RTLD_LOCAL);
-                if (!dl)
-                        json_c_missing("the library", dlerror());
-        }
-
-        p = dlsym(dl, name);
-        if (!p)
-                json_c_missing(name, dlerror());
-        return p;
-}
-
-#define FORWARD(ret, name, params, args)                                        \
-        ret name params {                                                       \
-                static typeof(name) *sym = NULL;                                \
-                                                                                \
-                if (!sym)                                                       \
-                        sym = (typeof(name) *) json_c_symbol(#name);            \
-                return sym args;                                                \
-        }
-
-#define FORWARD_VOID(name, params, args)                                        \
-        void name params {                                                      \
-                static typeof(name) *sym = NULL;                                \
-                                                                                \
-                if (!sym)                                                       \
-                        sym = (typeof(name) *) json_c_symbol(#name);            \
-                sym args;                                                       \
-        }
+#define FORWARD(ret, name, params, args) LAZY_FORWARD(json_c_symbol, ret, name, params, args)
+#define FORWARD_VOID(name, params, args) LAZY_FORWARD_VOID(json_c_symbol, name, params, args)
 
 FORWARD(struct json_object *, json_object_new_object, (void), ())
 FORWARD(struct json_object *, json_object_new_array, (void), ())

@@ -10,9 +10,6 @@
 #include "client-util.h"
 #include "freezer.h"
 
-#define FREEZER_SERVICE "org.freezerd.Freezer1"
-#define FREEZER_MANAGER_PATH "/org/freezerd/Freezer1"
-#define FREEZER_MANAGER_INTERFACE "org.freezerd.Freezer1.Manager"
 /* The daemon's bus name changing hands: it started, exited or restarted. */
 #define MATCH_DAEMON_OWNER                                                              \
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"     \
@@ -21,12 +18,6 @@
 #define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define FREEZER_ERROR_PREFIX "org.freezerd.Freezer1.Error."
 
-/* The method call waits this much longer than the daemon's own timeout, so that
- * the daemon's Timeout error wins over a local one. */
-#define CALL_TIMEOUT_MARGIN_USEC (5 * USEC_PER_SEC)
-/* The longest DefaultTimeoutUSec freezerd accepts (CONFIG_TIMEOUT_USEC_MAX in
- * daemon/config.c): a call with timeout 0 gets its answer within that. */
-#define DAEMON_DEFAULT_TIMEOUT_MAX_USEC (24 * 60 * 60 * USEC_PER_SEC)
 /* The state cache forgets everything when it would grow beyond this: it holds
  * one entry per group object ever signalled, removed groups included. */
 #define STATE_CACHE_MAX 65536
@@ -482,25 +473,6 @@ static int new_manager_call(freezer *f, const char *member, sd_bus_message **ret
                                               FREEZER_MANAGER_INTERFACE, member);
 }
 
-/* The method-call timeout of a call that waits up to timeout_usec in the
- * daemon. For 0, the daemon's DefaultTimeoutUSec, we wait as long as the
- * largest default the daemon accepts allows, instead of asking it for its
- * default first: that was one more round trip through the bus and the daemon
- * for every handle, a good part of what a short-lived "freezectl freeze"
- * costs. A daemon that goes away fails the call at once (the bus answers
- * NoReply); only a daemon that hangs keeps us waiting longer. */
-static uint64_t call_timeout(freezer *f, uint64_t timeout_usec) {
-        return usec_add(timeout_usec > 0 ? timeout_usec : DAEMON_DEFAULT_TIMEOUT_MAX_USEC,
-                        CALL_TIMEOUT_MARGIN_USEC);
-}
-
-/* The method-call timeout of calls that wait for the kernel like Freeze/Thaw
- * do. With NO_WAIT the daemon replies at once: sd-bus' default method-call
- * timeout (0, i.e. 25 s) is plenty. */
-static uint64_t wait_call_timeout(freezer *f, uint64_t timeout_usec, uint64_t flags) {
-        return (flags & FREEZER_NO_WAIT) ? 0 : call_timeout(f, timeout_usec);
-}
-
 static int freeze_or_thaw(freezer *f, const char *member, const char *path,
                           uint64_t timeout_usec, uint64_t flags) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
@@ -513,7 +485,7 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
         if (!path)
                 return error_set(f, -EINVAL);
 
-        usec = wait_call_timeout(f, timeout_usec, flags);
+        usec = wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT);
 
         r = new_manager_call(f, member, &m);
         if (r < 0)
@@ -601,7 +573,7 @@ static int apply_batch(freezer *f, const freezer_request *requests, size_t n, co
         if (r < 0)
                 return r;
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout(f, timeout_usec, flags), error, &reply);
+        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
         if (r < 0)
                 return large_message_failed(r, size, error);
 
@@ -688,7 +660,7 @@ static int freeze_except(freezer *f, const char *path, const char *const *exclud
         if (r < 0)
                 return r;
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout(f, timeout_usec, flags), error, &reply);
+        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
         if (r < 0)
                 return r;
 

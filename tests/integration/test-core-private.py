@@ -15,7 +15,10 @@ Checks:
     every task in the freezer trap; the change is still published on the bus
     (GroupsChanged seen by a bus client); `--json status` over the socket says
     frozen; thaw likewise.  Errors come through as on the bus (NoSuchGroup, exit 1,
-    one line naming the path).
+    one line naming the path; with --json the error's name and message).
+  * freeze and thaw over the socket speak D-Bus by themselves (client/bus-wire.c):
+    the dynamic loader (LD_DEBUG=files) never loads libsystemd for them, while
+    `status` over the same socket loads it on first use.
   * A direct jeepney connection (no Hello): Freeze, Properties.Get and
     GetManagedObjects work; AddPressureTrigger answers NotSupported (its signals
     go to a bus name); Unsubscribe without Subscribe answers NotSubscribed; no
@@ -148,6 +151,25 @@ def check_socket(path):
     ft.check_equal((stat.S_IMODE(st.st_mode), st.st_uid), (0o600, 0), 'the socket is root\'s, mode 0600')
 
 
+def loaded_libraries(*args):
+    """Run freezectl ARGS with LD_DEBUG=files; the sonames the loader opened, and the result."""
+    r = subprocess.run([ft.FREEZECTL_BIN, *args], env=dict(os.environ, LD_DEBUG='files'), text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=ft.DEFAULT_TIMEOUT)
+    libs = {w[len('file='):] for line in r.stderr.splitlines() for w in line.split() if w.startswith('file=')}
+    return libs, r
+
+
+def check_libraries(sc, path):
+    for verb in ('freeze', 'thaw'):
+        libs, r = loaded_libraries(f'--socket={path}', verb, '/g/h')
+        ft.check_equal(r.returncode, 0, f'{verb} over the socket with LD_DEBUG=files')
+        ft.check('libsystemd.so.0' not in libs, f'{verb} over the socket does not load libsystemd', sorted(libs))
+    ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, '/g/h thawed again')
+    libs, r = loaded_libraries(f'--socket={path}', 'status', '/g/h')
+    ft.check_equal(r.returncode, 0, 'status over the socket with LD_DEBUG=files')
+    ft.check('libsystemd.so.0' in libs, 'status loads libsystemd on first use', sorted(libs))
+
+
 def check_freezectl(sc, daemon, path):
     rec = daemon.client.record(subscribe='groups')
     r = ft.freezectl('freeze', '/g/h', socket=path)
@@ -165,6 +187,14 @@ def check_freezectl(sc, daemon, path):
     r = ft.freezectl('freeze', '/nope', socket=path, check=False)
     ft.check_equal(r.returncode, 1, 'freeze of a missing group over the socket exits 1')
     one_line(r, 'freeze /nope', '/nope', 'NoSuchGroup')
+
+    r = ft.freezectl('--json', 'freeze', '/nope', socket=path, check=False)
+    ft.check_equal(r.returncode, 1, '--json freeze of a missing group over the socket exits 1')
+    ft.check_equal(json.loads(r.stdout), [{'path': '/nope', 'result': 'failed',
+                                          'error': 'org.freezerd.Freezer1.Error.NoSuchGroup',
+                                          'message': '/nope does not exist'}],
+                   '--json freeze /nope over the socket: the error\'s name and message')
+    check_libraries(sc, path)
 
     r = ft.freezectl('watch', '--trigger=memory:some:150ms:2s', socket=path, check=False)
     ft.check_equal(r.returncode, 2, 'watch --trigger over the socket is a usage error')

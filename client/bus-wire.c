@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* See bus-wire.h for what this is and why. */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus-wire.h"
+#include "client-util.h"
+
+/* D-Bus specification, "Message Format". */
+#define MSG_METHOD_CALL 1
+#define MSG_METHOD_RETURN 2
+#define MSG_ERROR 3
+#define MSG_SIGNAL 4
+
+#define FIELD_PATH 1
+#define FIELD_INTERFACE 2
+#define FIELD_MEMBER 3
+#define FIELD_ERROR_NAME 4
+#define FIELD_REPLY_SERIAL 5
+#define FIELD_DESTINATION 6
+#define FIELD_SENDER 7
+#define FIELD_SIGNATURE 8
+#define FIELD_UNIX_FDS 9
+
+#define FIXED_HEADER 16
+/* The longest header field array the specification allows (an array's limit). */
+#define FIELDS_MAX (1U << 26)
+
+/* sd-bus' default method-call timeout, which libfreezer leaves in place where
+ * the daemon replies at once. */
+#define DEFAULT_TIMEOUT_USEC (25 * USEC_PER_SEC)
+
+/* The server's answer to AUTH ("OK <guid>\r\n"), or its REJECTED line, fit well below this. */
+#define AUTH_LINE_MAX 512
+
+struct wire {
+        int fd;
+        uint32_t serial;
+        bool authenticated;
+        uint8_t *buf; /* received, not yet consumed */
+        size_t len, allocated;
+        char *error_name, *error_message;
+};
+
+static size_t align_to(size_t n, size_t a) {
+        return (n + a - 1) & ~(a - 1);
+}
+
+static bool host_big_endian(void) {
+        const uint16_t one = 1;
+        return *(const uint8_t *) &one == 0;
+}
+
+/* ---- building a call ---- */
+
+typedef struct builder {
+        uint8_t *buf;
+        size_t size, len;
+        bool failed;
+} builder;
+
+static void put(builder *b, const void *p, size_t n) {
+        if (b->failed || n > b->size - b->len) {
+                b->failed = true;
+                return;
+        }
+        memcpy(b->buf + b->len, p, n);
+        b->len += n;
+}
+
+static void pad(builder *b, size_t a) {
+        static const uint8_t zeros[8] = {};
+        put(b, zeros, align_to(b->len, a) - b->len);
+}
+
+static void put_u8(builder *b, uint8_t v) {
+        put(b, &v, 1);
+}
+
+static void put_u32(builder *b, uint32_t v) {
+        pad(b, 4);
+        put(b, &v, 4); /* host order: the first byte of the message says which */
+}
+
+static void put_u64(builder *b, uint64_t v) {
+        pad(b, 8);
+        put(b, &v, 8);
+}
+
+static void put_string(builder *b, const char *s) {
+        put_u32(b, (uint32_t) strlen(s));
+        put(b, s, strlen(s) + 1);
+}
+
+static void put_signature(builder *b, const char *s) {
+        put_u8(b, (uint8_t) strlen(s));
+        put(b, s, strlen(s) + 1);
+}
+
+static void put_field_string(builder *b, uint8_t code, char type, const char *s) {
+        const char sig[2] = {type, 0};
+
+        pad(b, 8);
+        put_u8(b, code);
+        put_signature(b, sig);
+        if (type == 'g')
+                put_signature(b, s);
+        else
+                put_string(b, s);
+}
+
+ssize_t wire_build_call_stt(uint8_t *buf, size_t size, uint32_t serial, const char *path,
+                            const char *interface, const char *member, const char *s, uint64_t t1,
+                            uint64_t t2) {
+        builder b = {.buf = buf, .size = size};
+        size_t fields_start, fields_end, body_start;
+        uint32_t v;
+
+        if (serial == 0 || strlen(s) > UINT32_MAX / 2 || strlen(path) > 255 || strlen(interface) > 255 ||
+            strlen(member) > 255)
+                return -EINVAL;
+
+        put_u8(&b, host_big_endian() ? 'B' : 'l');
+        put_u8(&b, MSG_METHOD_CALL);
+        put_u8(&b, 0); /* flags: a reply is expected */
+        put_u8(&b, 1); /* protocol version */
+        put_u32(&b, 0); /* body length, set below */
+        put_u32(&b, serial);
+        put_u32(&b, 0); /* length of the field array, set below */
+        fields_start = b.len;
+        put_field_string(&b, FIELD_PATH, 'o', path);
+        put_field_string(&b, FIELD_INTERFACE, 's', interface);
+        put_field_string(&b, FIELD_MEMBER, 's', member);
+        put_field_string(&b, FIELD_SIGNATURE, 'g', "stt");
+        fields_end = b.len;
+        pad(&b, 8);
+        body_start = b.len;
+        put_string(&b, s);
+        put_u64(&b, t1);
+        put_u64(&b, t2);
+        if (b.failed)
+                return -ENOBUFS;
+
+        v = (uint32_t) (b.len - body_start);
+        memcpy(buf + 4, &v, 4);
+        v = (uint32_t) (fields_end - fields_start);
+        memcpy(buf + 12, &v, 4);
+        return (ssize_t) b.len;
+}
+
+/* ---- reading a message ---- */
+
+typedef struct reader {
+        const uint8_t *buf;
+        size_t pos, end;
+        bool big;
+} reader;
+
+static int skip_padding(reader *r, size_t a) {
+        size_t to = align_to(r->pos, a);
+
+        if (to > r->end)
+                return -EBADMSG;
+        for (; r->pos < to; r->pos++)
+                if (r->buf[r->pos] != 0)
+                        return -EBADMSG;
+        return 0;
+}
+
+static uint32_t load_u32(const uint8_t *p, bool big) {
+        return big ? (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3]
+                   : (uint32_t) p[3] << 24 | (uint32_t) p[2] << 16 | (uint32_t) p[1] << 8 | p[0];
+}
+
+static int read_fixed(reader *r, size_t n, uint32_t *ret) {
+        if (skip_padding(r, n) < 0 || r->end - r->pos < n)
+                return -EBADMSG;
+        if (ret)
+                *ret = n == 1 ? r->buf[r->pos] : n == 2 ? 0 : load_u32(r->buf + r->pos, r->big);
+        r->pos += n;
+        return 0;
+}
+
+/* A string of length n at r->pos: n bytes without NUL, then a NUL. */
+static int read_bytes_nul(reader *r, size_t n, const char **ret) {
+        if (r->end - r->pos < n + 1 || r->buf[r->pos + n] != 0 || memchr(r->buf + r->pos, 0, n))
+                return -EBADMSG;
+        if (ret)
+                *ret = (const char *) r->buf + r->pos;
+        r->pos += n + 1;
+        return 0;
+}
+
+static int read_string(reader *r, const char **ret) {
+        uint32_t n;
+
+        if (read_fixed(r, 4, &n) < 0)
+                return -EBADMSG;
+        return read_bytes_nul(r, n, ret);
+}
+
+static int read_signature(reader *r, const char **ret) {
+        uint32_t n;
+
+        if (read_fixed(r, 1, &n) < 0)
+                return -EBADMSG;
+        return read_bytes_nul(r, n, ret);
+}
+
+/* One value of a basic type; header fields of other types are refused rather
+ * than skipped (no sender puts any there). */
+static int read_basic(reader *r, char type, const char **ret_string, uint32_t *ret_u32) {
+        switch (type) {
+        case 'y':
+                return read_fixed(r, 1, NULL);
+        case 'n':
+        case 'q':
+                return read_fixed(r, 2, NULL);
+        case 'b':
+        case 'i':
+        case 'u':
+        case 'h':
+                return read_fixed(r, 4, ret_u32);
+        case 'x':
+        case 't':
+        case 'd':
+                return read_fixed(r, 8, NULL);
+        case 's':
+        case 'o':
+                return read_string(r, ret_string);
+        case 'g':
+                return read_signature(r, ret_string);
+        default:
+                return -EBADMSG;
+        }
+}
+
+ssize_t wire_message_length(const uint8_t *buf, size_t len) {
+        uint64_t total;
+        uint32_t body, fields;
+        bool big;
+
+        if (len < FIXED_HEADER)
+                return 0;
+        if ((buf[0] != 'l' && buf[0] != 'B') || buf[3] != 1)
+                return -EBADMSG;
+        big = buf[0] == 'B';
+        body = load_u32(buf + 4, big);
+        fields = load_u32(buf + 12, big);
+        if (fields > FIELDS_MAX)
+                return -EBADMSG;
+        total = align_to(FIXED_HEADER + (uint64_t) fields, 8) + body;
+        if (total > WIRE_MESSAGE_MAX)
+                return -EBADMSG;
+        return (ssize_t) total;
+}
+
+int wire_parse_message(const uint8_t *buf, size_t len, wire_message *ret) {
+        static const char field_type[] = {
+                [FIELD_PATH] = 'o',        [FIELD_INTERFACE] = 's',    [FIELD_MEMBER] = 's',
+                [FIELD_ERROR_NAME] = 's',  [FIELD_REPLY_SERIAL] = 'u', [FIELD_DESTINATION] = 's',
+                [FIELD_SENDER] = 's',      [FIELD_SIGNATURE] = 'g',    [FIELD_UNIX_FDS] = 'u',
+        };
+        wire_message m = {};
+        ssize_t total = wire_message_length(buf, len);
+        reader r;
+
+        if (total <= 0 || (size_t) total != len)
+                return -EBADMSG;
+        r = (reader) {.buf = buf, .pos = FIXED_HEADER, .big = buf[0] == 'B'};
+        r.end = FIXED_HEADER + load_u32(buf + 12, r.big);
+        m.type = buf[1];
+        m.serial = load_u32(buf + 8, r.big);
+        if (m.type < MSG_METHOD_CALL || m.type > MSG_SIGNAL || m.serial == 0)
+                return -EBADMSG;
+
+        while (r.pos < r.end) {
+                const char *sig, *s = NULL;
+                uint32_t code, u = 0;
+
+                if (read_fixed(&r, 1, &code) < 0)
+                        return -EBADMSG;
+                if (read_signature(&r, &sig) < 0 || strlen(sig) != 1)
+                        return -EBADMSG;
+                if (code < ELEMENTSOF(field_type) && field_type[code] && sig[0] != field_type[code])
+                        return -EBADMSG;
+                if (read_basic(&r, sig[0], &s, &u) < 0)
+                        return -EBADMSG;
+                if (code == FIELD_ERROR_NAME)
+                        m.error_name = s;
+                else if (code == FIELD_REPLY_SERIAL)
+                        m.reply_serial = u;
+                else if (code == FIELD_SIGNATURE)
+                        m.signature = s;
+                if (r.pos < r.end && skip_padding(&r, 8) < 0)
+                        return -EBADMSG;
+        }
+
+        /* The body, after the header's padding to 8. */
+        r.end = len;
+        if (skip_padding(&r, 8) < 0)
+                return -EBADMSG;
+        if (r.pos < len && !m.signature)
+                return -EBADMSG; /* a body needs a signature */
+        if (m.signature && m.signature[0] == 's' && read_string(&r, &m.first_string) < 0)
+                return -EBADMSG;
+
+        if ((m.type == MSG_METHOD_RETURN || m.type == MSG_ERROR) && m.reply_serial == 0)
+                return -EBADMSG;
+        if (m.type == MSG_ERROR && !m.error_name)
+                return -EBADMSG;
+        *ret = m;
+        return 0;
+}
+
+/* ---- the connection ---- */
+
+int wire_open(const char *path, wire **ret) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        wire *w;
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+
+        w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        w->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (w->fd < 0 || connect(w->fd, (const struct sockaddr *) &sa, sizeof sa) < 0) {
+                int r = -errno;
+                wire_close(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+wire *wire_close(wire *w) {
+        if (!w)
+                return NULL;
+        if (w->fd >= 0)
+                close(w->fd);
+        free(w->buf);
+        free(w->error_name);
+        free(w->error_message);
+        free(w);
+        return NULL;
+}
+
+const char *wire_last_error_name(const wire *w) {
+        return w->error_name;
+}
+
+const char *wire_last_error_message(const wire *w) {
+        return w->error_message;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int send_all(int fd, const void *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p = (const uint8_t *) p + k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+/* Read what comes, until deadline (CLOCK_MONOTONIC µs). */
+static int receive(wire *w, uint64_t deadline) {
+        struct pollfd p = {.fd = w->fd, .events = POLLIN};
+        uint64_t now;
+        ssize_t n;
+        int r;
+
+        /* We read only while the one message we wait for is incomplete, so
+         * the buffer never needs much more than WIRE_MESSAGE_MAX. */
+        if (w->allocated - w->len < 4096) {
+                size_t a = w->allocated ? w->allocated * 2 : 8192;
+                uint8_t *b;
+
+                if (a > 2 * WIRE_MESSAGE_MAX)
+                        return -EBADMSG;
+                b = realloc(w->buf, a);
+                if (!b)
+                        return -ENOMEM;
+                w->buf = b;
+                w->allocated = a;
+        }
+
+        for (;;) {
+                now = now_usec();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                uint64_t ms = (deadline - now + 999) / 1000;
+
+                r = poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int) ms);
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                if (r <= 0)
+                        continue;
+                n = recv(w->fd, w->buf + w->len, w->allocated - w->len, 0);
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -ECONNRESET;
+                w->len += (size_t) n;
+                return 0;
+        }
+}
+
+static void consume(wire *w, size_t n) {
+        memmove(w->buf, w->buf + n, w->len - n);
+        w->len -= n;
+}
+
+/* The server's answer to AUTH: "OK <guid>" goes on, anything else
+ * (REJECTED, ERROR) means we may not talk to it. */
+static int read_auth_reply(wire *w, uint64_t deadline) {
+        for (;;) {
+                uint8_t *nl = w->len > 0 ? memchr(w->buf, '\n', w->len) : NULL;
+                int r;
+
+                if (nl) {
+                        size_t n = (size_t) (nl - w->buf) + 1;
+                        bool ok = n >= 5 && memcmp(w->buf, "OK ", 3) == 0 && nl[-1] == '\r';
+
+                        consume(w, n);
+                        if (!ok)
+                                return -EPERM;
+                        w->authenticated = true;
+                        return 0;
+                }
+                if (w->len > AUTH_LINE_MAX)
+                        return -EBADMSG;
+                r = receive(w, deadline);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int set_string(char **p, const char *s) {
+        free(*p);
+        *p = s ? strdup(s) : NULL;
+        return !s || *p ? 0 : -ENOMEM;
+}
+
+int wire_call_stt(wire *w, const char *path, const char *interface, const char *member,
+                  const char *s, uint64_t t1, uint64_t t2, uint64_t timeout_usec) {
+        /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
+         * BEGIN, then the call, in one write: the specification lets a client
+         * pipeline them, and it saves a round trip to the server. The call
+         * takes its strings, their lengths and padding, and at most 128 bytes
+         * more (fixed header, field codes and signatures, the two numbers). */
+        size_t size = 64 + strlen(path) + strlen(interface) + strlen(member) + strlen(s) + 7 * 8 + 128;
+        uint64_t deadline = usec_add(now_usec(), timeout_usec ?: DEFAULT_TIMEOUT_USEC);
+        _cleanup_free_ uint8_t *out = malloc(size);
+        size_t n = 0;
+        ssize_t k;
+        int r;
+
+        if (!out)
+                return -ENOMEM;
+        (void) set_string(&w->error_name, NULL);
+        (void) set_string(&w->error_message, NULL);
+
+        if (!w->authenticated) {
+                char uid[16];
+                int l = snprintf(uid, sizeof uid, "%u", (unsigned) geteuid());
+
+                memcpy(out, "\0AUTH EXTERNAL ", 15);
+                n = 15;
+                for (int i = 0; i < l; i++)
+                        n += (size_t) snprintf((char *) out + n, 3, "%02x", (unsigned char) uid[i]);
+                memcpy(out + n, "\r\nBEGIN\r\n", 9);
+                n += 9;
+        }
+        k = wire_build_call_stt(out + n, size - n, ++w->serial, path, interface, member, s, t1, t2);
+        if (k < 0)
+                return (int) k;
+        r = send_all(w->fd, out, n + (size_t) k);
+        if (r < 0)
+                return r == -EPIPE ? -ECONNRESET : r;
+
+        if (!w->authenticated) {
+                r = read_auth_reply(w, deadline);
+                if (r < 0)
+                        return r;
+        }
+
+        for (;;) {
+                wire_message m;
+                ssize_t l = wire_message_length(w->buf, w->len);
+
+                if (l < 0)
+                        return (int) l;
+                if (l == 0 || (size_t) l > w->len) {
+                        r = receive(w, deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = wire_parse_message(w->buf, (size_t) l, &m);
+                if (r < 0)
+                        return r;
+                if ((m.type != MSG_METHOD_RETURN && m.type != MSG_ERROR) || m.reply_serial != w->serial) {
+                        consume(w, (size_t) l); /* not ours: a signal, or a call we do not serve */
+                        continue;
+                }
+                if (m.type == MSG_ERROR) {
+                        r = -EIO;
+                        if (set_string(&w->error_name, m.error_name) < 0 ||
+                            set_string(&w->error_message, m.first_string) < 0)
+                                r = -ENOMEM;
+                } else
+                        r = 0;
+                consume(w, (size_t) l);
+                return r;
+        }
+}

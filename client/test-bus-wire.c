@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * Unit tests of bus-wire.c: the client against a real sd-bus server (a child
+ * process serving a socket in a temporary directory, as freezerd serves its
+ * private socket), and the parser on messages built by hand. No bus daemon,
+ * no cgroups. Exit status 0 if all pass, 1 otherwise.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-bus.h>
+
+#include "bus-wire.h"
+#include "test-util.h"
+
+#define PATH "/org/freezerd/Freezer1"
+#define INTERFACE "org.freezerd.Freezer1.Manager"
+
+/* ---- the server (child process) ---- */
+
+static bool drop_connection;
+
+/* Freeze(s, t, t): what it does depends on s.
+ *   /echo...  error test.Echo with message "<s> <t1> <t2>" (shows what arrived)
+ *   /ok       an empty method return
+ *   /enoent   sd-bus' errno error (org.freedesktop.DBus.Error.FileNotFound)
+ *   /signal   a signal first, then the method return
+ *   /hang     no reply, ever
+ *   /close    the connection is closed without a reply */
+static int method_freeze(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *s;
+        uint64_t t1, t2;
+        int r;
+
+        r = sd_bus_message_read(m, "stt", &s, &t1, &t2);
+        if (r < 0)
+                return r;
+        if (strncmp(s, "/echo", 5) == 0)
+                return sd_bus_error_setf(error, "test.Echo", "%s %" PRIu64 " %" PRIu64, s, t1, t2);
+        if (streq(s, "/enoent"))
+                return sd_bus_reply_method_errno(m, ENOENT, NULL);
+        if (streq(s, "/signal")) {
+                r = sd_bus_emit_signal(sd_bus_message_get_bus(m), PATH, INTERFACE, "Noise", "s", "not a reply");
+                if (r < 0)
+                        return r;
+                return sd_bus_reply_method_return(m, NULL);
+        }
+        if (streq(s, "/hang")) {
+                sd_bus_message_ref(m); /* held: the reply never goes */
+                return 1;
+        }
+        if (streq(s, "/close")) {
+                drop_connection = true;
+                return 1;
+        }
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static const sd_bus_vtable vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Freeze", "stt", "", method_freeze, 0),
+        SD_BUS_SIGNAL("Noise", "s", 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* Serve each connection in turn until it closes. */
+_Noreturn static void serve(int listen_fd) {
+        sd_id128_t id;
+
+        if (sd_id128_randomize(&id) < 0)
+                _exit(2);
+        for (;;) {
+                sd_bus *bus = NULL;
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+                if (fd < 0)
+                        _exit(2);
+                drop_connection = false;
+                if (sd_bus_new(&bus) < 0 || sd_bus_set_fd(bus, fd, fd) < 0 || sd_bus_set_server(bus, true, id) < 0 ||
+                    sd_bus_add_object_vtable(bus, NULL, PATH, INTERFACE, vtable, NULL) < 0 || sd_bus_start(bus) < 0)
+                        _exit(2);
+                while (!drop_connection) {
+                        int r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                break; /* the client went away */
+                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                                break;
+                }
+                sd_bus_close_unref(bus);
+        }
+}
+
+/* ---- the client side ---- */
+
+static char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
+
+static int call(wire *w, const char *s, uint64_t t1, uint64_t t2, uint64_t timeout_usec) {
+        return wire_call_stt(w, PATH, INTERFACE, "Freeze", s, t1, t2, timeout_usec);
+}
+
+static void test_calls(void) {
+        _cleanup_free_ char *long_path = NULL, *expected = NULL;
+        wire *w = NULL;
+
+        CHECK_R(wire_open(socket_path, &w), 0);
+        if (!w)
+                return;
+
+        /* The arguments arrive as sent, the handshake once for all calls. */
+        CHECK_R(call(w, "/echo", 5, UINT64_MAX, 0), -EIO);
+        CHECK_STR(wire_last_error_name(w), "test.Echo");
+        CHECK_STR(wire_last_error_message(w), "/echo 5 18446744073709551615");
+        CHECK_R(call(w, "/ok", 0, 0, 0), 0);
+        CHECK(!wire_last_error_name(w) && !wire_last_error_message(w));
+
+        /* Strings of every length modulo 8 (padding), UTF-8, and a long one. */
+        for (size_t n = 0; n < 9; n++) {
+                char s[32] = "/echo", msg[64];
+                memset(s + 5, 'x', n);
+                s[5 + n] = 0;
+                snprintf(msg, sizeof msg, "%s 1 2", s);
+                CHECK_R(call(w, s, 1, 2, 0), -EIO);
+                CHECK_STR(wire_last_error_message(w), msg);
+        }
+        CHECK_R(call(w, "/echo/ö/€", 3, 4, 0), -EIO);
+        CHECK_STR(wire_last_error_message(w), "/echo/ö/€ 3 4");
+        long_path = malloc(70000);
+        expected = malloc(70100);
+        if (long_path && expected) {
+                memcpy(long_path, "/echo", 5);
+                memset(long_path + 5, 'y', 70000 - 6);
+                long_path[70000 - 1] = 0;
+                snprintf(expected, 70100, "%s 7 8", long_path);
+                CHECK_R(call(w, long_path, 7, 8, 0), -EIO);
+                CHECK_STR(wire_last_error_message(w), expected);
+        }
+
+        /* An error sd-bus made of an errno, with its message. */
+        CHECK_R(call(w, "/enoent", 0, 0, 0), -EIO);
+        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.FileNotFound");
+        CHECK(wire_last_error_message(w) && strlen(wire_last_error_message(w)) > 0);
+
+        /* A signal before the reply is skipped. */
+        CHECK_R(call(w, "/signal", 0, 0, 0), 0);
+        CHECK_R(call(w, "/ok", 0, 0, 0), 0);
+
+        /* No reply: the timeout. */
+        CHECK_R(call(w, "/hang", 0, 0, 200 * USEC_PER_MSEC), -ETIMEDOUT);
+        w = wire_close(w);
+
+        /* The server closes the connection instead of replying. */
+        CHECK_R(wire_open(socket_path, &w), 0);
+        if (w)
+                CHECK_R(call(w, "/close", 0, 0, 5 * USEC_PER_SEC), -ECONNRESET);
+        w = wire_close(w);
+
+        /* Nobody listening. */
+        CHECK_R(wire_open("/nonexistent/freezerd/private", &w), -ENOENT);
+}
+
+/* ---- the parser on messages made by hand ---- */
+
+typedef struct msgbuf {
+        uint8_t b[512];
+        size_t n;
+        bool big;
+} msgbuf;
+
+static void pad_to(msgbuf *m, size_t a) {
+        while (m->n % a)
+                m->b[m->n++] = 0;
+}
+
+static void put_u32(msgbuf *m, uint32_t v) {
+        pad_to(m, 4);
+        for (int i = 0; i < 4; i++)
+                m->b[m->n++] = (uint8_t) (m->big ? v >> (24 - 8 * i) : v >> (8 * i));
+}
+
+static void put_str(msgbuf *m, const char *s) {
+        put_u32(m, (uint32_t) strlen(s));
+        memcpy(m->b + m->n, s, strlen(s) + 1);
+        m->n += strlen(s) + 1;
+}
+
+static void put_field(msgbuf *m, uint8_t code, const char *sig) {
+        pad_to(m, 8);
+        m->b[m->n++] = code;
+        m->b[m->n++] = (uint8_t) strlen(sig);
+        memcpy(m->b + m->n, sig, strlen(sig) + 1);
+        m->n += strlen(sig) + 1;
+}
+
+/* An error reply (to serial 7) with name and message, in either byte order. */
+static size_t make_error(msgbuf *m, bool big, const char *name, const char *message) {
+        size_t fields_end, body_start;
+
+        *m = (msgbuf) {.big = big};
+        m->b[0] = big ? 'B' : 'l';
+        m->b[1] = 3;
+        m->b[3] = 1;
+        m->n = 4;
+        put_u32(m, 0);
+        put_u32(m, 42);
+        put_u32(m, 0);
+        put_field(m, 4, "s");
+        put_str(m, name);
+        put_field(m, 5, "u");
+        put_u32(m, 7);
+        put_field(m, 8, "g");
+        m->b[m->n++] = 1;
+        m->b[m->n++] = 's';
+        m->b[m->n++] = 0;
+        fields_end = m->n;
+        pad_to(m, 8);
+        body_start = m->n;
+        put_str(m, message);
+
+        msgbuf fix = {.big = big};
+        put_u32(&fix, (uint32_t) (m->n - body_start));
+        put_u32(&fix, (uint32_t) (fields_end - 16));
+        memcpy(m->b + 4, fix.b, 4);
+        memcpy(m->b + 12, fix.b + 4, 4);
+        return m->n;
+}
+
+static void test_parse(void) {
+        uint8_t call_buf[512];
+        wire_message msg;
+        msgbuf m;
+        ssize_t n;
+
+        for (int big = 0; big <= 1; big++) {
+                size_t len = make_error(&m, big, "org.freezerd.Freezer1.Error.Timeout", "took too long");
+
+                CHECK_R(wire_message_length(m.b, 15), 0);
+                CHECK_R(wire_message_length(m.b, len), (long) len);
+                CHECK_R(wire_parse_message(m.b, len, &msg), 0);
+                CHECK_R(msg.type, 3);
+                CHECK_R(msg.serial, 42);
+                CHECK_R(msg.reply_serial, 7);
+                CHECK_STR(msg.error_name, "org.freezerd.Freezer1.Error.Timeout");
+                CHECK_STR(msg.signature, "s");
+                CHECK_STR(msg.first_string, "took too long");
+
+                /* Cut short, or one byte more: not a message of that length. */
+                CHECK_R(wire_parse_message(m.b, len - 1, &msg), -EBADMSG);
+                m.b[len] = 0;
+                CHECK_R(wire_parse_message(m.b, len + 1, &msg), -EBADMSG);
+        }
+
+        /* Not D-Bus, another protocol version, a huge length. */
+        make_error(&m, false, "a.B", "c");
+        m.b[0] = 'x';
+        CHECK_R(wire_message_length(m.b, m.n), -EBADMSG);
+        make_error(&m, false, "a.B", "c");
+        m.b[3] = 2;
+        CHECK_R(wire_message_length(m.b, m.n), -EBADMSG);
+        make_error(&m, false, "a.B", "c");
+        memset(m.b + 4, 0xff, 4);
+        CHECK_R(wire_message_length(m.b, m.n), -EBADMSG);
+
+        /* A string without its NUL, non-zero padding, an error without a name's field type. */
+        make_error(&m, false, "a.B", "c");
+        m.b[m.n - 1] = 'x';
+        CHECK_R(wire_parse_message(m.b, m.n, &msg), -EBADMSG);
+        make_error(&m, false, "a.B", "c");
+        m.b[16 + 8 + 4] = 1; /* the padding after "a.B\0" */
+        CHECK_R(wire_parse_message(m.b, m.n, &msg), -EBADMSG);
+        make_error(&m, false, "a.B", "c");
+        m.b[16 + 2] = 'u'; /* ERROR_NAME typed as a uint32 */
+        CHECK_R(wire_parse_message(m.b, m.n, &msg), -EBADMSG);
+
+        /* A call we build parses back, and does not fit where it cannot. */
+        n = wire_build_call_stt(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw", "/a/b", 1, 2);
+        CHECK(n > 0);
+        if (n > 0) {
+                CHECK_R(wire_message_length(call_buf, (size_t) n), n);
+                CHECK_R(wire_parse_message(call_buf, (size_t) n, &msg), 0);
+                CHECK_R(msg.type, 1);
+                CHECK_R(msg.serial, 9);
+                CHECK_STR(msg.signature, "stt");
+                CHECK_STR(msg.first_string, "/a/b");
+        }
+        CHECK_R(wire_build_call_stt(call_buf, 100, 9, PATH, INTERFACE, "Thaw", "/a/b", 1, 2), -ENOBUFS);
+        CHECK_R(wire_build_call_stt(call_buf, sizeof call_buf, 0, PATH, INTERFACE, "Thaw", "/a/b", 1, 2), -EINVAL);
+}
+
+int main(void) {
+        char dir[] = "/tmp/test-bus-wire-XXXXXX";
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        pid_t pid;
+        int fd, status;
+
+        if (!mkdtemp(dir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        snprintf(socket_path, sizeof socket_path, "%s/private", dir);
+        memcpy(sa.sun_path, socket_path, sizeof socket_path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
+                perror("socket");
+                return 1;
+        }
+        pid = fork();
+        if (pid < 0) {
+                perror("fork");
+                return 1;
+        }
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                serve(fd);
+        }
+        close(fd);
+
+        test_calls();
+        test_parse();
+
+        kill(pid, SIGKILL);
+        (void) waitpid(pid, &status, 0);
+        unlink(socket_path);
+        rmdir(dir);
+
+        return test_summary("test-bus-wire");
+}
