@@ -489,6 +489,29 @@ static void *watch_thread(void *userdata) {
         }
 }
 
+/* The watcher thread starts with the first trigger, not with the daemon: a
+ * process with a second thread pays for it in every system call on an fd
+ * (fdget() takes a reference on the file once the fd table is shared), and a
+ * daemon that follows thousands of groups makes thousands of them per storm. */
+static int watch_thread_start(Pressure *p) {
+        sigset_t all, old;
+        int r;
+
+        if (p->thread_started)
+                return 0;
+        /* Signals stay with the main thread. */
+        sigfillset(&all);
+        r = pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r == 0) {
+                r = pthread_create(&p->thread, NULL, watch_thread, p);
+                (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        }
+        if (r != 0)
+                return -r;
+        p->thread_started = true;
+        return 0;
+}
+
 static void on_wakeups(evutil_socket_t fd, short what, void *userdata) {
         Pressure *p = userdata;
         PressureWakeup ws[64];
@@ -686,7 +709,9 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         };
 
         t->fd = fd;
-        r = trigger_arm(t, EPOLL_CTL_ADD);
+        r = watch_thread_start(p);
+        if (r >= 0)
+                r = trigger_arm(t, EPOLL_CTL_ADD);
         if (r < 0) {
                 free(t);
                 client_maybe_free(c);
@@ -782,7 +807,6 @@ static int pressure_setup_failed(Pressure *p, int r, const char *what) {
 int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure **ret) {
         Pressure *p;
         struct rlimit rl;
-        int r;
 
         p = calloc(1, sizeof *p);
         if (!p)
@@ -819,18 +843,6 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         p->pipe_event = event_new(m->event_base, p->pipe_fd[0], EV_READ | EV_PERSIST, on_wakeups, p);
         if (!p->pipe_event || event_add(p->pipe_event, NULL) < 0)
                 return pressure_setup_failed(p, -ENOMEM, "event_new()");
-
-        /* Signals stay with the main thread. */
-        sigset_t all, old;
-        sigfillset(&all);
-        r = pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (r == 0) {
-                r = pthread_create(&p->thread, NULL, watch_thread, p);
-                (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
-        }
-        if (r != 0)
-                return pressure_setup_failed(p, -r, "pthread_create()");
-        p->thread_started = true;
 
         log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s; keeping up to %u pressure fds open",
                   p->privileged ? "with" : "without",

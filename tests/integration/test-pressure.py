@@ -29,7 +29,9 @@ Checked:
   * /hidden: Get fails with NotSupported naming cgroup.pressure, GetAll and
     GetManagedObjects still work;
   * the kernel's spurious first event(s) on a fresh unprivileged trigger (raw
-    trigger armed by the test next to freezerd's): freezerd delivers none.
+    trigger armed by the test next to freezerd's): freezerd delivers none;
+  * freezerd runs one thread until the first trigger (its watcher thread starts
+    then: a second thread makes every system call on an fd dearer), two after.
 No sleeps: every wait is on D-Bus messages, inotify, pidfds or the test's own
 epoll set of raw triggers, with a deadline."""
 
@@ -287,6 +289,9 @@ def test():
                 ft.check(all(v == 0 for k in got for v in got[k]), f'/idle {res} reads zeros', got)
             sleepy0 = as_kinds(c.group_property('/sleepy', 'CpuPressure'))
 
+            threads = lambda: len(os.listdir(f'/proc/{d.pid}/task'))  # noqa: E731
+            ft.check_equal(threads(), 1, 'freezerd runs one thread while no trigger was ever added')
+
             # -- triggers: /busy fires within two windows, /sleepy not in three, the Manager's fires
             observer = ft.Client(bus.address)
             observer.record()  # every signal from freezerd that a match rule can get
@@ -298,6 +303,7 @@ def test():
             doomed_id = grp('/doomed', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
             veiled_id = grp('/veiled', 'AddPressureTrigger', 'memory', 'full', THRESHOLD, WINDOW)[0]
             ids = [busy_id, sleepy_id, sys_id, doomed_id, veiled_id]
+            ft.check_equal(threads(), 2, 'the watcher thread runs once a trigger was added')
             ft.check_equal(len(set(ids)), len(ids), 'trigger ids are distinct')
 
             fired = ft.wait_for(lambda: pressure_signals(c, 'PressureExceeded', busy_id),
