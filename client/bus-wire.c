@@ -39,6 +39,9 @@
 /* sd-bus' default method-call timeout, which libfreezer leaves in place where
  * the daemon replies at once. */
 #define DEFAULT_TIMEOUT_USEC (25 * USEC_PER_SEC)
+/* sd-bus gives up on a server that does not answer AUTH within 90 s, whatever
+ * the call's own timeout (which may be a day): so do we. */
+#define AUTH_TIMEOUT_USEC (90 * USEC_PER_SEC)
 
 /* The server's answer to AUTH ("OK <guid>\r\n"), or its REJECTED line, fit well below this. */
 #define AUTH_LINE_MAX 512
@@ -507,7 +510,9 @@ int wire_call_stt(wire *w, const char *path, const char *interface, const char *
                 return r == -EPIPE ? -ECONNRESET : r;
 
         if (!w->authenticated) {
-                r = read_auth_reply(w, deadline);
+                uint64_t auth_deadline = usec_add(now_usec(), AUTH_TIMEOUT_USEC);
+
+                r = read_auth_reply(w, auth_deadline < deadline ? auth_deadline : deadline);
                 if (r < 0)
                         return r;
         }
