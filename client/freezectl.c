@@ -113,8 +113,7 @@ static void help(void) {
                "                       PATH (root only; a freezerd started with\n"
                "                       --runtime-dir=DIR listens on DIR/private). It skips\n"
                "                       the bus daemon. watch works there too (one hop less\n"
-               "                       per change) but ends with freezerd, and takes no\n"
-               "                       --trigger (pressure signals need a bus name)\n"
+               "                       per change, --trigger included) but ends with freezerd\n"
                "     --json            Print JSON on standard output instead of text\n"
                "     --timeout=DURATION\n"
                "                       freeze, thaw, batch: how long the daemon waits for the\n"
@@ -2220,12 +2219,6 @@ static int run(int argc, char *argv[]) {
                         return ret;
         }
 
-        if (arg_bus == BUS_PRIVATE && streq(v->name, "watch") && n_arg_triggers > 0) {
-                usage_error("watch --trigger needs a bus: pressure signals go to a bus name, which the private "
-                            "socket (--socket=) has not");
-                batch_json_free(requests);
-                return EXIT_USAGE;
-        }
         ret = run_by_wire(v, args, n_args);
         if (ret < 0) {
                 if (connect_bus(&f, streq(v->name, "watch")) < 0) {

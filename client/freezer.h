@@ -138,9 +138,9 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * callbacks work too, and get their signals straight from freezerd (one hop
  * less from a kernel event to the callback); the handle does not outlive the
  * daemon, though: when it exits, freezer_dispatch() fails with -ECONNRESET or
- * -ENOTCONN, where a bus handle would wait for the next one.  Pressure triggers
- * fail with -EOPNOTSUPP (org.freedesktop.DBus.Error.NotSupported): their
- * signals go to a bus name. */
+ * -ENOTCONN, where a bus handle would wait for the next one.  Pressure
+ * triggers work as on the bus; they belong to the handle's connection and end
+ * with it. */
 #define FREEZER_PRIVATE_SOCKET "/run/freezerd/private"
 FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
 

@@ -1610,7 +1610,9 @@ static int trigger_remember(freezer *f, trigger_entry *t) {
 }
 
 /* The trigger a pressure signal is about: ours, from the freezerd that holds
- * it, sent by the object it belongs to. */
+ * it, sent by the object it belongs to.  On freezerd's private socket neither
+ * the reply that made the trigger nor the signals carry a sender: the owner
+ * is "" there, and only freezerd is at the other end. */
 static trigger_entry *trigger_of_signal(freezer *f, sd_bus_message *m, uint32_t id) {
         const char *sender = sd_bus_message_get_sender(m),
                 *object = sd_bus_message_get_path(m),
@@ -1618,9 +1620,9 @@ static trigger_entry *trigger_of_signal(freezer *f, sd_bus_message *m, uint32_t 
         trigger_entry *t;
 
         t = trigger_get(f, id);
-        if (!t || !sender || !object || !interface)
+        if (!t || !object || !interface)
                 return NULL;
-        if (!streq(sender, t->owner))
+        if (!streq(sender ?: "", t->owner))
                 return NULL;
         if (!streq(object, t->object ?: FREEZER_MANAGER_PATH))
                 return NULL;

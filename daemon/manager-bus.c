@@ -1319,7 +1319,8 @@ static void emit_manager_property(Manager *m, const char *property) {
 }
 
 /* Pressure signals go to the trigger's owner only (unicast): the trigger is
- * its, and other clients need not wake up for it. */
+ * its, and other clients need not wake up for it.  sd_bus_send(NULL, ...)
+ * sends each on the connection it was made for. */
 static int pressure_signal_new(Manager *m, const PressureTrigger *t, const char *member, sd_bus_message **ret) {
         _cleanup_free_ char *object = NULL;
         int r;
@@ -1329,9 +1330,10 @@ static int pressure_signal_new(Manager *m, const PressureTrigger *t, const char 
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_message_new_signal(manager_bus(m), ret, object ?: MANAGER_PATH,
+        /* On the private socket, the owner's own connection (no names there). */
+        r = sd_bus_message_new_signal(t->client->connection ?: manager_bus(m), ret, object ?: MANAGER_PATH,
                                       t->group ? GROUP_IFACE : MANAGER_IFACE, member);
-        if (r < 0)
+        if (r < 0 || t->client->connection)
                 return r;
         return sd_bus_message_set_destination(*ret, t->client->name);
 }
@@ -1563,6 +1565,10 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
         if (r < 0)
                 return log_error_errno(r, "Cannot register the objects: %m");
         return 0;
+}
+
+void manager_bus_connection_closed(Manager *m, sd_bus *bus) {
+        pressure_connection_closed(m->pressure, bus);
 }
 
 int manager_bus_add_objects(Manager *m, sd_bus *bus) {

@@ -15,6 +15,9 @@ int manager_bus_attach(Manager *m, sd_bus *bus);
  * manager_bus_flush()), also on each connection of the private socket
  * (private-bus.h). */
 int manager_bus_add_objects(Manager *m, sd_bus *bus);
+/* A connection of the private socket closed while freezerd runs: what its
+ * caller held there (pressure triggers) goes with it. */
+void manager_bus_connection_closed(Manager *m, sd_bus *bus);
 /* Emit GroupsChanged and PropertiesChanged for every group changed since the
  * last call (once per object), and the manager's Groups count, to the bus and
  * to the subscribed private connections. Call once per loop turn. */

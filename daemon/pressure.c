@@ -236,9 +236,14 @@ int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bu
 
 static void trigger_free(PressureTrigger *t);
 
-static PressureClient *client_find(Pressure *p, const char *name) {
+/* A client is its unique name on the bus, its connection on the private
+ * socket (where there are no names). */
+static PressureClient *client_find(Pressure *p, sd_bus_message *call) {
+        const char *sender = sd_bus_message_get_sender(call);
+        sd_bus *connection = sd_bus_message_get_bus(call);
+
         for (PressureClient *c = p->clients; c; c = c->next)
-                if (streq(c->name, name))
+                if (sender ? !c->connection && streq(c->name, sender) : c->connection == connection)
                         return c;
         return NULL;
 }
@@ -258,6 +263,7 @@ static void client_free(PressureClient *c) {
         if (c->next)
                 c->next->prev = c->prev;
         sd_bus_track_unref(c->track);
+        sd_bus_unref(c->connection);
         free(c->name);
         free(c);
 }
@@ -278,14 +284,9 @@ static int on_client_gone(sd_bus_track *track, void *userdata) {
 
 static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClient **ret, sd_bus_error *error) {
         const char *sender = sd_bus_message_get_sender(call);
-        PressureClient *c;
+        PressureClient *c = client_find(p, call);
         int r;
 
-        if (!sender)
-                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "Pressure triggers need a bus connection: their signals go to a bus "
-                                        "name, which the private socket has not");
-        c = client_find(p, sender);
         if (c) {
                 *ret = c;
                 return 0;
@@ -296,7 +297,10 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
                 return sd_bus_error_set_errno(error, -ENOMEM);
         c->pressure = p;
         c->uid = uid;
-        c->name = strdup(sender);
+        if (sender)
+                c->name = strdup(sender);
+        else if (asprintf(&c->name, "a private connection of uid %u", (unsigned) uid) < 0)
+                c->name = NULL;
         if (!c->name) {
                 free(c);
                 return sd_bus_error_set_errno(error, -ENOMEM);
@@ -306,6 +310,13 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
                 p->clients->prev = c;
         p->clients = c;
 
+        /* On the private socket the connection's end ends the client
+         * (pressure_connection_closed()); on the bus, its name's. */
+        if (!sender) {
+                c->connection = sd_bus_ref(sd_bus_message_get_bus(call));
+                *ret = c;
+                return 0;
+        }
         r = sd_bus_track_new(p->bus, &c->track, on_client_gone, c);
         if (r >= 0)
                 r = sd_bus_track_add_sender(c->track, call);
@@ -315,6 +326,17 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
         }
         *ret = c;
         return 0;
+}
+
+void pressure_connection_closed(Pressure *p, sd_bus *connection) {
+        for (PressureClient *c = p ? p->clients : NULL, *next; c; c = next) {
+                next = c->next;
+                if (c->connection != connection)
+                        continue;
+                /* Nobody to tell, as for a bus client that disconnected. */
+                log_debug("%s closed: dropping its %u pressure trigger(s)", c->name, c->n_triggers);
+                client_free(c);
+        }
 }
 
 /* ---- triggers ----------------------------------------------------------------------------------------- */
@@ -641,7 +663,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         if (r < 0)
                 return r;
 
-        c = client_find(p, sd_bus_message_get_sender(call) ?: "");
+        c = client_find(p, call);
         if (c && c->n_triggers >= PRESSURE_TRIGGERS_PER_CLIENT_MAX)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "%s has %u pressure triggers already, the most one client may have",
@@ -747,13 +769,12 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
 }
 
 int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_t id, sd_bus_error *error) {
-        const char *sender = sd_bus_message_get_sender(call);
         PressureTrigger *t = trigger_find(p, id);
         PressureClient *c;
 
         /* One answer for unknown ids and for other clients' triggers: ids are not a
          * way to learn about other clients. */
-        if (!t || t->group != g || !sender || !streq(t->client->name, sender))
+        if (!t || t->group != g || t->client != client_find(p, call))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "No pressure trigger %" PRIu32 " of this client on %s", id,
                                          g ? g->path : "the Manager");

@@ -95,9 +95,10 @@ struct PressureTrigger {
 
 struct PressureClient {
         Pressure *pressure;
-        char *name; /* unique bus name */
-        uid_t uid;  /* the caller's, when it created its first trigger */
-        sd_bus_track *track;
+        char *name;         /* unique bus name; on the private socket a description for the log */
+        sd_bus *connection; /* on the private socket: the connection itself (its signals go there) */
+        uid_t uid;          /* the caller's, when it created its first trigger */
+        sd_bus_track *track; /* on the bus: follows the name */
         PressureTrigger *triggers;
         unsigned n_triggers;
         PressureClient *next, *prev;
@@ -161,6 +162,8 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                          sd_bus_error *error);
 /* RemovePressureTrigger: only the sender's own trigger on that object (InvalidArgs otherwise). */
 int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_t id, sd_bus_error *error);
+/* A private connection closed: its triggers go (nobody is left to tell). */
+void pressure_connection_closed(Pressure *p, sd_bus *connection);
 
 /* Hook of the manager: g leaves the bus (removed, or untracked).  Ends its
  * triggers (hooks.removed with "group-removed" or "untracked"), closes its

@@ -252,6 +252,7 @@ void private_bus_prepare(PrivateBus *pb) {
                         continue;
                 }
                 *p = c->next;
+                manager_bus_connection_closed(pb->manager, c->bus);
                 connection_free(c);
                 pb->n_connections--;
                 pb->warned_full = false;

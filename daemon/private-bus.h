@@ -18,8 +18,9 @@
  * the bus, plus what the bus broadcasts to everyone (InterfacesAdded/Removed,
  * the Manager's PropertiesChanged); each call needs its own Unsubscribe*(),
  * and closing the connection ends them all.  It saves the dbus-daemon hop on
- * the way from a kernel event to the client.  Pressure triggers answer
- * NotSupported there: their signals are unicast to a bus name.  */
+ * the way from a kernel event to the client.  Pressure triggers belong to the
+ * connection: their signals go to it, and they end when it closes
+ * (manager_bus_connection_closed()).  */
 
 #include <event2/event.h>
 #include <systemd/sd-bus.h>
