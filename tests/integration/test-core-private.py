@@ -284,9 +284,9 @@ def check_direct_signals(sc, c, path):
     ft.check_equal(c.signals, [], 'the connection that never subscribed got no signal')
 
 
-def read_lines_until(p, done, what, deadline):
-    """Read p's stdout until done(lines) holds (each line split, without DATE TIME); fail at deadline."""
-    out = b''
+def read_lines_until(p, out, done, what, deadline):
+    """Read p's stdout into out (a bytearray, kept between calls) until done(lines) holds, each line
+    split without its DATE TIME; fail at deadline."""
     while True:
         lines = [line.split()[2:] for line in out.decode().splitlines()]
         if done(lines):
@@ -311,6 +311,7 @@ def check_pressure(sc, daemon, path):
         sc.spawn('/p', HOG)
     try:
         obj = ft.group_object('/p')
+        fds = fd_count(daemon.pid)
         with ft.Client(f'unix:path={path}', direct=True) as c, ft.Client(f'unix:path={path}', direct=True) as other:
             armed = time.monotonic()
             tid = c.group_call('/p', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
@@ -327,9 +328,10 @@ def check_pressure(sc, daemon, path):
             c.group_call('/p', 'RemovePressureTrigger', tid)
             ft.check(True, 'the owner removed its trigger')
 
-            fds = fd_count(daemon.pid)
+            before = fd_count(daemon.pid)
             c.group_call('/p', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
-            ft.check(fd_count(daemon.pid) > fds, 'a second trigger holds an fd in freezerd')
+            ft.check_equal(fd_count(daemon.pid), before + 1, 'a second trigger holds an fd in freezerd')
+        # Both connections closed, the trigger left on c: back to the count before they came.
         ft.wait_for(lambda: fd_count(daemon.pid) == fds, what='the trigger of the closed connection dropped')
         ft.check(True, 'a closed connection\'s trigger is dropped')
 
@@ -337,7 +339,7 @@ def check_pressure(sc, daemon, path):
                               f'--trigger=cpu:some:{THRESHOLD // 1000}ms:{WINDOW // 1000000}s'],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            read_lines_until(p, lambda lines: any(w[:4] == ['pressure', '/p', 'cpu', 'some'] for w in lines),
+            read_lines_until(p, bytearray(), lambda lines: ['pressure', '/p', 'cpu', 'some'] in [w[:4] for w in lines],
                              '"pressure /p cpu some"', time.monotonic() + 3 * WINDOW / 1e6 + ft.DEFAULT_TIMEOUT)
             p.terminate()
             ft.check_equal(p.wait(timeout=ft.DEFAULT_TIMEOUT), 0,
@@ -357,21 +359,11 @@ def check_watch(sc, daemon, path):
     p = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch', '/g'], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     try:
-        out = b''
         deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+        out = bytearray()
 
         def read_until(words, what):
-            # Lines are "DATE TIME EVENT ...": compare what follows the time.
-            nonlocal out
-            while not any(line.split()[2:] == words for line in out.decode().splitlines()):
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([p.stdout], [], [], left)[0]:
-                    ft.fail(f'freezectl --socket watch: no {what} line; it printed: {out.decode()!r}')
-                data = os.read(p.stdout.fileno(), 4096)
-                if not data:
-                    ft.fail(f'freezectl --socket watch exited ({p.wait()}): {p.stderr.read().decode()}; '
-                            f'it printed: {out.decode()!r}')
-                out += data
+            read_lines_until(p, out, lambda lines: words in lines, what, deadline)
 
         read_until(['watching', '/g'], '"watching /g"')
         daemon.client.call('Freeze', '/g/h', 0, 0)
