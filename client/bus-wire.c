@@ -185,11 +185,13 @@ static uint32_t load_u32(const uint8_t *p, bool big) {
                    : (uint32_t) p[3] << 24 | (uint32_t) p[2] << 16 | (uint32_t) p[1] << 8 | p[0];
 }
 
+/* A fixed-size item of n bytes, aligned to n; its value only for n = 1 or 4
+ * (the 2- and 8-byte types are skipped, never read). */
 static int read_fixed(reader *r, size_t n, uint32_t *ret) {
         if (skip_padding(r, n) < 0 || r->end - r->pos < n)
                 return -EBADMSG;
         if (ret)
-                *ret = n == 1 ? r->buf[r->pos] : n == 2 ? 0 : load_u32(r->buf + r->pos, r->big);
+                *ret = n == 1 ? r->buf[r->pos] : load_u32(r->buf + r->pos, r->big);
         r->pos += n;
         return 0;
 }

@@ -2110,11 +2110,12 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
  * does. */
 static int run_by_wire(const verb *v, char **args, size_t n_args) {
         const char *path = arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET;
-        bool freeze = streq(v->name, "freeze");
+        bool freeze = streq(v->name, "freeze") && n_arg_except == 0,
+             thaw = streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait);
         wire *w = NULL;
         int ret, r;
 
-        if (freeze ? n_arg_except > 0 : !streq(v->name, "thaw") || (arg_recursive && !arg_no_wait))
+        if (!freeze && !thaw)
                 return -1;
         if (arg_bus != BUS_PRIVATE && !(arg_bus == BUS_DEFAULT && geteuid() == 0))
                 return -1;

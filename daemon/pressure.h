@@ -24,8 +24,9 @@
  * clearing its event), then our epoll_wait() polls it again and finds nothing.
  * Seen on 6.18: of two triggers firing together one was never reported, a
  * lone trigger in the daemon never at all.  So a small watcher thread (started
- * with the first trigger) does the only epoll_wait() on the set (EPOLLPRI|EPOLLONESHOT, data = trigger id) and
- * forwards (id, events) records through a pipe that libevent watches; the main
+ * with the first trigger) does the only epoll_wait() on the set
+ * (EPOLLPRI|EPOLLONESHOT, data = trigger id) and forwards (id, events)
+ * records through a pipe that libevent watches; the main
  * thread handles them and re-arms the trigger (EPOLL_CTL_MOD).  The thread
  * touches nothing else.  ONESHOT keeps a removed group's trigger (EPOLLERR
  * for ever) from spinning the thread; re-arming polls once more, which would
