@@ -140,7 +140,7 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * daemon, though: when it exits, freezer_dispatch() fails with -ECONNRESET or
  * -ENOTCONN, where a bus handle would wait for the next one.  Pressure
  * triggers work as on the bus; they belong to the handle's connection and end
- * with it. */
+ * with it (reason "disconnected", see freezer_add_pressure_trigger()). */
 #define FREEZER_PRIVATE_SOCKET "/run/freezerd/private"
 FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
 
@@ -407,6 +407,11 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  *   "error"            the kernel reported an error on the trigger
  *   "daemon-exited"    freezerd left the bus (it stopped or restarted): all of
  *                      its triggers are gone (reported by libfreezer)
+ *   "disconnected"     the handle's own connection was lost (on a private
+ *                      handle: freezerd exited or closed it): all of the
+ *                      handle's triggers are gone (reported by libfreezer,
+ *                      from the freezer_dispatch() call that notices it;
+ *                      the next one fails with -ENOTCONN)
  * The trigger is forgotten before that callback runs. path and reading (and
  * reason) are only valid during the call.
  *

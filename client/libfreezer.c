@@ -1712,6 +1712,13 @@ static int on_pressure_signal(sd_bus_message *m, void *userdata, _unused_ sd_bus
                 pressure_exceeded(f, m);
         else if (sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
                 pressure_trigger_removed(f, m);
+        else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
+                /* sd-bus makes this up, once, when the handle's connection is lost.
+                 * freezerd held every trigger for that connection (private socket) or
+                 * its unique name (bus): all are gone, and no signal will say so.  One
+                 * at a time, as a callback may remove others (adding fails now). */
+                while (f->n_triggers > 0)
+                        pressure_trigger_ended(f, &f->triggers[0], "disconnected");
 
         return 0; /* others may want it, too */
 }

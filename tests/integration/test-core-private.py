@@ -129,8 +129,10 @@ def test():
                     check_access(sc, path, run)
                     check_dying_caller(sc, daemon, path)
                     check_connection_cap(sc, daemon, path)
-                    # A watch over the socket that outlives freezerd (checked below).
-                    watcher = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch'],
+                    # A watch over the socket that outlives freezerd (checked below), with a
+                    # system-wide trigger that ends with the connection.
+                    watcher = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch',
+                                                '--trigger=cpu:some:1s:2s'],
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                     ready = select.select([watcher.stdout], [], [], ft.DEFAULT_TIMEOUT)[0]
                     ft.check(ready and ' watching ' in watcher.stdout.readline(),
@@ -143,6 +145,10 @@ def test():
                 err = watcher.stderr.read()
                 ft.check(status == 1 and len(err.splitlines()) == 1 and 'private socket' in err,
                          'freezectl --socket watch exits 1 with one line naming the private socket when freezerd exits', (status, err))
+                ended = [line.split()[2:] for line in watcher.stdout.read().splitlines()
+                         if line.split()[2:3] == ['trigger-removed']]
+                ft.check(len(ended) == 1 and ended[0][1:4] == ['system', 'cpu', 'some'] and ended[0][-1] == 'disconnected',
+                         'before that, its trigger ended: one trigger-removed line, reason disconnected', ended)
             finally:
                 if watcher is not None:
                     watcher.kill()
