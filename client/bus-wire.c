@@ -122,16 +122,147 @@ static void put_field_string(builder *b, uint8_t code, char type, const char *s)
                 put_string(b, s);
 }
 
-ssize_t wire_build_call_stt(uint8_t *buf, size_t size, uint32_t serial, const char *path,
-                            const char *interface, const char *member, const char *s, uint64_t t1,
-                            uint64_t t2) {
+/* Valid UTF-8 as the D-Bus specification wants it: no overlong forms, no
+ * surrogates, nothing above U+10FFFF. */
+static bool utf8_valid(const char *s) {
+        for (const uint8_t *p = (const uint8_t *) s; *p;) {
+                uint32_t c;
+                size_t n;
+
+                if (*p < 0x80) {
+                        p++;
+                        continue;
+                }
+                if ((*p & 0xe0) == 0xc0)
+                        n = 1, c = *p & 0x1f;
+                else if ((*p & 0xf0) == 0xe0)
+                        n = 2, c = *p & 0x0f;
+                else if ((*p & 0xf8) == 0xf0)
+                        n = 3, c = *p & 0x07;
+                else
+                        return false;
+                for (size_t i = 1; i <= n; i++) {
+                        if ((p[i] & 0xc0) != 0x80)
+                                return false; /* also the NUL that ends s */
+                        c = c << 6 | (p[i] & 0x3f);
+                }
+                if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) || c > 0x10ffff ||
+                    (c >= 0xd800 && c <= 0xdfff))
+                        return false;
+                p += n + 1;
+        }
+        return true;
+}
+
+int wire_check_utf8(const wire_arg *args, size_t n_args, size_t *ret_arg, size_t *ret_index) {
+        for (size_t i = 0; i < n_args; i++) {
+                if (args[i].type == 's' && !utf8_valid(args[i].s)) {
+                        *ret_arg = i;
+                        *ret_index = 0;
+                        return -EILSEQ;
+                }
+                if (args[i].type == 'R')
+                        for (size_t k = 0; k < args[i].requests.n; k++)
+                                if (!utf8_valid(args[i].requests.v[k].path)) {
+                                        *ret_arg = i;
+                                        *ret_index = k;
+                                        return -EILSEQ;
+                                }
+        }
+        return 0;
+}
+
+/* A string's bytes in a message at most: length, bytes, NUL, padding before. */
+static size_t string_size(const char *s) {
+        return 8 + strlen(s) + 1;
+}
+
+size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,
+                      size_t n_args) {
+        /* Fixed header, four fields (code, signature, padding), the signature
+         * (at most 5 characters an argument), the padding before the body. */
+        size_t n = 16 + 4 * 8 + string_size(path) + string_size(interface) + string_size(member) + 8 +
+                   5 * n_args + 8;
+
+        for (size_t i = 0; i < n_args; i++)
+                switch (args[i].type) {
+                case 's':
+                        n += string_size(args[i].s);
+                        break;
+                case 't':
+                        n += 16;
+                        break;
+                case 'b':
+                        n += 8;
+                        break;
+                case 'R':
+                        n += 16; /* length, padding to the first struct */
+                        for (size_t k = 0; k < args[i].requests.n; k++)
+                                n += 8 + string_size(args[i].requests.v[k].path) + 8; /* struct padding, s, b */
+                        break;
+                default:
+                        break; /* wire_build_call() refuses it */
+                }
+        return n;
+}
+
+/* The D-Bus limit on an array's length in bytes. */
+#define ARRAY_MAX (1U << 26)
+
+static void put_requests(builder *b, const freezer_request *v, size_t n) {
+        size_t length_at, start;
+        uint32_t length;
+
+        pad(b, 4);
+        length_at = b->len;
+        put_u32(b, 0); /* set below */
+        pad(b, 8);     /* to the first struct, even with none: not part of the length */
+        start = b->len;
+        for (size_t k = 0; k < n; k++) {
+                pad(b, 8);
+                put_string(b, v[k].path);
+                put_u32(b, v[k].freeze ? 1 : 0);
+        }
+        if (b->failed)
+                return;
+        if (b->len - start > ARRAY_MAX) {
+                b->failed = true;
+                return;
+        }
+        length = (uint32_t) (b->len - start);
+        memcpy(b->buf + length_at, &length, 4);
+}
+
+ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
+                        const char *member, const wire_arg *args, size_t n_args) {
         builder b = {.buf = buf, .size = size};
-        size_t fields_start, fields_end, body_start;
+        size_t fields_start, fields_end, body_start, array_bytes = 0, ignored;
+        char signature[256];
+        size_t sig_len = 0;
         uint32_t v;
 
-        if (serial == 0 || strlen(s) > UINT32_MAX / 2 || strlen(path) > 255 || strlen(interface) > 255 ||
-            strlen(member) > 255)
+        if (serial == 0 || strlen(path) > 255 || strlen(interface) > 255 || strlen(member) > 255)
                 return -EINVAL;
+        for (size_t i = 0; i < n_args; i++) {
+                const char *t = args[i].type == 's' ? "s" : args[i].type == 't' ? "t" : args[i].type == 'b' ? "b"
+                              : args[i].type == 'R' ? "a(sb)" : NULL;
+
+                if (!t || sig_len + strlen(t) >= sizeof signature)
+                        return -EINVAL;
+                memcpy(signature + sig_len, t, strlen(t));
+                sig_len += strlen(t);
+                if (args[i].type == 's' && strlen(args[i].s) > UINT32_MAX / 2)
+                        return -EINVAL;
+                if (args[i].type == 'R')
+                        for (size_t k = 0; k < args[i].requests.n; k++) {
+                                array_bytes += string_size(args[i].requests.v[k].path) + 8;
+                                if (array_bytes > ARRAY_MAX)
+                                        return -EINVAL;
+                        }
+        }
+        signature[sig_len] = 0;
+        if (wire_check_utf8(args, n_args, &ignored, &ignored) < 0)
+                return -EILSEQ;
 
         put_u8(&b, host_big_endian() ? 'B' : 'l');
         put_u8(&b, MSG_METHOD_CALL);
@@ -144,13 +275,26 @@ ssize_t wire_build_call_stt(uint8_t *buf, size_t size, uint32_t serial, const ch
         put_field_string(&b, FIELD_PATH, 'o', path);
         put_field_string(&b, FIELD_INTERFACE, 's', interface);
         put_field_string(&b, FIELD_MEMBER, 's', member);
-        put_field_string(&b, FIELD_SIGNATURE, 'g', "stt");
+        if (sig_len > 0)
+                put_field_string(&b, FIELD_SIGNATURE, 'g', signature);
         fields_end = b.len;
         pad(&b, 8);
         body_start = b.len;
-        put_string(&b, s);
-        put_u64(&b, t1);
-        put_u64(&b, t2);
+        for (size_t i = 0; i < n_args; i++)
+                switch (args[i].type) {
+                case 's':
+                        put_string(&b, args[i].s);
+                        break;
+                case 't':
+                        put_u64(&b, args[i].t);
+                        break;
+                case 'b':
+                        put_u32(&b, args[i].b ? 1 : 0);
+                        break;
+                default:
+                        put_requests(&b, args[i].requests.v, args[i].requests.n);
+                        break;
+                }
         if (b.failed)
                 return -ENOBUFS;
 
@@ -319,6 +463,9 @@ int wire_parse_message(const uint8_t *buf, size_t len, wire_message *ret) {
                 return -EBADMSG; /* a body needs a signature */
         if (m.signature && m.signature[0] == 's' && read_string(&r, &m.first_string) < 0)
                 return -EBADMSG;
+        for (; m.signature && m.signature[m.n_u32] == 'u' && m.n_u32 < ELEMENTSOF(m.u32); m.n_u32++)
+                if (read_fixed(&r, 4, &m.u32[m.n_u32]) < 0)
+                        return -EBADMSG;
 
         if ((m.type == MSG_METHOD_RETURN || m.type == MSG_ERROR) && m.reply_serial == 0)
                 return -EBADMSG;
@@ -474,25 +621,41 @@ static int set_string(char **p, const char *s) {
         return !s || *p ? 0 : -ENOMEM;
 }
 
-int wire_call_stt(wire *w, const char *path, const char *interface, const char *member,
-                  const char *s, uint64_t t1, uint64_t t2, uint64_t timeout_usec) {
+int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
+              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
          * BEGIN, then the call, in one write: the specification lets a client
-         * pipeline them, and it saves a round trip to the server. The call
-         * takes its strings, their lengths and padding, and at most 128 bytes
-         * more (fixed header, field codes and signatures, the two numbers). */
-        size_t size = 64 + strlen(path) + strlen(interface) + strlen(member) + strlen(s) + 7 * 8 + 128;
+         * pipeline them, and it saves a round trip to the server. */
+        size_t size = 64 + wire_call_size(path, interface, member, args, n_args);
         uint64_t deadline = usec_add(now_usec(), timeout_usec ?: DEFAULT_TIMEOUT_USEC);
-        _cleanup_free_ uint8_t *out = malloc(size);
-        size_t n = 0;
+        _cleanup_free_ uint8_t *out = NULL;
+        size_t n = 0, bad_arg, bad_index;
         ssize_t k;
         int r;
 
-        if (!out)
-                return -ENOMEM;
         (void) set_string(&w->error_name, NULL);
         (void) set_string(&w->error_message, NULL);
+        if (n_ret > ELEMENTSOF(((wire_message *) NULL)->u32))
+                return -EINVAL;
 
+        /* As libfreezer (sd-bus refuses to append it) says it; freezerd's
+         * own sd-bus would refuse the message, with a vaguer error. */
+        if (wire_check_utf8(args, n_args, &bad_arg, &bad_index) < 0) {
+                char msg[64];
+
+                if (args[bad_arg].type == 'R')
+                        snprintf(msg, sizeof msg, "Request %zu: the path is not valid UTF-8", bad_index);
+                else
+                        snprintf(msg, sizeof msg, "The path is not valid UTF-8");
+                if (set_string(&w->error_name, "org.freedesktop.DBus.Error.InvalidArgs") < 0 ||
+                    set_string(&w->error_message, msg) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+
+        out = malloc(size);
+        if (!out)
+                return -ENOMEM;
         if (!w->authenticated) {
                 char uid[16];
                 int l = snprintf(uid, sizeof uid, "%u", (unsigned) geteuid());
@@ -504,7 +667,7 @@ int wire_call_stt(wire *w, const char *path, const char *interface, const char *
                 memcpy(out + n, "\r\nBEGIN\r\n", 9);
                 n += 9;
         }
-        k = wire_build_call_stt(out + n, size - n, ++w->serial, path, interface, member, s, t1, t2);
+        k = wire_build_call(out + n, size - n, ++w->serial, path, interface, member, args, n_args);
         if (k < 0)
                 return (int) k;
         r = send_all(w->fd, out, n + (size_t) k);
@@ -543,8 +706,13 @@ int wire_call_stt(wire *w, const char *path, const char *interface, const char *
                         if (set_string(&w->error_name, m.error_name) < 0 ||
                             set_string(&w->error_message, m.first_string) < 0)
                                 r = -ENOMEM;
-                } else
+                } else if (m.n_u32 < n_ret)
+                        r = -EBADMSG; /* not the reply this method gives */
+                else {
+                        for (size_t i = 0; i < n_ret; i++)
+                                ret[i] = m.u32[i];
                         r = 0;
+                }
                 consume(w, (size_t) l);
                 return r;
         }

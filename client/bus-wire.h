@@ -2,26 +2,31 @@
 #pragma once
 
 /*
- * The D-Bus wire protocol, as much of it as freezectl's freeze and thaw need
- * over freezerd's private socket: one peer-to-peer connection (SASL EXTERNAL),
- * method calls whose arguments are (s, t, t), and their replies.
+ * The D-Bus wire protocol, as much of it as freezectl's freeze, thaw and batch
+ * need over freezerd's private socket: one peer-to-peer connection (SASL
+ * EXTERNAL), method calls whose arguments are strings, uint64s, booleans and
+ * ApplyBatch's requests (a(sb)), and replies made of uint32s (or nothing).
  *
  * Why not sd-bus, which everything else uses: a freeze is mostly process
  * start-up, and loading libsystemd with the libraries it needs (libgcrypt,
  * libgpg-error, liblzma, libzstd, liblz4, libcap) costs about 2 ms of a 6 ms
  * "freezectl freeze" on machines where page faults are dear (README,
  * "freezectl against the container runtimes"). Every other command, and
- * freeze and thaw over a bus, still go through libfreezer, which loads
- * libsystemd on first use (libsystemd-lazy.c).
+ * freeze, thaw and batch over a bus, still go through libfreezer, which loads
+ * libsystemd on first use (libsystemd-lazy.c). Grow this file for a new use
+ * rather than writing a second one.
  *
  * The messages follow the D-Bus specification ("Message Format"): both byte
  * orders are read, anything malformed is an error (-EBADMSG), and messages
  * other than the reply awaited (a signal, should one come) are skipped.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "freezer.h" /* freezer_request: ApplyBatch's a(sb) */
 
 typedef struct wire wire;
 
@@ -31,13 +36,35 @@ typedef struct wire wire;
 int wire_open(const char *path, wire **ret);
 wire *wire_close(wire *w);
 
-/* Call member(s, t1, t2) on interface at path and wait for the reply, at most
- * timeout_usec (0: 25 s, sd-bus' default). 0 on a method return; on an error
- * reply -EIO, with wire_last_error_name()/_message() set (what callers
- * report); -ETIMEDOUT, -ECONNRESET (the peer closed the connection), -EPERM
- * (authentication refused) or -EBADMSG otherwise. */
-int wire_call_stt(wire *w, const char *path, const char *interface, const char *member,
-                  const char *s, uint64_t t1, uint64_t t2, uint64_t timeout_usec);
+/* One argument of a call: its type, and its value. */
+typedef struct wire_arg {
+        char type; /* 's' string, 't' uint64, 'b' boolean, 'R' requests: a(sb) */
+        union {
+                const char *s;
+                uint64_t t;
+                bool b;
+                struct {
+                        const freezer_request *v;
+                        size_t n;
+                } requests;
+        };
+} wire_arg;
+
+#define WIRE_STRING(x) ((wire_arg) {.type = 's', .s = (x)})
+#define WIRE_U64(x) ((wire_arg) {.type = 't', .t = (x)})
+#define WIRE_BOOL(x) ((wire_arg) {.type = 'b', .b = (x)})
+#define WIRE_REQUESTS(x, k) ((wire_arg) {.type = 'R', .requests = {.v = (x), .n = (k)}})
+
+/* Call member(args) on interface at path and wait for the reply, at most
+ * timeout_usec (0: 25 s, sd-bus' default). The reply's first n_ret arguments
+ * must be uint32s: they are stored in ret (NULL if n_ret is 0), and anything
+ * else is -EBADMSG. 0 on a method return; on an error reply -EIO, with
+ * wire_last_error_name()/_message() set (what callers report); -EINVAL with
+ * them set to InvalidArgs if a string is not valid UTF-8 (nothing is sent,
+ * as libfreezer); -ETIMEDOUT, -ECONNRESET (the peer closed the connection),
+ * -EPERM (authentication refused) or -EBADMSG otherwise. */
+int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
+              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret);
 const char *wire_last_error_name(const wire *w);
 const char *wire_last_error_message(const wire *w);
 
@@ -47,12 +74,21 @@ const char *wire_last_error_message(const wire *w);
  * broken peer make us allocate that much for a reply of a few bytes. */
 #define WIRE_MESSAGE_MAX (1U << 20)
 
-/* Append a METHOD_CALL with body (s, t, t) to buf (size bytes); its length,
- * or -ENOBUFS, or -EINVAL (a string with a NUL or longer than the protocol
- * allows). */
-ssize_t wire_build_call_stt(uint8_t *buf, size_t size, uint32_t serial, const char *path,
-                            const char *interface, const char *member, const char *s, uint64_t t1,
-                            uint64_t t2);
+/* Write a METHOD_CALL with body args to buf (size bytes); its length, or
+ * -ENOBUFS, or -EINVAL (serial 0, a name or path longer than the protocol
+ * allows, an argument of an unknown type, or an array over its 64 MiB), or
+ * -EILSEQ (a string that is not valid UTF-8: wire_check_utf8() says which). */
+ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
+                        const char *member, const wire_arg *args, size_t n_args);
+
+/* The most bytes wire_build_call() needs for that call. */
+size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,
+                      size_t n_args);
+
+/* 0 if every string of args is valid UTF-8 (as the D-Bus specification
+ * wants); else -EILSEQ, with the argument's index in *ret_arg and, for
+ * requests, the request's in *ret_index. */
+int wire_check_utf8(const wire_arg *args, size_t n_args, size_t *ret_arg, size_t *ret_index);
 
 /* The length of the message at the start of buf once its fixed header (16
  * bytes) is there: 0 if len is shorter, -EBADMSG if it is not a D-Bus message
@@ -66,6 +102,8 @@ typedef struct wire_message {
         const char *error_name; /* pointers into the message, NULL if absent */
         const char *signature;
         const char *first_string; /* the body's first argument, if it is a string */
+        uint32_t u32[2];          /* the body's leading uint32 arguments, up to 2 */
+        unsigned n_u32;
 } wire_message;
 
 /* Parse a whole message (len as wire_message_length() gave it); the strings

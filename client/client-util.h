@@ -22,6 +22,14 @@
 #define USEC_PER_MINUTE ((uint64_t) (60ULL * USEC_PER_SEC))
 #define USEC_PER_HOUR ((uint64_t) (60ULL * USEC_PER_MINUTE))
 
+/* ApplyBatch's order argument, by freezer_order value (freezer.h): NULL if
+ * there is no such order.  libfreezer sends it, freezectl parses --order= and
+ * sends it over the wire. */
+static inline const char *order_to_string(unsigned order) {
+        static const char *const table[] = {"auto", "top-down", "bottom-up"};
+        return order < ELEMENTSOF(table) ? table[order] : NULL;
+}
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

@@ -598,9 +598,26 @@ static int caller_freeze_thaw(caller *c, bool freeze, const char *path, uint64_t
         if (!c->w)
                 return freeze ? freezer_freeze(c->f, path, arg_timeout_usec, flags)
                               : freezer_thaw(c->f, path, arg_timeout_usec, flags);
-        return wire_call_stt(c->w, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, freeze ? "Freeze" : "Thaw",
-                             path, arg_timeout_usec, flags,
-                             wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT));
+        return wire_call(c->w, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, freeze ? "Freeze" : "Thaw",
+                         (const wire_arg[]) {WIRE_STRING(path), WIRE_U64(arg_timeout_usec), WIRE_U64(flags)}, 3,
+                         wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT), NULL, 0);
+}
+
+static int caller_apply_batch(caller *c, const freezer_request *requests, size_t n, uint64_t flags,
+                              uint32_t *ret_writes, uint32_t *ret_skipped) {
+        uint32_t reply[2] = {};
+        int r;
+
+        if (!c->w)
+                return freezer_apply_batch(c->f, requests, n, arg_order, arg_timeout_usec, flags, ret_writes,
+                                           ret_skipped);
+        r = wire_call(c->w, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, "ApplyBatch",
+                      (const wire_arg[]) {WIRE_REQUESTS(requests, n), WIRE_STRING(order_to_string(arg_order)),
+                                          WIRE_U64(arg_timeout_usec), WIRE_U64(flags)}, 4,
+                      wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT), reply, 2);
+        *ret_writes = reply[0];
+        *ret_skipped = reply[1];
+        return r;
 }
 
 static const char *caller_error_name(const caller *c) {
@@ -798,13 +815,13 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
         return EXIT_SUCCESS;
 }
 
-static int verb_batch(freezer *f, const char *file, const freezer_request *requests, size_t n) {
+static int verb_batch(caller *c, const char *file, const freezer_request *requests, size_t n) {
         uint32_t writes = 0, skipped = 0;
         int ret = EXIT_SUCCESS, r;
 
-        r = freezer_apply_batch(f, requests, n, arg_order, arg_timeout_usec, request_flags(), &writes, &skipped);
+        r = caller_apply_batch(c, requests, n, request_flags(), &writes, &skipped);
         if (r < 0) {
-                log_failure(f, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
+                log_caller_failure(c, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
                 return EXIT_FAILURE;
         }
 
@@ -1879,15 +1896,12 @@ static const char *verbs_taking(unsigned option) {
 }
 
 static int parse_order(const char *s, freezer_order *ret) {
-        if (streq(s, "auto"))
-                *ret = FREEZER_ORDER_AUTO;
-        else if (streq(s, "top-down"))
-                *ret = FREEZER_ORDER_TOP_DOWN;
-        else if (streq(s, "bottom-up"))
-                *ret = FREEZER_ORDER_BOTTOM_UP;
-        else
-                return -EINVAL;
-        return 0;
+        for (unsigned i = 0; order_to_string(i); i++)
+                if (streq(s, order_to_string(i))) {
+                        *ret = (freezer_order) i;
+                        return 0;
+                }
+        return -EINVAL;
 }
 
 static int except_add(char *path) {
@@ -2090,7 +2104,7 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
         if (streq(v->name, "thaw"))
                 return verb_freeze_thaw(&(caller) {.f = f}, false, args, n_args);
         if (streq(v->name, "batch"))
-                return verb_batch(f, args[0], requests, n_requests);
+                return verb_batch(&(caller) {.f = f}, args[0], requests, n_requests);
         if (streq(v->name, "status"))
                 return verb_status(f, args, n_args);
         if (streq(v->name, "list"))
@@ -2102,21 +2116,22 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
         return verb_tree(f, args, n_args);
 }
 
-/* freeze and thaw over the private socket go by the wire (bus-wire.h), which
- * spares loading libsystemd; freeze --except and a waiting thaw --recursive
- * (which may look groups up after, note_frozen_above()) go through
- * libfreezer, as does everything else. Returns the command's exit status, or
- * -1 to go on through libfreezer: as root by default, no daemon listening on
- * the private socket leaves the system bus to have its say, as connect_bus()
- * does. */
-static int run_by_wire(const verb *v, char **args, size_t n_args) {
+/* freeze, thaw and batch over the private socket go by the wire
+ * (bus-wire.h), which spares loading libsystemd; freeze --except and a
+ * waiting thaw --recursive (which may look groups up after,
+ * note_frozen_above()) go through libfreezer, as does everything else.
+ * Returns the command's exit status, or -1 to go on through libfreezer: as
+ * root by default, no daemon listening on the private socket leaves the
+ * system bus to have its say, as connect_bus() does. */
+static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_request *requests,
+                       size_t n_requests) {
         const char *path = arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET;
         bool freeze = streq(v->name, "freeze") && n_arg_except == 0,
-             thaw = streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait);
+             thaw = streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait), batch = streq(v->name, "batch");
         wire *w = NULL;
         int ret, r;
 
-        if (!freeze && !thaw)
+        if (!freeze && !thaw && !batch)
                 return -1;
         if (arg_bus != BUS_PRIVATE && !(arg_bus == BUS_DEFAULT && geteuid() == 0))
                 return -1;
@@ -2130,7 +2145,10 @@ static int run_by_wire(const verb *v, char **args, size_t n_args) {
                 fprintf(stderr, PROGRAM ": cannot connect to freezerd's private socket %s: %s\n", path, strerror(-r));
                 return EXIT_FAILURE;
         }
-        ret = verb_freeze_thaw(&(caller) {.w = w}, freeze, args, n_args);
+        if (batch)
+                ret = verb_batch(&(caller) {.w = w}, args[0], requests, n_requests);
+        else
+                ret = verb_freeze_thaw(&(caller) {.w = w}, freeze, args, n_args);
         wire_close(w);
         return ret;
 }
@@ -2221,7 +2239,7 @@ static int run(int argc, char *argv[]) {
                         return ret;
         }
 
-        ret = run_by_wire(v, args, n_args);
+        ret = run_by_wire(v, args, n_args, requests, n_requests);
         if (ret < 0) {
                 if (connect_bus(&f, streq(v->name, "watch")) < 0) {
                         batch_json_free(requests);

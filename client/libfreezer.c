@@ -531,12 +531,6 @@ static int large_message_failed(int r, size_t size, sd_bus_error *error) {
                                        strerror(-r), size / (1024 * 1024));
 }
 
-static const char *const order_table[] = {
-        [FREEZER_ORDER_AUTO] = "auto",
-        [FREEZER_ORDER_TOP_DOWN] = "top-down",
-        [FREEZER_ORDER_BOTTOM_UP] = "bottom-up",
-};
-
 static int apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
                        uint64_t timeout_usec, uint64_t flags,
                        uint32_t *ret_writes, uint32_t *ret_skipped, sd_bus_error *error) {
@@ -600,13 +594,13 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
                 *ret_skipped = 0;
         if (!f)
                 return -EINVAL;
-        if ((n > 0 && !requests) || (unsigned) order >= ELEMENTSOF(order_table))
+        if ((n > 0 && !requests) || !order_to_string(order))
                 return error_set(f, -EINVAL);
         for (size_t i = 0; i < n; i++)
                 if (!requests[i].path)
                         return error_set(f, -EINVAL);
 
-        r = apply_batch(f, requests, n, order_table[order], timeout_usec, flags,
+        r = apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags,
                         ret_writes, ret_skipped, &error);
         if (r < 0)
                 return error_take(f, &error, r);

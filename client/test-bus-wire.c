@@ -69,9 +69,43 @@ static int method_freeze(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return sd_bus_reply_method_return(m, NULL);
 }
 
+/* ApplyBatch(a(sb), s, t, t) -> (u, u): the number of requests and of those
+ * that freeze; with order "echo" instead the error test.Echo with message
+ * "<path>=<0|1> ... <t1> <t2>" (shows what arrived). */
+static int method_apply_batch(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *echo = NULL;
+        size_t echo_len = 0;
+        FILE *f = open_memstream(&echo, &echo_len);
+        uint32_t n = 0, frozen = 0;
+        const char *path, *order;
+        uint64_t t1, t2;
+        int freeze, r;
+
+        if (!f)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(m, 'a', "(sb)");
+        while (r >= 0 && (r = sd_bus_message_read(m, "(sb)", &path, &freeze)) > 0) {
+                fprintf(f, "%s=%d ", path, freeze);
+                n++;
+                frozen += !!freeze;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "stt", &order, &t1, &t2);
+        fprintf(f, "%" PRIu64 " %" PRIu64, r >= 0 ? t1 : 0, r >= 0 ? t2 : 0);
+        fclose(f);
+        if (r < 0)
+                return r;
+        if (streq(order, "echo"))
+                return sd_bus_error_setf(error, "test.Echo", "%s", echo);
+        return sd_bus_reply_method_return(m, "uu", n, frozen);
+}
+
 static const sd_bus_vtable vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD("Freeze", "stt", "", method_freeze, 0),
+        SD_BUS_METHOD("ApplyBatch", "a(sb)stt", "uu", method_apply_batch, 0),
         SD_BUS_SIGNAL("Noise", "s", 0),
         SD_BUS_VTABLE_END,
 };
@@ -108,7 +142,95 @@ _Noreturn static void serve(int listen_fd) {
 static char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
 
 static int call(wire *w, const char *s, uint64_t t1, uint64_t t2, uint64_t timeout_usec) {
-        return wire_call_stt(w, PATH, INTERFACE, "Freeze", s, t1, t2, timeout_usec);
+        return wire_call(w, PATH, INTERFACE, "Freeze", (const wire_arg[]) {WIRE_STRING(s), WIRE_U64(t1), WIRE_U64(t2)},
+                         3, timeout_usec, NULL, 0);
+}
+
+static int batch(wire *w, const freezer_request *v, size_t n, const char *order, uint32_t ret[2]) {
+        return wire_call(w, PATH, INTERFACE, "ApplyBatch",
+                         (const wire_arg[]) {WIRE_REQUESTS(v, n), WIRE_STRING(order), WIRE_U64(7), WIRE_U64(8)}, 4, 0,
+                         ret, 2);
+}
+
+static void test_batches(void) {
+        static const freezer_request some[] = {
+                {"/a", true}, {"/bb", false}, {"/ccc", true}, {"/dddd", true}, {"/eeeee", false},
+                {"/ffffff", false}, {"/ggggggg", true}, {"/hhhhhhhh", true}, {"/ö/€/𝄞", true},
+        };
+        freezer_request *many = NULL;
+        uint32_t reply[2] = {};
+        char (*paths)[16] = NULL;
+        wire *w = NULL;
+
+        CHECK_R(wire_open(socket_path, &w), 0);
+        if (!w)
+                return;
+
+        /* Every path length modulo 8 (the structs' padding), UTF-8; the reply's (u, u). */
+        CHECK_R(batch(w, some, ELEMENTSOF(some), "auto", reply), 0);
+        CHECK_R(reply[0], ELEMENTSOF(some));
+        CHECK_R(reply[1], 6);
+        CHECK_R(batch(w, some, 3, "echo", reply), -EIO);
+        CHECK_STR(wire_last_error_name(w), "test.Echo");
+        CHECK_STR(wire_last_error_message(w), "/a=1 /bb=0 /ccc=1 7 8");
+
+        /* No requests: an empty array, still padded to its first struct. */
+        CHECK_R(batch(w, NULL, 0, "auto", reply), 0);
+        CHECK_R(reply[0], 0);
+        CHECK_R(batch(w, NULL, 0, "echo", reply), -EIO);
+        CHECK_STR(wire_last_error_message(w), "7 8");
+
+        /* 10,000 requests: a 250 kB message. */
+        many = calloc(10000, sizeof *many);
+        paths = calloc(10000, sizeof *paths);
+        if (many && paths) {
+                for (size_t i = 0; i < 10000; i++) {
+                        snprintf(paths[i], sizeof paths[i], "/g%zu", i);
+                        many[i] = (freezer_request) {paths[i], i % 3 == 0};
+                }
+                CHECK_R(batch(w, many, 10000, "auto", reply), 0);
+                CHECK_R(reply[0], 10000);
+                CHECK_R(reply[1], 3334);
+        }
+
+        /* Not valid UTF-8: refused here, with libfreezer's words, and nothing sent. */
+        freezer_request bad[] = {{"/ok", true}, {"/\xc0\xaf", true}};
+        CHECK_R(batch(w, bad, 2, "auto", reply), -EINVAL);
+        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.InvalidArgs");
+        CHECK_STR(wire_last_error_message(w), "Request 1: the path is not valid UTF-8");
+        CHECK_R(call(w, "/\xff", 0, 0, 0), -EINVAL);
+        CHECK_STR(wire_last_error_message(w), "The path is not valid UTF-8");
+        CHECK_R(call(w, "/ok", 0, 0, 0), 0); /* the connection goes on */
+
+        /* A reply without the uint32s asked for (Freeze returns nothing). */
+        CHECK_R(wire_call(w, PATH, INTERFACE, "Freeze", (const wire_arg[]) {WIRE_STRING("/ok"), WIRE_U64(0), WIRE_U64(0)},
+                          3, 0, reply, 2),
+                -EBADMSG);
+
+        free(many);
+        free(paths);
+        wire_close(w);
+}
+
+static void test_utf8(void) {
+        static const struct {
+                const char *s;
+                bool valid;
+        } cases[] = {
+                {"", true},          {"/plain", true},      {"/é", true},          {"/€", true},
+                {"/𝄞", true},        {"/\xc3", false},      {"/\xe2\x82", false},  {"/\xc0\xaf", false},
+                {"/\xe0\x80\xaf", false}, {"/\xed\xa0\x80", false}, {"/\xf4\x90\x80\x80", false},
+                {"/\xff", false},     {"/\x80", false},      {"/\xf4\x8f\xbf\xbf", true},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                wire_arg a = WIRE_STRING(cases[i].s);
+                size_t arg = 99, index = 99;
+
+                CHECK_R(wire_check_utf8(&a, 1, &arg, &index), cases[i].valid ? 0 : -EILSEQ);
+                if (!cases[i].valid)
+                        CHECK(arg == 0 && index == 0);
+        }
 }
 
 static void test_calls(void) {
@@ -284,9 +406,10 @@ static void test_parse(void) {
         m.b[16 + 2] = 'u'; /* ERROR_NAME typed as a uint32 */
         CHECK_R(wire_parse_message(m.b, m.n, &msg), -EBADMSG);
 
-        /* A call we build parses back, and does not fit where it cannot. */
-        n = wire_build_call_stt(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw", "/a/b", 1, 2);
-        CHECK(n > 0);
+        /* A call we build parses back, within the size said, and does not fit where it cannot. */
+        const wire_arg stt[] = {WIRE_STRING("/a/b"), WIRE_U64(1), WIRE_U64(2)};
+        n = wire_build_call(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw", stt, 3);
+        CHECK(n > 0 && (size_t) n <= wire_call_size(PATH, INTERFACE, "Thaw", stt, 3));
         if (n > 0) {
                 CHECK_R(wire_message_length(call_buf, (size_t) n), n);
                 CHECK_R(wire_parse_message(call_buf, (size_t) n, &msg), 0);
@@ -295,8 +418,54 @@ static void test_parse(void) {
                 CHECK_STR(msg.signature, "stt");
                 CHECK_STR(msg.first_string, "/a/b");
         }
-        CHECK_R(wire_build_call_stt(call_buf, 100, 9, PATH, INTERFACE, "Thaw", "/a/b", 1, 2), -ENOBUFS);
-        CHECK_R(wire_build_call_stt(call_buf, sizeof call_buf, 0, PATH, INTERFACE, "Thaw", "/a/b", 1, 2), -EINVAL);
+        CHECK_R(wire_build_call(call_buf, 100, 9, PATH, INTERFACE, "Thaw", stt, 3), -ENOBUFS);
+        CHECK_R(wire_build_call(call_buf, sizeof call_buf, 0, PATH, INTERFACE, "Thaw", stt, 3), -EINVAL);
+        CHECK_R(wire_build_call(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw",
+                                (const wire_arg[]) {{.type = 'x'}}, 1), -EINVAL);
+        CHECK_R(wire_build_call(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw",
+                                (const wire_arg[]) {WIRE_STRING("/\xff")}, 1), -EILSEQ);
+
+        static const freezer_request two[] = {{"/x", true}, {"/yy", false}};
+        const wire_arg batch_args[] = {WIRE_REQUESTS(two, 2), WIRE_STRING("auto"), WIRE_U64(0), WIRE_BOOL(true)};
+        n = wire_build_call(call_buf, sizeof call_buf, 10, PATH, INTERFACE, "ApplyBatch", batch_args, 4);
+        CHECK(n > 0 && (size_t) n <= wire_call_size(PATH, INTERFACE, "ApplyBatch", batch_args, 4));
+        if (n > 0) {
+                CHECK_R(wire_parse_message(call_buf, (size_t) n, &msg), 0);
+                CHECK_STR(msg.signature, "a(sb)stb");
+        }
+
+        /* A method return of (u, u), in either byte order, gives both numbers. */
+        for (int big = 0; big <= 1; big++) {
+                size_t fields_end, body_start;
+
+                m = (msgbuf) {.big = big};
+                m.b[0] = big ? 'B' : 'l';
+                m.b[1] = 2;
+                m.b[3] = 1;
+                m.n = 4;
+                put_u32(&m, 0);
+                put_u32(&m, 43);
+                put_u32(&m, 0);
+                put_field(&m, 5, "u");
+                put_u32(&m, 7);
+                put_field(&m, 8, "g");
+                m.b[m.n++] = 2;
+                memcpy(m.b + m.n, "uu", 3);
+                m.n += 3;
+                fields_end = m.n;
+                pad_to(&m, 8);
+                body_start = m.n;
+                put_u32(&m, 123456);
+                put_u32(&m, 7);
+
+                msgbuf fix = {.big = big};
+                put_u32(&fix, (uint32_t) (m.n - body_start));
+                put_u32(&fix, (uint32_t) (fields_end - 16));
+                memcpy(m.b + 4, fix.b, 4);
+                memcpy(m.b + 12, fix.b + 4, 4);
+                CHECK_R(wire_parse_message(m.b, m.n, &msg), 0);
+                CHECK(msg.n_u32 == 2 && msg.u32[0] == 123456 && msg.u32[1] == 7);
+        }
 }
 
 int main(void) {
@@ -329,6 +498,8 @@ int main(void) {
         close(fd);
 
         test_calls();
+        test_batches();
+        test_utf8();
         test_parse();
 
         kill(pid, SIGKILL);

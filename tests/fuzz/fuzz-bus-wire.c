@@ -2,14 +2,18 @@
 /* freezectl's D-Bus wire parser (client/bus-wire.c), which reads what comes
  * over freezerd's private socket. Checked: only the documented return values;
  * a parsed message's strings lie inside it and end there with a NUL (the
- * sanitizers catch reads beyond); and a call built from the input as its
- * string argument parses back to that string. */
+ * sanitizers catch reads beyond); and a call built from the input, as its
+ * string argument or as ApplyBatch's requests (one path a line), fits in
+ * wire_call_size() and parses back, or is refused as not UTF-8. */
 
 #include <errno.h>
 #include <string.h>
 
 #include "bus-wire.h"
 #include "fuzz-util.h"
+
+#define PATH "/org/freezerd/Freezer1"
+#define IFACE "org.freezerd.Freezer1.Manager"
 
 static void check_string(const char *s, const uint8_t *buf, size_t len) {
         if (!s)
@@ -37,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         check_string(m.error_name, msg, (size_t) n);
                         check_string(m.signature, msg, (size_t) n);
                         check_string(m.first_string, msg, (size_t) n);
+                        FUZZ_CHECK(m.n_u32 <= 2);
                 }
                 free(msg);
         }
@@ -44,17 +49,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* The input (up to its first NUL) as the string of a call. */
         if (size < 4096) {
                 char *s = fuzz_strdup(data, size);
-                size_t cap = 256 + strlen(s);
+                const wire_arg args[] = {WIRE_STRING(s), WIRE_U64(size), WIRE_U64(7)};
+                size_t cap = wire_call_size(PATH, IFACE, "Freeze", args, 3), bad_arg, bad_index;
+                bool utf8 = wire_check_utf8(args, 3, &bad_arg, &bad_index) == 0;
                 uint8_t *out = malloc(cap);
-                ssize_t k = out ? wire_build_call_stt(out, cap, 1, "/org/freezerd/Freezer1",
-                                                      "org.freezerd.Freezer1.Manager", "Freeze", s, size, 7)
-                                : -ENOMEM;
+                ssize_t k = out ? wire_build_call(out, cap, 1, PATH, IFACE, "Freeze", args, 3) : -ENOMEM;
 
-                FUZZ_CHECK(k > 0);
+                FUZZ_CHECK(utf8 ? k > 0 : k == -EILSEQ);
                 if (k > 0) {
                         FUZZ_CHECK(wire_message_length(out, (size_t) k) == k);
                         FUZZ_CHECK(wire_parse_message(out, (size_t) k, &m) == 0);
                         FUZZ_CHECK(m.type == 1 && m.first_string && strcmp(m.first_string, s) == 0);
+                }
+                free(out);
+
+                /* The same, one request a line (at most 64), as ApplyBatch's. */
+                freezer_request requests[64];
+                size_t n_requests = 0;
+                for (char *p = s, *nl; p && n_requests < 64; p = nl ? nl + 1 : NULL) {
+                        nl = strchr(p, '\n');
+                        if (nl)
+                                *nl = 0;
+                        requests[n_requests] = (freezer_request) {p, n_requests % 2 == 0};
+                        n_requests++;
+                }
+                const wire_arg batch[] = {WIRE_REQUESTS(requests, n_requests), WIRE_STRING("auto"), WIRE_U64(0),
+                                          WIRE_U64(0)};
+                utf8 = wire_check_utf8(batch, 4, &bad_arg, &bad_index) == 0;
+                FUZZ_CHECK(utf8 || (bad_arg == 0 && bad_index < n_requests));
+                cap = wire_call_size(PATH, IFACE, "ApplyBatch", batch, 4);
+                out = malloc(cap);
+                k = out ? wire_build_call(out, cap, 2, PATH, IFACE, "ApplyBatch", batch, 4) : -ENOMEM;
+                FUZZ_CHECK(utf8 ? k > 0 : k == -EILSEQ);
+                if (k > 0) {
+                        FUZZ_CHECK(wire_message_length(out, (size_t) k) == k);
+                        FUZZ_CHECK(wire_parse_message(out, (size_t) k, &m) == 0);
+                        FUZZ_CHECK(m.type == 1 && m.signature && strcmp(m.signature, "a(sb)stt") == 0);
                 }
                 free(out);
                 free(s);

@@ -179,6 +179,12 @@ def check_libraries(sc, path):
         ft.check_equal(r.returncode, 0, f'{verb} over the socket with LD_DEBUG=files')
         ft.check('libsystemd.so.0' not in libs, f'{verb} over the socket does not load libsystemd', sorted(libs))
     ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, '/g/h thawed again')
+    with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
+        json.dump([{'path': '/g/h', 'freeze': False}], f)
+        f.flush()
+        libs, r = loaded_libraries(f'--socket={path}', 'batch', f.name)
+    ft.check_equal((r.returncode, r.stdout), (0, '0 writes, 1 skipped\n'), 'batch over the socket with LD_DEBUG=files')
+    ft.check('libsystemd.so.0' not in libs, 'batch over the socket does not load libsystemd', sorted(libs))
     libs, r = loaded_libraries(f'--socket={path}', 'status', '/g/h')
     ft.check_equal(r.returncode, 0, 'status over the socket with LD_DEBUG=files')
     ft.check('libsystemd.so.0' in libs, 'status loads libsystemd on first use', sorted(libs))
@@ -208,6 +214,7 @@ def check_freezectl(sc, daemon, path):
                                           'error': 'org.freezerd.Freezer1.Error.NoSuchGroup',
                                           'message': '/nope does not exist'}],
                    '--json freeze /nope over the socket: the error\'s name and message')
+    check_batch(sc, path)
     check_libraries(sc, path)
 
     check_watch(sc, daemon, path)
@@ -226,6 +233,26 @@ def check_freezectl(sc, daemon, path):
                            env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=daemon.bus.address))
         ft.check(r.returncode == 0 and json.loads(r.stdout)['path'] == '/g/h',
                  'no daemon at /run/freezerd/private: freezectl falls back to the system bus', r)
+
+
+def check_batch(sc, path):
+    r = ft.freezectl('batch', '-', socket=path, input=json.dumps([{'path': '/g/h', 'freeze': True},
+                                                                  {'path': '/g', 'freeze': False}]))
+    ft.check_equal((r.stdout, r.stderr), ('1 write, 1 skipped\n', ''), 'batch over the socket: its counts')
+    ft.check_equal(sc.read_events('/g/h').get('frozen'), 1, 'batch over the socket: /g/h frozen 1 when it exits 0')
+    r = ft.freezectl('--json', 'batch', '-', socket=path, input='[{"path": "/g/h", "freeze": false}]')
+    ft.check_equal(json.loads(r.stdout), {'writes': 1, 'skipped': 0}, '--json batch over the socket')
+    ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, 'batch over the socket: /g/h thawed')
+
+    r = ft.freezectl('batch', '-', socket=path, check=False,
+                     input='[{"path": "/g/h", "freeze": true}, {"path": "/nope", "freeze": true}]')
+    ft.check_equal(r.returncode, 1, 'a batch naming a missing group over the socket exits 1')
+    one_line(r, 'batch with /nope', 'standard input', '/nope', 'NoSuchGroup')
+    ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, 'and writes nothing')
+    r = ft.freezectl('--order=bottom-up', '--rollback', '--timeout=5s', 'batch', '-', socket=path, check=False,
+                     input='[{"path": "/g/../g", "freeze": true}]')
+    ft.check_equal(r.returncode, 1, 'a batch with a path with ".." over the socket exits 1')
+    one_line(r, 'batch with /g/../g', 'Request 0', '/g/../g', 'InvalidPath', 'nothing was written')
 
 
 def check_direct(sc, daemon, path):
