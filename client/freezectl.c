@@ -272,7 +272,9 @@ static void help(void) {
                "  %1$s --json pressure /pods/a\n"
                "  %1$s watch /pods --trigger=memory:some:150ms:2s --trigger=cpu:full:1s:10s\n"
                "  %1$s watch --json --trigger=irq:full:100ms:2s\n"
-               "  %1$s freeze -- -odd-name\n",
+               "  %1$s freeze -- -odd-name\n"
+               "\n"
+               "See also: freezerd(8), busctl(1); the API is in org.freezerd.Freezer1.xml.\n",
                PROGRAM);
 }
 

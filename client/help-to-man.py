@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Make a man page of a program's --help, so that the help stays the one text
+to keep up to date (freezectl(1) and freezerd(8) are built this way).
+
+usage: help-to-man.py --section=N --summary=TEXT --output=FILE -- PROGRAM
+
+It runs PROGRAM --help and PROGRAM --version (the version's last word names
+the release). The help is read as freezerd's programs write it:
+
+  - the first line is the synopsis ("Usage: " is dropped), the paragraphs
+    after it the description;
+  - a line "Title:" alone at the start of a line opens a section, and so does
+    a paragraph "Title: text" whose title is at most three words (freezerd's
+    "Signals: ...", "See also: ...");
+  - a paragraph whose lines are indented is a list: "  TERM  description"
+    with continuation lines further in (nested lines, further in than the
+    description, keep their own line);
+  - a paragraph at the left margin is prose; its indented lines are shown as
+    they are (an example of output);
+  - prose right after the end of a list, past a blank line, opens a section
+    DETAILS (freezectl's notes after its options);
+  - the lines of Examples are shown as they are.
+
+Anything else is kept as prose. Standard library only.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+TITLE_LINE = re.compile(r'^([A-Z][A-Za-z ()-]*(?:\(--[a-z]+\))?):$')
+TITLE_PARAGRAPH = re.compile(r'^([A-Z][a-z]*(?: [a-z]+){0,2}): (.*)$')
+ITEM = re.compile(r'^( +)(\S+(?: \S+)*)(?: {2,}(\S.*))?$')  # words apart by one space, then 2+
+
+
+def escape(text):
+    """Text for troff: backslashes and dashes escaped, no control character first."""
+    text = text.replace('\\', '\\e').replace('-', '\\-')
+    if text.startswith(('.', "'")):
+        text = '\\&' + text
+    return text
+
+
+def upper_title(title):
+    """"JSON output (--json)" -> "JSON OUTPUT (--json)": what is in parentheses stays as it is."""
+    head, paren, rest = title.partition('(')
+    return head.upper() + paren + rest
+
+
+def indent_of(line):
+    return len(line) - len(line.lstrip(' '))
+
+
+def split_sections(lines):
+    """[(title, [lines])], the first one DESCRIPTION."""
+    sections = [['DESCRIPTION', []]]
+    prev_blank = True
+    for line in lines:
+        m = TITLE_LINE.match(line)
+        p = TITLE_PARAGRAPH.match(line) if prev_blank else None
+        if m:
+            sections.append([upper_title(m.group(1)), []])
+        elif p:
+            sections.append([upper_title(p.group(1)), [p.group(2)]])
+        else:
+            sections[-1][1].append(line)
+        prev_blank = not line.strip()
+    return [(t, body) for t, body in sections if any(x.strip() for x in body)]
+
+
+def chunks(lines):
+    """The paragraphs: runs of lines between blank lines."""
+    out, cur = [], []
+    for line in lines:
+        if line.strip():
+            cur.append(line)
+        elif cur:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def render_list(chunk, out):
+    """TERM  description items; returns the lines after the list (prose at the margin)."""
+    desc_col = None
+    i = 0
+    while i < len(chunk):
+        line = chunk[i]
+        ind = indent_of(line)
+        if ind == 0:
+            return chunk[i:]
+        if desc_col is not None and (ind >= desc_col or ind > 6):
+            # A continuation: further in than the description, its own line.
+            if ind > desc_col:
+                out.append('.br')
+                out.append('\\ ' * (ind - desc_col) + escape(line.strip()))
+            else:
+                out.append(escape(line.strip()))
+            i += 1
+            continue
+        m = ITEM.match(line)
+        term, desc = m.group(2), m.group(3)
+        out.append('.TP')
+        out.append('.B ' + escape(term))
+        if desc:
+            desc_col = len(line) - len(desc)
+            out.append(escape(desc))
+        else:
+            # A long term alone: its description is the next lines, wherever they start.
+            desc_col = indent_of(chunk[i + 1]) if i + 1 < len(chunk) else ind + 2
+        i += 1
+    return []
+
+
+def render_prose(chunk, out):
+    """Text at the margin, filled; runs of indented lines shown as they are
+    (their indentation relative to the run's least kept)."""
+    out.append('.PP')
+    i = 0
+    while i < len(chunk):
+        if indent_of(chunk[i]) == 0:
+            out.append(escape(chunk[i]))
+            i += 1
+            continue
+        j = i
+        while j < len(chunk) and indent_of(chunk[j]) > 0:
+            j += 1
+        least = min(indent_of(x) for x in chunk[i:j])
+        out += ['.RS', '.nf'] + [escape(x[least:].rstrip()) for x in chunk[i:j]] + ['.fi', '.RE']
+        i = j
+
+
+def render(prog, section, summary, version, help_text):
+    lines = help_text.rstrip('\n').split('\n')
+    synopsis = re.sub(r'^Usage: ', '', lines[0])
+    # Reproducible builds set SOURCE_DATE_EPOCH.
+    date = datetime.datetime.fromtimestamp(int(os.environ.get('SOURCE_DATE_EPOCH') or datetime.datetime.now().timestamp()),
+                                           datetime.timezone.utc)
+    out = [
+        f'.\\" Made by client/help-to-man.py from "{prog} --help": change the help, not this file.',
+        f'.TH {prog.upper()} {section} "{date:%B %Y}" "{escape(prog)} {escape(version)}" "freezerd"',
+        '.SH NAME',
+        f'{escape(prog)} \\- {escape(summary)}',
+        '.SH SYNOPSIS',
+        '.B ' + escape(synopsis.split(' ', 1)[0]) + (' ' + escape(synopsis.split(' ', 1)[1]) if ' ' in synopsis else ''),
+    ]
+    for title, body in split_sections(lines[1:]):
+        out.append('.SH ' + escape(title))
+        if title == 'EXAMPLES':
+            out += ['.PP', '.RS', '.nf'] + [escape(x.strip()) for x in body if x.strip()] + ['.fi', '.RE']
+            continue
+        after_list = False
+        for chunk in chunks(body):
+            if indent_of(chunk[0]) > 0:
+                rest = render_list(chunk, out)
+                if rest:
+                    render_prose(rest, out)
+                after_list = True
+            else:
+                if after_list and title == 'OPTIONS':
+                    out.append('.SH DETAILS')
+                render_prose(chunk, out)
+                after_list = False
+    return '\n'.join(out) + '\n'
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--section', required=True)
+    p.add_argument('--summary', required=True)
+    p.add_argument('--output', required=True)
+    p.add_argument('program')
+    args = p.parse_args()
+    env = dict(os.environ, LC_ALL='C', ASAN_OPTIONS='detect_leaks=0')
+    help_text = subprocess.run([args.program, '--help'], check=True, capture_output=True, text=True, env=env).stdout
+    version = subprocess.run([args.program, '--version'], check=True, capture_output=True, text=True,
+                             env=env).stdout.split()[-1]
+    prog = os.path.basename(args.program)
+    page = render(prog, args.section, args.summary, version, help_text)
+    with open(args.output + '.tmp', 'w') as f:
+        f.write(page)
+    os.replace(args.output + '.tmp', args.output)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
