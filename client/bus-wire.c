@@ -122,8 +122,10 @@ static void put_field_string(builder *b, uint8_t code, char type, const char *s)
                 put_string(b, s);
 }
 
-/* Valid UTF-8 as the D-Bus specification wants it: no overlong forms, no
- * surrogates, nothing above U+10FFFF. */
+/* Valid UTF-8 as freezerd's sd-bus takes it: no overlong forms, no
+ * surrogates, nothing above U+10FFFF, and no noncharacters (U+FDD0..U+FDEF,
+ * U+xFFFE, U+xFFFF), which sd-bus refuses although the specification allows
+ * them since 0.21: its error for them would be a vague InconsistentMessage. */
 static bool utf8_valid(const char *s) {
         for (const uint8_t *p = (const uint8_t *) s; *p;) {
                 uint32_t c;
@@ -147,7 +149,7 @@ static bool utf8_valid(const char *s) {
                         c = c << 6 | (p[i] & 0x3f);
                 }
                 if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) || c > 0x10ffff ||
-                    (c >= 0xd800 && c <= 0xdfff))
+                    (c >= 0xd800 && c <= 0xdfff) || (c >= 0xfdd0 && c <= 0xfdef) || (c & 0xfffe) == 0xfffe)
                         return false;
                 p += n + 1;
         }
@@ -638,8 +640,9 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
         if (n_ret > ELEMENTSOF(((wire_message *) NULL)->u32))
                 return -EINVAL;
 
-        /* As libfreezer (sd-bus refuses to append it) says it; freezerd's
-         * own sd-bus would refuse the message, with a vaguer error. */
+        /* As libfreezer says it (sd-bus refuses to append such a string);
+         * freezerd's own sd-bus would refuse the message, with a vaguer
+         * error. */
         if (wire_check_utf8(args, n_args, &bad_arg, &bad_index) < 0) {
                 char msg[64];
 

@@ -410,8 +410,8 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  *   "disconnected"     the handle's own connection was lost (on a private
  *                      handle: freezerd exited or closed it): all of the
  *                      handle's triggers are gone (reported by libfreezer,
- *                      from the freezer_dispatch() call that notices it;
- *                      the next one fails with -ENOTCONN)
+ *                      from the freezer_dispatch() call that notices it,
+ *                      which then fails with -ECONNRESET)
  * The trigger is forgotten before that callback runs. path and reading (and
  * reason) are only valid during the call.
  *

@@ -45,6 +45,11 @@ def escape(text):
     return text
 
 
+def escape_arg(text):
+    """A macro's argument: also no double quote, which would end or start one."""
+    return escape(text).replace('"', '\\(dq')
+
+
 def upper_title(title):
     """"JSON output (--json)" -> "JSON OUTPUT (--json)": what is in parentheses stays as it is."""
     head, paren, rest = title.partition('(')
@@ -105,9 +110,13 @@ def render_list(chunk, out):
             i += 1
             continue
         m = ITEM.match(line)
+        if not m:
+            out.append(escape(line.strip()))  # not TERM  description: kept as text
+            i += 1
+            continue
         term, desc = m.group(2), m.group(3)
         out.append('.TP')
-        out.append('.B ' + escape(term))
+        out.append('.B ' + escape_arg(term))
         if desc:
             desc_col = len(line) - len(desc)
             out.append(escape(desc))
@@ -137,7 +146,7 @@ def render_prose(chunk, out):
 
 
 def render(prog, section, summary, version, help_text):
-    lines = help_text.rstrip('\n').split('\n')
+    lines = [x.expandtabs().rstrip() for x in help_text.rstrip('\n').split('\n')]
     synopsis = re.sub(r'^Usage: ', '', lines[0])
     # Reproducible builds set SOURCE_DATE_EPOCH.
     date = datetime.datetime.fromtimestamp(int(os.environ.get('SOURCE_DATE_EPOCH') or datetime.datetime.now().timestamp()),
@@ -148,7 +157,7 @@ def render(prog, section, summary, version, help_text):
         '.SH NAME',
         f'{escape(prog)} \\- {escape(summary)}',
         '.SH SYNOPSIS',
-        '.B ' + escape(synopsis.split(' ', 1)[0]) + (' ' + escape(synopsis.split(' ', 1)[1]) if ' ' in synopsis else ''),
+        '.B ' + escape_arg(synopsis),
     ]
     for title, body in split_sections(lines[1:]):
         out.append('.SH ' + escape(title))

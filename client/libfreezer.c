@@ -145,6 +145,15 @@ static int error_set(freezer *f, int r) {
         return error_take(f, NULL, r);
 }
 
+/* Fail with a D-Bus error of our own making (name and message). */
+static int error_set_named(freezer *f, const char *name, const char *message) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_error_set(&e, name, message);
+        return error_take(f, &e, r);
+}
+
 /* A handle of freezer_open_private(): a peer-to-peer connection to freezerd,
  * not to a bus broker. */
 static bool is_direct(freezer *f) {
@@ -492,6 +501,8 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
                 return error_set(f, r);
 
         r = sd_bus_message_append(m, "stt", path, timeout_usec, flags);
+        if (r == -EINVAL)
+                return error_set_named(f, SD_BUS_ERROR_INVALID_ARGS, "The path is not valid UTF-8");
         if (r < 0)
                 return error_set(f, r);
 
@@ -1405,15 +1416,6 @@ FREEZER_EXPORT int freezer_resource_from_string(const char *s) {
                         return (int) i;
 
         return -EINVAL;
-}
-
-/* Fail with a D-Bus error of our own making (name and message). */
-static int error_set_named(freezer *f, const char *name, const char *message) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        int r;
-
-        r = sd_bus_error_set(&e, name, message);
-        return error_take(f, &e, r);
 }
 
 /* The object path of the group at path (Manager.GetGroup, which validates the

@@ -220,7 +220,10 @@ static void test_utf8(void) {
                 {"", true},          {"/plain", true},      {"/é", true},          {"/€", true},
                 {"/𝄞", true},        {"/\xc3", false},      {"/\xe2\x82", false},  {"/\xc0\xaf", false},
                 {"/\xe0\x80\xaf", false}, {"/\xed\xa0\x80", false}, {"/\xf4\x90\x80\x80", false},
-                {"/\xff", false},     {"/\x80", false},      {"/\xf4\x8f\xbf\xbf", true},
+                {"/\xff", false},     {"/\x80", false},      {"/\xf4\x8f\xbf\xbd", true},
+                /* Noncharacters, which sd-bus refuses: U+FFFF, U+FFFE, U+FDD0, U+1FFFE, U+10FFFF. */
+                {"/\xef\xbf\xbf", false}, {"/\xef\xbf\xbe", false}, {"/\xef\xb7\x90", false},
+                {"/\xf0\x9f\xbf\xbe", false}, {"/\xf4\x8f\xbf\xbf", false}, {"/\xef\xb7\xb0", true},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

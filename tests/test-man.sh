@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The man pages client/help-to-man.py made of the programs' --help: groff
-# renders each without a warning (-ww), and the rendered text names every
-# option (--word) and every command line (a line of the help's Commands list)
-# that the help names, so that nothing of the help is lost on the way.
+# renders each without a warning (-ww); every item of the help's Commands and
+# Options lists (its term: "freeze PATH...", "-h --help", "--timeout=DURATION")
+# starts a line of the rendered page, as a .TP item does; every --option the
+# help names anywhere is in the page; and the usual sections are there.
 #
 # Usage: test-man.sh PAGE PROGRAM [PAGE PROGRAM]...
 # Exit status: 0 fine, 1 problems found, 77 no groff.
@@ -19,38 +20,60 @@ if ! command -v groff >/dev/null 2>&1; then
         exit 77
 fi
 
+export LC_ALL=C.UTF-8
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 while [ $# -gt 0 ]; do
-        page=$1 prog=$2 before=$fail
+        page=$1 prog=$2 bad=0
         shift 2
         name=$(basename "$page")
-        # Wide lines, so that no option is broken across two.
-        if ! LC_ALL=C.UTF-8 groff -man -ww -Tutf8 -rLL=400n "$page" >"$tmp/out" 2>"$tmp/err"; then
+        # Wide lines, so that nothing is broken across two; plain text (no
+        # overstriking for bold or underline: -c -b -u); minus signs as "-".
+        if ! groff -man -ww -Tutf8 -rLL=400n -P-c -P-b -P-u "$page" >"$tmp/out" 2>"$tmp/err"; then
                 echo "FAIL: groff failed on $name"
-                fail=1
+                bad=1
         fi
         if [ -s "$tmp/err" ]; then
                 echo "FAIL: groff warns about $name:"
                 cat "$tmp/err"
-                fail=1
+                bad=1
         fi
-        # groff -Tutf8 writes bold as overstrikes and - as U+2010: plain text back.
-        sed 's/.\x08//g; s/‐/-/g; s/−/-/g' "$tmp/out" >"$tmp/text"
-        ASAN_OPTIONS=detect_leaks=0 "$prog" --help >"$tmp/help" || { echo "FAIL: $prog --help"; fail=1; }
+        sed 's/‐/-/g; s/−/-/g' "$tmp/out" >"$tmp/text"
+        ASAN_OPTIONS=detect_leaks=0 "$prog" --help >"$tmp/help" || { echo "FAIL: $prog --help"; bad=1; }
+
+        # The items of Commands: and Options:, up to the blank line that ends each.
+        awk '/^(Commands|Options):$/ { on = 1; next }
+             /^$/ { on = 0 }
+             on && /^ +[^ ]/ { match($0, /^ +/); if (RLENGTH <= 6) { sub(/^ +/, ""); sub(/  .*/, ""); print } }' \
+                "$tmp/help" >"$tmp/items"
+        if [ ! -s "$tmp/items" ]; then
+                echo "FAIL: no Commands or Options items found in $prog --help"
+                bad=1
+        fi
+        while IFS= read -r item; do
+                if ! awk -v t="$item" 'index($0, "       " t) == 1 { found = 1 } END { exit !found }' "$tmp/text"; then
+                        echo "FAIL: $name has no item \"$item\""
+                        bad=1
+                fi
+        done <"$tmp/items"
+
         for opt in $(grep -o -- '--[a-z][a-z-]*' "$tmp/help" | sort -u); do
                 if ! grep -q -- "$opt" "$tmp/text"; then
                         echo "FAIL: $name does not name $opt"
-                        fail=1
+                        bad=1
                 fi
         done
         for head in NAME SYNOPSIS DESCRIPTION OPTIONS "SEE ALSO"; do
                 if ! grep -q "^$head" "$tmp/text"; then
                         echo "FAIL: $name has no section $head"
-                        fail=1
+                        bad=1
                 fi
         done
-        [ "$fail" = "$before" ] && echo "ok - $name: rendered without warnings, every option and section there"
+        if [ $bad = 0 ]; then
+                echo "ok - $name: no groff warning; $(wc -l <"$tmp/items") items, every option and section there"
+        else
+                fail=1
+        fi
 done
 exit $fail

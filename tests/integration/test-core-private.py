@@ -214,7 +214,7 @@ def check_freezectl(sc, daemon, path):
                                           'error': 'org.freezerd.Freezer1.Error.NoSuchGroup',
                                           'message': '/nope does not exist'}],
                    '--json freeze /nope over the socket: the error\'s name and message')
-    check_batch(sc, path)
+    check_batch(sc, daemon, path)
     check_libraries(sc, path)
 
     check_watch(sc, daemon, path)
@@ -235,7 +235,7 @@ def check_freezectl(sc, daemon, path):
                  'no daemon at /run/freezerd/private: freezectl falls back to the system bus', r)
 
 
-def check_batch(sc, path):
+def check_batch(sc, daemon, path):
     r = ft.freezectl('batch', '-', socket=path, input=json.dumps([{'path': '/g/h', 'freeze': True},
                                                                   {'path': '/g', 'freeze': False}]))
     ft.check_equal((r.stdout, r.stderr), ('1 write, 1 skipped\n', ''), 'batch over the socket: its counts')
@@ -253,6 +253,29 @@ def check_batch(sc, path):
                      input='[{"path": "/g/../g", "freeze": true}]')
     ft.check_equal(r.returncode, 1, 'a batch with a path with ".." over the socket exits 1')
     one_line(r, 'batch with /g/../g', 'Request 0', '/g/../g', 'InvalidPath', 'nothing was written')
+
+    # Not UTF-8 for freezerd's sd-bus (U+FFFF): refused before sending, in libfreezer's words.
+    r = ft.freezectl('batch', '-', socket=path, check=False,
+                     input='[{"path": "/g", "freeze": true}, {"path": "/g\\uffff", "freeze": true}]')
+    ft.check_equal(r.returncode, 1, 'a batch with a path sd-bus refuses (U+FFFF) exits 1')
+    one_line(r, 'batch with U+FFFF', 'InvalidArgs', 'Request 1: the path is not valid UTF-8')
+    for how in (f'--socket={path}', f'--address={daemon.bus.address}'):
+        r = subprocess.run([ft.FREEZECTL_BIN, how, 'freeze', '/\udcff'], capture_output=True,
+                           timeout=ft.DEFAULT_TIMEOUT)
+        ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
+                 f'freeze of a path that is not UTF-8 ({how.split("=")[0]}): the same error either way', r)
+
+    # The flags and the timeout arrive: /s cannot finish freezing (a task blocked on FUSE).
+    r = ft.freezectl('--rollback', '--timeout=1s', 'batch', '-', socket=path, check=False,
+                     input='[{"path": "/s", "freeze": true}]')
+    ft.check_equal(r.returncode, 1, 'a batch over the socket that times out exits 1')
+    one_line(r, 'batch of /s, --rollback --timeout=1s', 'Timeout')
+    ft.check_equal(sc.read_freeze('/s'), 0, 'and --rollback wrote /s back')
+    r = ft.freezectl('--no-wait', 'batch', '-', socket=path, input='[{"path": "/s", "freeze": true}]')
+    ft.check_equal((r.stdout, sc.read_freeze('/s')), ('1 write, 0 skipped\n', 1),
+                   'batch --no-wait over the socket returns at once, /s flagged')
+    ft.freezectl('--no-wait', 'thaw', '/s', socket=path)
+    ft.check_equal(sc.read_freeze('/s'), 0, '/s thawed again')
 
 
 def check_direct(sc, daemon, path):
