@@ -69,7 +69,8 @@ static bool host_big_endian(void) {
 typedef struct builder {
         uint8_t *buf;
         size_t size, len;
-        bool failed;
+        bool failed;   /* out of room */
+        bool too_long; /* an array over the protocol's limit */
 } builder;
 
 static void put(builder *b, const void *p, size_t n) {
@@ -228,17 +229,33 @@ static void put_requests(builder *b, const freezer_request *v, size_t n) {
         if (b->failed)
                 return;
         if (b->len - start > ARRAY_MAX) {
-                b->failed = true;
+                b->too_long = true;
                 return;
         }
         length = (uint32_t) (b->len - start);
         memcpy(b->buf + length_at, &length, 4);
 }
 
+/* An argument type's D-Bus signature, NULL for none we know. */
+static const char *arg_signature(char type) {
+        switch (type) {
+        case 's':
+                return "s";
+        case 't':
+                return "t";
+        case 'b':
+                return "b";
+        case 'R':
+                return "a(sb)";
+        default:
+                return NULL;
+        }
+}
+
 ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
                         const char *member, const wire_arg *args, size_t n_args) {
         builder b = {.buf = buf, .size = size};
-        size_t fields_start, fields_end, body_start, array_bytes = 0, ignored;
+        size_t fields_start, fields_end, body_start, ignored;
         char signature[256];
         size_t sig_len = 0;
         uint32_t v;
@@ -246,8 +263,7 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
         if (serial == 0 || strlen(path) > 255 || strlen(interface) > 255 || strlen(member) > 255)
                 return -EINVAL;
         for (size_t i = 0; i < n_args; i++) {
-                const char *t = args[i].type == 's' ? "s" : args[i].type == 't' ? "t" : args[i].type == 'b' ? "b"
-                              : args[i].type == 'R' ? "a(sb)" : NULL;
+                const char *t = arg_signature(args[i].type);
 
                 if (!t || sig_len + strlen(t) >= sizeof signature)
                         return -EINVAL;
@@ -255,12 +271,6 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
                 sig_len += strlen(t);
                 if (args[i].type == 's' && strlen(args[i].s) > UINT32_MAX / 2)
                         return -EINVAL;
-                if (args[i].type == 'R')
-                        for (size_t k = 0; k < args[i].requests.n; k++) {
-                                array_bytes += string_size(args[i].requests.v[k].path) + 8;
-                                if (array_bytes > ARRAY_MAX)
-                                        return -EINVAL;
-                        }
         }
         signature[sig_len] = 0;
         if (wire_check_utf8(args, n_args, &ignored, &ignored) < 0)
@@ -297,6 +307,8 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
                         put_requests(&b, args[i].requests.v, args[i].requests.n);
                         break;
                 }
+        if (b.too_long)
+                return -EINVAL;
         if (b.failed)
                 return -ENOBUFS;
 
@@ -640,22 +652,6 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
         if (n_ret > ELEMENTSOF(((wire_message *) NULL)->u32))
                 return -EINVAL;
 
-        /* As libfreezer says it (sd-bus refuses to append such a string);
-         * freezerd's own sd-bus would refuse the message, with a vaguer
-         * error. */
-        if (wire_check_utf8(args, n_args, &bad_arg, &bad_index) < 0) {
-                char msg[64];
-
-                if (args[bad_arg].type == 'R')
-                        snprintf(msg, sizeof msg, "Request %zu: the path is not valid UTF-8", bad_index);
-                else
-                        snprintf(msg, sizeof msg, "The path is not valid UTF-8");
-                if (set_string(&w->error_name, "org.freedesktop.DBus.Error.InvalidArgs") < 0 ||
-                    set_string(&w->error_message, msg) < 0)
-                        return -ENOMEM;
-                return -EINVAL;
-        }
-
         out = malloc(size);
         if (!out)
                 return -ENOMEM;
@@ -671,6 +667,21 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
                 n += 9;
         }
         k = wire_build_call(out + n, size - n, ++w->serial, path, interface, member, args, n_args);
+        if (k == -EILSEQ && wire_check_utf8(args, n_args, &bad_arg, &bad_index) < 0) {
+                /* As libfreezer says it (sd-bus refuses to append such a
+                 * string); freezerd's own sd-bus would refuse the message,
+                 * with a vaguer error.  Nothing was sent. */
+                char msg[64];
+
+                if (args[bad_arg].type == 'R')
+                        snprintf(msg, sizeof msg, MESSAGE_REQUEST_NOT_UTF8, bad_index);
+                else
+                        snprintf(msg, sizeof msg, MESSAGE_PATH_NOT_UTF8);
+                if (set_string(&w->error_name, "org.freedesktop.DBus.Error.InvalidArgs") < 0 ||
+                    set_string(&w->error_message, msg) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
         if (k < 0)
                 return (int) k;
         r = send_all(w->fd, out, n + (size_t) k);

@@ -85,9 +85,9 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
 size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,
                       size_t n_args);
 
-/* 0 if every string of args is valid UTF-8 (as the D-Bus specification
- * wants); else -EILSEQ, with the argument's index in *ret_arg and, for
- * requests, the request's in *ret_index. */
+/* 0 if every string of args is valid UTF-8 as sd-bus takes it (the D-Bus
+ * specification's, without noncharacters); else -EILSEQ, with the argument's
+ * index in *ret_arg and, for requests, the request's in *ret_index. */
 int wire_check_utf8(const wire_arg *args, size_t n_args, size_t *ret_arg, size_t *ret_index);
 
 /* The length of the message at the start of buf once its fixed header (16

@@ -30,6 +30,11 @@ static inline const char *order_to_string(unsigned order) {
         return order < ELEMENTSOF(table) ? table[order] : NULL;
 }
 
+/* The words for a path sd-bus will not carry (not UTF-8), the same whether
+ * libfreezer or freezectl's wire client finds it. */
+#define MESSAGE_PATH_NOT_UTF8 "The path is not valid UTF-8"
+#define MESSAGE_REQUEST_NOT_UTF8 "Request %zu: the path is not valid UTF-8"
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

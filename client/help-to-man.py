@@ -18,8 +18,8 @@ the release). The help is read as freezerd's programs write it:
     description, keep their own line);
   - a paragraph at the left margin is prose; its indented lines are shown as
     they are (an example of output);
-  - prose right after the end of a list, past a blank line, opens a section
-    DETAILS (freezectl's notes after its options);
+  - prose after the Options list, past a blank line, opens a section DETAILS
+    (freezectl's notes after its options);
   - the lines of Examples are shown as they are.
 
 Anything else is kept as prose. Standard library only.

@@ -502,7 +502,7 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
 
         r = sd_bus_message_append(m, "stt", path, timeout_usec, flags);
         if (r == -EINVAL)
-                return error_set_named(f, SD_BUS_ERROR_INVALID_ARGS, "The path is not valid UTF-8");
+                return error_set_named(f, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
         if (r < 0)
                 return error_set(f, r);
 
@@ -562,7 +562,7 @@ static int apply_batch(freezer *f, const freezer_request *requests, size_t n, co
                 r = sd_bus_message_append(m, "(sb)", requests[i].path, (int) requests[i].freeze);
                 if (r == -EINVAL)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Request %zu: the path is not valid UTF-8", i);
+                                                 MESSAGE_REQUEST_NOT_UTF8, i);
                 if (r < 0)
                         return r;
 
@@ -640,7 +640,7 @@ static int freeze_except(freezer *f, const char *path, const char *const *exclud
 
         r = sd_bus_message_append(m, "s", path);
         if (r == -EINVAL)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The path is not valid UTF-8");
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
         if (r < 0)
                 return r;
 

@@ -302,6 +302,7 @@ typedef struct msgbuf {
         uint8_t b[512];
         size_t n;
         bool big;
+        size_t fields_end, body_start;
 } msgbuf;
 
 static void pad_to(msgbuf *m, size_t a) {
@@ -329,37 +330,48 @@ static void put_field(msgbuf *m, uint8_t code, const char *sig) {
         m->n += strlen(sig) + 1;
 }
 
-/* An error reply (to serial 7) with name and message, in either byte order. */
-static size_t make_error(msgbuf *m, bool big, const char *name, const char *message) {
-        size_t fields_end, body_start;
-
+/* A reply to serial 7 (type 2 method return, 3 error, with error_name), in
+ * either byte order, up to the start of its body of signature sig. */
+static void begin_reply(msgbuf *m, bool big, uint8_t type, uint32_t serial, const char *error_name, const char *sig) {
         *m = (msgbuf) {.big = big};
         m->b[0] = big ? 'B' : 'l';
-        m->b[1] = 3;
+        m->b[1] = type;
         m->b[3] = 1;
         m->n = 4;
-        put_u32(m, 0);
-        put_u32(m, 42);
-        put_u32(m, 0);
-        put_field(m, 4, "s");
-        put_str(m, name);
+        put_u32(m, 0); /* body length, set by end_message() */
+        put_u32(m, serial);
+        put_u32(m, 0); /* length of the field array, likewise */
+        if (error_name) {
+                put_field(m, 4, "s");
+                put_str(m, error_name);
+        }
         put_field(m, 5, "u");
         put_u32(m, 7);
         put_field(m, 8, "g");
-        m->b[m->n++] = 1;
-        m->b[m->n++] = 's';
-        m->b[m->n++] = 0;
-        fields_end = m->n;
+        m->b[m->n++] = (uint8_t) strlen(sig);
+        memcpy(m->b + m->n, sig, strlen(sig) + 1);
+        m->n += strlen(sig) + 1;
+        m->fields_end = m->n;
         pad_to(m, 8);
-        body_start = m->n;
-        put_str(m, message);
+        m->body_start = m->n;
+}
 
-        msgbuf fix = {.big = big};
-        put_u32(&fix, (uint32_t) (m->n - body_start));
-        put_u32(&fix, (uint32_t) (fields_end - 16));
+/* Set the lengths in the fixed header; the message's length. */
+static size_t end_message(msgbuf *m) {
+        msgbuf fix = {.big = m->big};
+
+        put_u32(&fix, (uint32_t) (m->n - m->body_start));
+        put_u32(&fix, (uint32_t) (m->fields_end - 16));
         memcpy(m->b + 4, fix.b, 4);
         memcpy(m->b + 12, fix.b + 4, 4);
         return m->n;
+}
+
+/* An error reply (to serial 7) with name and message, in either byte order. */
+static size_t make_error(msgbuf *m, bool big, const char *name, const char *message) {
+        begin_reply(m, big, 3, 42, name, "s");
+        put_str(m, message);
+        return end_message(m);
 }
 
 static void test_parse(void) {
@@ -439,33 +451,10 @@ static void test_parse(void) {
 
         /* A method return of (u, u), in either byte order, gives both numbers. */
         for (int big = 0; big <= 1; big++) {
-                size_t fields_end, body_start;
-
-                m = (msgbuf) {.big = big};
-                m.b[0] = big ? 'B' : 'l';
-                m.b[1] = 2;
-                m.b[3] = 1;
-                m.n = 4;
-                put_u32(&m, 0);
-                put_u32(&m, 43);
-                put_u32(&m, 0);
-                put_field(&m, 5, "u");
-                put_u32(&m, 7);
-                put_field(&m, 8, "g");
-                m.b[m.n++] = 2;
-                memcpy(m.b + m.n, "uu", 3);
-                m.n += 3;
-                fields_end = m.n;
-                pad_to(&m, 8);
-                body_start = m.n;
+                begin_reply(&m, big, 2, 43, NULL, "uu");
                 put_u32(&m, 123456);
                 put_u32(&m, 7);
-
-                msgbuf fix = {.big = big};
-                put_u32(&fix, (uint32_t) (m.n - body_start));
-                put_u32(&fix, (uint32_t) (fields_end - 16));
-                memcpy(m.b + 4, fix.b, 4);
-                memcpy(m.b + 12, fix.b + 4, 4);
+                end_message(&m);
                 CHECK_R(wire_parse_message(m.b, m.n, &msg), 0);
                 CHECK(msg.n_u32 == 2 && msg.u32[0] == 123456 && msg.u32[1] == 7);
         }
