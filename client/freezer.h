@@ -226,6 +226,64 @@ FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
 /* Free a NULL-terminated array of strings and the strings (NULL is fine). */
 FREEZER_EXPORT void freezer_strv_free(char **l);
 
+/*
+ * Calls that do not block.
+ *
+ * freezer_freeze(), freezer_thaw(), freezer_apply_batch() and
+ * freezer_freeze_except() block until the daemon replies, which is when the
+ * kernel confirms: seconds, if a group cannot finish freezing. A program with
+ * its own event loop (a desktop session, a container manager serving others)
+ * uses their _async() forms instead: they send the same call and return at
+ * once; the reply is handed to cb from a later freezer_dispatch(), which the
+ * loop runs when freezer_get_fd() is readable or freezer_get_timeout() is
+ * due. Any number of calls may be in flight at once, and their replies may
+ * come in any order: a freeze that waits on a stuck group does not hold up
+ * the others.
+ *
+ * The arguments, the daemon's checks, the method-call timeout and the errors
+ * are those of the blocking form. Arguments refused before anything is sent
+ * (NULL paths, an unknown order, a path that is not UTF-8) fail the _async()
+ * call itself, with the handle's last error set as for the blocking form;
+ * then cb never runs. On success *ret_id (if not NULL) receives the call's id
+ * (never 0), and cb runs exactly once, unless the call is cancelled
+ * (freezer_cancel_call()) or the handle closed first. When the connection is
+ * lost, every call in flight completes with -ECONNRESET from the
+ * freezer_dispatch() that notices.
+ *
+ * The result passed to cb, and everything it points to, is valid during the
+ * call only. cb may start new calls and cancel others; it must not close the
+ * handle. The handle's last error (freezer_last_error_name()) is left alone:
+ * the result carries the call's own.
+ */
+typedef struct freezer_call_result {
+        uint64_t id;                  /* as returned in *ret_id */
+        int error;                    /* 0, or the negative errno the blocking form would return */
+        const char *error_name;       /* the D-Bus error's name when error < 0, else NULL */
+        const char *error_message;    /* and its message (may be NULL) */
+        uint32_t writes, skipped;     /* freezer_apply_batch_async(): as *ret_writes, *ret_skipped */
+        const char *const *frozen;    /* freezer_freeze_except_async(): the groups frozen, NULL-terminated;
+                                       * NULL for the other calls and on failure */
+} freezer_call_result;
+
+typedef void (*freezer_call_callback)(freezer *f, const freezer_call_result *result, void *userdata);
+
+FREEZER_EXPORT int freezer_freeze_async(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags,
+                                        freezer_call_callback cb, void *userdata, uint64_t *ret_id);
+FREEZER_EXPORT int freezer_thaw_async(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags,
+                                      freezer_call_callback cb, void *userdata, uint64_t *ret_id);
+FREEZER_EXPORT int freezer_apply_batch_async(freezer *f, const freezer_request *requests, size_t n,
+                                             freezer_order order, uint64_t timeout_usec, uint64_t flags,
+                                             freezer_call_callback cb, void *userdata, uint64_t *ret_id);
+FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, const char *const *exclude,
+                                               size_t n_exclude, uint64_t timeout_usec, uint64_t flags,
+                                               freezer_call_callback cb, void *userdata, uint64_t *ret_id);
+
+/* Forget a call in flight: its callback will not run. The daemon is not told:
+ * it carries the call out all the same (a freeze still freezes; thaw to undo
+ * it). Returns 0, or -ENOENT if no call with that id is in flight (it has
+ * completed, its callback is running, or it was cancelled before). */
+FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
+
 /* Make the daemon follow the subtree at path and publish its group objects
  * (Manager.Track). Tracking a group that is tracked already succeeds. */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
@@ -266,19 +324,28 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * The fd belongs to the handle: do not close it or read from it.
  *
  * freezer_dispatch() processes everything pending without blocking and runs
- * the callbacks for it (state, group, pressure and pressure-removed callbacks,
- * in the order the daemon sent the signals). It returns the number of bus
+ * the callbacks for it (the callbacks of calls in flight, and the state, group,
+ * pressure and pressure-removed callbacks, in the order the messages came). It returns the number of bus
  * messages processed (0 if there was nothing to do) or a negative errno, e.g.
  * -ECONNRESET or -ENOTCONN once the bus connection is lost. It must not be
  * called from a callback (it would fail with -EBUSY); the callbacks may call
  * the other functions, including the freezer_set_*_callback() ones.
  *
+ * freezer_get_timeout() stores in *ret_usec when freezer_dispatch() is due
+ * even if the fd stays quiet, as CLOCK_MONOTONIC time in microseconds:
+ * UINT64_MAX for never, 0 for now (messages already read and queued, e.g. by a
+ * blocking call). A loop that also waits for that time needs no other rule;
+ * it is how a call of freezer_*_async() whose daemon never answers ends, with
+ * -ETIMEDOUT, after its method-call timeout. Returns > 0 if there is a time,
+ * 0 if not.
+ *
  * freezer_wait() blocks until there is something to dispatch or timeout_usec
- * passed (UINT64_MAX: no timeout). It returns > 0 if freezer_dispatch() should
- * be called, 0 on timeout. Simple callers loop on freezer_wait() +
- * freezer_dispatch().
+ * passed (UINT64_MAX: no timeout), minding both. It returns > 0 if
+ * freezer_dispatch() should be called, 0 on timeout. Simple callers loop on
+ * freezer_wait() + freezer_dispatch().
  */
 FREEZER_EXPORT int freezer_get_fd(freezer *f);
+FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec);
 FREEZER_EXPORT int freezer_dispatch(freezer *f);
 FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
 

@@ -42,6 +42,24 @@ typedef struct trigger_entry {
         bool full;
 } trigger_entry;
 
+/* A method call of freezer_*_async() waiting for its reply. */
+typedef enum call_kind {
+        CALL_PLAIN,           /* Freeze, Thaw: an empty reply */
+        CALL_BATCH,           /* ApplyBatch: (uu) */
+        CALL_EXCEPT,          /* FreezeExcept: (as) */
+} call_kind;
+
+typedef struct pending_call {
+        freezer *f;
+        uint64_t id;
+        sd_bus_slot *slot;
+        call_kind kind;
+        size_t size;          /* of a batch, to explain a connection dropped for its size */
+        freezer_call_callback cb;
+        void *userdata;
+        struct pending_call *prev, *next;
+} pending_call;
+
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
@@ -70,6 +88,10 @@ struct freezer {
         void *pressure_userdata;
         freezer_pressure_removed_callback pressure_removed_cb;
         void *pressure_removed_userdata;
+
+        /* Calls in flight (freezer_*_async()), oldest first. */
+        pending_call *calls;
+        uint64_t last_call_id;
 };
 
 static const char *const state_table[] = {
@@ -120,6 +142,15 @@ FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s) {
 
 /* Record the outcome of a failed operation: keep the D-Bus error if there is
  * one, otherwise synthesize one from r. Returns the (mapped) negative errno. */
+/* The negative errno of a D-Bus error (the table in freezer.h). */
+static int error_to_errno(const sd_bus_error *e) {
+        for (size_t i = 0; i < ELEMENTSOF(error_table); i++)
+                if (streq(e->name, error_table[i].name))
+                        return -error_table[i].error;
+
+        return -sd_bus_error_get_errno(e);
+}
+
 static int error_take(freezer *f, sd_bus_error *e, int r) {
         if (r >= 0)
                 r = -EIO;
@@ -129,12 +160,7 @@ static int error_take(freezer *f, sd_bus_error *e, int r) {
         if (e && sd_bus_error_is_set(e)) {
                 f->error = *e;
                 *e = SD_BUS_ERROR_NULL;
-
-                for (size_t i = 0; i < ELEMENTSOF(error_table); i++)
-                        if (streq(f->error.name, error_table[i].name))
-                                return -error_table[i].error;
-
-                return -sd_bus_error_get_errno(&f->error);
+                return error_to_errno(&f->error);
         }
 
         (void) sd_bus_error_set_errno(&f->error, r);
@@ -347,6 +373,8 @@ static void trigger_entry_clear(trigger_entry *t) {
         *t = (trigger_entry) {};
 }
 
+static void pending_call_free(pending_call *c);
+
 FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         if (!f)
                 return NULL;
@@ -356,6 +384,9 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         sd_bus_slot_unref(f->group_slot);
         sd_bus_slot_unref(f->pressure_slot);
         sd_bus_slot_unref(f->owner_slot);
+        /* Calls in flight are forgotten: no callback runs for them. */
+        while (f->calls)
+                pending_call_free(f->calls);
         for (size_t i = 0; i < f->n_triggers; i++)
                 trigger_entry_clear(&f->triggers[i]);
         free(f->triggers);
@@ -482,11 +513,30 @@ static int new_manager_call(freezer *f, const char *member, sd_bus_message **ret
                                               FREEZER_MANAGER_INTERFACE, member);
 }
 
+/* The Freeze or Thaw call; a path sd-bus cannot carry fails with InvalidArgs. */
+static int build_freeze_or_thaw(freezer *f, const char *member, const char *path, uint64_t timeout_usec,
+                                uint64_t flags, sd_bus_message **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = new_manager_call(f, member, &m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(m, "stt", path, timeout_usec, flags);
+        if (r == -EINVAL)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
 static int freeze_or_thaw(freezer *f, const char *member, const char *path,
                           uint64_t timeout_usec, uint64_t flags) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t usec;
         int r;
 
         if (!f)
@@ -494,19 +544,11 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
         if (!path)
                 return error_set(f, -EINVAL);
 
-        usec = wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT);
-
-        r = new_manager_call(f, member, &m);
+        r = build_freeze_or_thaw(f, member, path, timeout_usec, flags, &m, &error);
         if (r < 0)
-                return error_set(f, r);
+                return error_take(f, &error, r);
 
-        r = sd_bus_message_append(m, "stt", path, timeout_usec, flags);
-        if (r == -EINVAL)
-                return error_set_named(f, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
-        if (r < 0)
-                return error_set(f, r);
-
-        r = sd_bus_call(f->bus, m, usec, &error, &reply);
+        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), &error, &reply);
         if (r < 0)
                 return error_take(f, &error, r);
 
@@ -542,11 +584,11 @@ static int large_message_failed(int r, size_t size, sd_bus_error *error) {
                                        strerror(-r), size / (1024 * 1024));
 }
 
-static int apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
-                       uint64_t timeout_usec, uint64_t flags,
-                       uint32_t *ret_writes, uint32_t *ret_skipped, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        uint32_t writes, skipped;
+/* The ApplyBatch call; *ret_size is about its size on the wire. */
+static int build_apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
+                             uint64_t timeout_usec, uint64_t flags, sd_bus_message **ret, size_t *ret_size,
+                             sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         size_t size = 0;
         int r;
 
@@ -578,6 +620,34 @@ static int apply_batch(freezer *f, const freezer_request *requests, size_t n, co
         if (r < 0)
                 return r;
 
+        *ret = TAKE_PTR(m);
+        *ret_size = size;
+        return 0;
+}
+
+/* The arguments freezer_apply_batch() and its _async() form refuse before
+ * anything is sent. */
+static bool apply_batch_args_valid(const freezer_request *requests, size_t n, freezer_order order) {
+        if ((n > 0 && !requests) || !order_to_string(order))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!requests[i].path)
+                        return false;
+        return true;
+}
+
+static int apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
+                       uint64_t timeout_usec, uint64_t flags,
+                       uint32_t *ret_writes, uint32_t *ret_skipped, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        uint32_t writes, skipped;
+        size_t size;
+        int r;
+
+        r = build_apply_batch(f, requests, n, order, timeout_usec, flags, &m, &size, error);
+        if (r < 0)
+                return r;
+
         r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
         if (r < 0)
                 return large_message_failed(r, size, error);
@@ -605,11 +675,8 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
                 *ret_skipped = 0;
         if (!f)
                 return -EINVAL;
-        if ((n > 0 && !requests) || !order_to_string(order))
+        if (!apply_batch_args_valid(requests, n, order))
                 return error_set(f, -EINVAL);
-        for (size_t i = 0; i < n; i++)
-                if (!requests[i].path)
-                        return error_set(f, -EINVAL);
 
         r = apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags,
                         ret_writes, ret_skipped, &error);
@@ -628,10 +695,9 @@ FREEZER_EXPORT void freezer_strv_free(char **l) {
         free(l);
 }
 
-static int freeze_except(freezer *f, const char *path, const char *const *exclude, size_t n_exclude,
-                         uint64_t timeout_usec, uint64_t flags, char ***ret, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        char **l = NULL;
+static int build_freeze_except(freezer *f, const char *path, const char *const *exclude, size_t n_exclude,
+                               uint64_t timeout_usec, uint64_t flags, sd_bus_message **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = new_manager_call(f, "FreezeExcept", &m);
@@ -665,11 +731,16 @@ static int freeze_except(freezer *f, const char *path, const char *const *exclud
         if (r < 0)
                 return r;
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
-        if (r < 0)
-                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
 
-        /* sd_bus_message_read_strv() gives NULL for an empty array. */
+/* FreezeExcept's reply: the groups frozen, an empty array rather than NULL
+ * (which sd_bus_message_read_strv() gives for an empty one). */
+static int read_frozen_list(sd_bus_message *reply, char ***ret) {
+        char **l = NULL;
+        int r;
+
         r = sd_bus_message_read_strv(reply, &l);
         if (r < 0)
                 return r;
@@ -684,6 +755,31 @@ static int freeze_except(freezer *f, const char *path, const char *const *exclud
         return 0;
 }
 
+static bool freeze_except_args_valid(const char *path, const char *const *exclude, size_t n_exclude) {
+        if (!path || (n_exclude > 0 && !exclude))
+                return false;
+        for (size_t i = 0; i < n_exclude; i++)
+                if (!exclude[i])
+                        return false;
+        return true;
+}
+
+static int freeze_except(freezer *f, const char *path, const char *const *exclude, size_t n_exclude,
+                         uint64_t timeout_usec, uint64_t flags, char ***ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        int r;
+
+        r = build_freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &m, error);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
+        if (r < 0)
+                return r;
+
+        return read_frozen_list(reply, ret);
+}
+
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,
                                          uint64_t timeout_usec, uint64_t flags, char ***ret_frozen) {
@@ -696,11 +792,8 @@ FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                 *ret_frozen = NULL;
         if (!f)
                 return -EINVAL;
-        if (!path || (n_exclude > 0 && !exclude))
+        if (!freeze_except_args_valid(path, exclude, n_exclude))
                 return error_set(f, -EINVAL);
-        for (size_t i = 0; i < n_exclude; i++)
-                if (!exclude[i])
-                        return error_set(f, -EINVAL);
 
         r = freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &l, &error);
         if (r < 0)
@@ -715,6 +808,217 @@ FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                 freezer_strv_free(l);
 
         return n > INT_MAX ? INT_MAX : (int) n;
+}
+
+/* ---- calls in flight ---- */
+
+static void pending_call_free(pending_call *c) {
+        if (!c)
+                return;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                c->f->calls = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        sd_bus_slot_unref(c->slot);
+        free(c);
+}
+
+/* The reply (or sd-bus' own error: the call timed out, or the connection was
+ * lost) of a call of freezer_*_async(): read it and hand it to the caller's
+ * callback, once. */
+static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        pending_call *c = userdata;
+        freezer *f = c->f;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        freezer_call_result result = { .id = c->id };
+        char **frozen = NULL;
+        freezer_call_callback cb = c->cb;
+        void *cb_userdata = c->userdata;
+        int r = 0;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                /* Returns the error's errno, not whether the copy worked (on
+                 * ENOMEM, the copy is sd-bus' own NoMemory error). */
+                (void) sd_bus_error_copy(&error, sd_bus_message_get_error(reply));
+                if (sd_bus_error_is_set(&error)) {
+                        r = error_to_errno(&error);
+                        /* sd-bus answers the calls of a lost connection with a
+                         * NoReply error of its own ("Connection terminated"):
+                         * say what a blocking call would have said. */
+                        if (sd_bus_is_open(f->bus) <= 0 &&
+                            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY)) {
+                                sd_bus_error_free(&error);
+                                r = sd_bus_error_set_errno(&error, -ECONNRESET);
+                        }
+                        if (c->kind == CALL_BATCH)
+                                r = large_message_failed(r, c->size, &error);
+                } else
+                        r = -EIO;
+        } else if (c->kind == CALL_BATCH)
+                r = sd_bus_message_read(reply, "uu", &result.writes, &result.skipped);
+        else if (c->kind == CALL_EXCEPT)
+                r = read_frozen_list(reply, &frozen);
+        if (r < 0 && !sd_bus_error_is_set(&error))
+                (void) sd_bus_error_set_errno(&error, r);
+        if (r < 0)
+                result.writes = result.skipped = 0;
+
+        result.error = r < 0 ? r : 0;
+        result.error_name = sd_bus_error_is_set(&error) ? error.name : NULL;
+        result.error_message = sd_bus_error_is_set(&error) ? error.message : NULL;
+        result.frozen = (const char *const *) frozen;
+
+        /* Gone from the handle before the callback runs: it may start new
+         * calls, and freezer_cancel_call() of this one finds nothing. */
+        pending_call_free(c);
+        if (cb)
+                cb(f, &result, cb_userdata);
+        freezer_strv_free(frozen);
+        return 0;
+}
+
+/* Send m and remember the call; on failure nothing was sent. */
+static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind kind, size_t size,
+                      freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        pending_call *c;
+        int r;
+
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        *c = (pending_call) {
+                .f = f,
+                .id = ++f->last_call_id,
+                .kind = kind,
+                .size = size,
+                .cb = cb,
+                .userdata = userdata,
+        };
+
+        r = sd_bus_call_async(f->bus, &c->slot, m, on_call_reply, c, usec);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+
+        /* Appended, so that the list stays oldest first. */
+        if (f->calls) {
+                pending_call *last = f->calls;
+                while (last->next)
+                        last = last->next;
+                last->next = c;
+                c->prev = last;
+        } else
+                f->calls = c;
+
+        if (ret_id)
+                *ret_id = c->id;
+        return 0;
+}
+
+static int freeze_or_thaw_async(freezer *f, const char *member, const char *path, uint64_t timeout_usec,
+                                uint64_t flags, freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret_id)
+                *ret_id = 0;
+        if (!f)
+                return -EINVAL;
+        if (!path)
+                return error_set(f, -EINVAL);
+
+        r = build_freeze_or_thaw(f, member, path, timeout_usec, flags, &m, &error);
+        if (r >= 0)
+                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_PLAIN, 0,
+                               cb, userdata, ret_id);
+        if (r < 0)
+                return error_take(f, &error, r);
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_freeze_async(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags,
+                                        freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        return freeze_or_thaw_async(f, "Freeze", path, timeout_usec, flags, cb, userdata, ret_id);
+}
+
+FREEZER_EXPORT int freezer_thaw_async(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags,
+                                      freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        return freeze_or_thaw_async(f, "Thaw", path, timeout_usec, flags, cb, userdata, ret_id);
+}
+
+FREEZER_EXPORT int freezer_apply_batch_async(freezer *f, const freezer_request *requests, size_t n,
+                                             freezer_order order, uint64_t timeout_usec, uint64_t flags,
+                                             freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        size_t size = 0;
+        int r;
+
+        if (ret_id)
+                *ret_id = 0;
+        if (!f)
+                return -EINVAL;
+        if (!apply_batch_args_valid(requests, n, order))
+                return error_set(f, -EINVAL);
+
+        r = build_apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags, &m, &size, &error);
+        if (r >= 0)
+                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_BATCH,
+                               size, cb, userdata, ret_id);
+        if (r < 0)
+                return error_take(f, &error, r);
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, const char *const *exclude,
+                                               size_t n_exclude, uint64_t timeout_usec, uint64_t flags,
+                                               freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret_id)
+                *ret_id = 0;
+        if (!f)
+                return -EINVAL;
+        if (!freeze_except_args_valid(path, exclude, n_exclude))
+                return error_set(f, -EINVAL);
+
+        r = build_freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &m, &error);
+        if (r >= 0)
+                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_EXCEPT,
+                               0, cb, userdata, ret_id);
+        if (r < 0)
+                return error_take(f, &error, r);
+        return 0;
+}
+
+FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id) {
+        if (!f)
+                return -EINVAL;
+
+        for (pending_call *c = f->calls; c; c = c->next)
+                if (c->id == id) {
+                        pending_call_free(c);
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
+        int r;
+
+        if (!f || !ret_usec)
+                return -EINVAL;
+
+        r = sd_bus_get_timeout(f->bus, ret_usec);
+        if (r < 0)
+                return error_set(f, r);
+        return r;
 }
 
 /* ---- tracking ---- */

@@ -30,10 +30,13 @@ FORWARD(int, sd_bus_add_match, (sd_bus *bus, sd_bus_slot **slot, const char *mat
         (bus, slot, match, callback, userdata))
 FORWARD(int, sd_bus_call, (sd_bus *bus, sd_bus_message *m, uint64_t usec, sd_bus_error *ret_error, sd_bus_message **reply),
         (bus, m, usec, ret_error, reply))
+FORWARD(int, sd_bus_call_async, (sd_bus *bus, sd_bus_slot **slot, sd_bus_message *m, sd_bus_message_handler_t callback, void *userdata, uint64_t usec),
+        (bus, slot, m, callback, userdata, usec))
 FORWARD(int, sd_bus_call_methodv, (sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member, sd_bus_error *ret_error, sd_bus_message **reply, const char *types, va_list ap),
         (bus, destination, path, interface, member, ret_error, reply, types, ap))
 FORWARD(int, sd_bus_call_method_asyncv, (sd_bus *bus, sd_bus_slot **slot, const char *destination, const char *path, const char *interface, const char *member, sd_bus_message_handler_t callback, void *userdata, const char *types, va_list ap),
         (bus, slot, destination, path, interface, member, callback, userdata, types, ap))
+FORWARD(int, sd_bus_error_copy, (sd_bus_error *dest, const sd_bus_error *e), (dest, e))
 FORWARD_VOID(sd_bus_error_free, (sd_bus_error *e), (e))
 FORWARD(int, sd_bus_error_get_errno, (const sd_bus_error *e), (e))
 FORWARD(int, sd_bus_error_has_name, (const sd_bus_error *e, const char *name), (e, name))
@@ -46,7 +49,9 @@ FORWARD(int, sd_bus_error_setfv, (sd_bus_error *e, const char *name, const char 
         (e, name, format, ap))
 FORWARD(sd_bus*, sd_bus_flush_close_unref, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_get_fd, (sd_bus *bus), (bus))
+FORWARD(int, sd_bus_get_timeout, (sd_bus *bus, uint64_t *timeout_usec), (bus, timeout_usec))
 FORWARD(int, sd_bus_is_bus_client, (sd_bus *bus), (bus))
+FORWARD(int, sd_bus_is_open, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_is_ready, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_message_appendv, (sd_bus_message *m, const char *types, va_list ap), (m, types, ap))
 FORWARD(int, sd_bus_message_at_end, (sd_bus_message *m, int complete), (m, complete))
@@ -54,9 +59,11 @@ FORWARD(int, sd_bus_message_close_container, (sd_bus_message *m), (m))
 FORWARD(int, sd_bus_message_enter_container, (sd_bus_message *m, char type, const char *contents),
         (m, type, contents))
 FORWARD(int, sd_bus_message_exit_container, (sd_bus_message *m), (m))
+FORWARD(const sd_bus_error*, sd_bus_message_get_error, (sd_bus_message *m), (m))
 FORWARD(const char*, sd_bus_message_get_interface, (sd_bus_message *m), (m))
 FORWARD(const char*, sd_bus_message_get_path, (sd_bus_message *m), (m))
 FORWARD(const char*, sd_bus_message_get_sender, (sd_bus_message *m), (m))
+FORWARD(int, sd_bus_message_is_method_error, (sd_bus_message *m, const char *name), (m, name))
 FORWARD(int, sd_bus_message_is_signal, (sd_bus_message *m, const char *interface, const char *member),
         (m, interface, member))
 FORWARD(int, sd_bus_message_new_method_call, (sd_bus *bus, sd_bus_message **m, const char *destination, const char *path, const char *interface, const char *member),

@@ -335,4 +335,5 @@ def check_resubscribe(lib, sc, bus):
         lib.freezer_close(f)
 
 
-ft.run(test)
+if __name__ == '__main__':  # test-core-libfreezer-async imports the loader
+    ft.run(test)

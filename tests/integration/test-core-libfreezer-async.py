@@ -1,0 +1,309 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""libfreezer's calls that do not block (freezer_*_async()), loaded with ctypes, against
+freezerd on the bus and on its private socket.
+
+  /g     (no process)  /g/h   one sleeper   /g/k   two sleepers
+  /s     a task blocked on a FUSE mount that never answers: /s cannot finish freezing
+
+The callbacks run from freezer_dispatch(), driven by freezer_get_fd() readability
+in the test's own loop, as a program with an event loop would drive them.  For each
+handle (bus, then private socket):
+
+  * freezer_freeze_async("/s", 3 s, ROLLBACK) and freezer_freeze_async("/g") both
+    return at once with ids; neither callback runs inside the _async() call.  /g's
+    callback comes first, with error 0 and the kernel at frozen 1, while /s's is
+    still outstanding (it can only end with the daemon's 3 s timeout): a stuck call
+    holds up no other.  Then /s's: -ETIMEDOUT, org.freezerd.Freezer1.Error.Timeout,
+    and the kernel's /s flag back at 0 (rolled back).
+  * freezer_apply_batch_async() (thaw /g, freeze /g/k): writes 2, skipped 0 in the
+    result; the kernel agrees.
+  * freezer_freeze_except_async("/g", ["/g/h"]): the result lists /g/k alone.
+  * A missing group: the callback gets -ENOENT, NoSuchGroup, a message naming it;
+    the handle's last error is left as it was.
+  * Refused before sending (a path that is not UTF-8, an unknown order): the
+    _async() call fails with -EINVAL and the handle's last error; no callback.
+  * freezer_cancel_call(): 0 for a call in flight, -ENOENT the second time; the
+    daemon still carries the call out (the kernel's /s flag goes to 1 and, after
+    the timeout, back to 0) and its reply, processed before a later call's (one
+    connection keeps the order), calls nothing.
+  * freezer_get_timeout(): with a call of timeout T in flight, a deadline between
+    now and now + T + 5 s (the method-call timeout); with nothing in flight and
+    nothing queued, none (0, UINT64_MAX).
+Then, on a private handle: a call in flight when freezerd is killed completes with
+-ECONNRESET; freezer_close() with calls in flight runs no callback, and the daemon
+still carries both out."""
+
+import ctypes
+import errno
+import importlib.util
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
+
+ROLLBACK = 1
+TIMEOUT_ERROR = 'org.freezerd.Freezer1.Error.Timeout'
+UINT64_MAX = 2**64 - 1
+
+
+class Result(ctypes.Structure):
+    _fields_ = [('id', ctypes.c_uint64), ('error', ctypes.c_int), ('error_name', ctypes.c_char_p),
+                ('error_message', ctypes.c_char_p), ('writes', ctypes.c_uint32), ('skipped', ctypes.c_uint32),
+                ('frozen', ctypes.POINTER(ctypes.c_char_p))]
+
+
+class Request(ctypes.Structure):
+    _fields_ = [('path', ctypes.c_char_p), ('freeze', ctypes.c_bool)]
+
+
+CALL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(Result), ctypes.c_void_p)
+
+
+def load():
+    lib = base.load()
+    P, U64 = ctypes.c_void_p, ctypes.c_uint64
+    tail = [CALL_CALLBACK, P, ctypes.POINTER(U64)]
+    sig = {
+        'freezer_freeze_async': [P, ctypes.c_char_p, U64, U64] + tail,
+        'freezer_thaw_async': [P, ctypes.c_char_p, U64, U64] + tail,
+        'freezer_apply_batch_async': [P, ctypes.POINTER(Request), ctypes.c_size_t, ctypes.c_int, U64, U64] + tail,
+        'freezer_freeze_except_async': [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                        U64, U64] + tail,
+        'freezer_cancel_call': [P, U64],
+        'freezer_get_timeout': [P, ctypes.POINTER(U64)],
+    }
+    for name, args in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = ctypes.c_int, args
+    return lib
+
+
+class Handle:
+    """One libfreezer handle in the test's loop, collecting the results of its calls by id."""
+
+    def __init__(self, lib, f):
+        self.lib, self.f = lib, f
+        self.results = {}
+        self.in_submit = False
+        self.callback_in_submit = False
+        self.dispatch_errors = []
+
+        @CALL_CALLBACK
+        def on_done(_f, res, _ud):
+            r = res.contents
+            frozen = None
+            if r.frozen:
+                frozen, i = [], 0
+                while r.frozen[i] is not None:
+                    frozen.append(r.frozen[i].decode())
+                    i += 1
+            if self.in_submit:
+                self.callback_in_submit = True
+            self.results[r.id] = dict(error=r.error, name=(r.error_name or b'').decode(),
+                                      message=(r.error_message or b'').decode(), writes=r.writes,
+                                      skipped=r.skipped, frozen=frozen)
+        self.on_done = on_done  # keep the ctypes thunk alive
+        self.fd = lib.freezer_get_fd(f)
+        ft.check(self.fd >= 0, 'freezer_get_fd', self.fd)
+        ft.loop().add_reader(self.fd, self.dispatch)
+
+    def dispatch(self):
+        r = self.lib.freezer_dispatch(self.f)
+        if r < 0:
+            self.dispatch_errors.append(r)
+            ft.loop().remove_reader(self.fd)
+
+    def submit(self, fn, *args):
+        """Call freezer_*_async(); returns (r, id)."""
+        call_id = ctypes.c_uint64(12345)
+        self.in_submit = True
+        try:
+            r = getattr(self.lib, fn)(self.f, *args, self.on_done, None, ctypes.byref(call_id))
+        finally:
+            self.in_submit = False
+        return r, call_id.value
+
+    def start(self, fn, *args):
+        r, call_id = self.submit(fn, *args)
+        ft.check_equal(r, 0, f'{fn}{args[:1]} returns 0')
+        ft.check(call_id != 0 and call_id not in self.results, f'{fn} gives a new id', call_id)
+        return call_id
+
+    def wait(self, call_id, what, timeout=None):
+        ft.wait_for(lambda: call_id in self.results, timeout=timeout, what=f'the callback of {what}')
+        return self.results[call_id]
+
+    def last_error(self):
+        return ((self.lib.freezer_last_error_name(self.f) or b'').decode(),
+                (self.lib.freezer_last_error_message(self.f) or b'').decode())
+
+    def close(self):
+        if self.fd >= 0 and not self.dispatch_errors:
+            ft.loop().remove_reader(self.fd)
+        self.fd = -1
+        self.lib.freezer_close(self.f)
+
+
+def watch_freeze(sc, relpath):
+    ft.loop().watch(sc.abspath(relpath, 'cgroup.freeze'))
+
+
+def check_handle(lib, sc, f, label):
+    h = Handle(lib, f)
+    try:
+        watch_freeze(sc, '/s')
+        for g in ('/g', '/g/k', '/g/h'):
+            ft.loop().watch(sc.abspath(g, 'cgroup.events'))
+
+        # ---- two calls in flight; the stuck one holds up nothing
+        id_s = h.start('freezer_freeze_async', b'/s', 3 * 1000000, ROLLBACK)
+        id_g = h.start('freezer_freeze_async', b'/g', 0, 0)
+        ft.check(not h.callback_in_submit and not h.results, f'{label}: no callback runs inside the _async() calls',
+                 h.results)
+        t = ctypes.c_uint64()
+        now = time.monotonic()
+        ft.check_equal(lib.freezer_get_timeout(f, ctypes.byref(t)), 1, f'{label}: freezer_get_timeout with calls '
+                       'in flight')
+        ft.check(now < t.value / 1e6 <= now + 3 + 5 + 1, f'{label}: the deadline is within the calls\' method-call '
+                 'timeout (3 s + 5 s)', (t.value / 1e6 - now))
+        res = h.wait(id_g, 'Freeze /g')
+        ft.check_equal((res['error'], res['name']), (0, ''), f'{label}: Freeze /g succeeded')
+        ft.check_equal(sc.read_events('/g').get('frozen'), 1, f'{label}: the kernel says /g frozen 1 at its callback')
+        ft.check(id_s not in h.results, f'{label}: Freeze /s (stuck) is still in flight when /g\'s callback runs')
+        ft.check_equal(sc.read_freeze('/s'), 1, f'{label}: freezerd wrote /s meanwhile')
+        res = h.wait(id_s, 'Freeze /s', timeout=3 + ft.DEFAULT_TIMEOUT)
+        ft.check_equal((res['error'], res['name']), (-errno.ETIMEDOUT, TIMEOUT_ERROR),
+                       f'{label}: Freeze /s timed out')
+        ft.check('/s' in res['message'], f'{label}: the message names /s', res['message'])
+        ft.check_equal(sc.read_freeze('/s'), 0, f'{label}: /s rolled back')
+
+        # ---- a batch
+        reqs = (Request * 2)(Request(b'/g', False), Request(b'/g/k', True))
+        id_b = h.start('freezer_apply_batch_async', reqs, 2, 0, 0, 0)
+        res = h.wait(id_b, 'ApplyBatch')
+        ft.check_equal((res['error'], res['writes'], res['skipped'], res['frozen']), (0, 2, 0, None),
+                       f'{label}: ApplyBatch result: writes 2, skipped 0')
+        ft.check_equal((sc.read_events('/g').get('frozen'), sc.read_events('/g/k').get('frozen'),
+                        sc.read_events('/g/h').get('frozen')), (0, 1, 0),
+                       f'{label}: the kernel: /g thawed, /g/k frozen, /g/h running')
+
+        # ---- FreezeExcept
+        excl = (ctypes.c_char_p * 1)(b'/g/h')
+        id_e = h.start('freezer_freeze_except_async', b'/g', excl, 1, 0, 0)
+        res = h.wait(id_e, 'FreezeExcept')
+        ft.check_equal((res['error'], res['frozen']), (0, ['/g/k']), f'{label}: FreezeExcept froze /g/k alone')
+        ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, f'{label}: /g/h keeps running')
+
+        # ---- a daemon error goes to the callback, not to the handle's last error
+        before = h.last_error()
+        id_n = h.start('freezer_thaw_async', b'/nope', 0, 0)
+        res = h.wait(id_n, 'Thaw /nope')
+        ft.check_equal((res['error'], res['name']), (-errno.ENOENT, ft.ERROR_NO_SUCH_GROUP),
+                       f'{label}: a missing group: -ENOENT, NoSuchGroup')
+        ft.check('/nope' in res['message'], f'{label}: the message names /nope', res['message'])
+        ft.check_equal(h.last_error(), before, f'{label}: the handle\'s last error is left alone')
+
+        # ---- refused before sending
+        r, call_id = h.submit('freezer_freeze_async', b'/\xff', 0, 0)
+        ft.check_equal((r, call_id), (-errno.EINVAL, 0), f'{label}: a path that is not UTF-8: -EINVAL, no id')
+        ft.check_equal(h.last_error(), (ft.ERROR_INVALID_ARGS, 'The path is not valid UTF-8'),
+                       f'{label}: ... and the handle\'s last error says so')
+        r, call_id = h.submit('freezer_apply_batch_async', reqs, 2, 7, 0, 0)
+        ft.check_equal((r, call_id), (-errno.EINVAL, 0), f'{label}: an unknown order: -EINVAL, no id')
+
+        # ---- cancel: the daemon carries the call out, the callback never runs
+        n_results = len(h.results)
+        id_c = h.start('freezer_freeze_async', b'/s', 2 * 1000000, ROLLBACK)
+        ft.check_equal(lib.freezer_cancel_call(f, id_c), 0, f'{label}: freezer_cancel_call of a call in flight')
+        ft.check_equal(lib.freezer_cancel_call(f, id_c), -errno.ENOENT, f'{label}: ... and again: -ENOENT')
+        ft.check_equal(lib.freezer_cancel_call(f, id_g), -errno.ENOENT, f'{label}: of a completed call: -ENOENT')
+        ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezerd to write /s')
+        ft.wait_for(lambda: sc.read_freeze('/s') == 0, timeout=2 + ft.DEFAULT_TIMEOUT,
+                    what='freezerd to roll /s back after its timeout')
+        id_t = h.start('freezer_thaw_async', b'/g/k', 0, 0)
+        h.wait(id_t, 'Thaw /g/k')
+        ft.check(id_c not in h.results and len(h.results) == n_results + 1,
+                 f'{label}: the cancelled call\'s reply (before the later one\'s) called nothing', h.results.keys())
+
+        # ---- nothing in flight, nothing queued: no deadline
+        ft.check_equal((lib.freezer_get_timeout(f, ctypes.byref(t)), t.value), (0, UINT64_MAX),
+                       f'{label}: freezer_get_timeout with nothing in flight')
+        ft.check_equal(h.dispatch_errors, [], f'{label}: freezer_dispatch never failed')
+    finally:
+        h.close()
+
+
+def check_lost_connection(lib, sc, bus):
+    """A private handle whose freezerd dies: the call in flight ends with -ECONNRESET;
+    freezer_close() with a call in flight runs no callback."""
+    d = ft.Daemon(bus, sc.root)
+    with d:
+        f = ctypes.c_void_p()
+        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                       'freezer_open_private')
+        h = Handle(lib, f)
+        try:
+            id_s = h.start('freezer_freeze_async', b'/s', 60 * 1000000, ROLLBACK)
+            ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezerd to write /s')
+            d.proc.send_signal(signal.SIGKILL)
+            res = h.wait(id_s, 'Freeze /s after freezerd was killed')
+            ft.check_equal(res['error'], -errno.ECONNRESET, 'a lost connection: the call in flight gets -ECONNRESET')
+            ft.check(res['name'] != '', 'with an error name', res)
+        finally:
+            h.close()
+        d.stop()
+        d.exit_status = 0  # killed on purpose
+    sc.write_freeze('/s', 0)
+
+    with ft.Daemon(bus, sc.root) as d:
+        f = ctypes.c_void_p()
+        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                       'freezer_open_private')
+        h = Handle(lib, f)
+        h.start('freezer_freeze_async', b'/s', 2 * 1000000, ROLLBACK)
+        h.start('freezer_freeze_async', b'/g', 0, 0)
+        h.close()  # with both in flight
+        ft.wait_for(lambda: sc.read_freeze('/s') == 0 and sc.read_freeze('/g') == 1 and sc.frozen('/g'),
+                    timeout=2 + ft.DEFAULT_TIMEOUT, what='freezerd to finish both calls')
+        ft.check_equal(h.results, {}, 'freezer_close() with calls in flight ran no callback')
+        ft.check_equal(ft.freezectl('thaw', '/g', address=bus.address).returncode, 0, 'freezectl thaw /g')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    base.reexec_for_asan(base.libfreezer_path())
+    lib = load()
+    with ft.Scratch('core-libfreezer-async') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.mkdir('/g/h')
+        sc.mkdir('/g/k')
+        sc.spawn_sleepers('/g/k', 2)
+        sc.spawn_sleepers('/g/h', 1)
+        fuse.spawn_stuck(sc, '/s')
+
+        with ft.Daemon(bus, sc.root) as d:
+            f = ctypes.c_void_p()
+            ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0,
+                           'freezer_open_address')
+            check_handle(lib, sc, f, 'bus')
+            sc.write_freeze('/g', 0)
+            f = ctypes.c_void_p()
+            ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                           'freezer_open_private')
+            check_handle(lib, sc, f, 'private socket')
+            sc.write_freeze('/g', 0)
+        check_lost_connection(lib, sc, bus)
+    print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '
+          'replies out of order, cancel, get_timeout, a lost connection, close with calls in flight')
+
+
+if __name__ == '__main__':
+    ft.run(test)
