@@ -30,6 +30,9 @@ handle (bus, then private socket):
   * freezer_get_timeout(): with a call of timeout T in flight, a deadline between
     now and now + T + 5 s (the method-call timeout); with nothing in flight and
     nothing queued, none (0, UINT64_MAX).
+client/example-async (the example in C) on the private socket, freezing /s (2 s
+timeout) and /g: /g is done first, the loop ticks while /s waits, /s fails with the
+daemon's Timeout, and the example exits 1.
 Then, on a private handle: a call in flight when freezerd is killed completes with
 -ECONNRESET; freezer_close() with calls in flight runs no callback, and the daemon
 still carries both out."""
@@ -39,6 +42,7 @@ import errno
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -242,6 +246,27 @@ def check_handle(lib, sc, f, label):
         h.close()
 
 
+def check_example(sc, d):
+    """The C example runs the same loop a caller would write, with poll()."""
+    exe = os.path.join(ft.BUILDDIR, 'client', 'example-async')
+    if not os.path.exists(exe):
+        ft.fail(f'{exe} is not built')
+    p = subprocess.run([exe, f'--private={d.runtime_dir}/private', '--timeout=2', '/s', '/g'], capture_output=True,
+                       text=True, timeout=2 + ft.DEFAULT_TIMEOUT,
+                       env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(ft.BUILDDIR, 'client')))
+    lines = p.stdout.splitlines()
+    ft.check_equal(p.returncode, 1, 'example-async exits 1 (/s failed)')
+    results = [ln for ln in lines if not ln.startswith('(')]
+    ft.check_equal([ln.split(':', 1)[0] for ln in results], ['/g', '/s'], 'example-async: /g answered before /s')
+    ft.check(results[0] == '/g: done' and 'org.freezerd.Freezer1.Error.Timeout' in results[1],
+             'example-async: /g done, /s timed out', lines)
+    g_at, s_at = lines.index(results[0]), lines.index(results[1])
+    ft.check(any(ln.startswith('(the loop is free') for ln in lines[g_at:s_at]),
+             'example-async: the loop ticked while /s was in flight', lines)
+    ft.check_equal(sc.read_freeze('/s'), 1, '/s stays written (no rollback asked)')
+    sc.write_freeze('/s', 0)
+
+
 def check_lost_connection(lib, sc, bus):
     """A private handle whose freezerd dies: the call in flight ends with -ECONNRESET;
     freezer_close() with a call in flight runs no callback."""
@@ -299,6 +324,8 @@ def test():
             ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
                            'freezer_open_private')
             check_handle(lib, sc, f, 'private socket')
+            sc.write_freeze('/g', 0)
+            check_example(sc, d)
             sc.write_freeze('/g', 0)
         check_lost_connection(lib, sc, bus)
     print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '
