@@ -1567,6 +1567,17 @@ def _run_tool(argv, check, timeout, input=None):
     return r
 
 
+def make_core_groups(sc, fuse):
+    """The core tests' groups: /g (no process of its own), /g/h (one sleeper), /g/k (two
+    sleepers), and /s, holding a task blocked on `fuse` (a FuseHang) so that /s cannot
+    finish freezing."""
+    sc.mkdir('/g/h')
+    sc.mkdir('/g/k')
+    sc.spawn_sleepers('/g/k', 2)
+    sc.spawn_sleepers('/g/h', 1)
+    fuse.spawn_stuck(sc, '/s')
+
+
 def freezectl(*args, address=None, check=True, timeout=None, input=None, socket=None, prefix=()):
     """Run the built freezectl --address=ADDR ARGS... (with socket: --socket=SOCKET instead,
     freezerd's private socket); prefix: a command to run it under (e.g. setpriv ...).

@@ -26,11 +26,7 @@ import freezertest as ft  # noqa: E402
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-external') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
-        sc.mkdir('/g/h')
-        sc.mkdir('/g/k')
-        sc.spawn_sleepers('/g/k', 2)
-        sc.spawn_sleepers('/g/h', 1)
-        fuse.spawn_stuck(sc, '/s')
+        ft.make_core_groups(sc, fuse)
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client

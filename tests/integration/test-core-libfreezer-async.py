@@ -10,10 +10,10 @@ The callbacks run from freezer_dispatch(), driven by freezer_get_fd() readabilit
 in the test's own loop, as a program with an event loop would drive them.  For each
 handle (bus, then private socket):
 
-  * freezer_freeze_async("/s", 3 s, ROLLBACK) and freezer_freeze_async("/g") both
+  * freezer_freeze_async("/s", 1 s, ROLLBACK) and freezer_freeze_async("/g") both
     return at once with ids; neither callback runs inside the _async() call.  /g's
     callback comes first, with error 0 and the kernel at frozen 1, while /s's is
-    still outstanding (it can only end with the daemon's 3 s timeout): a stuck call
+    still outstanding (it can only end with the daemon's 1 s timeout): a stuck call
     holds up no other.  Then /s's: -ETIMEDOUT, org.freezerd.Freezer1.Error.Timeout,
     and the kernel's /s flag back at 0 (rolled back).
   * freezer_apply_batch_async() (thaw /g, freeze /g/k): writes 2, skipped 0 in the
@@ -30,7 +30,7 @@ handle (bus, then private socket):
   * freezer_get_timeout(): with a call of timeout T in flight, a deadline between
     now and now + T + 5 s (the method-call timeout); with nothing in flight and
     nothing queued, none (0, UINT64_MAX).
-client/example-async (the example in C) on the private socket, freezing /s (2 s
+client/example-async (the example in C) on the private socket, freezing /s (1 s
 timeout) and /g: /g is done first, the loop ticks while /s waits, /s fails with the
 daemon's Timeout, and the example exits 1.
 Then, on a private handle: a call in flight when freezerd is killed completes with
@@ -169,7 +169,7 @@ def check_handle(lib, sc, f, label):
             ft.loop().watch(sc.abspath(g, 'cgroup.events'))
 
         # ---- two calls in flight; the stuck one holds up nothing
-        id_s = h.start('freezer_freeze_async', b'/s', 3 * 1000000, ROLLBACK)
+        id_s = h.start('freezer_freeze_async', b'/s', 1 * 1000000, ROLLBACK)
         id_g = h.start('freezer_freeze_async', b'/g', 0, 0)
         ft.check(not h.callback_in_submit and not h.results, f'{label}: no callback runs inside the _async() calls',
                  h.results)
@@ -177,14 +177,14 @@ def check_handle(lib, sc, f, label):
         now = time.monotonic()
         ft.check_equal(lib.freezer_get_timeout(f, ctypes.byref(t)), 1, f'{label}: freezer_get_timeout with calls '
                        'in flight')
-        ft.check(now < t.value / 1e6 <= now + 3 + 5 + 1, f'{label}: the deadline is within the calls\' method-call '
-                 'timeout (3 s + 5 s)', (t.value / 1e6 - now))
+        ft.check(now < t.value / 1e6 <= now + 1 + 5 + 1, f'{label}: the deadline is within the calls\' method-call '
+                 'timeout (1 s + 5 s)', (t.value / 1e6 - now))
         res = h.wait(id_g, 'Freeze /g')
         ft.check_equal((res['error'], res['name']), (0, ''), f'{label}: Freeze /g succeeded')
         ft.check_equal(sc.read_events('/g').get('frozen'), 1, f'{label}: the kernel says /g frozen 1 at its callback')
         ft.check(id_s not in h.results, f'{label}: Freeze /s (stuck) is still in flight when /g\'s callback runs')
         ft.check_equal(sc.read_freeze('/s'), 1, f'{label}: freezerd wrote /s meanwhile')
-        res = h.wait(id_s, 'Freeze /s', timeout=3 + ft.DEFAULT_TIMEOUT)
+        res = h.wait(id_s, 'Freeze /s', timeout=1 + ft.DEFAULT_TIMEOUT)
         ft.check_equal((res['error'], res['name']), (-errno.ETIMEDOUT, TIMEOUT_ERROR),
                        f'{label}: Freeze /s timed out')
         ft.check('/s' in res['message'], f'{label}: the message names /s', res['message'])
@@ -226,12 +226,12 @@ def check_handle(lib, sc, f, label):
 
         # ---- cancel: the daemon carries the call out, the callback never runs
         n_results = len(h.results)
-        id_c = h.start('freezer_freeze_async', b'/s', 2 * 1000000, ROLLBACK)
+        id_c = h.start('freezer_freeze_async', b'/s', 1 * 1000000, ROLLBACK)
         ft.check_equal(lib.freezer_cancel_call(f, id_c), 0, f'{label}: freezer_cancel_call of a call in flight')
         ft.check_equal(lib.freezer_cancel_call(f, id_c), -errno.ENOENT, f'{label}: ... and again: -ENOENT')
         ft.check_equal(lib.freezer_cancel_call(f, id_g), -errno.ENOENT, f'{label}: of a completed call: -ENOENT')
         ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezerd to write /s')
-        ft.wait_for(lambda: sc.read_freeze('/s') == 0, timeout=2 + ft.DEFAULT_TIMEOUT,
+        ft.wait_for(lambda: sc.read_freeze('/s') == 0, timeout=1 + ft.DEFAULT_TIMEOUT,
                     what='freezerd to roll /s back after its timeout')
         id_t = h.start('freezer_thaw_async', b'/g/k', 0, 0)
         h.wait(id_t, 'Thaw /g/k')
@@ -251,8 +251,8 @@ def check_example(sc, d):
     exe = os.path.join(ft.BUILDDIR, 'client', 'example-async')
     if not os.path.exists(exe):
         ft.fail(f'{exe} is not built')
-    p = subprocess.run([exe, f'--private={d.runtime_dir}/private', '--timeout=2', '/s', '/g'], capture_output=True,
-                       text=True, timeout=2 + ft.DEFAULT_TIMEOUT,
+    p = subprocess.run([exe, f'--private={d.runtime_dir}/private', '--timeout=1', '/s', '/g'], capture_output=True,
+                       text=True, timeout=1 + ft.DEFAULT_TIMEOUT,
                        env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(ft.BUILDDIR, 'client')))
     lines = p.stdout.splitlines()
     ft.check_equal(p.returncode, 1, 'example-async exits 1 (/s failed)')
@@ -294,11 +294,11 @@ def check_lost_connection(lib, sc, bus):
         ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
                        'freezer_open_private')
         h = Handle(lib, f)
-        h.start('freezer_freeze_async', b'/s', 2 * 1000000, ROLLBACK)
+        h.start('freezer_freeze_async', b'/s', 1 * 1000000, ROLLBACK)
         h.start('freezer_freeze_async', b'/g', 0, 0)
         h.close()  # with both in flight
         ft.wait_for(lambda: sc.read_freeze('/s') == 0 and sc.read_freeze('/g') == 1 and sc.frozen('/g'),
-                    timeout=2 + ft.DEFAULT_TIMEOUT, what='freezerd to finish both calls')
+                    timeout=1 + ft.DEFAULT_TIMEOUT, what='freezerd to finish both calls')
         ft.check_equal(h.results, {}, 'freezer_close() with calls in flight ran no callback')
         ft.check_equal(ft.freezectl('thaw', '/g', address=bus.address).returncode, 0, 'freezectl thaw /g')
 
@@ -308,11 +308,7 @@ def test():
     base.reexec_for_asan(base.libfreezer_path())
     lib = load()
     with ft.Scratch('core-libfreezer-async') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
-        sc.mkdir('/g/h')
-        sc.mkdir('/g/k')
-        sc.spawn_sleepers('/g/k', 2)
-        sc.spawn_sleepers('/g/h', 1)
-        fuse.spawn_stuck(sc, '/s')
+        ft.make_core_groups(sc, fuse)
 
         with ft.Daemon(bus, sc.root) as d:
             f = ctypes.c_void_p()

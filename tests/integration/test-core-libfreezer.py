@@ -133,11 +133,7 @@ def test():
     reexec_for_asan(libfreezer_path())
     lib = load()
     with ft.Scratch('core-libfreezer') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
-        sc.mkdir('/g/h')
-        sc.mkdir('/g/k')
-        sc.spawn_sleepers('/g/k', 2)
-        sc.spawn_sleepers('/g/h', 1)
-        fuse.spawn_stuck(sc, '/s')
+        ft.make_core_groups(sc, fuse)
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
