@@ -918,6 +918,19 @@ static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind ki
         return 0;
 }
 
+/* Send the call a build_*() made (r: what it returned) as a call in flight;
+ * a failure of either is the handle's last error. */
+static int start_call(freezer *f, int r, sd_bus_message **m, sd_bus_error *error, uint64_t timeout_usec,
+                      uint64_t flags, call_kind kind, size_t size, freezer_call_callback cb, void *userdata,
+                      uint64_t *ret_id) {
+        if (r >= 0)
+                r = call_async(f, *m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), kind, size,
+                               cb, userdata, ret_id);
+        if (r < 0)
+                return error_take(f, error, r);
+        return 0;
+}
+
 static int freeze_or_thaw_async(freezer *f, const char *member, const char *path, uint64_t timeout_usec,
                                 uint64_t flags, freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -932,12 +945,7 @@ static int freeze_or_thaw_async(freezer *f, const char *member, const char *path
                 return error_set(f, -EINVAL);
 
         r = build_freeze_or_thaw(f, member, path, timeout_usec, flags, &m, &error);
-        if (r >= 0)
-                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_PLAIN, 0,
-                               cb, userdata, ret_id);
-        if (r < 0)
-                return error_take(f, &error, r);
-        return 0;
+        return start_call(f, r, &m, &error, timeout_usec, flags, CALL_PLAIN, 0, cb, userdata, ret_id);
 }
 
 FREEZER_EXPORT int freezer_freeze_async(freezer *f, const char *path, uint64_t timeout_usec, uint64_t flags,
@@ -966,12 +974,7 @@ FREEZER_EXPORT int freezer_apply_batch_async(freezer *f, const freezer_request *
                 return error_set(f, -EINVAL);
 
         r = build_apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags, &m, &size, &error);
-        if (r >= 0)
-                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_BATCH,
-                               size, cb, userdata, ret_id);
-        if (r < 0)
-                return error_take(f, &error, r);
-        return 0;
+        return start_call(f, r, &m, &error, timeout_usec, flags, CALL_BATCH, size, cb, userdata, ret_id);
 }
 
 FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, const char *const *exclude,
@@ -989,12 +992,7 @@ FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, con
                 return error_set(f, -EINVAL);
 
         r = build_freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &m, &error);
-        if (r >= 0)
-                r = call_async(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), CALL_EXCEPT,
-                               0, cb, userdata, ret_id);
-        if (r < 0)
-                return error_take(f, &error, r);
-        return 0;
+        return start_call(f, r, &m, &error, timeout_usec, flags, CALL_EXCEPT, 0, cb, userdata, ret_id);
 }
 
 FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id) {
