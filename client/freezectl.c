@@ -1745,6 +1745,21 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 c.path = g.path;
         }
 
+        /* Tell the handle every group's state, so that a group a signal lists
+         * for its counts alone (an ancestor of one that froze) is not printed
+         * as a change. */
+        {
+                freezer_group *groups = NULL;
+                size_t n_groups = 0;
+
+                r = freezer_list(f, &groups, &n_groups);
+                if (r < 0) {
+                        log_failure(f, r, "cannot list the groups");
+                        goto finish;
+                }
+                freezer_group_array_free(groups, n_groups);
+        }
+
         for (size_t i = 0; i < n_arg_triggers; i++) {
                 trigger_spec *t = &arg_triggers[i];
                 char th[64], w[64];

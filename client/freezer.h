@@ -364,7 +364,10 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * cb gets the group's path, its FreezerState and its Frozen property, at most
  * once per group per signal, and only when one of the two differs from what
  * the handle last knew of that group (from an earlier signal, or from
- * freezer_get_group() while the callback was installed).  The callback may
+ * freezer_get_group() or freezer_list() while the callback was installed). A
+ * signal lists groups whose counts changed, too (an ancestor's frozen
+ * descendants): to follow many groups, call freezer_list() once after
+ * installing the callback, or their first mention is reported.  The callback may
  * remove or replace itself.
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);

@@ -1353,6 +1353,19 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         if (r < 0)
                 return error_take(f, &error, r);
 
+        /* What the state callback compares signals against: a group first seen
+         * in GroupsChanged (listed there because its counts changed) would
+         * otherwise be reported as if its state had changed. FreezerState
+         * tells the kernel's "frozen" too (frozen, frozen-by-parent and
+         * thawing are frozen). */
+        for (size_t i = 0; f->state_cb && i < *ret_n; i++) {
+                freezer_state s = (*ret)[i].state;
+
+                cache_update(f, (*ret)[i].object, true, s, s != FREEZER_STATE_UNKNOWN,
+                             s == FREEZER_STATE_FROZEN || s == FREEZER_STATE_FROZEN_BY_PARENT ||
+                                     s == FREEZER_STATE_THAWING);
+        }
+
         return 0;
 }
 

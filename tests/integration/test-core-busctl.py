@@ -160,6 +160,15 @@ def check_monitor(sc, bus):
         ft.wait_for(lambda: wl.lines or watch.poll() is not None, what='freezectl watch to start')
         ft.check(watch.poll() is None and 'watching' in wl.lines[0], 'freezectl watch runs', wl.lines)
         monitor(bus)
+
+        # The root is in the same GroupsChanged for its counts (frozen descendants) alone:
+        # watch prints the groups whose state changed, and nothing for the root.
+        def states():  # "DATE TIME state PATH STATE"
+            return [ln.split()[3:] for ln in wl.lines if ln.split()[2:3] == ['state']]
+        ft.wait_for(lambda: ['/g', 'frozen'] in states() and ['/g/h', 'frozen-by-parent'] in states(),
+                    what=f'freezectl watch to print /g frozen and /g/h frozen-by-parent (it printed {wl.lines})')
+        ft.check(not any(s[0] == '/' for s in states()), 'freezectl watch prints no state line for the root, '
+                 'whose state did not change', wl.lines)
     finally:
         watch.terminate()
         watch.wait()
