@@ -635,8 +635,32 @@ static int set_string(char **p, const char *s) {
         return !s || *p ? 0 : -ENOMEM;
 }
 
-int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
-              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
+/* sd_bus_error_set_errno()'s names for the errnos a call here can fail with
+ * (the others it names "System.Error.<ERRNO>"). */
+static const char *errno_bus_name(int e) {
+        switch (e) {
+        case ETIMEDOUT:
+                return "org.freedesktop.DBus.Error.Timeout";
+        case ECONNRESET:
+                return "org.freedesktop.DBus.Error.Disconnected";
+        case EPERM:
+        case EACCES:
+                return "org.freedesktop.DBus.Error.AccessDenied";
+        case EBADMSG:
+                return "org.freedesktop.DBus.Error.InconsistentMessage";
+        case EIO:
+                return "org.freedesktop.DBus.Error.IOError";
+        case ENOENT:
+                return "org.freedesktop.DBus.Error.FileNotFound";
+        case EINVAL:
+                return "org.freedesktop.DBus.Error.InvalidArgs";
+        default:
+                return NULL;
+        }
+}
+
+static int call_once(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
+                     size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
          * BEGIN, then the call, in one write: the specification lets a client
          * pipeline them, and it saves a round trip to the server. */
@@ -730,4 +754,24 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
                 consume(w, (size_t) l);
                 return r;
         }
+}
+
+int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
+              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
+        int r = call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret);
+
+        /* A failure of our own gets the names sd-bus gives it (libfreezer
+         * reports the same failure so): callers print an error name and a
+         * message for every failure, and --json promises both. */
+        if (r < 0 && !w->error_name && r != -ENOMEM) {
+                char name[64];
+
+                if (errno_bus_name(-r))
+                        snprintf(name, sizeof name, "%s", errno_bus_name(-r));
+                else
+                        snprintf(name, sizeof name, "System.Error.%s", strerrorname_np(-r) ?: "EIO");
+                if (set_string(&w->error_name, name) < 0 || set_string(&w->error_message, strerror(-r)) < 0)
+                        return -ENOMEM;
+        }
+        return r;
 }

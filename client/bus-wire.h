@@ -62,7 +62,10 @@ typedef struct wire_arg {
  * wire_last_error_name()/_message() set (what callers report); -EINVAL with
  * them set to InvalidArgs if a string is not valid UTF-8 (nothing is sent,
  * as libfreezer); -ETIMEDOUT, -ECONNRESET (the peer closed the connection),
- * -EPERM (authentication refused) or -EBADMSG otherwise. */
+ * -EPERM (authentication refused) or -EBADMSG otherwise, with the names
+ * sd-bus gives those ("org.freedesktop.DBus.Error.Timeout",
+ * "org.freedesktop.DBus.Error.Disconnected", ...) and strerror()'s words as
+ * the message. */
 int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
               size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret);
 const char *wire_last_error_name(const wire *w);

@@ -278,15 +278,41 @@ static void help(void) {
                PROGRAM);
 }
 
+
+/* Write "freezectl: " and line to stderr as one line: control characters (a
+ * newline in a path we were given, or in a message) as \xNN. */
+static void put_error_line(const char *line) {
+        fputs(PROGRAM ": ", stderr);
+        for (const unsigned char *p = (const unsigned char *) line; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        fprintf(stderr, "\\x%02x", *p);
+                else
+                        fputc(*p, stderr);
+        fputc('\n', stderr);
+}
+
+_printf_(1, 2)
+static void log_error(const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        put_error_line(r >= 0 ? line : "out of memory");
+}
+
 _printf_(1, 2)
 static int usage_error(const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
         va_list ap;
+        int r;
 
-        fputs(PROGRAM ": ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        r = vasprintf(&what, fmt, ap);
         va_end(ap);
-        fputs(" (see --help)\n", stderr);
+        log_error("%s (see --help)", r >= 0 ? what : "out of memory");
         return -EINVAL;
 }
 
@@ -294,10 +320,31 @@ static int usage_error(const char *fmt, ...) {
  * D-Bus error's name and message where there is one, else from r. */
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
+        _cleanup_free_ char *what = NULL;
         const char *s;
 
-        fputs(PROGRAM ": ", stderr);
-        vfprintf(stderr, fmt, ap);
+        if (vasprintf(&what, fmt, ap) < 0) {
+                put_error_line("out of memory");
+                return;
+        }
+
+        /* Failures of the connection, not of freezerd's work: said as such,
+         * so that a call that timed out on our side does not read like
+         * freezerd's own Timeout (the kernel did not finish). */
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.ServiceUnknown") ||
+            streq_ptr(name, "org.freedesktop.DBus.Error.NameHasNoOwner")) {
+                log_error("%s: freezerd is not running (nobody owns " FREEZER_SERVICE " on the bus)", what);
+                return;
+        }
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
+            streq_ptr(name, "org.freedesktop.DBus.Error.NoReply")) {
+                log_error("%s: no reply from freezerd (%s)", what, message ?: strerror(-r));
+                return;
+        }
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected")) {
+                log_error("%s: lost the connection to freezerd (%s)", what, message ?: strerror(-r));
+                return;
+        }
 
         if (name) {
                 if ((s = startswith(name, "org.freezerd.Freezer1.Error.")) ||
@@ -308,13 +355,13 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         }
 
         if (name && message)
-                fprintf(stderr, ": %s: %s\n", name, message);
+                log_error("%s: %s: %s", what, name, message);
         else if (message)
-                fprintf(stderr, ": %s\n", message);
+                log_error("%s: %s", what, message);
         else if (name)
-                fprintf(stderr, ": %s\n", name);
+                log_error("%s: %s", what, name);
         else
-                fprintf(stderr, ": %s\n", strerror(-r));
+                log_error("%s: %s", what, strerror(-r));
 }
 
 /* A failed libfreezer call. */
@@ -580,8 +627,7 @@ static void note_frozen_above(freezer *f, const char *path) {
                 freeze = g.freeze;
                 freezer_group_clear(&g);
                 if (freeze) {
-                        fprintf(stderr, PROGRAM ": note: every freeze flag in %s is cleared, but %s still freezes it\n",
-                                path, up);
+                        log_error("note: every freeze flag in %s is cleared, but %s still freezes it", path, up);
                         return;
                 }
                 if (streq(up, "/"))
@@ -787,7 +833,7 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
         else {
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0) {
-                        fprintf(stderr, PROGRAM ": cannot open %s: %s\n", file, strerror(errno));
+                        log_error("cannot open %s: %s", file, strerror(errno));
                         return EXIT_FAILURE;
                 }
         }
@@ -796,11 +842,11 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
         if (fd != STDIN_FILENO)
                 (void) close(fd);
         if (r == -EFBIG) {
-                fprintf(stderr, PROGRAM ": %s: larger than %u MiB\n", name, BATCH_JSON_SIZE_MAX / (1024U * 1024U));
+                log_error("%s: larger than %u MiB", name, BATCH_JSON_SIZE_MAX / (1024U * 1024U));
                 return EXIT_USAGE;
         }
         if (r < 0) {
-                fprintf(stderr, PROGRAM ": cannot read %s: %s\n", name, strerror(-r));
+                log_error("cannot read %s: %s", name, strerror(-r));
                 return EXIT_FAILURE;
         }
 
@@ -810,7 +856,7 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
                 return EXIT_FAILURE;
         }
         if (r < 0) {
-                fprintf(stderr, PROGRAM ": %s: %s\n", name, error);
+                log_error("%s: %s", name, error);
                 return EXIT_USAGE;
         }
 
@@ -1292,7 +1338,11 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                         if (!row->error || !row->message)
                                 goto oom;
                 } else if (r < 0) {
-                        if (path)
+                        /* The first read fails for the group as a whole (it does
+                         * not exist, access): no resource to name then. */
+                        if (path && (res == FREEZER_RESOURCE_CPU || r == -ENOENT || r == -EACCES))
+                                log_failure(f, r, "cannot read the pressure of %s", path);
+                        else if (path)
                                 log_failure(f, r, "cannot read the %s pressure of %s",
                                             freezer_resource_to_string(res), path);
                         else
@@ -1747,17 +1797,14 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
 
         /* Tell the handle every group's state, so that a group a signal lists
          * for its counts alone (an ancestor of one that froze) is not printed
-         * as a change. */
+         * as a change. A freezerd that is not running yet has nothing to
+         * tell: then its groups' first mentions are printed. */
         {
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
 
-                r = freezer_list(f, &groups, &n_groups);
-                if (r < 0) {
-                        log_failure(f, r, "cannot list the groups");
-                        goto finish;
-                }
-                freezer_group_array_free(groups, n_groups);
+                if (freezer_list(f, &groups, &n_groups) >= 0)
+                        freezer_group_array_free(groups, n_groups);
         }
 
         for (size_t i = 0; i < n_arg_triggers; i++) {
@@ -2074,6 +2121,29 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* Why a connection failed, in the words an operator needs: the errno's, and
+ * what it likely means. */
+static const char *connect_error(int r) {
+        static char buf[256];
+        const char *hint;
+
+        switch (r) {
+        case -ENOMEDIUM: /* sd-bus has no address for the user bus ("No medium found") */
+                return "there is no user bus (neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set)";
+        case -ETIMEDOUT:
+                hint = " (no answer within 25 s: is freezerd stopped or stuck?)";
+                break;
+        case -ENOENT:
+        case -ECONNREFUSED:
+                hint = arg_bus == BUS_PRIVATE ? " (is freezerd running?)" : " (is dbus-daemon running?)";
+                break;
+        default:
+                hint = "";
+        }
+        snprintf(buf, sizeof buf, "%s%s", strerror(-r), hint);
+        return buf;
+}
+
 static int connect_bus(freezer **ret, bool needs_signals) {
         const char *what, *where = "";
         int r;
@@ -2107,8 +2177,13 @@ static int connect_bus(freezer **ret, bool needs_signals) {
                 what = "the system bus";
                 break;
         }
-        if (r < 0)
-                fprintf(stderr, PROGRAM ": cannot connect to %s%s: %s\n", what, where, strerror(-r));
+        if (r < 0) {
+                if (arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT)
+                        where = getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket";
+                log_error("cannot connect to %s%s%s%s: %s", what,
+                        arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT ? " (" : "", where,
+                        arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT ? ")" : "", connect_error(r));
+        }
         return r;
 }
 
@@ -2159,7 +2234,7 @@ static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_
                         arg_bus = BUS_SYSTEM;
                         return -1;
                 }
-                fprintf(stderr, PROGRAM ": cannot connect to freezerd's private socket %s: %s\n", path, strerror(-r));
+                log_error("cannot connect to freezerd's private socket %s: %s", path, connect_error(r));
                 return EXIT_FAILURE;
         }
         if (batch)

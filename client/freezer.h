@@ -27,7 +27,8 @@
  *     (they are NULL until the first failure). After a failure the name is
  *     never NULL: it is the daemon's (or the bus') error name, or for local
  *     failures the name sd-bus derives from the errno (for example
- *     "org.freedesktop.DBus.Error.InvalidArgs" or "System.Error.ECONNRESET").
+ *     "org.freedesktop.DBus.Error.Disconnected" for -ECONNRESET, or
+ *     "System.Error.ENOTCONN").
  *     A local method-call timeout is reported as -ETIMEDOUT with the name
  *     "org.freedesktop.DBus.Error.Timeout" (the daemon's own timeout is
  *     "org.freezerd.Freezer1.Error.Timeout"). freezer_open_*() fail without
@@ -133,7 +134,9 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * daemon, without dbus-daemon in between, so a call costs one round trip to
  * freezerd and nothing else.  The socket is root's (mode 0600): others get
  * -EACCES, and -ENOENT or -ECONNREFUSED mean no daemon listens there; fall
- * back to freezer_open_system() then.
+ * back to freezer_open_system() then. A daemon that does not answer the
+ * handshake within 25 s (stopped, or stuck) gives -ETIMEDOUT; so does a bus
+ * that does not, for the other freezer_open_*().
  * Calls and their answers are the same as on the bus.  The state and group
  * callbacks work too, and get their signals straight from freezerd (one hop
  * less from a kernel event to the callback); the handle does not outlive the

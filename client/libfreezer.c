@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <systemd/sd-bus.h>
 
@@ -180,6 +181,15 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
         return error_take(f, &e, r);
 }
 
+/* A path that sd-bus would not append: for a string that is not NULL, -EINVAL
+ * means it is not UTF-8. Said as freezer_freeze() says it, instead of a bare
+ * "Invalid argument". */
+static int path_append_failed(int r, sd_bus_error *error) {
+        if (r == -EINVAL && !sd_bus_error_is_set(error))
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
+        return r;
+}
+
 /* A handle of freezer_open_private(): a peer-to-peer connection to freezerd,
  * not to a bus broker. */
 static bool is_direct(freezer *f) {
@@ -208,11 +218,29 @@ FREEZER_EXPORT const char *freezer_last_error_message(freezer *f) {
 
 /* ---- open/close ---- */
 
+/* How long the handshake may take: as long as sd-bus waits for a method
+ * call's reply. sd-bus' own authentication timeout is 90 s, and a freezerd
+ * that is stopped (SIGSTOP) still has the kernel accept connections to its
+ * private socket, so without this, freezer_open_private() would hang that
+ * long where every call gives up after 25 s. */
+#define READY_TIMEOUT_USEC (25 * USEC_PER_SEC)
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
 /* Until the connection is set up (authenticated; on a bus, Hello
- * answered). */
+ * answered), or -ETIMEDOUT. */
 static int wait_ready(sd_bus *bus) {
+        uint64_t deadline = now_usec() + READY_TIMEOUT_USEC;
+
         for (;;) {
+                uint64_t now;
                 int r = sd_bus_is_ready(bus);
+
                 if (r != 0)
                         return r < 0 ? r : 0;
                 r = sd_bus_process(bus, NULL);
@@ -220,14 +248,18 @@ static int wait_ready(sd_bus *bus) {
                         return r;
                 if (r > 0)
                         continue;
-                /* sd-bus's own authentication timeout bounds this. */
-                r = sd_bus_wait(bus, UINT64_MAX);
+                now = now_usec();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                r = sd_bus_wait(bus, deadline - now);
                 if (r < 0)
                         return r;
         }
 }
 
-/* Takes over bus on success. */
+/* Takes over bus on success. On failure the caller closes bus without
+ * flushing it (sd_bus_close_unref()): a flush would wait for the handshake
+ * that did not come, for sd-bus' own 90 s. */
 static int freezer_new(freezer **ret, sd_bus *bus) {
         freezer *f;
         int r;
@@ -250,7 +282,7 @@ static int freezer_new(freezer **ret, sd_bus *bus) {
 }
 
 FREEZER_EXPORT int freezer_open_system(freezer **ret) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         if (!ret)
@@ -269,7 +301,7 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
 }
 
 FREEZER_EXPORT int freezer_open_user(freezer **ret) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         if (!ret)
@@ -292,7 +324,7 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
  * socket's credentials); otherwise that of a bus broker, where we talk to a
  * well-known name. */
 static int open_address(freezer **ret, const char *address, bool direct) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         r = sd_bus_new(&bus);
@@ -524,10 +556,8 @@ static int build_freeze_or_thaw(freezer *f, const char *member, const char *path
                 return r;
 
         r = sd_bus_message_append(m, "stt", path, timeout_usec, flags);
-        if (r == -EINVAL)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
         if (r < 0)
-                return r;
+                return path_append_failed(r, error);
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -705,10 +735,8 @@ static int build_freeze_except(freezer *f, const char *path, const char *const *
                 return r;
 
         r = sd_bus_message_append(m, "s", path);
-        if (r == -EINVAL)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, MESSAGE_PATH_NOT_UTF8);
         if (r < 0)
-                return r;
+                return path_append_failed(r, error);
 
         r = sd_bus_message_open_container(m, 'a', "s");
         if (r < 0)
@@ -1035,7 +1063,7 @@ static int track_or_untrack(freezer *f, const char *member, const char *path) {
                                FREEZER_MANAGER_INTERFACE, member,
                                &error, &reply, "s", path);
         if (r < 0)
-                return error_take(f, &error, r);
+                return error_take(f, &error, path_append_failed(r, &error));
 
         return 0;
 }
@@ -1204,7 +1232,7 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
 
         r = sd_bus_message_append(m, "s", path);
         if (r < 0)
-                return r;
+                return path_append_failed(r, error);
 
         r = sd_bus_call(f->bus, m, 0, error, &reply);
         if (r < 0)
@@ -1744,7 +1772,7 @@ static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_err
         r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
                                "GetGroup", error, &reply, "s", path);
         if (r < 0)
-                return r;
+                return path_append_failed(r, error);
 
         r = sd_bus_message_read(reply, "o", &object);
         if (r < 0)

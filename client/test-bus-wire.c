@@ -284,12 +284,18 @@ static void test_calls(void) {
 
         /* No reply: the timeout. */
         CHECK_R(call(w, "/hang", 0, 0, 200 * USEC_PER_MSEC), -ETIMEDOUT);
+        /* A failure of our own is named as sd-bus names it, with its words. */
+        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.Timeout");
+        CHECK_STR(wire_last_error_message(w), strerror(ETIMEDOUT));
         w = wire_close(w);
 
         /* The server closes the connection instead of replying. */
         CHECK_R(wire_open(socket_path, &w), 0);
-        if (w)
+        if (w) {
                 CHECK_R(call(w, "/close", 0, 0, 5 * USEC_PER_SEC), -ECONNRESET);
+                CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.Disconnected");
+                CHECK_STR(wire_last_error_message(w), strerror(ECONNRESET));
+        }
         w = wire_close(w);
 
         /* Nobody listening. */

@@ -107,6 +107,11 @@ def test():
         sc.spawn_sleepers('/g/h', 1)
         fuse.spawn_stuck(sc, '/s')
 
+        # No freezerd on the bus yet: said in those words, not as the bus' ServiceUnknown.
+        r = ft.freezectl('status', '/g', address=bus.address, check=False)
+        ft.check_equal(r.returncode, 1, 'status with no freezerd on the bus exits 1')
+        one_line(r, 'no freezerd', 'freezerd is not running', ft.BUS_NAME)
+
         with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 2000000}) as d:
             c = d.client
             for p in ('/g', '/g/h', '/', '/a-b/c d'):
@@ -206,6 +211,12 @@ def test():
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
             one_line(bad, 'unreachable bus')
+
+            # A control character in a path stays inside the one line (as \x0a), as freezerd
+            # writes it in its own message.
+            r = ft.freezectl('freeze', '/a\nb', check=False)
+            ft.check_equal(r.returncode, 1, 'freeze of a path with a newline exits 1')
+            one_line(r, 'freeze /a<newline>b', 'cannot freeze /a\\x0ab:')
 
             # ---- usage: exit 2
             for args, what in ((['--bogus', 'list'], 'an unknown option'), ([], 'a missing command'),

@@ -129,6 +129,7 @@ def test():
                     check_access(sc, path, run)
                     check_dying_caller(sc, daemon, path)
                     check_connection_cap(sc, daemon, path)
+                    check_silent_socket(run)
                     # A watch over the socket that outlives freezerd (checked below), with a
                     # system-wide trigger that ends with the connection.
                     watcher = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch',
@@ -157,6 +158,25 @@ def test():
                     watcher.stderr.close()
     finally:
         shutil.rmtree(run, ignore_errors=True)
+
+
+def check_silent_socket(run):
+    """A socket whose server never answers the handshake (a freezerd stopped with SIGSTOP:
+    the kernel still accepts connections): status gives up after 25 s, as calls do."""
+    path = os.path.join(run, 'silent')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        srv.bind(path)
+        srv.listen(4)
+        t0 = time.monotonic()
+        r = ft.freezectl('status', '/g', socket=path, check=False, timeout=60)
+        took = time.monotonic() - t0
+        ft.check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and 'timed out' in r.stderr,
+                 'status over a socket that never answers fails with one line saying it timed out', (r.returncode, r.stderr))
+        ft.check(20 <= took < 40, 'after about 25 s (the method-call timeout)', took)
+    finally:
+        srv.close()
+        os.unlink(path)
 
 
 def check_socket(path):
@@ -264,6 +284,10 @@ def check_batch(sc, daemon, path):
                            timeout=ft.DEFAULT_TIMEOUT)
         ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
                  f'freeze of a path that is not UTF-8 ({how.split("=")[0]}): the same error either way', r)
+        r = subprocess.run([ft.FREEZECTL_BIN, how, 'status', '/\udcff'], capture_output=True,
+                           timeout=ft.DEFAULT_TIMEOUT)
+        ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
+                 f'status of a path that is not UTF-8 ({how.split("=")[0]}): the same words', r)
 
     # The flags and the timeout arrive: /s cannot finish freezing (a task blocked on FUSE).
     r = ft.freezectl('--rollback', '--timeout=1s', 'batch', '-', socket=path, check=False,
