@@ -84,7 +84,12 @@ static void help(void) {
                "                       (\"-\": standard input) as one batch; print how many\n"
                "                       freeze flags were written and how many requests were\n"
                "                       skipped because the flag was set that way already\n"
-               "  status [PATH]        Show the properties of one group (default: \"/\")\n"
+               "                       (when a path is given more than once, its last request\n"
+               "                       counts, and the others are neither)\n"
+               "  status [PATH]        Show the properties of one group (default: \"/\");\n"
+               "                       \"Frozen in all\" is the time it spent frozen or\n"
+               "                       freezing since it was made, summed over every freeze\n"
+               "                       (the kernel's frozen_usec)\n"
                "  list                 List the tracked groups with their state\n"
                "  tree [PATH]          Show the tracked groups below PATH (default: all) as a\n"
                "                       tree\n"
@@ -209,7 +214,8 @@ static void help(void) {
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
                "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
                "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
-               "multiple of 2s unless freezerd has CAP_SYS_RESOURCE (by default it has not);\n"
+               "multiple of 2s unless freezerd has CAP_SYS_RESOURCE (the shipped unit keeps\n"
+               "it; a freezerd in a container or started without it has not);\n"
                "THRESHOLD must not be 0 nor above WINDOW. A trigger ends by itself when its\n"
                "group is removed (REASON group-removed) or untracked (untracked), when the\n"
                "group's pressure is hidden (pressure-hidden), on a kernel error (error), or\n"
@@ -440,6 +446,13 @@ static int parse_duration(const char *s, uint64_t *ret) {
                         return -ERANGE;
                 total += add;
         }
+
+        /* A duration that is not zero but below the microsecond would read
+         * as 0, which means "the default" to a timeout: refuse it. */
+        if (total == 0)
+                for (const char *d = s; d < p; d++)
+                        if (*d >= '1' && *d <= '9')
+                                return -ERANGE;
 
         *ret = total;
         return 0;
@@ -929,7 +942,7 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 printf("%-20s%s\n", "Populated:", g.populated ? "yes" : "no");
                 printf("%-20s%" PRIu32 "\n", "Descendants:", g.descendants);
                 printf("%-20s%" PRIu32 "\n", "Frozen descendants:", g.frozen_descendants);
-                printf("%-20s%s\n", "Frozen for:", format_duration(buf, sizeof(buf), g.frozen_usec));
+                printf("%-20s%s\n", "Frozen in all:", format_duration(buf, sizeof(buf), g.frozen_usec));
         }
 
         freezer_group_clear(&g);
@@ -1981,22 +1994,58 @@ static int except_add(char *path) {
 
 /* Returns > 0 to go on, 0 to exit successfully (--help, --version), < 0 on
  * usage errors. */
-static int parse_argv(int argc, char *argv[]) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_SYSTEM,
-                ARG_USER,
-                ARG_ADDRESS,
-                ARG_SOCKET,
-                ARG_JSON,
-                ARG_TIMEOUT,
-                ARG_NO_WAIT,
-                ARG_ROLLBACK,
-                ARG_RECURSIVE,
-                ARG_EXCEPT,
-                ARG_ORDER,
-                ARG_TRIGGER,
+/* The long options without a short form. */
+enum {
+        ARG_VERSION = 0x100,
+        ARG_SYSTEM,
+        ARG_USER,
+        ARG_ADDRESS,
+        ARG_SOCKET,
+        ARG_JSON,
+        ARG_TIMEOUT,
+        ARG_NO_WAIT,
+        ARG_ROLLBACK,
+        ARG_RECURSIVE,
+        ARG_EXCEPT,
+        ARG_ORDER,
+        ARG_TRIGGER,
+};
+
+/* --system, --user, --address=, --socket=: one way to freezerd. Given two,
+ * the last would win silently. */
+static int set_bus(int option, const char *arg) {
+        static const struct {
+                int option;
+                const char *name;
+                bus_kind bus;
+        } ways[] = {
+                { ARG_SYSTEM,  "--system",  BUS_SYSTEM  },
+                { ARG_USER,    "--user",    BUS_USER    },
+                { ARG_ADDRESS, "--address", BUS_ADDRESS },
+                { ARG_SOCKET,  "--socket",  BUS_PRIVATE },
         };
+        static const char *given = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(ways); i++) {
+                if (ways[i].option != option)
+                        continue;
+                if (given && !streq(given, ways[i].name))
+                        return usage_error("%s and %s name two ways to freezerd: give one", given, ways[i].name);
+                given = ways[i].name;
+                if (option == ARG_ADDRESS && !*arg)
+                        return usage_error("--address= needs a D-Bus address");
+                if (option == ARG_SOCKET && !*arg)
+                        return usage_error("--socket= needs the path of freezerd's private socket");
+                arg_bus = ways[i].bus;
+                if (option == ARG_ADDRESS)
+                        arg_address = arg;
+                if (option == ARG_SOCKET)
+                        arg_socket = arg;
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help",     no_argument,       NULL, 'h'          },
                 { "version",  no_argument,       NULL, ARG_VERSION  },
@@ -2032,25 +2081,12 @@ static int parse_argv(int argc, char *argv[]) {
                         return 0;
 
                 case ARG_SYSTEM:
-                        arg_bus = BUS_SYSTEM;
-                        break;
-
                 case ARG_USER:
-                        arg_bus = BUS_USER;
-                        break;
-
                 case ARG_ADDRESS:
-                        if (!*optarg)
-                                return usage_error("--address= needs a D-Bus address");
-                        arg_bus = BUS_ADDRESS;
-                        arg_address = optarg;
-                        break;
-
                 case ARG_SOCKET:
-                        if (!*optarg)
-                                return usage_error("--socket= needs the path of freezerd's private socket");
-                        arg_bus = BUS_PRIVATE;
-                        arg_socket = optarg;
+                        r = set_bus(c, optarg);
+                        if (r < 0)
+                                return r;
                         break;
 
                 case ARG_JSON:
@@ -2060,7 +2096,8 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_TIMEOUT:
                         r = parse_duration(optarg, &arg_timeout_usec);
                         if (r == -ERANGE)
-                                return usage_error("duration too large: '%s'", optarg);
+                                return usage_error("duration out of range: '%s' (from 1us to about "
+                                                   "584,000 years; 0 means freezerd's default)", optarg);
                         if (r < 0)
                                 return usage_error("invalid duration '%s' (e.g. 5s, 250ms, 2min, 1.5s)", optarg);
                         arg_timeout_set = true;

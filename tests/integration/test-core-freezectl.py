@@ -221,7 +221,10 @@ def test():
             # ---- usage: exit 2
             for args, what in ((['--bogus', 'list'], 'an unknown option'), ([], 'a missing command'),
                                (['frobnicate'], 'an unknown command'), (['freeze'], 'freeze without PATH'),
-                               (['freeze', '--timeout=xyz', '/g'], 'a bad duration')):
+                               (['freeze', '--timeout=xyz', '/g'], 'a bad duration'),
+                               (['freeze', '--timeout=0.0000001s', '/g'], 'a timeout below 1us (it would read 0, '
+                                                                          'the default)'),
+                               (['--system', '--user', 'list'], 'two ways to freezerd')):
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
