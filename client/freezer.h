@@ -206,7 +206,9 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * by freezing the fewest groups that cover the rest: at each level, the
  * siblings of an excluded branch (Manager.FreezeExcept). Every excluded path
  * must lie strictly below path (-EINVAL otherwise); the daemon takes at most
- * 4096 of them. With none, path itself is frozen (for "/", which cannot be
+ * 4096 of them. An excluded group that cannot keep running fails the call
+ * with nothing written: -EINVAL if its own flag is set, -EBUSY
+ * (FrozenByParent) if an ancestor's is. With none, path itself is frozen (for "/", which cannot be
  * frozen, every group directly below it). Processes directly in path or in
  * another ancestor of an excluded group keep running: the kernel cannot
  * freeze a group without its descendants.
@@ -310,7 +312,8 @@ FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group
 /* Free the strings of *g and zero it. NULL is fine. */
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
-/* Every group the daemon tracks, in the daemon's order. Only path, object and
+/* Every group the daemon tracks (and "/", its cgroup root, always), in the
+ * daemon's order. Only path, object and
  * state are filled in; the other fields are zero. *ret is NULL and *ret_n 0
  * when there is none, and on failure. Free with freezer_group_array_free(). */
 FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n);

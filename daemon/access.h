@@ -11,7 +11,7 @@
  *
  * The rules (dbus/org.freezerd.Freezer1.xml documents them for clients):
  *   - Reads are open to everyone: properties, GetAll, GetManagedObjects,
- *     ListGroups, GetGroup of a tracked group, introspection.
+ *     ListGroups, GetGroup of a tracked group or of "/", introspection.
  *   - Writing a group's cgroup.freeze (Freeze, Thaw, ApplyBatch, FreezeExcept,
  *     RECURSIVE), tracking or untracking a group, and a pressure trigger on a
  *     group: root (euid 0) on any group; any other uid only on a group whose

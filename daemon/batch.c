@@ -94,8 +94,11 @@ static bool is_excluded(const Group *g, Group *const *excluded, size_t n) {
 static int cover(Group *g, Group *const *excluded, size_t n_excluded, Group ***list, size_t *n, size_t *cap) {
         if (is_excluded(g, excluded, n_excluded))
                 return 0;
-        /* The root of the hierarchy has no cgroup.freeze: always descend from it. */
-        if (g->parent && !has_excluded_at_or_below(g, excluded, n_excluded)) {
+        /* The root of the hierarchy has no cgroup.freeze: always descend from it.
+         * So from a group that is not tracked (below an untracked root, an
+         * ancestor kept for its flag): freezing it would freeze its children
+         * that freezerd does not follow. */
+        if (g->parent && g->tracked && !has_excluded_at_or_below(g, excluded, n_excluded)) {
                 if (*n == *cap) {
                         size_t c = *cap ? *cap * 2 : 16;
                         Group **l = realloc(*list, c * sizeof *l);

@@ -45,7 +45,8 @@ int batch_plan(BatchItem *items, size_t n, BatchOrder order, size_t *ret_n);
 
 /* The fewest groups whose freezing covers top's subtree except the excluded
  * subtrees: top itself when nothing is excluded below it, else, recursively,
- * at each level the siblings of excluded branches.  Every excluded group
- * must lie strictly below top (-EINVAL otherwise).  The result is in
+ * at each level the siblings of excluded branches.  Only tracked groups are
+ * in it: the root and untracked groups are descended into.  Every excluded
+ * group must lie strictly below top (-EINVAL otherwise).  The result is in
  * pre-order; *ret is malloc'ed (may be empty). */
 int batch_cover_except(Group *top, Group *const *excluded, size_t n_excluded, Group ***ret, size_t *ret_n);

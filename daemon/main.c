@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -19,6 +20,7 @@
 #include "private-bus.h"
 
 #define BUS_NAME "org.freezerd.Freezer1"
+#define EXIT_USAGE 2
 
 typedef enum BusKind {
         BUS_SYSTEM,
@@ -84,8 +86,27 @@ static void help(void) {
                "\n"
                "Environment: FREEZERD_LOG_LEVEL=debug|info|notice|warning|err.\n"
                "\n"
+               "Exit status:\n"
+               "  0  exited on SIGTERM or SIGINT, or --help, --version\n"
+               "  1  failure: it could not start (e.g. another freezerd runs with the same\n"
+               "     runtime or state directory, or owns the bus name) or lost the bus\n"
+               "  2  usage error\n"
+               "\n"
                "See also: freezectl(1), busctl(1); the API is in org.freezerd.Freezer1.xml.\n",
                FREEZERD_CONFIG_PATH, "/run/freezerd", "/var/lib/freezerd");
+}
+
+/* One line, "; see freezerd --help." after it; main() then exits EXIT_USAGE. */
+_printf_(1, 2)
+static int usage_error(const char *fmt, ...) {
+        char buf[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        log_error("%s; see freezerd --help.", buf);
+        return -EINVAL;
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -113,7 +134,9 @@ static int parse_argv(int argc, char *argv[]) {
         };
         int c;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        /* getopt's own messages would lack our log prefix and our exit status. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -128,35 +151,51 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_bus = BUS_USER;
                         break;
                 case ARG_ADDRESS:
+                        /* An empty one would only fail later, as "Connection refused". */
+                        if (!*optarg)
+                                return usage_error("--address= needs a bus address (e.g. unix:path=/run/x.sock)");
                         arg_bus = BUS_ADDRESS;
                         arg_address = optarg;
                         break;
                 case ARG_CGROUP_ROOT:
+                        if (!*optarg)
+                                return usage_error("--cgroup-root= needs a directory");
                         arg_cgroup_root = optarg;
                         break;
                 case ARG_CONFIG:
+                        /* An empty one would be a missing file: the defaults, silently. */
+                        if (!*optarg)
+                                return usage_error("--config= needs a file");
                         arg_config = optarg;
                         break;
                 case ARG_RUNTIME_DIR:
+                        if (!*optarg)
+                                return usage_error("--runtime-dir= needs a directory");
                         arg_runtime_dir = optarg;
                         break;
                 case ARG_STATE_DIR:
+                        if (!*optarg)
+                                return usage_error("--state-dir= needs a directory");
                         arg_state_dir = optarg;
                         break;
+                case ':':
+                        return usage_error("Option '%s' needs an argument", argv[optind - 1]);
                 case '?':
-                        return -EINVAL;
+                        /* optopt is the character of a bad short option; of a long one
+                         * given an argument it takes none, its code (>= 0x100, or 'h'
+                         * for --help=...): then argv names it. */
+                        if (optopt > 0 && optopt < 0x100 && optopt != 'h')
+                                return usage_error("Invalid option '-%c'", optopt);
+                        return usage_error("Invalid option '%s'", argv[optind - 1]);
                 default:
                         abort();
                 }
-        if (optind < argc) {
-                log_error("Unexpected argument \"%s\"; see freezerd --help.", argv[optind]);
-                return -EINVAL;
-        }
-        for (const char **d = (const char *[]) { arg_runtime_dir, arg_state_dir, NULL }; *d; d++)
-                if ((*d)[0] != '/') {
-                        log_error("Directory \"%s\" must be an absolute path.", *d);
-                        return -EINVAL;
-                }
+        if (optind < argc)
+                return usage_error("Unexpected argument \"%s\"", argv[optind]);
+        if (arg_runtime_dir[0] != '/')
+                return usage_error("--runtime-dir=%s is not an absolute path", arg_runtime_dir);
+        if (arg_state_dir[0] != '/')
+                return usage_error("--state-dir=%s is not an absolute path", arg_state_dir);
         return 1;
 }
 
@@ -277,16 +316,11 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *userdata) {
         (void) sd_notify(0, "READY=1");
 }
 
-static int run(int argc, char *argv[]) {
+static int run(void) {
         _cleanup_free_ char *config_error = NULL, *root = NULL;
         Config config = {};
         Daemon d = {};
         int r;
-
-        setup_log_level();
-        r = parse_argv(argc, argv);
-        if (r <= 0)
-                return r;
 
         r = config_load(arg_config, &config, &config_error);
         if (r < 0) {
@@ -336,6 +370,12 @@ static int run(int argc, char *argv[]) {
         }
 
         r = sd_bus_request_name(d.bus, BUS_NAME, 0);
+        if (r == -EEXIST) {
+                /* The runtime directory's lock did not stop it: another
+                 * freezerd with other directories, or someone else. */
+                log_error("Cannot start: the name %s is owned by another process (another freezerd?).", BUS_NAME);
+                goto finish;
+        }
         if (r < 0) {
                 log_error_errno(r, "Cannot own the bus name %s: %m", BUS_NAME);
                 goto finish;
@@ -431,6 +471,12 @@ finish:
 }
 
 int main(int argc, char *argv[]) {
-        int r = run(argc, argv);
+        int r;
+
+        setup_log_level();
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        r = run();
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

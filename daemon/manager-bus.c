@@ -205,15 +205,16 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
 
 /* manager_resolve_group() on behalf of a caller.  A path outside the tracked
  * subtrees is tracked on the way: a Track, which only root and the owner of
- * the group may cause (AccessDenied otherwise, with nothing tracked). */
+ * the group may cause (AccessDenied otherwise, with nothing tracked).  "/" is
+ * always an object (group_published()): its lookup tracks nothing. */
 static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g;
         int r;
 
-        if (cg_path_normalize(path, &norm, NULL) >= 0 && !streq(norm, "/")) {
+        if (cg_path_normalize(path, &norm, NULL) >= 0) {
                 g = tree_get(m->tree, norm);
-                if (g && g->tracked) {
+                if (g && group_published(g)) {
                         *ret = g;
                         return 0;
                 }
@@ -221,7 +222,7 @@ static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, s
                 if (r < 0)
                         return r;
         }
-        /* Malformed paths and "/" get manager_resolve_group()'s own answer. */
+        /* Malformed paths get manager_resolve_group()'s own answer. */
         return manager_resolve_group(m, path, ret, error);
 }
 
@@ -315,10 +316,13 @@ static int batch_reply_new(sd_bus_message *call, int kind, BatchReply **ret) {
         return 0;
 }
 
-/* Append the subtree of g (the hierarchy's root excluded: it has no flag). */
+/* Append the subtree of g: its tracked groups.  Not the hierarchy's root,
+ * which has no flag, nor, below a root that is not tracked, the ancestors
+ * kept for their flags: a flag written there would freeze or thaw groups
+ * freezerd does not follow. */
 static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, size_t *cap, size_t *index) {
         for (Group *c = g; c; c = tree_next_preorder(g, c)) {
-                if (!c->parent)
+                if (!c->parent || !c->tracked)
                         continue;
                 if (*n == *cap) {
                         size_t nc = *cap ? *cap * 2 : 64;
@@ -428,9 +432,10 @@ static int reply_group_object(sd_bus_message *msg, const Group *g) {
         return sd_bus_reply_method_return(msg, "o", object);
 }
 
-/* A read, open to everyone, as long as the group is tracked.  A group outside
- * the tracked subtrees would be tracked (published, watched, and remembered
- * across restarts): that is a Track, with Track's rule. */
+/* A read, open to everyone, as long as the group is published (tracked, or
+ * "/").  A group outside the tracked subtrees would be tracked (published,
+ * watched, and remembered across restarts): that is a Track, with Track's
+ * rule. */
 static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
@@ -568,7 +573,7 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
                 return r;
         for (Group *g = root; g; g = tree_next_preorder(root, g)) {
                 _cleanup_free_ char *object = NULL;
-                if (!g->tracked)
+                if (!group_published(g))
                         continue;
                 r = group_object_path(g, &object);
                 if (r < 0)
@@ -744,28 +749,43 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         if (r < 0)
                 return r;
 
-        /* An excluded group that a flag at or above it freezes would stay
-         * frozen whatever we freeze around it: say so instead of pretending. */
-        for (size_t i = 0; i < n_excluded; i++)
-                if (excluded[i]->e_freeze) {
-                        const Group *a = excluded[i];
-                        while (a && !a->freeze)
-                                a = a->parent;
-                        return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
-                                                 "Cannot keep %s running: %s freezes it (its own cgroup.freeze is 1); "
-                                                 "thaw that first; nothing was written",
-                                                 excluded[i]->path, a ? a->path : "an ancestor");
-                }
-
         r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
         if (r < 0)
                 return r;
+        /* The groups it would write, not the excluded ones it leaves alone. */
+        if (n_cover > 0) {
+                r = check_access_groups(m, &c, NULL, cover, n_cover, error);
+                if (r < 0)
+                        return r;
+        }
+
+        /* An excluded group that a flag at or above it freezes would stay
+         * frozen whatever we freeze around it: say so instead of pretending.
+         * That is the groups' state, not the arguments: checked after access
+         * (the XML's "Order of checks"), nothing being written either way.
+         * FrozenByParent says what it says for Thaw: an ancestor's flag.  The
+         * group's own flag makes the request contradict itself (keep running
+         * a group that asks to be frozen): InvalidArgs, which libfreezer
+         * reports as -EINVAL, as it does an exclusion outside the top. */
+        for (size_t i = 0; i < n_excluded; i++) {
+                const Group *x = excluded[i], *a;
+
+                if (!x->e_freeze)
+                        continue;
+                if (x->freeze)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Cannot keep %s running: its own cgroup.freeze is 1; thaw it first; "
+                                                 "nothing was written",
+                                                 x->path);
+                for (a = x->parent; a && !a->freeze; a = a->parent)
+                        ;
+                return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
+                                         "Cannot keep %s running: its ancestor %s freezes it (cgroup.freeze 1 there); "
+                                         "thaw %s first; nothing was written",
+                                         x->path, a ? a->path : "(unknown)", a ? a->path : "that ancestor");
+        }
         if (n_cover == 0)
                 return sd_bus_reply_method_return(msg, "as", 0);
-        /* The groups it would write, not the excluded ones it leaves alone. */
-        r = check_access_groups(m, &c, NULL, cover, n_cover, error);
-        if (r < 0)
-                return r;
 
         items = calloc(n_cover, sizeof *items);
         if (!items)
@@ -808,7 +828,7 @@ static int property_get_cgroup_root(sd_bus *bus, const char *path, const char *i
 static int property_get_groups(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "u", tree_tracked(m->tree));
+        return sd_bus_message_append(reply, "u", tree_published(m->tree));
 }
 
 static int property_get_default_timeout(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -1011,7 +1031,7 @@ static int group_find(sd_bus *bus, const char *path, const char *interface, void
         if (r <= 0)
                 return r;
         g = tree_get(m->tree, cg);
-        if (!g || !g->tracked)
+        if (!g || !group_published(g))
                 return 0;
         *found = g;
         return 1;
@@ -1023,11 +1043,11 @@ static int group_enumerate(sd_bus *bus, const char *path, void *userdata, char *
         size_t n = 0;
         char **l;
 
-        l = calloc(tree_tracked(m->tree) + 1, sizeof(char *));
+        l = calloc(tree_published(m->tree) + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         for (Group *g = root; g; g = tree_next_preorder(root, g)) {
-                if (!g->tracked)
+                if (!group_published(g))
                         continue;
                 if (group_object_path(g, &l[n]) < 0) {
                         for (size_t i = 0; i < n; i++)
@@ -1516,7 +1536,7 @@ void manager_bus_flush(Manager *m) {
         for (size_t i = 0; i < n; i++)
                 groups = groups || sinks[i].groups;
         while ((g = tree_pop_changed(m->tree, &changed))) {
-                if (!g->tracked || !groups)
+                if (!group_published(g) || !groups)
                         continue;
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)

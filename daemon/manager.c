@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
 static void group_flag_changed(Manager *m, Group *g);
 static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
+static void manager_find_self(Manager *m);
 static void group_reread_freeze(Manager *m, Group *g, bool deduce);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
@@ -612,12 +614,14 @@ static void group_announce(Manager *m, Group *g) {
 /* An untracked ancestor becomes tracked: publish it and follow its subtree. */
 static int manager_track_existing(Manager *m, Group *g) {
         _cleanup_close_ int dirfd = -1;
+        bool published = group_published(g);
         int r;
 
         if (g->tracked)
                 return 0;
         tree_set_tracked(m->tree, g, true);
-        group_announce(m, g);
+        if (!published) /* the root is an object already: announce it once */
+                group_announce(m, g);
         r = open_group_dir(m, g->path, &dirfd);
         if (r < 0)
                 return r;
@@ -1185,6 +1189,7 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
                                          freeze ? "frozen" : "thawed");
 
         if (freeze) {
+                manager_find_self(m);
                 r = refuse_self_freeze(m, g, error);
                 if (r < 0)
                         return r;
@@ -1265,8 +1270,10 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                                                  "/ is freezerd's cgroup root (%s) and cannot be frozen or thawed",
                                                  m->cgroup_root);
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0, freezes = 0; i < n; i++)
                 if (items[i].freeze) {
+                        if (freezes++ == 0)
+                                manager_find_self(m); /* once per call, not per group */
                         r = refuse_self_freeze(m, items[i].group, error);
                         if (r < 0)
                                 return r;
@@ -1582,8 +1589,17 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
         if (!copy)
                 return sd_bus_error_set_errno(error, -ENOMEM);
         if (streq(path, "/")) {
-                if (track && !g->tracked)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED, "Cannot track the root late");
+                /* Tracking the root tracks the whole hierarchy: every descendant
+                 * of a tracked group is tracked (tree.h), and a tracked group's
+                 * new children are tracked as they come.  Setting the root's
+                 * flag alone would break the first and leave the groups already
+                 * there out for good: its untracked subtrees are walked, as at
+                 * start. */
+                if (track) {
+                        r = manager_track_existing(m, g);
+                        if (r < 0)
+                                return path_error(error, r, path);
+                }
                 *ret = g;
                 return 0;
         }
@@ -1628,17 +1644,44 @@ static int track_root_add(Manager *m, const char *path) {
         return 0;
 }
 
+/* Look again for the groups below top that the model lacks, as the scan at
+ * start would: Track() of a group tracked already (one tracked now was just
+ * scanned).  A tracked group's watch reports its new children, so normally
+ * nothing is missing, but a group whose watch could not be armed (the inotify
+ * watch limit, no fd left) was left out with a log line: Track() brings it
+ * back once the limit is raised. */
+static void manager_rescan(Manager *m, Group *top) {
+        for (Group *g = top; g; g = tree_next_preorder(top, g)) {
+                _cleanup_close_ int dirfd = -1;
+                int r;
+
+                if (!g->tracked)
+                        continue; /* kept for its flag: its other children are not followed */
+                r = open_group_dir(m, g->path, &dirfd);
+                if (r >= 0)
+                        r = manager_scan_children(m, g, dirfd);
+                /* Gone meanwhile: its removal event follows. */
+                if (r < 0 && r != -ENOENT && r != -ENODEV)
+                        log_warning_errno(r, "Cannot look for new groups below %s: %m", g->path);
+        }
+}
+
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g = NULL;
+        bool rescan;
         int r;
 
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
+        g = tree_get(m->tree, norm);
+        rescan = g && g->tracked;
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0)
                 return r;
+        if (rescan)
+                manager_rescan(m, g);
         r = track_root_add(m, norm);
         if (r < 0)
                 return sd_bus_error_set_errno(error, r);
@@ -1672,6 +1715,50 @@ static bool is_ancestor_of_root(Manager *m, const char *path, const char *except
         return false;
 }
 
+/* g leaves the bus but stays in the model, for the flags of the tracked
+ * subtrees below it.  The root stays an object (group_published()). */
+static void group_untrack(Manager *m, Group *g) {
+        if (!g->tracked)
+                return;
+        if (g->parent)
+                pressure_group_release(m->pressure, g); /* its triggers end before its object goes */
+        tree_set_tracked(m->tree, g, false);
+        if (group_published(g))
+                return;
+        m->groups_count_changed = true;
+        if (m->on_group_removed)
+                m->on_group_removed(m, g->path);
+}
+
+/* The pre-order successor of g within top's subtree, past g's own subtree. */
+static Group *next_preorder_skip_subtree(Group *top, Group *g) {
+        for (; g != top; g = g->parent)
+                if (g->next)
+                        return g->next;
+        return NULL;
+}
+
+/* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
+ * remaining roots need, at every depth.  A group in a remaining root's
+ * subtree stays tracked, with its subtree; an ancestor of a remaining root
+ * stays in the model, untracked, for its flag; anything else leaves the model.
+ * That is the state a start with the remaining roots gives. */
+static void manager_prune(Manager *m, Group *top) {
+        for (Group *g = top, *next; g; g = next) {
+                if (covered_by(m, g->path, NULL)) {
+                        next = next_preorder_skip_subtree(top, g);
+                        continue;
+                }
+                if (g->parent && !is_ancestor_of_root(m, g->path, NULL)) {
+                        next = next_preorder_skip_subtree(top, g);
+                        manager_remove_group(m, g);
+                        continue;
+                }
+                group_untrack(m, g);
+                next = tree_next_preorder(top, g);
+        }
+}
+
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g;
@@ -1683,46 +1770,6 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         if (!manager_is_track_root(m, norm))
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                          "%s is not a tracked subtree (see Track() and the \"track\" setting)", norm);
-        g = tree_get(m->tree, norm);
-
-        if (g && !covered_by(m, norm, norm)) {
-                /* Drop the subtree, but keep groups still needed by other roots. */
-                if (is_ancestor_of_root(m, norm, norm)) {
-                        /* Still an ancestor of another root: becomes untracked, and so
-                         * do the children that no remaining root needs. */
-                        for (Group *c = g->children, *next; c; c = next) {
-                                next = c->next;
-                                if (!covered_by(m, c->path, norm) && !is_ancestor_of_root(m, c->path, norm))
-                                        manager_remove_group(m, c);
-                        }
-                        if (g != tree_root(m->tree)) {
-                                pressure_group_release(m->pressure, g); /* its object goes */
-                                tree_set_tracked(m->tree, g, false);
-                                m->groups_count_changed = true;
-                                if (m->on_group_removed)
-                                        m->on_group_removed(m, g->path);
-                        }
-                } else if (g == tree_root(m->tree)) {
-                        /* Untrack("/") with no other root: unpublish everything. */
-                        for (Group *c = g->children, *next; c; c = next) {
-                                next = c->next;
-                                manager_remove_group(m, c);
-                        }
-                        if (g->tracked) {
-                                tree_set_tracked(m->tree, g, false);
-                                m->groups_count_changed = true;
-                                if (m->on_group_removed)
-                                        m->on_group_removed(m, g->path);
-                        }
-                } else {
-                        Group *top = g;
-                        /* Also drop untracked ancestors no longer needed. */
-                        while (top->parent && top->parent != tree_root(m->tree) && !top->parent->tracked &&
-                               !is_ancestor_of_root(m, top->parent->path, norm))
-                                top = top->parent;
-                        manager_remove_group(m, top);
-                }
-        }
 
         for (size_t i = 0; i < m->n_track_roots; i++)
                 if (streq(m->track_roots[i], norm)) {
@@ -1733,6 +1780,16 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                         break;
                 }
         manager_save_tracked(m);
+
+        g = tree_get(m->tree, norm);
+        if (!g)
+                return 0; /* its cgroup is gone, and its groups with it */
+        /* Ancestors kept for this root alone go too: from the topmost one no
+         * remaining root needs, the whole subtree is pruned. */
+        while (g->parent && g->parent->parent && !covered_by(m, g->parent->path, NULL) &&
+               !is_ancestor_of_root(m, g->parent->path, NULL))
+                g = g->parent;
+        manager_prune(m, g);
         return 0;
 }
 
@@ -1745,7 +1802,7 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         if (r < 0)
                 return r;
         g = tree_get(m->tree, norm);
-        if (g && g->tracked) {
+        if (g && group_published(g)) {
                 *ret = g;
                 return 0;
         }
@@ -1850,30 +1907,50 @@ static int config_copy_track(Config *dst, const Config *src) {
 }
 
 /* Where freezerd itself runs, from /proc/self/cgroup ("0::/path"), as an API
- * path below our root, if it is below it. */
+ * path below our root (NULL if it is not below it).  Read again by every call
+ * that freezes, once per call: anyone may move freezerd (echo PID >
+ * cgroup.procs) after its start.  If it cannot be read, the last answer stays. */
 static void manager_find_self(Manager *m) {
-        _cleanup_free_ char *line = NULL, *mount = NULL, *abs = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        size_t n = 0, l;
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -1;
+        const char *self = NULL;
+        char *line;
+        size_t len, l;
+        int r;
 
-        f = fopen("/proc/self/cgroup", "re");
-        if (!f || cg_find_cgroup2_mount(NULL, &mount) < 0)
-                return;
-        while (getline(&line, &n, f) > 0) {
-                if (strncmp(line, "0::", 3) != 0)
-                        continue;
-                line[strcspn(line, "\n")] = 0;
-                if (asprintf(&abs, "%s%s", mount, streq(line + 3, "/") ? "" : line + 3) < 0)
-                        return;
-                l = strlen(m->cgroup_root);
-                if (streq(abs, m->cgroup_root))
-                        m->self_path = strdup("/");
-                else if (strncmp(abs, m->cgroup_root, l) == 0 && abs[l] == '/')
-                        m->self_path = strdup(abs + l);
-                if (m->self_path)
-                        log_debug("freezerd runs in %s below its root: it will not freeze that.", m->self_path);
+        if (!m->root_cgroup)
+                return; /* our root is not on the cgroup2 mount we know of */
+        fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                log_debug_errno(errno, "Cannot open /proc/self/cgroup: %m");
                 return;
         }
+        r = read_full_fd(fd, 1024 * 1024, &text, &len);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read /proc/self/cgroup: %m");
+                return;
+        }
+        line = text;
+        while (strncmp(line, "0::", 3) != 0) {
+                line = strchr(line, '\n');
+                if (!line)
+                        return; /* no cgroup2 line */
+                line++;
+        }
+        line += 3;
+        line[strcspn(line, "\n")] = 0;
+
+        l = strlen(m->root_cgroup);
+        if (streq(line, l > 0 ? m->root_cgroup : "/"))
+                self = "/";
+        else if (strncmp(line, m->root_cgroup, l) == 0 && line[l] == '/')
+                self = line + l;
+        if (streq_ptr(self, m->self_path))
+                return;
+        free(m->self_path);
+        m->self_path = self ? strdup(self) : NULL;
+        if (m->self_path)
+                log_debug("freezerd runs in %s below its root: it will not freeze that.", m->self_path);
 }
 
 int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
@@ -1887,6 +1964,7 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 return -ENOMEM;
         m->event_base = base;
         m->root_fd = -1;
+        m->runtime_lock_fd = m->state_lock_fd = -1;
         m->inotify_fd = -1;
         m->scan_saved_cwd = -1;
         m->subscribed = (Subscribers) { .manager = m, .all = true };
@@ -1928,6 +2006,18 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 return r;
         }
 
+        {
+                /* Where the root is in the hierarchy, as /proc/self/cgroup names cgroups. */
+                _cleanup_free_ char *mount = NULL;
+                size_t l;
+
+                if (cg_find_cgroup2_mount(NULL, &mount) >= 0) {
+                        l = strlen(mount);
+                        if (strncmp(m->cgroup_root, mount, l) == 0 &&
+                            (m->cgroup_root[l] == 0 || m->cgroup_root[l] == '/'))
+                                m->root_cgroup = m->cgroup_root + l;
+                }
+        }
         manager_find_self(m);
 
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -1982,6 +2072,10 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 Group *g;
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
+                /* A reload: tracked already (manager_track() would look for
+                 * missing groups in the whole subtree, a Track()'s job). */
+                if (manager_is_track_root(m, *p))
+                        continue;
                 if (streq(*p, "/")) {
                         r = track_root_add(m, "/");
                         if (r < 0)
@@ -2029,6 +2123,55 @@ static int mkdir_p(const char *path, mode_t mode) {
                                 return 0;
                 }
         }
+}
+
+/* One freezerd per directory.  A second one (started by hand while the service
+ * runs) would take the first's journals for a crash's and undo its batches in
+ * flight, and the two would overwrite each other's tracked.json.  The flock()
+ * ends with the process, SIGKILL included: a restart after a crash finds it
+ * free.  The file stays: removing it would let a freezerd that opened it just
+ * before lock a file that the next one no longer sees. */
+static int lock_dir(const char *dir, const char *what, int held_fd, int *ret_fd) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st, held;
+        char buf[32];
+        int n;
+
+        if (asprintf(&path, "%s/lock", dir) < 0)
+                return log_error_errno(ENOMEM, "Out of memory.");
+        /* 0600: flock() needs no write access, so whoever can open it can hold it. */
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open %s: %m", path);
+        /* The runtime and state directories may be one: then we hold it already. */
+        if (held_fd >= 0 && fstat(fd, &st) == 0 && fstat(held_fd, &held) == 0 && st.st_dev == held.st_dev &&
+            st.st_ino == held.st_ino) {
+                *ret_fd = -1;
+                return 0;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                ssize_t k;
+                long pid = 0;
+
+                if (errno != EWOULDBLOCK)
+                        return log_error_errno(errno, "Cannot lock %s: %m", path);
+                k = pread(fd, buf, sizeof buf - 1, 0);
+                if (k > 0) {
+                        buf[k] = 0;
+                        pid = strtol(buf, NULL, 10);
+                }
+                if (pid > 0)
+                        return log_error_errno(EBUSY, "Another freezerd (PID %ld) is running with %s %s.", pid,
+                                               what, dir);
+                return log_error_errno(EBUSY, "Another freezerd is running with %s %s.", what, dir);
+        }
+        /* The PID is for the message above and for people: the lock is what counts. */
+        n = snprintf(buf, sizeof buf, "%d\n", (int) getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
+                log_warning_errno(errno, "Cannot write our PID to %s: %m", path);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }
 
 /* Subtrees tracked beyond the configuration (Track(), or a request outside the
@@ -2099,19 +2242,29 @@ static void manager_load_tracked(Manager *m) {
 int manager_start(Manager *m) {
         int r;
 
+        /* Both directories are ours alone before anything in them is read or
+         * written: journals, the private socket (bound later), tracked.json. */
         if (m->runtime_dir) {
                 r = mkdir_p(m->runtime_dir, 0755);
                 if (r < 0)
                         return log_error_errno(r, "Cannot create runtime directory %s: %m", m->runtime_dir);
-                /* A batch interrupted by a crash is undone before anything is read. */
-                r = journal_recover(m->runtime_dir, restore_flag, m, &m->journal_seq);
+                r = lock_dir(m->runtime_dir, "runtime directory", -1, &m->runtime_lock_fd);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
+                        return r;
         }
         if (m->state_dir) {
                 r = mkdir_p(m->state_dir, 0755);
                 if (r < 0)
                         return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
+                r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, &m->state_lock_fd);
+                if (r < 0)
+                        return r;
+        }
+        if (m->runtime_dir) {
+                /* A batch interrupted by a crash is undone before anything is read. */
+                r = journal_recover(m->runtime_dir, restore_flag, m, &m->journal_seq);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
         }
 
         r = manager_attach_root(m);
@@ -2171,6 +2324,8 @@ Manager *manager_free(Manager *m) {
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         closep(&m->root_fd);
+        closep(&m->runtime_lock_fd);
+        closep(&m->state_lock_fd);
         wdmap_free(m->wds);
         for (size_t i = 0; i < m->n_track_roots; i++)
                 free(m->track_roots[i]);

@@ -63,6 +63,21 @@ static inline Manager *group_manager(const Group *g) {
         return group_data(g)->manager;
 }
 
+/* Whether g is a group object on the bus (and in ListGroups, Groups): every
+ * tracked group, and the root whatever is tracked.  The root is always in
+ * the model, watched and read (manager_attach_root()), so looking it up needs
+ * no tracking; its `tracked` keeps its own meaning: its new children are
+ * tracked, and so is everything below it (tree.h).  Tracking "/" only to
+ * publish the root would track the whole hierarchy. */
+static inline bool group_published(const Group *g) {
+        return g->tracked || !g->parent;
+}
+
+/* The number of published groups. */
+static inline unsigned tree_published(Tree *t) {
+        return tree_tracked(t) + !tree_root(t)->tracked;
+}
+
 typedef enum OpWant {
         OP_WANT_FROZEN,    /* Freeze: kernel frozen 1 */
         OP_WANT_THAWED,    /* Thaw: kernel frozen 0; an ancestor freezing it fails with FrozenByParent */
@@ -115,6 +130,8 @@ struct Manager {
         uint64_t journal_seq;
         bool started; /* initial tracking done: track changes are persisted from now on */
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
+        const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
+        int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         int root_fd;       /* O_PATH|O_DIRECTORY */
 
@@ -182,11 +199,17 @@ int manager_start(Manager *m);
 /* Re-read the configuration: new default timeout, tracked subtrees. */
 int manager_reload(Manager *m, const Config *config);
 
-/* Resolve an API path to a tracked group. If the cgroup exists but lies
- * outside the tracked subtrees, its subtree is tracked first.  On failure
- * fills error (InvalidPath or NoSuchGroup) and returns -errno. */
+/* Resolve an API path to a published group (a tracked one, or the root). If
+ * the cgroup exists but lies outside the tracked subtrees, its subtree is
+ * tracked first.  On failure fills error (InvalidPath or NoSuchGroup) and
+ * returns -errno. */
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error);
 
+/* Track(): follow path's subtree and publish it (Track() of a group in the
+ * model already also looks for the groups it lacks below).  Untrack(): drop a
+ * root of manager_track() or of the configuration; the groups no remaining
+ * root needs leave the bus, the ancestors of remaining roots stay in the
+ * model for their flags. */
 int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error);
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
 /* Whether path (normalized) is one of the tracked subtrees' roots. */

@@ -157,6 +157,17 @@ static void test_cover_except(void) {
         CHECK(n == 1 && cover[0] == tree_get(t, "/A"));
         free(cover);
 
+        /* An untracked group (an ancestor kept for its flag) is descended into,
+         * never frozen whole: it has children freezerd does not follow. */
+        tree_set_tracked(t, tree_get(t, "/A"), false);
+        CHECK(batch_cover_except(tree_root(t), NULL, 0, &cover, &n) == 0);
+        CHECK(n == 2);
+        for (size_t i = 0; i < n; i++)
+                CHECK(cover[i] == tree_get(t, "/A/B") || cover[i] == tree_get(t, "/A/C"));
+        CHECK(n == 2 && cover[0] != cover[1]);
+        free(cover);
+        tree_set_tracked(t, tree_get(t, "/A"), true);
+
         /* Exclusions must lie below the top. */
         Group *z[] = { tree_get(t, "/A") };
         CHECK(batch_cover_except(tree_get(t, "/A"), z, 1, &cover, &n) == -EINVAL);

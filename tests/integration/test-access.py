@@ -23,7 +23,8 @@ runs with only its effective uid changed (`--euid=U`, real uid 0), to show that
 the decision follows the effective uid the bus reports.
 
 Checked, as U:
-  * reads: ListGroups, GetGroup of a tracked group, Get/GetAll of a foreign group,
+  * reads: ListGroups, GetGroup of a tracked group and of "/" (not tracked here:
+    always an object, tracking nothing), Get/GetAll of a foreign group,
     GetManagedObjects, Introspect, the Manager's properties;
   * Freeze/Thaw/Group.Freeze of /foreign, of /own/rc: AccessDenied naming the path
     (and not the owner), cgroup.freeze unchanged; of its own groups: done (kernel
@@ -32,7 +33,9 @@ Checked, as U:
   * ApplyBatch mixing an owned and a foreign group (either order): refused whole,
     nothing written; an all-owned batch: done; RECURSIVE batch over /own: refused;
   * FreezeExcept whose cover holds /own/rc: refused, nothing written; one whose
-    cover is all U's: done; FreezeExcept of /foreign: refused;
+    cover is all U's: done; FreezeExcept of /foreign: refused; with an excluded
+    group frozen (its own flag, or an ancestor's): AccessDenied still comes first,
+    then, with a cover that is all U's, InvalidArgs (own flag) or FrozenByParent;
   * argument errors come before AccessDenied: bad flags, bad order, a missing or
     malformed path, an exclusion outside the top, on foreign groups;
   * GetGroup, Freeze, Track of /foreign2 (untracked, root's): AccessDenied and it
@@ -269,6 +272,9 @@ def test():
                 listed = {p for p, _o, _s in u.call('ListGroups')[0]}
                 ft.check({'/own', '/own/rc', '/foreign', '/other'} <= listed, 'U: ListGroups', listed)
                 ft.check_equal(u.call('GetGroup', '/foreign')[0], ft.group_object('/foreign'), 'U: GetGroup /foreign')
+                before = tracked()
+                ft.check_equal(u.call('GetGroup', '/')[0], ft.group_object('/'), 'U: GetGroup / ("/" not tracked)')
+                ft.check_equal(tracked(), before, 'U: GetGroup / tracked nothing')
                 ft.check_equal(u.get(ft.group_object('/foreign'), ft.GROUP_IFACE, 'FreezerState'), 'running',
                                'U: Get FreezerState of /foreign')
                 props = u.call_method(ft.group_object('/foreign'), ft.PROPERTIES_IFACE, 'GetAll', 's',
@@ -337,6 +343,27 @@ def test():
                 ft.check_equal(sorted(cover), ['/own/a', '/own/b'], 'U: FreezeExcept /own but /own/rc')
                 u.call('ApplyBatch', [(p, False) for p in cover], 'auto', tmo, 0)
                 ft.check_equal(flags(), all_zero, 'and thawed')
+
+                # -- FreezeExcept with an excluded group frozen: the groups' state is checked after
+                # access (the XML's "Order of checks"), so a cover holding root's /own/rc is refused
+                # first; with a cover that is all U's, the state error follows.
+                root.call('Freeze', '/own/b', tmo, 0)
+                denied(u.call, 'FreezeExcept', '/own', ['/own/a/x', '/own/b'], tmo, 0, path='/own/rc',
+                       what='FreezeExcept /own but /own/a/x and the frozen /own/b')
+                e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, u.call, 'FreezeExcept', '/own', ['/own/b', '/own/rc'],
+                                         tmo, 0)
+                ft.check('/own/b' in e.message and 'its own cgroup.freeze is 1' in e.message,
+                         'U: then InvalidArgs, /own/b\'s own flag', e.message)
+                root.call('Thaw', '/own/b', tmo, 0)
+                root.call('Freeze', '/own/a', tmo, 0)
+                denied(u.call, 'FreezeExcept', '/own', ['/own/a/x'], tmo, 0, path='/own/rc',
+                       what='FreezeExcept /own but /own/a/x, which the frozen /own/a freezes')
+                e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, u.call, 'FreezeExcept', '/own',
+                                         ['/own/a/x', '/own/rc'], tmo, 0)
+                ft.check('/own/a/x' in e.message and 'ancestor /own/a' in e.message,
+                         'U: then FrozenByParent naming /own/a', e.message)
+                root.call('Thaw', '/own/a', tmo, 0)
+                ft.check_equal(flags(), all_zero, 'FreezeExcept of frozen exclusions: nothing was written')
 
                 # -- argument errors first
                 ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, u.call, 'Freeze', '/foreign', tmo, 1 << 7)

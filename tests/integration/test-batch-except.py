@@ -26,7 +26,12 @@
    same as from /p; two exclusions in different branches.
 4. /p/a (then /p) frozen before: FreezeExcept("/p", ["/p/a/a1"]) must not succeed
    while /p/a/a1 stays frozen by that flag -- it must make the excluded subtree
-   run or refuse with nothing written."""
+   run or refuse with nothing written.
+5. The refusals name the cause: /p/b frozen, FreezeExcept("/p", ["/p/a/a1", "/p/b"])
+   fails with InvalidArgs "Cannot keep /p/b running: its own cgroup.freeze is 1;
+   thaw it first" (not FrozenByParent: no ancestor freezes it); /p/a frozen,
+   FreezeExcept("/p", ["/p/a/a1"]) fails with FrozenByParent naming /p/a as the
+   ancestor.  Nothing is written; `freezectl freeze --except` prints the first."""
 
 import json
 import os
@@ -164,6 +169,29 @@ def test():
                 c.call('Thaw', '/p', timeout_usec, ft.FLAG_RECURSIVE)
             check_all_running('after the pre-frozen cases')
             ft.check(not bad, 'FreezeExcept never succeeds while the excluded group stays frozen', '; '.join(bad))
+
+            # -- 5. The errors name the cause: the excluded group's own flag, or its ancestor's.
+            c.call('Freeze', '/p/b', timeout_usec, 0)
+            before = flags()
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, 'FreezeExcept', '/p', [EXCLUDED, '/p/b'],
+                                     timeout_usec, 0)
+            ft.check_equal(e.message, 'Cannot keep /p/b running: its own cgroup.freeze is 1; thaw it first; '
+                           'nothing was written', '/p/b frozen by its own flag: InvalidArgs saying so')
+            ft.check_equal(flags(), before, '... nothing written')
+            r = ft.freezectl('freeze', '/p', f'--except={EXCLUDED}', '--except=/p/b', check=False)
+            ft.check(r.returncode == 1 and 'its own cgroup.freeze is 1' in r.stderr and
+                     'FrozenByParent' not in r.stderr, 'freezectl freeze --except: the same error', r.stderr)
+            c.call('Thaw', '/p/b', timeout_usec, 0)
+            c.call('Freeze', '/p/a', timeout_usec, 0)
+            before = flags()
+            e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, c.call, 'FreezeExcept', '/p', [EXCLUDED],
+                                     timeout_usec, 0)
+            ft.check(e.message.startswith(f'Cannot keep {EXCLUDED} running: its ancestor /p/a freezes it') and
+                     'thaw /p/a first' in e.message, f'{EXCLUDED} frozen by /p/a: FrozenByParent naming /p/a',
+                     e.message)
+            ft.check_equal(flags(), before, '... nothing written')
+            c.call('Thaw', '/p/a', timeout_usec, 0)
+            check_all_running('after the refusals')
 
             print('# summary: FreezeExcept over 8 groups x 5 exclusion sets (D-Bus), 2 through freezectl and 2 with '
                   'a flag set above the exclusion, each cover thawed by one batch; thaw --recursive over 8 groups',

@@ -10,7 +10,8 @@ Checks:
   * A bad file on SIGHUP: freezerd keeps running with the old value, logs the
     file:line, and still answers.
   * An empty object on SIGHUP: back to the default, 10000000 (signalled).
-  * "track": ["/a"] tracks only /a's subtree; Freeze of /b tracks /b's subtree
+  * "track": ["/a"] tracks only /a's subtree ("/" is an object all the same,
+    untracked); Freeze of /b tracks /b's subtree
     first (InterfacesAdded); Untrack("/b") removes the objects and leaves the
     flags as they are.
   * A missing configuration file means the defaults.
@@ -112,18 +113,18 @@ def test():
         sc.mkdir('/b/y')
         with ft.Daemon(bus, sc.root, config={'track': ['/a']}) as d:
             c = d.client
-            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x'],
-                           'track ["/a"]: only /a and /a/x are tracked')
-            ft.check_equal(c.manager_property('Groups'), 2, 'Groups is 2')
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/', '/a', '/a/x'],
+                           'track ["/a"]: only /a and /a/x are tracked (and "/" is listed)')
+            ft.check_equal(c.manager_property('Groups'), 3, 'Groups is 3')
             rec = c.record()
             c.call('Freeze', '/b', 0, 0)
             ft.check_equal(sc.read_events('/b').get('frozen'), 1, 'Freeze of untracked /b works')
-            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x', '/b', '/b/y'],
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/', '/a', '/a/x', '/b', '/b/y'],
                            '... and tracks the subtree of /b')
             ft.check_equal(sorted(o for o, _i in rec.interfaces_added()),
                            sorted([ft.group_object('/b'), ft.group_object('/b/y')]), 'InterfacesAdded for /b, /b/y')
             c.call('Untrack', '/b')
-            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/a', '/a/x'], 'Untrack(/b)')
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/', '/a', '/a/x'], 'Untrack(/b)')
             ft.check_equal(sorted(o for o, _i in rec.interfaces_removed()),
                            sorted([ft.group_object('/b'), ft.group_object('/b/y')]), 'InterfacesRemoved for /b, /b/y')
             ft.check_equal((sc.read_freeze('/b'), sc.frozen('/b')), (1, True), 'Untrack leaves /b frozen')

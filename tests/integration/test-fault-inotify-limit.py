@@ -29,7 +29,8 @@ Then:
      ListGroups (without the untracked groups), GetAll; no watch leaked.
   5. rmdir /w/n0 frees its watch: Freeze("/w/n1") now works.  With the limit
      raised again, mkdir /w/n5 is tracked at once and the groups that were left
-     out are tracked on demand (Freeze("/w/n2")).
+     out are tracked on demand (Freeze("/w/n2")), or by Track("/w") of the
+     tracked /w, which looks through it again (/w/n3: InterfacesAdded).
 Clarity failures (3's errors, 2's log lines) are collected and reported together
 at the end, after every other check ran."""
 
@@ -265,6 +266,13 @@ def test():
                 ft.check_equal(sc.read_events('/w/n2')['frozen'], 1, 'a group left out is tracked on demand')
                 call('Freeze', '/w/deep/a', LONG_USEC, 0)
                 ft.check_equal(sc.read_events('/w/deep/a')['frozen'], 1, 'and a nested one')
+                # Track() of the tracked /w looks through it again: /w/n3, still left out, is found.
+                ft.check('/w/n3' not in listed(), '/w/n3 is still left out', listed())
+                rec.clear()
+                call('Track', '/w')
+                ft.check('/w/n3' in listed(), 'Track("/w") of the tracked /w publishes /w/n3', listed())
+                ft.check(ft.group_object('/w/n3') in [o for o, _i in rec.interfaces_added()],
+                         '... with its InterfacesAdded')
                 for g in ('/w/n1', '/w/n2', '/w/deep/a'):
                     call('Thaw', g, LONG_USEC, 0)
                 works('limit raised')

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezerd's command line: usage errors exit 2 with one log line that names the
+problem and points to --help, before freezerd touches anything.
+
+Checks, each run with --runtime-dir and --state-dir naming directories that do
+not exist yet (and a bus address where nothing listens):
+  * an unknown option (--bogus, -x), an option without its argument
+    (--address), an argument (extra): exit 2, one line "<3>...; see freezerd
+    --help.", naming the option; no getopt message of its own.
+  * an empty value for --address=, --cgroup-root=, --config=, --runtime-dir=,
+    --state-dir=, and a relative --runtime-dir and --state-dir: exit 2, one
+    line naming the option.
+  * none of them created the runtime or state directory.
+  * --help exits 0 and documents the exit statuses; --version exits 0."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+NOWHERE = 'unix:path=/nonexistent/bus'
+
+
+def freezerd(*args):
+    argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, *args]
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=ft.DEFAULT_TIMEOUT, preexec_fn=ft._child_setup(pdeathsig=signal.SIGKILL))
+    except subprocess.TimeoutExpired:
+        ft.fail(f'freezerd {" ".join(args)} did not exit')
+    return r
+
+
+def test():
+    ft.require('freezerd')
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}daemon-{os.getpid()}-cli-')
+    try:
+        run, state = os.path.join(tmp, 'run'), os.path.join(tmp, 'state')
+        dirs = [f'--runtime-dir={run}', f'--state-dir={state}']
+        cases = [
+            # (arguments, words the one line must contain)
+            (['--bogus'], ["'--bogus'"]),
+            (['-x'], ["'-x'"]),
+            (['--address'], ["'--address'"]),
+            (['extra'], ['"extra"']),
+            (['--address='], ['--address=']),
+            (['--cgroup-root='], ['--cgroup-root=']),
+            (['--config='], ['--config=']),
+            (['--runtime-dir='], ['--runtime-dir=']),
+            (['--state-dir='], ['--state-dir=']),
+            (['--runtime-dir=relative'], ['--runtime-dir=', 'relative', 'absolute']),
+            (['--state-dir=relative'], ['--state-dir=', 'relative', 'absolute']),
+        ]
+        for args, words in cases:
+            # The bad argument last: it wins over the good ones before it.
+            argv = [f'--address={NOWHERE}', *dirs, *args]
+            r = freezerd(*argv)
+            lines = [x for x in r.stderr.splitlines() if not x.startswith('==')]  # but valgrind's
+            what = f'freezerd {" ".join(args)}'
+            ft.check_equal(r.returncode, 2, f'{what}: exit status 2')
+            ft.check(len(lines) == 1 and re.fullmatch(r'<3>.*; see freezerd --help\.', lines[0]) and
+                     all(w in lines[0] for w in words),
+                     f'{what}: one line "<3>...; see freezerd --help." naming {" ".join(words)}', lines)
+            ft.check_equal(r.stdout, '', f'{what}: nothing on stdout')
+            ft.check(not os.path.exists(run) and not os.path.exists(state),
+                     f'{what}: no runtime or state directory was created')
+
+        r = freezerd('--help')
+        ft.check(r.returncode == 0 and 'Exit status:' in r.stdout, '--help exits 0 and documents the exit statuses',
+                 (r.returncode, r.stdout[-400:]))
+        r = freezerd('--version')
+        ft.check(r.returncode == 0 and r.stdout.startswith('freezerd '), '--version exits 0', (r.returncode, r.stdout))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    ft.run(test)

@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Track and Untrack with nested tracked subtrees, and the root's group object.
+
+  /pods/a/x (a sleeper)   /pods/b   /pods/c   /q/r   /q/s
+
+A. Default configuration (tracks "/").  After each step ListGroups, the objects of
+   GetManagedObjects and the Groups property are exactly the expected set, and the
+   InterfacesAdded / InterfacesRemoved of the step are exactly the groups that came
+   or went:
+   1. Track("/pods/a"): nothing changes.
+   2. Untrack("/"): "/" (always an object), /pods/a, /pods/a/x stay; /pods, /pods/b,
+      /pods/c, /q, /q/r, /q/s go.  /pods stays in the model for its flag: a write of
+      its cgroup.freeze behind freezerd's back makes /pods/a frozen-by-parent.
+      `freezectl status` (of "/") works and tracks nothing.  A group made below the
+      untracked /pods is not published, one made below /pods/a is.
+   3. Untrack("/pods/a"): only "/" is left.
+   4. Untrack("/pods") and Untrack("/"): neither is a tracked subtree any more:
+      NoSuchGroup, nothing changes.
+   5. Track("/"): every group that exists is published again (InterfacesAdded for
+      each but "/", which never went).
+B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
+   * ListGroups: "/", /pods/a and below, /q/r;
+   * GetGroup("/") gives the root's object and tracks nothing; `freezectl status`
+     and `freezectl --json status` show "/" (its Descendants: the groups freezerd
+     keeps below it, the untracked ancestors /pods and /q included);
+   * Freeze("/") is refused as the cgroup root (InvalidPath), tracking nothing;
+   * FreezeExcept("/", ["/pods/a/x"]) and Freeze/Thaw("/", RECURSIVE) write the flags
+     of tracked groups only: /pods and /q, which hold groups freezerd does not
+     track, keep cgroup.freeze 0 and /pods/b, /q/s run;
+   * Track("/") publishes the rest, Untrack("/") takes it back.
+No step writes a cgroup.freeze but those named."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/pods', '/pods/a', '/pods/a/x', '/pods/b', '/pods/c', '/q', '/q/r', '/q/s']
+
+
+def decoded(objects):
+    return sorted(ft.path_decode(ft.GROUP_PREFIX, o) for o in objects)
+
+
+class Steps:
+    """Checks of what freezerd publishes, step after step."""
+
+    def __init__(self, c):
+        self.c = c
+        self.rec = c.record()
+
+    def listed(self):
+        return sorted(p for p, _o, _s in self.c.call('ListGroups')[0])
+
+    def check(self, what, expect, added=(), removed=()):
+        expect = sorted(expect)
+        ft.check_equal(self.listed(), expect, f'{what}: ListGroups')
+        objs = [o for o in self.c.managed_objects() if o.startswith(ft.GROUP_PREFIX + '/')]
+        ft.check_equal(decoded(objs), expect, f'{what}: the objects of GetManagedObjects')
+        ft.check_equal(self.c.manager_property('Groups'), len(expect), f'{what}: Groups')
+        # Sent before the reply of the call that caused them: here already.
+        ft.check_equal(decoded(o for o, _i in self.rec.interfaces_added()), sorted(added),
+                       f'{what}: InterfacesAdded')
+        ft.check_equal(decoded(o for o, _i in self.rec.interfaces_removed()), sorted(removed),
+                       f'{what}: InterfacesRemoved')
+        self.rec.clear()
+
+
+def status(d, *args):
+    return ft.freezectl(*args, 'status', socket=os.path.join(d.runtime_dir, 'private'), check=False)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    tmo = int(ft.DEFAULT_TIMEOUT * 1e6)
+    with ft.Scratch('core-track') as sc, ft.Bus() as bus:
+        for g in GROUPS:
+            sc.mkdir(g)
+        sc.spawn_sleepers('/pods/a/x', 1)
+
+        def flags(groups):
+            return {g: sc.read_freeze(g) for g in groups}
+
+        # ---- A. nested tracked subtrees
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            s = Steps(c)
+            s.check('start', ['/'] + GROUPS)
+
+            ft.check_equal(c.call('Track', '/pods/a')[0], ft.group_object('/pods/a'), 'Track("/pods/a")')
+            s.check('Track("/pods/a") inside the tracked "/"', ['/'] + GROUPS)
+
+            c.call('Untrack', '/')
+            kept = ['/', '/pods/a', '/pods/a/x']
+            s.check('Untrack("/") with /pods/a tracked', kept,
+                    removed=['/pods', '/pods/b', '/pods/c', '/q', '/q/r', '/q/s'])
+
+            # /pods is kept for its flag: its write reaches /pods/a.
+            sc.write_freeze('/pods', 1)
+            for g in ('/pods/a', '/pods/a/x'):
+                s.rec.wait_for(lambda r: r.group_values(g, 'FreezerState')[-1:] == ['frozen-by-parent'],
+                               what=f'{g} frozen-by-parent after a write of /pods behind freezerd\'s back')
+            ft.check_equal((sc.read_freeze('/pods/a'), sc.frozen('/pods/a/x')), (0, True),
+                           'the kernel: /pods/a/x frozen by /pods')
+            sc.write_freeze('/pods', 0)
+            s.rec.wait_for(lambda r: r.group_values('/pods/a/x', 'FreezerState')[-1:] == ['running'],
+                           what='/pods/a/x running again')
+            s.rec.clear()
+
+            r = status(d)
+            ft.check(r.returncode == 0 and any(ln.split() == ['Path:', '/'] for ln in r.stdout.splitlines()),
+                     'freezectl status with "/" untracked: the root', r.stdout + r.stderr)
+            ft.check_equal(c.call('GetGroup', '/')[0], ft.group_object('/'), 'GetGroup("/")')
+            s.check('status and GetGroup of "/"', kept)
+
+            # New groups: below the untracked /pods not published, below /pods/a published.
+            # The inotify events come in order: by the second InterfacesAdded, the first mkdir was seen.
+            sc.mkdir('/pods/d')
+            sc.mkdir('/pods/a/y')
+            s.rec.wait_for(lambda r: ft.group_object('/pods/a/y') in [o for o, _i in r.interfaces_added()],
+                           what='InterfacesAdded of /pods/a/y')
+            kept.append('/pods/a/y')
+            s.check('mkdir /pods/d and /pods/a/y', kept, added=['/pods/a/y'])
+
+            c.call('Untrack', '/pods/a')
+            s.check('Untrack("/pods/a")', ['/'], removed=['/pods/a', '/pods/a/x', '/pods/a/y'])
+
+            for p in ('/pods', '/'):
+                e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'Untrack', p)
+                ft.check('not a tracked subtree' in e.message, f'Untrack("{p}"): not a tracked subtree', e.message)
+            s.check('Untrack of what is no longer tracked', ['/'])
+
+            ft.check_equal(c.call('Track', '/')[0], ft.group_object('/'), 'Track("/")')
+            everything = GROUPS + ['/pods/a/y', '/pods/d']
+            s.check('Track("/")', ['/'] + everything, added=everything)
+            ft.check_equal(flags(everything), {g: 0 for g in everything}, 'A: no cgroup.freeze was written')
+
+        # ---- B. "/" not tracked
+        with ft.Daemon(bus, sc.root, config={'track': ['/pods/a', '/q/r']}) as d:
+            c = d.client
+            s = Steps(c)
+            tracked = ['/', '/pods/a', '/pods/a/x', '/pods/a/y', '/q/r']
+            s.check('track ["/pods/a", "/q/r"]', tracked)
+
+            ft.check_equal(c.call('GetGroup', '/')[0], ft.group_object('/'), 'GetGroup("/") with "/" untracked')
+            ft.check_equal(c.get_property(ft.group_object('/'), ft.GROUP_IFACE, 'Path'), '/', 'its Path')
+            r = status(d)
+            ft.check(r.returncode == 0 and any(ln.split() == ['Path:', '/'] for ln in r.stdout.splitlines()),
+                     'freezectl status with "/" untracked', r.stdout + r.stderr)
+            r = status(d, '--json')
+            ft.check_equal(r.returncode, 0, 'freezectl --json status: exit 0')
+            st = json.loads(r.stdout)
+            ft.check_equal((st['path'], st['state'], st['descendants']), ('/', 'running', 6),
+                           'freezectl --json status: "/", running, 6 descendants (with /pods and /q)')
+            s.check('GetGroup and status of "/"', tracked)
+
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_PATH, c.call, 'Freeze', '/', tmo, 0)
+            ft.check('cgroup root' in e.message, 'Freeze("/"): refused as the cgroup root', e.message)
+            s.check('Freeze("/")', tracked)
+
+            got = c.call('FreezeExcept', '/', ['/pods/a/x'], tmo, 0)[0]
+            ft.check_equal(sorted(got), ['/pods/a/y', '/q/r'], 'FreezeExcept("/", ["/pods/a/x"]): tracked groups')
+            ft.check_equal(flags(GROUPS + ['/pods/a/y']),
+                           {g: int(g in ('/pods/a/y', '/q/r')) for g in GROUPS + ['/pods/a/y']},
+                           'FreezeExcept: only the flags of /pods/a/y and /q/r are set')
+            ft.check_equal((sc.frozen('/pods/b'), sc.frozen('/q/s'), sc.frozen('/pods/a/x')), (False, False, False),
+                           'FreezeExcept: /pods/b, /q/s (untracked) and /pods/a/x run')
+            c.call('ApplyBatch', [(g, False) for g in got], 'auto', tmo, 0)
+
+            c.call('Freeze', '/', tmo, ft.FLAG_RECURSIVE)
+            mine = ['/pods/a', '/pods/a/x', '/pods/a/y', '/q/r']
+            ft.check_equal(flags(GROUPS + ['/pods/a/y']), {g: int(g in mine) for g in GROUPS + ['/pods/a/y']},
+                           'Freeze("/", RECURSIVE): the flags of the tracked groups only')
+            ft.check_equal((sc.frozen('/pods/b'), sc.frozen('/q/s')), (False, False), '/pods/b and /q/s run')
+            c.call('Thaw', '/', tmo, ft.FLAG_RECURSIVE)
+            ft.check_equal(flags(GROUPS + ['/pods/a/y']), {g: 0 for g in GROUPS + ['/pods/a/y']},
+                           'Thaw("/", RECURSIVE): every flag 0')
+            s.check('FreezeExcept and RECURSIVE from "/"', tracked)
+
+            c.call('Track', '/')
+            rest = ['/pods', '/pods/b', '/pods/c', '/pods/d', '/q', '/q/s']
+            s.check('Track("/") with "/" untracked', tracked + rest, added=rest)
+            c.call('Untrack', '/')
+            s.check('Untrack("/") again', tracked, removed=rest)
+            ft.check_equal(flags(GROUPS), {g: 0 for g in GROUPS}, 'B: every cgroup.freeze is 0')
+    print('# checked: Track/Untrack of nested subtrees (ListGroups, GetManagedObjects, Groups, InterfacesAdded/'
+          'Removed at each step), an untracked ancestor\'s flag, the root object under any track setting')
+
+
+ft.run(test)
