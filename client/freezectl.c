@@ -297,28 +297,34 @@ static void put_error_line(const char *line) {
         fputc('\n', stderr);
 }
 
+/* One error line of fmt, and suffix after it. */
+_printf_(2, 0)
+static void vlog_error(const char *suffix, const char *fmt, va_list ap) {
+        _cleanup_free_ char *what = NULL, *line = NULL;
+
+        if (vasprintf(&what, fmt, ap) < 0 || asprintf(&line, "%s%s", what, suffix) < 0) {
+                put_error_line("out of memory");
+                return;
+        }
+        put_error_line(line);
+}
+
 _printf_(1, 2)
 static void log_error(const char *fmt, ...) {
-        _cleanup_free_ char *line = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&line, fmt, ap);
+        vlog_error("", fmt, ap);
         va_end(ap);
-        put_error_line(r >= 0 ? line : "out of memory");
 }
 
 _printf_(1, 2)
 static int usage_error(const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&what, fmt, ap);
+        vlog_error(" (see --help)", fmt, ap);
         va_end(ap);
-        log_error("%s (see --help)", r >= 0 ? what : "out of memory");
         return -EINVAL;
 }
 
