@@ -36,9 +36,6 @@
 /* The longest header field array the specification allows (an array's limit). */
 #define FIELDS_MAX (1U << 26)
 
-/* sd-bus' default method-call timeout, which libfreezer leaves in place where
- * the daemon replies at once. */
-#define DEFAULT_TIMEOUT_USEC (25 * USEC_PER_SEC)
 /* sd-bus gives up on a server that does not answer AUTH within 90 s, whatever
  * the call's own timeout (which may be a day): so do we. */
 #define AUTH_TIMEOUT_USEC (90 * USEC_PER_SEC)
@@ -532,13 +529,6 @@ const char *wire_last_error_message(const wire *w) {
         return w->error_message;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int send_all(int fd, const void *p, size_t n) {
         while (n > 0) {
                 ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
@@ -665,7 +655,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
          * BEGIN, then the call, in one write: the specification lets a client
          * pipeline them, and it saves a round trip to the server. */
         size_t size = 64 + wire_call_size(path, interface, member, args, n_args);
-        uint64_t deadline = usec_add(now_usec(), timeout_usec ?: DEFAULT_TIMEOUT_USEC);
+        uint64_t deadline = usec_add(now_usec(), timeout_usec ?: SD_BUS_DEFAULT_TIMEOUT_USEC);
         _cleanup_free_ uint8_t *out = NULL;
         size_t n = 0, bad_arg, bad_index;
         ssize_t k;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -66,6 +67,18 @@ static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
 
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;
+}
+
+/* sd-bus' default method-call timeout, which libfreezer leaves in place where
+ * the daemon replies at once; freezectl's wire client and libfreezer's
+ * handshake wait as long. */
+#define SD_BUS_DEFAULT_TIMEOUT_USEC (25 * USEC_PER_SEC)
+
+static inline uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* a + b, saturating at UINT64_MAX (which sd-bus and we read as "infinity"). */

@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <systemd/sd-bus.h>
 
@@ -90,7 +89,7 @@ struct freezer {
         freezer_pressure_removed_callback pressure_removed_cb;
         void *pressure_removed_userdata;
 
-        /* Calls in flight (freezer_*_async()), oldest first. */
+        /* Calls in flight (freezer_*_async()), newest first. */
         pending_call *calls;
         uint64_t last_call_id;
 };
@@ -223,14 +222,7 @@ FREEZER_EXPORT const char *freezer_last_error_message(freezer *f) {
  * that is stopped (SIGSTOP) still has the kernel accept connections to its
  * private socket, so without this, freezer_open_private() would hang that
  * long where every call gives up after 25 s. */
-#define READY_TIMEOUT_USEC (25 * USEC_PER_SEC)
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
+#define READY_TIMEOUT_USEC SD_BUS_DEFAULT_TIMEOUT_USEC
 
 /* Until the connection is set up (authenticated; on a bus, Hello
  * answered), or -ETIMEDOUT. */
@@ -931,15 +923,10 @@ static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind ki
                 return r;
         }
 
-        /* Appended, so that the list stays oldest first. */
-        if (f->calls) {
-                pending_call *last = f->calls;
-                while (last->next)
-                        last = last->next;
-                last->next = c;
-                c->prev = last;
-        } else
-                f->calls = c;
+        c->next = f->calls;
+        if (f->calls)
+                f->calls->prev = c;
+        f->calls = c;
 
         if (ret_id)
                 *ret_id = c->id;
