@@ -261,6 +261,10 @@ static void help(void) {
                "     or a batch file could not be read\n"
                "  2  usage error, or a malformed batch file\n"
                "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost.\n"
+               "SIGINT or SIGTERM while freeze, thaw or batch waits ends freezectl, not the\n"
+               "call: freezerd goes on with it (with --rollback it still restores the flags\n"
+               "if the kernel does not confirm in time). freezectl says so in one line on\n"
+               "standard error and dies of the signal.\n"
                "\n"
                "Examples:\n"
                "  %1$s freeze /pods/a /pods/b --timeout=5s\n"
@@ -601,6 +605,49 @@ static const char *state_str(freezer_state s) {
         return t ?: "unknown";
 }
 
+/* ---- interrupted while waiting ---- */
+
+/* SIGINT or SIGTERM while freezerd carries out a call ends freezectl, not
+ * the call: freezerd goes on with what it wrote, and nothing would say so.
+ * The handler writes the line made beforehand (write(2) is safe in a signal
+ * handler, formatting is not), then dies of the signal as it would have. */
+static char interrupt_line[512];
+static size_t interrupt_len;
+
+static void on_interrupt(int sig) {
+        ssize_t k = write(STDERR_FILENO, interrupt_line, interrupt_len);
+        (void) k;
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+/* Say what to tell, and catch the signals (once): what is a call's own words,
+ * such as "the freeze of /pods". */
+_printf_(1, 2)
+static void interrupt_say(const char *fmt, ...) {
+        static bool installed;
+        char what[256];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        n = snprintf(interrupt_line, sizeof interrupt_line,
+                     PROGRAM ": interrupted: freezerd goes on with %s%s\n", what,
+                     arg_no_wait ? ""
+                     : arg_rollback ? " (with --rollback it restores the flags if the kernel does not confirm in time)"
+                                    : " (the flags it wrote stay; see freezectl status)");
+        interrupt_len = n < 0 ? 0 : (size_t) n >= sizeof interrupt_line ? sizeof interrupt_line - 1 : (size_t) n;
+        if (!installed) {
+                struct sigaction sa = { .sa_handler = on_interrupt };
+                sigemptyset(&sa.sa_mask);
+                (void) sigaction(SIGINT, &sa, NULL);
+                (void) sigaction(SIGTERM, &sa, NULL);
+                installed = true;
+        }
+}
+
 /* ---- freeze, thaw ---- */
 
 /* The flags of freeze, thaw and batch requests, from the options. */
@@ -720,6 +767,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         for (size_t i = 0; i < n_paths; i++) {
                 struct json_object *o = NULL;
 
+                interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
@@ -765,6 +813,7 @@ static int verb_freeze_except(freezer *f, const char *path) {
         char **frozen = NULL;
         int ret = EXIT_SUCCESS, r;
 
+        interrupt_say("the freeze of %s except %s%s", path, arg_except[0], n_arg_except > 1 ? ", ..." : "");
         r = freezer_freeze_except(f, path, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
         if (r < 0) {
@@ -886,6 +935,7 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
         uint32_t writes = 0, skipped = 0;
         int ret = EXIT_SUCCESS, r;
 
+        interrupt_say("the batch from %s", streq(file, "-") ? "standard input" : file);
         r = caller_apply_batch(c, requests, n, request_flags(), &writes, &skipped);
         if (r < 0) {
                 log_caller_failure(c, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);

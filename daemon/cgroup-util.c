@@ -235,8 +235,9 @@ int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret) {
  * ------------------------------------------------------------------------- */
 
 /* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
- * U+10FFFF, no truncated sequences. */
-static bool utf8_is_valid(const char *str) {
+ * U+10FFFF, no truncated sequences; with refuse_noncharacters, also none of
+ * U+FDD0..U+FDEF, U+xFFFE, U+xFFFF, which sd-bus refuses in a string. */
+static bool utf8_check(const char *str, bool refuse_noncharacters) {
         const unsigned char *s = (const unsigned char *) str;
 
         while (*s) {
@@ -275,6 +276,8 @@ static bool utf8_is_valid(const char *str) {
                         return false; /* surrogate */
                 if (cp > 0x10ffff)
                         return false;
+                if (refuse_noncharacters && ((cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe))
+                        return false;
 
                 s += n + 1;
         }
@@ -282,11 +285,19 @@ static bool utf8_is_valid(const char *str) {
         return true;
 }
 
+static bool utf8_is_valid(const char *str) {
+        return utf8_check(str, false);
+}
+
 static bool has_control_char(const char *s) {
         for (; *s; s++)
                 if ((unsigned char) *s < 0x20 || (unsigned char) *s == 0x7f)
                         return true;
         return false;
+}
+
+bool cg_name_is_publishable(const char *name) {
+        return utf8_check(name, true) && !has_control_char(name);
 }
 
 /* Checks in, and on success returns the part to keep (after the leading '/',

@@ -27,6 +27,12 @@ int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret);
  * as "contains a '..' component".  On success *ret is "/" or "/a/b". */
 int cg_path_normalize(const char *in, char **ret, const char **ret_reason);
 
+/* Whether a group named name can be a group object: its path must go into
+ * D-Bus strings, which sd-bus takes only as UTF-8 without noncharacters, and
+ * be one an API call can name (no control characters, as above).  The kernel
+ * takes any bytes but '/' and NUL in a cgroup's name. */
+bool cg_name_is_publishable(const char *name);
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

@@ -62,6 +62,10 @@ int journal_write(const char *dir, uint64_t id, const JournalEntry *entries, siz
                 json_object_array_add(groups, g);
         }
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text) { /* json-c is out of memory (and so were any of the adds above) */
+                json_object_put(root);
+                return -ENOMEM;
+        }
 
         if (asprintf(&tmp, "%s/.journal-%" PRIu64 ".json.tmp", dir, id) < 0 ||
             asprintf(&final, "%s/journal-%" PRIu64 ".json", dir, id) < 0) {
@@ -245,9 +249,9 @@ int journal_recover(const char *dir, journal_restore_t restore, void *userdata, 
                         } else
                                 restored++;
                 }
-                log_notice("Recovered interrupted batch %" PRIu64 ": %u groups restored to their previous flag, "
+                log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
                            "%u gone, %u failed.",
-                           ids[i], restored, gone, failed);
+                           ids[i], restored, restored == 1 ? "" : "s", gone, failed);
                 journal_entries_free(entries, n);
                 (void) unlinkat(dirfd(d), name, 0);
                 recovered++;

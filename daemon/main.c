@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <strings.h>
@@ -333,10 +334,16 @@ static int run(void) {
 
         {
                 /* libevent's default clock is CLOCK_MONOTONIC_COARSE (4 ms steps
-                 * here): deadlines would fire up to a tick early. */
+                 * here): deadlines would fire up to a tick early.  And by default
+                 * a timer added from a callback counts from the time cached when
+                 * the loop woke up, however long ago that was: a call read late in
+                 * a long turn, or after freezerd was stopped (SIGSTOP, a
+                 * debugger, a paused VM) between its wake-up and the read, got a
+                 * timeout that had partly or wholly run out at once. */
                 struct event_config *cfg = event_config_new();
                 if (cfg) {
                         (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+                        (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_NO_CACHE_TIME);
                         d.base = event_base_new_with_config(cfg);
                         event_config_free(cfg);
                 }
@@ -406,8 +413,8 @@ static int run(void) {
                         ;
                 d.manager->groups_count_changed = false;
         }
-        log_info("freezerd %s ready: %u groups tracked under %s.", FREEZERD_VERSION, tree_tracked(d.manager->tree),
-                 root);
+        log_info("freezerd %s ready: %u group%s tracked under %s.", FREEZERD_VERSION, tree_tracked(d.manager->tree),
+                 tree_tracked(d.manager->tree) == 1 ? "" : "s", root);
         (void) sd_notifyf(0, "READY=1\nSTATUS=Tracking %u groups under %s", tree_tracked(d.manager->tree), root);
 
         while (!d.exit) {
@@ -448,11 +455,17 @@ static int run(void) {
         (void) sd_notify(0, "STOPPING=1");
 
 finish:
-        /* Pending callers get an answer; cgroups stay exactly as the kernel has them. */
+        /* Pending callers get an answer; cgroups stay exactly as the kernel has
+         * them.  The private connections are flushed while the manager still
+         * exists: flushing them dispatches what they read meanwhile, which the
+         * manager's objects and filters (with the manager as userdata) would
+         * otherwise get after it is freed.  private_bus_free() refuses those
+         * calls. */
         if (d.manager)
                 d.manager->private_bus = NULL;
-        d.manager = manager_free(d.manager);
+        manager_shutdown(d.manager);
         d.private_bus = private_bus_free(d.private_bus);
+        d.manager = manager_free(d.manager);
         if (d.bus) {
                 (void) sd_bus_flush(d.bus);
                 d.bus_event = bus_event_free(d.bus_event);
@@ -470,9 +483,18 @@ finish:
         return r;
 }
 
+/* glibc raises its trim threshold to twice the size of any large block freed
+ * (a storm's 1 MiB GroupsChanged, say), and keeps the heap's top up to that
+ * size for good: a long-running daemon would hold on to a burst's memory.
+ * Fixed thresholds turn that off: blocks of 128 KiB and more are mapped and
+ * unmapped on their own, and free memory above 128 KiB at the top goes back. */
+#define MALLOC_THRESHOLD (128 * 1024)
+
 int main(int argc, char *argv[]) {
         int r;
 
+        (void) mallopt(M_MMAP_THRESHOLD, MALLOC_THRESHOLD);
+        (void) mallopt(M_TRIM_THRESHOLD, MALLOC_THRESHOLD);
         setup_log_level();
         r = parse_argv(argc, argv);
         if (r <= 0)

@@ -228,6 +228,24 @@ static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, s
 
 /* ---- deferred replies ---------------------------------------------------------------------------------- */
 
+/* A deferred reply that could not be sent.  A caller that went away meanwhile
+ * needs nothing; any other caller still gets an answer: a reply (or an error
+ * naming a path) that freezerd cannot build must not leave it waiting for
+ * ever, with the writes made. */
+static void reply_failed(sd_bus_message *call, int r) {
+        const char *sender = sd_bus_message_get_sender(call) ?: "?";
+        int k;
+
+        if (r == -ENOTCONN || r == -ECONNRESET || r == -EPIPE) {
+                log_debug_errno(r, "Cannot send reply to %s: %m", sender);
+                return;
+        }
+        log_warning_errno(r, "Cannot send reply to %s, sending an error instead: %m", sender);
+        k = sd_bus_reply_method_errnof(call, r, "freezerd could not build its reply: %s", strerror(-r));
+        if (k < 0)
+                log_warning_errno(k, "Cannot send an error to %s either: %m", sender);
+}
+
 static void reply_operation_done(Operation *op, const sd_bus_error *error, void *userdata) {
         sd_bus_message *call = userdata;
         int r;
@@ -237,8 +255,7 @@ static void reply_operation_done(Operation *op, const sd_bus_error *error, void 
         else
                 r = sd_bus_reply_method_return(call, NULL);
         if (r < 0)
-                /* The caller may have gone away meanwhile: nothing to do. */
-                log_debug_errno(r, "Cannot send reply to %s: %m", sd_bus_message_get_sender(call) ?: "?");
+                reply_failed(call, r);
         sd_bus_message_unref(call);
 }
 
@@ -281,7 +298,7 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         } else
                 r = sd_bus_reply_method_return(b->call, NULL);
         if (r < 0)
-                log_debug_errno(r, "Cannot send reply to %s: %m", sd_bus_message_get_sender(b->call) ?: "?");
+                reply_failed(b->call, r);
         batch_reply_free(b);
 }
 
@@ -316,6 +333,20 @@ static int batch_reply_new(sd_bus_message *call, int kind, BatchReply **ret) {
         return 0;
 }
 
+/* Append item to the growing array *items (*n used of *cap). */
+static int batch_items_push(BatchItem **items, size_t *n, size_t *cap, BatchItem item) {
+        if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 64;
+                BatchItem *l = realloc(*items, nc * sizeof *l);
+                if (!l)
+                        return -ENOMEM;
+                *items = l;
+                *cap = nc;
+        }
+        (*items)[(*n)++] = item;
+        return 0;
+}
+
 /* Append the subtree of g: its tracked groups.  Not the hierarchy's root,
  * which has no flag, nor, below a root that is not tracked, the ancestors
  * kept for their flags: a flag written there would freeze or thaw groups
@@ -324,16 +355,60 @@ static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, s
         for (Group *c = g; c; c = tree_next_preorder(g, c)) {
                 if (!c->parent || !c->tracked)
                         continue;
-                if (*n == *cap) {
-                        size_t nc = *cap ? *cap * 2 : 64;
-                        BatchItem *l = realloc(*items, nc * sizeof *l);
-                        if (!l)
-                                return -ENOMEM;
-                        *items = l;
-                        *cap = nc;
-                }
-                (*items)[(*n)++] = (BatchItem) { .group = c, .freeze = freeze, .index = (*index)++ };
+                if (batch_items_push(items, n, cap, (BatchItem) { .group = c, .freeze = freeze, .index = *index }) < 0)
+                        return -ENOMEM;
+                (*index)++;
         }
+        return 0;
+}
+
+/* RECURSIVE requests expanded to their subtrees' tracked groups, later
+ * requests winning.  Taken from the last request back, each group is added
+ * once, by the last request whose subtree holds it, and a group a later
+ * request reached already stands for its whole subtree (that request walked
+ * all of it), which is skipped: one visit per group however the requests
+ * overlap, where copying each subtree would let 65,536 requests of "/" make
+ * as many copies of the tree.  The result keeps the requests' order. */
+static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchItem **ret, size_t *ret_n) {
+        _cleanup_free_ BatchItem *rev = NULL;
+        _cleanup_free_ size_t *start = calloc(n + 1, sizeof *start);
+        BatchItem *out;
+        size_t rn = 0, rcap = 0, k = 0;
+        unsigned gen = ++m->expand_gen;
+
+        if (!start)
+                return -ENOMEM;
+        for (size_t i = n; i > 0; i--) {
+                Group *top = items[i - 1].group;
+
+                start[i - 1] = rn;
+                for (Group *c = top; c;) {
+                        GroupData *d = group_data(c);
+                        if (d->expand_gen == gen) {
+                                c = tree_next_preorder_skip(top, c);
+                                continue;
+                        }
+                        d->expand_gen = gen;
+                        if (c->parent && c->tracked &&
+                            batch_items_push(&rev, &rn, &rcap, (BatchItem) { .group = c, .freeze = items[i - 1].freeze }) < 0)
+                                return -ENOMEM;
+                        c = tree_next_preorder(top, c);
+                }
+        }
+
+        out = malloc((rn ?: 1) * sizeof *out);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t end = i > 0 ? start[i - 1] : rn; /* request i's items end where i-1's begin */
+                for (size_t j = start[i]; j < end; j++) {
+                        out[k] = rev[j];
+                        out[k].index = k;
+                        k++;
+                }
+        }
+        *ret = out;
+        *ret_n = k;
         return 0;
 }
 
@@ -626,15 +701,8 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                                  "Request %zu: %s; nothing was written", n_requests - 1,
                                                  msg_copy ?: "");
                 }
-                if (n == cap) {
-                        size_t nc = cap ? cap * 2 : 64;
-                        BatchItem *l = realloc(items, nc * sizeof *l);
-                        if (!l)
-                                return -ENOMEM;
-                        items = l;
-                        cap = nc;
-                }
-                items[n++] = (BatchItem) { .group = g, .freeze = freeze, .index = index++ };
+                if (batch_items_push(&items, &n, &cap, (BatchItem) { .group = g, .freeze = freeze, .index = index++ }) < 0)
+                        return -ENOMEM;
         }
         r = sd_bus_message_exit_container(msg);
         if (r < 0)
@@ -654,16 +722,11 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                          "Unknown order \"%s\" (expected auto, top-down or bottom-up)", order_str);
 
         if (flags & FREEZER_FLAG_RECURSIVE) {
-                /* Expand each request to its subtree; later requests still win. */
                 BatchItem *expanded = NULL;
-                size_t en = 0, ecap = 0, eindex = 0;
-                for (size_t i = 0; i < n; i++) {
-                        r = append_subtree(items[i].group, items[i].freeze, &expanded, &en, &ecap, &eindex);
-                        if (r < 0) {
-                                free(expanded);
-                                return r;
-                        }
-                }
+                size_t en = 0;
+                r = expand_recursive(m, items, n, &expanded, &en);
+                if (r < 0)
+                        return r;
                 free(items);
                 items = expanded;
                 n = en;

@@ -358,11 +358,19 @@ static void group_data_destroy(Group *g, void *userdata) {
         if (!d)
                 return;
 
-        /* Every operation waiting on a removed group fails: its wait can never end. */
+        /* Every operation waiting on a group that leaves the model fails: its
+         * wait can never end.  Untrack() drops groups whose cgroup still
+         * exists: that is no NoSuchGroup, and the flag written stays. */
         while (d->entries) {
                 OpEntry *e = d->entries;
-                operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
-                               g->path, e->new_freeze ? "freeze" : "thaw");
+                if (m->untracking)
+                        operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s; its "
+                                       "cgroup.freeze stays as written",
+                                       g->path, m->untracking, e->new_freeze ? "freeze" : "thaw");
+                else
+                        operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
+                                       g->path, e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
 
@@ -384,6 +392,14 @@ static void group_data_destroy(Group *g, void *userdata) {
         }
         free(d);
         g->userdata = NULL;
+}
+
+/* Errors of adding a group that need no message of the caller: the group
+ * went away meanwhile (-ENOENT, -ENODEV), or the cause was logged already:
+ * the inotify watch limit (-ENOSPC, watch_error()), the depth limit (-E2BIG)
+ * and a name D-Bus cannot carry (-EILSEQ, both manager_add_new()). */
+static bool add_error_logged(int r) {
+        return r == -ENOENT || r == -ENODEV || r == -ENOSPC || r == -E2BIG || r == -EILSEQ;
 }
 
 /* A watch we could not arm: the watch limit gets a message that names its cause. */
@@ -527,22 +543,25 @@ static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
 static int manager_list_children(Manager *m, Group *g, int dirfd) {
         _cleanup_free_ char *childpath = NULL;
         size_t plen = streq(g->path, "/") ? 0 : strlen(g->path);
-        union {
+        /* On the heap: this recurses once per level of the tree (through
+         * manager_scan_child_at()), and 16 KiB a level on the stack would end
+         * freezerd at about 500 levels. */
+        _cleanup_free_ union {
                 struct dirent64 de;
-                char raw[16 * 1024];
-        } buf;
+                char raw[SCAN_BUF_SIZE];
+        } *buf = malloc(sizeof *buf);
         bool fresh = !g->children, all_leaves;
         uint64_t nr_descendants = UINT64_MAX;
         int r = 0;
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
-        if (!childpath)
+        if (!childpath || !buf)
                 return -ENOMEM;
         memcpy(childpath, g->path, plen);
         childpath[plen] = '/';
 
         for (;;) {
-                ssize_t n = getdents64(dirfd, &buf, sizeof buf);
+                ssize_t n = getdents64(dirfd, buf, sizeof *buf);
                 if (n < 0) {
                         r = -errno;
                         fresh = false;
@@ -550,7 +569,7 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                 }
                 if (n == 0)
                         break;
-                for (char *p = buf.raw; p < buf.raw + n;) {
+                for (char *p = buf->raw; p < buf->raw + n;) {
                         struct dirent64 *de = (struct dirent64 *) p;
                         int k;
 
@@ -562,7 +581,7 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                         if (tree_get(m->tree, childpath))
                                 continue;
                         k = manager_add_new(m, g, de->d_name, true, dirfd, NULL);
-                        if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                        if (k < 0 && !add_error_logged(k))
                                 log_warning_errno(k, "Cannot track %s: %m", childpath);
                 }
                 /* Before the next getdents: the one that finds the end must follow it. */
@@ -582,7 +601,7 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                 if (all_leaves)
                         continue;
                 k = manager_scan_child_at(m, c, dirfd);
-                if (k < 0 && k != -ENOENT && k != -ENODEV && k != -ENOSPC)
+                if (k < 0 && !add_error_logged(k))
                         log_warning_errno(k, "Cannot track the children of %s: %m", c->path);
         }
         return r;
@@ -696,6 +715,31 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
         bool by_name, freeze;
         Group *g;
         int r, wd = -1;
+
+        if (!cg_name_is_publishable(name)) {
+                /* Every group's path goes into replies and signals: one that
+                 * D-Bus cannot carry would fail them all (a listing, a batch's
+                 * reply, a whole GroupsChanged).  The kernel's flags still
+                 * reach it through its ancestors. */
+                char esc[4 * NAME_MAX + 1];
+                size_t k = 0;
+                for (const unsigned char *p = (const unsigned char *) name; *p && k + 4 < sizeof esc; p++)
+                        k += (size_t) snprintf(esc + k, sizeof esc - k, *p < 0x20 || *p >= 0x7f ? "\\x%02x" : "%c", *p);
+                log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control "
+                            "character",
+                            streq(parent->path, "/") ? "" : parent->path, esc);
+                return -EILSEQ;
+        }
+        if (parent->depth >= GROUP_DEPTH_MAX) {
+                GroupData *pd = group_data(parent);
+                if (pd && !pd->deep_warned) { /* once per group, not per mkdir below it */
+                        pd->deep_warned = true;
+                        log_warning("Not following the groups below %s: they are deeper than %u levels below the "
+                                    "cgroup root",
+                                    parent->path, GROUP_DEPTH_MAX);
+                }
+                return -E2BIG;
+        }
 
         by_name = parent_dirfd >= 0 && scan_chdir(m, parent, parent_dirfd) >= 0;
         if (by_name) {
@@ -914,6 +958,14 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
         m->doomed_tail = op;
 }
 
+/* An operation done: its success is queued with the failures, so that every
+ * reply goes out in the order its outcome was found.  A call that reverses a
+ * pending one (Cancelled) and is then done at once replies after it, as it
+ * wrote after it. */
+static void operation_conclude(Operation *op) {
+        operation_doom(op, false, NULL, "%s", "");
+}
+
 void manager_dispatch(Manager *m) {
         Operation *op;
 
@@ -924,6 +976,10 @@ void manager_dispatch(Manager *m) {
                 m->doomed = op->doomed_next;
                 if (!m->doomed)
                         m->doomed_tail = NULL;
+                if (!op->doom_name) {
+                        operation_finish(op, NULL);
+                        continue;
+                }
                 if (op->doom_rollback)
                         restored = operation_rollback(op);
                 operation_fail(op, op->doom_name, "%s%s", msg ?: "Failed",
@@ -982,7 +1038,7 @@ static bool operation_check(Operation *op) {
         }
         if (op->n_pending > 0)
                 return false;
-        operation_finish(op, NULL);
+        operation_conclude(op);
         return true;
 }
 
@@ -1172,8 +1228,8 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
         return 0;
 }
 
-int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
-                   void *userdata, sd_bus_error *error) {
+static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags,
+                        operation_done_t done, void *userdata, sd_bus_error *error) {
         Operation *op;
         OpEntry *e;
         bool prev;
@@ -1240,7 +1296,7 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
                 if (!freeze && g->e_freeze)
                         (void) operation_check(op);
                 else
-                        operation_finish(op, NULL);
+                        operation_conclude(op);
                 return 0;
         }
         if (operation_check(op))
@@ -1255,8 +1311,8 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
 /* Apply a planned batch: items are deduplicated and ordered (batch_plan()).
  * Every item becomes an entry that waits until the kernel's frozen equals the
  * group's effective flag. */
-int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
-                        operation_done_t done, void *userdata, sd_bus_error *error) {
+static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
+                       operation_done_t done, void *userdata, sd_bus_error *error) {
         Operation *op;
         int r;
 
@@ -1340,7 +1396,7 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
         }
 
         /* The groups written (NULL for the others), to settle their subtrees. */
-        _cleanup_free_ Group **written = calloc(n, sizeof(Group *));
+        _cleanup_free_ Group **written = calloc(n ?: 1, sizeof(Group *));
         if (!written) {
                 operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
                 return 0;
@@ -1349,7 +1405,9 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
                 written[i] = op->entries[i].wrote ? items[i].group : NULL;
 
         if (flags & FREEZER_FLAG_NO_WAIT) {
-                /* Reply first: settling serves the model, not this caller. */
+                /* Reply first: settling serves the model, not this caller.
+                 * The calls this batch reversed reply before it. */
+                manager_dispatch(m);
                 operation_finish(op, NULL);
                 manager_settle_written(m, written, n);
                 return 0;
@@ -1369,6 +1427,24 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
         if (r < 0)
                 operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout of the batch");
         return 0;
+}
+
+/* A call's failures, and those its writes caused (operations it reversed),
+ * are answered before the call returns: before any later call of the same
+ * loop turn can write the same group and reply.  So the order of replies is
+ * the order of the writes they vouch for, failures included. */
+int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
+                   void *userdata, sd_bus_error *error) {
+        int r = freeze_start(m, g, freeze, timeout_usec, flags, done, userdata, error);
+        manager_dispatch(m);
+        return r;
+}
+
+int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
+                        operation_done_t done, void *userdata, sd_bus_error *error) {
+        int r = batch_start(m, items, n, timeout_usec, flags, done, userdata, error);
+        manager_dispatch(m);
+        return r;
 }
 
 /* ---- inotify ------------------------------------------------------------------------------------------ */
@@ -1446,8 +1522,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         if (!g->tracked)
                                 return;
                         int r = manager_add_subtree(m, g, ev->name, true, NULL);
-                        /* -ENOSPC (inotify watch limit) was logged with its cause already. */
-                        if (r < 0 && r != -ENOENT && r != -ENODEV && r != -ENOSPC)
+                        if (r < 0 && !add_error_logged(r))
                                 log_warning_errno(r, "Cannot track new group %s/%s: %m",
                                                   streq(g->path, "/") ? "" : g->path, ev->name);
                 } else if (ev->mask & IN_DELETE) {
@@ -1488,6 +1563,9 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
                 m->inotify_lost = false;
                 manager_resync(m);
         }
+        /* Calls the slice failed (a flag reversed behind our back, a group
+         * gone) are answered before the next call is handled. */
+        manager_dispatch(m);
 }
 
 /* While the kernel's work item delivers a storm of notifications, reading
@@ -1569,6 +1647,10 @@ static int path_error(sd_bus_error *error, int r, const char *path) {
                                          "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) is "
                                          "reached",
                                          path);
+        case -E2BIG:
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Cannot track %s: it is deeper than %u levels below the cgroup root", path,
+                                         GROUP_DEPTH_MAX);
         case -EMFILE:
         case -ENFILE:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
@@ -1730,14 +1812,6 @@ static void group_untrack(Manager *m, Group *g) {
                 m->on_group_removed(m, g->path);
 }
 
-/* The pre-order successor of g within top's subtree, past g's own subtree. */
-static Group *next_preorder_skip_subtree(Group *top, Group *g) {
-        for (; g != top; g = g->parent)
-                if (g->next)
-                        return g->next;
-        return NULL;
-}
-
 /* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
  * remaining roots need, at every depth.  A group in a remaining root's
  * subtree stays tracked, with its subtree; an ancestor of a remaining root
@@ -1746,11 +1820,11 @@ static Group *next_preorder_skip_subtree(Group *top, Group *g) {
 static void manager_prune(Manager *m, Group *top) {
         for (Group *g = top, *next; g; g = next) {
                 if (covered_by(m, g->path, NULL)) {
-                        next = next_preorder_skip_subtree(top, g);
+                        next = tree_next_preorder_skip(top, g);
                         continue;
                 }
                 if (g->parent && !is_ancestor_of_root(m, g->path, NULL)) {
-                        next = next_preorder_skip_subtree(top, g);
+                        next = tree_next_preorder_skip(top, g);
                         manager_remove_group(m, g);
                         continue;
                 }
@@ -1789,7 +1863,10 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         while (g->parent && g->parent->parent && !covered_by(m, g->parent->path, NULL) &&
                !is_ancestor_of_root(m, g->parent->path, NULL))
                 g = g->parent;
+        m->untracking = norm;
         manager_prune(m, g);
+        m->untracking = NULL;
+        manager_dispatch(m); /* the calls it failed, before any later call */
         return 0;
 }
 
@@ -2200,7 +2277,9 @@ static void manager_save_tracked(Manager *m) {
                         json_object_array_add(arr, json_object_new_string(m->track_roots[i]));
         }
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (asprintf(&tmp, "%s/.tracked.json.tmp", m->state_dir) >= 0 &&
+        if (!text)
+                log_warning("Cannot save tracked subtrees in %s: out of memory", m->state_dir);
+        else if (asprintf(&tmp, "%s/.tracked.json.tmp", m->state_dir) >= 0 &&
             asprintf(&final, "%s/tracked.json", m->state_dir) >= 0 && (f = fopen(tmp, "we"))) {
                 bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
                 ok = fclose(f) == 0 && ok;
@@ -2296,14 +2375,26 @@ int manager_reload(Manager *m, const Config *config) {
         return manager_apply_track_config(m, m->config.track);
 }
 
+void manager_shutdown(Manager *m) {
+        if (!m)
+                return;
+        /* Waiting callers get an answer, and every group stays as the kernel
+         * has it, but for the calls that asked for all or nothing
+         * (ROLLBACK_ON_TIMEOUT): shutting down fails them, so what they
+         * changed is restored first, as for any failure. */
+        manager_dispatch(m);
+        for (Operation *op = m->operations; op; op = op->next)
+                operation_doom(op, true, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+        manager_dispatch(m);
+        while (m->operations) /* none: every one was doomed */
+                operation_fail(m->operations, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+}
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
-        /* Leave every group as the kernel has it: waiting callers get an answer. */
-        manager_dispatch(m);
-        while (m->operations)
-                operation_fail(m->operations, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+        manager_shutdown(m);
 
         m->on_group_removed = NULL;
         m->on_group_added = NULL;

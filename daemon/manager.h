@@ -20,6 +20,16 @@
 #define FREEZER_FLAG_NO_WAIT (UINT64_C(1) << 1)
 #define FREEZER_FLAG_RECURSIVE (UINT64_C(1) << 2)
 
+/* How deep below its cgroup root freezerd follows groups.  The kernel sets no
+ * limit (cgroup.max.depth is "max" unless someone sets it), and whoever may
+ * mkdir in a delegated subtree can nest thousands of levels: each level is a
+ * frame of the scan's recursion and a directory fd it holds meanwhile.  Real
+ * trees (systemd slices, Kubernetes pods, nested containers) stay below 40. */
+#define GROUP_DEPTH_MAX 256
+
+/* getdents64 buffer of a directory listing. */
+#define SCAN_BUF_SIZE (16 * 1024)
+
 typedef struct Manager Manager;
 
 /* The bus clients of one of the Manager's subscriptions (manager-bus.c), each
@@ -51,6 +61,8 @@ typedef struct GroupData {
         unsigned cover_epoch, epoch;
         bool covering;
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
+        unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
+        bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -128,6 +140,7 @@ struct Manager {
         char *runtime_dir; /* batch journals */
         char *state_dir;   /* subtrees tracked through Track() */
         uint64_t journal_seq;
+        unsigned expand_gen; /* one per RECURSIVE batch expansion (GroupData.expand_gen) */
         bool started; /* initial tracking done: track changes are persisted from now on */
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
@@ -146,6 +159,7 @@ struct Manager {
         char *inotify_stash;
         size_t inotify_stash_len, inotify_stash_pos;
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
+        const char *untracking;        /* the subtree Untrack() is dropping, while it does */
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
         /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
@@ -231,6 +245,10 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
 /* Carry out queued failures (with their rollbacks).  The main loop calls it
  * once per turn, before signals are emitted. */
 void manager_dispatch(Manager *m);
+/* Fail every pending operation (Cancelled, "freezerd is shutting down"): their
+ * replies are queued on their connections.  The model stays, so the bus
+ * objects still work while the connections are flushed; manager_free() then. */
+void manager_shutdown(Manager *m);
 
 /* The owner (st_uid) of the cgroup.freeze of the group at path (an API path,
  * normalized here; the group need not be in the model), fstat'ed beneath the

@@ -579,8 +579,9 @@ static int validate(Pressure *p, bool system, const char *resource, const char *
                 return 0;
         case PSI_TRIGGER_UNKNOWN_RESOURCE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown resource \"%s\": expected cpu, memory or io%s", resource,
-                                         system ? " or irq" : " (irq is system-wide only: use the Manager)");
+                                         "Unknown resource \"%s\": expected %s", resource,
+                                         system ? "cpu, memory, io or irq"
+                                                : "cpu, memory or io (irq is system-wide only: use the Manager)");
         case PSI_TRIGGER_UNKNOWN_KIND:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown kind \"%s\": expected some or full", kind);

@@ -10,6 +10,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-id128.h>
 
+#include "bus-errors.h"
 #include "bus-event.h"
 #include "log.h"
 #include "manager-bus.h"
@@ -154,7 +155,10 @@ static void on_accept(evutil_socket_t fd, short what, void *userdata) {
                         continue;
                 }
                 r = connection_new(pb, cfd);
-                if (r < 0)
+                if (r == -ECONNRESET || r == -EPIPE)
+                        /* The peer went away first (a probe, a client that gave up): nothing wrong here. */
+                        log_debug_errno(r, "A connection on %s closed before it was set up: %m", pb->path);
+                else if (r < 0)
                         log_warning_errno(r, "Cannot set up a connection on %s: %m", pb->path);
         }
 }
@@ -295,14 +299,28 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all) 
         return NULL;
 }
 
+/* While the replies of shutdown are flushed, sd_bus_process() also dispatches
+ * what the peer sent meanwhile: no new work then, whatever filter runs first
+ * (the manager's filter_get_all() only reads). */
+static int refuse_during_shutdown(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        uint8_t type;
+
+        if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
+                return 0;
+        (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_CANCELLED, "freezerd is shutting down; nothing was done");
+        return 1;
+}
+
 PrivateBus *private_bus_free(PrivateBus *pb) {
         if (!pb)
                 return NULL;
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;
-                if (!bus_event_is_broken(c->event))
+                if (!bus_event_is_broken(c->event)) {
+                        (void) sd_bus_add_filter(c->bus, NULL, refuse_during_shutdown, NULL);
                         connection_flush(c->bus);
+                }
                 connection_free(c);
         }
         if (pb->accept_event)

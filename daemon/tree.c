@@ -396,8 +396,7 @@ int tree_remove(Tree *t, Group *g, void (*destroy)(Group *g, void *userdata), vo
         return 0;
 }
 
-/* Pre-order successor of g within top's subtree, not descending below g. */
-static Group *next_preorder_skip(Group *top, Group *g) {
+Group *tree_next_preorder_skip(Group *top, Group *g) {
         for (; g != top; g = g->parent)
                 if (g->next)
                         return g->next;
@@ -407,7 +406,7 @@ static Group *next_preorder_skip(Group *top, Group *g) {
 Group *tree_next_preorder(Group *top, Group *g) {
         if (g->children)
                 return g->children;
-        return next_preorder_skip(top, g);
+        return tree_next_preorder_skip(top, g);
 }
 
 void tree_set_freeze(Tree *t, Group *g, bool freeze) {
@@ -435,7 +434,7 @@ void tree_set_freeze(Tree *t, Group *g, bool freeze) {
         for (Group *d = g->children; d;) {
                 e = d->freeze || d->parent->e_freeze;
                 if (e == d->e_freeze) {
-                        d = next_preorder_skip(g, d);
+                        d = tree_next_preorder_skip(g, d);
                         continue;
                 }
 

@@ -140,6 +140,8 @@ FreezerState freezer_state_from_string(const char *s);
 /* Pre-order iteration over the subtree rooted at top (top included):
  *   for (Group *g = top; g; g = tree_next_preorder(top, g)) */
 Group *tree_next_preorder(Group *top, Group *g);
+/* The same, past g's own subtree (not descending below g). */
+Group *tree_next_preorder_skip(Group *top, Group *g);
 
 /* Child of g named name, or NULL (linear in the number of children; use
  * tree_get() with a full path for O(1)). */

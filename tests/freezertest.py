@@ -131,6 +131,7 @@ ERROR_INVALID_PATH = 'org.freezerd.Freezer1.Error.InvalidPath'
 ERROR_TIMEOUT = 'org.freezerd.Freezer1.Error.Timeout'
 ERROR_FROZEN_BY_PARENT = 'org.freezerd.Freezer1.Error.FrozenByParent'
 ERROR_CANCELLED = 'org.freezerd.Freezer1.Error.Cancelled'
+ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
 ERROR_INVALID_ARGS = 'org.freedesktop.DBus.Error.InvalidArgs'
 
 # Multiplies every default deadline (sanitizer and valgrind runs are slower).

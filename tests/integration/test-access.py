@@ -80,7 +80,7 @@ def _uid(name):
 U = _uid('nobody')
 U2 = next((u for u in map(_uid, ('daemon', 'bin', 'sys', 'games', 'man')) if u not in (None, 0, U)), None)
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
-ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
+ERROR_LIMITS_EXCEEDED = ft.ERROR_LIMITS_EXCEEDED
 DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
 OWNED = ['/own', '/own/a', '/own/a/x', '/own/b', '/own2']
 ROOTS = ['/own/rc', '/foreign', '/foreign2']

@@ -24,12 +24,17 @@ Checks:
     command, an unknown command, a missing PATH, a bad duration.
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
+  * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
+    after one line on stderr saying that freezerd goes on with the freeze of
+    /s, and /s is still freezing.
 
 Processes live in leaf groups only (see test-core-libfreezer.py: Linux 6.18
 may report a group with processes of its own and child cgroups frozen early)."""
 
 import json
 import os
+import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -207,6 +212,27 @@ def test():
             ft.check_equal(check_status(sc, '/s')['state'], 'freezing', 'status /s: freezing')
             ft.freezectl('thaw', '/s')
             ft.check_equal(sc.read_freeze('/s'), 0, 'thaw /s')
+
+            # ---- SIGINT while waiting: freezectl says what goes on without it
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'freeze', '--timeout=60s', '/s'],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                try:
+                    ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezectl freeze /s to write the flag',
+                                poll=0.005)
+                    p.send_signal(sig)
+                    out, err = p.communicate(timeout=ft.DEFAULT_TIMEOUT)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                ft.check_equal((p.returncode, out), (-sig, ''), f'{sig.name} while freeze /s waits: freezectl dies of '
+                                                                 'it, printing nothing on stdout')
+                ft.check_equal(err, 'freezectl: interrupted: freezerd goes on with the freeze of /s (the flags it '
+                                    'wrote stay; see freezectl status)\n', f'{sig.name}: one line on stderr says so')
+                ft.check_equal(check_status(sc, '/s')['state'], 'freezing', f'{sig.name}: /s is still freezing')
+                ft.freezectl('thaw', '/s')
 
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')

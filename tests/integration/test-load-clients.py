@@ -19,22 +19,25 @@ Checks:
     else;
   * at the end, for every group, cgroup.freeze equals "the last request made for
     it": the last call, in freezerd's order, whose reply vouches for the group's
-    own flag: a successful Freeze/Thaw/ApplyBatch/RECURSIVE Thaw naming it.
+    own flag: a successful Freeze/Thaw/ApplyBatch/RECURSIVE Thaw naming it, or a
+    Thaw that failed with FrozenByParent (its own flag was cleared all the same).
     freezerd's order is the serial of its replies (one connection, numbered as
     sent), and every write comes before the reply of the call that made it, so a
-    later write to a group always belongs to a call with a later reply.  Failed
-    calls are the exception: freezerd answers them at the end of its loop turn,
-    after the calls it handled later in that turn, which may have written the
-    same group and replied first.  So the failures that leave a flag written (a
-    batch that failed with Cancelled, for its other groups; a Thaw that failed
-    with FrozenByParent, whose own flag was cleared) vouch for nothing: a group
-    for which such a call replied after the last vouching reply (with the other
+    later write to a group always belongs to a call with a later reply.  That
+    holds for failures too: freezerd answers a call's failure before it handles
+    the next call (before, it answered failures at the end of its loop turn, and
+    a FrozenByParent Thaw could reply after a later call that wrote the same
+    group).  One case stays open: a batch cancelled by another call's write is
+    answered after that call, which may itself have replied at once and written
+    another group of the batch, so a Cancelled batch vouches for nothing: a
+    group for which one replied after the last vouching reply (with the other
     value) has two possible "last requests"; it is counted as undetermined, and
     only checked against freezerd's own report;
   * freezerd's Freeze and Frozen of every group equal the kernel's, and the
     kernel's frozen is what the flags imply;
   * freezerd's fd count is back to its level after a warm-up (64 clients x 10
-    calls), and its RSS within 1 MiB of it."""
+    calls), and its RSS within 512 KiB of it (freezerd fixes glibc's trim
+    threshold, so a burst's memory goes back)."""
 
 import collections
 import os
@@ -56,7 +59,7 @@ CALLS = int(os.environ.get('FREEZERD_LOAD_CALLS', '500'))
 WARMUP_CALLS = 10
 TIMEOUT_USEC = 60 * 1000000
 REPLY_TIMEOUT = 180.0  # seconds a client waits for one reply before calling it lost
-RSS_SLACK_KIB = 1024
+RSS_SLACK_KIB = 512
 ALLOWED = {'ok', ft.ERROR_CANCELLED, ft.ERROR_FROZEN_BY_PARENT}
 
 
@@ -231,10 +234,9 @@ def test():
             unsure = collections.defaultdict(list)  # group -> [(serial, flag)] of failed calls that wrote it
             for r in sorted(records, key=lambda r: r.serial):
                 for g, f in r.sets.items():
-                    if r.outcome == 'ok':
+                    if r.outcome == 'ok' or (r.outcome == ft.ERROR_FROZEN_BY_PARENT and r.method == 'Thaw'):
                         vouched[g] = (r.serial, f)
-                    elif (r.outcome == ft.ERROR_CANCELLED and r.method in ('ApplyBatch', 'Thaw RECURSIVE')) or \
-                            (r.outcome == ft.ERROR_FROZEN_BY_PARENT and f == 0):
+                    elif r.outcome == ft.ERROR_CANCELLED and r.method in ('ApplyBatch', 'Thaw RECURSIVE'):
                         unsure[g].append((r.serial, f))
             expected, undetermined = {}, {}
             for g in GROUPS:
@@ -261,9 +263,9 @@ def test():
                                 'equals it', f'(kernel, last request): {wrong}')
             fig.checked['cgroup.freeze == last request'] += len(determined)
             for g, (flag, later) in undetermined.items():
-                print(f'#   {g}: last vouched request {flag}, a later failed call (a Cancelled batch, a '
-                      f'FrozenByParent Thaw) asked {later}: kernel has {flags[g]}', flush=True)
-            fig.checked['cgroup.freeze undetermined (a failed call came later)'] += len(undetermined)
+                print(f'#   {g}: last vouched request {flag}, a later Cancelled batch asked {later}: kernel has '
+                      f'{flags[g]}', flush=True)
+            fig.checked['cgroup.freeze undetermined (a Cancelled batch came later)'] += len(undetermined)
 
             def daemon_view():
                 objs = c.managed_objects()

@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""SIGTERM while a call waits on the private socket and more calls are queued
+behind it.
+
+  /s   a sleeper and a task blocked on a FUSE mount that never answers, so a
+       Freeze of /s stays pending
+  /t   a sleeper
+
+Each round (ROUNDS, a fresh freezerd each): a private connection starts
+Freeze(/s), which waits; freezerd is stopped (SIGSTOP) for 1.5 s; the
+connection sends Freeze(/t) (timeout 1 s), GetAll of /t and ListGroups in one
+write; SIGTERM, SIGCONT.
+
+A call read after the stop gets its whole timeout: libevent counted a timer
+added from a callback from the time it cached when the loop woke up, so when
+the SIGSTOP came between that wake-up and the read (right after the reply to
+the round trip that shows Freeze(/s) waiting), Freeze(/t) timed out at once.
+
+On its way out freezerd fails the pending call and flushes the private
+connections; the flush also dispatches what they sent meanwhile, and it used to
+do so after the manager was freed (the objects and filters of the connection
+have it as userdata): a use after free, which AddressSanitizer reports.
+
+Checks, every round:
+  * Freeze(/s) fails with Cancelled "freezerd is shutting down";
+  * no call fails with Timeout;
+  * each later call is carried out (freezerd handled it before SIGTERM; a
+    Freeze(/t) still waiting then fails as Freeze(/s) does), or refused with
+    Cancelled "freezerd is shutting down; nothing was done", or not answered
+    (the connection closed first); never anything else;
+  * a Freeze(/t) that was refused or not answered wrote nothing: cgroup.freeze
+    of /t is 0;
+  * freezerd exits 0 (under AddressSanitizer: no report).
+
+Then a batch of /t and /s with ROLLBACK_ON_TIMEOUT waits (for /s) at SIGTERM:
+it fails with Cancelled, shutting down, having restored both flags (0), as a
+call that asked for all or nothing does on any failure."""
+
+import os
+import select
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call  # noqa: E402
+
+ROUNDS = 5
+STOPPED_SEC = 1.5           # how long freezerd is held stopped, longer than:
+T_TIMEOUT_USEC = 1000000    # Freeze(/t)'s timeout
+LONG = 60 * 1000000
+SHUTTING_DOWN = 'freezerd is shutting down'  # a call that was waiting
+REFUSED = 'freezerd is shutting down; nothing was done'  # a call read during the shutdown
+
+
+def serialise(c, path, iface, member, sig, body):
+    msg = new_method_call(DBusAddress(path, c.destination, iface), member, sig, body)
+    serial = next(c.conn.outgoing_serial)
+    raw, _fds = c.conn._serialise(msg, serial)
+    return serial, raw
+
+
+def read_until_closed(c, timeout):
+    """Everything freezerd sends until it closes the connection (the loop no longer reads it)."""
+    ft.loop().remove_reader(c.conn.sock)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        ft.check(left > 0, 'freezerd closed the private connection on its way out')
+        if not select.select([c.conn.sock], [], [], left)[0]:
+            continue
+        try:
+            data = c.conn.sock.recv(1 << 16)
+        except ConnectionResetError:
+            data = b''
+        if not data:
+            return
+        c.conn.parser.add_data(data)
+        c._drain()
+
+
+def outcome(msg):
+    if msg is None:
+        return 'no reply'
+    if msg.header.message_type == MessageType.error:
+        name = msg.header.fields.get(HeaderFields.error_name, '?')
+        text = msg.body[0] if msg.body else ''
+        if name == ft.ERROR_CANCELLED and text in (SHUTTING_DOWN, REFUSED):
+            return 'shutting down' if text == SHUTTING_DOWN else 'refused'
+        return f'{name}: {text}'
+    return 'ok'
+
+
+def wait_stopped(pid):
+    def stopped():
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] == 'T'
+    ft.wait_for(stopped, what='freezerd to stop (SIGSTOP)', poll=0.002)
+
+
+def one_round(sc, bus, n, seen):
+    with ft.Daemon(bus, sc.root) as d:
+        c = ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True)
+        pending = c.call_async('Freeze', '/s', LONG, 0)
+        ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', f'round {n}: Freeze(/s) waits')
+
+        os.kill(d.pid, signal.SIGSTOP)
+        wait_stopped(d.pid)
+        time.sleep(STOPPED_SEC)  # the state under test is "stopped for longer than the calls' timeout"
+        calls, data = {}, b''
+        for what, args in (('Freeze(/t)', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', ('/t', T_TIMEOUT_USEC, 0))),
+                           ('GetAll(/t)', (ft.group_object('/t'), ft.PROPERTIES_IFACE, 'GetAll', 's',
+                                           (ft.GROUP_IFACE,))),
+                           ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))):
+            serial, raw = serialise(c, *args)
+            calls[what] = serial
+            data += raw
+        c.conn.sock.sendall(data)
+        os.kill(d.pid, signal.SIGTERM)
+        os.kill(d.pid, signal.SIGCONT)
+        read_until_closed(c, ft.DEFAULT_TIMEOUT)
+        c.closed = True
+        c.conn.close()
+
+        ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
+                       f'round {n}: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
+        got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
+        odd = {what: o for what, o in got.items()
+               if o not in ('ok', 'refused', 'no reply') and not (what == 'Freeze(/t)' and o == 'shutting down')}
+        ft.check(not odd, f'round {n}: every later call was carried out (Freeze(/t) perhaps failed as waiting '
+                          f'at shutdown), refused, or not answered: {got}', odd)
+        for what, o in got.items():
+            seen[(what, o)] = seen.get((what, o), 0) + 1
+        if got['Freeze(/t)'] in ('refused', 'no reply'):
+            ft.check_equal(sc.read_freeze('/t'), 0, f'round {n}: Freeze(/t) not carried out wrote nothing')
+        # Exiting already: a second SIGTERM (Daemon.stop()) could come after its handler is gone.
+        ft.wait_for(lambda: d.exit_status is not None, what='freezerd to exit')
+        ft.check_equal(d.exit_status, 0, f'round {n}: freezerd exits 0')
+    sc.write_freeze('/t', 0)
+    sc.write_freeze('/s', 0)  # the Cancelled Freeze(/s) left its flag
+
+
+def check_rollback_at_shutdown(sc, bus):
+    with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:  # d.stop() closes d.client
+        pending = c.call_async('ApplyBatch', [('/t', True), ('/s', True)], 'auto', LONG, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+        ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'a batch of /t and /s with '
+                       'ROLLBACK_ON_TIMEOUT waits for /s')
+        ft.check_equal((sc.read_freeze('/t'), sc.read_freeze('/s')), (1, 1), 'it wrote both flags (from 0)')
+        ft.check_equal(d.stop(), 0, 'SIGTERM: freezerd exits 0')
+        e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
+        ft.check(SHUTTING_DOWN in e.message and 'restored' in e.message,
+                 'the batch fails with Cancelled, shutting down, its flags restored', repr(e.message))
+        ft.check_equal((sc.read_freeze('/t'), sc.read_freeze('/s')), (0, 0),
+                       'all or nothing: cgroup.freeze of /t and /s are 0 again')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    seen = {}
+    with ft.Scratch('core-shutdown') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.mkdir('/s')
+        sc.spawn_sleepers('/s', 1)
+        sc.mkdir('/t')
+        sc.spawn_sleepers('/t', 1)
+        fuse.spawn_stuck(sc, '/s')
+        for n in range(1, ROUNDS + 1):
+            one_round(sc, bus, n, seen)
+        check_rollback_at_shutdown(sc, bus)
+    print('# outcomes over the rounds: ' + ', '.join(f'{w} {o}: {k}' for (w, o), k in sorted(seen.items())),
+          flush=True)
+
+
+if __name__ == '__main__':
+    ft.run(test)

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Groups whose names D-Bus cannot carry.  The kernel takes any bytes but '/'
+and NUL in a cgroup's name, so whoever may mkdir in a delegated subtree can
+make one that is not UTF-8, holds a noncharacter (sd-bus refuses U+FFFF in a
+string) or a control character.  freezerd does not follow such groups: their
+paths would go into every listing, reply and signal that names them, and
+sd-bus refuses to build those messages.
+
+  /pods/a            a sleeper
+  /pods/b            a sleeper
+  /pods/bad\\xff      (not UTF-8), made before freezerd starts, a sleeper
+  /pods/nc\\uffff     (a noncharacter), made before freezerd starts
+  /pods/ctl\\x01      (a control character), made while freezerd runs
+
+Checks:
+  * freezerd is ready; ListGroups, GetManagedObjects and `freezectl list`
+    work and hold /pods, /pods/a, /pods/b and none of the odd groups; "/pods"
+    counts 2 descendants;
+  * the log names each odd group once, escaped, with a warning;
+  * FreezeExcept("/pods", ["/pods/a"]) replies [/pods/b]; before, the reply
+    could not be built and the caller waited for ever, its writes made;
+  * Freeze("/pods") and Thaw("/pods") each bring one GroupsChanged entry for
+    /pods (frozen, then running): before, one odd entry dropped the whole
+    signal; the kernel froze the sleeper of /pods/bad\\xff with it."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ODD = [b'bad\xff', 'nc\uffff'.encode(), b'ctl\x01']
+ESCAPED = ['bad\\xff', 'nc\\xef\\xbf\\xbf', 'ctl\\x01']
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    with ft.Scratch('fault-names') as sc, ft.Bus() as bus:
+        for g in ('/pods/a', '/pods/b'):
+            sc.mkdir(g)
+            sc.spawn_sleepers(g, 1)
+        pods = os.fsencode(sc.abspath('/pods'))
+        for name in ODD[:2]:
+            os.mkdir(pods + b'/' + name)
+        bad = pods + b'/' + ODD[0]
+        sleeper = ft.subprocess.Popen(['sleep', '1000'])
+        sc.procs.append(sleeper)
+        with open(bad + b'/cgroup.procs', 'w') as f:
+            f.write(str(sleeper.pid))
+
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            os.mkdir(pods + b'/' + ODD[2])
+            c.call('ListGroups')  # a round trip after freezerd read the IN_CREATE
+            want = ['/', '/pods', '/pods/a', '/pods/b']
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), want, 'ListGroups')
+            objs = c.managed_objects()
+            ft.check_equal(sorted(o for o in objs if o != ft.MANAGER_PATH), sorted(ft.group_object(p) for p in want),
+                           'GetManagedObjects')
+            r = ft.freezectl('list', address=bus.address, check=False)
+            ft.check(r.returncode == 0, 'freezectl list succeeds', r.stderr)
+            ft.check(all(p in r.stdout for p in want[1:]), 'freezectl list shows /pods, /pods/a, /pods/b',
+                     r.stdout)
+            ft.check_equal(c.group_property('/pods', 'Descendants'), 2, '/pods counts 2 descendants')
+            log = d.log()
+            for e in ESCAPED:
+                ft.check(log.count(f'Not following /pods/{e}:') == 1, f'the log names /pods/{e} once', log)
+
+            ft.check_equal(c.call('FreezeExcept', '/pods', ['/pods/a'], 0, 0)[0], ['/pods/b'],
+                           'FreezeExcept(/pods, [/pods/a]) replies [/pods/b]')
+            c.call('Thaw', '/pods/b', 0, 0)
+
+            rec = c.record(subscribe='groups')
+            for freeze, state in ((True, 'frozen'), (False, 'running')):
+                rec.clear()
+                c.call('Freeze' if freeze else 'Thaw', '/pods', 0, 0)
+                c.call('ListGroups')  # signals of the call come before this reply
+                ft.wait_for(lambda: any(p == '/pods' and v.get('FreezerState') == state
+                                        for sig in rec.groups_changed() for p, v in sig),
+                            what=f'GroupsChanged to bring /pods {state}')
+                ft.check(True, f'{"Freeze" if freeze else "Thaw"}(/pods): GroupsChanged has /pods {state}')
+                if freeze:
+                    ft.wait_for(lambda: ft.task_frozen(ft.proc_state(sleeper.pid)),
+                                what='the sleeper of /pods/bad\\xff to freeze')
+                    ft.check(True, 'the kernel froze the sleeper of /pods/bad\\xff with /pods')
+
+
+if __name__ == '__main__':
+    ft.run(test)
