@@ -612,24 +612,46 @@ static const char *state_str(freezer_state s) {
  * The handler writes the line made beforehand (write(2) is safe in a signal
  * handler, formatting is not), then dies of the signal as it would have. */
 static char interrupt_line[512];
-static size_t interrupt_len;
+static volatile sig_atomic_t interrupt_len; /* 0: no call waits, nothing to say */
 
 static void on_interrupt(int sig) {
-        ssize_t k = write(STDERR_FILENO, interrupt_line, interrupt_len);
-        (void) k;
+        if (interrupt_len > 0) {
+                ssize_t k = write(STDERR_FILENO, interrupt_line, (size_t) interrupt_len);
+                (void) k;
+        }
         signal(sig, SIG_DFL);
         raise(sig);
 }
 
-/* Say what to tell, and catch the signals (once): what is a call's own words,
- * such as "the freeze of /pods". */
+/* Catch the signals, once, unless they are ignored (a job started with '&'
+ * by a shell without job control must stay deaf to the terminal's ^C). */
+static void interrupt_install(void) {
+        static bool installed;
+        const int sigs[] = { SIGINT, SIGTERM };
+
+        if (installed)
+                return;
+        installed = true;
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                struct sigaction old, sa = { .sa_handler = on_interrupt };
+                if (sigaction(sigs[i], NULL, &old) < 0 || old.sa_handler == SIG_IGN)
+                        continue;
+                sigemptyset(&sa.sa_mask);
+                (void) sigaction(sigs[i], &sa, NULL);
+        }
+}
+
+/* Say what to tell while the next call waits: what is the call's own words,
+ * such as "the freeze of /pods".  The line is made with nothing to say in
+ * between, so that a signal never finds half of it. */
 _printf_(1, 2)
 static void interrupt_say(const char *fmt, ...) {
-        static bool installed;
         char what[256];
         va_list ap;
         int n;
 
+        interrupt_install();
+        interrupt_len = 0;
         va_start(ap, fmt);
         (void) vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
@@ -638,14 +660,12 @@ static void interrupt_say(const char *fmt, ...) {
                      arg_no_wait ? ""
                      : arg_rollback ? " (with --rollback it restores the flags if the kernel does not confirm in time)"
                                     : " (the flags it wrote stay; see freezectl status)");
-        interrupt_len = n < 0 ? 0 : (size_t) n >= sizeof interrupt_line ? sizeof interrupt_line - 1 : (size_t) n;
-        if (!installed) {
-                struct sigaction sa = { .sa_handler = on_interrupt };
-                sigemptyset(&sa.sa_mask);
-                (void) sigaction(SIGINT, &sa, NULL);
-                (void) sigaction(SIGTERM, &sa, NULL);
-                installed = true;
-        }
+        interrupt_len = n <= 0 ? 0 : (size_t) n >= sizeof interrupt_line ? (int) sizeof interrupt_line - 1 : n;
+}
+
+/* The call returned: a signal from now on ends freezectl with nothing to say. */
+static void interrupt_done(void) {
+        interrupt_len = 0;
 }
 
 /* ---- freeze, thaw ---- */
@@ -769,6 +789,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
+                interrupt_done();
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
                         ret = EXIT_FAILURE;
@@ -816,6 +837,7 @@ static int verb_freeze_except(freezer *f, const char *path) {
         interrupt_say("the freeze of %s except %s%s", path, arg_except[0], n_arg_except > 1 ? ", ..." : "");
         r = freezer_freeze_except(f, path, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
+        interrupt_done();
         if (r < 0) {
                 log_failure(f, r, "cannot freeze %s except %s%s", path, arg_except[0],
                             n_arg_except > 1 ? ", ..." : "");
@@ -937,6 +959,7 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
 
         interrupt_say("the batch from %s", streq(file, "-") ? "standard input" : file);
         r = caller_apply_batch(c, requests, n, request_flags(), &writes, &skipped);
+        interrupt_done();
         if (r < 0) {
                 log_caller_failure(c, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
                 return EXIT_FAILURE;
@@ -1895,16 +1918,21 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
 
         watch_emit_watching(&c);
 
-        const char *lost = arg_bus == BUS_PRIVATE ? "lost the connection to freezerd's private socket"
+        const char *lost = arg_bus == BUS_PRIVATE ? "lost the connection to freezerd (its private socket)"
                                                   : "lost the connection to the bus";
         for (;;) {
                 struct pollfd p[2];
 
                 /* Also what arrived during the blocking calls above. */
                 r = freezer_dispatch(f);
-                if (r < 0) {
-                        log_failure(f, r, "%s", lost);
+                if (r == -ECONNRESET || r == -ENOTCONN) {
+                        /* Said once: log_failure() would add "lost the connection to freezerd". */
+                        log_error("watch: %s (%s)", lost, strerror(-r));
                         goto finish; /* the triggers went with the connection */
+                }
+                if (r < 0) {
+                        log_failure(f, r, "watch: %s", lost);
+                        goto finish;
                 }
                 if (c.ret != EXIT_SUCCESS)
                         break;
@@ -1912,7 +1940,7 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 p[0] = (struct pollfd) { .fd = freezer_get_fd(f), .events = POLLIN };
                 p[1] = (struct pollfd) { .fd = sfd, .events = POLLIN };
                 if (p[0].fd < 0) {
-                        log_failure(f, p[0].fd, "%s", lost);
+                        log_failure(f, p[0].fd, "watch: %s", lost);
                         goto finish;
                 }
 

@@ -241,7 +241,10 @@ static void reply_failed(sd_bus_message *call, int r) {
                 return;
         }
         log_warning_errno(r, "Cannot send reply to %s, sending an error instead: %m", sender);
-        k = sd_bus_reply_method_errnof(call, r, "freezerd could not build its reply: %s", strerror(-r));
+        /* Failed, not the errno's own name: -EINVAL would read InvalidArgs,
+         * blaming the caller for what freezerd could not build. */
+        k = sd_bus_reply_method_errorf(call, SD_BUS_ERROR_FAILED, "freezerd could not build its reply: %s",
+                                       strerror(-r));
         if (k < 0)
                 log_warning_errno(k, "Cannot send an error to %s either: %m", sender);
 }
@@ -374,7 +377,7 @@ static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchI
         _cleanup_free_ size_t *start = calloc(n + 1, sizeof *start);
         BatchItem *out;
         size_t rn = 0, rcap = 0, k = 0;
-        unsigned gen = ++m->expand_gen;
+        unsigned gen = ++m->expand_gen ?: ++m->expand_gen; /* 0 is every group's mark before its first */
 
         if (!start)
                 return -ENOMEM;

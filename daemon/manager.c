@@ -358,19 +358,12 @@ static void group_data_destroy(Group *g, void *userdata) {
         if (!d)
                 return;
 
-        /* Every operation waiting on a group that leaves the model fails: its
-         * wait can never end.  Untrack() drops groups whose cgroup still
-         * exists: that is no NoSuchGroup, and the flag written stays. */
+        /* Every operation waiting on a removed group fails: its wait can never
+         * end.  (Untrack() failed those on the groups it drops already.) */
         while (d->entries) {
                 OpEntry *e = d->entries;
-                if (m->untracking)
-                        operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s; its "
-                                       "cgroup.freeze stays as written",
-                                       g->path, m->untracking, e->new_freeze ? "freeze" : "thaw");
-                else
-                        operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
-                                       g->path, e->new_freeze ? "freeze" : "thaw");
+                operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
+                               g->path, e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
 
@@ -936,19 +929,28 @@ static bool operation_rollback(Operation *op) {
  * same loop turn. */
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
         Manager *m = op->manager;
+        bool queued = op->doomed;
         va_list ap;
 
-        if (op->doomed)
+        /* A failure is final.  A success queued (operation_conclude(), name
+         * NULL) and not yet replied may still turn into a failure, in its
+         * place in the queue: a rollback replied before it may have reversed
+         * one of its flags (a request of the same value skipped is no write of
+         * its own), and its reply must not say otherwise. */
+        if (queued && (op->doom_name || !name))
                 return;
         op->doomed = true;
         op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
         op->doom_name = name;
+        free(op->doom_message);
         va_start(ap, fmt);
         if (vasprintf(&op->doom_message, fmt, ap) < 0)
                 op->doom_message = NULL;
         va_end(ap);
         if (op->timer)
                 evtimer_del(op->timer);
+        if (queued)
+                return;
 
         op->doomed_next = NULL;
         if (m->doomed_tail)
@@ -1304,7 +1306,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         r = operation_arm(op);
         if (r < 0)
-                operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", g->path);
+                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", g->path);
         return 0;
 }
 
@@ -1398,7 +1400,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         /* The groups written (NULL for the others), to settle their subtrees. */
         _cleanup_free_ Group **written = calloc(n ?: 1, sizeof(Group *));
         if (!written) {
-                operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
+                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
                 return 0;
         }
         for (size_t i = 0; i < n; i++)
@@ -1406,9 +1408,24 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* Reply first: settling serves the model, not this caller.
-                 * The calls this batch reversed reply before it. */
+                 * The calls this batch reversed reply before it.  (op itself
+                 * cannot be queued yet: its entries are not linked, so nothing
+                 * could doom it.) */
                 manager_dispatch(m);
-                operation_finish(op, NULL);
+                for (size_t i = 0; i < n; i++)
+                        if (items[i].group->freeze != items[i].freeze) {
+                                /* Its entries are not linked (no wait): the rollback of
+                                 * a call it cancelled reversed this flag unseen. */
+                                operation_fail(op, BUS_ERROR_CANCELLED,
+                                               "%s: the request to %s was reversed (cgroup.freeze is now %d) by the "
+                                               "rollback of a call it cancelled",
+                                               items[i].group->path, items[i].freeze ? "freeze" : "thaw",
+                                               items[i].group->freeze);
+                                op = NULL;
+                                break;
+                        }
+                if (op)
+                        operation_finish(op, NULL);
                 manager_settle_written(m, written, n);
                 return 0;
         }
@@ -1425,7 +1442,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 return 0;
         r = operation_arm(op);
         if (r < 0)
-                operation_fail(op, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout of the batch");
+                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout of the batch");
         return 0;
 }
 
@@ -1647,6 +1664,11 @@ static int path_error(sd_bus_error *error, int r, const char *path) {
                                          "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) is "
                                          "reached",
                                          path);
+        case -EILSEQ:
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
+                                         "%s holds a name D-Bus cannot carry (not UTF-8, a noncharacter or a control "
+                                         "character): freezerd does not follow it",
+                                         path);
         case -E2BIG:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot track %s: it is deeper than %u levels below the cgroup root", path,
@@ -1684,6 +1706,15 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                 }
                 *ret = g;
                 return 0;
+        }
+        {
+                /* Refused before anything is added: the components above the
+                 * limit would stay in the model, one fd and watch each. */
+                unsigned depth = 0;
+                for (const char *q = path; *q; q++)
+                        depth += *q == '/';
+                if (depth > GROUP_DEPTH_MAX)
+                        return path_error(error, -E2BIG, path);
         }
         for (p = copy + 1; p && *p; p = s) {
                 s = strchr(p, '/');
@@ -1817,7 +1848,20 @@ static void group_untrack(Manager *m, Group *g) {
  * subtree stays tracked, with its subtree; an ancestor of a remaining root
  * stays in the model, untracked, for its flag; anything else leaves the model.
  * That is the state a start with the remaining roots gives. */
-static void manager_prune(Manager *m, Group *top) {
+/* The calls waiting on g's subtree fail (Cancelled), with their rollback. */
+static void subtree_fail_waiting(Group *g, const char *untracked) {
+        for (Group *c = g; c; c = tree_next_preorder(g, c))
+                for (OpEntry *e = group_data(c)->entries; e; e = e->gnext)
+                        operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s", c->path,
+                                       untracked, e->new_freeze ? "freeze" : "thaw");
+}
+
+/* With untracked set, only fail the calls waiting on the groups the prune
+ * will remove, while those are still in the model: their cgroups exist, so
+ * that is no NoSuchGroup, and a rollback (all or nothing) must still reach
+ * them.  Then, with untracked NULL, remove them. */
+static void manager_prune(Manager *m, Group *top, const char *untracked) {
         for (Group *g = top, *next; g; g = next) {
                 if (covered_by(m, g->path, NULL)) {
                         next = tree_next_preorder_skip(top, g);
@@ -1825,10 +1869,14 @@ static void manager_prune(Manager *m, Group *top) {
                 }
                 if (g->parent && !is_ancestor_of_root(m, g->path, NULL)) {
                         next = tree_next_preorder_skip(top, g);
-                        manager_remove_group(m, g);
+                        if (untracked)
+                                subtree_fail_waiting(g, untracked);
+                        else
+                                manager_remove_group(m, g);
                         continue;
                 }
-                group_untrack(m, g);
+                if (!untracked)
+                        group_untrack(m, g);
                 next = tree_next_preorder(top, g);
         }
 }
@@ -1863,10 +1911,9 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         while (g->parent && g->parent->parent && !covered_by(m, g->parent->path, NULL) &&
                !is_ancestor_of_root(m, g->parent->path, NULL))
                 g = g->parent;
-        m->untracking = norm;
-        manager_prune(m, g);
-        m->untracking = NULL;
-        manager_dispatch(m); /* the calls it failed, before any later call */
+        manager_prune(m, g, norm);
+        manager_dispatch(m); /* the calls it failed (rolled back), before any later call */
+        manager_prune(m, g, NULL);
         return 0;
 }
 

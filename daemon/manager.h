@@ -159,7 +159,6 @@ struct Manager {
         char *inotify_stash;
         size_t inotify_stash_len, inotify_stash_pos;
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
-        const char *untracking;        /* the subtree Untrack() is dropping, while it does */
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
         /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group

@@ -1066,6 +1066,24 @@ class Daemon:
 ProcState = namedtuple('ProcState', 'pid state wchan')
 
 
+def fd_count(pid):
+    """The number of open fds of a process."""
+    return len(os.listdir(f'/proc/{pid}/fd'))
+
+
+def rss_kib(pid):
+    """VmRSS of a process, in KiB."""
+    with open(f'/proc/{pid}/status') as f:
+        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS:'))
+
+
+def under_asan(pid):
+    """Whether the process runs with AddressSanitizer, whose quarantine keeps freed memory
+    resident by design (RSS says nothing about leaks there; LeakSanitizer checks those)."""
+    with open(f'/proc/{pid}/maps') as f:
+        return any('libasan' in line for line in f)
+
+
 def proc_state(pid):
     """ProcState(pid, state letter from /proc/PID/status, /proc/PID/wchan), or None if gone."""
     try:

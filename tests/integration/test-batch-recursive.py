@@ -14,7 +14,9 @@ Checks:
   * [(/r/a, thaw), (/r, freeze)]: every group of /r gets 1 (the later request
     covers all): 3 more writes, 3 skipped;
   * 65,536 requests of (/big, freeze), the most a batch holds: one write per
-    group (1,001), and freezerd's RSS grows by less than 16 MiB.  Each request
+    group (1,001), within the call's timeout, and freezerd's RSS grows by
+    less than 16 MiB (not under AddressSanitizer, whose quarantine keeps freed
+    memory).  Each request
     used to be copied out to its whole subtree before the duplicates went:
     65 million items, about 1.5 GB, from a 2 MB message any caller may send."""
 
@@ -28,11 +30,6 @@ R = ['/r', '/r/a', '/r/a/a1', '/r/a/a2', '/r/b', '/r/b/b1']
 BIG = 1000
 MAX_REQUESTS = 65536
 RSS_GROWTH_MAX_KIB = 16 * 1024
-
-
-def rss_kib(pid):
-    with open(f'/proc/{pid}/status') as f:
-        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS:'))
 
 
 def test():
@@ -66,15 +63,18 @@ def test():
             ft.check_equal({g: sc.read_freeze(g) for g in R}, {g: 0 for g in R}, 'Thaw RECURSIVE of /r clears them')
             sc.wait_tasks_frozen('/r/a/a1', frozen=False)
 
-            before = rss_kib(d.pid)
+            before = ft.rss_kib(d.pid)
             p = c.call_async('ApplyBatch', [('/big', True)] * MAX_REQUESTS, 'auto', t, ft.FLAG_RECURSIVE)
             p.what = f'ApplyBatch of {MAX_REQUESTS} requests of /big, RECURSIVE'  # not the whole body
             writes, skipped = p.result()
-            after = rss_kib(d.pid)
+            after = ft.rss_kib(d.pid)
             ft.check_equal((writes, skipped), (BIG + 1, 0), f'{MAX_REQUESTS} requests of /big RECURSIVE: one write '
                                                             f'per group ({BIG + 1})')
-            ft.check(after - before < RSS_GROWTH_MAX_KIB, f'freezerd\'s RSS grew by less than '
-                     f'{RSS_GROWTH_MAX_KIB} KiB ({before} -> {after} KiB)')
+            if ft.under_asan(d.pid):
+                print(f'# RSS not compared under AddressSanitizer: {before} -> {after} KiB', flush=True)
+            else:
+                ft.check(after - before < RSS_GROWTH_MAX_KIB, f'freezerd\'s RSS grew by less than '
+                         f'{RSS_GROWTH_MAX_KIB} KiB ({before} -> {after} KiB)')
             ft.check_equal(sc.read_events('/big')['frozen'], 1, '/big is frozen')
             c.call('Thaw', '/big', t, ft.FLAG_RECURSIVE)
             ft.check_equal(sc.read_freeze('/big/g999'), 0, 'Thaw RECURSIVE of /big')

@@ -144,8 +144,10 @@ def test():
                 except subprocess.TimeoutExpired:
                     status = None
                 err = watcher.stderr.read()
-                ft.check(status == 1 and len(err.splitlines()) == 1 and 'private socket' in err,
-                         'freezectl --socket watch exits 1 with one line naming the private socket when freezerd exits', (status, err))
+                ft.check(status == 1 and len(err.splitlines()) == 1 and 'private socket' in err and
+                         err.count('lost the connection') == 1,
+                         'freezectl --socket watch exits 1 with one line naming the private socket when freezerd '
+                         'exits (saying "lost the connection" once)', (status, err))
                 ended = [line.split()[2:] for line in watcher.stdout.read().splitlines()
                          if line.split()[2:3] == ['trigger-removed']]
                 ft.check(len(ended) == 1 and ended[0][1:4] == ['system', 'cpu', 'some'] and ended[0][-1] == 'disconnected',
@@ -381,17 +383,13 @@ def read_lines_until(p, out, done, what, deadline):
         out += data
 
 
-def fd_count(pid):
-    return len(os.listdir(f'/proc/{pid}/fd'))
-
-
 def check_pressure(sc, daemon, path):
     sc.mkdir('/p')
     for _ in range(max(4, 2 * (os.cpu_count() or 1))):
         sc.spawn('/p', HOG)
     try:
         obj = ft.group_object('/p')
-        fds = fd_count(daemon.pid)
+        fds = ft.fd_count(daemon.pid)
         with ft.Client(f'unix:path={path}', direct=True) as c, ft.Client(f'unix:path={path}', direct=True) as other:
             armed = time.monotonic()
             tid = c.group_call('/p', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
@@ -408,11 +406,11 @@ def check_pressure(sc, daemon, path):
             c.group_call('/p', 'RemovePressureTrigger', tid)
             ft.check(True, 'the owner removed its trigger')
 
-            before = fd_count(daemon.pid)
+            before = ft.fd_count(daemon.pid)
             c.group_call('/p', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
-            ft.check_equal(fd_count(daemon.pid), before + 1, 'a second trigger holds an fd in freezerd')
+            ft.check_equal(ft.fd_count(daemon.pid), before + 1, 'a second trigger holds an fd in freezerd')
         # Both connections closed, the trigger left on c: back to the count before they came.
-        ft.wait_for(lambda: fd_count(daemon.pid) == fds, what='the trigger of the closed connection dropped')
+        ft.wait_for(lambda: ft.fd_count(daemon.pid) == fds, what='the trigger of the closed connection dropped')
         ft.check(True, 'a closed connection\'s trigger is dropped')
 
         p = subprocess.Popen([ft.FREEZECTL_BIN, f'--socket={path}', 'watch', '/p',

@@ -18,10 +18,16 @@ of one write in one loop turn) and over the bus:
     last.  cgroup.freeze of /p/c is 1, as the last reply says.
   * The same with a Cancelled call: Freeze(/u/s) waits; Thaw(/u/s) reverses it,
     and the pending Freeze's Cancelled reply comes before the Thaw's.
+  * A = ApplyBatch([/u/s, /y], ROLLBACK_ON_TIMEOUT) waits (for /u/s); C =
+    ApplyBatch([thaw /u/s, freeze /y]) cancels A and skips /y (1 already), and
+    is done at once; A's rollback takes /y back to 0, so C fails with
+    Cancelled (it used to be told its batch was done, /y at 0); the same with
+    C NO_WAIT.
   * With /u the only tracked subtree, Untrack("/u") while Freeze(/u/s) waits: the Freeze fails with Cancelled
     (the cgroup still exists: "no longer tracked", naming the Untrack), the
-    Untrack replies after it, and cgroup.freeze of /u/s stays 1 as written.
-"""
+    Untrack replies after it, and cgroup.freeze of /u/s stays 1 as written;
+    with ROLLBACK_ON_TIMEOUT the flag is restored first (0), while the group
+    is still in the model."""
 
 import os
 import sys
@@ -80,6 +86,24 @@ def check_cancelled_first(sc, c, how):
              f'reply serials: Freeze {rp.header.serial}, Thaw {rt.header.serial}')
 
 
+def check_rollback_reverses(sc, c):
+    """A rollback reverses a flag a later call asked for too (and skipped): that call, done
+    but not yet answered, fails with Cancelled instead of a success the flags deny."""
+    for flags, how in ((0, 'waiting'), (ft.FLAG_NO_WAIT, 'NO_WAIT')):
+        a = c.call_async('ApplyBatch', [('/u/s', True), ('/y', True)], 'auto', LONG, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+        ft.check_equal(c.group_property('/u/s', 'FreezerState'), 'freezing',
+                       f'{how}: A = ApplyBatch([/u/s, /y], ROLLBACK_ON_TIMEOUT) waits for /u/s')
+        e = ft.expect_dbus_error(ft.ERROR_CANCELLED, c.call, 'ApplyBatch', [('/u/s', False), ('/y', True)], 'auto',
+                                 0, flags)
+        ft.check('/y' in e.message and 'reversed' in e.message,
+                 f'{how}: C = ApplyBatch([thaw /u/s, freeze /y]) fails with Cancelled: A\'s rollback reversed /y',
+                 repr(e.message))
+        e = ft.expect_dbus_error(ft.ERROR_CANCELLED, a.result)
+        ft.check('/u/s' in e.message and 'restored' in e.message,
+                 f'{how}: A fails with Cancelled (C thawed /u/s) and restores /y', repr(e.message))
+        ft.check_equal((sc.read_freeze('/u/s'), sc.read_freeze('/y')), (0, 0), f'{how}: /u/s 0, /y 0')
+
+
 def check_untrack_while_waiting(sc, d, c):
     c.call('Track', '/u')
     c.call('Untrack', '/')  # /u alone is tracked now
@@ -97,6 +121,16 @@ def check_untrack_while_waiting(sc, d, c):
     ft.check_equal(sc.read_freeze('/u/s'), 1, 'cgroup.freeze of /u/s stays 1, as written')
     sc.write_freeze('/u/s', 0)
 
+    # All or nothing holds across Untrack: the group is still there to restore.
+    c.call('Track', '/u')
+    pending = c.call_async('Freeze', '/u/s', LONG, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+    ft.check_equal(c.group_property('/u/s', 'FreezerState'), 'freezing', 'Freeze(/u/s, ROLLBACK_ON_TIMEOUT) waits')
+    c.call('Untrack', '/u')
+    e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
+    ft.check('no longer tracked' in e.message and 'restored' in e.message,
+             'Untrack(/u): the Freeze fails with Cancelled, its flag restored', repr(e.message))
+    ft.check_equal(sc.read_freeze('/u/s'), 0, 'cgroup.freeze of /u/s is 0 again')
+
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
@@ -105,6 +139,8 @@ def test():
         sc.spawn_sleepers('/p/c', 1)
         sc.mkdir('/u/s')
         sc.spawn_sleepers('/u/s', 1)
+        sc.mkdir('/y')
+        sc.spawn_sleepers('/y', 1)
         with ft.Daemon(bus, sc.root) as d:
             fuse.spawn_stuck(sc, '/u/s')
             with ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as p:
@@ -112,6 +148,7 @@ def test():
                 check_cancelled_first(sc, p, 'private socket')
             check_failure_first(sc, d.client, 'bus')
             check_cancelled_first(sc, d.client, 'bus')
+            check_rollback_reverses(sc, d.client)
             check_untrack_while_waiting(sc, d, d.client)
 
 

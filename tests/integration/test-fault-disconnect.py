@@ -34,15 +34,6 @@ LONG_USEC = 120 * 1000000
 KINDS = ('timeout', 'complete', 'cancel')
 
 
-def fd_count(pid):
-    return len(os.listdir(f'/proc/{pid}/fd'))
-
-
-def rss_kib(pid):
-    with open(f'/proc/{pid}/status') as f:
-        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS:'))
-
-
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     fig = ft.Figures('test-fault-disconnect')
@@ -136,11 +127,11 @@ def test():
             # Warm-up: one of each, so that what freezerd keeps open for good is open.
             for i, kind in enumerate(KINDS):
                 one_client(-1 - i, kind)
-            fds0, rss0 = fd_count(d.pid), rss_kib(d.pid)
+            fds0, rss0 = ft.fd_count(d.pid), ft.rss_kib(d.pid)
             print(f'# after the warm-up: {fds0} fds, RSS {rss0} KiB', flush=True)
             for i in range(CLIENTS):
                 one_client(i, KINDS[i % len(KINDS)])
-            fds1, rss1 = fd_count(d.pid), rss_kib(d.pid)
+            fds1, rss1 = ft.fd_count(d.pid), ft.rss_kib(d.pid)
             print(f'# after {CLIENTS} clients: {fds1} fds, RSS {rss1} KiB', flush=True)
             ft.check_equal(fds1, fds0, f'freezerd\'s fd count is back to {fds0}')
             errors = [line for line in d.log().splitlines() if line.startswith(('<0>', '<1>', '<2>', '<3>'))]

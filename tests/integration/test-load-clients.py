@@ -166,20 +166,6 @@ def run_clients(address, seed, n_clients, n_calls):
     return workers
 
 
-def fd_count(pid):
-    return len(os.listdir(f'/proc/{pid}/fd'))
-
-
-def under_asan(pid):
-    with open(f'/proc/{pid}/maps') as f:
-        return any('libasan' in line for line in f)
-
-
-def rss_kib(pid):
-    with open(f'/proc/{pid}/status') as f:
-        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS:'))
-
-
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     seed = os.environ.get('FREEZERD_TEST_SEED')
@@ -191,7 +177,7 @@ def test():
             sc.spawn_sleepers(g, 1)
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
-            start = (fd_count(d.pid), rss_kib(d.pid))
+            start = (ft.fd_count(d.pid), ft.rss_kib(d.pid))
 
             # Warm-up, then the levels to come back to.  freezerd keeps some files open
             # once used, one set per group (a group's cgroup.freeze once written, its
@@ -206,7 +192,7 @@ def test():
             bad = [w.problem for w in warm if w.problem or w.is_alive()]
             ft.check(not bad, f'warm-up: {CLIENTS} clients x {WARMUP_CALLS} calls, every call answered', bad[:5])
             c.call('Thaw', '/L', TIMEOUT_USEC, ft.FLAG_RECURSIVE)
-            base = (fd_count(d.pid), rss_kib(d.pid))
+            base = (ft.fd_count(d.pid), ft.rss_kib(d.pid))
             print(f'# freezerd at start: {start[0]} fds, RSS {start[1]} KiB; after the warm-up: {base[0]} fds, '
                   f'RSS {base[1]} KiB', flush=True)
 
@@ -286,10 +272,10 @@ def test():
             del rec
 
             # ---- resources
-            end = (fd_count(d.pid), rss_kib(d.pid))
+            end = (ft.fd_count(d.pid), ft.rss_kib(d.pid))
             print(f'# freezerd after the load: {end[0]} fds, RSS {end[1]} KiB', flush=True)
             ft.check_equal(end[0], base[0], f'freezerd\'s fd count is back to {base[0]}')
-            if under_asan(d.pid):
+            if ft.under_asan(d.pid):
                 # ASan's quarantine keeps freed memory resident by design: RSS says
                 # nothing about leaks there (LeakSanitizer checks those at exit).
                 print(f'# RSS not compared under AddressSanitizer: {base[1]} -> {end[1]} KiB', flush=True)
