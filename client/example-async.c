@@ -131,7 +131,10 @@ int main(int argc, char *argv[]) {
         }
 
         while (n_done < n) {
-                struct pollfd p = { .fd = freezer_get_fd(f), .events = POLLIN };
+                /* POLLIN, and POLLOUT while a call is not written out yet (a
+                 * large batch): asked again before every poll. */
+                int events = freezer_get_events(f);
+                struct pollfd p = { .fd = freezer_get_fd(f), .events = (short) (events > 0 ? events : POLLIN) };
 
                 r = poll(&p, 1, poll_timeout_msec(f));
                 if (r < 0 && errno != EINTR)

@@ -147,8 +147,10 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
 #define FREEZER_PRIVATE_SOCKET "/run/freezerd/private"
 FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
 
-/* Disconnect and free the handle (NULL is fine). Returns NULL. Must not be
- * called from within the state callback. */
+/* Disconnect and free the handle (NULL is fine). Returns NULL. It may be
+ * called from any callback (to reconnect after a lost connection, say): then
+ * no further callback runs, and the handle is freed when freezer_dispatch()
+ * returns (0); do not use it after freezer_close() either way. */
 FREEZER_EXPORT freezer *freezer_close(freezer *f);
 
 /* The D-Bus error name/message of the last failed call on f, or NULL if no
@@ -252,13 +254,20 @@ FREEZER_EXPORT void freezer_strv_free(char **l);
  * then cb never runs. On success *ret_id (if not NULL) receives the call's id
  * (never 0), and cb runs exactly once, unless the call is cancelled
  * (freezer_cancel_call()) or the handle closed first. When the connection is
- * lost, every call in flight completes with -ECONNRESET from the
- * freezer_dispatch() that notices.
+ * lost, or freezerd leaves the bus without answering (it exited), every call
+ * in flight completes with -ECONNRESET (org.freedesktop.DBus.Error.Disconnected)
+ * from the freezer_dispatch() that notices; a call whose method-call timeout
+ * passes, with -ETIMEDOUT (org.freedesktop.DBus.Error.Timeout), as the
+ * blocking form.
+ *
+ * A large call (a batch of many long paths) may not fit the socket at once:
+ * the rest is written by freezer_dispatch() when the fd is writable, so poll
+ * for the events freezer_get_events() gives, not for POLLIN alone.
  *
  * The result passed to cb, and everything it points to, is valid during the
- * call only. cb may start new calls and cancel others; it must not close the
- * handle. The handle's last error (freezer_last_error_name()) is left alone:
- * the result carries the call's own.
+ * call only. cb may start new calls and cancel others, and close the handle
+ * (see freezer_close()). The handle's last error (freezer_last_error_name())
+ * is left alone: the result carries the call's own.
  */
 typedef struct freezer_call_result {
         uint64_t id;                  /* as returned in *ret_id */
@@ -306,10 +315,11 @@ FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s);
 
 /* All properties of one group (Manager.GetGroup, which makes the daemon track
  * the group's subtree if it does not yet, then Properties.GetAll). *ret is
- * always overwritten (zeroed on failure, so freezer_group_clear() is always
- * safe); it must not hold allocated data when passed in. */
+ * always overwritten (cleared on failure as by freezer_group_clear(), which is
+ * then always safe); it must not hold allocated data when passed in. */
 FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group *ret);
-/* Free the strings of *g and zero it. NULL is fine. */
+/* Free the strings of *g and clear it: every field zero, but state
+ * FREEZER_STATE_UNKNOWN (running is 0). NULL is fine. */
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
 /* Every group the daemon tracks (and "/", its cgroup root, always), in the
@@ -323,7 +333,9 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * Event loop integration.
  *
  * freezer_get_fd() returns the bus connection's file descriptor; poll it for
- * POLLIN and call freezer_dispatch() when it is readable. The connection also
+ * the events freezer_get_events() returns (POLLIN, and POLLOUT while part of a
+ * message waits to be written: ask again before every poll) and call
+ * freezer_dispatch() when it is ready. The connection also
  * reads messages during blocking calls (freezer_freeze(), freezer_get_group(),
  * ...) and queues signals that arrive meanwhile in memory, where they do not
  * make the fd readable: call freezer_dispatch() after every blocking call, too.
@@ -331,11 +343,15 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  *
  * freezer_dispatch() processes everything pending without blocking and runs
  * the callbacks for it (the callbacks of calls in flight, and the state, group,
- * pressure and pressure-removed callbacks, in the order the messages came). It returns the number of bus
- * messages processed (0 if there was nothing to do) or a negative errno, e.g.
- * -ECONNRESET or -ENOTCONN once the bus connection is lost. It must not be
- * called from a callback (it would fail with -EBUSY); the callbacks may call
- * the other functions, including the freezer_set_*_callback() ones.
+ * pressure and pressure-removed callbacks, in the order the messages came). It
+ * returns how many steps did something (0 if there was nothing to do; a call's
+ * method-call timeout may be handled in a step that counts 0) or a negative
+ * errno, e.g. -ECONNRESET or -ENOTCONN once the bus connection is lost: a
+ * lost connection's callbacks (-ECONNRESET for calls in flight, "disconnected"
+ * for pressure triggers) may run in the dispatch that sees the loss or in the
+ * next one, which then fails. It must not be called from a callback (it fails
+ * with -EBUSY); the callbacks may call the other functions, including the
+ * freezer_set_*_callback() ones and freezer_close().
  *
  * freezer_get_timeout() stores in *ret_usec when freezer_dispatch() is due
  * even if the fd stays quiet, as CLOCK_MONOTONIC time in microseconds:
@@ -347,10 +363,15 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  *
  * freezer_wait() blocks until there is something to dispatch or timeout_usec
  * passed (UINT64_MAX: no timeout), minding both. It returns > 0 if
- * freezer_dispatch() should be called, 0 on timeout. Simple callers loop on
- * freezer_wait() + freezer_dispatch().
+ * freezer_dispatch() should be called (also at once, when messages are
+ * queued already or a call's deadline has passed), 0 on timeout. Simple
+ * callers loop on freezer_wait() + freezer_dispatch().
  */
 FREEZER_EXPORT int freezer_get_fd(freezer *f);
+/* The poll events to wait for on freezer_get_fd(): POLLIN, | POLLOUT while a
+ * message is not written out yet; or a negative errno (the connection is
+ * lost). Since 0.3. */
+FREEZER_EXPORT int freezer_get_events(freezer *f);
 FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec);
 FREEZER_EXPORT int freezer_dispatch(freezer *f);
 FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);

@@ -92,6 +92,12 @@ struct freezer {
         /* Calls in flight (freezer_*_async()), newest first. */
         pending_call *calls;
         uint64_t last_call_id;
+
+        /* freezer_close() from a callback: the handle is freed once
+         * freezer_dispatch() is back out of sd-bus, and no callback runs
+         * meanwhile. */
+        bool dispatching;
+        bool closing;
 };
 
 static const char *const state_table[] = {
@@ -147,8 +153,27 @@ static int error_to_errno(const sd_bus_error *e) {
         for (size_t i = 0; i < ELEMENTSOF(error_table); i++)
                 if (streq(e->name, error_table[i].name))
                         return -error_table[i].error;
+        if (sd_bus_error_has_name(e, SD_BUS_ERROR_DISCONNECTED))
+                return -ECONNRESET;
 
         return -sd_bus_error_get_errno(e);
+}
+
+/* NoReply stands for two things that are no timeout of freezerd's: the bus
+ * daemon's answer when freezerd left the bus with the call unanswered (it
+ * exited), and sd-bus' own when a call's method-call timeout passed (an
+ * asynchronous call: the blocking form says Timeout).  Name them as the rest
+ * of the library does: -ECONNRESET and -ETIMEDOUT. */
+static void error_normalize(sd_bus_error *e) {
+        if (!sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || !e->message)
+                return;
+        if (strstr(e->message, "disconnected")) {
+                sd_bus_error_free(e);
+                (void) sd_bus_error_set(e, SD_BUS_ERROR_DISCONNECTED, "freezerd left the bus without replying");
+        } else if (streq(e->message, "Method call timed out")) {
+                sd_bus_error_free(e);
+                (void) sd_bus_error_set_errno(e, -ETIMEDOUT);
+        }
 }
 
 static int error_take(freezer *f, sd_bus_error *e, int r) {
@@ -158,6 +183,7 @@ static int error_take(freezer *f, sd_bus_error *e, int r) {
         sd_bus_error_free(&f->error);
 
         if (e && sd_bus_error_is_set(e)) {
+                error_normalize(e);
                 f->error = *e;
                 *e = SD_BUS_ERROR_NULL;
                 return error_to_errno(&f->error);
@@ -402,6 +428,20 @@ static void pending_call_free(pending_call *c);
 FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         if (!f)
                 return NULL;
+
+        if (f->dispatching) {
+                /* From a callback: sd-bus and the loop that called it still use
+                 * the handle.  Nothing more is called back; freezer_dispatch()
+                 * frees it on its way out. */
+                f->closing = true;
+                f->state_cb = NULL;
+                f->group_cb = NULL;
+                f->pressure_cb = NULL;
+                f->pressure_removed_cb = NULL;
+                while (f->calls)
+                        pending_call_free(f->calls);
+                return NULL;
+        }
 
         sd_bus_slot_unref(f->match_slot);
         sd_bus_slot_unref(f->subscribe_slot);
@@ -863,6 +903,7 @@ static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_
                  * ENOMEM, the copy is sd-bus' own NoMemory error). */
                 (void) sd_bus_error_copy(&error, sd_bus_message_get_error(reply));
                 if (sd_bus_error_is_set(&error)) {
+                        error_normalize(&error);
                         r = error_to_errno(&error);
                         /* sd-bus answers the calls of a lost connection with a
                          * NoReply error of its own ("Connection terminated"):
@@ -1019,14 +1060,16 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id) {
                         pending_call_free(c);
                         return 0;
                 }
-        return -ENOENT;
+        return error_set(f, -ENOENT);
 }
 
 FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         int r;
 
-        if (!f || !ret_usec)
+        if (!f)
                 return -EINVAL;
+        if (!ret_usec)
+                return error_set(f, -EINVAL);
 
         r = sd_bus_get_timeout(f->bus, ret_usec);
         if (r < 0)
@@ -1403,16 +1446,40 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
 
         if (!f)
                 return -EINVAL;
+        if (f->dispatching) /* from a callback */
+                return error_set(f, -EBUSY);
 
+        f->dispatching = true;
         for (;;) {
                 r = sd_bus_process(f->bus, NULL);
-                if (r < 0)
+                if (f->closing) { /* a callback closed the handle */
+                        f->dispatching = false;
+                        (void) freezer_close(f);
+                        return 0;
+                }
+                if (r < 0) {
+                        f->dispatching = false;
                         return error_set(f, r);
-                if (r == 0)
+                }
+                if (r == 0) {
+                        f->dispatching = false;
                         return n;
+                }
                 if (n < INT_MAX)
                         n++;
         }
+}
+
+FREEZER_EXPORT int freezer_get_events(freezer *f) {
+        int r;
+
+        if (!f)
+                return -EINVAL;
+
+        r = sd_bus_get_events(f->bus);
+        if (r < 0)
+                return error_set(f, r);
+        return r;
 }
 
 FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
@@ -1424,6 +1491,14 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
         r = sd_bus_wait(f->bus, timeout_usec);
         if (r < 0)
                 return error_set(f, r);
+        if (r == 0) {
+                /* sd_bus_wait() says 0 without waiting, too, when messages are
+                 * queued already or a call's deadline passed: both are for
+                 * freezer_dispatch(), not a timeout. */
+                uint64_t until;
+                if (sd_bus_get_timeout(f->bus, &until) > 0 && until <= now_usec())
+                        return 1;
+        }
         return r;
 }
 

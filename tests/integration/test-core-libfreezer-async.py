@@ -33,14 +33,23 @@ handle (bus, then private socket):
 client/example-async (the example in C) on the private socket, freezing /s (1 s
 timeout) and /g: /g is done first, the loop ticks while /s waits, /s fails with the
 daemon's Timeout, and the example exits 1.
+On a private handle, the loop functions: freezer_wait() right after a blocking call
+whose signals were queued returns > 0 at once (it said 0, "timeout"); a call of about
+26 MB (65,536 requests of 413-byte paths) leaves freezer_get_events() with POLLOUT, and
+a loop polling for those events gets its reply (one polling for POLLIN alone never
+wrote the rest); freezer_close() from the group callback ends the callbacks, and
+freezer_dispatch() returns 0 having freed the handle (no use after free under ASan).
 Then, on a private handle: a call in flight when freezerd is killed completes with
 -ECONNRESET; freezer_close() with calls in flight runs no callback, and the daemon
-still carries both out."""
+still carries both out.  On a bus handle, freezerd killed with a call in flight: the
+call gets -ECONNRESET and org.freedesktop.DBus.Error.Disconnected (the bus's NoReply
+read -ETIMEDOUT)."""
 
 import ctypes
 import errno
 import importlib.util
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -84,6 +93,8 @@ def load():
                                         U64, U64] + tail,
         'freezer_cancel_call': [P, U64],
         'freezer_get_timeout': [P, ctypes.POINTER(U64)],
+        'freezer_get_events': [P],
+        'freezer_wait': [P, U64],
     }
     for name, args in sig.items():
         fn = getattr(lib, name)
@@ -303,6 +314,105 @@ def check_lost_connection(lib, sc, bus):
         ft.check_equal(ft.freezectl('thaw', '/g', address=bus.address).returncode, 0, 'freezectl thaw /g')
 
 
+def check_loop_api(lib, sc, d):
+    """freezer_wait() after a blocking call, freezer_close() from a callback, and a call larger
+    than the socket takes at once, on a private handle."""
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    states = []
+
+    @base.CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        states.append(path.decode())
+    ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
+    ft.check_equal(lib.freezer_freeze(f, b'/g/h', 0, 0), 0, 'freezer_freeze(/g/h), blocking')
+    t0 = time.monotonic()
+    r = lib.freezer_wait(f, 5 * 1000000)
+    took = time.monotonic() - t0
+    ft.check(r > 0 and took < 2, 'freezer_wait() right after it: > 0 at once (the signals read during the call '
+             'are queued; it used to say 0, "timeout")', (r, took))
+    ft.check(lib.freezer_dispatch(f) > 0 and '/g/h' in states, 'and freezer_dispatch() runs the state callback',
+             states)
+    ft.check_equal(lib.freezer_thaw(f, b'/g/h', 0, 0), 0, 'freezer_thaw(/g/h)')
+    lib.freezer_dispatch(f)
+
+    # A call of about 26 MB: sd-bus writes what the socket takes and keeps the rest for
+    # freezer_dispatch(), which a loop polling for POLLIN alone never ran (a day's wait).
+    n = 65536
+    path = ('/nope/' + 'a' * 200 + '/' + 'b' * 200).encode()
+    reqs = (Request * n)(*([Request(path, True)] * n))
+    results = []
+
+    @CALL_CALLBACK
+    def on_done(_f, res, _ud):
+        results.append((res.contents.error, (res.contents.error_name or b'').decode()))
+    call_id = ctypes.c_uint64()
+    ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, on_done, None, ctypes.byref(call_id)), 0,
+                   f'freezer_apply_batch_async() of {n} requests of {len(path)}-byte paths')
+    fd = lib.freezer_get_fd(f)
+    events = lib.freezer_get_events(f)
+    ft.check(events > 0 and events & select.POLLOUT, 'freezer_get_events(): POLLOUT, the call is not written out',
+             events)
+    deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+    saw_pollout = False
+    while not results and time.monotonic() < deadline:
+        events = lib.freezer_get_events(f)
+        saw_pollout = saw_pollout or bool(events & select.POLLOUT)
+        p = select.poll()
+        p.register(fd, events)
+        p.poll(1000)
+        ft.check(lib.freezer_dispatch(f) >= 0, 'freezer_dispatch()')
+    ft.check_equal(results, [(-errno.ENOENT, ft.ERROR_NO_SUCH_GROUP)],
+                   'a loop polling for freezer_get_events() gets the reply (NoSuchGroup: no such path)')
+
+    # freezer_close() from a callback: nothing more is called back, the handle goes when
+    # freezer_dispatch() returns (under AddressSanitizer: no use after free).
+    closed = []
+
+    @base.GROUP_CALLBACK
+    def on_group(handle, path, added, _state, _ud):
+        closed.append(path.decode())
+        lib.freezer_close(handle)
+    ft.check_equal(lib.freezer_set_group_callback(f, on_group, None), 0, 'freezer_set_group_callback')
+    lib.freezer_set_state_callback(f, base.CALLBACK(), None)
+    sc.mkdir('/g/new1')
+    sc.mkdir('/g/new2')
+    deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+    while not closed and time.monotonic() < deadline:
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        p.poll(100)
+        r = lib.freezer_dispatch(f)
+        ft.check(r >= 0, 'freezer_dispatch()', r)
+    ft.check_equal((closed, r), (['/g/new1'], 0), 'freezer_close() from the group callback: one callback, then '
+                   'freezer_dispatch() returns 0 and frees the handle')
+    os.rmdir(sc.abspath('/g/new1'))
+    os.rmdir(sc.abspath('/g/new2'))
+
+
+def check_bus_daemon_exit(lib, sc, bus):
+    """A bus handle whose freezerd exits with a call in flight: -ECONNRESET (the bus says
+    NoReply, which read -ETIMEDOUT as if the kernel had not confirmed)."""
+    d = ft.Daemon(bus, sc.root)
+    with d:
+        f = ctypes.c_void_p()
+        ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+        h = Handle(lib, f)
+        try:
+            id_s = h.start('freezer_freeze_async', b'/s', 60 * 1000000, 0)
+            ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezerd to write /s')
+            d.proc.send_signal(signal.SIGKILL)
+            res = h.wait(id_s, 'Freeze /s after freezerd was killed')
+            ft.check_equal((res['error'], res['name']), (-errno.ECONNRESET, 'org.freedesktop.DBus.Error.Disconnected'),
+                           'bus handle, freezerd gone: the call in flight gets -ECONNRESET, Disconnected')
+        finally:
+            h.close()
+        d.stop()
+        d.exit_status = 0  # killed on purpose
+    sc.write_freeze('/s', 0)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     base.reexec_for_asan(base.libfreezer_path())
@@ -323,7 +433,9 @@ def test():
             sc.write_freeze('/g', 0)
             check_example(sc, d)
             sc.write_freeze('/g', 0)
+            check_loop_api(lib, sc, d)
         check_lost_connection(lib, sc, bus)
+        check_bus_daemon_exit(lib, sc, bus)
     print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '
           'replies out of order, cancel, get_timeout, a lost connection, close with calls in flight')
 
