@@ -927,26 +927,26 @@ static bool operation_rollback(Operation *op) {
  * operations, which would change the very lists being walked.  They are
  * queued and carried out by manager_dispatch() at a safe point, within the
  * same loop turn. */
-static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
+_printf_(5, 0)
+static void operation_doom_va(Operation *op, bool rollback, bool over_success, const char *name, const char *fmt,
+                              va_list ap) {
         Manager *m = op->manager;
         bool queued = op->doomed;
-        va_list ap;
 
-        /* A failure is final.  A success queued (operation_conclude(), name
-         * NULL) and not yet replied may still turn into a failure, in its
-         * place in the queue: a rollback replied before it may have reversed
-         * one of its flags (a request of the same value skipped is no write of
-         * its own), and its reply must not say otherwise. */
-        if (queued && (op->doom_name || !name))
+        /* A failure is final, and so is a success queued (operation_conclude(),
+         * name NULL) but not yet replied: the kernel confirmed it, and what
+         * happens next (a timeout, a removal) is not its failure.  But for a
+         * flag reversed (over_success): a rollback replied before it may have
+         * undone one of its flags (a request of the same value skipped is no
+         * write of its own), and its reply must not say the flags are as asked. */
+        if (queued && (op->doom_name || !name || !over_success))
                 return;
         op->doomed = true;
         op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
         op->doom_name = name;
         free(op->doom_message);
-        va_start(ap, fmt);
         if (vasprintf(&op->doom_message, fmt, ap) < 0)
                 op->doom_message = NULL;
-        va_end(ap);
         if (op->timer)
                 evtimer_del(op->timer);
         if (queued)
@@ -958,6 +958,24 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
         else
                 m->doomed = op;
         m->doomed_tail = op;
+}
+
+static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        operation_doom_va(op, rollback, false, name, fmt, ap);
+        va_end(ap);
+}
+
+/* Cancelled: one of op's flags was written back to the other value. */
+_printf_(2, 3)
+static void operation_reversed(Operation *op, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        operation_doom_va(op, true, true, BUS_ERROR_CANCELLED, fmt, ap);
+        va_end(ap);
 }
 
 /* An operation done: its success is queued with the failures, so that every
@@ -1052,8 +1070,9 @@ static void group_flag_changed(Manager *m, Group *g) {
         for (OpEntry *e = d->entries, *next; e; e = next) {
                 next = e->gnext;
                 if (e->new_freeze != g->freeze)
-                        operation_doom(e->op, true, BUS_ERROR_CANCELLED, "%s: the request to %s was reversed (cgroup.freeze is now %d) before the kernel confirmed it",
-                                       g->path, e->new_freeze ? "freeze" : "thaw", g->freeze);
+                        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
+                                           g->path, e->new_freeze ? "freeze" : "thaw", g->freeze,
+                                           e->op->doomed ? "freezerd answered" : "the kernel confirmed it");
         }
 }
 
