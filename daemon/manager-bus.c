@@ -374,7 +374,7 @@ static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, s
  * as many copies of the tree.  The result keeps the requests' order. */
 static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchItem **ret, size_t *ret_n) {
         _cleanup_free_ BatchItem *rev = NULL;
-        _cleanup_free_ size_t *start = calloc(n + 1, sizeof *start);
+        _cleanup_free_ size_t *start = calloc(n ?: 1, sizeof *start); /* where each request's items begin */
         BatchItem *out;
         size_t rn = 0, rcap = 0, k = 0;
         unsigned gen = ++m->expand_gen ?: ++m->expand_gen; /* 0 is every group's mark before its first */

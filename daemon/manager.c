@@ -927,37 +927,41 @@ static bool operation_rollback(Operation *op) {
  * operations, which would change the very lists being walked.  They are
  * queued and carried out by manager_dispatch() at a safe point, within the
  * same loop turn. */
-_printf_(5, 0)
-static void operation_doom_va(Operation *op, bool rollback, bool over_success, const char *name, const char *fmt,
-                              va_list ap) {
+/* Put op at the end of the outcomes manager_dispatch() answers, its timer off. */
+static void operation_queue(Operation *op) {
         Manager *m = op->manager;
-        bool queued = op->doomed;
 
-        /* A failure is final, and so is a success queued (operation_conclude(),
-         * name NULL) but not yet replied: the kernel confirmed it, and what
-         * happens next (a timeout, a removal) is not its failure.  But for a
-         * flag reversed (over_success): a rollback replied before it may have
-         * undone one of its flags (a request of the same value skipped is no
-         * write of its own), and its reply must not say the flags are as asked. */
-        if (queued && (op->doom_name || !name || !over_success))
-                return;
         op->doomed = true;
-        op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
-        op->doom_name = name;
-        free(op->doom_message);
-        if (vasprintf(&op->doom_message, fmt, ap) < 0)
-                op->doom_message = NULL;
         if (op->timer)
                 evtimer_del(op->timer);
-        if (queued)
-                return;
-
         op->doomed_next = NULL;
         if (m->doomed_tail)
                 m->doomed_tail->doomed_next = op;
         else
                 m->doomed = op;
         m->doomed_tail = op;
+}
+
+_printf_(5, 0)
+static void operation_doom_va(Operation *op, bool rollback, bool over_success, const char *name, const char *fmt,
+                              va_list ap) {
+        bool queued = op->doomed;
+
+        /* A failure is final, and so is a success queued (operation_conclude(),
+         * doom_name NULL) but not yet replied: the kernel confirmed it, and what
+         * happens next (a timeout, a removal) is not its failure.  But for a
+         * flag reversed (over_success): a rollback replied before it may have
+         * undone one of its flags (a request of the same value skipped is no
+         * write of its own), and its reply must not say the flags are as asked. */
+        if (queued && (op->doom_name || !over_success))
+                return;
+        op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
+        op->doom_name = name;
+        free(op->doom_message);
+        if (vasprintf(&op->doom_message, fmt, ap) < 0)
+                op->doom_message = NULL;
+        if (!queued)
+                operation_queue(op);
 }
 
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
@@ -983,7 +987,8 @@ static void operation_reversed(Operation *op, const char *fmt, ...) {
  * pending one (Cancelled) and is then done at once replies after it, as it
  * wrote after it. */
 static void operation_conclude(Operation *op) {
-        operation_doom(op, false, NULL, "%s", "");
+        if (!op->doomed)
+                operation_queue(op); /* doom_name NULL: a success */
 }
 
 void manager_dispatch(Manager *m) {
@@ -1062,6 +1067,15 @@ static bool operation_check(Operation *op) {
         return true;
 }
 
+/* e's group has the other flag now than e asked for: its operation fails. */
+static void entry_reversed(OpEntry *e) {
+        Group *g = e->group;
+
+        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s", g->path,
+                           e->new_freeze ? "freeze" : "thaw", g->freeze,
+                           e->op->doomed ? "freezerd answered" : "the kernel confirmed it");
+}
+
 /* A group's own flag changed (by us or by someone else): any operation that
  * asked for the other value has been reversed before it completed. */
 static void group_flag_changed(Manager *m, Group *g) {
@@ -1070,9 +1084,7 @@ static void group_flag_changed(Manager *m, Group *g) {
         for (OpEntry *e = d->entries, *next; e; e = next) {
                 next = e->gnext;
                 if (e->new_freeze != g->freeze)
-                        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
-                                           g->path, e->new_freeze ? "freeze" : "thaw", g->freeze,
-                                           e->op->doomed ? "freezerd answered" : "the kernel confirmed it");
+                        entry_reversed(e);
         }
 }
 
@@ -1083,9 +1095,7 @@ static bool operation_check_reversed(Operation *op) {
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
                 if (e->group && e->new_freeze != e->group->freeze) {
-                        operation_doom(op, true, BUS_ERROR_CANCELLED,
-                                       "%s: the request to %s was reversed (cgroup.freeze is now %d) before the kernel confirmed it",
-                                       e->group->path, e->new_freeze ? "freeze" : "thaw", e->group->freeze);
+                        entry_reversed(e);
                         return true;
                 }
         }
@@ -1427,24 +1437,13 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* Reply first: settling serves the model, not this caller.
-                 * The calls this batch reversed reply before it.  (op itself
-                 * cannot be queued yet: its entries are not linked, so nothing
-                 * could doom it.) */
-                manager_dispatch(m);
+                 * Linked, it is Cancelled as a waiting batch would be if the
+                 * rollback of a call it reversed (answered before it) undoes
+                 * one of its flags. */
                 for (size_t i = 0; i < n; i++)
-                        if (items[i].group->freeze != items[i].freeze) {
-                                /* Its entries are not linked (no wait): the rollback of
-                                 * a call it cancelled reversed this flag unseen. */
-                                operation_fail(op, BUS_ERROR_CANCELLED,
-                                               "%s: the request to %s was reversed (cgroup.freeze is now %d) by the "
-                                               "rollback of a call it cancelled",
-                                               items[i].group->path, items[i].freeze ? "freeze" : "thaw",
-                                               items[i].group->freeze);
-                                op = NULL;
-                                break;
-                        }
-                if (op)
-                        operation_finish(op, NULL);
+                        entry_link(&op->entries[i], items[i].group);
+                operation_conclude(op);
+                manager_dispatch(m);
                 manager_settle_written(m, written, n);
                 return 0;
         }
@@ -1862,11 +1861,6 @@ static void group_untrack(Manager *m, Group *g) {
                 m->on_group_removed(m, g->path);
 }
 
-/* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
- * remaining roots need, at every depth.  A group in a remaining root's
- * subtree stays tracked, with its subtree; an ancestor of a remaining root
- * stays in the model, untracked, for its flag; anything else leaves the model.
- * That is the state a start with the remaining roots gives. */
 /* The calls waiting on g's subtree fail (Cancelled), with their rollback. */
 static void subtree_fail_waiting(Group *g, const char *untracked) {
         for (Group *c = g; c; c = tree_next_preorder(g, c))
@@ -1876,7 +1870,13 @@ static void subtree_fail_waiting(Group *g, const char *untracked) {
                                        untracked, e->new_freeze ? "freeze" : "thaw");
 }
 
-/* With untracked set, only fail the calls waiting on the groups the prune
+/* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
+ * remaining roots need, at every depth.  A group in a remaining root's
+ * subtree stays tracked, with its subtree; an ancestor of a remaining root
+ * stays in the model, untracked, for its flag; anything else leaves the model.
+ * That is the state a start with the remaining roots gives.
+ *
+ * With untracked set, only fail the calls waiting on the groups the prune
  * will remove, while those are still in the model: their cgroups exist, so
  * that is no NoSuchGroup, and a rollback (all or nothing) must still reach
  * them.  Then, with untracked NULL, remove them. */
@@ -2451,9 +2451,7 @@ void manager_shutdown(Manager *m) {
         manager_dispatch(m);
         for (Operation *op = m->operations; op; op = op->next)
                 operation_doom(op, true, BUS_ERROR_CANCELLED, "freezerd is shutting down");
-        manager_dispatch(m);
-        while (m->operations) /* none: every one was doomed */
-                operation_fail(m->operations, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+        manager_dispatch(m); /* every operation was queued: none is left */
 }
 
 Manager *manager_free(Manager *m) {

@@ -241,7 +241,8 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
 int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
                         operation_done_t done, void *userdata, sd_bus_error *error);
 
-/* Carry out queued failures (with their rollbacks).  The main loop calls it
+/* Answer the queued outcomes in order: successes, and failures with their
+ * rollbacks.  The calls into the manager do at their end; the main loop does
  * once per turn, before signals are emitted. */
 void manager_dispatch(Manager *m);
 /* Fail every pending operation (Cancelled, "freezerd is shutting down"): their
