@@ -1592,6 +1592,9 @@ void manager_bus_flush(Manager *m) {
         int r;
 
         manager_dispatch(m);
+        /* The groups of this turn's mkdir events, complete: before any
+         * GroupsChanged or PropertiesChanged that names them. */
+        manager_announce(m);
 
         /* Every change of this loop turn, whatever number of kernel events led
          * to it, goes out as one entry of GroupsChanged (one message for up to

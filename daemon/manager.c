@@ -378,7 +378,11 @@ static void group_data_destroy(Group *g, void *userdata) {
         closep(&d->events_fd);
         closep(&d->freeze_fd);
 
-        if (g->tracked) {
+        if (d->announce_pending) {
+                /* Never announced: nobody heard of it, nothing to remove. */
+                m->announce[d->announce_idx] = NULL;
+                m->groups_count_changed = true;
+        } else if (g->tracked) {
                 m->groups_count_changed = true;
                 if (m->on_group_removed)
                         m->on_group_removed(m, g->path);
@@ -617,10 +621,47 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
 }
 
 static void group_announce(Manager *m, Group *g) {
+        GroupData *d = group_data(g);
+
         tree_forget_changes(m->tree, g);
         m->groups_count_changed = true;
-        if (m->on_group_added)
-                m->on_group_added(m, g);
+        /* Before the bus is ready nobody listens (and a start over 10,000
+         * groups would queue them all for nothing). */
+        if (!m->on_group_added || !m->bus_ready || d->announce_pending)
+                return;
+        if (m->n_announce == m->announce_cap) {
+                size_t cap = m->announce_cap ? m->announce_cap * 2 : 64;
+                Group **a = reallocarray(m->announce, cap, sizeof *a);
+                if (!a) {
+                        m->on_group_added(m, g); /* now, with the values it has */
+                        return;
+                }
+                m->announce = a;
+                m->announce_cap = cap;
+        }
+        d->announce_pending = true;
+        d->announce_idx = m->n_announce;
+        m->announce[m->n_announce++] = g;
+}
+
+void manager_announce(Manager *m) {
+        /* on_group_added() may not add or remove groups: the array stays put. */
+        for (size_t i = 0; i < m->n_announce; i++) {
+                Group *g = m->announce[i];
+                if (!g)
+                        continue; /* removed before it was announced */
+                group_data(g)->announce_pending = false;
+                /* InterfacesAdded carries its values as they are now: what the
+                 * scan changed since is no news to anyone. */
+                tree_forget_changes(m->tree, g);
+                if (m->on_group_added)
+                        m->on_group_added(m, g);
+        }
+        m->n_announce = 0;
+        if (m->announce_cap > 1024) { /* a burst's array is not kept for good */
+                m->announce = mfree(m->announce);
+                m->announce_cap = 0;
+        }
 }
 
 /* An untracked ancestor becomes tracked: publish it and follow its subtree. */
@@ -714,13 +755,33 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                  * D-Bus cannot carry would fail them all (a listing, a batch's
                  * reply, a whole GroupsChanged).  The kernel's flags still
                  * reach it through its ancestors. */
+                GroupData *pd = group_data(parent);
                 char esc[4 * NAME_MAX + 1];
                 size_t k = 0;
+                uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+                bool seen = false;
+
+                for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+                        h = (h ^ *p) * 0x100000001b3ULL;
+                for (unsigned i = 0; pd && i < pd->n_odd_names && !seen; i++)
+                        seen = pd->odd_names[i] == h;
+                /* Logged once per name, not at every rescan (Track() of a tracked
+                 * subtree, an overflow's resync); past a handful below one
+                 * group, once more to say the rest go unlogged. */
+                if (seen || (pd && pd->n_odd_names > ELEMENTSOF(pd->odd_names)))
+                        return -EILSEQ;
                 for (const unsigned char *p = (const unsigned char *) name; *p && k + 4 < sizeof esc; p++)
                         k += (size_t) snprintf(esc + k, sizeof esc - k, *p < 0x20 || *p >= 0x7f ? "\\x%02x" : "%c", *p);
                 log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control "
-                            "character",
-                            streq(parent->path, "/") ? "" : parent->path, esc);
+                            "character%s",
+                            streq(parent->path, "/") ? "" : parent->path, esc,
+                            pd && pd->n_odd_names == ELEMENTSOF(pd->odd_names)
+                                    ? " (more such groups here are not followed either, and not logged)"
+                                    : "");
+                if (pd && pd->n_odd_names < ELEMENTSOF(pd->odd_names))
+                        pd->odd_names[pd->n_odd_names] = h;
+                if (pd)
+                        pd->n_odd_names++;
                 return -EILSEQ;
         }
         if (parent->depth >= GROUP_DEPTH_MAX) {
@@ -1797,7 +1858,7 @@ static void manager_rescan(Manager *m, Group *top) {
         }
 }
 
-int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+static int track_path(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g = NULL;
         bool rescan;
@@ -1819,6 +1880,13 @@ int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error
         if (ret)
                 *ret = g;
         return 0;
+}
+
+int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+        int r = track_path(m, path, ret, error);
+        /* Failed or not, what it added is announced, complete, before the reply. */
+        manager_announce(m);
+        return r;
 }
 
 /* Whether g lies in (or is) a tracked root's subtree. */
@@ -2485,6 +2553,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_track_roots; i++)
                 free(m->track_roots[i]);
         free(m->track_roots);
+        free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);
         free(m->runtime_dir);

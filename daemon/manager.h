@@ -63,6 +63,12 @@ typedef struct GroupData {
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
+        /* Children not followed for their names (manager_add_new()), by hash:
+         * each is logged once, not at every rescan of this group. */
+        uint64_t odd_names[8];
+        unsigned n_odd_names;
+        bool announce_pending; /* published, its InterfacesAdded not sent yet: Manager.announce[announce_idx] */
+        size_t announce_idx;
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -188,6 +194,11 @@ struct Manager {
         Subscribers subscribed, subscribed_groups;
         struct PrivateBus *private_bus; /* set by main(), may be NULL */
         bool groups_count_changed;
+        /* Groups published but not announced yet (manager_announce()): their
+         * InterfacesAdded carries their values once the scan that added them
+         * is done, not halfway (a subtree's top before its descendants). */
+        Group **announce;
+        size_t n_announce, announce_cap;
 };
 
 int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
@@ -205,6 +216,14 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec);
 static inline bool manager_has_stashed_events(const Manager *m) {
         return m->inotify_stash_pos < m->inotify_stash_len || m->inotify_lost;
 }
+
+/* Sends the InterfacesAdded of the groups published since the last call
+ * (on_group_added), in the order they were added, each with its values as
+ * they are now.  Called once the scan that added them is done: by
+ * manager_track() before it returns (so before the caller's reply) and at the
+ * top of every loop turn (manager_bus_flush()) for the groups of mkdir
+ * events. */
+void manager_announce(Manager *m);
 
 /* Track the subtrees of the configuration. */
 int manager_start(Manager *m);

@@ -58,12 +58,21 @@ class Steps:
     def check(self, what, expect, added=(), removed=()):
         expect = sorted(expect)
         ft.check_equal(self.listed(), expect, f'{what}: ListGroups')
-        objs = [o for o in self.c.managed_objects() if o.startswith(ft.GROUP_PREFIX + '/')]
+        managed = self.c.managed_objects()
+        objs = [o for o in managed if o.startswith(ft.GROUP_PREFIX + '/')]
         ft.check_equal(decoded(objs), expect, f'{what}: the objects of GetManagedObjects')
         ft.check_equal(self.c.manager_property('Groups'), len(expect), f'{what}: Groups')
         # Sent before the reply of the call that caused them: here already.
         ft.check_equal(decoded(o for o, _i in self.rec.interfaces_added()), sorted(added),
                        f'{what}: InterfacesAdded')
+        # Each carries the group as it is once the call is done: a group announced
+        # by Track before its subtree was scanned had partial counts, which a plain
+        # ObjectManager client (no PropertiesChanged subscribed) would keep.
+        for o, ifaces in self.rec.interfaces_added():
+            props, now = ifaces.get(ft.GROUP_IFACE, {}), managed.get(o, {}).get(ft.GROUP_IFACE, {})
+            keys = ('Descendants', 'FrozenDescendants', 'FreezerState', 'Populated')
+            ft.check_equal({k: props.get(k) for k in keys}, {k: now.get(k) for k in keys},
+                           f'{what}: InterfacesAdded of {ft.path_decode(ft.GROUP_PREFIX, o)} has its final values')
         ft.check_equal(decoded(o for o, _i in self.rec.interfaces_removed()), sorted(removed),
                        f'{what}: InterfacesRemoved')
         self.rec.clear()

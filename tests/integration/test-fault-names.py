@@ -17,7 +17,8 @@ Checks:
   * freezerd is ready; ListGroups, GetManagedObjects and `freezectl list`
     work and hold /pods, /pods/a, /pods/b and none of the odd groups; "/pods"
     counts 2 descendants;
-  * the log names each odd group once, escaped, with a warning;
+  * the log names each odd group once, escaped, with a warning, also after
+    Track() of "/pods" and "/" looked again for the groups they lack;
   * FreezeExcept("/pods", ["/pods/a"]) replies [/pods/b]; before, the reply
     could not be built and the caller waited for ever, its writes made;
   * Freeze("/pods") and Thaw("/pods") each bring one GroupsChanged entry for
@@ -66,6 +67,15 @@ def test():
             log = d.log()
             for e in ESCAPED:
                 ft.check(log.count(f'Not following /pods/{e}:') == 1, f'the log names /pods/{e} once', log)
+            # Track() of a tracked subtree looks again for the groups it lacks:
+            # the odd ones are still not followed, and not logged again.
+            for p in ('/pods', '/', '/pods'):
+                c.call('Track', p)
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), want, 'ListGroups after 3 rescans')
+            log = d.log()
+            for e in ESCAPED:
+                ft.check(log.count(f'Not following /pods/{e}:') == 1, f'after 3 rescans the log names /pods/{e} once',
+                         log)
 
             ft.check_equal(c.call('FreezeExcept', '/pods', ['/pods/a'], 0, 0)[0], ['/pods/b'],
                            'FreezeExcept(/pods, [/pods/a]) replies [/pods/b]')
