@@ -103,6 +103,15 @@ static uid_t caller_uid(Caller *c) {
                 return uid;
         }
         r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r == -ENXIO && sender && sender[0] == ':') {
+                /* It left the bus after sending (a call without a reply
+                 * wanted, or a client that gave up): its name never comes
+                 * back, so this is its answer for good.  Once, not one
+                 * warning and one round trip per call it left queued. */
+                log_warning("Cannot get the credentials of %s: it left the bus; refusing its changes", sender);
+                uid_cache_put(sender, ACCESS_UID_INVALID);
+                return c->uid;
+        }
         if (r < 0) {
                 log_warning_errno(r, "Cannot get the credentials of %s, refusing its changes: %m",
                                   sd_bus_message_get_sender(c->msg) ?: "the caller");

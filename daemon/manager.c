@@ -1191,6 +1191,28 @@ static void format_usec(char *buf, size_t n, uint64_t usec) {
                          (usec % USEC_PER_SEC) / USEC_PER_MSEC);
 }
 
+/* For a timeout's message: the groups below g that keep its freeze from
+ * completing.  The kernel reports g frozen once its own tasks are, while a
+ * child is still freezing (a task asleep on FUSE): "waiting for /pod (frozen)"
+ * would not tell an operator what to look at.  Those named are the deepest
+ * not frozen: every group below them is. */
+static void group_list_blocking(FILE *f, Group *g) {
+        unsigned n = 0;
+
+        if (!g->e_freeze || g->n_frozen_descendants == g->n_descendants)
+                return;
+        for (Group *c = tree_next_preorder(g, g); c; c = tree_next_preorder(g, c)) {
+                if (c->frozen || c->n_frozen_descendants != c->n_descendants)
+                        continue;
+                if (n < 4)
+                        fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", c->path,
+                                freezer_state_to_string(c->state));
+                n++;
+        }
+        if (n > 4)
+                fprintf(f, " and %u more", n - 4);
+}
+
 static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         Operation *op = userdata;
         Manager *m = op->manager;
@@ -1210,10 +1232,12 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                 OpEntry *e = &op->entries[i];
                 if (!e->group || e->done)
                         continue;
-                if (n_listed < 16)
-                        fprintf(f, "%s%s (%s)", n_listed ? ", " : "", e->group->path,
+                if (n_listed < 16) {
+                        fprintf(f, "%s%s (%s", n_listed ? ", " : "", e->group->path,
                                 freezer_state_to_string(e->group->state));
-                else if (n_listed == 16)
+                        group_list_blocking(f, e->group);
+                        fputc(')', f);
+                } else if (n_listed == 16)
                         fputs(", ...", f);
                 n_listed++;
         }

@@ -20,7 +20,10 @@ Checks:
   * NO_WAIT: Freeze("/h", 0, NO_WAIT) replies at once (the kernel still says
     frozen 0), FreezerState "freezing", cgroup.freeze 1.
   * No Timeout ever comes before its deadline: 40 x Freeze("/h", 100 ms, ROLLBACK),
-    each measured from before the call was sent (CLOCK_MONOTONIC)."""
+    each measured from before the call was sent (CLOCK_MONOTONIC).
+  * /p (a sleeper) with /p/c (a task blocked on FUSE): the kernel reports /p frozen
+    once its own sleeper is, while /p/c is still freezing; the Timeout of
+    Freeze("/p") and of a batch holding /p names /p/c as what keeps it."""
 
 import os
 import sys
@@ -118,6 +121,20 @@ def test():
             early = sorted(dt for dt in dts if dt < 0.1)
             ft.check(not early, f'40 x Freeze(100 ms): no Timeout before 100 ms (shortest {min(dts) * 1000:.3f} ms)',
                      f'{len(early)} early: ' + ', '.join(f'{dt * 1000:.3f} ms' for dt in early))
+
+        # ---- a freeze held up below the group: the message names the group that blocks
+        sc.mkdir('/p/c')
+        sc.spawn_sleepers('/p', 1)
+        fuse.spawn_stuck(sc, '/p/c')
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/p', 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check('/p/c freezing-by-parent' in e.message,
+                     'a Timeout of /p names /p/c, the child that keeps it from freezing', repr(e.message))
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/p', True), ('/h', False)], 'auto',
+                                     300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check('/p/c freezing-by-parent' in e.message, 'the same in a batch', repr(e.message))
+            ft.check_equal((sc.read_freeze('/p'), sc.frozen('/p/c')), (0, False), 'both rolled back')
     print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
           'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
 

@@ -19,7 +19,10 @@ Each reply goes to a client that is gone.  Throughout, freezerd must stay alive
 and keep answering (another client checks the groups' states after every
 round); at the end its fd count must equal the count before the first client
 (after one warm-up round of each kind), it logs no error-level line, and it
-exits 0 on SIGTERM."""
+exits 0 on SIGTERM.
+Last, a client sends 50 Freeze(/t, NO_WAIT) while freezerd is stopped and leaves
+before freezerd reads them: they are refused (its credentials cannot be had any
+more), /t keeps running, and the log warns once for that client, not per call."""
 
 import os
 import sys
@@ -32,6 +35,7 @@ CLIENTS = 45
 SHORT_USEC = 500 * 1000
 LONG_USEC = 120 * 1000000
 KINDS = ('timeout', 'complete', 'cancel')
+GONE_CALLS = 50
 
 
 def test():
@@ -136,6 +140,29 @@ def test():
             ft.check_equal(fds1, fds0, f'freezerd\'s fd count is back to {fds0}')
             errors = [line for line in d.log().splitlines() if line.startswith(('<0>', '<1>', '<2>', '<3>'))]
             ft.check_equal(errors, [], 'freezerd logged no error')
+
+            # Gone before freezerd read its calls: their sender's credentials can no
+            # longer be had, so they are refused, with one warning and one round trip
+            # to dbus-daemon for the client, not one per call.
+            os.kill(d.pid, ft.signal.SIGSTOP)
+            try:
+                cl = ft.Client(bus.address)
+                name = cl.unique_name
+                for _ in range(GONE_CALLS):
+                    cl.call_async('Freeze', '/t', LONG_USEC, ft.FLAG_NO_WAIT)
+                cl.close()
+                # Until dbus-daemon has seen it go (it reads the close in its own time).
+                ft.wait_for(lambda: not c.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner',
+                                                      's', (name,), destination='org.freedesktop.DBus')[0],
+                            what=f'{name} to leave the bus')
+            finally:
+                os.kill(d.pid, ft.signal.SIGCONT)
+            ft.check_equal(state('/t'), 'running', f'{GONE_CALLS} calls of a client gone before they were read: '
+                           '/t still running')
+            ft.check_equal(sc.read_freeze('/t'), 0, 'and its cgroup.freeze is 0')
+            lines = [ln for ln in d.log().splitlines() if f'credentials of {name}' in ln]
+            ft.check(len(lines) == 1, f'one warning for {name}, not one per call', f'{len(lines)}: ' + '\n'.join(lines[:3]))
+            ft.check('left the bus' in (lines or [''])[0], 'it says the client left the bus', lines)
             fig.lines.append(f'fds:             {fds0} after the warm-up, {fds1} at the end')
             fig.lines.append(f'RSS:             {rss0} KiB after the warm-up, {rss1} KiB at the end')
     fig.print()
