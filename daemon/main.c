@@ -421,6 +421,9 @@ static int run(void) {
                 bool busy;
 
                 manager_bus_flush(d.manager);
+                /* After the replies of a burst went out (their messages freed). */
+                if (manager_burst_over(d.manager))
+                        (void) malloc_trim(0);
                 r = bus_event_prepare(d.bus_event);
                 if (r < 0) {
                         log_error_errno(r, "Cannot wait for the bus: %m");

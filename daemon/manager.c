@@ -922,6 +922,10 @@ static void operation_free(Operation *op) {
         if (op->next)
                 op->next->prev = op->prev;
         m->n_operations--;
+        if (m->n_operations == 0) {
+                m->burst_over = m->burst_over || m->n_operations_peak >= OPERATIONS_BURST;
+                m->n_operations_peak = 0;
+        }
         if (op->journal_path) {
                 int r = journal_remove(op->journal_path);
                 if (r < 0)
@@ -1275,6 +1279,8 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
                 m->operations->prev = op;
         m->operations = op;
         m->n_operations++;
+        if (m->n_operations > m->n_operations_peak)
+                m->n_operations_peak = m->n_operations;
         *ret = op;
         return 0;
 }

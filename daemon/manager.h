@@ -178,6 +178,8 @@ struct Manager {
 
         Operation *operations;
         unsigned n_operations;
+        unsigned n_operations_peak; /* since the last time none was left */
+        bool burst_over;            /* many calls waited, none is left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
 
         struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
@@ -224,6 +226,17 @@ static inline bool manager_has_stashed_events(const Manager *m) {
  * top of every loop turn (manager_bus_flush()) for the groups of mkdir
  * events. */
 void manager_announce(Manager *m);
+
+/* Whether a burst of waiting calls (OPERATIONS_BURST or more at once) has
+ * just ended, clearing it: the caller gives the heap's free memory back
+ * (malloc_trim(): a burst's small blocks are freed in no order, and glibc
+ * only ever returns the free top of the heap by itself). */
+#define OPERATIONS_BURST 256
+static inline bool manager_burst_over(Manager *m) {
+        bool r = m->burst_over;
+        m->burst_over = false;
+        return r;
+}
 
 /* Track the subtrees of the configuration. */
 int manager_start(Manager *m);
