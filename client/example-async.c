@@ -57,7 +57,10 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* poll()'s timeout: the next tick, or sooner if libfreezer has a deadline. */
+/* poll()'s timeout: the next tick, or sooner if libfreezer has a deadline.
+ * That is "now" (0) too when freezer_dispatch() stopped at its bound
+ * (FREEZER_DISPATCH_MAX) with more to do: the loop does its other work, then
+ * comes back for the rest. */
 static int poll_timeout_msec(freezer *f) {
         uint64_t t, now = now_usec();
         int msec = TICK_MSEC;
@@ -135,11 +138,12 @@ int main(int argc, char *argv[]) {
                  * large batch): asked again before every poll. */
                 int events = freezer_get_events(f);
                 struct pollfd p = { .fd = freezer_get_fd(f), .events = (short) (events > 0 ? events : POLLIN) };
+                int msec = poll_timeout_msec(f);
 
-                r = poll(&p, 1, poll_timeout_msec(f));
+                r = poll(&p, 1, msec);
                 if (r < 0 && errno != EINTR)
                         break;
-                if (r == 0)
+                if (r == 0 && msec > 0)
                         printf("(the loop is free: tick %d, %zu of %zu answered)\n", ++ticks, n_done, n);
                 /* Also on a timeout: a call whose daemon never answers ends here. */
                 r = freezer_dispatch(f);

@@ -123,7 +123,32 @@ typedef void (*freezer_state_callback)(freezer *f, const char *path, freezer_sta
 /* Connect to the system bus, the user's session bus, or a D-Bus broker at the
  * given address (e.g. "unix:path=/run/dbus/system_bus_socket"). The
  * connection is set up synchronously, so connection and authentication errors
- * are reported here. On success *ret holds a new handle. */
+ * are reported here. On success *ret holds a new handle; on failure *ret is
+ * NULL (unless ret itself is NULL) and the functions below return one of:
+ *   -EINVAL        ret is NULL; an address that is NULL, empty, or has an
+ *                  entry without a "transport:" (freezer_open_address()); an
+ *                  empty path (freezer_open_private())
+ *   -ENOENT        no socket at the address: no bus, or no freezerd, listens
+ *                  there; freezer_open_user() also when the environment names
+ *                  no user bus (neither $DBUS_SESSION_BUS_ADDRESS nor
+ *                  $XDG_RUNTIME_DIR)
+ *   -ECONNREFUSED  the socket exists but nobody accepts on it (left by a
+ *                  daemon that exited, or not a socket), or no entry of the
+ *                  address names a transport sd-bus knows
+ *   -EACCES        not permitted: the socket, or a directory on its path, is
+ *                  not ours to use (freezerd's private socket is root's, mode
+ *                  0600), or the peer refused our authentication
+ *   -ECONNRESET    the peer closed the connection during the handshake (a
+ *                  dbus-daemon does so when it will not have our uid, e.g.
+ *                  another user's session bus)
+ *   -EPROTO        the peer does not speak D-Bus as expected: e.g.
+ *                  freezer_open_address() on freezerd's private socket, which
+ *                  is no bus broker (it does not know Hello)
+ *   -ENAMETOOLONG  the socket path does not fit a sockaddr_un (107 bytes)
+ *   -ETIMEDOUT     the handshake did not complete within 25 s
+ *   -ENOMEM
+ * Other errnos of connect(2) come through as they are (e.g. for tcp:
+ * addresses). No handle exists, so there is no freezer_last_error_name(). */
 FREEZER_EXPORT int freezer_open_system(freezer **ret);
 FREEZER_EXPORT int freezer_open_user(freezer **ret);
 FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
@@ -132,8 +157,9 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * started with --runtime-dir=DIR listens on DIR/private), as systemctl uses
  * /run/systemd/private when it runs as root: a direct connection to the
  * daemon, without dbus-daemon in between, so a call costs one round trip to
- * freezerd and nothing else.  The socket is root's (mode 0600): others get
- * -EACCES, and -ENOENT or -ECONNREFUSED mean no daemon listens there; fall
+ * freezerd and nothing else.  Errors as above; the socket is root's (mode
+ * 0600): others get -EACCES, and -ENOENT or -ECONNREFUSED mean no daemon
+ * listens there; fall
  * back to freezer_open_system() then. A daemon that does not answer the
  * handshake within 25 s (stopped, or stuck) gives -ETIMEDOUT; so does a bus
  * that does not, for the other freezer_open_*().
@@ -141,7 +167,8 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * callbacks work too, and get their signals straight from freezerd (one hop
  * less from a kernel event to the callback); the handle does not outlive the
  * daemon, though: when it exits, freezer_dispatch() fails with -ECONNRESET or
- * -ENOTCONN, where a bus handle would wait for the next one.  Pressure
+ * -ENOTCONN (the resync callback gets FREEZER_RESYNC_DISCONNECTED), where a bus
+ * handle would wait for the next one.  Pressure
  * triggers work as on the bus; they belong to the handle's connection and end
  * with it (reason "disconnected", see freezer_add_pressure_trigger()). */
 #define FREEZER_PRIVATE_SOCKET "/run/freezerd/private"
@@ -341,14 +368,26 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * make the fd readable: call freezer_dispatch() after every blocking call, too.
  * The fd belongs to the handle: do not close it or read from it.
  *
- * freezer_dispatch() processes everything pending without blocking and runs
+ * freezer_dispatch() processes what is pending without blocking and runs
  * the callbacks for it (the callbacks of calls in flight, and the state, group,
- * pressure and pressure-removed callbacks, in the order the messages came). It
- * returns how many steps did something (0 if there was nothing to do; a call's
- * method-call timeout may be handled in a step that counts 0) or a negative
- * errno, e.g. -ECONNRESET or -ENOTCONN once the bus connection is lost: a
- * lost connection's callbacks (-ECONNRESET for calls in flight, "disconnected"
- * for pressure triggers) may run in the dispatch that sees the loss or in the
+ * resync, pressure and pressure-removed callbacks, in the order the messages
+ * came). It is bounded (since 0.4; before, a flood of signals kept it from
+ * ever returning): of the messages on the socket it processes at most
+ * FREEZER_DISPATCH_MAX (a step each, the queued ones below counted in), but
+ * every message a blocking call had read and queued in memory already (up to
+ * 16 * FREEZER_DISPATCH_MAX steps in all); if it stopped at a bound it
+ * returns, leaving the rest for the next call, and until then
+ * freezer_get_timeout() says "now" (0) and freezer_wait() returns > 0 at once
+ * (the fd is readable, too, while the rest is on the socket). A loop that
+ * waits for the fd and for freezer_get_timeout(), or on freezer_wait(), needs
+ * nothing more; one that waits for the fd alone runs its other work in
+ * between and is woken for the rest by the fd. It returns how many steps did
+ * something (0 if there was nothing to do; a call's method-call timeout may
+ * be handled in a step that counts 0; FREEZER_DISPATCH_MAX or more if it may
+ * have stopped at the bound) or a negative errno, e.g. -ECONNRESET or
+ * -ENOTCONN once the bus connection is lost: a lost connection's callbacks
+ * (-ECONNRESET for calls in flight, "disconnected" for pressure triggers,
+ * FREEZER_RESYNC_DISCONNECTED for the resync callback) may run in the dispatch that sees the loss or in the
  * next one, which then fails. It must not be called from a callback (it fails
  * with -EBUSY); the callbacks may call the other functions, including the
  * freezer_set_*_callback() ones and freezer_close().
@@ -367,6 +406,7 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * queued already or a call's deadline has passed), 0 on timeout. Simple
  * callers loop on freezer_wait() + freezer_dispatch().
  */
+#define FREEZER_DISPATCH_MAX 64
 FREEZER_EXPORT int freezer_get_fd(freezer *f);
 /* The poll events to wait for on freezer_get_fd(): POLLIN, | POLLOUT while a
  * message is not written out yet; or a negative errno (the connection is
@@ -396,6 +436,14 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * descendants): to follow many groups, call freezer_list() once after
  * installing the callback, or their first mention is reported.  The callback may
  * remove or replace itself.
+ *
+ * What the handle knows is kept only while the callback is installed, one
+ * entry per group: a group's entry goes when the daemon stops publishing it
+ * (so a group made again under the same path starts afresh; for this the
+ * callback also adds the match of the group callback below, and is woken by
+ * its signals), and all of them when the daemon exits or restarts, or the
+ * connection is lost (see freezer_set_resync_callback()). Beyond 65,536
+ * groups the rest are not remembered: their every mention is reported.
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
 
@@ -414,6 +462,41 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);
 FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata);
+
+/*
+ * Resync: what the handle knew of freezerd's groups may be stale (since 0.4).
+ *
+ * The state and group callbacks report changes as freezerd signals them. When
+ * freezerd exits or restarts no signal covers the meantime: groups may have
+ * been made, removed, frozen or thawed, and the new daemon starts with no
+ * subscription and no pressure trigger of ours. Install (or replace, or with
+ * cb == NULL remove) the resync callback to hear of it; it is called from
+ * freezer_dispatch() with:
+ *   FREEZER_RESYNC_DAEMON_EXITED   freezerd left the bus (stopped, crashed, or
+ *                                  the first half of a restart)
+ *   FREEZER_RESYNC_DAEMON_STARTED  a freezerd took the bus name (started, or
+ *                                  restarted): the handle has subscribed again
+ *                                  for the state callback; read the state
+ *                                  afresh (freezer_list(), freezer_get_group())
+ *                                  and add pressure triggers again
+ *   FREEZER_RESYNC_DISCONNECTED    the handle's own connection was lost (on a
+ *                                  private handle: freezerd exited); nothing
+ *                                  more will come: open a new handle
+ * A restart is EXITED, then STARTED (a bus name handed over directly gives
+ * both, from one signal). Before the callback runs, the handle has forgotten
+ * the states the state callback compares against, so each group's first
+ * mention afterwards is reported. The callback may call any function but
+ * freezer_dispatch(), close the handle included. On a bus handle installing
+ * it adds a match for freezerd's bus name changing hands (blocking until the
+ * bus confirms it); on a private handle it needs no bus call.
+ */
+typedef enum freezer_resync_reason {
+        FREEZER_RESYNC_DAEMON_EXITED,
+        FREEZER_RESYNC_DAEMON_STARTED,
+        FREEZER_RESYNC_DISCONNECTED,
+} freezer_resync_reason;
+typedef void (*freezer_resync_callback)(freezer *f, freezer_resync_reason reason, void *userdata);
+FREEZER_EXPORT int freezer_set_resync_callback(freezer *f, freezer_resync_callback cb, void *userdata);
 
 /*
  * Pressure stall information (PSI, the kernel's Documentation/accounting/psi.rst).
@@ -460,7 +543,11 @@ FREEZER_EXPORT int freezer_resource_from_string(const char *s);
  * MemoryPressure or IoPressure property; the daemon tracks the group's subtree
  * if it does not yet), or with path NULL for the system (the Manager's
  * properties, including IrqPressure). For FREEZER_RESOURCE_IRQ only ret->full
- * is filled in (ret->some is zero); a group has no IRQ pressure (-EOPNOTSUPP).
+ * is filled in (ret->some is zero); a group ("/" included: it is freezerd's
+ * cgroup root, not the system) has no IRQ pressure: -EOPNOTSUPP (NotSupported),
+ * said without asking the daemon, so also for a path that does not exist.
+ * (freezer_add_pressure_trigger() refuses a group's IRQ with -EINVAL, as the
+ * daemon does: there it is one of the arguments' rules.)
  * *ret is always overwritten (zeroed on failure).
  *
  * Fails with -EOPNOTSUPP (NotSupported) when the kernel hides the file

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include <systemd/sd-bus.h>
 
@@ -18,8 +19,12 @@
 #define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define FREEZER_ERROR_PREFIX "org.freezerd.Freezer1.Error."
 
-/* The state cache forgets everything when it would grow beyond this: it holds
- * one entry per group object ever signalled, removed groups included. */
+/* The state cache holds one entry per published group the handle heard of
+ * (entries go with InterfacesRemoved, and all of them when freezerd
+ * restarts), so it is as large as freezerd's tree.  This bound is for a
+ * tree larger than that: groups beyond it are not cached (their every
+ * mention is reported), rather than every group forgotten at once, which
+ * reported them all again. */
 #define STATE_CACHE_MAX 65536
 
 /* Last known state of one group object, for signals that carry only one of
@@ -65,7 +70,10 @@ struct freezer {
         sd_bus_error error;
 
         sd_bus_slot *match_slot;
-        sd_bus_slot *subscribe_slot;    /* NameOwnerChanged: subscribe again to a restarted daemon */
+        /* NameOwnerChanged of the service (on the bus, while the state or the
+         * resync callback is installed): forget the state cache, subscribe
+         * again to a restarted daemon, tell the resync callback. */
+        sd_bus_slot *subscribe_slot;
         freezer_state_callback state_cb;
         void *state_userdata;
 
@@ -73,9 +81,17 @@ struct freezer {
         size_t n_cache;
         size_t n_cache_allocated;
 
-        sd_bus_slot *group_slot;        /* InterfacesAdded/Removed */
+        /* InterfacesAdded/Removed, while the group or the state callback is
+         * installed: the latter needs them to drop removed groups from the
+         * cache, which GroupsChanged never names again. */
+        sd_bus_slot *group_slot;
+        bool group_subscribed;          /* direct: the group callback's SubscribeGroups() */
         freezer_group_callback group_cb;
         void *group_userdata;
+
+        sd_bus_slot *resync_slot;       /* filter: the handle's connection lost */
+        freezer_resync_callback resync_cb;
+        void *resync_userdata;
 
         /* Pressure triggers added through this handle, and the matches for
          * their signals (installed with the first trigger, kept). */
@@ -98,6 +114,11 @@ struct freezer {
          * meanwhile. */
         bool dispatching;
         bool closing;
+
+        /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
+         * the next one, freezer_get_timeout() says "now" and freezer_wait()
+         * returns at once, so the caller's loop comes back for the rest. */
+        bool more_pending;
 };
 
 static const char *const state_table[] = {
@@ -275,6 +296,41 @@ static int wait_ready(sd_bus *bus) {
         }
 }
 
+/* The errno of a failed freezer_open_*(), as freezer.h lists them. sd-bus
+ * reports one failure in several ways, depending on where in the handshake
+ * it noticed, and with errnos that say little to a caller: name each cause
+ * once. */
+static int open_errno(int r) {
+        switch (r) {
+        case -EPIPE:
+        case -ENOTCONN:
+        case -ESHUTDOWN:
+                /* The peer closed the connection during the handshake: written
+                 * to (EPIPE) or read from (ECONNRESET), or found closed
+                 * afterwards (ENOTCONN). */
+                return -ECONNRESET;
+        case -EPERM:
+                /* The peer answered our authentication with anything but OK. */
+                return -EACCES;
+        case -E2BIG:
+                /* sd-bus' word for a socket path longer than sun_path. */
+                return -ENAMETOOLONG;
+        case -ENOMEDIUM:
+                /* sd_bus_open_user() without $DBUS_SESSION_BUS_ADDRESS and
+                 * $XDG_RUNTIME_DIR: there is no user bus to find. */
+                return -ENOENT;
+        case -EBADR:
+        case -EBADMSG:
+        case -EPROTO:
+                /* Hello refused as an unknown method (EBADR: the peer is no bus
+                 * broker, e.g. freezerd's private socket given to
+                 * freezer_open_address()), or an answer that is no D-Bus. */
+                return -EPROTO;
+        default:
+                return r;
+        }
+}
+
 /* Takes over bus on success. On failure the caller closes bus without
  * flushing it (sd_bus_close_unref()): a flush would wait for the handshake
  * that did not come, for sd-bus' own 90 s. */
@@ -305,14 +361,15 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
 
         if (!ret)
                 return -EINVAL;
+        *ret = NULL;
 
         r = sd_bus_open_system(&bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         r = freezer_new(ret, bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         TAKE_PTR(bus);
         return 0;
@@ -324,14 +381,15 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
 
         if (!ret)
                 return -EINVAL;
+        *ret = NULL;
 
         r = sd_bus_open_user(&bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         r = freezer_new(ret, bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         TAKE_PTR(bus);
         return 0;
@@ -359,18 +417,42 @@ static int open_address(freezer **ret, const char *address, bool direct) {
 
         r = sd_bus_start(bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         r = freezer_new(ret, bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         TAKE_PTR(bus);
         return 0;
 }
 
+/* Whether every entry of a D-Bus address ("transport:key=value,...", entries
+ * separated by ';') names a transport. sd-bus skips entries without one and
+ * then says ECONNREFUSED, as if a daemon had refused us: a typo is EINVAL. */
+static bool address_is_valid(const char *address) {
+        bool any = false;
+
+        for (const char *p = address; *p;) {
+                size_t n = strcspn(p, ";");
+                const char *colon = memchr(p, ':', n);
+
+                if (n > 0) {
+                        if (!colon || colon == p)
+                                return false;
+                        any = true;
+                }
+                p += n;
+                if (*p == ';')
+                        p++;
+        }
+        return any;
+}
+
 FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address) {
-        if (!ret || !address || !*address)
+        if (ret)
+                *ret = NULL;
+        if (!ret || !address || !address_is_valid(address))
                 return -EINVAL;
         return open_address(ret, address, false);
 }
@@ -399,8 +481,13 @@ static char *bus_address_escape(const char *s) {
 FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path) {
         _cleanup_free_ char *escaped = NULL, *address = NULL;
 
+        if (ret)
+                *ret = NULL;
         if (!ret || (path && !*path))
                 return -EINVAL;
+        /* sd-bus would say E2BIG; the path does not fit a sockaddr_un. */
+        if (strlen(path ?: FREEZER_PRIVATE_SOCKET) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+                return -ENAMETOOLONG;
 
         escaped = bus_address_escape(path ?: FREEZER_PRIVATE_SOCKET);
         if (!escaped || asprintf(&address, "unix:path=%s", escaped) < 0)
@@ -438,6 +525,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
                 f->group_cb = NULL;
                 f->pressure_cb = NULL;
                 f->pressure_removed_cb = NULL;
+                f->resync_cb = NULL;
                 while (f->calls)
                         pending_call_free(f->calls);
                 return NULL;
@@ -446,6 +534,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         sd_bus_slot_unref(f->match_slot);
         sd_bus_slot_unref(f->subscribe_slot);
         sd_bus_slot_unref(f->group_slot);
+        sd_bus_slot_unref(f->resync_slot);
         sd_bus_slot_unref(f->pressure_slot);
         sd_bus_slot_unref(f->owner_slot);
         /* Calls in flight are forgotten: no callback runs for them. */
@@ -502,10 +591,8 @@ static state_entry *cache_get_or_add(freezer *f, const char *object) {
         if (found)
                 return &f->cache[i];
 
-        if (f->n_cache >= STATE_CACHE_MAX) {
-                cache_clear(f);
-                i = 0;
-        }
+        if (f->n_cache >= STATE_CACHE_MAX)
+                return NULL; /* not cached: see STATE_CACHE_MAX */
 
         if (f->n_cache >= f->n_cache_allocated) {
                 size_t n = f->n_cache_allocated > 0 ? f->n_cache_allocated * 2 : 16;
@@ -541,7 +628,7 @@ static void cache_update(freezer *f, const char *object,
 
         e = cache_get_or_add(f, object);
         if (!e)
-                return; /* Out of memory: we only lose a hint. */
+                return; /* Out of memory or full: we only lose a hint. */
 
         if (have_state) {
                 e->state = state;
@@ -1071,6 +1158,11 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         if (!ret_usec)
                 return error_set(f, -EINVAL);
 
+        if (f->more_pending) {
+                *ret_usec = 0;
+                return 1;
+        }
+
         r = sd_bus_get_timeout(f->bus, ret_usec);
         if (r < 0)
                 return error_set(f, r);
@@ -1441,6 +1533,18 @@ FREEZER_EXPORT int freezer_get_fd(freezer *f) {
         return r;
 }
 
+/* Messages sd-bus holds in memory already (read by a blocking call while it
+ * waited for its reply): sd_bus_get_timeout() says "now" for them. The fd
+ * does not tell of them, so a loop that polls only the fd would not come
+ * back for them. */
+#define DISPATCH_QUEUED_MAX (16 * FREEZER_DISPATCH_MAX)
+
+static bool messages_queued(freezer *f) {
+        uint64_t t;
+
+        return sd_bus_get_timeout(f->bus, &t) > 0 && t == 0;
+}
+
 FREEZER_EXPORT int freezer_dispatch(freezer *f) {
         int n = 0, r;
 
@@ -1450,7 +1554,20 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                 return error_set(f, -EBUSY);
 
         f->dispatching = true;
+        f->more_pending = false;
         for (;;) {
+                /* Bounded: under a flood of signals the socket never runs dry,
+                 * and the caller's loop has other work.  Past the bound only
+                 * what is queued in memory is processed (it is finite, and the
+                 * fd would not wake the caller for it); the rest stays in the
+                 * socket, whose fd stays readable.  Callbacks that make a
+                 * blocking call each would refill that memory for ever: the
+                 * second bound stops them, with the timeout saying "now". */
+                if ((n >= FREEZER_DISPATCH_MAX && !messages_queued(f)) || n >= DISPATCH_QUEUED_MAX) {
+                        f->more_pending = true;
+                        f->dispatching = false;
+                        return n;
+                }
                 r = sd_bus_process(f->bus, NULL);
                 if (f->closing) { /* a callback closed the handle */
                         f->dispatching = false;
@@ -1487,6 +1604,8 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
 
         if (!f)
                 return -EINVAL;
+        if (f->more_pending) /* freezer_dispatch() stopped at its bound */
+                return 1;
 
         r = sd_bus_wait(f->bus, timeout_usec);
         if (r < 0)
@@ -1591,17 +1710,64 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
         return 0;
 }
 
-/* A daemon that (re)appears knows nothing of our subscription. */
-static int on_daemon_appeared(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+/* The resync callback, unless the handle is being closed (which clears it). */
+static void resync_notify(freezer *f, freezer_resync_reason reason) {
+        if (f->resync_cb)
+                f->resync_cb(f, reason, f->resync_userdata);
+}
+
+/* freezerd's bus name changed hands: it exited, started, or was replaced.
+ * What the handle knew of its groups is stale (groups may have come and
+ * gone while no daemon was there to say so), and a daemon that (re)appears
+ * knows nothing of our subscription. */
+static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const char *name, *old_owner, *new_owner;
 
-        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || !streq(name, FREEZER_SERVICE) ||
-            !*new_owner)
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || !streq(name, FREEZER_SERVICE))
                 return 0;
+
+        cache_clear(f);
         /* Not waited for: a failure leaves us without signals, as it would at start. */
-        (void) call_subscription(f, "SubscribeGroups", NULL);
+        if (f->state_cb && *new_owner)
+                (void) call_subscription(f, "SubscribeGroups", NULL);
+
+        /* The callback may close the handle or remove itself: each checks. */
+        if (*old_owner)
+                resync_notify(f, FREEZER_RESYNC_DAEMON_EXITED);
+        if (*new_owner)
+                resync_notify(f, FREEZER_RESYNC_DAEMON_STARTED);
         return 0;
+}
+
+/* The NameOwnerChanged match, wanted on the bus while the state or the resync
+ * callback is installed (a direct connection ends with its daemon). */
+static int owner_watch_ensure(freezer *f) {
+        if (f->subscribe_slot || is_direct(f))
+                return 0;
+        return sd_bus_add_match(f->bus, &f->subscribe_slot, MATCH_DAEMON_OWNER, on_daemon_owner_changed, f);
+}
+
+static void owner_watch_update(freezer *f) {
+        if (!f->state_cb && !f->resync_cb)
+                f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
+}
+
+static int on_interfaces_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* The InterfacesAdded/Removed match, wanted while the group or the state
+ * callback is installed (blocks until the bus confirms it). */
+static int interfaces_match_ensure(freezer *f) {
+        if (f->group_slot)
+                return 0;
+        return sd_bus_add_match(f->bus, &f->group_slot,
+                                signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES, MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
+                                on_interfaces_changed, f);
+}
+
+static void interfaces_match_update(freezer *f) {
+        if (!f->state_cb && !f->group_cb)
+                f->group_slot = sd_bus_slot_unref(f->group_slot);
 }
 
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata) {
@@ -1616,10 +1782,12 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                         /* Best effort: leaving the bus ends it too. */
                         (void) call_subscription(f, "UnsubscribeGroups", NULL);
                 f->match_slot = sd_bus_slot_unref(f->match_slot);
-                f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
                 f->state_cb = NULL;
                 f->state_userdata = NULL;
+                /* Nothing needs the cache now: none is kept. */
                 cache_clear(f);
+                owner_watch_update(f);
+                interfaces_match_update(f);
                 return 0;
         }
 
@@ -1633,14 +1801,13 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                                      signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
                                                   MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED),
                                      on_groups_changed, f);
-                /* A direct connection ends with the daemon: nothing to follow. */
-                if (r >= 0 && !is_direct(f))
-                        r = sd_bus_add_match(f->bus, &f->subscribe_slot,
-                                             MATCH_DAEMON_OWNER,
-                                             on_daemon_appeared, f);
+                if (r >= 0)
+                        r = interfaces_match_ensure(f);
+                if (r >= 0)
+                        r = owner_watch_ensure(f);
                 if (r >= 0) {
                         r = call_subscription(f, "SubscribeGroups", &error);
-                        /* No daemon yet: on_daemon_appeared() subscribes once it is there. */
+                        /* No daemon yet: on_daemon_owner_changed() subscribes once it is there. */
                         if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN,
                                                    SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
                                 sd_bus_error_free(&error);
@@ -1649,7 +1816,8 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                 }
                 if (r < 0) {
                         f->match_slot = sd_bus_slot_unref(f->match_slot);
-                        f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
+                        owner_watch_update(f);
+                        interfaces_match_update(f);
                         return error_take(f, &error, r);
                 }
         }
@@ -1674,7 +1842,7 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
 
         /* Malformed signals are ignored, as in on_properties_changed(). */
 
-        if (!f->group_cb)
+        if (!f->group_cb && !f->state_cb)
                 return 0;
 
         if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded"))
@@ -1744,8 +1912,9 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
         else
                 cache_remove(f, object);
 
-        f->group_cb(f, path, added, added && props.have_state ? props.state : FREEZER_STATE_UNKNOWN,
-                    f->group_userdata);
+        if (f->group_cb)
+                f->group_cb(f, path, added, added && props.have_state ? props.state : FREEZER_STATE_UNKNOWN,
+                            f->group_userdata);
         return 0;
 }
 
@@ -1756,35 +1925,85 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 return -EINVAL;
 
         if (!cb) {
-                if (f->group_slot && is_direct(f))
+                if (f->group_subscribed)
                         (void) call_subscription(f, "UnsubscribeGroups", NULL);
-                f->group_slot = sd_bus_slot_unref(f->group_slot);
+                f->group_subscribed = false;
                 f->group_cb = NULL;
                 f->group_userdata = NULL;
+                interfaces_match_update(f); /* the state callback may still want it */
                 return 0;
         }
 
-        if (!f->group_slot) {
-                r = sd_bus_add_match(f->bus, &f->group_slot,
-                                     signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES,
-                                                  MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
-                                     on_interfaces_changed, f);
+        if (!f->group_cb) {
+                bool added = !f->group_slot;
+
+                r = interfaces_match_ensure(f);
                 if (r < 0)
                         return error_set(f, r);
                 /* The bus broadcasts InterfacesAdded/Removed; the private
-                 * socket sends them only to a subscribed connection. */
+                 * socket sends them only to a subscribed connection.  The
+                 * group callback holds a subscription of its own: it may
+                 * outlive the state callback's. */
                 if (is_direct(f)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                         r = call_subscription(f, "SubscribeGroups", &error);
                         if (r < 0) {
-                                f->group_slot = sd_bus_slot_unref(f->group_slot);
+                                if (added)
+                                        f->group_slot = sd_bus_slot_unref(f->group_slot);
                                 return error_take(f, &error, r);
                         }
+                        f->group_subscribed = true;
                 }
         }
 
         f->group_cb = cb;
         f->group_userdata = userdata;
+        return 0;
+}
+
+/* ---- resync ---- */
+
+/* A filter, as on_pressure_signal(): sd-bus makes the Disconnected signal up
+ * itself, once, when the handle's connection is lost, and hands it to the
+ * filters without any match. */
+static int on_resync_disconnected(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        if (!sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
+                return 0;
+
+        cache_clear(f);
+        resync_notify(f, FREEZER_RESYNC_DISCONNECTED);
+        return 0; /* others may want it, too */
+}
+
+FREEZER_EXPORT int freezer_set_resync_callback(freezer *f, freezer_resync_callback cb, void *userdata) {
+        int r;
+
+        if (!f)
+                return -EINVAL;
+
+        if (!cb) {
+                f->resync_cb = NULL;
+                f->resync_userdata = NULL;
+                f->resync_slot = sd_bus_slot_unref(f->resync_slot);
+                owner_watch_update(f);
+                return 0;
+        }
+
+        if (!f->resync_slot) {
+                r = sd_bus_add_filter(f->bus, &f->resync_slot, on_resync_disconnected, f);
+                if (r >= 0)
+                        r = owner_watch_ensure(f);
+                if (r < 0) {
+                        f->resync_slot = sd_bus_slot_unref(f->resync_slot);
+                        owner_watch_update(f);
+                        return error_set(f, r);
+                }
+        }
+
+        f->resync_cb = cb;
+        f->resync_userdata = userdata;
         return 0;
 }
 

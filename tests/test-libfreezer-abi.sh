@@ -6,7 +6,11 @@
 #     apart from the version node itself (LIBFREEZER_*, an absolute symbol);
 #   - where nm shows symbol versions, they are LIBFREEZER_*;
 #   - every function declared in freezer.h is exported;
-#   - every exported symbol is declared in freezer.h.
+#   - every exported symbol is declared in freezer.h;
+#   - where nm shows symbol versions, the symbols added after 0.3 are in the
+#     version node of their release (LIBFREEZER_0.4, ...; see the table
+#     below), every other one in LIBFREEZER_0: a symbol that moved nodes would
+#     break programs linked against the old one.
 #
 # Usage: test-libfreezer-abi.sh LIBFREEZER.so [freezer.h]
 # (the header defaults to ../client/freezer.h next to this script).
@@ -84,6 +88,14 @@ while read -r type name version; do
                 LIBFREEZER_*) ;;
                 *) fail "symbol '$name' has version '$version', not LIBFREEZER_*" ;;
                 esac
+                # The node each symbol belongs in (libfreezer.sym).
+                case $name in
+                freezer_set_resync_callback) want=LIBFREEZER_0.4 ;;
+                *) want=LIBFREEZER_0 ;;
+                esac
+                if [ "$version" != "$want" ]; then
+                        fail "symbol '$name' has version '$version', expected '$want'"
+                fi
         fi
 done <"$tmp/syms"
 

@@ -43,16 +43,24 @@ Then, on a private handle: a call in flight when freezerd is killed completes wi
 -ECONNRESET; freezer_close() with calls in flight runs no callback, and the daemon
 still carries both out.  On a bus handle, freezerd killed with a call in flight: the
 call gets -ECONNRESET and org.freedesktop.DBus.Error.Disconnected (the bus's NoReply
-read -ETIMEDOUT)."""
+read -ETIMEDOUT).
+freezer_dispatch() is bounded: with 300 InterfacesAdded waiting on a private handle's
+socket, one call runs at most FREEZER_DISPATCH_MAX (64) callbacks, after which
+freezer_get_timeout() says now and freezer_wait() returns at once; the rest come over
+further calls, each bounded (it used to run them all in one call, and under a steady
+flood of signals never returned)."""
 
+import array
 import ctypes
 import errno
+import fcntl
 import importlib.util
 import os
 import select
 import signal
 import subprocess
 import sys
+import termios
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -413,6 +421,78 @@ def check_bus_daemon_exit(lib, sc, bus):
     sc.write_freeze('/s', 0)
 
 
+DISPATCH_MAX = 64  # FREEZER_DISPATCH_MAX
+
+
+def socket_queued(fd):
+    """Bytes waiting to be read on the handle's socket (FIONREAD)."""
+    buf = array.array('i', [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+def check_dispatch_bound(lib, sc, d):
+    """freezer_dispatch() under a flood: with hundreds of signals waiting on a private handle's socket,
+    one call runs at most FREEZER_DISPATCH_MAX messages' callbacks and returns; freezer_get_timeout()
+    then says "now" and freezer_wait() returns at once; further calls deliver the rest, each bounded.
+    (It used to run them all, and under a steady flood never returned.)"""
+    n = 300
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    made = []
+    try:
+        added = []
+
+        @base.GROUP_CALLBACK
+        def on_group(_f, path, is_added, _state, _ud):
+            if is_added:
+                added.append(path.decode())
+        ft.check_equal(lib.freezer_set_group_callback(f, on_group, None), 0, 'freezer_set_group_callback')
+        fd = lib.freezer_get_fd(f)
+        for i in range(n):
+            sc.mkdir(f'/g/flood{i}')
+            made.append(f'/g/flood{i}')
+        ft.wait_for(lambda: sum(1 for p, _o, _s in d.client.call('ListGroups')[0] if p.startswith('/g/flood')) == n,
+                    what=f'freezerd to publish the {n} groups')
+        # Its InterfacesAdded went out with them; wait until they have all arrived (the amount
+        # waiting on the socket stops growing), none read yet.
+        last = [-1]
+
+        def settled():
+            q = socket_queued(fd)
+            same, last[0] = q == last[0], q
+            return same and q > 0
+        ft.wait_for(settled, what='the signals to arrive on the handle\'s socket', poll=0.1)
+
+        r = lib.freezer_dispatch(f)
+        first = len(added)
+        ft.check(0 < first <= DISPATCH_MAX and r >= DISPATCH_MAX,
+                 f'one freezer_dispatch() with {n} signals waiting: at most {DISPATCH_MAX} callbacks, returns '
+                 f'>= {DISPATCH_MAX} (before 0.4 it ran them all)', (first, r))
+        t = ctypes.c_uint64(12345)
+        ft.check_equal((lib.freezer_get_timeout(f, ctypes.byref(t)), t.value), (1, 0),
+                       'after it stopped at the bound: freezer_get_timeout() says now')
+        ft.check(lib.freezer_wait(f, 0) > 0, 'and freezer_wait() returns > 0 at once')
+        calls = 1
+        while len(added) < n and calls < 10 * n:
+            before = len(added)
+            r = lib.freezer_dispatch(f)
+            ft.check(r >= 0 and len(added) - before <= DISPATCH_MAX, 'each freezer_dispatch() stays bounded',
+                     (r, len(added) - before))
+            calls += 1
+        ft.check_equal(sorted(added), sorted(made), f'all {n} groups reported, over {calls} calls')
+        ft.check(calls >= (n + DISPATCH_MAX - 1) // DISPATCH_MAX, f'at least {n} / {DISPATCH_MAX} calls', calls)
+        while lib.freezer_dispatch(f) >= DISPATCH_MAX:
+            pass
+        ft.check_equal((lib.freezer_get_timeout(f, ctypes.byref(t)), t.value), (0, UINT64_MAX),
+                       'once drained: no deadline again')
+    finally:
+        lib.freezer_close(f)
+        for p in reversed(made):
+            sc.rmdir(p)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     base.reexec_for_asan(base.libfreezer_path())
@@ -434,6 +514,7 @@ def test():
             check_example(sc, d)
             sc.write_freeze('/g', 0)
             check_loop_api(lib, sc, d)
+            check_dispatch_bound(lib, sc, d)
         check_lost_connection(lib, sc, bus)
         check_bus_daemon_exit(lib, sc, bus)
     print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '

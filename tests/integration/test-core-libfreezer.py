@@ -36,14 +36,32 @@ Checks:
     call neither.
   * freezer_set_state_callback() with no freezerd on the bus returns 0, and once a
     freezerd starts the handle subscribes to it: the callback sees its changes
-    (freezerd sends GroupsChanged only while someone subscribed)."""
+    (freezerd sends GroupsChanged only while someone subscribed).
+  * freezer_open_*() failures set *ret to NULL (it was left as it was) and give the errno
+    freezer.h lists: -ENOENT (no socket; freezer_open_user() with no user bus in the
+    environment: was ENOMEDIUM), -ECONNREFUSED (a file, a stale socket), -ENAMETOOLONG
+    (was E2BIG), -EINVAL for an address without a transport (was ECONNREFUSED), -EPROTO
+    for freezerd's private socket as a bus (was EBADR), -ECONNRESET for a peer that hangs
+    up (was EPIPE on the bus path), -EACCES for nobody on root's private socket.
+  * IRQ pressure of a group ("/" too): freezer_get_pressure() -EOPNOTSUPP (NotSupported),
+    freezer_add_pressure_trigger() -EINVAL (InvalidArgs), as freezer.h says for each.
+  * State cache: with a state callback and no group callback, a group removed and made
+    again under the same path and frozen is reported (the removed group's stale "frozen"
+    entry suppressed it).
+  * freezer_set_resync_callback(): a bus handle hears daemon-exited and daemon-started
+    across a restart, and its state callback then follows the new freezerd; a private
+    handle hears disconnected when its freezerd stops."""
 
 import ctypes
 import errno
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -61,10 +79,32 @@ class Group(ctypes.Structure):
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
 GROUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_int,
                                   ctypes.c_void_p)
+RESYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+RESYNC_REASONS = ['daemon-exited', 'daemon-started', 'disconnected']
+RESOURCE_IRQ = 3
+
+
+class PressureLine(ctypes.Structure):
+    _fields_ = [('avg10', ctypes.c_double), ('avg60', ctypes.c_double), ('avg300', ctypes.c_double),
+                ('total_usec', ctypes.c_uint64)]
+
+
+class Pressure(ctypes.Structure):
+    _fields_ = [('some', PressureLine), ('full', PressureLine)]
 
 
 def libfreezer_path():
     return os.environ.get('LIBFREEZER_SO') or os.path.join(ft.BUILDDIR, 'client', 'libfreezer.so.0')
+
+
+def asan_runtime(path):
+    """The ASan runtime libfreezer at path was built with, or None."""
+    try:
+        out = subprocess.run(['ldd', path], capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'^\s*libasan\.so\S*\s+=>\s+(\S+)', out, re.M)
+    return m.group(1) if m else None
 
 
 def reexec_for_asan(path):
@@ -81,18 +121,14 @@ def reexec_for_asan(path):
             os.environ['ASAN_OPTIONS'] = orig
         os.environ.pop('FREEZERD_TEST_ASAN_REEXEC')
         return
-    try:
-        out = subprocess.run(['ldd', path], capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    runtime = asan_runtime(path)
+    if not runtime:
         return
-    m = re.search(r'^\s*libasan\.so\S*\s+=>\s+(\S+)', out, re.M)
-    if not m:
-        return
-    env = dict(os.environ, LD_PRELOAD=m.group(1), FREEZERD_TEST_ASAN_REEXEC='1',
+    env = dict(os.environ, LD_PRELOAD=runtime, FREEZERD_TEST_ASAN_REEXEC='1',
                ASAN_OPTIONS=os.environ.get('ASAN_OPTIONS', '') + ':detect_leaks=0')
     if 'ASAN_OPTIONS' in os.environ:
         env['FREEZERD_TEST_ASAN_OPTIONS'] = os.environ['ASAN_OPTIONS']
-    print(f'# {path} uses ASan: running again with LD_PRELOAD={m.group(1)}', flush=True)
+    print(f'# {path} uses ASan: running again with LD_PRELOAD={runtime}', flush=True)
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
@@ -106,6 +142,7 @@ def load():
     sig = {
         'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
         'freezer_open_private': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+        'freezer_open_user': (ctypes.c_int, [ctypes.POINTER(P)]),
         'freezer_close': (P, [P]),
         'freezer_last_error_name': (ctypes.c_char_p, [P]),
         'freezer_last_error_message': (ctypes.c_char_p, [P]),
@@ -121,10 +158,17 @@ def load():
         'freezer_dispatch': (ctypes.c_int, [P]),
         'freezer_set_state_callback': (ctypes.c_int, [P, CALLBACK, P]),
         'freezer_set_group_callback': (ctypes.c_int, [P, GROUP_CALLBACK, P]),
+        'freezer_get_pressure': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(Pressure)]),
+        'freezer_add_pressure_trigger': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool,
+                                                        ctypes.c_uint64, ctypes.c_uint64,
+                                                        ctypes.POINTER(ctypes.c_uint32)]),
+        # Since 0.4 (LIBFREEZER_0.4): check_resync() fails without it.
+        'freezer_set_resync_callback': (ctypes.c_int, [P, RESYNC_CALLBACK, P]),
     }
     for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype, fn.argtypes = res, args
     return lib
 
 
@@ -220,12 +264,16 @@ def test():
                 lib.freezer_dispatch(f)
                 ft.wait_for(lambda: ('/g', 'running', False) in events, what='the callback for /g running')
                 ft.check(True, 'the callback reported /g running')
+                check_irq_pressure(lib, f)
             finally:
                 if fd >= 0:
                     ft.loop().remove_reader(fd)
                 lib.freezer_close(f)
             check_private(lib, sc, d)
+            check_open_errors(lib, d, bus)
+            check_cache_pruned(lib, sc, d, bus)
         check_resubscribe(lib, sc, bus)
+        check_resync(lib, sc, bus)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
           'get_fd + dispatch, freezer_open_private')
 
@@ -325,6 +373,224 @@ def check_resubscribe(lib, sc, bus):
                 return any(p == '/g' for p, _s, _fr in events)
             ft.wait_for(seen, what='the state callback after freezerd started', poll=0.05)
             ft.check(True, 'the handle subscribed to the freezerd that started after it')
+    finally:
+        if fd >= 0:
+            ft.loop().remove_reader(fd)
+        lib.freezer_close(f)
+
+
+# A child that opens a handle with libfreezer and prints "r ret-is-NULL": for
+# what cannot be done in this process (another uid, another environment).
+OPEN_CHILD = '''
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+fn = getattr(lib, sys.argv[2])
+fn.restype = ctypes.c_int
+h = ctypes.c_void_p(0xdead)
+r = fn(ctypes.byref(h), *(a.encode() for a in sys.argv[3:]))
+print(r, h.value is None)
+'''
+
+
+def open_in_child(fn, *args, prefix=(), env=None):
+    path = libfreezer_path()
+    env = dict(os.environ if env is None else env)
+    runtime = asan_runtime(path)
+    if runtime:
+        env['LD_PRELOAD'] = runtime
+        env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
+    p = subprocess.run([*prefix, '/usr/bin/python3', '-c', OPEN_CHILD, path, fn, *args], capture_output=True,
+                       text=True, timeout=ft.DEFAULT_TIMEOUT, env=env)
+    ft.check(p.returncode == 0, f'the child running {fn}', p.stderr)
+    r, is_null = p.stdout.split()
+    return int(r), is_null == 'True'
+
+
+def check_open_errors(lib, d, bus):
+    """freezer_open_*() failures: *ret is NULL (it was left as it was), and the errno is the one freezer.h
+    lists for the cause (sd-bus said EPIPE, E2BIG, EBADR, ENOMEDIUM or ECONNREFUSED for some)."""
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}open-')
+    listener = None
+    try:
+        def fails(fn, arg, want, what):
+            h = ctypes.c_void_p(0xdead)  # anything but NULL: a failure must reset it
+            r = getattr(lib, fn)(ctypes.byref(h), arg)
+            ft.check((r, h.value) == (want, None), f'{fn}: {what}: {errno.errorcode[-want]} and *ret NULL',
+                     (r, errno.errorcode.get(-r, r), h.value))
+
+        fails('freezer_open_private', f'{tmp}/nothing'.encode(), -errno.ENOENT, 'no socket')
+        open(f'{tmp}/file', 'w').close()
+        fails('freezer_open_private', f'{tmp}/file'.encode(), -errno.ECONNREFUSED, 'a file, not a socket')
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(f'{tmp}/stale')
+        stale.close()
+        fails('freezer_open_private', f'{tmp}/stale'.encode(), -errno.ECONNREFUSED, 'a socket nobody listens on')
+        fails('freezer_open_private', ('/' + 'x' * 200).encode(), -errno.ENAMETOOLONG,
+              'a path too long for sockaddr_un (sd-bus: E2BIG)')
+        fails('freezer_open_address', b'garbage', -errno.EINVAL,
+              'an address without a transport (sd-bus: ECONNREFUSED)')
+        fails('freezer_open_address', f'unix:path={tmp}/nothing'.encode(), -errno.ENOENT, 'no socket')
+        fails('freezer_open_address', f'unix:path={d.runtime_dir}/private'.encode(), -errno.EPROTO,
+              'freezerd\'s private socket is no bus (sd-bus: EBADR, from Hello)')
+        ft.check_equal(lib.freezer_open_address(None, bus.address.encode()), -errno.EINVAL,
+                       'freezer_open_address(NULL, ...): -EINVAL')
+
+        # A peer that accepts and hangs up at once: sd-bus said EPIPE on the bus path (it wrote
+        # first) and ECONNRESET on the private one (it read first).
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(f'{tmp}/closer')
+        listener.listen(8)
+
+        def hang_up():
+            while True:
+                try:
+                    c, _ = listener.accept()
+                except OSError:
+                    return  # closed: the test is done with it
+                c.close()
+        threading.Thread(target=hang_up, daemon=True).start()
+        fails('freezer_open_private', f'{tmp}/closer'.encode(), -errno.ECONNRESET, 'the peer hangs up')
+        fails('freezer_open_address', f'unix:path={tmp}/closer'.encode(), -errno.ECONNRESET,
+              'the peer hangs up (sd-bus: EPIPE)')
+
+        env = {k: v for k, v in os.environ.items() if k not in ('DBUS_SESSION_BUS_ADDRESS', 'XDG_RUNTIME_DIR')}
+        ft.check_equal(open_in_child('freezer_open_user', env=env), (-errno.ENOENT, True),
+                       'freezer_open_user() with no user bus in the environment: -ENOENT (sd-bus: ENOMEDIUM)')
+        if shutil.which('setpriv'):
+            nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+            ft.check_equal(open_in_child('freezer_open_private', f'{d.runtime_dir}/private', prefix=nobody),
+                           (-errno.EACCES, True), 'freezer_open_private() as nobody: -EACCES')
+    finally:
+        if listener is not None:
+            listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_irq_pressure(lib, f):
+    """IRQ pressure for a group: freezer_get_pressure() says -EOPNOTSUPP (NotSupported) and
+    freezer_add_pressure_trigger() -EINVAL (InvalidArgs), as freezer.h documents each; "/" is a
+    group here, not the system."""
+    def err():
+        return (lib.freezer_last_error_name(f) or b'').decode()
+    p = Pressure()
+    for path in (b'/g', b'/', b'/nope'):
+        r = lib.freezer_get_pressure(f, path, RESOURCE_IRQ, ctypes.byref(p))
+        ft.check_equal((r, err()), (-errno.EOPNOTSUPP, 'org.freezerd.Freezer1.Error.NotSupported'),
+                       f'freezer_get_pressure({path.decode()}, IRQ): -EOPNOTSUPP, before the path is looked up')
+    i = ctypes.c_uint32(7)
+    for path in (b'/g', b'/'):
+        r = lib.freezer_add_pressure_trigger(f, path, RESOURCE_IRQ, True, 100000, 2000000, ctypes.byref(i))
+        ft.check_equal((r, err(), i.value), (-errno.EINVAL, ft.ERROR_INVALID_ARGS, 0),
+                       f'freezer_add_pressure_trigger({path.decode()}, IRQ, full): -EINVAL, InvalidArgs')
+
+
+def check_cache_pruned(lib, sc, d, bus):
+    """With a state callback and no group callback, a removed group's state is forgotten: a group made
+    again under its path and frozen is reported (the stale entry said "frozen" already, and the
+    handle kept it until the cache held 65,536 entries)."""
+    c = d.client
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    fd = -1
+    try:
+        events = []
+
+        @CALLBACK
+        def on_state(_f, path, state, frozen, _ud):
+            events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
+        fd = lib.freezer_get_fd(f)
+        ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+
+        def published(path):
+            return any(p == path for p, _o, _s in c.call('ListGroups')[0])
+
+        def freeze_and_see(what):
+            events.clear()
+            ft.check_equal(lib.freezer_freeze(f, b'/c', 0, 0), 0, f'freezer_freeze(/c), {what}')
+            lib.freezer_dispatch(f)
+            ft.wait_for(lambda: ('/c', 'frozen', True) in events, what=f'the state callback: /c frozen, {what}')
+            ft.check(True, f'the state callback reported /c frozen, {what}')
+
+        sc.mkdir('/c')
+        ft.wait_for(lambda: published('/c'), what='freezerd to publish /c')
+        freeze_and_see('the first /c')
+        sc.rmdir('/c')
+        ft.wait_for(lambda: not published('/c'), what='freezerd to drop /c')
+        sc.mkdir('/c')
+        ft.wait_for(lambda: published('/c'), what='freezerd to publish the new /c')
+        freeze_and_see('the second /c (made again after an rmdir)')
+    finally:
+        if fd >= 0:
+            ft.loop().remove_reader(fd)
+        lib.freezer_close(f)
+        if sc.exists('/c'):
+            sc.rmdir('/c')
+
+
+def check_resync(lib, sc, bus):
+    """freezer_set_resync_callback(): a bus handle hears freezerd exit and start again (and its state
+    callback works with the new daemon); a private handle hears its connection end."""
+    ft.check(getattr(lib, 'freezer_set_resync_callback', None) is not None,
+             'libfreezer exports freezer_set_resync_callback (0.4)')
+    f = ctypes.c_void_p()
+    fd = -1
+    resyncs, events = [], []
+
+    @RESYNC_CALLBACK
+    def on_resync(_f, reason, _ud):
+        resyncs.append(RESYNC_REASONS[reason] if 0 <= reason < len(RESYNC_REASONS) else reason)
+
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+    try:
+        with ft.Daemon(bus, sc.root) as d:
+            ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0,
+                           'freezer_open_address')
+            ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
+            ft.check_equal(lib.freezer_set_resync_callback(f, on_resync, None), 0, 'freezer_set_resync_callback')
+            fd = lib.freezer_get_fd(f)
+            ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+            d.stop()
+            ft.wait_for(lambda: resyncs == ['daemon-exited'], what='the resync callback: daemon-exited')
+            ft.check(True, 'freezerd stopped: the resync callback said daemon-exited')
+        with ft.Daemon(bus, sc.root) as d:
+            ft.wait_for(lambda: resyncs == ['daemon-exited', 'daemon-started'],
+                        what='the resync callback: daemon-started')
+            ft.check(True, 'freezerd started again: the resync callback said daemon-started')
+            events.clear()
+            d.client.call('Freeze', '/g', 0, 0)
+            ft.wait_for(lambda: ('/g', 'frozen', True) in events, what='the state callback from the new freezerd')
+            ft.check(True, 'the state callback reports the new freezerd\'s changes')
+            d.client.call('Thaw', '/g', 0, 0)
+            ft.loop().remove_reader(fd)
+            fd = -1
+            lib.freezer_close(f)
+            f = ctypes.c_void_p()
+
+            resyncs.clear()
+            ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                           'freezer_open_private')
+            ft.check_equal(lib.freezer_set_resync_callback(f, on_resync, None), 0,
+                           'freezer_set_resync_callback on a private handle')
+            ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
+            fd = lib.freezer_get_fd(f)
+            results = []
+
+            def dispatch():
+                r = lib.freezer_dispatch(f)
+                results.append(r)
+                if r < 0:
+                    ft.loop().remove_reader(fd)
+            ft.loop().add_reader(fd, dispatch)
+            d.stop()
+            ft.wait_for(lambda: resyncs == ['disconnected'] and any(r < 0 for r in results),
+                        what='the private handle\'s resync callback: disconnected')
+            ft.check(True, 'freezerd stopped: the private handle\'s resync callback said disconnected, '
+                     'freezer_dispatch() failed')
+            fd = -1
     finally:
         if fd >= 0:
             ft.loop().remove_reader(fd)
