@@ -380,8 +380,12 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * freezer_get_timeout() says "now" (0) and freezer_wait() returns > 0 at once
  * (the fd is readable, too, while the rest is on the socket). A loop that
  * waits for the fd and for freezer_get_timeout(), or on freezer_wait(), needs
- * nothing more; one that waits for the fd alone runs its other work in
- * between and is woken for the rest by the fd. It returns how many steps did
+ * nothing more. One that waits for the fd alone is woken by it for what is
+ * left on the socket, but not for what is left in memory: only callbacks that
+ * make a blocking call for every message (each reading more into memory) get
+ * there, and then the rest waits for the next message on the fd; such a loop
+ * calls freezer_dispatch() again while it returns FREEZER_DISPATCH_MAX or
+ * more. It returns how many steps did
  * something (0 if there was nothing to do; a call's method-call timeout may
  * be handled in a step that counts 0; FREEZER_DISPATCH_MAX or more if it may
  * have stopped at the bound) or a negative errno, e.g. -ECONNRESET or

@@ -763,7 +763,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
 
                 for (const unsigned char *p = (const unsigned char *) name; *p; p++)
                         h = (h ^ *p) * 0x100000001b3ULL;
-                for (unsigned i = 0; pd && i < pd->n_odd_names && !seen; i++)
+                for (unsigned i = 0; pd && i < pd->n_odd_names && i < ELEMENTSOF(pd->odd_names) && !seen; i++)
                         seen = pd->odd_names[i] == h;
                 /* Logged once per name, not at every rescan (Track() of a tracked
                  * subtree, an overflow's resync); past a handful below one
@@ -922,9 +922,11 @@ static void operation_free(Operation *op) {
         if (op->next)
                 op->next->prev = op->prev;
         m->n_operations--;
-        if (m->n_operations == 0) {
+        /* Over once few are left, not only none: one call waiting for good
+         * (a group stuck on FUSE) must not keep a burst's memory. */
+        if (m->n_operations <= OPERATIONS_BURST / 8) {
                 m->burst_over = m->burst_over || m->n_operations_peak >= OPERATIONS_BURST;
-                m->n_operations_peak = 0;
+                m->n_operations_peak = m->n_operations;
         }
         if (op->journal_path) {
                 int r = journal_remove(op->journal_path);
@@ -1955,6 +1957,13 @@ static void group_untrack(Manager *m, Group *g) {
         if (group_published(g))
                 return;
         m->groups_count_changed = true;
+        if (group_data(g)->announce_pending) {
+                /* Never announced (tracked and untracked before the end of
+                 * the loop turn): nothing to remove. */
+                group_data(g)->announce_pending = false;
+                m->announce[group_data(g)->announce_idx] = NULL;
+                return;
+        }
         if (m->on_group_removed)
                 m->on_group_removed(m, g->path);
 }
@@ -2522,6 +2531,8 @@ int manager_start(Manager *m) {
 }
 
 int manager_reload(Manager *m, const Config *config) {
+        int r;
+
         /* Subtrees the old configuration tracked and the new one does not are dropped;
          * those added through Track() stay. */
         for (char **p = m->config.track; p && *p; p++) {
@@ -2536,7 +2547,9 @@ int manager_reload(Manager *m, const Config *config) {
         m->config.default_timeout_usec = config->default_timeout_usec;
         if (config_copy_track(&m->config, config) < 0)
                 return -ENOMEM;
-        return manager_apply_track_config(m, m->config.track);
+        r = manager_apply_track_config(m, m->config.track);
+        manager_announce(m); /* as Track() does: complete, before anything else is read */
+        return r;
 }
 
 void manager_shutdown(Manager *m) {

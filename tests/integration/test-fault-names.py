@@ -77,6 +77,24 @@ def test():
                 ft.check(log.count(f'Not following /pods/{e}:') == 1, f'after 3 rescans the log names /pods/{e} once',
                          log)
 
+            # Many below one group: the first eight are named, the ninth says that
+            # more go unlogged, and no rescan logs any of them again.
+            os.mkdir(pods + b'/many')
+            many = [b'm%d\xff' % i for i in range(12)]
+            for name in many:
+                os.mkdir(pods + b'/many/' + name)
+            c.call('Track', '/pods/many')
+            for p in ('/pods/many', '/pods'):
+                c.call('Track', p)
+            lines = [ln for ln in d.log().splitlines() if 'Not following /pods/many/' in ln]
+            ft.check(len(lines) == 9 and 'not logged' in lines[-1] and all('not logged' not in ln for ln in lines[:8]),
+                     '12 odd names below /pods/many: 8 named, the 9th says the rest go unlogged, none again after '
+                     'rescans', '\n'.join(lines))
+            for name in many:
+                os.rmdir(pods + b'/many/' + name)
+            os.rmdir(pods + b'/many')
+            c.call('ListGroups')
+
             ft.check_equal(c.call('FreezeExcept', '/pods', ['/pods/a'], 0, 0)[0], ['/pods/b'],
                            'FreezeExcept(/pods, [/pods/a]) replies [/pods/b]')
             c.call('Thaw', '/pods/b', 0, 0)
