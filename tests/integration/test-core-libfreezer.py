@@ -345,18 +345,25 @@ def check_private(lib, sc, d):
         lib.freezer_close(f)
 
 
+def open_state_recorder(lib, bus):
+    """A handle on the bus, and a state callback (not installed yet) that appends
+    (path, state, frozen) to the list returned with it."""
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    events = []
+
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
+    return f, events, on_state
+
+
 def check_resubscribe(lib, sc, bus):
     """A state callback installed while no freezerd runs: no error; once freezerd starts, the
     handle subscribes (SubscribeGroups) and the callback sees its changes."""
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f, events, on_state = open_state_recorder(lib, bus)
     fd = -1
     try:
-        events = []
-
-        @CALLBACK
-        def on_state(_f, path, state, frozen, _ud):
-            events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
         ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
                        'freezer_set_state_callback with no freezerd on the bus')
         fd = lib.freezer_get_fd(f)
@@ -490,15 +497,9 @@ def check_cache_pruned(lib, sc, d, bus):
     again under its path and frozen is reported (the stale entry said "frozen" already, and the
     handle kept it until the cache held 65,536 entries)."""
     c = d.client
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f, events, on_state = open_state_recorder(lib, bus)
     fd = -1
     try:
-        events = []
-
-        @CALLBACK
-        def on_state(_f, path, state, frozen, _ud):
-            events.append((path.decode(), STATES[state] if 0 <= state < len(STATES) else state, frozen))
         ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
         fd = lib.freezer_get_fd(f)
         ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
