@@ -212,6 +212,9 @@ static void help(void) {
                "  TIME removed  PATH              (a group went: removed or untracked)\n"
                "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
                "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
+               "  TIME freezerd exited            (freezerd left the bus; watch waits)\n"
+               "  TIME freezerd started           (a freezerd took the bus name: states are\n"
+               "                                   compared with what it reports from now)\n"
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
                "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
                "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
@@ -254,6 +257,7 @@ static void help(void) {
                "                                 \"avg300\", \"total_usec\"\n"
                "                     \"trigger-removed\"\n"
                "                                 \"path\", \"id\", \"resource\", \"kind\", \"reason\"\n"
+               "                     \"freezerd\"  \"status\": \"exited\" or \"started\"\n"
                "freeze --except and batch print nothing on standard output when they fail.\n"
                "\n"
                "Exit status:\n"
@@ -1710,6 +1714,37 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_emit_json(c, o, r);
 }
 
+/* freezerd left the bus, or one took its name (a restart is both): said,
+ * so that nobody takes the silence meanwhile for groups that did not change.
+ * Over --socket= the connection ends with the daemon and watch with it. */
+static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
+        watch_context *c = userdata;
+        const char *status = reason == FREEZER_RESYNC_DAEMON_EXITED    ? "exited"
+                             : reason == FREEZER_RESYNC_DAEMON_STARTED ? "started"
+                                                                       : NULL;
+        struct json_object *o;
+        int r;
+
+        if (!status)
+                return; /* disconnected: the loop says so, once */
+        if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
+                /* As at the start: the handle learns every group's state, so an
+                 * ancestor listed for its counts alone is not printed. */
+                freezer_group *groups = NULL;
+                size_t n_groups = 0;
+
+                if (freezer_list(f, &groups, &n_groups) >= 0)
+                        freezer_group_array_free(groups, n_groups);
+        }
+        if (!arg_json) {
+                watch_emit_text(c, "freezerd", "%s", status);
+                return;
+        }
+        o = watch_event_new("freezerd");
+        r = o ? json_add(o, "status", json_object_new_string(status)) : -ENOMEM;
+        watch_emit_json(c, o, r);
+}
+
 /* The fields that name a pressure trigger in each of its events. */
 static int json_add_trigger(struct json_object *o, const char *path, uint32_t id, freezer_resource res, bool full) {
         int r;
@@ -1872,6 +1907,8 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 r = freezer_set_pressure_callback(f, on_watch_pressure, &c);
         if (r >= 0)
                 r = freezer_set_pressure_removed_callback(f, on_watch_trigger_removed, &c);
+        if (r >= 0)
+                r = freezer_set_resync_callback(f, on_watch_resync, &c);
         if (r < 0) {
                 log_failure(f, r, "cannot follow freezerd's signals");
                 goto finish;
@@ -1982,6 +2019,7 @@ finish:
         (void) freezer_set_group_callback(f, NULL, NULL);
         (void) freezer_set_pressure_callback(f, NULL, NULL);
         (void) freezer_set_pressure_removed_callback(f, NULL, NULL);
+        (void) freezer_set_resync_callback(f, NULL, NULL);
         freezer_group_clear(&g);
         if (sfd >= 0)
                 (void) close(sfd);

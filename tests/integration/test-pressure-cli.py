@@ -28,7 +28,9 @@ Checks:
     "watching" line, and watch exits 1 when the bus goes away;
   * removing the group of watch's trigger gives "trigger-removed" (reason
     group-removed) before "removed"; freezerd exiting ends a system-wide
-    trigger ("path": null) with "daemon-exited"; watch goes on in both cases
+    trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
+    it then prints a "freezerd" event "exited", and "started" once a new
+    freezerd takes the bus name, whose changes it follows (/w/nap frozen)
     and exits 0 on the signal.
 No sleeps: watch's output is read through the harness's event loop with a
 deadline, processes are waited for through pidfds."""
@@ -427,7 +429,22 @@ def check_trigger_ends(sc, bus, d):
                        (None, tid, 'cpu', 'some', 'daemon-exited'),
                        'freezerd exiting ends the system-wide trigger: trigger-removed, daemon-exited')
         ft.check(w.proc.poll() is None, 'watch goes on while the bus is there')
-        ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
+        e = w.wait_event(lambda e: e['event'] == 'freezerd', what='a freezerd line')
+        ft.check_equal(e.get('status'), 'exited', 'watch says freezerd exited')
+        # A freezerd comes back on the bus: watch says so and follows it.
+        with ft.Daemon(bus, sc.root) as d2:
+            e = w.wait_event(lambda e: e['event'] == 'freezerd' and e.get('status') == 'started',
+                             what='a freezerd started line')
+            ft.check(True, 'watch says freezerd started')
+            d2.client.call('Freeze', '/w/nap', 0, 0)
+            w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'frozen',
+                         what='/w/nap frozen, from the new freezerd')
+            ft.check(True, 'watch follows the new freezerd: /w/nap frozen')
+            d2.client.call('Thaw', '/w/nap', 0, 0)
+            ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
+        text = [x for x in w.lines if json.loads(x)['event'] == 'freezerd']
+        ft.check_equal([json.loads(x)['status'] for x in text], ['exited', 'started'],
+                       'one freezerd line for the exit, one for the start')
 
 
 def test():
