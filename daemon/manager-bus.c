@@ -53,10 +53,7 @@ static struct {
 static unsigned uid_cache_used;
 
 static unsigned uid_cache_slot(const char *name) {
-        uint32_t h = 2166136261u;
-        for (const char *p = name; *p; p++)
-                h = (h ^ (uint8_t) *p) * 16777619u;
-        return h & (UID_CACHE_SLOTS - 1);
+        return string_hash(name) & (UID_CACHE_SLOTS - 1);
 }
 
 static bool uid_cache_get(const char *name, uid_t *ret) {

@@ -351,6 +351,18 @@ static void group_reread_freeze(Manager *m, Group *g, bool deduce) {
 
 /* ---- group lifetime ----------------------------------------------------------------------------------- */
 
+/* Takes g's InterfacesAdded back if it has not gone out yet (it is leaving the
+ * bus again); returns whether it had not. */
+static bool announce_cancel(Manager *m, Group *g) {
+        GroupData *d = group_data(g);
+
+        if (d->announce_slot == 0)
+                return false;
+        m->announce[d->announce_slot - 1] = NULL;
+        d->announce_slot = 0;
+        return true;
+}
+
 static void group_data_destroy(Group *g, void *userdata) {
         Manager *m = userdata;
         GroupData *d = group_data(g);
@@ -378,15 +390,13 @@ static void group_data_destroy(Group *g, void *userdata) {
         closep(&d->events_fd);
         closep(&d->freeze_fd);
 
-        if (d->announce_pending) {
+        if (g->tracked) {
+                m->groups_count_changed = true;
                 /* Never announced: nobody heard of it, nothing to remove. */
-                m->announce[d->announce_idx] = NULL;
-                m->groups_count_changed = true;
-        } else if (g->tracked) {
-                m->groups_count_changed = true;
-                if (m->on_group_removed)
+                if (!announce_cancel(m, g) && m->on_group_removed)
                         m->on_group_removed(m, g->path);
         }
+        free(d->odd_names);
         free(d);
         g->userdata = NULL;
 }
@@ -627,7 +637,7 @@ static void group_announce(Manager *m, Group *g) {
         m->groups_count_changed = true;
         /* Before the bus is ready nobody listens (and a start over 10,000
          * groups would queue them all for nothing). */
-        if (!m->on_group_added || !m->bus_ready || d->announce_pending)
+        if (!m->on_group_added || !m->bus_ready || d->announce_slot)
                 return;
         if (m->n_announce == m->announce_cap) {
                 size_t cap = m->announce_cap ? m->announce_cap * 2 : 64;
@@ -639,9 +649,8 @@ static void group_announce(Manager *m, Group *g) {
                 m->announce = a;
                 m->announce_cap = cap;
         }
-        d->announce_pending = true;
-        d->announce_idx = m->n_announce;
         m->announce[m->n_announce++] = g;
+        d->announce_slot = m->n_announce;
 }
 
 void manager_announce(Manager *m) {
@@ -650,7 +659,7 @@ void manager_announce(Manager *m) {
                 Group *g = m->announce[i];
                 if (!g)
                         continue; /* removed before it was announced */
-                group_data(g)->announce_pending = false;
+                group_data(g)->announce_slot = 0;
                 /* InterfacesAdded carries its values as they are now: what the
                  * scan changed since is no news to anyone. */
                 tree_forget_changes(m->tree, g);
@@ -702,6 +711,61 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
         return manager_add_new(m, parent, name, tracked, -1, ret);
 }
 
+/* s with control characters escaped (\xNN), and with escape_high every byte
+ * above 0x7e too (for names that are not UTF-8); cut with "..." where it
+ * does not fit size. */
+static const char *escape_for_log(const char *s, bool escape_high, char *buf, size_t size) {
+        size_t k = 0;
+
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (k + 8 >= size) {
+                        memcpy(buf + k, "...", 4);
+                        return buf;
+                }
+                if (*p < 0x20 || *p == 0x7f || (escape_high && *p > 0x7f))
+                        k += (size_t) snprintf(buf + k, size - k, "\\x%02x", *p);
+                else
+                        buf[k++] = (char) *p;
+        }
+        buf[k] = 0;
+        return buf;
+}
+
+/* The names below one group that were not followed, by hash: each is logged
+ * once, not at every rescan (Track() of a tracked subtree, an overflow's
+ * resync); past ODD_NAMES_MAX below one group, once more to say the rest go
+ * unlogged.  Allocated with the first: most groups never have one. */
+#define ODD_NAMES_MAX 8
+struct OddNames {
+        uint64_t hash[ODD_NAMES_MAX];
+        unsigned n; /* names logged; ODD_NAMES_MAX + 1 once the rest go unlogged */
+};
+
+static void odd_name_log(GroupData *pd, const char *parent_path, const char *name) {
+        uint64_t h = string_hash(name);
+        char esc[4 * NAME_MAX + 8]; /* every byte escaped, never cut */
+
+        if (pd && !pd->odd_names)
+                pd->odd_names = calloc(1, sizeof *pd->odd_names);
+        struct OddNames *o = pd ? pd->odd_names : NULL;
+        if (o) {
+                if (o->n > ODD_NAMES_MAX)
+                        return;
+                for (unsigned i = 0; i < o->n && i < ODD_NAMES_MAX; i++)
+                        if (o->hash[i] == h)
+                                return;
+        }
+        log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control character%s",
+                    streq(parent_path, "/") ? "" : parent_path, escape_for_log(name, true, esc, sizeof esc),
+                    o && o->n == ODD_NAMES_MAX ? " (more such groups here are not followed either, and not logged)"
+                                               : "");
+        if (!o)
+                return;
+        if (o->n < ODD_NAMES_MAX)
+                o->hash[o->n] = h;
+        o->n++;
+}
+
 /* Open cgroup.events of parent/name and watch its directory, by name below
  * parent_dirfd (a scan: name comes from getdents and holds no '/'). */
 static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const char *name, int *ret_events_fd,
@@ -750,38 +814,12 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
         Group *g;
         int r, wd = -1;
 
+        /* Every group's path goes into replies and signals: one that D-Bus
+         * cannot carry would fail them all (a listing, a batch's reply, a
+         * whole GroupsChanged).  The kernel's flags still reach it through
+         * its ancestors. */
         if (!cg_name_is_publishable(name)) {
-                /* Every group's path goes into replies and signals: one that
-                 * D-Bus cannot carry would fail them all (a listing, a batch's
-                 * reply, a whole GroupsChanged).  The kernel's flags still
-                 * reach it through its ancestors. */
-                GroupData *pd = group_data(parent);
-                char esc[4 * NAME_MAX + 1];
-                size_t k = 0;
-                uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-                bool seen = false;
-
-                for (const unsigned char *p = (const unsigned char *) name; *p; p++)
-                        h = (h ^ *p) * 0x100000001b3ULL;
-                for (unsigned i = 0; pd && i < pd->n_odd_names && i < ELEMENTSOF(pd->odd_names) && !seen; i++)
-                        seen = pd->odd_names[i] == h;
-                /* Logged once per name, not at every rescan (Track() of a tracked
-                 * subtree, an overflow's resync); past a handful below one
-                 * group, once more to say the rest go unlogged. */
-                if (seen || (pd && pd->n_odd_names > ELEMENTSOF(pd->odd_names)))
-                        return -EILSEQ;
-                for (const unsigned char *p = (const unsigned char *) name; *p && k + 4 < sizeof esc; p++)
-                        k += (size_t) snprintf(esc + k, sizeof esc - k, *p < 0x20 || *p >= 0x7f ? "\\x%02x" : "%c", *p);
-                log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control "
-                            "character%s",
-                            streq(parent->path, "/") ? "" : parent->path, esc,
-                            pd && pd->n_odd_names == ELEMENTSOF(pd->odd_names)
-                                    ? " (more such groups here are not followed either, and not logged)"
-                                    : "");
-                if (pd && pd->n_odd_names < ELEMENTSOF(pd->odd_names))
-                        pd->odd_names[pd->n_odd_names] = h;
-                if (pd)
-                        pd->n_odd_names++;
+                odd_name_log(group_data(parent), parent->path, name);
                 return -EILSEQ;
         }
         if (parent->depth >= GROUP_DEPTH_MAX) {
@@ -1731,20 +1769,7 @@ static void on_inotify_resume(evutil_socket_t fd, short what, void *userdata) {
  * after a reasonable length (a 4000-byte path helps nobody in a log). */
 #define PATH_MESSAGE_MAX 160
 static const char *path_for_message(const char *path, char buf[static PATH_MESSAGE_MAX]) {
-        size_t k = 0;
-
-        for (const unsigned char *p = (const unsigned char *) path; *p; p++) {
-                if (k + 8 >= PATH_MESSAGE_MAX) {
-                        memcpy(buf + k, "...", 4);
-                        return buf;
-                }
-                if (*p < 0x20 || *p == 0x7f)
-                        k += (size_t) snprintf(buf + k, PATH_MESSAGE_MAX - k, "\\x%02x", *p);
-                else
-                        buf[k++] = (char) *p;
-        }
-        buf[k] = 0;
-        return buf;
+        return escape_for_log(path, false, buf, PATH_MESSAGE_MAX);
 }
 
 /* Normalize an API path or say why not (InvalidPath, the path escaped). */
@@ -1957,14 +1982,8 @@ static void group_untrack(Manager *m, Group *g) {
         if (group_published(g))
                 return;
         m->groups_count_changed = true;
-        if (group_data(g)->announce_pending) {
-                /* Never announced (tracked and untracked before the end of
-                 * the loop turn): nothing to remove. */
-                group_data(g)->announce_pending = false;
-                m->announce[group_data(g)->announce_idx] = NULL;
-                return;
-        }
-        if (m->on_group_removed)
+        /* Never announced (tracked and untracked within one loop turn): nothing to remove. */
+        if (!announce_cancel(m, g) && m->on_group_removed)
                 m->on_group_removed(m, g->path);
 }
 

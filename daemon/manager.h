@@ -63,12 +63,8 @@ typedef struct GroupData {
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
-        /* Children not followed for their names (manager_add_new()), by hash:
-         * each is logged once, not at every rescan of this group. */
-        uint64_t odd_names[8];
-        unsigned n_odd_names;
-        bool announce_pending; /* published, its InterfacesAdded not sent yet: Manager.announce[announce_idx] */
-        size_t announce_idx;
+        struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
+        size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
@@ -178,8 +174,8 @@ struct Manager {
 
         Operation *operations;
         unsigned n_operations;
-        unsigned n_operations_peak; /* since the last time none was left */
-        bool burst_over;            /* many calls waited, none is left: give their memory back */
+        unsigned n_operations_peak; /* since the last time few were left */
+        bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
 
         struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
@@ -222,9 +218,9 @@ static inline bool manager_has_stashed_events(const Manager *m) {
 /* Sends the InterfacesAdded of the groups published since the last call
  * (on_group_added), in the order they were added, each with its values as
  * they are now.  Called once the scan that added them is done: by
- * manager_track() before it returns (so before the caller's reply) and at the
- * top of every loop turn (manager_bus_flush()) for the groups of mkdir
- * events. */
+ * manager_track() before it returns (so before the caller's reply), at the end
+ * of a reload, and at the top of every loop turn (manager_bus_flush()) for the
+ * groups of mkdir events. */
 void manager_announce(Manager *m);
 
 /* Whether a burst of waiting calls (OPERATIONS_BURST or more at once) has

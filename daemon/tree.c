@@ -57,20 +57,8 @@ FreezerState freezer_state_derive(bool freeze, bool e_freeze, bool frozen) {
         return frozen ? FREEZER_THAWING : FREEZER_RUNNING;
 }
 
-/* FNV-1a, 64 bit. */
-static uint64_t path_hash(const char *p) {
-        uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-        for (; *p; p++) {
-                h ^= (uint8_t) *p;
-                h *= UINT64_C(0x100000001b3);
-        }
-
-        return h;
-}
-
 static Group **hash_slot(Tree *t, const char *path) {
-        return &t->buckets[path_hash(path) & (t->n_buckets - 1)];
+        return &t->buckets[string_hash(path) & (t->n_buckets - 1)];
 }
 
 static void hash_resize(Tree *t, size_t n) {
@@ -82,7 +70,7 @@ static void hash_resize(Tree *t, size_t n) {
 
         for (size_t i = 0; i < t->n_buckets; i++)
                 for (Group *g = t->buckets[i], *next; g; g = next) {
-                        Group **slot = &b[path_hash(g->path) & (n - 1)];
+                        Group **slot = &b[string_hash(g->path) & (n - 1)];
 
                         next = g->hash_next;
                         g->hash_next = *slot;

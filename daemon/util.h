@@ -19,6 +19,17 @@
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* FNV-1a, 64 bit: the tree's path index, the uid cache, the odd names. */
+static inline uint64_t string_hash(const char *s) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (; *s; s++) {
+                h ^= (uint8_t) *s;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
 #define USEC_PER_SEC ((uint64_t) 1000000ULL)
 #define USEC_PER_MSEC ((uint64_t) 1000ULL)
 #define NSEC_PER_USEC ((uint64_t) 1000ULL)
