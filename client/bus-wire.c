@@ -569,9 +569,8 @@ static int receive(wire *w, uint64_t deadline) {
                 now = now_usec();
                 if (now >= deadline)
                         return -ETIMEDOUT;
-                uint64_t ms = (deadline - now + 999) / 1000;
 
-                r = poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int) ms);
+                r = poll(&p, 1, poll_timeout_ms(deadline));
                 if (r < 0 && errno != EINTR)
                         return -errno;
                 if (r <= 0)

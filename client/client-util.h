@@ -6,6 +6,7 @@
  * is static inline or a macro: nothing of it may end up in libfreezer's ABI. */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,6 +80,18 @@ static inline uint64_t now_usec(void) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* poll()'s timeout until deadline (CLOCK_MONOTONIC µs, as now_usec()):
+ * milliseconds rounded up, 0 once it passed, -1 (none) for UINT64_MAX. */
+static inline int poll_timeout_ms(uint64_t deadline) {
+        uint64_t now, ms;
+
+        if (deadline == UINT64_MAX)
+                return -1;
+        now = now_usec();
+        ms = deadline > now ? (deadline - now + 999) / 1000 : 0;
+        return ms > INT_MAX ? INT_MAX : (int) ms;
 }
 
 /* a + b, saturating at UINT64_MAX (which sd-bus and we read as "infinity"). */

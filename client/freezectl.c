@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <langinfo.h>
-#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -1984,18 +1983,11 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
 
                 /* Also when the handle is due without the fd (messages a blocking
                  * call queued, more left by a bounded dispatch, a deadline). */
-                int timeout_ms = -1;
                 uint64_t due;
-                if (freezer_get_timeout(f, &due) > 0 && due != UINT64_MAX) {
-                        struct timespec ts;
-                        uint64_t now_us = clock_gettime(CLOCK_MONOTONIC, &ts) == 0
-                                                  ? (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u
-                                                  : 0;
-                        uint64_t ms = due > now_us ? (due - now_us + 999) / 1000 : 0;
-                        timeout_ms = ms > INT_MAX ? INT_MAX : (int) ms;
-                }
+                if (freezer_get_timeout(f, &due) <= 0)
+                        due = UINT64_MAX;
 
-                if (poll(p, ELEMENTSOF(p), timeout_ms) < 0) {
+                if (poll(p, ELEMENTSOF(p), poll_timeout_ms(due)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         fprintf(stderr, PROGRAM ": poll() failed: %s\n", strerror(errno));

@@ -70,10 +70,6 @@ struct freezer {
         sd_bus_error error;
 
         sd_bus_slot *match_slot;
-        /* NameOwnerChanged of the service (on the bus, while the state or the
-         * resync callback is installed): forget the state cache, subscribe
-         * again to a restarted daemon, tell the resync callback. */
-        sd_bus_slot *subscribe_slot;
         freezer_state_callback state_cb;
         void *state_userdata;
 
@@ -89,17 +85,22 @@ struct freezer {
         freezer_group_callback group_cb;
         void *group_userdata;
 
-        sd_bus_slot *resync_slot;       /* filter: the handle's connection lost */
         freezer_resync_callback resync_cb;
         void *resync_userdata;
 
-        /* Pressure triggers added through this handle, and the matches for
-         * their signals (installed with the first trigger, kept). */
+        /* Pressure triggers added through this handle. */
         trigger_entry *triggers;
         size_t n_triggers;
         size_t n_triggers_allocated;
-        sd_bus_slot *pressure_slot;     /* PressureExceeded, PressureTriggerRemoved */
-        sd_bus_slot *owner_slot;        /* NameOwnerChanged of the service */
+
+        /* What every concern hears of the connection and of the daemon, in one
+         * place each (on_filter(), on_daemon_owner_changed()): the filter for
+         * pressure signals and the connection's loss (installed with the first
+         * trigger or the resync callback, kept), and, on the bus, the
+         * NameOwnerChanged of freezerd while the state or the resync callback
+         * or a trigger needs it. */
+        sd_bus_slot *filter_slot;
+        sd_bus_slot *owner_slot;
         freezer_pressure_callback pressure_cb;
         void *pressure_userdata;
         freezer_pressure_removed_callback pressure_removed_cb;
@@ -532,10 +533,8 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         }
 
         sd_bus_slot_unref(f->match_slot);
-        sd_bus_slot_unref(f->subscribe_slot);
         sd_bus_slot_unref(f->group_slot);
-        sd_bus_slot_unref(f->resync_slot);
-        sd_bus_slot_unref(f->pressure_slot);
+        sd_bus_slot_unref(f->filter_slot);
         sd_bus_slot_unref(f->owner_slot);
         /* Calls in flight are forgotten: no callback runs for them. */
         while (f->calls)
@@ -1716,10 +1715,13 @@ static void resync_notify(freezer *f, freezer_resync_reason reason) {
                 f->resync_cb(f, reason, f->resync_userdata);
 }
 
+static void pressure_triggers_ended_by(freezer *f, const char *old_owner);
+
 /* freezerd's bus name changed hands: it exited, started, or was replaced.
- * What the handle knew of its groups is stale (groups may have come and
- * gone while no daemon was there to say so), and a daemon that (re)appears
- * knows nothing of our subscription. */
+ * The triggers the old daemon held are gone with it; what the handle knew of
+ * its groups is stale (groups may have come and gone while no daemon was
+ * there to say so), and a daemon that (re)appears knows nothing of our
+ * subscription. */
 static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const char *name, *old_owner, *new_owner;
@@ -1727,6 +1729,8 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || !streq(name, FREEZER_SERVICE))
                 return 0;
 
+        if (*old_owner)
+                pressure_triggers_ended_by(f, old_owner);
         cache_clear(f);
         /* Not waited for: a failure leaves us without signals, as it would at start. */
         if (f->state_cb && *new_owner)
@@ -1741,16 +1745,24 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
 }
 
 /* The NameOwnerChanged match, wanted on the bus while the state or the resync
- * callback is installed (a direct connection ends with its daemon). */
+ * callback or a trigger is there (a direct connection ends with its daemon). */
 static int owner_watch_ensure(freezer *f) {
-        if (f->subscribe_slot || is_direct(f))
+        if (f->owner_slot || is_direct(f))
                 return 0;
-        return sd_bus_add_match(f->bus, &f->subscribe_slot, MATCH_DAEMON_OWNER, on_daemon_owner_changed, f);
+        return sd_bus_add_match(f->bus, &f->owner_slot, MATCH_DAEMON_OWNER, on_daemon_owner_changed, f);
 }
 
 static void owner_watch_update(freezer *f) {
-        if (!f->state_cb && !f->resync_cb)
-                f->subscribe_slot = sd_bus_slot_unref(f->subscribe_slot);
+        if (!f->state_cb && !f->resync_cb && f->n_triggers == 0)
+                f->owner_slot = sd_bus_slot_unref(f->owner_slot);
+}
+
+static int on_filter(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+static int filter_ensure(freezer *f) {
+        if (f->filter_slot)
+                return 0;
+        return sd_bus_add_filter(f->bus, &f->filter_slot, on_filter, f);
 }
 
 static int on_interfaces_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
@@ -1963,20 +1975,6 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
 
 /* ---- resync ---- */
 
-/* A filter, as on_pressure_signal(): sd-bus makes the Disconnected signal up
- * itself, once, when the handle's connection is lost, and hands it to the
- * filters without any match. */
-static int on_resync_disconnected(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
-        freezer *f = userdata;
-
-        if (!sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
-                return 0;
-
-        cache_clear(f);
-        resync_notify(f, FREEZER_RESYNC_DISCONNECTED);
-        return 0; /* others may want it, too */
-}
-
 FREEZER_EXPORT int freezer_set_resync_callback(freezer *f, freezer_resync_callback cb, void *userdata) {
         int r;
 
@@ -1986,20 +1984,17 @@ FREEZER_EXPORT int freezer_set_resync_callback(freezer *f, freezer_resync_callba
         if (!cb) {
                 f->resync_cb = NULL;
                 f->resync_userdata = NULL;
-                f->resync_slot = sd_bus_slot_unref(f->resync_slot);
                 owner_watch_update(f);
                 return 0;
         }
 
-        if (!f->resync_slot) {
-                r = sd_bus_add_filter(f->bus, &f->resync_slot, on_resync_disconnected, f);
-                if (r >= 0)
-                        r = owner_watch_ensure(f);
-                if (r < 0) {
-                        f->resync_slot = sd_bus_slot_unref(f->resync_slot);
-                        owner_watch_update(f);
-                        return error_set(f, r);
-                }
+        /* The connection's loss comes through on_filter(). */
+        r = filter_ensure(f);
+        if (r >= 0)
+                r = owner_watch_ensure(f);
+        if (r < 0) {
+                owner_watch_update(f);
+                return error_set(f, r);
         }
 
         f->resync_cb = cb;
@@ -2322,42 +2317,39 @@ static void pressure_trigger_removed(freezer *f, sd_bus_message *m) {
  * of the trigger only, and the bus delivers such signals without any match
  * rule. So nothing needs to be asked of the bus, and no broadcast signal of
  * the daemon wakes us up for it. */
-static int on_pressure_signal(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+/* The handle's one filter: pressure signals (unicast, so no match is needed
+ * for them), and the Disconnected signal sd-bus makes up itself, once, when
+ * the handle's connection is lost. */
+static int on_filter(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+
+        if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected")) {
+                /* freezerd held every trigger for that connection (private socket)
+                 * or its unique name (bus): all are gone, and no signal will say
+                 * so.  One at a time, as a callback may remove others (adding
+                 * fails now). */
+                while (f->n_triggers > 0)
+                        pressure_trigger_ended(f, &f->triggers[0], "disconnected");
+                cache_clear(f);
+                resync_notify(f, FREEZER_RESYNC_DISCONNECTED);
+                return 0; /* others may want it, too */
+        }
 
         if (f->n_triggers == 0)
                 return 0;
-
         if (sd_bus_message_is_signal(m, NULL, "PressureExceeded"))
                 pressure_exceeded(f, m);
         else if (sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
                 pressure_trigger_removed(f, m);
-        else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
-                /* sd-bus makes this up, once, when the handle's connection is lost.
-                 * freezerd held every trigger for that connection (private socket) or
-                 * its unique name (bus): all are gone, and no signal will say so.  One
-                 * at a time, as a callback may remove others (adding fails now). */
-                while (f->n_triggers > 0)
-                        pressure_trigger_ended(f, &f->triggers[0], "disconnected");
-
-        return 0; /* others may want it, too */
+        return 0;
 }
 
-/* freezerd left the bus: whatever it held is gone with it. */
-static int on_name_owner_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
-        freezer *f = userdata;
-        _cleanup_free_ char *old = NULL;
-        const char *name, *old_owner, *new_owner;
-        int r;
+/* freezerd (old_owner) left the bus: the triggers it held are gone with it. */
+static void pressure_triggers_ended_by(freezer *f, const char *old_owner) {
+        _cleanup_free_ char *old = strdup(old_owner);
 
-        r = sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner);
-        if (r < 0 || !streq(name, FREEZER_SERVICE) || !*old_owner)
-                return 0;
-
-        old = strdup(old_owner);
         if (!old)
-                return 0;
-
+                return;
         /* One at a time: a callback may add or remove triggers. */
         for (;;) {
                 trigger_entry *t = NULL;
@@ -2370,28 +2362,12 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, _unused_ sd_
 
                 pressure_trigger_ended(f, t, "daemon-exited");
         }
-
-        return 0;
 }
 
 static int pressure_setup(freezer *f) {
-        int r;
+        int r = filter_ensure(f);
 
-        if (!f->pressure_slot) {
-                r = sd_bus_add_filter(f->bus, &f->pressure_slot, on_pressure_signal, f);
-                if (r < 0)
-                        return r;
-        }
-
-        if (!f->owner_slot) {
-                r = sd_bus_add_match(f->bus, &f->owner_slot,
-                                     MATCH_DAEMON_OWNER,
-                                     on_name_owner_changed, f);
-                if (r < 0)
-                        return r;
-        }
-
-        return 0;
+        return r < 0 ? r : owner_watch_ensure(f);
 }
 
 static int add_pressure_trigger(freezer *f, const char *path, freezer_resource res, bool full,
