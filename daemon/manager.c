@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -18,10 +19,20 @@
 #include "pressure.h"
 
 enum {
-        WD_KIND_DIR,
+        WD_KIND_DIR,    /* a group's directory: child mkdir and rmdir */
+        WD_KIND_FREEZE, /* a group's cgroup.freeze: writes to it */
 };
 
-#define DIR_WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ONLYDIR | IN_EXCL_UNLINK)
+/* Two watches per group, and cgroup.events in an epoll set, not watched.
+ * kernfs reports a change of cgroup.events to its pollers inside the change
+ * itself, and to inotify through a work item that allocates and queues one
+ * event per file and change: during a freeze of 4,000 groups that work item
+ * competes with the write (on the writer's CPU) and we pay for reading every
+ * event.  The work item also reports the change, by name, to a watch on the
+ * directory with IN_MODIFY: so the directory is watched without it, and
+ * writes to cgroup.freeze are seen by a watch on that file. */
+#define DIR_WATCH_MASK (IN_CREATE | IN_DELETE | IN_ONLYDIR | IN_EXCL_UNLINK)
+#define FREEZE_WATCH_MASK (IN_MODIFY | IN_DONT_FOLLOW)
 
 static bool operation_check(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
@@ -50,6 +61,40 @@ static int watch_fd(Manager *m, int fd, uint32_t mask) {
 }
 
 static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen);
+static Group *group_cover(Group *g);
+
+/* Puts g's cgroup.events in the epoll set or takes it out.  A group covered
+ * by an empty ancestor (group_cover()) is out: the kernel changes it only
+ * inside a cgroup.freeze write, which we see and settle, or when a task comes
+ * into the subtree, which changes the cover's own cgroup.events (populated
+ * counts the whole subtree).  So a freeze of 4,000 empty groups hands us the
+ * cover's change alone, not 4,000 (each costing epoll_wait() a poll of the
+ * file).  Put back, a file that changed since our last read of it is reported
+ * at once (kernfs compares its event count with the one of our read). */
+static int group_set_polled(Manager *m, Group *g, bool on) {
+        GroupData *d = group_data(g);
+
+        if (d->polled == on || d->events_fd < 0)
+                return 0;
+        if (on) {
+                /* EPOLLPRI: kernfs reports a change as EPOLLERR | EPOLLPRI.  Edge-
+                 * triggered: once per change, whether we read the file or not. */
+                struct epoll_event ev = { .events = EPOLLPRI | EPOLLET, .data.u64 = (uint64_t) d->wd_dir };
+                if (epoll_ctl(m->events_epfd, EPOLL_CTL_ADD, d->events_fd, &ev) < 0)
+                        return log_error_errno(errno, "Cannot poll cgroup.events of %s: %m", g->path);
+        } else if (epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0)
+                return 0; /* still polled: its changes are answered through its cover */
+        d->polled = on;
+        return 0;
+}
+
+/* After a write that is not settled (a rollback): the groups below whose
+ * cover no longer holds are polled again. */
+static void group_poll_uncovered(Manager *m, Group *g) {
+        for (Group *x = g; x; x = tree_next_preorder(g, x))
+                if (!group_data(x)->polled && !group_cover(x))
+                        (void) group_set_polled(m, x, true);
+}
 
 static int group_read_events(Manager *m, Group *g) {
         GroupData *d = group_data(g);
@@ -100,16 +145,19 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
         if (reread_below)
                 for (Group *x = tree_next_preorder(g, g); x; x = tree_next_preorder(g, x))
                         (void) group_read_events(m, x);
+        if (!d->polled && !group_cover(g))
+                (void) group_set_polled(m, g, true);
 }
 
 /* A group whose state was deduced below an empty group r (group_settle_subtree())
  * is (empty, frozen == its effective flag) for as long as r is empty: no task,
  * so nothing but a cgroup.freeze write (which we see and settle) can change it.
- * So the notification of such a group is answered by reading r instead, once
- * per slice of events for all the groups below it: a storm over r's subtree
- * costs one read, not one per group.  Should r read populated, every group
- * below is read (group_apply_events()); a group whose model says otherwise
- * (its flags changed without a settle) is read itself.  Returns r, or NULL. */
+ * So such a group is not polled (group_set_polled()), and a change of it
+ * still in the queue is answered by reading r instead, once per slice of
+ * events for all the groups below it.  Should r read populated, every group
+ * below is read and polled again (group_apply_events()); a group whose model
+ * says otherwise (its flags changed without a settle: a rollback) is read
+ * itself.  Returns r, or NULL. */
 static Group *group_cover(Group *g) {
         GroupData *d = group_data(g), *rd;
 
@@ -224,6 +272,7 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
                         xd->cover = c;
                         xd->cover_epoch = d->epoch;
                         group_apply_events(m, x, false, x->e_freeze);
+                        (void) group_set_polled(m, x, false);
                         last = x;
                 }
                 next = tree_next_preorder(g, last);
@@ -240,13 +289,75 @@ static bool inotify_complete(const Manager *m) {
         return !m->inotify_lost && !m->inotify_overflow_pending;
 }
 
-/* Read every inotify event queued so far into the stash, where they are
- * handled in order (manager_handle_stashed_events()), and apply the
- * cgroup.freeze writes among them now: a write behind our back that came
- * before ours changes the effective flags group_settle_subtree() deduces from.
- * The kernel queues IN_MODIFY inside write(2), so every write that came before
- * ours is queued by now.  Returns false if events were lost (then nothing can
- * be deduced until every group was re-read). */
+/* Append n bytes of events to the stash; past INOTIFY_STASH_MAX (or out of
+ * memory) the stash is dropped and every group will be re-read. */
+static void stash_append(Manager *m, const void *data, size_t n, size_t *start) {
+        char *p;
+
+        if (n == 0 || m->inotify_lost)
+                return; /* (realloc() to 0 bytes would free it); all will be re-read anyway */
+        p = m->inotify_stash_len + n <= INOTIFY_STASH_MAX ? realloc(m->inotify_stash, m->inotify_stash_len + n)
+                                                          : NULL;
+        if (!p) {
+                log_warning("Too many kernel events waiting (or out of memory), re-reading every group");
+                m->inotify_stash = mfree(m->inotify_stash);
+                m->inotify_stash_len = m->inotify_stash_pos = *start = 0;
+                m->inotify_overflow_pending = false;
+                m->inotify_lost = true;
+                return;
+        }
+        m->inotify_stash = p;
+        memcpy(m->inotify_stash + m->inotify_stash_len, data, n);
+        m->inotify_stash_len += n;
+}
+
+/* A change of a group's cgroup.events, as an entry of the stash: what a
+ * watch on its directory with IN_MODIFY would have queued, so that one queue,
+ * handled in order, holds every kernel event. */
+typedef struct EventsChanged {
+        struct inotify_event ev;
+        char name[16];
+} EventsChanged;
+
+#define EPOLL_BATCH 256
+
+/* Move the groups whose cgroup.events changed (the epoll set's ready list) to
+ * the stash.  Edge-triggered: each is reported once per change, read or not
+ * (a group deduced by group_settle_subtree() needs no read). */
+static void manager_drain_epoll(Manager *m, size_t *start) {
+        for (;;) {
+                struct epoll_event evs[EPOLL_BATCH];
+                EventsChanged buf[EPOLL_BATCH];
+                int n = epoll_wait(m->events_epfd, evs, EPOLL_BATCH, 0);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        log_error_errno(errno, "Polling cgroup.events failed: %m");
+                        m->inotify_lost = true;
+                        return;
+                }
+                for (int i = 0; i < n; i++)
+                        buf[i] = (EventsChanged) {
+                                .ev = { .wd = (int) evs[i].data.u64, .mask = IN_MODIFY, .len = sizeof buf[i].name },
+                                .name = "cgroup.events",
+                        };
+                stash_append(m, buf, (size_t) n * sizeof buf[0], start);
+                if (n < EPOLL_BATCH)
+                        return;
+        }
+}
+
+/* Read every kernel event so far into the stash, where they are handled in
+ * order (manager_handle_stashed_events()), and apply the cgroup.freeze
+ * writes among them now: a write behind our back that came before ours
+ * changes the effective flags group_settle_subtree() deduces from.  The kernel
+ * queues IN_MODIFY inside write(2), so every write that came before ours is
+ * queued by now.  cgroup.events changes come after the inotify events read
+ * with them: a read of the file is the kernel's state whatever came before,
+ * and a deduction from a write not yet seen is redone when it is.  Returns
+ * false if events were lost (then nothing can be deduced until every group
+ * was re-read). */
 static bool manager_drain_inotify(Manager *m) {
         size_t start;
 
@@ -269,7 +380,6 @@ static bool manager_drain_inotify(Manager *m) {
                         char raw[64 * 1024];
                 } buf;
                 ssize_t n = read(m->inotify_fd, &buf, sizeof buf);
-                char *p;
 
                 if (n < 0) {
                         if (errno == EINTR)
@@ -281,23 +391,9 @@ static bool manager_drain_inotify(Manager *m) {
                         break;
                 }
                 more = (size_t) n > sizeof buf - (sizeof buf.ev + NAME_MAX + 1);
-                if (m->inotify_lost)
-                        continue; /* all will be re-read anyway */
-                p = m->inotify_stash_len + (size_t) n <= INOTIFY_STASH_MAX
-                            ? realloc(m->inotify_stash, m->inotify_stash_len + (size_t) n)
-                            : NULL;
-                if (!p) {
-                        log_warning("Too many kernel events waiting (or out of memory), re-reading every group");
-                        m->inotify_stash = mfree(m->inotify_stash);
-                        m->inotify_stash_len = m->inotify_stash_pos = start = 0;
-                        m->inotify_overflow_pending = false;
-                        m->inotify_lost = true;
-                        continue;
-                }
-                m->inotify_stash = p;
-                memcpy(m->inotify_stash + m->inotify_stash_len, buf.raw, (size_t) n);
-                m->inotify_stash_len += (size_t) n;
+                stash_append(m, buf.raw, (size_t) n, &start);
         }
+        manager_drain_epoll(m, &start);
 
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
@@ -306,8 +402,7 @@ static bool manager_drain_inotify(Manager *m) {
                 o += sizeof *ev + ev->len;
                 if (ev->mask & IN_Q_OVERFLOW)
                         m->inotify_overflow_pending = true;
-                if ((ev->mask & (IN_MODIFY | IN_ISDIR)) != IN_MODIFY || ev->len == 0 ||
-                    !streq(ev->name, "cgroup.freeze") || !(w = wdmap_get(m->wds, ev->wd)))
+                if (!(ev->mask & IN_MODIFY) || !(w = wdmap_get(m->wds, ev->wd)) || w->kind != WD_KIND_FREEZE)
                         continue;
                 /* Someone else's write, settled as ours are: every write queued
                  * before it was applied just before (in queue order), and the
@@ -387,6 +482,14 @@ static void group_data_destroy(Group *g, void *userdata) {
                 if (m->inotify_fd >= 0)
                         (void) inotify_rm_watch(m->inotify_fd, d->wd_dir);
         }
+        if (d->wd_freeze > 0) {
+                wdmap_remove(m->wds, d->wd_freeze);
+                if (m->inotify_fd >= 0)
+                        (void) inotify_rm_watch(m->inotify_fd, d->wd_freeze);
+        }
+        /* Closing it takes it out of the epoll set (freezerd never forks, so
+         * no other reference to the file is left).  A change already in the
+         * ready list or in the stash names a watch no longer in wds. */
         closep(&d->events_fd);
         closep(&d->freeze_fd);
 
@@ -418,18 +521,33 @@ static int watch_error(const char *parent_path, const char *name, int r) {
         return r;
 }
 
-/* Take over the watch wd (armed by the caller, on g's directory) and the
- * cgroup.events fd.  Once they are attached, a failure leaves them to the
- * caller's tree_remove() of g (group_data_destroy() drops both). */
-static int group_attach(Manager *m, Group *g, int events_fd, int wd) {
+/* A group's two inotify watches (see DIR_WATCH_MASK); -1 where none. */
+typedef struct Watches {
+        int dir, freeze;
+} Watches;
+
+static void watches_drop(Manager *m, Watches *w) {
+        if (w->dir > 0)
+                (void) inotify_rm_watch(m->inotify_fd, w->dir);
+        if (w->freeze > 0)
+                (void) inotify_rm_watch(m->inotify_fd, w->freeze);
+        *w = (Watches) { -1, -1 };
+}
+
+/* Take over the watches w (armed by the caller, on g's directory and its
+ * cgroup.freeze) and the cgroup.events fd, which goes into the epoll set
+ * (see DIR_WATCH_MASK), its changes named by the directory's watch.  Once
+ * they are attached, a failure leaves them to the caller's tree_remove() of g
+ * (group_data_destroy() drops them). */
+static int group_attach(Manager *m, Group *g, int events_fd, Watches w) {
         GroupData *d;
+        int r;
 
         d = calloc(1, sizeof *d);
         if (!d) {
                 if (events_fd >= 0)
                         close(events_fd);
-                if (wd > 0)
-                        (void) inotify_rm_watch(m->inotify_fd, wd);
+                watches_drop(m, &w);
                 return -ENOMEM;
         }
         *d = (GroupData) {
@@ -437,18 +555,17 @@ static int group_attach(Manager *m, Group *g, int events_fd, int wd) {
                 .manager = m,
                 .events_fd = events_fd,
                 .freeze_fd = -1,
-                .wd_dir = wd,
+                .wd_dir = w.dir,
+                .wd_freeze = w.freeze,
         };
         g->userdata = d;
 
-        /* One watch per group, on its directory.  The kernel reports a change of
-         * cgroup.events (kernfs_notify) to the file's inode and, by name, to a
-         * watch on its directory, but only while that inode is in the inode
-         * cache: it is, since we hold cgroup.events open for the group's
-         * lifetime.  A second watch on the file would double every event, and
-         * a 10,000-group freeze would overflow the inotify queue into a full
-         * resync. */
-        return wdmap_put(m->wds, wd, g, WD_KIND_DIR);
+        r = wdmap_put(m->wds, w.dir, g, WD_KIND_DIR);
+        if (r >= 0 && w.freeze > 0)
+                r = wdmap_put(m->wds, w.freeze, g, WD_KIND_FREEZE);
+        if (r < 0)
+                return r;
+        return group_set_polled(m, g, true);
 }
 
 /* Every directory on the cgroup2 file system is a cgroup, and the root was
@@ -766,13 +883,14 @@ static void odd_name_log(GroupData *pd, const char *parent_path, const char *nam
         o->n++;
 }
 
-/* Open cgroup.events of parent/name and watch its directory, by name below
- * parent_dirfd (a scan: name comes from getdents and holds no '/'). */
+/* Open cgroup.events of parent/name and watch its directory and
+ * cgroup.freeze, by name below parent_dirfd (a scan: name comes from getdents
+ * and holds no '/'). */
 static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const char *name, int *ret_events_fd,
-                             int *ret_wd) {
+                             Watches *ret) {
         _cleanup_close_ int events_fd = -1;
         char rel[NAME_MAX + sizeof "/cgroup.events"];
-        int wd;
+        int wd, wdf;
 
         if (strlen(name) > NAME_MAX)
                 return -ENAMETOOLONG;
@@ -788,8 +906,35 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
         wd = inotify_add_watch(m->inotify_fd, name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
         if (wd < 0)
                 return watch_error(parent->path, name, -errno);
+        stpcpy(stpcpy(rel, name), "/cgroup.freeze");
+        wdf = inotify_add_watch(m->inotify_fd, rel, FREEZE_WATCH_MASK | IN_MASK_CREATE);
+        if (wdf < 0) {
+                int r = -errno;
+                (void) inotify_rm_watch(m->inotify_fd, wd);
+                return watch_error(parent->path, name, r);
+        }
         *ret_events_fd = TAKE_FD(events_fd);
-        *ret_wd = wd;
+        *ret = (Watches) { wd, wdf };
+        return 0;
+}
+
+/* The same for a group open at dirfd (its cgroup.freeze watched through
+ * /proc/self/fd: the inode we opened, not a path that could be swapped). */
+static int watch_group_fd(Manager *m, const char *parent_path, const char *name, int dirfd, Watches *ret) {
+        char p[64];
+        int wd, wdf;
+
+        wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
+        if (wd < 0)
+                return watch_error(parent_path, name, wd);
+        snprintf(p, sizeof p, "/proc/self/fd/%d/cgroup.freeze", dirfd);
+        wdf = inotify_add_watch(m->inotify_fd, p, FREEZE_WATCH_MASK | IN_MASK_CREATE);
+        if (wdf < 0 && errno != ENOENT) { /* the mount's root has none */
+                int r = -errno;
+                (void) inotify_rm_watch(m->inotify_fd, wd);
+                return watch_error(parent_path, name, r);
+        }
+        *ret = (Watches) { wd, wdf };
         return 0;
 }
 
@@ -810,9 +955,10 @@ static int read_freeze_file(int fd, bool *ret) {
 static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
                            Group **ret) {
         _cleanup_close_ int dirfd = -1, events_fd = -1;
+        Watches w = { -1, -1 };
         bool by_name, freeze;
         Group *g;
-        int r, wd = -1;
+        int r;
 
         /* Every group's path goes into replies and signals: one that D-Bus
          * cannot carry would fail them all (a listing, a batch's reply, a
@@ -835,7 +981,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
 
         by_name = parent_dirfd >= 0 && scan_chdir(m, parent, parent_dirfd) >= 0;
         if (by_name) {
-                r = open_and_watch_at(m, parent, parent_dirfd, name, &events_fd, &wd);
+                r = open_and_watch_at(m, parent, parent_dirfd, name, &events_fd, &w);
                 if (r < 0)
                         return r;
         } else {
@@ -853,18 +999,18 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                 events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (events_fd < 0)
                         return -errno;
-                wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
-                if (wd < 0)
-                        return watch_error(parent->path, name, wd);
+                r = watch_group_fd(m, parent->path, name, dirfd, &w);
+                if (r < 0)
+                        return r;
         }
 
         /* Not announced as tracked before it is complete. */
         r = tree_add(m->tree, parent, name, false, false, false, false, &g);
         if (r < 0) {
-                (void) inotify_rm_watch(m->inotify_fd, wd);
+                watches_drop(m, &w);
                 return r;
         }
-        r = group_attach(m, g, TAKE_FD(events_fd), wd);
+        r = group_attach(m, g, TAKE_FD(events_fd), w);
         if (r < 0) {
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
@@ -1023,6 +1169,7 @@ static bool operation_rollback(Operation *op) {
                         log_warning_errno(r, "Rollback of %s failed: %m", e->group->path);
                 else
                         any = true;
+                group_poll_uncovered(op->manager, e->group);
         }
         return any;
 }
@@ -1539,8 +1686,10 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         if (rollback)
                                 for (size_t j = i; j > 0; j--) {
                                         OpEntry *w = &op->entries[j - 1];
-                                        if (w->wrote && items[j - 1].group->freeze == w->new_freeze)
+                                        if (w->wrote && items[j - 1].group->freeze == w->new_freeze) {
                                                 (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
+                                                group_poll_uncovered(m, items[j - 1].group);
+                                        }
                                 }
                         if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw", g->path,
                                      r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
@@ -1658,6 +1807,18 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 return; /* a watch of a group we already dropped */
         g = w->ptr;
 
+        if (w->kind == WD_KIND_FREEZE) {
+                GroupData *d = group_data(g);
+                if (ev->mask & IN_IGNORED) {
+                        /* The file went with its group, whose removal follows. */
+                        wdmap_remove(m->wds, ev->wd);
+                        d->wd_freeze = -1;
+                } else if ((ev->mask & IN_MODIFY) && d->freeze_gen != m->inotify_gen) {
+                        d->freeze_gen = m->inotify_gen;
+                        group_reread_freeze(m, g, false);
+                }
+                return;
+        }
         if (ev->mask & IN_IGNORED) {
                 /* Our directory is gone (normally announced to the parent first). */
                 GroupData *d = group_data(g);
@@ -1666,20 +1827,13 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 manager_remove_group(m, g);
                 return;
         }
+        /* From the epoll set (manager_drain_epoll()). */
         if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.events")) {
                 Group *r = group_cover(g);
                 GroupData *d = group_data(r ?: g);
                 if (d->events_gen != m->inotify_gen) {
                         d->events_gen = m->inotify_gen;
                         (void) group_read_events(m, r ?: g);
-                }
-                return;
-        }
-        if (!(ev->mask & IN_ISDIR) && (ev->mask & IN_MODIFY) && ev->len > 0 && streq(ev->name, "cgroup.freeze")) {
-                GroupData *d = group_data(g);
-                if (d->freeze_gen != m->inotify_gen) {
-                        d->freeze_gen = m->inotify_gen;
-                        group_reread_freeze(m, g, false);
                 }
                 return;
         }
@@ -1752,16 +1906,19 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
         (void) manager_drain_inotify(m);
         if (m->inotify_stash_len - m->inotify_stash_pos >= before + INOTIFY_STORM_BYTES) {
                 const struct timeval tv = { .tv_usec = INOTIFY_PAUSE_USEC };
-                if (event_del(m->inotify_event) == 0 && evtimer_add(m->inotify_resume, &tv) < 0)
-                        (void) event_add(m->inotify_event, NULL);
+                if (event_del(m->inotify_event) == 0 && event_del(m->events_epoll_event) == 0 &&
+                    evtimer_add(m->inotify_resume, &tv) == 0)
+                        return;
+                (void) event_add(m->inotify_event, NULL);
+                (void) event_add(m->events_epoll_event, NULL);
         }
 }
 
 static void on_inotify_resume(evutil_socket_t fd, short what, void *userdata) {
         Manager *m = userdata;
 
-        if (event_add(m->inotify_event, NULL) < 0)
-                log_error("Cannot watch the inotify fd again: kernel events are no longer read");
+        if (event_add(m->inotify_event, NULL) < 0 || event_add(m->events_epoll_event, NULL) < 0)
+                log_error("Cannot watch the inotify fd or the epoll set again: kernel events are no longer read");
         on_inotify(m->inotify_fd, EV_READ, m);
 }
 
@@ -2234,7 +2391,7 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->event_base = base;
         m->root_fd = -1;
         m->runtime_lock_fd = m->state_lock_fd = -1;
-        m->inotify_fd = -1;
+        m->inotify_fd = m->events_epfd = -1;
         m->scan_saved_cwd = -1;
         m->subscribed = (Subscribers) { .manager = m, .all = true };
         m->subscribed_groups = (Subscribers) { .manager = m, .all = false };
@@ -2295,9 +2452,17 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 manager_free(m);
                 return r;
         }
+        m->events_epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (m->events_epfd < 0) {
+                r = log_error_errno(errno, "epoll_create1() failed: %m");
+                manager_free(m);
+                return r;
+        }
         m->inotify_event = event_new(base, m->inotify_fd, EV_READ | EV_PERSIST, on_inotify, m);
+        m->events_epoll_event = event_new(base, m->events_epfd, EV_READ | EV_PERSIST, on_inotify, m);
         m->inotify_resume = evtimer_new(base, on_inotify_resume, m);
-        if (!m->inotify_event || !m->inotify_resume || event_add(m->inotify_event, NULL) < 0) {
+        if (!m->inotify_event || !m->events_epoll_event || !m->inotify_resume ||
+            event_add(m->inotify_event, NULL) < 0 || event_add(m->events_epoll_event, NULL) < 0) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -2309,7 +2474,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
 static int manager_attach_root(Manager *m) {
         Group *root = tree_root(m->tree);
         _cleanup_close_ int dirfd = -1;
-        int events_fd, wd, r;
+        Watches w;
+        int events_fd, r;
         bool freeze;
 
         if (root->userdata)
@@ -2319,12 +2485,12 @@ static int manager_attach_root(Manager *m) {
                 return dirfd;
         /* The mount's root has no cgroup.events or cgroup.freeze: it can never be frozen. */
         events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
-        if (wd < 0) {
+        r = watch_group_fd(m, "/", "", dirfd, &w);
+        if (r < 0) {
                 closep(&events_fd);
-                return wd;
+                return r;
         }
-        r = group_attach(m, root, events_fd, wd);
+        r = group_attach(m, root, events_fd, w);
         if (r < 0)
                 return r;
         if (group_read_freeze_flag(m, root, &freeze) >= 0)
@@ -2603,11 +2769,15 @@ Manager *manager_free(Manager *m) {
         if (m->inotify_resume)
                 event_free(m->inotify_resume);
         m->inotify_resume = NULL;
+        if (m->events_epoll_event)
+                event_free(m->events_epoll_event);
+        m->events_epoll_event = NULL;
         closep(&m->inotify_fd);
         m->inotify_fd = -1;
         m->inotify_stash = mfree(m->inotify_stash);
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
+        closep(&m->events_epfd);
         closep(&m->root_fd);
         closep(&m->runtime_lock_fd);
         closep(&m->state_lock_fd);

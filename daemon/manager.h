@@ -2,7 +2,7 @@
 #pragma once
 
 /* The manager: follows the kernel (inotify on cgroup directories and
- * cgroup.events), keeps the tree model, and runs freeze/thaw operations whose
+ * cgroup.freeze files, epoll on cgroup.events), keeps the tree model, and runs freeze/thaw operations whose
  * completion is driven by the kernel's notifications.  It knows nothing of the
  * bus beyond sd_bus_error (a plain struct): manager-bus.c publishes it, and
  * operations report back through a callback. */
@@ -51,7 +51,8 @@ typedef struct GroupData {
         Manager *manager;
         int events_fd; /* cgroup.events, kept open for pread() after every notification */
         int freeze_fd; /* cgroup.freeze, opened on first write and kept; -1 until then */
-        int wd_dir;    /* watch on the directory: child mkdir/rmdir, cgroup.freeze writes, cgroup.events changes */
+        int wd_dir;    /* watch on the directory (child mkdir/rmdir); also names its cgroup.events in the epoll set */
+        int wd_freeze; /* watch on cgroup.freeze (writes); -1 for the mount's root, which has none */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
         /* An empty subtree vouched for by one read of its top (see group_cover()):
@@ -60,6 +61,7 @@ typedef struct GroupData {
         Group *cover;
         unsigned cover_epoch, epoch;
         bool covering;
+        bool polled; /* its cgroup.events is in the epoll set (see group_set_polled()) */
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
@@ -153,11 +155,14 @@ struct Manager {
         Tree *tree;
         int inotify_fd;
         struct event *inotify_event;
+        int events_epfd; /* every group's cgroup.events (EPOLLPRI), data.u64 its wd_dir */
+        struct event *events_epoll_event;
         struct event *inotify_resume; /* ends a pause of reading during a storm */
         WdMap *wds;
         unsigned inotify_gen;
-        /* Kernel events read from the inotify fd, handled in order, a slice per
-         * loop turn (manager_handle_stashed_events()), from inotify_stash_pos. */
+        /* Kernel events read from the inotify fd and the epoll set, handled in
+         * order, a slice per loop turn (manager_handle_stashed_events()), from
+         * inotify_stash_pos. */
         char *inotify_stash;
         size_t inotify_stash_len, inotify_stash_pos;
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */

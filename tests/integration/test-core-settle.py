@@ -18,7 +18,9 @@ its own.
     answers the notifications below /v by reading /v alone (it vouches that
     its subtree is empty).  A process then moves into /v/c3: GroupsChanged says
     /v/c3 and /v populated, and the model of every group matches the kernel;
-    the thaw replies with /v/c3 thawed.
+    the thaw replies with /v/c3 thawed.  The process then moves out again:
+    GroupsChanged says /v/c3 empty (no longer vouched for, /v/c3's own
+    notifications are followed again).
   * /r {/r/a {/r/a/x}}, empty and frozen, then a batch thawing /r and freezing
     /stuck (a process blocked on a FUSE mount that never answers) with
     ROLLBACK_ON_TIMEOUT: it times out and writes /r back to 1 without settling;
@@ -121,6 +123,15 @@ def test():
             c.call('ApplyBatch', [('/v', False)], 'auto', 0, 0)
             ft.check_equal(c.group_property('/v/c3', 'Frozen'), False, '/v/c3 thawed at the reply')
             ft.check_equal(sc.frozen('/v/c3'), False, 'the kernel has /v/c3 thawed')
+            # /v/c3 is no longer vouched for: its own notifications are followed
+            # again (its cgroup.events back in freezerd's epoll set), so the
+            # mover leaving it is seen there, not only in /v.
+            rec.clear()
+            with open(sc.abspath('/t/p', 'cgroup.procs'), 'w') as f:
+                f.write(str(mover.pid))
+            rec.wait_for(lambda r: r.group_values('/v/c3', 'Populated')[-1:] == [False],
+                         what='GroupsChanged saying /v/c3 empty again')
+            ft.check_equal(c.group_property('/v/c3', 'Populated'), False, 'the model has /v/c3 empty again')
 
         # ---- a rollback over a vouched-empty subtree
         with ft.FuseHang() as fuse:

@@ -6,8 +6,8 @@ and the rest keeps working (issue 5, "Faults and load").
 
   /w/g0 .. /w/g4   a sleeper each, tracked at start
 
-freezerd uses one watch per group (its directory, which also reports cgroup.events
-while freezerd holds that file open).  The
+freezerd uses two watches per group (its directory, for mkdir and rmdir, and its
+cgroup.freeze; cgroup.events is polled, not watched).  The
 limit is lowered for freezerd only: it runs in a user namespace of its own
 (`unshare --user --map-root-user`, uid 0 mapped to 0, so it still owns the
 cgroup files) whose /proc/sys/user/max_inotify_watches is set, from inside that
@@ -19,7 +19,9 @@ made (or with FREEZERD_TEST_INOTIFY_LIMIT=global) the system-wide
 put back in a finally.
 
 Then:
-  1. mkdir /w/n0: fits (1 watch), tracked: InterfacesAdded.
+  1. mkdir /w/n0: fits (2 watches), tracked: InterfacesAdded.  One watch is
+     left: each of the groups below gets its directory's watch and not its
+     cgroup.freeze's, which must be taken back.
   2. mkdir /w/n1, /w/n2, /w/n3 and /w/deep/a: do not fit.  freezerd logs, for
      each, that it is not tracked, saying why: the inotify watch limit.
   3. Freeze("/w/n1"), GetGroup("/w/n2"), Track("/w/n3"), ApplyBatch([/w/g1 freeze,
@@ -48,8 +50,8 @@ NEW_FAIL = ['/w/n1', '/w/n2', '/w/n3', '/w/deep']
 LIMIT_ERRORS = ('org.freezerd.Freezer1.Error.LimitsExceeded', 'org.freedesktop.DBus.Error.LimitsExceeded')
 GLOBAL_SYSCTL = '/proc/sys/fs/inotify/max_user_watches'
 NS_SYSCTL = '/proc/sys/user/max_inotify_watches'
-WATCHES_PER_GROUP = 1
-SPARE = 1
+WATCHES_PER_GROUP = 2
+SPARE = 3
 LONG_USEC = 60 * 1000000
 
 
@@ -169,7 +171,7 @@ def test():
 
                 tracked = listed()
                 usage = inotify_watches(d.pid)
-                ft.check_equal(usage, WATCHES_PER_GROUP * len(tracked), f'freezerd holds {WATCHES_PER_GROUP} watch per tracked group '
+                ft.check_equal(usage, WATCHES_PER_GROUP * len(tracked), f'freezerd holds {WATCHES_PER_GROUP} watches per tracked group '
                                                         f'({len(tracked)} groups)')
                 if mode == 'userns':
                     limit = usage + SPARE
@@ -191,9 +193,9 @@ def test():
                 os.mkdir(sc.abspath(NEW_OK))
                 fig.faults['mkdir'] += 1
                 got = ft.wait_for(lambda: outcome(NEW_OK), what=f'{NEW_OK} to be tracked or logged')
-                ft.check_equal(got, 'tracked', f'{NEW_OK} ({WATCHES_PER_GROUP} watch, {SPARE} spare) is tracked')
+                ft.check_equal(got, 'tracked', f'{NEW_OK} ({WATCHES_PER_GROUP} watches, {SPARE} spare) is tracked')
                 after_ok = inotify_watches(d.pid)
-                ft.check_equal(after_ok, usage + WATCHES_PER_GROUP, 'freezerd now holds one more watch')
+                ft.check_equal(after_ok, usage + WATCHES_PER_GROUP, f'freezerd now holds {WATCHES_PER_GROUP} more watches')
 
                 # 2. The next ones do not.
                 os.mkdir(sc.abspath(NEW_FAIL[0]))
