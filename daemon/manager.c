@@ -25,7 +25,7 @@ enum {
 
 /* Two watches per group, and cgroup.events in an epoll set, not watched.
  * kernfs reports a change of cgroup.events to its pollers inside the change
- * itself, and to inotify through a work item that allocates and queues one
+ * itself (or from the timer of its 10 ms rate limit), and to inotify through a work item that allocates and queues one
  * event per file and change: during a freeze of 4,000 groups that work item
  * competes with the write (on the writer's CPU) and we pay for reading every
  * event.  The work item also reports the change, by name, to a watch on the
@@ -92,7 +92,7 @@ static int group_set_polled(Manager *m, Group *g, bool on) {
  * cover no longer holds are polled again. */
 static void group_poll_uncovered(Manager *m, Group *g) {
         for (Group *x = g; x; x = tree_next_preorder(g, x))
-                if (!group_data(x)->polled && !group_cover(x))
+                if (group_data(x)->following && !group_data(x)->polled && !group_cover(x))
                         (void) group_set_polled(m, x, true);
 }
 
@@ -145,7 +145,7 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
         if (reread_below)
                 for (Group *x = tree_next_preorder(g, g); x; x = tree_next_preorder(g, x))
                         (void) group_read_events(m, x);
-        if (!d->polled && !group_cover(g))
+        if (d->following && !d->polled && !group_cover(g))
                 (void) group_set_polled(m, g, true);
 }
 
@@ -223,9 +223,9 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
 
 /* After g's own flag changed (our write or one behind our back), bring the
  * model of g's subtree to what the kernel did inside the write, rather than
- * wait for the notifications: they come from a work item, rate-limited to one
- * per 10 ms per file, and reading them in the turn of the write lets it signal
- * the final state instead of a transient one.
+ * wait for the notifications: they are rate-limited to one per 10 ms per
+ * file, and reading them in the turn of the write lets it signal the final
+ * state instead of a transient one.
  *
  * With `deduce` (our own writes, after manager_drain_inotify() has applied
  * every cgroup.freeze write that came before them, so that the effective flags
@@ -239,8 +239,12 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
  *     empty group is frozen exactly when its effective flag is set (the kernel
  *     re-checks whenever a task comes or goes, and a new group inherits it).
  *     Those groups are then covered by it (group_cover()).
+ *     Those covered groups leave the epoll set (group_set_polled()): until
+ *     their cover reads populated, a change of theirs can only come from a
+ *     cgroup.freeze write, which is settled (or, for one that is not, a
+ *     rollback or a batch that failed halfway, group_poll_uncovered()).
  * The groups left are read; a freezing group with tasks is not: its tasks
- * freeze asynchronously and their notification tells.  Either way, the
+ * freeze asynchronously and their notification tells.  The polled groups'
  * notifications still come and are answered by a read: a later change merged
  * into them is never lost.  g itself is always read. */
 static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
@@ -353,9 +357,10 @@ static void manager_drain_epoll(Manager *m, size_t *start) {
  * writes among them now: a write behind our back that came before ours
  * changes the effective flags group_settle_subtree() deduces from.  The kernel
  * queues IN_MODIFY inside write(2), so every write that came before ours is
- * queued by now.  cgroup.events changes come after the inotify events read
- * with them: a read of the file is the kernel's state whatever came before,
- * and a deduction from a write not yet seen is redone when it is.  Returns
+ * queued by now.  A change of cgroup.events may still come before the write
+ * that made it (a write of someone else still running): a read of the file is
+ * the kernel's state whatever came before, and a deduction from a write not
+ * yet seen is redone when it is.  Returns
  * false if events were lost (then nothing can be deduced until every group
  * was re-read). */
 static bool manager_drain_inotify(Manager *m) {
@@ -370,10 +375,18 @@ static bool manager_drain_inotify(Manager *m) {
         }
         start = m->inotify_stash_len;
 
+        /* The groups whose cgroup.events changed first, then the inotify
+         * queue: kernfs tells pollers inside a write, vfs_write() queues its
+         * IN_MODIFY once the write is done, so reading inotify last gives a
+         * write behind our back that is still running the best chance to be
+         * read along with what it changed (its flag is applied below, before
+         * any of those changes is handled). */
+        manager_drain_epoll(m, &start);
+
         /* Until a read that does not fill the buffer: that one took all that
          * was queued (and every write before ours with it).  Not until the
-         * queue is empty: the kernel's work item goes on adding the
-         * notifications of a storm while we read. */
+         * queue is empty: others' writes go on adding theirs while we
+         * read. */
         for (bool more = true; more;) {
                 union {
                         struct inotify_event ev;
@@ -393,7 +406,6 @@ static bool manager_drain_inotify(Manager *m) {
                 more = (size_t) n > sizeof buf - (sizeof buf.ev + NAME_MAX + 1);
                 stash_append(m, buf.raw, (size_t) n, &start);
         }
-        manager_drain_epoll(m, &start);
 
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
@@ -563,8 +575,39 @@ static int group_attach(Manager *m, Group *g, int events_fd, Watches w) {
         r = wdmap_put(m->wds, w.dir, g, WD_KIND_DIR);
         if (r >= 0 && w.freeze > 0)
                 r = wdmap_put(m->wds, w.freeze, g, WD_KIND_FREEZE);
-        if (r < 0)
-                return r;
+        return r < 0 ? r : 0;
+}
+
+/* After a new group's first read: it is covered by its parent's cover (or by
+ * its parent, if that is one) when it is what the cover vouches for, empty and
+ * frozen as its flags say, and then not polled at all: a start over 10,000
+ * empty groups polls the few tops, and their first freeze queues nothing.
+ * Otherwise it is polled; an empty one becomes a cover for the groups found
+ * below it.  A change since its read is not lost: polled later, the file
+ * reports it (see group_set_polled()); covered, its cover's file does. */
+static int group_start_following(Manager *m, Group *g) {
+        GroupData *d = group_data(g), *pd = g->parent ? group_data(g->parent) : NULL;
+        Group *top = NULL;
+
+        d->following = true;
+        if (d->events_fd < 0)
+                return 0; /* the mount's root: never frozen, never a cover */
+        if (pd && !g->populated && g->frozen == g->e_freeze) {
+                top = group_cover(g->parent);
+                if (!top && pd->following && !pd->polled)
+                        (void) group_set_polled(m, g->parent, true); /* its cover just ended */
+                if (!top && pd->covering && !g->parent->populated && pd->events_fd >= 0)
+                        top = g->parent;
+        }
+        if (top) {
+                d->cover = top;
+                d->cover_epoch = group_data(top)->epoch;
+                return 0;
+        }
+        if (!g->populated) {
+                d->covering = true;
+                d->epoch++;
+        }
         return group_set_polled(m, g, true);
 }
 
@@ -920,7 +963,8 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
 
 /* The same for a group open at dirfd (its cgroup.freeze watched through
  * /proc/self/fd: the inode we opened, not a path that could be swapped). */
-static int watch_group_fd(Manager *m, const char *parent_path, const char *name, int dirfd, Watches *ret) {
+static int watch_group_fd(Manager *m, const char *parent_path, const char *name, int dirfd, bool is_root,
+                          Watches *ret) {
         char p[64];
         int wd, wdf;
 
@@ -929,7 +973,7 @@ static int watch_group_fd(Manager *m, const char *parent_path, const char *name,
                 return watch_error(parent_path, name, wd);
         snprintf(p, sizeof p, "/proc/self/fd/%d/cgroup.freeze", dirfd);
         wdf = inotify_add_watch(m->inotify_fd, p, FREEZE_WATCH_MASK | IN_MASK_CREATE);
-        if (wdf < 0 && errno != ENOENT) { /* the mount's root has none */
+        if (wdf < 0 && !(is_root && errno == ENOENT)) { /* the mount's root has none */
                 int r = -errno;
                 (void) inotify_rm_watch(m->inotify_fd, wd);
                 return watch_error(parent_path, name, r);
@@ -999,7 +1043,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                 events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (events_fd < 0)
                         return -errno;
-                r = watch_group_fd(m, parent->path, name, dirfd, &w);
+                r = watch_group_fd(m, parent->path, name, dirfd, false, &w);
                 if (r < 0)
                         return r;
         }
@@ -1031,6 +1075,11 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                         fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd >= 0 && read_freeze_file(fd, &freeze) >= 0)
                         tree_set_freeze(m->tree, g, freeze);
+        }
+        r = group_start_following(m, g);
+        if (r < 0) {
+                tree_remove(m->tree, g, group_data_destroy, m);
+                return r;
         }
 
         if (ret)
@@ -1589,7 +1638,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         op->writes = 1;
         op->skipped = !e->wrote;
 
-        /* The watch on cgroup.events is armed already; the kernel may have
+        /* cgroup.events is polled or covered already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
          * before linking ourselves, then decide. */
         if (e->wrote)
@@ -1683,14 +1732,15 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         bool rollback = flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT;
 
                         /* All or nothing: undo what this batch wrote, newest first. */
-                        if (rollback)
-                                for (size_t j = i; j > 0; j--) {
-                                        OpEntry *w = &op->entries[j - 1];
-                                        if (w->wrote && items[j - 1].group->freeze == w->new_freeze) {
-                                                (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
-                                                group_poll_uncovered(m, items[j - 1].group);
-                                        }
-                                }
+                        for (size_t j = i; j > 0; j--) {
+                                OpEntry *w = &op->entries[j - 1];
+                                if (!w->wrote)
+                                        continue;
+                                if (rollback && items[j - 1].group->freeze == w->new_freeze)
+                                        (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
+                                /* Not settled: the groups it covered follow their own files. */
+                                group_poll_uncovered(m, items[j - 1].group);
+                        }
                         if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw", g->path,
                                      r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
                                      rollback ? "the batch was rolled back"
@@ -1709,6 +1759,9 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         /* The groups written (NULL for the others), to settle their subtrees. */
         _cleanup_free_ Group **written = calloc(n ?: 1, sizeof(Group *));
         if (!written) {
+                for (size_t i = 0; i < n; i++)
+                        if (op->entries[i].wrote)
+                                group_poll_uncovered(m, items[i].group); /* not settled */
                 operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
                 return 0;
         }
@@ -1888,11 +1941,11 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
         manager_dispatch(m);
 }
 
-/* While the kernel's work item delivers a storm of notifications, reading
- * them as they come wakes us for every few events, and the kernel pays for
- * each wake-up and for our reads next to its own deliveries: a freeze of
- * 4,000 groups takes twice as long with such an eager reader as with none
- * (tests/bench/run-watch-cost).  So after a read that brought a storm's worth,
+/* While a storm of notifications comes in (a write behind our back over a
+ * large subtree of polled groups), reading them as they come wakes us for
+ * every few events, and the kernel pays for each wake-up and for our reads
+ * next to its own deliveries: a freeze of 4,000 groups took twice as long with
+ * such an eager inotify reader as with none (tests/bench/run-watch-cost).  So after a read that brought a storm's worth,
  * the fd is left alone for a moment and read in one go afterwards.  A single
  * change is read at once; an idle daemon arms nothing. */
 #define INOTIFY_STORM_BYTES (64 * (sizeof(struct inotify_event) + 16))
@@ -1917,7 +1970,8 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
 static void on_inotify_resume(evutil_socket_t fd, short what, void *userdata) {
         Manager *m = userdata;
 
-        if (event_add(m->inotify_event, NULL) < 0 || event_add(m->events_epoll_event, NULL) < 0)
+        int r = event_add(m->inotify_event, NULL);
+        if (event_add(m->events_epoll_event, NULL) < 0 || r < 0)
                 log_error("Cannot watch the inotify fd or the epoll set again: kernel events are no longer read");
         on_inotify(m->inotify_fd, EV_READ, m);
 }
@@ -2485,7 +2539,7 @@ static int manager_attach_root(Manager *m) {
                 return dirfd;
         /* The mount's root has no cgroup.events or cgroup.freeze: it can never be frozen. */
         events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        r = watch_group_fd(m, "/", "", dirfd, &w);
+        r = watch_group_fd(m, "/", "", dirfd, true, &w);
         if (r < 0) {
                 closep(&events_fd);
                 return r;
@@ -2497,7 +2551,7 @@ static int manager_attach_root(Manager *m) {
                 tree_set_freeze(m->tree, root, freeze);
         (void) group_read_events(m, root);
         tree_set_tracked(m->tree, root, false);
-        return 0;
+        return group_start_following(m, root);
 }
 
 static int manager_apply_track_config(Manager *m, char **track) {

@@ -61,7 +61,8 @@ typedef struct GroupData {
         Group *cover;
         unsigned cover_epoch, epoch;
         bool covering;
-        bool polled; /* its cgroup.events is in the epoll set (see group_set_polled()) */
+        bool polled;    /* its cgroup.events is in the epoll set (see group_set_polled()) */
+        bool following; /* read once and then polled or covered (group_start_following()) */
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
@@ -155,7 +156,7 @@ struct Manager {
         Tree *tree;
         int inotify_fd;
         struct event *inotify_event;
-        int events_epfd; /* every group's cgroup.events (EPOLLPRI), data.u64 its wd_dir */
+        int events_epfd; /* cgroup.events of the groups not covered (EPOLLPRI), data.u64 its wd_dir */
         struct event *events_epoll_event;
         struct event *inotify_resume; /* ends a pause of reading during a storm */
         WdMap *wds;

@@ -13,7 +13,9 @@ its own.
     Populated) equals the kernel's cgroup.events; the empty groups /t/e1,
     /t/e1/x, /t/e2 appear in GroupsChanged once, already frozen-by-parent (no
     transient freezing-by-parent): their final state came in the write's turn.
-  * ApplyBatch thaw [/t]: the same, every group running.
+  * ApplyBatch thaw [/t]: the same, every group running.  A task then comes
+    into /t/e1/x (vouched for by the empty /t/e1 since the start) and leaves:
+    GroupsChanged says /t/e1/x populated, then empty.
   * /v {/v/c0 .. /v/c4}, all empty: after ApplyBatch freeze [/v], freezerd
     answers the notifications below /v by reading /v alone (it vouches that
     its subtree is empty).  A process then moves into /v/c3: GroupsChanged says
@@ -34,7 +36,11 @@ its own.
     /t/e1 or /t/e1/x running, and at the reply their Frozen is the kernel's.
   * The same race on the written group itself: while freezerd pauses after
     thawing /t, the test writes 1 back: the ApplyBatch fails with Cancelled,
-    and the model says /t frozen, as the kernel does."""
+    and the model says /t frozen, as the kernel does.
+  * A batch failing halfway without ROLLBACK_ON_TIMEOUT: [/y/a, /z] bottom-up,
+    /z removed while freezerd pauses after writing /y/a.  The call fails with
+    NoSuchGroup, and GroupsChanged says /y/a frozen and /y/a/x (vouched for by
+    the empty /y) frozen-by-parent, as the kernel has them."""
 
 import os
 import sys
@@ -86,6 +92,22 @@ def test():
                          what='GroupsChanged of the thawed groups')
             for p in EMPTY + ['/t/p']:
                 ft.check_equal(states(rec, p), ['running'], f'{p} is reported once, running at once')
+
+            # /t/e1/x was vouched for by the empty /t/e1 from the start (not
+            # followed through its own file): a task coming in and going out
+            # again is still seen, in /t/e1/x itself.
+            rec.clear()
+            visitor = sc.spawn_sleepers('/t/p', 1)[0]
+            with open(sc.abspath('/t/e1/x', 'cgroup.procs'), 'w') as f:
+                f.write(str(visitor.pid))
+            rec.wait_for(lambda r: r.group_values('/t/e1/x', 'Populated')[-1:] == [True],
+                         what='GroupsChanged saying /t/e1/x populated')
+            with open(sc.abspath('/t/p', 'cgroup.procs'), 'w') as f:
+                f.write(str(visitor.pid))
+            rec.wait_for(lambda r: r.group_values('/t/e1/x', 'Populated')[-1:] == [False] and
+                         r.group_values('/t/e1', 'Populated')[-1:] == [False],
+                         what='GroupsChanged saying /t/e1/x and /t/e1 empty again')
+            check_model(c, sc, 'after a task came into /t/e1/x and left')
 
             # ---- an empty subtree vouched for by its top, then a task comes in
             sc.mkdir('/v')
@@ -187,6 +209,33 @@ def test():
             ft.expect_dbus_error('org.freezerd.Freezer1.Error.Cancelled', pending.result)
             rec.wait_for(lambda r: states(r, '/t')[-1:] == ['frozen'], what='GroupsChanged /t frozen')
             check_model(c, sc, 'after the reversed thaw')
+
+            # A batch that fails halfway, without ROLLBACK_ON_TIMEOUT: /y/a is
+            # written, then /z is removed while freezerd pauses, and its write
+            # fails.  /y/a stays frozen, and /y/a/x (vouched for by the empty
+            # /y, and so not followed through its own file) frozen-by-parent:
+            # freezerd must say so, though it settled nothing.
+            for p in ('/y', '/y/a', '/y/a/x', '/z'):
+                sc.mkdir(p)
+            rec.wait_for(lambda r: any(o == ft.group_object('/z') for o, _ in r.interfaces_added()),
+                         what='/z announced')
+            c.call('ApplyBatch', [('/y', True)], 'auto', 0, 0)  # /y covers its subtree now
+            c.call('ApplyBatch', [('/y', False)], 'auto', 0, 0)
+            rec.clear()
+            pending = c.call_async('ApplyBatch', [('/y/a', True), ('/z', True)], 'bottom-up', 0, 0)
+            ft.wait_for(lambda: sc.read_freeze('/y/a') == 1, what='freezerd wrote 1 to /y/a/cgroup.freeze')
+            os.rmdir(sc.abspath('/z'))
+            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NoSuchGroup', pending.result)
+            ft.check_equal((sc.frozen('/y/a'), sc.frozen('/y/a/x')), (True, True),
+                           'the kernel has /y/a and /y/a/x frozen (the requests before /z stay applied)')
+            rec.wait_for(lambda r: states(r, '/y/a')[-1:] == ['frozen'] and
+                         states(r, '/y/a/x')[-1:] == ['frozen-by-parent'],
+                         what='GroupsChanged saying /y/a frozen and /y/a/x frozen-by-parent')
+            objs = c.managed_objects()
+            for p in ('/y', '/y/a', '/y/a/x'):
+                ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
+                ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
+                               f'after the failed batch, the model of {p} (Populated, Frozen) is the kernel\'s')
 
 
 ft.run(test)
