@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/epoll.h>
@@ -82,7 +83,7 @@ static int group_set_polled(Manager *m, Group *g, bool on) {
                 struct epoll_event ev = { .events = EPOLLPRI | EPOLLET, .data.u64 = (uint64_t) d->wd_dir };
                 if (epoll_ctl(m->events_epfd, EPOLL_CTL_ADD, d->events_fd, &ev) < 0)
                         return log_error_errno(errno, "Cannot poll cgroup.events of %s: %m", g->path);
-        } else if (epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0)
+        } else if (epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0 && errno != ENOENT)
                 return 0; /* still polled: its changes are answered through its cover */
         d->polled = on;
         return 0;
@@ -96,6 +97,20 @@ static void group_poll_uncovered(Manager *m, Group *g) {
                         (void) group_set_polled(m, x, true);
 }
 
+/* A group whose state could not be read vouches for nothing and follows its
+ * own file: its next change is then read. */
+static void group_read_failed(Manager *m, Group *g) {
+        GroupData *d = group_data(g);
+
+        if (d->covering) {
+                d->covering = false;
+                d->epoch++;
+        }
+        d->cover = NULL;
+        if (d->following)
+                (void) group_set_polled(m, g, true);
+}
+
 static int group_read_events(Manager *m, Group *g) {
         GroupData *d = group_data(g);
         char buf[256];
@@ -104,14 +119,19 @@ static int group_read_events(Manager *m, Group *g) {
         int r;
 
         if (d->events_fd < 0)
-                return 0;
+                return -ENODATA; /* the mount's root: nothing to read, nothing learnt */
 
         n = cg_read_fd(d->events_fd, buf, sizeof buf);
-        if (n < 0)
-                return (int) n; /* -ENODEV once the cgroup is gone: its removal event follows */
+        if (n < 0) {
+                if (n != -ENODEV) /* -ENODEV once the cgroup is gone: its removal event follows */
+                        group_read_failed(m, g);
+                return (int) n;
+        }
         r = cg_parse_events(buf, (size_t) n, &populated, &frozen);
-        if (r < 0)
+        if (r < 0) {
+                group_read_failed(m, g);
                 return log_warning_errno(r, "Cannot parse cgroup.events of %s: %m", g->path);
+        }
         group_apply_events(m, g, populated, frozen);
         return 0;
 }
@@ -122,9 +142,11 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
         GroupData *d = group_data(g);
         bool reread_below = false;
 
-        if (populated && d->covering) {
-                /* A task came into the subtree g vouched empty: the notifications
-                 * of the groups below were not read (group_cover()), read them. */
+        if (d->covering && (populated || frozen != g->e_freeze)) {
+                /* A task came into the subtree g vouched empty, or a flag the
+                 * model does not hold froze or thawed it (an ancestor above our
+                 * root, say): the groups below were not polled (group_cover()),
+                 * read them. */
                 d->covering = false;
                 d->epoch++;
                 reread_below = true;
@@ -266,6 +288,11 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
                         continue; /* its tasks freeze asynchronously: their notification tells */
                 if (group_read_events(m, c) < 0 || !deduce || c->populated)
                         continue;
+                /* A cover must be told of a change: polled, or covered itself.
+                 * And frozen as its flags say, or something the model does not
+                 * hold (a freeze above our root) changes it. */
+                if (c->frozen != c->e_freeze || (!d->polled && !group_cover(c)))
+                        continue;
                 /* Read empty: so is everything below, each frozen as its flags say. */
                 Group *last = c;
                 d->covering = true;
@@ -319,9 +346,17 @@ static void stash_append(Manager *m, const void *data, size_t n, size_t *start) 
  * watch on its directory with IN_MODIFY would have queued, so that one queue,
  * handled in order, holds every kernel event. */
 typedef struct EventsChanged {
-        struct inotify_event ev;
+        /* struct inotify_event's fields, spelled out: a struct ending in a
+         * flexible array cannot be a member in standard C. */
+        int wd;
+        uint32_t mask, cookie, len;
         char name[16];
 } EventsChanged;
+_Static_assert(offsetof(EventsChanged, wd) == offsetof(struct inotify_event, wd) &&
+                       offsetof(EventsChanged, mask) == offsetof(struct inotify_event, mask) &&
+                       offsetof(EventsChanged, len) == offsetof(struct inotify_event, len) &&
+                       offsetof(EventsChanged, name) == sizeof(struct inotify_event),
+               "EventsChanged is an inotify_event with its name");
 
 #define EPOLL_BATCH 256
 
@@ -343,7 +378,9 @@ static void manager_drain_epoll(Manager *m, size_t *start) {
                 }
                 for (int i = 0; i < n; i++)
                         buf[i] = (EventsChanged) {
-                                .ev = { .wd = (int) evs[i].data.u64, .mask = IN_MODIFY, .len = sizeof buf[i].name },
+                                .wd = (int) evs[i].data.u64,
+                                .mask = IN_MODIFY,
+                                .len = sizeof buf[i].name,
                                 .name = "cgroup.events",
                         };
                 stash_append(m, buf, (size_t) n * sizeof buf[0], start);
@@ -585,17 +622,16 @@ static int group_attach(Manager *m, Group *g, int events_fd, Watches w) {
  * Otherwise it is polled; an empty one becomes a cover for the groups found
  * below it.  A change since its read is not lost: polled later, the file
  * reports it (see group_set_polled()); covered, its cover's file does. */
-static int group_start_following(Manager *m, Group *g) {
+static int group_start_following(Manager *m, Group *g, bool read_ok) {
         GroupData *d = group_data(g), *pd = g->parent ? group_data(g->parent) : NULL;
         Group *top = NULL;
+        int r;
 
         d->following = true;
         if (d->events_fd < 0)
                 return 0; /* the mount's root: never frozen, never a cover */
-        if (pd && !g->populated && g->frozen == g->e_freeze) {
+        if (pd && read_ok && !g->populated && g->frozen == g->e_freeze) {
                 top = group_cover(g->parent);
-                if (!top && pd->following && !pd->polled)
-                        (void) group_set_polled(m, g->parent, true); /* its cover just ended */
                 if (!top && pd->covering && !g->parent->populated && pd->events_fd >= 0)
                         top = g->parent;
         }
@@ -604,11 +640,12 @@ static int group_start_following(Manager *m, Group *g) {
                 d->cover_epoch = group_data(top)->epoch;
                 return 0;
         }
-        if (!g->populated) {
+        r = group_set_polled(m, g, true);
+        if (r >= 0 && d->polled && read_ok && !g->populated && g->frozen == g->e_freeze) {
                 d->covering = true;
                 d->epoch++;
         }
-        return group_set_polled(m, g, true);
+        return r;
 }
 
 /* Every directory on the cgroup2 file system is a cgroup, and the root was
@@ -1059,7 +1096,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
         }
-        (void) group_read_events(m, g);
+        bool read_ok = group_read_events(m, g) >= 0;
         /* "populated 0, frozen 0": the kernel freezes an empty group inside the
          * write, so neither this group nor an ancestor has its flag set: no need
          * to open cgroup.freeze (the watch is armed: a later write is seen). */
@@ -1076,7 +1113,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                 if (fd >= 0 && read_freeze_file(fd, &freeze) >= 0)
                         tree_set_freeze(m->tree, g, freeze);
         }
-        r = group_start_following(m, g);
+        r = group_start_following(m, g, read_ok);
         if (r < 0) {
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
@@ -2549,9 +2586,9 @@ static int manager_attach_root(Manager *m) {
                 return r;
         if (group_read_freeze_flag(m, root, &freeze) >= 0)
                 tree_set_freeze(m->tree, root, freeze);
-        (void) group_read_events(m, root);
+        r = group_read_events(m, root);
         tree_set_tracked(m->tree, root, false);
-        return group_start_following(m, root);
+        return group_start_following(m, root, r >= 0);
 }
 
 static int manager_apply_track_config(Manager *m, char **track) {

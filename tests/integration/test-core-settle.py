@@ -40,7 +40,10 @@ its own.
   * A batch failing halfway without ROLLBACK_ON_TIMEOUT: [/y/a, /z] bottom-up,
     /z removed while freezerd pauses after writing /y/a.  The call fails with
     NoSuchGroup, and GroupsChanged says /y/a frozen and /y/a/x (vouched for by
-    the empty /y) frozen-by-parent, as the kernel has them."""
+    the empty /y) frozen-by-parent, as the kernel has them.
+  * freezerd over /outer/in {/a {/a/x}}, all empty, and /outer frozen behind
+    its back: a flag above its root, which its model does not hold.
+    GroupsChanged says /a and /a/x frozen, then thawed once /outer is."""
 
 import os
 import sys
@@ -236,6 +239,28 @@ def test():
                 ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
                 ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
                                f'after the failed batch, the model of {p} (Populated, Frozen) is the kernel\'s')
+
+
+        # ---- a freeze above freezerd's root, which the model does not hold
+        for p in ('/outer', '/outer/in', '/outer/in/a', '/outer/in/a/x'):
+            sc.mkdir(p)
+        with ft.Daemon(bus, sc.abspath('/outer/in')) as d:
+            c = d.client
+            rec = c.record(subscribe='groups')
+            # /a and /a/x are empty below the empty root: vouched for by it,
+            # not followed through their own files.
+            sc.write_freeze('/outer', 1)
+            ft.wait_for(lambda: sc.frozen('/outer/in/a/x'), what='the kernel has /outer/in/a/x frozen')
+            rec.wait_for(lambda r: r.group_values('/a', 'Frozen')[-1:] == [True] and
+                         r.group_values('/a/x', 'Frozen')[-1:] == [True],
+                         what='GroupsChanged saying /a and /a/x frozen (by the freeze above the root)')
+            sc.write_freeze('/outer', 0)
+            rec.wait_for(lambda r: r.group_values('/a', 'Frozen')[-1:] == [False] and
+                         r.group_values('/a/x', 'Frozen')[-1:] == [False],
+                         what='GroupsChanged saying /a and /a/x thawed again')
+            for p in ('/a', '/a/x'):
+                ft.check_equal(c.group_property(p, 'Frozen'), sc.frozen('/outer/in' + p),
+                               f'after the freeze above the root, Frozen of {p} is the kernel\'s')
 
 
 ft.run(test)
