@@ -315,6 +315,21 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
  * overflow of the kernel's own queue. */
 #define INOTIFY_STASH_MAX (8u * 1024u * 1024u)
 
+/* The kernel's rules group_settle_subtree() deduces from assume that the
+ * model holds every flag reaching its groups.  The flags of the groups between
+ * the mount and our root are not in it: while one is set, every group below
+ * is frozen whatever its own flags, and nothing is deduced. */
+static bool manager_outer_frozen(Manager *m) {
+        for (size_t i = 0; i < m->n_outer_freeze_fds; i++) {
+                char buf[16];
+                bool v;
+                ssize_t n = cg_read_fd(m->outer_freeze_fds[i], buf, sizeof buf);
+                if (n >= 0 && cg_parse_freeze(buf, (size_t) n, &v) >= 0 && v)
+                        return true;
+        }
+        return false;
+}
+
 /* No kernel event lost so far: the model has seen every cgroup.freeze write. */
 static bool inotify_complete(const Manager *m) {
         return !m->inotify_lost && !m->inotify_overflow_pending;
@@ -444,6 +459,7 @@ static bool manager_drain_inotify(Manager *m) {
                 stash_append(m, buf.raw, (size_t) n, &start);
         }
 
+        int outer = -1; /* manager_outer_frozen(), once a write needs it */
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
                 const WdEntry *w;
@@ -457,14 +473,16 @@ static bool manager_drain_inotify(Manager *m) {
                  * before it was applied just before (in queue order), and the
                  * kernel queues IN_MODIFY once the write is done.  Unless events
                  * were lost up to here. */
-                group_reread_freeze(m, w->ptr, inotify_complete(m));
+                if (outer < 0)
+                        outer = manager_outer_frozen(m);
+                group_reread_freeze(m, w->ptr, inotify_complete(m) && !outer);
         }
         return inotify_complete(m);
 }
 
 /* Settle the subtrees of the groups we just wrote (see above). */
 static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
-        bool deduce = manager_drain_inotify(m);
+        bool deduce = manager_drain_inotify(m) && !manager_outer_frozen(m);
 
         m->settle_gen++;
         for (size_t i = 0; i < n; i++)
@@ -2470,6 +2488,32 @@ static void manager_find_self(Manager *m) {
                 log_debug("freezerd runs in %s below its root: it will not freeze that.", m->self_path);
 }
 
+/* Open the cgroup.freeze of every group from the mount down to our root's
+ * parent (see manager_outer_frozen()); none when the root is the mount. */
+static void manager_open_outer(Manager *m, const char *mount) {
+        const char *rel = m->root_cgroup;
+
+        for (const char *p = rel + (*rel == '/'); (p = strchr(p, '/')); p++) {
+                _cleanup_free_ char *path = NULL;
+                int *a, fd;
+
+                if (asprintf(&path, "%s%.*s/cgroup.freeze", mount, (int) (p - rel), rel) < 0)
+                        return;
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0) {
+                        log_debug_errno(errno, "Cannot open %s: %m", path);
+                        continue;
+                }
+                a = reallocarray(m->outer_freeze_fds, m->n_outer_freeze_fds + 1, sizeof *a);
+                if (!a) {
+                        close(fd);
+                        return;
+                }
+                a[m->n_outer_freeze_fds++] = fd;
+                m->outer_freeze_fds = a;
+        }
+}
+
 int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
                 const char *state_dir, Manager **ret) {
         const char *delay;
@@ -2534,6 +2578,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                             (m->cgroup_root[l] == 0 || m->cgroup_root[l] == '/'))
                                 m->root_cgroup = m->cgroup_root + l;
                 }
+                if (m->root_cgroup)
+                        manager_open_outer(m, mount);
         }
         manager_find_self(m);
 
@@ -2869,6 +2915,9 @@ Manager *manager_free(Manager *m) {
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         closep(&m->events_epfd);
+        for (size_t i = 0; i < m->n_outer_freeze_fds; i++)
+                closep(&m->outer_freeze_fds[i]);
+        free(m->outer_freeze_fds);
         closep(&m->root_fd);
         closep(&m->runtime_lock_fd);
         closep(&m->state_lock_fd);

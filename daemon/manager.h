@@ -149,6 +149,8 @@ struct Manager {
         bool started; /* initial tracking done: track changes are persisted from now on */
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
+        int *outer_freeze_fds; /* cgroup.freeze of the groups above the root, below the mount */
+        size_t n_outer_freeze_fds;
         int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         int root_fd;       /* O_PATH|O_DIRECTORY */

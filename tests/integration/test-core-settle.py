@@ -43,7 +43,9 @@ its own.
     the empty /y) frozen-by-parent, as the kernel has them.
   * freezerd over /outer/in {/a {/a/x}}, all empty, and /outer frozen behind
     its back: a flag above its root, which its model does not hold.
-    GroupsChanged says /a and /a/x frozen, then thawed once /outer is."""
+    GroupsChanged says /a and /a/x frozen, then thawed once /outer is.  Then
+    freezerd thaws /a (NO_WAIT) while /outer is frozen again: the model must
+    not deduce /a and /a/x thawed, the kernel keeps them frozen."""
 
 import os
 import sys
@@ -261,6 +263,22 @@ def test():
             for p in ('/a', '/a/x'):
                 ft.check_equal(c.group_property(p, 'Frozen'), sc.frozen('/outer/in' + p),
                                f'after the freeze above the root, Frozen of {p} is the kernel\'s')
+
+            # freezerd's own thaw under the freeze above: the kernel keeps /a
+            # and /a/x frozen, and the model must not deduce them thawed.
+            c.call('ApplyBatch', [('/a', True)], 'auto', 0, 0)
+            sc.write_freeze('/outer', 1)
+            ft.wait_for(lambda: sc.frozen('/outer/in'), what='the kernel has /outer/in frozen')
+            c.call('ApplyBatch', [('/a', False)], 'auto', 0, ft.FLAG_NO_WAIT)
+            c.call('ListGroups')  # a round trip after the settle
+            for p in ('/a', '/a/x'):
+                ft.check_equal(c.group_property(p, 'Frozen'), True,
+                               f'{p} thawed by freezerd under the freeze above the root: the model says frozen, '
+                               'as the kernel has it')
+                ft.check_equal(sc.frozen('/outer/in' + p), True, f'the kernel has {p} frozen')
+            sc.write_freeze('/outer', 0)
+            rec.wait_for(lambda r: r.group_values('/a/x', 'Frozen')[-1:] == [False],
+                         what='GroupsChanged saying /a/x thawed once /outer is')
 
 
 ft.run(test)
