@@ -2,8 +2,9 @@
 #pragma once
 
 /* The manager: follows the kernel (inotify on cgroup directories and
- * cgroup.freeze files, epoll on cgroup.events), keeps the tree model, and runs freeze/thaw operations whose
- * completion is driven by the kernel's notifications.  It knows nothing of the
+ * cgroup.freeze files, epoll on cgroup.events), keeps the tree model, and
+ * runs freeze/thaw operations whose completion is driven by the kernel's
+ * notifications.  It knows nothing of the
  * bus beyond sd_bus_error (a plain struct): manager-bus.c publishes it, and
  * operations report back through a callback. */
 
