@@ -97,15 +97,20 @@ static void group_poll_uncovered(Manager *m, Group *g) {
                         (void) group_set_polled(m, x, true);
 }
 
+/* g vouches for its subtree from now on (see group_cover()), or no longer:
+ * either way a new epoch, so that no earlier cover of it holds. */
+static void cover_set(GroupData *d, bool covering) {
+        d->covering = covering;
+        d->epoch++;
+}
+
 /* A group whose state could not be read vouches for nothing and follows its
  * own file: its next change is then read. */
 static void group_read_failed(Manager *m, Group *g) {
         GroupData *d = group_data(g);
 
-        if (d->covering) {
-                d->covering = false;
-                d->epoch++;
-        }
+        if (d->covering)
+                cover_set(d, false);
         d->cover = NULL;
         if (d->following)
                 (void) group_set_polled(m, g, true);
@@ -147,8 +152,7 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                  * model does not hold froze or thawed it (an ancestor above our
                  * root, say): the groups below were not polled (group_cover()),
                  * read them. */
-                d->covering = false;
-                d->epoch++;
+                cover_set(d, false);
                 reread_below = true;
         }
         tree_set_populated(m->tree, g, populated);
@@ -295,8 +299,7 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
                         continue;
                 /* Read empty: so is everything below, each frozen as its flags say. */
                 Group *last = c;
-                d->covering = true;
-                d->epoch++;
+                cover_set(d, true);
                 for (Group *x = tree_next_preorder(c, c); x; x = tree_next_preorder(c, x)) {
                         GroupData *xd = group_data(x);
                         xd->settle_gen = m->settle_gen;
@@ -659,10 +662,8 @@ static int group_start_following(Manager *m, Group *g, bool read_ok) {
                 return 0;
         }
         r = group_set_polled(m, g, true);
-        if (r >= 0 && d->polled && read_ok && !g->populated && g->frozen == g->e_freeze) {
-                d->covering = true;
-                d->epoch++;
-        }
+        if (r >= 0 && d->polled && read_ok && !g->populated && g->frozen == g->e_freeze)
+                cover_set(d, true);
         return r;
 }
 

@@ -58,9 +58,9 @@ EMPTY = ['/t/e1', '/t/e1/x', '/t/e2']
 DELAY_USEC = 300000
 
 
-def check_model(c, sc, what):
+def check_model(c, sc, what, paths=GROUPS):
     objs = c.managed_objects()
-    for p in GROUPS:
+    for p in paths:
         props = objs[ft.group_object(p)][ft.GROUP_IFACE]
         ev = sc.read_events(p)
         ft.check_equal(props['Frozen'], bool(ev['frozen']), f'{what}: Frozen of {p} is the kernel\'s')
@@ -142,11 +142,7 @@ def test():
             # with a timer per file.
             rec.wait_for(lambda r: r.group_values('/v', 'Frozen')[-1:] == [True],
                          what='GroupsChanged saying /v frozen again')
-            objs = c.managed_objects()
-            for p in ['/v'] + [f'/v/c{i}' for i in range(5)]:
-                ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
-                ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
-                               f'with a task in /v/c3, the model of {p} (Populated, Frozen) is the kernel\'s')
+            check_model(c, sc, 'with a task in /v/c3', ['/v'] + [f'/v/c{i}' for i in range(5)])
             c.call('ApplyBatch', [('/v', False)], 'auto', 0, 0)
             ft.check_equal(c.group_property('/v/c3', 'Frozen'), False, '/v/c3 thawed at the reply')
             ft.check_equal(sc.frozen('/v/c3'), False, 'the kernel has /v/c3 thawed')
@@ -178,11 +174,7 @@ def test():
                 ft.check_equal(sc.read_freeze('/r'), 1, 'the rollback wrote /r back to 1')
                 rec.wait_for(lambda r: all(states(r, p)[-1:] == ['frozen-by-parent'] for p in ('/r/a', '/r/a/x')),
                              what='GroupsChanged saying /r/a and /r/a/x frozen-by-parent again')
-                objs = c.managed_objects()
-                for p in ('/r', '/r/a', '/r/a/x'):
-                    ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
-                    ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
-                                   f'after the rollback, the model of {p} (Populated, Frozen) is the kernel\'s')
+                check_model(c, sc, 'after the rollback', ('/r', '/r/a', '/r/a/x'))
                 c.call('Thaw', '/stuck', 0, 0)
 
         # ---- writes behind freezerd's back racing with its own
@@ -236,11 +228,7 @@ def test():
             rec.wait_for(lambda r: states(r, '/y/a')[-1:] == ['frozen'] and
                          states(r, '/y/a/x')[-1:] == ['frozen-by-parent'],
                          what='GroupsChanged saying /y/a frozen and /y/a/x frozen-by-parent')
-            objs = c.managed_objects()
-            for p in ('/y', '/y/a', '/y/a/x'):
-                ev, props = sc.read_events(p), objs[ft.group_object(p)][ft.GROUP_IFACE]
-                ft.check_equal((props['Populated'], props['Frozen']), (bool(ev['populated']), bool(ev['frozen'])),
-                               f'after the failed batch, the model of {p} (Populated, Frozen) is the kernel\'s')
+            check_model(c, sc, 'after the failed batch', ('/y', '/y/a', '/y/a/x'))
 
 
         # ---- a freeze above freezerd's root, which the model does not hold
