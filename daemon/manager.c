@@ -156,6 +156,7 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                 reread_below = true;
         }
         tree_set_populated(m->tree, g, populated);
+        bool became_frozen = frozen && !g->frozen;
         if (frozen != g->frozen) {
                 tree_set_frozen(m->tree, g, frozen);
                 /* This group and every ancestor (whose completion also waits for
@@ -168,6 +169,18 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                         }
                 }
         }
+        /* The kernel sets a group frozen once its own tasks and every
+         * descendant are, in the same step that freezes the last of them.  But
+         * it notifies a cgroup.events no sooner than 10 ms after the previous
+         * notification of that file (CGROUP_FILE_NOTIFY_MIN_INTV: 12 ms at
+         * HZ=250), and a cgroup.freeze write that changes nothing notifies at
+         * once (every group below a batch's top is frozen by it already): a
+         * waiting batch over groups without tasks of their own waited those
+         * 12 ms for each of them.  So when g's change leaves all its parent's
+         * descendants frozen, the parent is read now (and so on up). */
+        Group *p = g->parent;
+        if (became_frozen && p && p->e_freeze && !p->frozen && p->n_frozen_descendants == p->n_descendants)
+                (void) group_read_events(m, p);
         if (reread_below)
                 for (Group *x = tree_next_preorder(g, g); x; x = tree_next_preorder(g, x))
                         (void) group_read_events(m, x);

@@ -68,6 +68,13 @@
  * from the process CPU clock (clock_getcpuclockid(), ns), then divided by the
  * number of calls.  --bus-pid does the same for dbus-daemon.
  *
+ * Time spent waiting to run (runnable, not running: the second field of
+ * /proc/PID/schedstat, ns) is taken around the timed cycle alone, for this
+ * process, freezerd and dbus-daemon, and printed per cycle.  The floor never
+ * sleeps; a call through freezerd wakes the bus, freezerd and this process in
+ * turn, and each wake-up may wait behind the kernel's own work (kernfs tells
+ * inotify of each cgroup.events change from a kworker, after the write).
+ *
  * usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R]
  *                    [--leaf-sleepers] [--daemon-pid=PID] [--bus-pid=PID] [--json]
  *                    [--only=KEY,...] [--step-barrier] [--no-pause-daemon] [--private=PATH]
@@ -139,6 +146,7 @@ typedef struct Method {
         bool enabled;
         uint64_t *freeze_ns, *thaw_ns, *cycle_ns;
         uint64_t daemon_ticks, daemon_cpu_ns, bus_cpu_ns;
+        uint64_t wait_self_ns, wait_daemon_ns, wait_bus_ns; /* waiting to run, timed cycles only */
 } Method;
 
 static struct {
@@ -391,6 +399,43 @@ static void cpu_account(Method *m, const CpuMark *a, const CpuMark *b) {
         m->daemon_ticks += b->ticks - a->ticks;
         m->daemon_cpu_ns += b->daemon_ns - a->daemon_ns;
         m->bus_cpu_ns += b->bus_ns - a->bus_ns;
+}
+
+/* Time pid (0: this process) spent runnable but not running, in ns: the
+ * second field of /proc/PID/schedstat; 0 where the kernel has none. */
+static uint64_t proc_run_delay_ns(pid_t pid) {
+        char path[64], buf[128];
+        unsigned long long run, delay;
+        ssize_t n;
+        int fd;
+
+        if (pid == 0)
+                snprintf(path, sizeof path, "/proc/self/schedstat");
+        else
+                snprintf(path, sizeof path, "/proc/%d/schedstat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        if (sscanf(buf, "%llu %llu", &run, &delay) != 2)
+                return 0;
+        return delay;
+}
+
+typedef struct WaitMark {
+        uint64_t self_ns, daemon_ns, bus_ns;
+} WaitMark;
+
+static WaitMark wait_mark(void) {
+        return (WaitMark) {
+                .self_ns = proc_run_delay_ns(0),
+                .daemon_ns = B.daemon_pid > 0 ? proc_run_delay_ns(B.daemon_pid) : 0,
+                .bus_ns = B.bus_pid > 0 ? proc_run_delay_ns(B.bus_pid) : 0,
+        };
 }
 
 /* ---- freezerd ----------------------------------------------------------------------------------------------- */
@@ -816,6 +861,9 @@ static void print_results(void) {
                         if (x->calls && B.bus_pid > 0)
                                 printf("      \"bus_cpu\": {\"clock_us_per_call\": %.1f},\n",
                                        (double) x->bus_cpu_ns / 1e3 / ((double) x->calls * B.rounds));
+                        printf("      \"run_wait_us_per_cycle\": {\"self\": %.1f, \"daemon\": %.1f, \"bus\": %.1f},\n",
+                               (double) x->wait_self_ns / 1e3 / B.rounds, (double) x->wait_daemon_ns / 1e3 / B.rounds,
+                               (double) x->wait_bus_ns / 1e3 / B.rounds);
                         json_stats("cycle_us", &c, true);
                         printf("    }");
                 }
@@ -972,13 +1020,18 @@ int main(int argc, char *argv[]) {
                         if (!x->enabled)
                                 continue;
                         a = cpu_mark();
+                        WaitMark wa = wait_mark();
                         t = run_method(m, round);
+                        WaitMark wb = wait_mark();
                         settle();
                         b = cpu_mark();
                         if (round == 0)
                                 continue;
                         if (x->calls)
                                 cpu_account(x, &a, &b);
+                        x->wait_self_ns += wb.self_ns - wa.self_ns;
+                        x->wait_daemon_ns += wb.daemon_ns - wa.daemon_ns;
+                        x->wait_bus_ns += wb.bus_ns - wa.bus_ns;
                         x->freeze_ns[round - 1] = t.freeze;
                         x->thaw_ns[round - 1] = t.thaw;
                         x->cycle_ns[round - 1] = t.cycle;
