@@ -430,8 +430,9 @@ static void manager_drain_epoll(Manager *m, size_t *start) {
  * the kernel's state whatever came before, and a deduction from a write not
  * yet seen is redone when it is.  Returns
  * false if events were lost (then nothing can be deduced until every group
- * was re-read). */
-static bool manager_drain_inotify(Manager *m) {
+ * was re-read).  *outer is manager_outer_frozen() if a write needed it, else
+ * left at -1. */
+static bool manager_drain_inotify(Manager *m, int *outer) {
         size_t start;
 
         /* Handled events make room first, once they are half of it (moving
@@ -475,7 +476,6 @@ static bool manager_drain_inotify(Manager *m) {
                 stash_append(m, buf.raw, (size_t) n, &start);
         }
 
-        int outer = -1; /* manager_outer_frozen(), once a write needs it */
         for (size_t o = start; o < m->inotify_stash_len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
                 const WdEntry *w;
@@ -489,16 +489,19 @@ static bool manager_drain_inotify(Manager *m) {
                  * before it was applied just before (in queue order), and the
                  * kernel queues IN_MODIFY once the write is done.  Unless events
                  * were lost up to here. */
-                if (outer < 0)
-                        outer = manager_outer_frozen(m);
-                group_reread_freeze(m, w->ptr, inotify_complete(m) && !outer);
+                if (*outer < 0)
+                        *outer = manager_outer_frozen(m);
+                group_reread_freeze(m, w->ptr, inotify_complete(m) && !*outer);
         }
         return inotify_complete(m);
 }
 
 /* Settle the subtrees of the groups we just wrote (see above). */
 static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
-        bool deduce = manager_drain_inotify(m) && !manager_outer_frozen(m);
+        int outer = -1;
+        bool deduce = manager_drain_inotify(m, &outer);
+
+        deduce = deduce && !(outer >= 0 ? outer : manager_outer_frozen(m));
 
         m->settle_gen++;
         for (size_t i = 0; i < n; i++)
@@ -995,6 +998,22 @@ static void odd_name_log(GroupData *pd, const char *parent_path, const char *nam
         o->n++;
 }
 
+/* Watch the cgroup.freeze at path of a group whose directory has the watch
+ * wd: both go to *ret.  On failure wd is taken back.  may_lack: the mount's
+ * root, which has no cgroup.freeze (its watch is then -1). */
+static int watch_freeze_file(Manager *m, int wd, const char *path, bool may_lack, const char *parent_path,
+                             const char *name, Watches *ret) {
+        int wdf = inotify_add_watch(m->inotify_fd, path, FREEZE_WATCH_MASK | IN_MASK_CREATE);
+
+        if (wdf < 0 && !(may_lack && errno == ENOENT)) {
+                int r = -errno;
+                (void) inotify_rm_watch(m->inotify_fd, wd);
+                return watch_error(parent_path, name, r);
+        }
+        *ret = (Watches) { wd, wdf };
+        return 0;
+}
+
 /* Open cgroup.events of parent/name and watch its directory and
  * cgroup.freeze, by name below parent_dirfd (a scan: name comes from getdents
  * and holds no '/'). */
@@ -1002,7 +1021,7 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
                              Watches *ret) {
         _cleanup_close_ int events_fd = -1;
         char rel[NAME_MAX + sizeof "/cgroup.events"];
-        int wd, wdf;
+        int wd, r;
 
         if (strlen(name) > NAME_MAX)
                 return -ENAMETOOLONG;
@@ -1019,14 +1038,10 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
         if (wd < 0)
                 return watch_error(parent->path, name, -errno);
         stpcpy(stpcpy(rel, name), "/cgroup.freeze");
-        wdf = inotify_add_watch(m->inotify_fd, rel, FREEZE_WATCH_MASK | IN_MASK_CREATE);
-        if (wdf < 0) {
-                int r = -errno;
-                (void) inotify_rm_watch(m->inotify_fd, wd);
-                return watch_error(parent->path, name, r);
-        }
+        r = watch_freeze_file(m, wd, rel, false, parent->path, name, ret);
+        if (r < 0)
+                return r;
         *ret_events_fd = TAKE_FD(events_fd);
-        *ret = (Watches) { wd, wdf };
         return 0;
 }
 
@@ -1035,20 +1050,13 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
 static int watch_group_fd(Manager *m, const char *parent_path, const char *name, int dirfd, bool is_root,
                           Watches *ret) {
         char p[64];
-        int wd, wdf;
+        int wd;
 
         wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
         if (wd < 0)
                 return watch_error(parent_path, name, wd);
         snprintf(p, sizeof p, "/proc/self/fd/%d/cgroup.freeze", dirfd);
-        wdf = inotify_add_watch(m->inotify_fd, p, FREEZE_WATCH_MASK | IN_MASK_CREATE);
-        if (wdf < 0 && !(is_root && errno == ENOENT)) { /* the mount's root has none */
-                int r = -errno;
-                (void) inotify_rm_watch(m->inotify_fd, wd);
-                return watch_error(parent_path, name, r);
-        }
-        *ret = (Watches) { wd, wdf };
-        return 0;
+        return watch_freeze_file(m, wd, p, is_root, parent_path, name, ret); /* the mount's root has none */
 }
 
 static int read_freeze_file(int fd, bool *ret) {
@@ -2024,8 +2032,10 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
         Manager *m = userdata;
         size_t before = m->inotify_stash_len - m->inotify_stash_pos;
 
+        int outer = -1;
+
         /* Read now, handle in slices from the main loop. */
-        (void) manager_drain_inotify(m);
+        (void) manager_drain_inotify(m, &outer);
         if (m->inotify_stash_len - m->inotify_stash_pos >= before + INOTIFY_STORM_BYTES) {
                 const struct timeval tv = { .tv_usec = INOTIFY_PAUSE_USEC };
                 if (event_del(m->inotify_event) == 0 && event_del(m->events_epoll_event) == 0 &&

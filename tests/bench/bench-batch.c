@@ -301,21 +301,28 @@ static void verify(const char *method, const char *step, unsigned round, int fla
 /* Reads /proc/PID/stat into buf and returns what follows comm: " S ppid ...",
  * from field 3 (state) on. comm may contain anything, ')' too: the fields
  * start after the last ')'. */
-static const char *proc_stat_fields(pid_t pid, char *buf, size_t size) {
-        char path[64];
-        const char *p;
+/* A /proc file read in one go into buf, NUL-terminated: its length, or -1. */
+static ssize_t read_proc_file(const char *path, char *buf, size_t size) {
         ssize_t n;
-        int fd;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                die("cannot open %s: %m", path);
+                return -1;
         n = read(fd, buf, size - 1);
         close(fd);
         if (n <= 0)
-                die("cannot read %s", path);
+                return -1;
         buf[n] = 0;
+        return n;
+}
+
+static const char *proc_stat_fields(pid_t pid, char *buf, size_t size) {
+        char path[64];
+        const char *p;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (read_proc_file(path, buf, size) < 0)
+                die("cannot read %s: %m", path);
         p = strrchr(buf, ')');
         if (!p)
                 die("cannot parse %s", path);
@@ -379,19 +386,40 @@ static void daemon_pause(bool stop) {
                         die("freezerd (pid %d) did not stop within 10 s of SIGSTOP", (int) B.daemon_pid);
 }
 
+/* Time pid (0: this process) spent runnable but not running, in ns: the
+ * second field of /proc/PID/schedstat; 0 where the kernel has none. */
+static uint64_t proc_run_delay_ns(pid_t pid) {
+        char path[64], buf[128];
+        unsigned long long run, delay;
+
+        if (pid == 0)
+                snprintf(path, sizeof path, "/proc/self/schedstat");
+        else
+                snprintf(path, sizeof path, "/proc/%d/schedstat", (int) pid);
+        if (read_proc_file(path, buf, sizeof buf) < 0 || sscanf(buf, "%llu %llu", &run, &delay) != 2)
+                return 0;
+        return delay;
+}
+
+/* CPU time of freezerd and dbus-daemon, and time waiting to run of this
+ * process, freezerd and dbus-daemon, at one instant. */
 typedef struct CpuMark {
         uint64_t ticks, daemon_ns, bus_ns;
+        uint64_t wait_self_ns, wait_daemon_ns, wait_bus_ns;
 } CpuMark;
 
 static CpuMark cpu_mark(void) {
-        CpuMark c = {};
+        CpuMark c = { .wait_self_ns = proc_run_delay_ns(0) };
 
         if (B.daemon_pid > 0) {
                 c.ticks = proc_ticks(B.daemon_pid);
                 c.daemon_ns = proc_cpu_ns(B.daemon_pid);
+                c.wait_daemon_ns = proc_run_delay_ns(B.daemon_pid);
         }
-        if (B.bus_pid > 0)
+        if (B.bus_pid > 0) {
                 c.bus_ns = proc_cpu_ns(B.bus_pid);
+                c.wait_bus_ns = proc_run_delay_ns(B.bus_pid);
+        }
         return c;
 }
 
@@ -399,43 +427,6 @@ static void cpu_account(Method *m, const CpuMark *a, const CpuMark *b) {
         m->daemon_ticks += b->ticks - a->ticks;
         m->daemon_cpu_ns += b->daemon_ns - a->daemon_ns;
         m->bus_cpu_ns += b->bus_ns - a->bus_ns;
-}
-
-/* Time pid (0: this process) spent runnable but not running, in ns: the
- * second field of /proc/PID/schedstat; 0 where the kernel has none. */
-static uint64_t proc_run_delay_ns(pid_t pid) {
-        char path[64], buf[128];
-        unsigned long long run, delay;
-        ssize_t n;
-        int fd;
-
-        if (pid == 0)
-                snprintf(path, sizeof path, "/proc/self/schedstat");
-        else
-                snprintf(path, sizeof path, "/proc/%d/schedstat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return 0;
-        buf[n] = 0;
-        if (sscanf(buf, "%llu %llu", &run, &delay) != 2)
-                return 0;
-        return delay;
-}
-
-typedef struct WaitMark {
-        uint64_t self_ns, daemon_ns, bus_ns;
-} WaitMark;
-
-static WaitMark wait_mark(void) {
-        return (WaitMark) {
-                .self_ns = proc_run_delay_ns(0),
-                .daemon_ns = B.daemon_pid > 0 ? proc_run_delay_ns(B.daemon_pid) : 0,
-                .bus_ns = B.bus_pid > 0 ? proc_run_delay_ns(B.bus_pid) : 0,
-        };
 }
 
 /* ---- freezerd ----------------------------------------------------------------------------------------------- */
@@ -1014,24 +1005,23 @@ int main(int argc, char *argv[]) {
         for (unsigned round = 0; round <= B.rounds; round++)
                 for (unsigned m = 0; m < _M_MAX; m++) {
                         Method *x = &B.methods[m];
-                        CpuMark a, b;
+                        CpuMark a, w, b;
                         Times t;
 
                         if (!x->enabled)
                                 continue;
                         a = cpu_mark();
-                        WaitMark wa = wait_mark();
                         t = run_method(m, round);
-                        WaitMark wb = wait_mark();
+                        w = cpu_mark(); /* waiting to run: the timed cycle alone */
                         settle();
                         b = cpu_mark();
                         if (round == 0)
                                 continue;
                         if (x->calls)
                                 cpu_account(x, &a, &b);
-                        x->wait_self_ns += wb.self_ns - wa.self_ns;
-                        x->wait_daemon_ns += wb.daemon_ns - wa.daemon_ns;
-                        x->wait_bus_ns += wb.bus_ns - wa.bus_ns;
+                        x->wait_self_ns += w.wait_self_ns - a.wait_self_ns;
+                        x->wait_daemon_ns += w.wait_daemon_ns - a.wait_daemon_ns;
+                        x->wait_bus_ns += w.wait_bus_ns - a.wait_bus_ns;
                         x->freeze_ns[round - 1] = t.freeze;
                         x->thaw_ns[round - 1] = t.thaw;
                         x->cycle_ns[round - 1] = t.cycle;
