@@ -63,6 +63,8 @@ static int watch_fd(Manager *m, int fd, uint32_t mask) {
 
 static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen);
 static Group *group_cover(Group *g);
+static void operation_watch_holdback(Operation *op);
+static void holdback_remove(Manager *m, GroupData *d);
 
 /* Puts g's cgroup.events in the epoll set or takes it out.  A group covered
  * by an empty ancestor (group_cover()) is out: the kernel changes it only
@@ -155,6 +157,10 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                 cover_set(d, false);
                 reread_below = true;
         }
+        /* The kernel notified this change (see holdback_add()); an empty group
+         * needs no record: nothing of it is ever held back that we wait for. */
+        if ((populated || g->populated) && (populated != g->populated || frozen != g->frozen))
+                d->notified_usec = now_usec();
         tree_set_populated(m->tree, g, populated);
         bool became_frozen = frozen && !g->frozen;
         if (frozen != g->frozen) {
@@ -559,6 +565,8 @@ static void group_data_destroy(Group *g, void *userdata) {
                                g->path, e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
+
+        holdback_remove(m, d);
 
         /* Its pressure triggers end (PressureTriggerRemoved) before the object goes. */
         pressure_group_release(m->pressure, g);
@@ -1493,7 +1501,12 @@ static int group_write_freeze(Manager *m, Group *g, bool v) {
         if (_unlikely_(m->test_write_delay_usec > 0))
                 (void) usleep((useconds_t) m->test_write_delay_usec);
         r = 0;
+        bool e_freeze = g->e_freeze;
         tree_set_freeze(m->tree, g, v);
+        /* A write that leaves the effective state as it was (an ancestor
+         * freezes the group) is notified at once: "nothing to wait for". */
+        if (g->populated && g->e_freeze == e_freeze)
+                group_data(g)->notified_usec = now_usec();
         group_flag_changed(m, g);
         return r;
 }
@@ -1598,6 +1611,135 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
         return 0;
 }
 
+/* ---- notifications the kernel holds back ---------------------------------------------------------------- */
+
+/* The kernel notifies a cgroup.events no sooner than CGROUP_FILE_NOTIFY_MIN_INTV
+ * (10 ms rounded up to jiffies) after its previous notification: a change
+ * within that interval is sent from a timer at its end, 10 to 20 ms later
+ * depending on HZ (11–16 ms measured here, HZ=250).  Two common calls hit it:
+ * a batch that freezes a group and a group below it with tasks of its own (a
+ * RECURSIVE freeze of a pod: the write of a container, which its pod freezes
+ * already, changes nothing and is notified at once, and its tasks freeze
+ * 0.2–1.5 ms later), and a freeze right after a thaw (the thaw was notified).
+ * The waiting call would wait the rest of the interval for a change that
+ * happened long before.  So a waiting call re-reads such groups, and only
+ * those (populated, not yet frozen, notified within the interval as far as
+ * freezerd saw: group_apply_events() and group_write_freeze() note it), from
+ * 0.25 ms after it was armed to 16 ms (holdback_due()), until they read
+ * frozen; past that, the kernel's own notification ends the wait.  Bounded
+ * by HOLDBACK_MAX groups: beyond it, a call waits for the kernel as before.
+ * Nothing is read while no call waits: idle, freezerd still never wakes. */
+#define HOLDBACK_WINDOW_USEC (20 * USEC_PER_MSEC)
+#define HOLDBACK_FIRST_USEC ((uint64_t) 250)
+#define HOLDBACK_STEPS 11
+#define HOLDBACK_MAX 256
+
+/* 0.25, 0.5, 1 ms, then every 2 ms to 16 ms: a task that freezes is seen
+ * within 2 ms, in 11 reads at most. */
+static uint64_t holdback_due(const GroupData *d) {
+        unsigned k = d->holdback_step;
+        return d->holdback_since + (k < 3 ? HOLDBACK_FIRST_USEC << k : 2 * USEC_PER_MSEC * (k - 2));
+}
+
+static void holdback_remove(Manager *m, GroupData *d) {
+        if (!d->in_holdback)
+                return;
+        if (d->holdback_prev)
+                d->holdback_prev->holdback_next = d->holdback_next;
+        else
+                m->holdback = d->holdback_next;
+        if (d->holdback_next)
+                d->holdback_next->holdback_prev = d->holdback_prev;
+        d->holdback_next = d->holdback_prev = NULL;
+        d->in_holdback = false;
+        m->n_holdback--;
+}
+
+static void holdback_rearm(Manager *m, uint64_t now) {
+        uint64_t next = UINT64_MAX;
+
+        for (GroupData *d = m->holdback; d; d = d->holdback_next)
+                if (holdback_due(d) < next)
+                        next = holdback_due(d);
+        if (next == UINT64_MAX) {
+                (void) evtimer_del(m->holdback_timer);
+                return;
+        }
+        uint64_t wait = next > now ? next - now : 0;
+        struct timeval tv = { .tv_sec = (time_t) (wait / USEC_PER_SEC), .tv_usec = (suseconds_t) (wait % USEC_PER_SEC) };
+        /* Should it fail, the kernel's own notifications still end the wait. */
+        if (evtimer_add(m->holdback_timer, &tv) < 0)
+                log_debug("Cannot arm the re-read of held-back notifications");
+}
+
+static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec();
+
+        /* Reading a group changes no one's place in the list: only a group's
+         * removal (never during a read) or this loop does. */
+        for (GroupData *d = m->holdback, *next; d; d = next) {
+                Group *g = d->group;
+
+                next = d->holdback_next;
+                if (!m->operations || !g->e_freeze || g->frozen) {
+                        holdback_remove(m, d);
+                        continue;
+                }
+                if (now < holdback_due(d))
+                        continue;
+                (void) group_read_events(m, g);
+                if (g->frozen || ++d->holdback_step >= HOLDBACK_STEPS)
+                        holdback_remove(m, d);
+        }
+        manager_dispatch(m);
+        holdback_rearm(m, now_usec());
+}
+
+static void holdback_add(Manager *m, Group *g, uint64_t now) {
+        GroupData *d = group_data(g);
+
+        if (d->in_holdback || m->n_holdback >= HOLDBACK_MAX)
+                return;
+        d->holdback_since = now;
+        d->holdback_step = 0;
+        d->holdback_prev = NULL;
+        d->holdback_next = m->holdback;
+        if (m->holdback)
+                m->holdback->holdback_prev = d;
+        m->holdback = d;
+        d->in_holdback = true;
+        m->n_holdback++;
+}
+
+/* op waits: the groups it waits on whose change the kernel may hold back. */
+static void operation_watch_holdback(Operation *op) {
+        Manager *m = op->manager;
+        uint64_t now = now_usec();
+        unsigned before = m->n_holdback;
+
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                OpEntry *e = &op->entries[i];
+                Group *top = e->group;
+
+                if (!top || e->done || !top->e_freeze)
+                        continue; /* a thaw is synchronous in the kernel: read at the write */
+                for (Group *x = top; x;) {
+                        GroupData *xd = group_data(x);
+                        if (!x->populated) { /* nothing below it to wait for */
+                                x = tree_next_preorder_skip(top, x);
+                                continue;
+                        }
+                        if (x->e_freeze && !x->frozen && xd->notified_usec > 0 &&
+                            now - xd->notified_usec < HOLDBACK_WINDOW_USEC)
+                                holdback_add(m, x, now);
+                        x = tree_next_preorder(top, x);
+                }
+        }
+        if (m->n_holdback > before)
+                holdback_rearm(m, now);
+}
+
 static int operation_arm(Operation *op) {
         struct timeval tv = {
                 .tv_sec = (time_t) (op->timeout_usec / USEC_PER_SEC),
@@ -1609,6 +1751,7 @@ static int operation_arm(Operation *op) {
                 return -ENOMEM;
         if (evtimer_add(op->timer, &tv) < 0)
                 return -EIO;
+        operation_watch_holdback(op);
         return 0;
 }
 
@@ -2622,7 +2765,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->inotify_event = event_new(base, m->inotify_fd, EV_READ | EV_PERSIST, on_inotify, m);
         m->events_epoll_event = event_new(base, m->events_epfd, EV_READ | EV_PERSIST, on_inotify, m);
         m->inotify_resume = evtimer_new(base, on_inotify_resume, m);
-        if (!m->inotify_event || !m->events_epoll_event || !m->inotify_resume ||
+        m->holdback_timer = evtimer_new(base, on_holdback, m);
+        if (!m->inotify_event || !m->events_epoll_event || !m->inotify_resume || !m->holdback_timer ||
             event_add(m->inotify_event, NULL) < 0 || event_add(m->events_epoll_event, NULL) < 0) {
                 manager_free(m);
                 return -ENOMEM;
@@ -2930,6 +3074,9 @@ Manager *manager_free(Manager *m) {
         if (m->inotify_resume)
                 event_free(m->inotify_resume);
         m->inotify_resume = NULL;
+        if (m->holdback_timer)
+                event_free(m->holdback_timer);
+        m->holdback_timer = NULL;
         if (m->events_epoll_event)
                 event_free(m->events_epoll_event);
         m->events_epoll_event = NULL;

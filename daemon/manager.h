@@ -70,6 +70,14 @@ typedef struct GroupData {
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
         size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
+        /* The kernel's rate limit on its cgroup.events (see holdback_add()):
+         * when the file was last notified, as far as freezerd knows (0: not
+         * lately), and its place in Manager.holdback while it is re-read. */
+        uint64_t notified_usec;
+        uint64_t holdback_since;
+        unsigned holdback_step;
+        bool in_holdback;
+        struct GroupData *holdback_next, *holdback_prev;
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
 
@@ -186,6 +194,11 @@ struct Manager {
         unsigned n_operations_peak; /* since the last time few were left */
         bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
+        /* Groups a waiting call needs whose notification the kernel may be
+         * holding back (holdback_add()), re-read from holdback_timer. */
+        GroupData *holdback;
+        unsigned n_holdback;
+        struct event *holdback_timer;
 
         struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
 
