@@ -1626,7 +1626,9 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
  * those (populated, not yet frozen, notified within the interval as far as
  * freezerd saw: group_apply_events() and group_write_freeze() note it), from
  * 0.25 ms after it was armed to 16 ms (holdback_due()), until they read
- * frozen; past that, the kernel's own notification ends the wait.  Bounded
+ * frozen or the interval since that notification is over (20 ms: 10 ms and
+ * two jiffies at HZ=100); past that, the kernel's own notification ends the
+ * wait.  Bounded
  * by HOLDBACK_MAX groups: beyond it, a call waits for the kernel as before.
  * Nothing is read while no call waits: idle, freezerd still never wakes. */
 #define HOLDBACK_WINDOW_USEC (20 * USEC_PER_MSEC)
@@ -1682,7 +1684,9 @@ static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
                 Group *g = d->group;
 
                 next = d->holdback_next;
-                if (!m->operations || !g->e_freeze || g->frozen) {
+                /* Past the interval the kernel's own notification has come, or
+                 * comes without holding back. */
+                if (!m->operations || !g->e_freeze || g->frozen || now - d->notified_usec > HOLDBACK_WINDOW_USEC) {
                         holdback_remove(m, d);
                         continue;
                 }

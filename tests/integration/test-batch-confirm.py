@@ -31,10 +31,10 @@ notified within the kernel's interval (holdback_add() in daemon/manager.c).  To 
 sure freezerd read /p/c after its write, and before the kill, the test makes a bus
 round trip to freezerd first (it handles the batch, and reads what its writes set
 off, before the next message).  freezerd re-reads at most 2 ms apart, so its reply
-must come first in most rounds where the kernel held the notification back 5 ms or
-more after the kill ("most" and not "every": a reply can be late by a few ms of the
+must come first in every round where the kernel held the notification back 5 ms or
+more after the kill, but one at most (spared for a reply late by a few ms of the
 host's scheduling on this kind of VM).  A freezerd that waits for the notification
-never answers first."""
+never answers first (session 11's build: in 0 rounds of 7)."""
 
 import os
 import signal
@@ -126,8 +126,8 @@ def test():
                         what='freezerd to drop /p/c/x')
             sc.spawn_sleepers('/p/c', 1)
             conclusive, first = run_layout(sc, d, fuse, '/p/c')
-        ft.check(2 * first > conclusive, "with the tasks in /p/c, the reply came before the kernel's held-back "
-                 'notification in most rounds where it was held back', f'in {first} of {conclusive}')
+        ft.check(first >= conclusive - 1, "with the tasks in /p/c, the reply came before the kernel's held-back "
+                 'notification in all rounds where it was held back but one at most', f'in {first} of {conclusive}')
 
 
 ft.run(test)
