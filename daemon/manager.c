@@ -157,7 +157,7 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                 cover_set(d, false);
                 reread_below = true;
         }
-        /* The kernel notified this change (see holdback_add()); an empty group
+        /* The kernel notified this change (see operation_watch_holdback()); an empty group
          * needs no record: nothing of it is ever held back that we wait for. */
         if ((populated || g->populated) && (populated != g->populated || frozen != g->frozen))
                 d->notified_usec = now_usec();
@@ -1613,24 +1613,7 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
 
 /* ---- notifications the kernel holds back ---------------------------------------------------------------- */
 
-/* The kernel notifies a cgroup.events no sooner than CGROUP_FILE_NOTIFY_MIN_INTV
- * (10 ms rounded up to jiffies) after its previous notification: a change
- * within that interval is sent from a timer at its end, 10 to 20 ms later
- * depending on HZ (11–16 ms measured here, HZ=250).  Two common calls hit it:
- * a batch that freezes a group and a group below it with tasks of its own (a
- * RECURSIVE freeze of a pod: the write of a container, which its pod freezes
- * already, changes nothing and is notified at once, and its tasks freeze
- * 0.2–1.5 ms later), and a freeze right after a thaw (the thaw was notified).
- * The waiting call would wait the rest of the interval for a change that
- * happened long before.  So a waiting call re-reads such groups, and only
- * those (populated, not yet frozen, notified within the interval as far as
- * freezerd saw: group_apply_events() and group_write_freeze() note it), from
- * 0.25 ms after it was armed to 16 ms (holdback_due()), until they read
- * frozen or the interval since that notification is over (20 ms: 10 ms and
- * two jiffies at HZ=100); past that, the kernel's own notification ends the
- * wait.  Bounded
- * by HOLDBACK_MAX groups: beyond it, a call waits for the kernel as before.
- * Nothing is read while no call waits: idle, freezerd still never wakes. */
+/* See operation_watch_holdback(). */
 #define HOLDBACK_WINDOW_USEC (20 * USEC_PER_MSEC)
 #define HOLDBACK_FIRST_USEC ((uint64_t) 250)
 #define HOLDBACK_STEPS 11
@@ -1686,7 +1669,7 @@ static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
                 next = d->holdback_next;
                 /* Past the interval the kernel's own notification has come, or
                  * comes without holding back. */
-                if (!m->operations || !g->e_freeze || g->frozen || now - d->notified_usec > HOLDBACK_WINDOW_USEC) {
+                if (!m->operations || !g->e_freeze || g->frozen || d->notified_usec + HOLDBACK_WINDOW_USEC < now) {
                         holdback_remove(m, d);
                         continue;
                 }
@@ -1716,7 +1699,26 @@ static void holdback_add(Manager *m, Group *g, uint64_t now) {
         m->n_holdback++;
 }
 
-/* op waits: the groups it waits on whose change the kernel may hold back. */
+/* A waiting call: the groups it waits on whose change the kernel may hold back.
+ *
+ * The kernel notifies a cgroup.events no sooner than CGROUP_FILE_NOTIFY_MIN_INTV
+ * (10 ms rounded up to jiffies) after its previous notification: a change
+ * within that interval is sent from a timer at its end, 10 to 20 ms later
+ * depending on HZ (11–16 ms measured here, HZ=250).  Two common calls hit it:
+ * a batch that freezes a group and a group below it with tasks of its own (a
+ * RECURSIVE freeze of a pod: the write of a container, which its pod freezes
+ * already, changes nothing and is notified at once, and its tasks freeze
+ * 0.2–1.5 ms later), and a freeze right after a thaw (the thaw was notified).
+ * The call would wait the rest of the interval for a change that happened
+ * long before.  So it re-reads such groups, and only those: populated, not yet
+ * frozen, and notified within the interval as far as freezerd saw
+ * (group_apply_events() and group_write_freeze() note it).  It reads them from
+ * 0.25 ms after it was armed to 16 ms (holdback_due()), until they read frozen
+ * or the interval since that notification is over (HOLDBACK_WINDOW_USEC: 10 ms
+ * and two jiffies at HZ=100); past that, the kernel's own notification ends
+ * the wait.  At most HOLDBACK_MAX groups: beyond them, a call waits for the
+ * kernel as before.  Nothing is read while no call waits: idle, freezerd still
+ * never wakes. */
 static void operation_watch_holdback(Operation *op) {
         Manager *m = op->manager;
         uint64_t now = now_usec();
@@ -1735,7 +1737,7 @@ static void operation_watch_holdback(Operation *op) {
                                 continue;
                         }
                         if (x->e_freeze && !x->frozen && xd->notified_usec > 0 &&
-                            now - xd->notified_usec < HOLDBACK_WINDOW_USEC)
+                            xd->notified_usec + HOLDBACK_WINDOW_USEC > now)
                                 holdback_add(m, x, now);
                         x = tree_next_preorder(top, x);
                 }

@@ -70,7 +70,7 @@ typedef struct GroupData {
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
         size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
-        /* The kernel's rate limit on its cgroup.events (see holdback_add()):
+        /* The kernel's rate limit on its cgroup.events (see operation_watch_holdback()):
          * when the file was last notified, as far as freezerd knows (0: not
          * lately), and its place in Manager.holdback while it is re-read. */
         uint64_t notified_usec;
@@ -195,7 +195,7 @@ struct Manager {
         bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
         /* Groups a waiting call needs whose notification the kernel may be
-         * holding back (holdback_add()), re-read from holdback_timer. */
+         * holding back (operation_watch_holdback()), re-read from holdback_timer. */
         GroupData *holdback;
         unsigned n_holdback;
         struct event *holdback_timer;

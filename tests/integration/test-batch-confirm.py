@@ -27,10 +27,10 @@ The same again with the tasks in /p/c itself (no /p/c/x).  Then nothing but /p/c
 own, held-back notification says that /p/c froze (/p, without tasks of its own, is
 notified, but a freezerd that has read /p/c after its write learns nothing from
 it), so freezerd re-reads /p/c while its call waits, because its write of /p/c was
-notified within the kernel's interval (holdback_add() in daemon/manager.c).  To be
-sure freezerd read /p/c after its write, and before the kill, the test makes a bus
-round trip to freezerd first (it handles the batch, and reads what its writes set
-off, before the next message).  freezerd re-reads at most 2 ms apart, so its reply
+notified within the kernel's interval (operation_watch_holdback() in
+daemon/manager.c).  To be sure freezerd read /p/c after its write, and before the
+kill, the test makes a bus round trip to freezerd first (it handles the batch, and
+reads what its writes set off, before the next message).  freezerd re-reads at most 2 ms apart, so its reply
 must come first in every round where the kernel held the notification back 5 ms or
 more after the kill, but one at most (spared for a reply late by a few ms of the
 host's scheduling on this kind of VM).  A freezerd that waits for the notification

@@ -11,7 +11,7 @@ and the kernel says so only at the end of the interval.  (The tasks in /g are `c
 that echo a line only when they run: the test waits for their echoes after the
 thaw, for a task that has not left the freezer yet when the freeze comes stays
 frozen, and the group then reads frozen at once.)  freezerd re-reads /g while
-the call waits (holdback_add() in daemon/manager.c), at most 2 ms apart.
+the call waits (operation_watch_holdback() in daemon/manager.c), at most 2 ms apart.
 
 Each round: Freeze /g, let the interval of that freeze's notification pass (30 ms:
 no event marks its end), Thaw /g, wait for the test's own inotify notification of
