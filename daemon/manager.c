@@ -157,8 +157,9 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                 cover_set(d, false);
                 reread_below = true;
         }
-        /* The kernel notified this change (see operation_watch_holdback()); an empty group
-         * needs no record: nothing of it is ever held back that we wait for. */
+        /* The kernel notified this change (see operation_watch_holdback()); an
+         * empty group needs no record: nothing of it that we wait for is ever
+         * held back. */
         if ((populated || g->populated) && (populated != g->populated || frozen != g->frozen))
                 d->notified_usec = now_usec();
         tree_set_populated(m->tree, g, populated);
@@ -176,14 +177,13 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
                 }
         }
         /* The kernel sets a group frozen once its own tasks and every
-         * descendant are, in the same step that freezes the last of them.  But
-         * it notifies a cgroup.events no sooner than 10 ms after the previous
-         * notification of that file (CGROUP_FILE_NOTIFY_MIN_INTV: 12 ms at
-         * HZ=250), and a cgroup.freeze write that changes nothing notifies at
-         * once (every group below a batch's top is frozen by it already): a
-         * waiting batch over groups without tasks of their own waited those
-         * 12 ms for each of them.  So when g's change leaves all its parent's
-         * descendants frozen, the parent is read now (and so on up). */
+         * descendant are, in the same step that freezes the last of them, but
+         * may hold back its notification (see operation_watch_holdback()): a
+         * cgroup.freeze write that changed nothing, as of every group below a
+         * batch's top, was notified at once.  A waiting batch over groups
+         * without tasks of their own waited 12 ms for each of them.  So when
+         * g's change leaves all its parent's descendants frozen, the parent is
+         * read now (and so on up). */
         Group *p = g->parent;
         if (became_frozen && p && p->e_freeze && !p->frozen && p->n_frozen_descendants == p->n_descendants)
                 (void) group_read_events(m, p);
@@ -1617,35 +1617,32 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
 #define HOLDBACK_WINDOW_USEC (20 * USEC_PER_MSEC)
 #define HOLDBACK_FIRST_USEC ((uint64_t) 250)
 #define HOLDBACK_STEPS 11
-#define HOLDBACK_MAX 256
+
+typedef struct HoldbackEntry HoldbackEntry;
 
 /* 0.25, 0.5, 1 ms, then every 2 ms to 16 ms: a task that freezes is seen
  * within 2 ms, in 11 reads at most. */
-static uint64_t holdback_due(const GroupData *d) {
-        unsigned k = d->holdback_step;
-        return d->holdback_since + (k < 3 ? HOLDBACK_FIRST_USEC << k : 2 * USEC_PER_MSEC * (k - 2));
+static uint64_t holdback_due(const HoldbackEntry *h) {
+        unsigned k = h->step;
+        return h->since + (k < 3 ? HOLDBACK_FIRST_USEC << k : 2 * USEC_PER_MSEC * (k - 2));
 }
 
+/* The last entry takes the place of the one removed. */
 static void holdback_remove(Manager *m, GroupData *d) {
-        if (!d->in_holdback)
+        if (d->holdback_slot == 0)
                 return;
-        if (d->holdback_prev)
-                d->holdback_prev->holdback_next = d->holdback_next;
-        else
-                m->holdback = d->holdback_next;
-        if (d->holdback_next)
-                d->holdback_next->holdback_prev = d->holdback_prev;
-        d->holdback_next = d->holdback_prev = NULL;
-        d->in_holdback = false;
-        m->n_holdback--;
+        HoldbackEntry *h = &m->holdback[d->holdback_slot - 1];
+        *h = m->holdback[--m->n_holdback];
+        group_data(h->group)->holdback_slot = d->holdback_slot;
+        d->holdback_slot = 0;
 }
 
 static void holdback_rearm(Manager *m, uint64_t now) {
         uint64_t next = UINT64_MAX;
 
-        for (GroupData *d = m->holdback; d; d = d->holdback_next)
-                if (holdback_due(d) < next)
-                        next = holdback_due(d);
+        for (unsigned i = 0; i < m->n_holdback; i++)
+                if (holdback_due(&m->holdback[i]) < next)
+                        next = holdback_due(&m->holdback[i]);
         if (next == UINT64_MAX) {
                 (void) evtimer_del(m->holdback_timer);
                 return;
@@ -1661,23 +1658,28 @@ static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
         Manager *m = userdata;
         uint64_t now = now_usec();
 
-        /* Reading a group changes no one's place in the list: only a group's
-         * removal (never during a read) or this loop does. */
-        for (GroupData *d = m->holdback, *next; d; d = next) {
-                Group *g = d->group;
+        /* Reading a group changes no entry: only a group's removal (never
+         * during a read) or this loop does, and a removal moves the last entry
+         * to i, which is then looked at next. */
+        for (unsigned i = 0; i < m->n_holdback;) {
+                HoldbackEntry *h = &m->holdback[i];
+                Group *g = h->group;
+                GroupData *d = group_data(g);
 
-                next = d->holdback_next;
                 /* Past the interval the kernel's own notification has come, or
                  * comes without holding back. */
                 if (!m->operations || !g->e_freeze || g->frozen || d->notified_usec + HOLDBACK_WINDOW_USEC < now) {
                         holdback_remove(m, d);
                         continue;
                 }
-                if (now < holdback_due(d))
-                        continue;
-                (void) group_read_events(m, g);
-                if (g->frozen || ++d->holdback_step >= HOLDBACK_STEPS)
-                        holdback_remove(m, d);
+                if (now >= holdback_due(h)) {
+                        (void) group_read_events(m, g);
+                        if (g->frozen || ++h->step >= HOLDBACK_STEPS) {
+                                holdback_remove(m, d);
+                                continue;
+                        }
+                }
+                i++;
         }
         manager_dispatch(m);
         holdback_rearm(m, now_usec());
@@ -1686,17 +1688,10 @@ static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
 static void holdback_add(Manager *m, Group *g, uint64_t now) {
         GroupData *d = group_data(g);
 
-        if (d->in_holdback || m->n_holdback >= HOLDBACK_MAX)
+        if (d->holdback_slot || m->n_holdback >= HOLDBACK_MAX)
                 return;
-        d->holdback_since = now;
-        d->holdback_step = 0;
-        d->holdback_prev = NULL;
-        d->holdback_next = m->holdback;
-        if (m->holdback)
-                m->holdback->holdback_prev = d;
-        m->holdback = d;
-        d->in_holdback = true;
-        m->n_holdback++;
+        m->holdback[m->n_holdback++] = (HoldbackEntry) { .group = g, .since = now };
+        d->holdback_slot = m->n_holdback;
 }
 
 /* A waiting call: the groups it waits on whose change the kernel may hold back.

@@ -28,6 +28,10 @@
  * trees (systemd slices, Kubernetes pods, nested containers) stay below 40. */
 #define GROUP_DEPTH_MAX 256
 
+/* Groups re-read at once while the kernel may hold back their notification
+ * (manager.c, operation_watch_holdback()); beyond them a call waits for it. */
+#define HOLDBACK_MAX 256
+
 /* getdents64 buffer of a directory listing. */
 #define SCAN_BUF_SIZE (16 * 1024)
 
@@ -72,12 +76,9 @@ typedef struct GroupData {
         OpEntry *entries; /* operations waiting on this group */
         /* The kernel's rate limit on its cgroup.events (see operation_watch_holdback()):
          * when the file was last notified, as far as freezerd knows (0: not
-         * lately), and its place in Manager.holdback while it is re-read. */
+         * lately), and 1 + its index in Manager.holdback while it is re-read, else 0. */
         uint64_t notified_usec;
-        uint64_t holdback_since;
-        unsigned holdback_step;
-        bool in_holdback;
-        struct GroupData *holdback_next, *holdback_prev;
+        unsigned holdback_slot;
         struct GroupPressure *pressure; /* *.pressure fds (opened lazily), clamps, triggers; NULL until used */
 } GroupData;
 
@@ -195,8 +196,13 @@ struct Manager {
         bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
         /* Groups a waiting call needs whose notification the kernel may be
-         * holding back (operation_watch_holdback()), re-read from holdback_timer. */
-        GroupData *holdback;
+         * holding back (operation_watch_holdback()), re-read from holdback_timer:
+         * each since when, and how many times already. */
+        struct HoldbackEntry {
+                Group *group;
+                uint64_t since;
+                unsigned step;
+        } holdback[HOLDBACK_MAX];
         unsigned n_holdback;
         struct event *holdback_timer;
 

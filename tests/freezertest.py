@@ -1198,6 +1198,55 @@ def reap_stale():
                 pass
 
 
+class EventsLog:
+    """The kernel's notifications of one group's cgroup.events as the test sees them:
+    its own inotify watch on the file, read from the loop.  seen holds (time, frozen)
+    for each read, frozen as the file says at that moment.  A context manager."""
+
+    def __init__(self, scratch, relpath):
+        self.scratch, self.relpath, self.seen = scratch, relpath, []
+        self.ino = Inotify()
+        self.ino.add_watch(scratch.abspath(relpath, 'cgroup.events'), Inotify.IN_MODIFY)
+        loop().add_reader(self.ino.fd, self._on_event)
+
+    def _on_event(self):
+        now = time.monotonic()
+        for _ in self.ino.read():
+            self.seen.append((now, self.scratch.read_events(self.relpath)['frozen']))
+
+    def discard_queued(self):
+        """Drop what the kernel queued and the loop has not read yet."""
+        self.ino.read()
+
+    def first_frozen(self, since):
+        """The time of the first notification at `since` or later that read frozen 1, or None."""
+        return min((t for t, f in self.seen if f == 1 and t >= since), default=None)
+
+    def wait_reply_and_frozen(self, call, since):
+        """Wait until `call` (a PendingCall) is answered and a notification at `since`
+        or later read frozen 1; returns (when the reply was seen, that notification's time)."""
+        t_reply = None
+
+        def done():
+            nonlocal t_reply
+            if t_reply is None and call.done():
+                t_reply = time.monotonic()
+            return t_reply is not None and self.first_frozen(since) is not None
+        wait_for(done, what=f'the reply and the notification of {self.relpath} frozen')
+        return t_reply, self.first_frozen(since)
+
+    def close(self):
+        if self.ino.fd >= 0:
+            loop().remove_reader(self.ino.fd)
+            self.ino.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Echo:
     """A `cat` in a group: ping() proves the group runs (the echo comes back)."""
 

@@ -52,42 +52,25 @@ TIMEOUT_USEC = 10_000_000
 def run_layout(sc, d, fuse, tasks_in):
     """ROUNDS of ApplyBatch [/p, /p/c] with the tasks in tasks_in; returns (conclusive
     rounds, those of them where the reply came first)."""
-    ino = ft.Inotify()
-    seen = []  # (time, frozen) of each notification of /p/c's cgroup.events
-
-    def on_c():
-        now = time.monotonic()
-        for _ in ino.read():
-            seen.append((now, sc.read_events('/p/c')['frozen']))
-    ino.add_watch(sc.abspath('/p/c', 'cgroup.events'), ft.Inotify.IN_MODIFY)
-    ft.loop().add_reader(ino.fd, on_c)
     groups = sorted({'/p', '/p/c', tasks_in})
     conclusive = first = 0
-    try:
+    with ft.EventsLog(sc, '/p/c') as notes:
         for rnd in range(ROUNDS):
             stuck = fuse.spawn_stuck(sc, tasks_in)
-            seen.clear()
+            notes.seen.clear()
             call = d.client.call_async('ApplyBatch', [('/p', True), ('/p/c', True)], 'auto',
                                        TIMEOUT_USEC, 0)
             # Step 2: freezerd's write of /p/c (its flag reads 1 by then).
-            ft.wait_for(lambda: seen and sc.read_freeze('/p/c') == 1,
+            ft.wait_for(lambda: notes.seen and sc.read_freeze('/p/c') == 1,
                         what="the notification of freezerd's write of /p/c")
             # freezerd has handled the batch, and read /p/c after its writes.
             ft.check_equal(d.client.group_property('/p/c', 'Freeze'), True, 'Freeze of /p/c')
             ft.check(not call.done(), f'the batch waits while a task of {tasks_in} cannot freeze')
             t_kill = time.monotonic()
             os.kill(stuck.pid, signal.SIGKILL)
-            t_reply = None
-
-            def replied_and_notified():
-                nonlocal t_reply
-                if t_reply is None and call.done():
-                    t_reply = time.monotonic()
-                return t_reply is not None and any(f == 1 and t >= t_kill for t, f in seen)
-            ft.wait_for(replied_and_notified, what='the reply and the notification of /p/c frozen')
+            t_reply, t_c = notes.wait_reply_and_frozen(call, t_kill)
             stuck.wait()
             ft.check_equal(call.result(), (2, 0), 'ApplyBatch (writes, skipped)')
-            t_c = min(t for t, f in seen if f == 1 and t >= t_kill)
             for g in groups:
                 ft.check_equal(sc.read_events(g)['frozen'], 1, f'kernel: {g} frozen')
             ft.check_equal(d.client.group_property('/p/c', 'Frozen'), True, 'Frozen of /p/c')
@@ -104,9 +87,6 @@ def run_layout(sc, d, fuse, tasks_in):
             d.client.call('ApplyBatch', [('/p', False), ('/p/c', False)], 'auto', TIMEOUT_USEC, 0)
             for g in groups:
                 sc.wait_events(g, frozen=0)
-    finally:
-        ft.loop().remove_reader(ino.fd)
-        ino.close()
     ft.check(conclusive > 0, f'with the tasks in {tasks_in}, in at least one round the kernel held back the '
              'notification of /p/c', f'none of {ROUNDS} rounds killed the blocked task within its interval')
     return conclusive, first

@@ -21,7 +21,7 @@ did hold it back).  Asserted: there are conclusive rounds, and in all of them bu
 at most the reply came first (one is spared for a reply late by the host's scheduling
 on this kind of VM).  A freezerd that waits for the notification answers first only
 when its own read just after its write finds the tasks frozen already: session 11's
-build did so in 2-4 rounds of 9.  Each round checks the kernel's state and freezerd's
+build did so in 2-6 rounds of 9.  Each round checks the kernel's state and freezerd's
 Frozen too."""
 
 import os
@@ -44,40 +44,23 @@ def test():
         sc.mkdir('/g')
         echoes = [sc.spawn_echo('/g') for _ in range(ECHOES)]
         with ft.Daemon(bus, sc.root) as d:
-            ino = ft.Inotify()
-            seen = []  # (time, frozen) of each notification of /g's cgroup.events
-
-            def on_g():
-                now = time.monotonic()
-                for _ in ino.read():
-                    seen.append((now, sc.read_events('/g')['frozen']))
-            ino.add_watch(sc.abspath('/g', 'cgroup.events'), ft.Inotify.IN_MODIFY)
-            ft.loop().add_reader(ino.fd, on_g)
             conclusive = first = 0
-            try:
+            with ft.EventsLog(sc, '/g') as notes:
                 for rnd in range(ROUNDS):
                     d.client.call('Freeze', '/g', TIMEOUT_USEC, 0)
                     time.sleep(INTERVAL_PASSED)  # not a wait for an event: the kernel's interval
-                    ino.read()  # what the kernel sent before: not this round's
-                    seen.clear()
+                    notes.discard_queued()  # what the kernel sent before: not this round's
+                    notes.seen.clear()
                     d.client.call('Thaw', '/g', TIMEOUT_USEC, 0)
-                    ft.wait_for(lambda: any(f == 0 for _, f in seen), what="the notification of /g's thaw")
+                    ft.wait_for(lambda: any(f == 0 for _, f in notes.seen), what="the notification of /g's thaw")
                     # The task runs again.  Had it not yet left the freezer when the
                     # freeze comes, it would stay frozen and /g read frozen at once.
                     tokens = [(e, e.send()) for e in echoes]
                     ft.wait_for(lambda: all(t in e.buf for e, t in tokens), what='an echo from every task of /g')
                     t_call = time.monotonic()
                     call = d.client.call_async('Freeze', '/g', TIMEOUT_USEC, 0)
-                    t_reply = None
-
-                    def replied_and_notified():
-                        nonlocal t_reply
-                        if t_reply is None and call.done():
-                            t_reply = time.monotonic()
-                        return t_reply is not None and any(f == 1 and t >= t_call for t, f in seen)
-                    ft.wait_for(replied_and_notified, what='the reply and the notification of /g frozen')
+                    t_reply, t_note = notes.wait_reply_and_frozen(call, t_call)
                     call.result()  # raises if the call failed
-                    t_note = min(t for t, f in seen if f == 1 and t >= t_call)
                     ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel: /g frozen')
                     ft.check_equal(d.client.group_property('/g', 'Frozen'), True, 'Frozen of /g')
                     held = t_note - t_call
@@ -86,9 +69,6 @@ def test():
                     if held >= HELD_BACK:
                         conclusive += 1
                         first += t_reply < t_note
-            finally:
-                ft.loop().remove_reader(ino.fd)
-                ino.close()
             d.client.call('Thaw', '/g', TIMEOUT_USEC, 0)
             ft.check(conclusive > 0, 'in at least one round the kernel held back the notification of /g',
                      f'none of {ROUNDS} rounds')
