@@ -52,6 +52,7 @@ int config_init_defaults(Config *c) {
                 .track = track,
                 .n_track = 1,
                 .default_timeout_usec = CONFIG_DEFAULT_TIMEOUT_USEC,
+                .realtime_writes = true,
         };
         return 0;
 }
@@ -421,6 +422,14 @@ static int parse_default_timeout_usec(ParseContext *ctx, struct json_object *v, 
         return 0;
 }
 
+static int parse_realtime_writes(ParseContext *ctx, struct json_object *v, Config *c) {
+        if (!json_object_is_type(v, json_type_boolean))
+                return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
+                                 "\"realtime_writes\" must be true or false, got %s", json_type_phrase(v));
+        c->realtime_writes = json_object_get_boolean(v);
+        return 0;
+}
+
 static const struct {
         const char *name;
         int (*parse)(ParseContext *ctx, struct json_object *v, Config *c);
@@ -428,6 +437,7 @@ static const struct {
         { "cgroup_root",          parse_cgroup_root          },
         { "track",                parse_track                },
         { "default_timeout_usec", parse_default_timeout_usec },
+        { "realtime_writes",      parse_realtime_writes      },
 };
 
 /* ---------------------------------------------------------------------------

@@ -6,13 +6,15 @@
  *   {
  *     "cgroup_root": "/sys/fs/cgroup/unified/pods",   (optional; default: the cgroup2 mount)
  *     "track": ["/"],                                   (optional; API paths below the root)
- *     "default_timeout_usec": 10000000                  (optional; > 0)
+ *     "default_timeout_usec": 10000000,                 (optional; > 0)
+ *     "realtime_writes": true                           (optional; see freeze-writer.h)
  *   }
  *
  * A missing file means defaults.  Bad JSON, an unknown key, a wrong type or an
  * invalid value is an error whose message names the file, the line and the key,
  * e.g. "freezerd.json:3: unknown key \"trak\"". */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,7 @@ typedef struct Config {
         char **track;                  /* normalized API paths; NULL-terminated; default {"/"} */
         size_t n_track;
         uint64_t default_timeout_usec; /* default CONFIG_DEFAULT_TIMEOUT_USEC */
+        bool realtime_writes;          /* big cgroup.freeze writes from a SCHED_FIFO thread; default true */
 } Config;
 
 /* Fill *c with defaults. */

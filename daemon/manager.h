@@ -163,6 +163,7 @@ struct Manager {
         size_t n_outer_freeze_fds;
         int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
+        bool realtime_refused; /* the kernel refused SCHED_FIFO once (manager_write_freezes()): not asked again */
         int root_fd;       /* O_PATH|O_DIRECTORY */
 
         Tree *tree;

@@ -898,17 +898,19 @@ class Daemon:
 
     config: dict written as the JSON configuration file (default {}).
     args: extra command-line arguments.
+    wrapper: a command freezerd runs under (before FREEZERD_WRAPPER's), e.g. setpriv.
     state_dir, runtime_dir: directories to use (default: fresh ones, removed on exit);
       pass the same state_dir to a second Daemon to test a restart.
     On exit: SIGTERM, and the exit status must be 0 (else the test fails); the log
     (stdout+stderr) is printed whenever the test failed."""
 
     def __init__(self, bus, cgroup_root, config=None, args=(), env=None, connect=True, ready_timeout=None,
-                 state_dir=None, runtime_dir=None):
+                 state_dir=None, runtime_dir=None, wrapper=()):
         self.bus = bus
         self.cgroup_root = cgroup_root
         self.config = {} if config is None else config
         self.args = list(args)
+        self.wrapper = list(wrapper)
         self.extra_env = env or {}
         self.connect = connect
         self.ready_timeout = ready_timeout
@@ -949,7 +951,7 @@ class Daemon:
             self.runtime_dir = os.path.join(self.tmpdir, 'run')
             os.mkdir(self.runtime_dir)
 
-        argv = FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
+        argv = self.wrapper + FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
                                    f'--cgroup-root={self.cgroup_root}', f'--config={self.config_path}',
                                    f'--runtime-dir={self.runtime_dir}', f'--state-dir={self.state_dir}'] + self.args
         env = dict(os.environ, NOTIFY_SOCKET=notify_path, **self.extra_env)

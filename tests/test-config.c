@@ -9,7 +9,7 @@
 static bool is_default(const Config *c) {
         return !c->cgroup_root &&
                c->n_track == 1 && c->track && streq_ptr(c->track[0], "/") && !c->track[1] &&
-               c->default_timeout_usec == CONFIG_DEFAULT_TIMEOUT_USEC;
+               c->default_timeout_usec == CONFIG_DEFAULT_TIMEOUT_USEC && c->realtime_writes;
 }
 
 static void test_defaults(void) {
@@ -71,6 +71,13 @@ static void test_valid(void) {
         config_done(&c);
 
         /* Only some keys; the others keep their defaults. */
+        CHECK_R(parse("{\"realtime_writes\": false}", &c, &error), 0);
+        CHECK(!c.realtime_writes && c.default_timeout_usec == CONFIG_DEFAULT_TIMEOUT_USEC);
+        config_done(&c);
+        CHECK_R(parse("{\"realtime_writes\": true}", &c, &error), 0);
+        CHECK(is_default(&c));
+        config_done(&c);
+
         CHECK_R(parse("{\"default_timeout_usec\": 1}", &c, &error), 0);
         CHECK(!c.cgroup_root && c.n_track == 1 && streq(c.track[0], "/") && c.default_timeout_usec == 1);
         config_done(&c);
@@ -201,6 +208,14 @@ static void test_errors(void) {
             "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 18446744073709551615");
         ERR("{\"default_timeout_usec\": -99999999999999999999999}",
             "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got -9223372036854775808");
+
+        /* realtime_writes */
+        ERR("{\n  \"realtime_writes\": \"no\"\n}",
+            "freezerd.json:2: \"realtime_writes\" must be true or false, got a string");
+        ERR("{\"realtime_writes\": 0}",
+            "freezerd.json:1: \"realtime_writes\" must be true or false, got an integer");
+        ERR("{\"realtime_writes\": null}",
+            "freezerd.json:1: \"realtime_writes\" must be true or false, got null");
 
         /* cgroup_root */
         ERR("{\n  \"cgroup_root\": 5\n}",

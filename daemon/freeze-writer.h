@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* cgroup.freeze writes that the kernel's notification work cannot get in
+ * between.
+ *
+ * A write that freezes or thaws a big subtree makes the kernel queue its
+ * notification of every cgroup.events that changed, as one work item on the
+ * writer's CPU (kernfs_notify_workfn(), about 0.6 µs a file here).  That
+ * kworker preempts a normal-priority writer as its write(2) returns, and, on a
+ * kernel without preemption of kernel code, keeps the CPU until its whole list
+ * is done: 2-3 ms for 4,000 groups, before the next write of the batch, the
+ * settling and the reply.  A SCHED_FIFO thread is not preempted by it: the
+ * writes go out back to back, and the caller, woken when the thread ends, can
+ * run on another CPU while the kworker runs on this one.
+ *
+ * The thread lives for one call (so that freezerd stays single-threaded at
+ * rest: a second thread makes every fd lookup of the process take a reference,
+ * see the README) and is pinned to the caller's CPU: the caller runs there, so
+ * no kworker is in the middle of its list there, and a real-time thread that
+ * wakes behind one (on another CPU) would wait for all of it. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct FreezeWrite {
+        int fd;     /* a cgroup.freeze open for writing; < 0: nothing to write */
+        bool value; /* the flag to write */
+        int r;      /* out: 0, -errno of the write, or -ECANCELED (an earlier one failed) */
+} FreezeWrite;
+
+/* What the thread ran as, for the unit test (NULL elsewhere). */
+typedef struct FreezeWriterReport {
+        int caller_cpu, cpu;  /* the caller's CPU when it made the thread; the thread's */
+        int policy, priority; /* the thread's scheduling */
+        bool signals_blocked; /* every signal blocked in the thread */
+} FreezeWriterReport;
+
+/* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
+ * calling CPU and waits for it; the writes stop at the first failure (see r).
+ * delay_usec (crash tests only, else 0) sleeps after each write.
+ *
+ * Returns 0 once the thread did them, else a negative errno and nothing was
+ * written (the caller writes itself): -EPERM if real-time scheduling is
+ * refused (no CAP_SYS_NICE and RLIMIT_RTPRIO 0, or RestrictRealtime=),
+ * -EAGAIN, -ENOMEM or -EINVAL if the thread could not be made. */
+int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, FreezeWriterReport *report);
+
+/* The writes of freeze_write_realtime() without a thread, in the caller. */
+void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec);

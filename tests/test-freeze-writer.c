@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* freeze_write_realtime() and freeze_write_direct() over plain files (the
+ * writes are pwrite()s of "0"/"1" at offset 0, whatever the file): results,
+ * the stop at the first failure, and how the thread ran.  Needs real-time
+ * scheduling (root, or RLIMIT_RTPRIO >= 1); exits 77 without it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "freeze-writer.h"
+#include "test-util.h"
+
+#define N 5
+
+static int tmpfile_fd(void) {
+        char name[] = "/tmp/test-freeze-writer-XXXXXX";
+        int fd = mkstemp(name);
+        if (fd >= 0)
+                (void) unlink(name);
+        return fd;
+}
+
+/* The file's first byte, or '-' if it has none. */
+static char content(int fd) {
+        char c;
+        return pread(fd, &c, 1, 0) == 1 ? c : '-';
+}
+
+typedef int (*run_t)(FreezeWrite *w, size_t n);
+
+static int run_realtime(FreezeWrite *w, size_t n) {
+        return freeze_write_realtime(w, n, 0, NULL);
+}
+
+static int run_direct(FreezeWrite *w, size_t n) {
+        freeze_write_direct(w, n, 0);
+        return 0;
+}
+
+static void test_writes(const char *what, run_t run) {
+        int fds[N], ro;
+        FreezeWrite w[N];
+
+        for (int i = 0; i < N; i++) {
+                fds[i] = tmpfile_fd();
+                CHECK(fds[i] >= 0);
+        }
+
+        /* All written, in order; an fd < 0 is left out and counts as done. */
+        for (int i = 0; i < N; i++)
+                w[i] = (FreezeWrite) { .fd = i == 2 ? -1 : fds[i], .value = i % 2 == 0, .r = 12345 };
+        CHECK_R(run(w, N), 0);
+        for (int i = 0; i < N; i++) {
+                CHECK_R(w[i].r, 0);
+                CHECK(content(fds[i]) == (i == 2 ? '-' : i % 2 == 0 ? '1' : '0'));
+        }
+        /* A second write replaces the first byte (offset 0), as for cgroup.freeze. */
+        w[0].value = false;
+        CHECK_R(run(w, 1), 0);
+        CHECK(content(fds[0]) == '0');
+
+        /* A failure stops the writes: those after it are not made. */
+        /* fds[2], never written above, read-only. */
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fds[2]);
+        ro = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(ro >= 0);
+        for (int i = 0; i < N; i++)
+                w[i] = (FreezeWrite) { .fd = i == 2 ? ro : fds[i], .value = true, .r = 12345 };
+        CHECK_R(run(w, N), 0);
+        CHECK_R(w[0].r, 0);
+        CHECK_R(w[1].r, 0);
+        CHECK_R(w[2].r, -EBADF);
+        CHECK_R(w[3].r, -ECANCELED);
+        CHECK_R(w[4].r, -ECANCELED);
+        CHECK(content(fds[1]) == '1');
+        CHECK(content(fds[3]) == '0' && content(fds[4]) == '1'); /* as the first round left them */
+
+        /* Nothing to write. */
+        CHECK_R(run(w, 0), 0);
+
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        close(ro);
+        printf("%s: done\n", what);
+}
+
+static void test_report(void) {
+        FreezeWriterReport rep;
+        FreezeWrite w = { .fd = tmpfile_fd(), .value = true };
+
+        CHECK(w.fd >= 0);
+        CHECK_R(freeze_write_realtime(&w, 1, 0, &rep), 0);
+        CHECK_R(w.r, 0);
+        CHECK_R(rep.policy, SCHED_FIFO);
+        CHECK_R(rep.priority, 1);
+        /* Pinned to the caller's CPU at the time of the call. */
+        CHECK(rep.caller_cpu >= 0);
+        CHECK_R(rep.cpu, rep.caller_cpu);
+        CHECK(rep.signals_blocked);
+        /* The caller's own scheduling is untouched. */
+        CHECK_R(sched_getscheduler(0), SCHED_OTHER);
+        close(w.fd);
+}
+
+/* Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 the kernel refuses the
+ * policy: -EPERM, and nothing written.  In a child, which drops them. */
+static void test_refused(void) {
+        pid_t pid = fork();
+        int status;
+
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+                struct __user_cap_data_struct d[2] = {};
+                struct rlimit rl = { 0, 0 };
+                FreezeWrite w = { .fd = tmpfile_fd(), .value = true, .r = 12345 };
+
+                if (syscall(SYS_capget, &h, d) < 0)
+                        _exit(2);
+                d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+                d[CAP_SYS_NICE / 32].permitted &= ~(1u << (CAP_SYS_NICE % 32));
+                if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_RTPRIO, &rl) < 0)
+                        _exit(3);
+                if (freeze_write_realtime(&w, 1, 0, NULL) != -EPERM)
+                        _exit(4);
+                if (w.r != 12345 || content(w.fd) != '-')
+                        _exit(5); /* nothing written, nothing reported */
+                _exit(0);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK_R(WEXITSTATUS(status), 0);
+}
+
+int main(void) {
+        FreezeWrite probe = { .fd = -1 };
+        int r = freeze_write_realtime(&probe, 1, 0, NULL);
+
+        if (r == -EPERM) {
+                printf("SKIP: real-time scheduling is refused here (needs root or RLIMIT_RTPRIO >= 1)\n");
+                return 77;
+        }
+        CHECK_R(r, 0);
+        test_writes("realtime", run_realtime);
+        test_writes("direct", run_direct);
+        test_report();
+        test_refused();
+        return test_summary("test-freeze-writer");
+}
