@@ -1522,12 +1522,19 @@ static int group_write_freeze(Manager *m, Group *g, bool v) {
 #define REALTIME_WRITE_MIN_GROUPS 1024u
 
 /* How many groups the write of v to g's flag would freeze or thaw, by the
- * model before the call's writes (an approximation for a batch: its later
- * writes may find an earlier one's effect). */
-static unsigned write_reach(const Group *g, bool v) {
+ * model before the call's writes.  A group below another one the call
+ * writes counts for nothing: in a batch over nested groups (A..G, freezes
+ * top-down, thaws bottom-up) the top's write is the one that changes the
+ * subtree, and the others find it done (an approximation for a mixed batch). */
+static unsigned write_reach(const Manager *m, const Group *g, bool v) {
         bool above = g->parent && g->parent->e_freeze;
 
-        return g->freeze == v || above ? 0 : g->n_descendants + 1;
+        if (g->freeze == v || above)
+                return 0;
+        for (const Group *a = g->parent; a; a = a->parent)
+                if (group_data(a) && group_data(a)->write_gen == m->write_gen)
+                        return 0;
+        return g->n_descendants + 1;
 }
 
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
@@ -1545,6 +1552,10 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
 
         if (!w)
                 return -ENOMEM;
+        m->write_gen++;
+        for (size_t i = 0; i < n; i++)
+                if (gs[i])
+                        group_data(gs[i])->write_gen = m->write_gen;
         for (size_t i = 0; i < n; i++) {
                 w[i] = (FreezeWrite) { .fd = -1, .value = v[i] };
                 if (!gs[i])
@@ -1558,7 +1569,7 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                         n = i;
                         break;
                 }
-                reach += write_reach(gs[i], v[i]);
+                reach += write_reach(m, gs[i], v[i]);
         }
 
         r = -EPERM;

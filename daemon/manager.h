@@ -60,6 +60,7 @@ typedef struct GroupData {
         int wd_freeze; /* watch on cgroup.freeze (writes); -1 for the mount's root, which has none */
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
+        unsigned write_gen;              /* last call that writes its flag (manager_write_freezes) */
         /* An empty subtree vouched for by one read of its top (see group_cover()):
          * cover/cover_epoch name the top and its epoch; a top is `covering` while
          * its reads say empty, and bumps epoch when they stop. */
@@ -182,6 +183,7 @@ struct Manager {
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
+        unsigned write_gen; /* one per manager_write_freezes() */
         /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
          * the working directory is in, the one to go back to (or -1). */
         unsigned scan_depth;

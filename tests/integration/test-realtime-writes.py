@@ -16,7 +16,9 @@ level ("Wrote N of M cgroup.freeze from a real-time thread (G groups change)"):
   realtime   the default: a Freeze of /big, and a batch thawing /big and
              /small, each written by the thread (one log line per call: its
              writes done, attempted, and the groups they change); a Freeze of
-             /small (4 groups) is written by the main loop.
+             /small (4 groups) is written by the main loop; a RECURSIVE freeze
+             and thaw of /big (1,101 nested flags) count the top's subtree
+             once, not once per level.
   failure    FREEZERD_TEST_WRITE_DELAY_USEC holds each write 0.3 s; a batch
              (top-down) freezes /big, then /z/x, which the test removes as
              soon as /big's flag reads 1.  /z/x's write fails inside the
@@ -81,6 +83,18 @@ def part_realtime(sc, bus):
         ft.check_equal(rt_lines(d)[1:], [(2, 2, CHILDREN + 1 + 4)],
                        'realtime: the batch written by the thread, both writes in one call')
         ft.check(REFUSED not in d.log(), 'realtime: no refusal as root')
+
+        # RECURSIVE: 1,101 nested flags in one batch.  Only the top's write
+        # changes the subtree; the children's find it done and count nothing.
+        n_rt = len(rt_lines(d))
+        writes, _ = c.call('ApplyBatch', [('/big', True)], 'auto', LONG_USEC, 4)
+        ft.check_equal(writes, CHILDREN + 1, 'realtime: RECURSIVE freeze writes')
+        check_subtree(sc, True, 'realtime: RECURSIVE freeze')
+        c.call('Thaw', '/big', LONG_USEC, 4)
+        check_subtree(sc, False, 'realtime: RECURSIVE thaw')
+        ft.check(all(sc.read_freeze(f'/big/c{i}') == 0 for i in range(CHILDREN)), 'realtime: every flag cleared')
+        ft.check_equal(rt_lines(d)[n_rt:], [(CHILDREN + 1, CHILDREN + 1, CHILDREN + 1)] * 2,
+                       'realtime: RECURSIVE freeze and thaw by the thread, each counting the top only')
 
 
 def part_failure(sc, bus, realtime):
