@@ -26,14 +26,28 @@ static int write_all(int fd, const char *buf, size_t n) {
         return 0;
 }
 
-static int fsync_dir(const char *dir) {
-        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return fsync(fd) < 0 ? -errno : 0;
+const char *journal_boot_id(void) {
+        static char id[64];
+        static int state; /* 0 not read, 1 read, -1 unreadable */
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        if (state == 0) {
+                state = -1;
+                fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+                n = fd < 0 ? -1 : read(fd, id, sizeof id - 1);
+                if (n > 0) {
+                        id[n] = '\0';
+                        id[strcspn(id, "\n")] = '\0';
+                        if (id[0])
+                                state = 1;
+                }
+        }
+        return state > 0 ? id : NULL;
 }
 
-int journal_write(const char *dir, uint64_t id, const JournalEntry *entries, size_t n, char **ret_path) {
+int journal_write(const char *dir, uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n,
+                  char **ret_path) {
         _cleanup_free_ char *tmp = NULL, *final = NULL;
         _cleanup_close_ int fd = -1;
         json_object *root, *groups;
@@ -49,6 +63,8 @@ int journal_write(const char *dir, uint64_t id, const JournalEntry *entries, siz
         }
         json_object_object_add(root, "version", json_object_new_int(JOURNAL_VERSION));
         json_object_object_add(root, "id", json_object_new_uint64(id));
+        if (boot_id)
+                json_object_object_add(root, "boot", json_object_new_string(boot_id));
         json_object_object_add(root, "groups", groups);
         for (size_t i = 0; i < n; i++) {
                 json_object *g = json_object_new_object();
@@ -80,17 +96,13 @@ int journal_write(const char *dir, uint64_t id, const JournalEntry *entries, siz
         }
         r = write_all(fd, text, strlen(text));
         json_object_put(root);
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
+        /* No fsync (see journal.h): the rename alone makes it whole or absent. */
         if (r >= 0 && rename(tmp, final) < 0)
                 r = -errno;
         if (r < 0) {
                 (void) unlink(tmp);
                 return r;
         }
-        r = fsync_dir(dir);
-        if (r < 0)
-                return r;
         if (ret_path)
                 *ret_path = TAKE_PTR(final);
         return 0;
@@ -108,9 +120,10 @@ void journal_entries_free(JournalEntry *e, size_t n) {
         free(e);
 }
 
-int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n) {
+int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id) {
         json_tokener *tok;
-        json_object *root, *groups, *v;
+        json_object *root, *groups, *v, *boot = NULL;
+        char *boot_id = NULL;
         JournalEntry *entries = NULL;
         size_t n;
 
@@ -135,9 +148,17 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                 json_object_put(root);
                 return -EBADMSG;
         }
+        if (json_object_object_get_ex(root, "boot", &boot) && !json_object_is_type(boot, json_type_string)) {
+                json_object_put(root);
+                return -EBADMSG;
+        }
         n = json_object_array_length(groups);
         entries = calloc(n ?: 1, sizeof *entries);
-        if (!entries) {
+        if (boot && ret_boot_id)
+                boot_id = strdup(json_object_get_string(boot));
+        if (!entries || (boot && ret_boot_id && !boot_id)) {
+                free(entries);
+                free(boot_id);
                 json_object_put(root);
                 return -ENOMEM;
         }
@@ -148,12 +169,14 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                     !json_object_is_type(pr, json_type_boolean) || !json_object_object_get_ex(g, "new", &nw) ||
                     !json_object_is_type(nw, json_type_boolean) || json_object_get_string(p)[0] != '/') {
                         journal_entries_free(entries, i);
+                        free(boot_id);
                         json_object_put(root);
                         return -EBADMSG;
                 }
                 entries[i].path = strdup(json_object_get_string(p));
                 if (!entries[i].path) {
                         journal_entries_free(entries, i);
+                        free(boot_id);
                         json_object_put(root);
                         return -ENOMEM;
                 }
@@ -163,6 +186,8 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         json_object_put(root);
         *ret = entries;
         *ret_n = n;
+        if (ret_boot_id)
+                *ret_boot_id = boot_id;
         return 0;
 }
 
@@ -186,7 +211,8 @@ static int cmp_desc(const void *a, const void *b) {
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int journal_recover(const char *dir, journal_restore_t restore, void *userdata, uint64_t *ret_max_id) {
+int journal_recover(const char *dir, const char *boot_id, journal_restore_t restore, void *userdata,
+                    uint64_t *ret_max_id) {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_free_ uint64_t *ids = NULL;
         size_t n_ids = 0, cap = 0;
@@ -220,7 +246,7 @@ int journal_recover(const char *dir, journal_restore_t restore, void *userdata, 
                 qsort(ids, n_ids, sizeof *ids, cmp_desc);
 
         for (size_t i = 0; i < n_ids; i++) {
-                _cleanup_free_ char *name = NULL, *text = NULL;
+                _cleanup_free_ char *name = NULL, *text = NULL, *boot = NULL;
                 JournalEntry *entries = NULL;
                 size_t len = 0, n = 0;
                 unsigned restored = 0, gone = 0, failed = 0;
@@ -230,12 +256,21 @@ int journal_recover(const char *dir, journal_restore_t restore, void *userdata, 
                         return -ENOMEM;
                 r = read_small_file(dirfd(d), name, &text, &len);
                 if (r >= 0)
-                        r = journal_parse(text, len, &entries, &n);
+                        r = journal_parse(text, len, &entries, &n, &boot);
                 if (r < 0) {
                         _cleanup_free_ char *broken = NULL;
                         log_error_errno(r, "Cannot read batch journal %s/%s, keeping it as .broken: %m", dir, name);
                         if (asprintf(&broken, "%s.broken", name) >= 0)
                                 (void) renameat(dirfd(d), name, dirfd(d), broken);
+                        continue;
+                }
+                if (boot && boot_id && !streq(boot, boot_id)) {
+                        /* The cgroups it names went with that boot: groups of
+                         * the same names now are others'. */
+                        log_notice("Batch journal %s/%s is from an earlier boot (%s): removed, nothing restored.", dir,
+                                   name, boot);
+                        journal_entries_free(entries, n);
+                        (void) unlinkat(dirfd(d), name, 0);
                         continue;
                 }
                 for (size_t k = n; k > 0; k--) {

@@ -1887,7 +1887,7 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                         };
         if (k == 0)
                 return 0;
-        r = journal_write(m->runtime_dir, ++m->journal_seq, entries, k, &op->journal_path);
+        r = journal_write(m->runtime_dir, ++m->journal_seq, journal_boot_id(), entries, k, &op->journal_path);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
                                                m->runtime_dir, strerror(-r));
@@ -3119,7 +3119,7 @@ int manager_start(Manager *m) {
         }
         if (m->runtime_dir) {
                 /* A batch interrupted by a crash is undone before anything is read. */
-                r = journal_recover(m->runtime_dir, restore_flag, m, &m->journal_seq);
+                r = journal_recover(m->runtime_dir, journal_boot_id(), restore_flag, m, &m->journal_seq);
                 if (r < 0)
                         return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
         }

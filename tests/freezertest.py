@@ -328,6 +328,7 @@ def _child_setup(cgroup_procs=None, pdeathsig=signal.SIGKILL):
 class Inotify:
     IN_MODIFY = 0x00000002
     IN_ATTRIB = 0x00000004
+    IN_MOVED_TO = 0x00000080
     IN_CREATE = 0x00000100
     IN_DELETE = 0x00000200
     IN_DELETE_SELF = 0x00000400

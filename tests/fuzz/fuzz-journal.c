@@ -2,7 +2,8 @@
 /* journal_parse(): the batch intent journal read back at start-up after a
  * crash (it may be torn or corrupted).  Checked: -EBADMSG, -EFBIG or -ENOMEM
  * on failure with nothing returned; on success absolute paths; and what was
- * accepted survives a round trip through the writer's JSON form. */
+ * accepted (boot id included) survives a round trip through the writer's JSON
+ * form. */
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -12,12 +13,14 @@
 #include "journal.h"
 
 /* The form journal_write() produces (see daemon/journal.c). */
-static char *serialize(const JournalEntry *e, size_t n) {
+static char *serialize(const JournalEntry *e, size_t n, const char *boot) {
         json_object *root = json_object_new_object(), *groups = json_object_new_array();
 
         FUZZ_CHECK(root && groups);
         json_object_object_add(root, "version", json_object_new_int(1));
         json_object_object_add(root, "id", json_object_new_uint64(1));
+        if (boot)
+                json_object_object_add(root, "boot", json_object_new_string(boot));
         json_object_object_add(root, "groups", groups);
         for (size_t i = 0; i < n; i++) {
                 json_object *g = json_object_new_object();
@@ -32,13 +35,14 @@ static char *serialize(const JournalEntry *e, size_t n) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = fuzz_copy(data, size);
         JournalEntry *e = (JournalEntry *) 0x1, *e2 = NULL;
+        char *boot = (char *) 0x1, *boot2 = NULL;
         size_t n = 4242, n2 = 0;
         int r;
 
-        r = journal_parse(text, size, &e, &n);
+        r = journal_parse(text, size, &e, &n, &boot);
         FUZZ_CHECK(r == 0 || r == -EBADMSG || r == -EFBIG || r == -ENOMEM);
         if (r < 0) {
-                FUZZ_CHECK(e == (JournalEntry *) 0x1 && n == 4242); /* untouched */
+                FUZZ_CHECK(e == (JournalEntry *) 0x1 && n == 4242 && boot == (char *) 0x1); /* untouched */
                 free(text);
                 return 0;
         }
@@ -50,10 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         /* Round trip: what the writer would write for these entries parses back the same. */
-        char *again = serialize(e, n);
-        r = journal_parse(again, strlen(again), &e2, &n2);
+        char *again = serialize(e, n, boot);
+        r = journal_parse(again, strlen(again), &e2, &n2, &boot2);
         FUZZ_CHECK(r == 0);
         FUZZ_CHECK(n2 == n);
+        FUZZ_CHECK(!boot == !boot2 && (!boot || strcmp(boot, boot2) == 0));
         for (size_t i = 0; i < n; i++) {
                 FUZZ_CHECK(strcmp(e[i].path, e2[i].path) == 0);
                 FUZZ_CHECK(e[i].prev_freeze == e2[i].prev_freeze);
@@ -62,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         journal_entries_free(e2, n2);
         journal_entries_free(e, n);
+        free(boot2);
+        free(boot);
         free(again);
         free(text);
         return 0;

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Batch journals of an earlier boot are not restored (a --runtime-dir that
+survives a reboot).
+
+A journal records the kernel's boot id (/proc/sys/kernel/random/boot_id).  Two
+journals are left in the runtime directory before freezerd starts, each saying
+that a batch froze a group (prev false, new true) and was interrupted:
+
+  journal-5.json   another boot's id, naming /g (frozen now, by someone else)
+  journal-6.json   this boot's id, naming /h (frozen now, as if by that batch)
+  journal-7.json   no boot id (as written before boot ids were recorded), /k
+
+freezerd must restore /h and /k (flag 0, thawed), leave /g frozen, log that
+journal-5 is from an earlier boot, and remove all three files.  Then a batch
+of its own writes a journal carrying this boot's id (checked from inside the
+batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+OTHER_BOOT = '00000000-0000-4000-8000-000000000000'
+LONG_USEC = 60 * 1000000
+
+
+def journal(boot, path):
+    j = {'version': 1, 'id': 0, 'groups': [{'path': path, 'prev': False, 'new': True}]}
+    if boot is not None:
+        j['boot'] = boot
+    return j
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with open('/proc/sys/kernel/random/boot_id') as f:
+        boot = f.read().strip()
+    ft.check(boot != OTHER_BOOT, 'this boot is not the made-up one')
+    with ft.Scratch('journal-boot') as sc, ft.Bus() as bus:
+        for g in ('/g', '/h', '/k'):
+            sc.mkdir(g)
+            sc.spawn_sleepers(g, 1)
+            sc.write_freeze(g, 1)
+            sc.wait_events(g, frozen=1)
+        sc.mkdir('/b')
+        runtime_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}journal-boot-{os.getpid()}-')
+        try:
+            files = {'journal-5.json': journal(OTHER_BOOT, '/g'), 'journal-6.json': journal(boot, '/h'),
+                     'journal-7.json': journal(None, '/k')}
+            for name, j in files.items():
+                with open(os.path.join(runtime_dir, name), 'w') as f:
+                    json.dump(j, f)
+
+            env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
+                ft.check_equal(sc.read_freeze('/g'), 1, "another boot's journal: /g left frozen")
+                ft.check(sc.frozen('/g'), '/g still frozen')
+                ft.check_equal(sc.read_freeze('/h'), 0, "this boot's journal: /h restored")
+                ft.check_equal(sc.read_freeze('/k'), 0, 'a journal without boot id: /k restored')
+                sc.wait_events('/h', frozen=0)
+                sc.wait_events('/k', frozen=0)
+                log = d.log()
+                ft.check('journal-5.json is from an earlier boot' in log and OTHER_BOOT in log,
+                         'the earlier boot logged', log)
+                ft.check('Recovered interrupted batch 6' in log and 'Recovered interrupted batch 7' in log,
+                         'journals 6 and 7 recovered', log)
+                left = [n for n in os.listdir(runtime_dir) if n.startswith('journal-')]
+                ft.check_equal(left, [], 'every journal removed')
+
+                # A batch of its own records this boot's id.
+                ft.loop().watch(runtime_dir, ft.Inotify.IN_MOVED_TO)
+                call = d.client.call_async('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, 1)
+                name = ft.wait_for(lambda: next((n for n in os.listdir(runtime_dir)
+                                                 if n.startswith('journal-') and n.endswith('.json')), None),
+                                   timeout=10, what='the batch journal')
+                with open(os.path.join(runtime_dir, name)) as f:
+                    written = json.load(f)
+                ft.check_equal(written.get('boot'), boot, "the journal carries this boot's id")
+                call.result(timeout=30)
+                sc.write_freeze('/g', 0)
+        finally:
+            shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    ft.run(test)
