@@ -1578,12 +1578,16 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 if (r == -EPERM) {
                         m->realtime_refused = true;
                         log_notice("Real-time scheduling is refused (it needs CAP_SYS_NICE or "
-                                   "LimitRTPRIO=1, and no RestrictRealtime=): big cgroup.freeze writes "
-                                   "go out from the main loop, where the kernel's notification work "
-                                   "can get in between them.");
-                } else if (r < 0)
+                                   "LimitRTPRIO=1, no RestrictRealtime=, and, with real-time group "
+                                   "scheduling, a cgroup allowed real-time time): big cgroup.freeze "
+                                   "writes go out from the main loop, where the kernel's notification "
+                                   "work can get in between them.");
+                } else if (r < 0 && !m->realtime_failed) {
+                        /* Once: a cause that lasts (a CPU set the CPU left) would repeat it per call. */
+                        m->realtime_failed = true;
                         log_warning_errno(r, "Cannot start the real-time writer thread, writing from the "
-                                             "main loop: %m");
+                                             "main loop (not logged again): %m");
+                }
         }
         if (r < 0)
                 freeze_write_direct(w, n, m->test_write_delay_usec);
