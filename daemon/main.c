@@ -97,7 +97,8 @@ static void help(void) {
                "Exit status:\n"
                "  0  exited on SIGTERM or SIGINT, or --help, --version\n"
                "  1  failure: it could not start (e.g. another freezerd runs with the same\n"
-               "     runtime or state directory, or owns the bus name) or lost the bus\n"
+               "     runtime or state directory, or owns the bus name), lost the bus, or\n"
+               "     its cgroup root was removed\n"
                "  2  usage error\n"
                "\n"
                "See also: freezectl(1), busctl(1); the API is in org.freezerd.Freezer1.xml.\n",
@@ -461,6 +462,11 @@ static int run(void) {
                  * one more look at the fds (a change reaches the bus sooner). */
                 if (manager_has_stashed_events(d.manager))
                         manager_handle_stashed_events(d.manager, INOTIFY_SLICE_USEC);
+                /* Set while handling kernel events (the cgroup root removed), logged there. */
+                if (d.manager->fatal) {
+                        r = d.manager->fatal;
+                        break;
+                }
         }
         (void) sd_notify(0, "STOPPING=1");
 

@@ -21,8 +21,9 @@
 #include "pressure.h"
 
 enum {
-        WD_KIND_DIR,    /* a group's directory: child mkdir and rmdir */
-        WD_KIND_FREEZE, /* a group's cgroup.freeze: writes to it */
+        WD_KIND_DIR,         /* a group's directory: child mkdir and rmdir */
+        WD_KIND_FREEZE,      /* a group's cgroup.freeze: writes to it */
+        WD_KIND_ROOT_PARENT, /* the directory above the root (below the mount): the root's rmdir */
 };
 
 /* Two watches per group, and cgroup.events in an epoll set, not watched.
@@ -46,6 +47,7 @@ static void manager_find_self(Manager *m);
 static void group_reread_freeze(Manager *m, Group *g, bool deduce);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
+static void manager_root_removed(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -66,6 +68,7 @@ static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen
 static Group *group_cover(Group *g);
 static void operation_watch_holdback(Operation *op);
 static void holdback_remove(Manager *m, GroupData *d);
+static void group_notified(Manager *m, Group *g);
 
 /* Puts g's cgroup.events in the epoll set or takes it out.  A group covered
  * by an empty ancestor (group_cover()) is out: the kernel changes it only
@@ -1785,6 +1788,38 @@ static void holdback_add(Manager *m, Group *g, uint64_t now) {
         d->holdback_slot = m->n_holdback;
 }
 
+/* The kernel notified g's cgroup.events just now (read after the
+ * notification), whether or not anything freezerd keeps changed: a new
+ * interval of the kernel's rate limit starts (see operation_watch_holdback()).
+ * A notification that changes nothing is one freezerd cannot tell apart from
+ * its own no-change write's when the kernel sent that from its timer, at the
+ * end of an earlier interval, rather than at once: the interval that counts is
+ * the one starting now.  So a populated group a waiting call still needs
+ * frozen is re-read from now on, as from its arming. */
+static void group_notified(Manager *m, Group *g) {
+        GroupData *d = group_data(g);
+        uint64_t now;
+
+        if (!g->populated)
+                return; /* nothing of it that we wait for is ever held back */
+        now = now_usec();
+        d->notified_usec = now;
+        if (!m->operations || !g->e_freeze || g->frozen)
+                return;
+        if (d->holdback_slot) {
+                m->holdback[d->holdback_slot - 1] = (HoldbackEntry) { .group = g, .since = now };
+                holdback_rearm(m, now);
+                return;
+        }
+        for (Group *a = g; a; a = a->parent)
+                if (group_data(a) && group_data(a)->entries) { /* a call waits on a subtree holding g */
+                        holdback_add(m, g, now);
+                        if (d->holdback_slot)
+                                holdback_rearm(m, now);
+                        return;
+                }
+}
+
 /* A waiting call: the groups it waits on whose change the kernel may hold back.
  *
  * The kernel notifies a cgroup.events no sooner than CGROUP_FILE_NOTIFY_MIN_INTV
@@ -2161,7 +2196,11 @@ static void manager_resync(Manager *m) {
         for (Group *g = tree_root(m->tree), *next; g; g = next) {
                 next = tree_next_preorder(tree_root(m->tree), g);
                 group_reread_freeze(m, g, false);
-                (void) group_read_events(m, g);
+                if (group_read_events(m, g) == -ENODEV && g == tree_root(m->tree)) {
+                        /* Its removal was among the events lost. */
+                        manager_root_removed(m);
+                        return;
+                }
         }
         /* Groups that vanished read -ENODEV; new children are found by rescanning. */
         for (Group *g = tree_root(m->tree), *next; g; g = next) {
@@ -2185,6 +2224,18 @@ static void manager_resync(Manager *m) {
         }
 }
 
+/* Nothing is left to follow, and a directory made again with the root's name
+ * is another cgroup, which our open root fd does not reach: freezerd exits with
+ * failure (main() sees m->fatal after this slice; the unit restarts it, and
+ * that start finds the new directory or says that there is none). */
+static void manager_root_removed(Manager *m) {
+        if (m->fatal)
+                return;
+        log_error("The cgroup root %s was removed (or its file system unmounted): nothing is left to follow, "
+                  "exiting.", m->cgroup_root);
+        m->fatal = -ENODEV;
+}
+
 static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         const WdEntry *w;
         Group *g;
@@ -2198,6 +2249,12 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 return; /* a watch of a group we already dropped */
         g = w->ptr;
 
+        if (w->kind == WD_KIND_ROOT_PARENT) {
+                if ((ev->mask & IN_DELETE) && ev->len > 0 && streq(ev->name, m->root_name))
+                        manager_root_removed(m);
+                return;
+        }
+
         if (w->kind == WD_KIND_FREEZE) {
                 GroupData *d = group_data(g);
                 if (ev->mask & IN_IGNORED) {
@@ -2208,6 +2265,14 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         d->freeze_gen = m->inotify_gen;
                         group_reread_freeze(m, g, false);
                 }
+                return;
+        }
+        if (g == tree_root(m->tree) && (ev->mask & IN_IGNORED)) {
+                /* The root's watch went: its file system was unmounted (an rmdir of
+                 * it is seen above it, WD_KIND_ROOT_PARENT). */
+                wdmap_remove(m->wds, ev->wd);
+                group_data(g)->wd_dir = -1;
+                manager_root_removed(m);
                 return;
         }
         if (ev->mask & IN_IGNORED) {
@@ -2224,7 +2289,8 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 GroupData *d = group_data(r ?: g);
                 if (d->events_gen != m->inotify_gen) {
                         d->events_gen = m->inotify_gen;
-                        (void) group_read_events(m, r ?: g);
+                        if (group_read_events(m, r ?: g) >= 0 && !r)
+                                group_notified(m, g);
                 }
                 return;
         }
@@ -2917,6 +2983,25 @@ static int manager_attach_root(Manager *m) {
         r = group_attach(m, root, events_fd, w);
         if (r < 0)
                 return r;
+        if (events_fd >= 0) {
+                /* Below the mount: the root's own rmdir is announced only to the
+                 * directory above it (kernfs sends no IN_DELETE_SELF, and no
+                 * IN_IGNORED while we hold the root open). */
+                _cleanup_close_ int parentfd = openat(m->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                const char *slash = strrchr(m->cgroup_root, '/');
+                int wd;
+
+                m->root_name = strdup(slash ? slash + 1 : m->cgroup_root);
+                if (parentfd < 0 || !m->root_name)
+                        return log_error_errno(parentfd < 0 ? errno : ENOMEM,
+                                               "Cannot watch the directory above the cgroup root: %m");
+                wd = watch_fd(m, parentfd, IN_DELETE | IN_ONLYDIR | IN_EXCL_UNLINK);
+                if (wd < 0)
+                        return log_error_errno(wd, "Cannot watch the directory above the cgroup root: %m");
+                r = wdmap_put(m->wds, wd, root, WD_KIND_ROOT_PARENT);
+                if (r < 0)
+                        return r;
+        }
         if (group_read_freeze_flag(m, root, &freeze) >= 0)
                 tree_set_freeze(m->tree, root, freeze);
         r = group_read_events(m, root);
@@ -3219,6 +3304,7 @@ Manager *manager_free(Manager *m) {
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);
+        free(m->root_name);
         free(m->runtime_dir);
         free(m->self_path);
         free(m->state_dir);

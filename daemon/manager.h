@@ -153,6 +153,7 @@ struct Manager {
         char *config_path;
 
         char *cgroup_root; /* absolute directory */
+        char *root_name;   /* its last component, when below the mount (WD_KIND_ROOT_PARENT) */
         char *runtime_dir; /* batch journals */
         char *state_dir;   /* subtrees tracked through Track() */
         uint64_t journal_seq;
@@ -224,6 +225,7 @@ struct Manager {
         Subscribers subscribed, subscribed_groups;
         struct PrivateBus *private_bus; /* set by main(), may be NULL */
         bool groups_count_changed;
+        int fatal; /* -errno once freezerd must exit with failure (its cgroup root removed): main() stops */
         /* Groups published but not announced yet (manager_announce()): their
          * InterfacesAdded carries their values once the scan that added them
          * is done, not halfway (a subtree's top before its descendants). */
