@@ -2253,7 +2253,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 /* The name alone could be another directory's, were the root
                  * renamed and a new one of its old name removed (cgroup2 refuses
                  * rename(2) today, EPERM): our root's own file reads -ENODEV
-                 * once it is gone.  One read per removal of a sibling of it. */
+                 * once it is gone.  Siblings removed cost a name comparison each. */
                 if ((ev->mask & IN_DELETE) && ev->len > 0 && streq(ev->name, m->root_name) &&
                     group_read_events(m, g) == -ENODEV)
                         manager_root_removed(m);
