@@ -29,18 +29,14 @@ static int write_all(int fd, const char *buf, size_t n) {
 const char *journal_boot_id(void) {
         static char id[64];
         static int state; /* 0 not read, 1 read, -1 unreadable */
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
 
         if (state == 0) {
+                _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
                 state = -1;
-                fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-                n = fd < 0 ? -1 : read(fd, id, sizeof id - 1);
-                if (n > 0) {
-                        id[n] = '\0';
+                if (fd >= 0 && cg_read_fd(fd, id, sizeof id) > 0) {
                         id[strcspn(id, "\n")] = '\0';
-                        if (id[0])
-                                state = 1;
+                        state = id[0] ? 1 : -1;
                 }
         }
         return state > 0 ? id : NULL;

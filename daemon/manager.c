@@ -1551,7 +1551,6 @@ static unsigned write_reach(const Manager *m, const Group *g, bool v) {
 static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret) {
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
-        int r;
 
         if (!w)
                 return -ENOMEM;
@@ -1575,9 +1574,10 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 reach += write_reach(m, gs[i], v[i]);
         }
 
-        r = -EPERM;
+        bool threaded = false;
         if (reach >= REALTIME_WRITE_MIN_GROUPS && m->config.realtime_writes && !m->realtime_refused) {
-                r = freeze_write_realtime(w, n, m->test_write_delay_usec, NULL);
+                int r = freeze_write_realtime(w, n, m->test_write_delay_usec, NULL);
+                threaded = r >= 0;
                 if (r == -EPERM) {
                         m->realtime_refused = true;
                         log_notice("Real-time scheduling is refused (it needs CAP_SYS_NICE or "
@@ -1592,14 +1592,14 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                                              "main loop (not logged again): %m");
                 }
         }
-        if (r < 0)
+        if (!threaded)
                 freeze_write_direct(w, n, m->test_write_delay_usec);
         size_t done = 0;
         for (size_t i = 0; i < n; i++) {
                 ret[i] = w[i].r;
                 done += w[i].fd >= 0 && w[i].r >= 0;
         }
-        if (r >= 0)
+        if (threaded)
                 log_debug("Wrote %zu of %zu cgroup.freeze from a real-time thread (%" PRIu64 " groups change)", done,
                           n, reach);
         return 0;
@@ -1918,7 +1918,7 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
         if (!entries)
                 return sd_bus_error_set_errno(error, -ENOMEM);
         for (size_t i = 0; i < n; i++)
-                if (groups[i]->freeze != new_freeze[i])
+                if (groups[i] && groups[i]->freeze != new_freeze[i]) /* NULL: not written */
                         entries[k++] = (JournalEntry) {
                                 .path = groups[i]->path,
                                 .prev_freeze = groups[i]->freeze,
@@ -2047,26 +2047,9 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         if (r < 0)
                 return sd_bus_error_set_errno(error, r);
 
-        {
-                _cleanup_free_ const Group **gs = calloc(n ?: 1, sizeof *gs);
-                _cleanup_free_ bool *nf = calloc(n ?: 1, sizeof *nf);
-                if (!gs || !nf) {
-                        operation_free(op);
-                        return sd_bus_error_set_errno(error, -ENOMEM);
-                }
-                for (size_t i = 0; i < n; i++) {
-                        gs[i] = items[i].group;
-                        nf[i] = items[i].freeze;
-                }
-                r = operation_journal(op, gs, nf, n, error);
-                if (r < 0) {
-                        operation_free(op);
-                        return r;
-                }
-        }
-
-        /* Every write first, back to back (manager_write_freezes()); then
-         * the model follows them, in the same order. */
+        /* The groups to write (NULL where the flag is as asked: items name
+         * distinct groups, batch_plan(), so these are the flags the loop below
+         * finds), for the journal, the writes and the settling. */
         _cleanup_free_ Group **to_write = calloc(n ?: 1, sizeof(Group *));
         _cleanup_free_ bool *values = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ int *results = calloc(n ?: 1, sizeof(int));
@@ -2075,11 +2058,17 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 return sd_bus_error_set_errno(error, -ENOMEM);
         }
         for (size_t i = 0; i < n; i++) {
-                /* Items name distinct groups (batch_plan()): the flags seen
-                 * here are those the loop below finds. */
                 to_write[i] = items[i].group->freeze == items[i].freeze ? NULL : items[i].group;
                 values[i] = items[i].freeze;
         }
+        r = operation_journal(op, (const Group *const *) to_write, values, n, error);
+        if (r < 0) {
+                operation_free(op);
+                return r;
+        }
+
+        /* Every write first, back to back (manager_write_freezes()); then
+         * the model follows them, in the same order. */
         r = manager_write_freezes(m, to_write, values, n, results);
         if (r < 0) {
                 operation_free(op);
@@ -2129,18 +2118,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 op->writes++;
         }
 
-        /* The groups written (NULL for the others), to settle their subtrees. */
-        _cleanup_free_ Group **written = calloc(n ?: 1, sizeof(Group *));
-        if (!written) {
-                for (size_t i = 0; i < n; i++)
-                        if (op->entries[i].wrote)
-                                group_poll_uncovered(m, items[i].group); /* not settled */
-                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Out of memory after applying the batch");
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                written[i] = op->entries[i].wrote ? items[i].group : NULL;
-
+        /* From here on to_write holds the groups written (a failed write
+         * returned above), whose subtrees are settled. */
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* Reply first: settling serves the model, not this caller.
                  * Linked, it is Cancelled as a waiting batch would be if the
@@ -2150,13 +2129,13 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         entry_link(&op->entries[i], items[i].group);
                 operation_conclude(op);
                 manager_dispatch(m);
-                manager_settle_written(m, written, n);
+                manager_settle_written(m, to_write, n);
                 return 0;
         }
 
         /* The kernel may be done already (empty groups, nothing changed): look
          * once at every touched group, then link and decide. */
-        manager_settle_written(m, written, n);
+        manager_settle_written(m, to_write, n);
         for (size_t i = 0; i < n; i++)
                 if (!op->entries[i].wrote)
                         (void) group_read_events(m, items[i].group);
@@ -2254,7 +2233,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                  * renamed and a new one of its old name removed (cgroup2 refuses
                  * rename(2) today, EPERM): our root's own file reads -ENODEV
                  * once it is gone.  Siblings removed cost a name comparison each. */
-                if ((ev->mask & IN_DELETE) && ev->len > 0 && streq(ev->name, m->root_name) &&
+                if ((ev->mask & IN_DELETE) && ev->len > 0 && streq(ev->name, strrchr(m->cgroup_root, '/') + 1) &&
                     group_read_events(m, g) == -ENODEV)
                         manager_root_removed(m);
                 return;
@@ -2993,13 +2972,10 @@ static int manager_attach_root(Manager *m) {
                  * directory above it (kernfs sends no IN_DELETE_SELF, and no
                  * IN_IGNORED while we hold the root open). */
                 _cleanup_close_ int parentfd = openat(m->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                const char *slash = strrchr(m->cgroup_root, '/');
                 int wd;
 
-                m->root_name = strdup(slash ? slash + 1 : m->cgroup_root);
-                if (parentfd < 0 || !m->root_name)
-                        return log_error_errno(parentfd < 0 ? errno : ENOMEM,
-                                               "Cannot watch the directory above the cgroup root: %m");
+                if (parentfd < 0)
+                        return log_error_errno(errno, "Cannot watch the directory above the cgroup root: %m");
                 wd = watch_fd(m, parentfd, IN_DELETE | IN_ONLYDIR | IN_EXCL_UNLINK);
                 if (wd < 0)
                         return log_error_errno(wd, "Cannot watch the directory above the cgroup root: %m");
@@ -3309,7 +3285,6 @@ Manager *manager_free(Manager *m) {
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);
-        free(m->root_name);
         free(m->runtime_dir);
         free(m->self_path);
         free(m->state_dir);

@@ -153,7 +153,6 @@ struct Manager {
         char *config_path;
 
         char *cgroup_root; /* absolute directory */
-        char *root_name;   /* its last component, when below the mount (WD_KIND_ROOT_PARENT) */
         char *runtime_dir; /* batch journals */
         char *state_dir;   /* subtrees tracked through Track() */
         uint64_t journal_seq;

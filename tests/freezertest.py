@@ -48,6 +48,7 @@ Kernel facts the harness relies on (Linux 6.18, checked by hand):
   * An empty cgroup with cgroup.freeze 1 reports "frozen 1".
 """
 
+import argparse
 import collections
 import ctypes
 import errno
@@ -1250,6 +1251,28 @@ class EventsLog:
         self.close()
 
 
+class HeldBackRounds:
+    """Rounds that race a reply against the kernel's held-back notification of a group
+    (CGROUP_FILE_NOTIFY_MIN_INTV).  A round is conclusive when the notification came
+    `held_back` s or more after the round's start (else the kernel did not hold it back,
+    and the round proves nothing); `first` counts the conclusive ones the reply won."""
+
+    def __init__(self, held_back):
+        self.held_back = held_back
+        self.conclusive = self.first = 0
+
+    def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification"):
+        """Count one round started at `since`; print its figures; return whether it was conclusive."""
+        held = t_note - since
+        print(f'# {label}: reply {1e3 * (t_reply - since):.1f} ms after {start}, '
+              f'{note} {1e3 * held:.1f} ms after it', flush=True)
+        if held < self.held_back:
+            return False
+        self.conclusive += 1
+        self.first += t_reply < t_note
+        return True
+
+
 class Echo:
     """A `cat` in a group: ping() proves the group runs (the echo comes back)."""
 
@@ -1619,6 +1642,17 @@ class FuseHang:
 
 
 # ---- command-line tools ----------------------------------------------------------------------------------------
+
+
+def json_object_arg(text):
+    """An argparse type: a JSON object (e.g. --daemon-config, freezerd's configuration file)."""
+    try:
+        v = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f'not JSON: {e}')
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object')
+    return v
 
 
 def _print_log(what, text):

@@ -50,10 +50,10 @@ TIMEOUT_USEC = 10_000_000
 
 
 def run_layout(sc, d, fuse, tasks_in):
-    """ROUNDS of ApplyBatch [/p, /p/c] with the tasks in tasks_in; returns (conclusive
-    rounds, those of them where the reply came first)."""
+    """ROUNDS of ApplyBatch [/p, /p/c] with the tasks in tasks_in; returns their
+    ft.HeldBackRounds (conclusive rounds, those of them the reply won)."""
     groups = sorted({'/p', '/p/c', tasks_in})
-    conclusive = first = 0
+    rounds = ft.HeldBackRounds(HELD_BACK)
     with ft.EventsLog(sc, '/p/c') as notes:
         for rnd in range(ROUNDS):
             stuck = fuse.spawn_stuck(sc, tasks_in)
@@ -74,22 +74,17 @@ def run_layout(sc, d, fuse, tasks_in):
             for g in groups:
                 ft.check_equal(sc.read_events(g)['frozen'], 1, f'kernel: {g} frozen')
             ft.check_equal(d.client.group_property('/p/c', 'Frozen'), True, 'Frozen of /p/c')
-            held = t_c - t_kill
-            print(f'# tasks in {tasks_in}, round {rnd}: reply {1e3 * (t_reply - t_kill):.1f} ms after the '
-                  f"kill, /p/c's notification {1e3 * held:.1f} ms after it", flush=True)
-            if held >= HELD_BACK:
-                conclusive += 1
-                first += t_reply < t_c
-                if tasks_in != '/p/c':
-                    ft.check(t_reply < t_c, "the reply came before the kernel's held-back notification of /p/c",
-                             f'reply {1e3 * (t_reply - t_kill):.1f} ms, notification {1e3 * held:.1f} ms '
-                             'after the kill')
+            if rounds.add(f'tasks in {tasks_in}, round {rnd}', t_kill, t_reply, t_c, start='the kill',
+                          note="/p/c's notification") and tasks_in != '/p/c':
+                ft.check(t_reply < t_c, "the reply came before the kernel's held-back notification of /p/c",
+                         f'reply {1e3 * (t_reply - t_kill):.1f} ms, notification {1e3 * (t_c - t_kill):.1f} ms '
+                         'after the kill')
             d.client.call('ApplyBatch', [('/p', False), ('/p/c', False)], 'auto', TIMEOUT_USEC, 0)
             for g in groups:
                 sc.wait_events(g, frozen=0)
-    ft.check(conclusive > 0, f'with the tasks in {tasks_in}, in at least one round the kernel held back the '
-             'notification of /p/c', f'none of {ROUNDS} rounds killed the blocked task within its interval')
-    return conclusive, first
+    ft.check(rounds.conclusive > 0, f'with the tasks in {tasks_in}, in at least one round the kernel held back '
+             'the notification of /p/c', f'none of {ROUNDS} rounds killed the blocked task within its interval')
+    return rounds
 
 
 def test():
@@ -105,9 +100,10 @@ def test():
             ft.wait_for(lambda: '/p/c/x' not in {p for p, _o, _s in d.client.call('ListGroups')[0]},
                         what='freezerd to drop /p/c/x')
             sc.spawn_sleepers('/p/c', 1)
-            conclusive, first = run_layout(sc, d, fuse, '/p/c')
-        ft.check(first >= conclusive - 1, "with the tasks in /p/c, the reply came before the kernel's held-back "
-                 'notification in all rounds where it was held back but one at most', f'in {first} of {conclusive}')
+            rounds = run_layout(sc, d, fuse, '/p/c')
+        ft.check(rounds.first >= rounds.conclusive - 1, "with the tasks in /p/c, the reply came before the kernel's "
+                 'held-back notification in all rounds where it was held back but one at most',
+                 f'in {rounds.first} of {rounds.conclusive}')
 
 
 ft.run(test)

@@ -44,7 +44,7 @@ def test():
         sc.mkdir('/g')
         echoes = [sc.spawn_echo('/g') for _ in range(ECHOES)]
         with ft.Daemon(bus, sc.root) as d:
-            conclusive = first = 0
+            rounds = ft.HeldBackRounds(HELD_BACK)
             with ft.EventsLog(sc, '/g') as notes:
                 for rnd in range(ROUNDS):
                     d.client.call('Freeze', '/g', TIMEOUT_USEC, 0)
@@ -63,17 +63,13 @@ def test():
                     call.result()  # raises if the call failed
                     ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel: /g frozen')
                     ft.check_equal(d.client.group_property('/g', 'Frozen'), True, 'Frozen of /g')
-                    held = t_note - t_call
-                    print(f'# round {rnd}: reply {1e3 * (t_reply - t_call):.1f} ms after the call, '
-                          f"the kernel's notification {1e3 * held:.1f} ms after it", flush=True)
-                    if held >= HELD_BACK:
-                        conclusive += 1
-                        first += t_reply < t_note
+                    rounds.add(f'round {rnd}', t_call, t_reply, t_note)
             d.client.call('Thaw', '/g', TIMEOUT_USEC, 0)
-            ft.check(conclusive > 0, 'in at least one round the kernel held back the notification of /g',
+            ft.check(rounds.conclusive > 0, 'in at least one round the kernel held back the notification of /g',
                      f'none of {ROUNDS} rounds')
-            ft.check(first >= conclusive - 1, "the reply came before the kernel's held-back notification in all "
-                     'rounds where it was held back but one at most', f'in {first} of {conclusive}')
+            ft.check(rounds.first >= rounds.conclusive - 1, "the reply came before the kernel's held-back "
+                     'notification in all rounds where it was held back but one at most',
+                     f'in {rounds.first} of {rounds.conclusive}')
 
 
 ft.run(test)
