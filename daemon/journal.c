@@ -12,9 +12,30 @@
 
 #define JOURNAL_VERSION 1
 
-static int write_all(int fd, const char *buf, size_t n) {
+/* This many slots stay open (and their files in place) between batches: one,
+ * for the usual one batch at a time.  A slot beyond them, for batches
+ * running at once, is made for its batch and removed with it (open, pwrite,
+ * unlink, close: still one syscall fewer than a file renamed into place), so
+ * that a burst of calls leaves no file descriptors behind. */
+#define JOURNAL_SLOTS_KEPT 1
+
+typedef struct JournalSlot {
+        int fd; /* -1: no file */
+        bool busy;
+        char *path;
+} JournalSlot;
+
+struct Journal {
+        char *dir;
+        JournalSlot *slots;
+        size_t n_slots;
+};
+
+static int pwrite_all(int fd, const char *buf, size_t n) {
+        off_t off = 0;
+
         while (n > 0) {
-                ssize_t k = write(fd, buf, n);
+                ssize_t k = pwrite(fd, buf, n, off);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -22,6 +43,7 @@ static int write_all(int fd, const char *buf, size_t n) {
                 }
                 buf += k;
                 n -= (size_t) k;
+                off += k;
         }
         return 0;
 }
@@ -42,20 +64,18 @@ const char *journal_boot_id(void) {
         return state > 0 ? id : NULL;
 }
 
-int journal_write(const char *dir, uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n,
-                  char **ret_path) {
-        _cleanup_free_ char *tmp = NULL, *final = NULL;
-        _cleanup_close_ int fd = -1;
+/* The journal's text: one JSON object, then a newline. */
+static char *journal_format(uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n) {
         json_object *root, *groups;
         const char *text;
-        int r;
+        char *ret = NULL;
 
         root = json_object_new_object();
         groups = json_object_new_array_ext((int) n);
         if (!root || !groups) {
                 json_object_put(root);
                 json_object_put(groups);
-                return -ENOMEM;
+                return NULL;
         }
         json_object_object_add(root, "version", json_object_new_int(JOURNAL_VERSION));
         json_object_object_add(root, "id", json_object_new_uint64(id));
@@ -66,47 +86,137 @@ int journal_write(const char *dir, uint64_t id, const char *boot_id, const Journ
                 json_object *g = json_object_new_object();
                 if (!g) {
                         json_object_put(root);
-                        return -ENOMEM;
+                        return NULL;
                 }
                 json_object_object_add(g, "path", json_object_new_string(entries[i].path));
                 json_object_object_add(g, "prev", json_object_new_boolean(entries[i].prev_freeze));
                 json_object_object_add(g, "new", json_object_new_boolean(entries[i].new_freeze));
                 json_object_array_add(groups, g);
         }
+        /* NULL: json-c is out of memory (and so were any of the adds above). */
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text) { /* json-c is out of memory (and so were any of the adds above) */
-                json_object_put(root);
-                return -ENOMEM;
-        }
-
-        if (asprintf(&tmp, "%s/.journal-%" PRIu64 ".json.tmp", dir, id) < 0 ||
-            asprintf(&final, "%s/journal-%" PRIu64 ".json", dir, id) < 0) {
-                json_object_put(root);
-                return -ENOMEM;
-        }
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-                r = -errno;
-                json_object_put(root);
-                return r;
-        }
-        r = write_all(fd, text, strlen(text));
+        if (text && asprintf(&ret, "%s\n", text) < 0)
+                ret = NULL;
         json_object_put(root);
-        /* No fsync (see journal.h): the rename alone makes it whole or absent. */
-        if (r >= 0 && rename(tmp, final) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlink(tmp);
-                return r;
+        return ret;
+}
+
+int journal_new(const char *dir, Journal **ret) {
+        Journal *j = calloc(1, sizeof *j);
+
+        if (!j || !(j->dir = strdup(dir))) {
+                free(j);
+                return -ENOMEM;
         }
-        if (ret_path)
-                *ret_path = TAKE_PTR(final);
+        *ret = j;
         return 0;
 }
 
-int journal_remove(const char *path) {
-        if (unlink(path) < 0 && errno != ENOENT)
+/* Closes the slot's file and removes it. */
+static void slot_drop(JournalSlot *s) {
+        if (s->fd >= 0) {
+                (void) unlink(s->path);
+                s->fd = safe_close(s->fd);
+        }
+        s->busy = false;
+}
+
+Journal *journal_free(Journal *j) {
+        if (!j)
+                return NULL;
+        for (size_t i = 0; i < j->n_slots; i++) {
+                JournalSlot *s = &j->slots[i];
+                if (s->busy) /* a batch still running: the next start recovers it */
+                        s->fd = safe_close(s->fd);
+                else
+                        slot_drop(s);
+                free(s->path);
+        }
+        free(j->slots);
+        free(j->dir);
+        free(j);
+        return NULL;
+}
+
+const char *journal_slot_path(const Journal *j, unsigned slot) {
+        return slot < j->n_slots ? j->slots[slot].path : "(none)";
+}
+
+/* A free slot with its file open (and empty), made if none is.  The file of
+ * a kept slot is never looked up again while freezerd runs: the runtime
+ * directory is its own (its lock), and a file removed from it behind its back
+ * would take the journals written to it out of sight of the next start. */
+static int slot_acquire(Journal *j, unsigned *ret) {
+        size_t i;
+
+        for (i = 0; i < j->n_slots; i++)
+                if (!j->slots[i].busy && j->slots[i].fd >= 0)
+                        goto found;
+        for (i = 0; i < j->n_slots; i++)
+                if (!j->slots[i].busy)
+                        break;
+        if (i == j->n_slots) {
+                JournalSlot *l = realloc(j->slots, (j->n_slots + 1) * sizeof *l);
+                if (!l)
+                        return -ENOMEM;
+                j->slots = l;
+                j->slots[i] = (JournalSlot) { .fd = -1 };
+                if (asprintf(&j->slots[i].path, "%s/journal-%zu.json", j->dir, i) < 0) {
+                        j->slots[i].path = NULL;
+                        return -ENOMEM;
+                }
+                j->n_slots++;
+        }
+        /* O_TRUNC: whatever a file of that name held was recovered at start. */
+        j->slots[i].fd = open(j->slots[i].path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (j->slots[i].fd < 0)
                 return -errno;
+found:
+        j->slots[i].busy = true;
+        *ret = (unsigned) i;
+        return 0;
+}
+
+int journal_begin(Journal *j, uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n,
+                  unsigned *ret_slot) {
+        _cleanup_free_ char *text = journal_format(id, boot_id, entries, n);
+        unsigned slot = 0;
+        int r;
+
+        if (!text)
+                return -ENOMEM;
+        r = slot_acquire(j, &slot);
+        if (r < 0)
+                return r;
+        /* One pwrite() into the empty file; no fsync (see journal.h). */
+        r = pwrite_all(j->slots[slot].fd, text, strlen(text));
+        if (r < 0) {
+                /* Nothing of it may stay: emptied if kept, else removed. */
+                if (slot >= JOURNAL_SLOTS_KEPT || ftruncate(j->slots[slot].fd, 0) < 0)
+                        slot_drop(&j->slots[slot]);
+                j->slots[slot].busy = false;
+                return r;
+        }
+        *ret_slot = slot;
+        return 0;
+}
+
+int journal_end(Journal *j, unsigned slot) {
+        JournalSlot *s;
+
+        if (slot >= j->n_slots || !j->slots[slot].busy)
+                return -EINVAL;
+        s = &j->slots[slot];
+        if (slot >= JOURNAL_SLOTS_KEPT) {
+                slot_drop(s);
+                return 0;
+        }
+        if (ftruncate(s->fd, 0) < 0) {
+                int r = -errno;
+                slot_drop(s); /* removed, then: never a finished batch's journal left */
+                return r;
+        }
+        s->busy = false;
         return 0;
 }
 
@@ -116,9 +226,10 @@ void journal_entries_free(JournalEntry *e, size_t n) {
         free(e);
 }
 
-int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id) {
+int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id,
+                  uint64_t *ret_id) {
         json_tokener *tok;
-        json_object *root, *groups, *v, *boot = NULL;
+        json_object *root, *groups, *v, *boot = NULL, *id = NULL;
         char *boot_id = NULL;
         JournalEntry *entries = NULL;
         size_t n;
@@ -129,7 +240,17 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         if (!tok)
                 return -ENOMEM;
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-        root = json_tokener_parse_ex(tok, text, (int) len);
+        /* journal_format() ends the text with a newline: a text without it
+         * that is all the start of one is a journal cut short (or empty, a
+         * free slot). */
+        bool whole = len > 0 && text[len - 1] == '\n';
+        root = json_tokener_parse_ex(tok, text, (int) (whole ? len - 1 : len));
+        if (!root && json_tokener_get_error(tok) == json_tokener_continue) {
+                json_tokener_free(tok);
+                return whole ? -EBADMSG : -ENODATA;
+        }
+        if (whole)
+                len--;
         if (!root || json_tokener_get_error(tok) != json_tokener_success ||
             json_tokener_get_parse_end(tok) != len) {
                 json_tokener_free(tok);
@@ -144,7 +265,9 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                 json_object_put(root);
                 return -EBADMSG;
         }
-        if (json_object_object_get_ex(root, "boot", &boot) && !json_object_is_type(boot, json_type_string)) {
+        if ((json_object_object_get_ex(root, "boot", &boot) && !json_object_is_type(boot, json_type_string)) ||
+            (json_object_object_get_ex(root, "id", &id) &&
+             (!json_object_is_type(id, json_type_int) || json_object_get_int64(id) < 0))) {
                 json_object_put(root);
                 return -EBADMSG;
         }
@@ -179,6 +302,8 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                 entries[i].prev_freeze = json_object_get_boolean(pr);
                 entries[i].new_freeze = json_object_get_boolean(nw);
         }
+        if (ret_id)
+                *ret_id = id ? json_object_get_uint64(id) : 0;
         json_object_put(root);
         *ret = entries;
         *ret_n = n;
@@ -202,91 +327,129 @@ static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_
         return r == -EFBIG ? -EBADMSG : r;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+typedef struct Found {
+        char *name;
+        uint64_t id;
+        char *boot;
+        JournalEntry *entries;
+        size_t n;
+} Found;
+
+static int cmp_found_desc(const void *a, const void *b) {
+        uint64_t x = ((const Found *) a)->id, y = ((const Found *) b)->id;
         return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void found_free(Found *f, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(f[i].name);
+                free(f[i].boot);
+                journal_entries_free(f[i].entries, f[i].n);
+        }
+        free(f);
 }
 
 int journal_recover(const char *dir, const char *boot_id, journal_restore_t restore, void *userdata,
                     uint64_t *ret_max_id) {
         _cleanup_(closedirp) DIR *d = NULL;
-        _cleanup_free_ uint64_t *ids = NULL;
-        size_t n_ids = 0, cap = 0;
+        Found *found = NULL;
+        size_t n_found = 0, cap = 0;
         uint64_t max_id = 0;
         int recovered = 0;
 
+        if (ret_max_id)
+                *ret_max_id = 0;
         d = opendir(dir);
-        if (!d) {
-                if (ret_max_id)
-                        *ret_max_id = 0;
+        if (!d)
                 return errno == ENOENT ? 0 : -errno;
-        }
+        /* Read them all first: the order is by the ids they record (a slot's
+         * name says nothing of its batch's age). */
         for (struct dirent *de; (de = readdir(d));) {
-                uint64_t id;
+                _cleanup_free_ char *text = NULL;
+                uint64_t k;
                 char tail[8];
-                if (sscanf(de->d_name, "journal-%" SCNu64 ".%5s", &id, tail) != 2 || !streq(tail, "json"))
+                size_t len = 0;
+                Found f = {};
+                int r;
+
+                if (sscanf(de->d_name, "journal-%" SCNu64 ".%5s", &k, tail) != 2 || !streq(tail, "json"))
                         continue;
-                if (n_ids == cap) {
+                r = read_small_file(dirfd(d), de->d_name, &text, &len);
+                if (r >= 0 && len == 0) { /* a free slot */
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+                        continue;
+                }
+                if (r >= 0)
+                        r = journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.id);
+                if (r == -ENODATA) {
+                        log_notice("Batch journal %s/%s was cut short while it was written, before its batch "
+                                   "wrote any flag: removed, nothing to restore.",
+                                   dir, de->d_name);
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+                        continue;
+                }
+                if (r < 0) {
+                        _cleanup_free_ char *broken = NULL;
+                        log_error_errno(r, "Cannot read batch journal %s/%s, keeping it as .broken: %m", dir,
+                                        de->d_name);
+                        if (asprintf(&broken, "%s.broken", de->d_name) >= 0)
+                                (void) renameat(dirfd(d), de->d_name, dirfd(d), broken);
+                        continue;
+                }
+                if (n_found == cap) {
                         size_t c = cap ? cap * 2 : 8;
-                        uint64_t *l = realloc(ids, c * sizeof *l);
-                        if (!l)
+                        Found *l = realloc(found, c * sizeof *l);
+                        if (!l) {
+                                found_free(&f, 1);
+                                found_free(found, n_found);
                                 return -ENOMEM;
-                        ids = l;
+                        }
+                        found = l;
                         cap = c;
                 }
-                ids[n_ids++] = id;
-                if (id > max_id)
-                        max_id = id;
+                f.name = strdup(de->d_name);
+                found[n_found++] = f;
+                if (!f.name) {
+                        found_free(found, n_found);
+                        return -ENOMEM;
+                }
+                if (f.id > max_id)
+                        max_id = f.id;
         }
-        if (n_ids > 1)
-                qsort(ids, n_ids, sizeof *ids, cmp_desc);
+        if (n_found > 1)
+                qsort(found, n_found, sizeof *found, cmp_found_desc);
 
-        for (size_t i = 0; i < n_ids; i++) {
-                _cleanup_free_ char *name = NULL, *text = NULL, *boot = NULL;
-                JournalEntry *entries = NULL;
-                size_t len = 0, n = 0;
+        for (size_t i = 0; i < n_found; i++) {
+                const Found *f = &found[i];
                 unsigned restored = 0, gone = 0, failed = 0;
                 int r;
 
-                if (asprintf(&name, "journal-%" PRIu64 ".json", ids[i]) < 0)
-                        return -ENOMEM;
-                r = read_small_file(dirfd(d), name, &text, &len);
-                if (r >= 0)
-                        r = journal_parse(text, len, &entries, &n, &boot);
-                if (r < 0) {
-                        _cleanup_free_ char *broken = NULL;
-                        log_error_errno(r, "Cannot read batch journal %s/%s, keeping it as .broken: %m", dir, name);
-                        if (asprintf(&broken, "%s.broken", name) >= 0)
-                                (void) renameat(dirfd(d), name, dirfd(d), broken);
-                        continue;
-                }
-                if (boot && boot_id && !streq(boot, boot_id)) {
+                if (f->boot && boot_id && !streq(f->boot, boot_id)) {
                         /* The cgroups it names went with that boot: groups of
                          * the same names now are others'. */
                         log_notice("Batch journal %s/%s is from an earlier boot (%s): removed, nothing restored.", dir,
-                                   name, boot);
-                        journal_entries_free(entries, n);
-                        (void) unlinkat(dirfd(d), name, 0);
+                                   f->name, f->boot);
+                        (void) unlinkat(dirfd(d), f->name, 0);
                         continue;
                 }
-                for (size_t k = n; k > 0; k--) {
-                        r = restore(entries[k - 1].path, entries[k - 1].prev_freeze, userdata);
+                for (size_t k = f->n; k > 0; k--) {
+                        r = restore(f->entries[k - 1].path, f->entries[k - 1].prev_freeze, userdata);
                         if (r == -ENOENT)
                                 gone++;
                         else if (r < 0) {
                                 failed++;
-                                log_error_errno(r, "Cannot restore %s to freeze=%d: %m", entries[k - 1].path,
-                                                entries[k - 1].prev_freeze);
+                                log_error_errno(r, "Cannot restore %s to freeze=%d: %m", f->entries[k - 1].path,
+                                                f->entries[k - 1].prev_freeze);
                         } else
                                 restored++;
                 }
                 log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
                            "%u gone, %u failed.",
-                           ids[i], restored, restored == 1 ? "" : "s", gone, failed);
-                journal_entries_free(entries, n);
-                (void) unlinkat(dirfd(d), name, 0);
+                           f->id, restored, restored == 1 ? "" : "s", gone, failed);
+                (void) unlinkat(dirfd(d), f->name, 0);
                 recovered++;
         }
+        found_free(found, n_found);
         if (ret_max_id)
                 *ret_max_id = max_id;
         return recovered;

@@ -487,7 +487,7 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
         }
 
         for (size_t o = start; o < m->inotify_stash_len;) {
-                const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
+                struct inotify_event *ev = (struct inotify_event *) (m->inotify_stash + o);
                 const WdEntry *w;
 
                 o += sizeof *ev + ev->len;
@@ -502,18 +502,41 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
                 if (*outer < 0)
                         *outer = manager_outer_frozen(m);
                 group_reread_freeze(m, w->ptr, inotify_complete(m) && !*outer);
+                /* Applied: its turn in the stash would read the same flag again
+                 * (a write after this read queues an event of its own).  Our
+                 * own writes come here too, one read each instead of two. */
+                ev->mask &= ~IN_MODIFY;
         }
         return inotify_complete(m);
 }
 
-/* Settle the subtrees of the groups we just wrote (see above). */
+static int cmp_depth(const void *a, const void *b) {
+        unsigned x = (*(Group *const *) a)->depth, y = (*(Group *const *) b)->depth;
+        return x < y ? -1 : x > y;
+}
+
+/* Settle the subtrees of the groups we just wrote (see above), shallowest
+ * first: a written group below another one is then settled with its
+ * ancestor's subtree, by the same rules, instead of read on its own (a
+ * bottom-up thaw of A..G reads A alone, not seven files).  Groups of one
+ * depth are disjoint subtrees: their order does not matter. */
 static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
+        _cleanup_free_ Group **order = NULL;
         int outer = -1;
         bool deduce = manager_drain_inotify(m, &outer);
+        size_t k = 0;
 
         deduce = deduce && !(outer >= 0 ? outer : manager_outer_frozen(m));
 
         m->settle_gen++;
+        if (n > 1 && (order = malloc(n * sizeof *order))) {
+                for (size_t i = 0; i < n; i++)
+                        if (groups[i])
+                                order[k++] = groups[i];
+                qsort(order, k, sizeof *order, cmp_depth);
+                groups = order;
+                n = k;
+        }
         for (size_t i = 0; i < n; i++)
                 if (groups[i])
                         group_settle_subtree(m, groups[i], deduce);
@@ -1230,6 +1253,18 @@ static void entry_link(OpEntry *e, Group *g) {
         d->entries = e;
 }
 
+/* The journal goes before the reply: once the caller is told, a crash must
+ * not undo what it was told. */
+static void operation_end_journal(Operation *op) {
+        if (op->journal_slot < 0)
+                return;
+        int r = journal_end(op->manager->journal, (unsigned) op->journal_slot);
+        if (r < 0)
+                log_warning_errno(r, "Cannot empty batch journal %s, removed it instead: %m",
+                                  journal_slot_path(op->manager->journal, (unsigned) op->journal_slot));
+        op->journal_slot = -1;
+}
+
 static void operation_free(Operation *op) {
         Manager *m = op->manager;
 
@@ -1250,12 +1285,7 @@ static void operation_free(Operation *op) {
                 m->burst_over = m->burst_over || m->n_operations_peak >= OPERATIONS_BURST;
                 m->n_operations_peak = m->n_operations;
         }
-        if (op->journal_path) {
-                int r = journal_remove(op->journal_path);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot remove batch journal %s: %m", op->journal_path);
-                free(op->journal_path);
-        }
+        operation_end_journal(op);
         free(op->doom_message);
         free(op->entries);
         free(op);
@@ -1265,14 +1295,7 @@ static void operation_finish(Operation *op, const sd_bus_error *error) {
         /* Detach first: the callback may start new operations on the same groups. */
         for (unsigned i = 0; i < op->n_entries; i++)
                 entry_unlink(&op->entries[i]);
-        /* The journal goes before the reply: once the caller is told, a crash
-         * must not undo what it was told. */
-        if (op->journal_path) {
-                int r = journal_remove(op->journal_path);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot remove batch journal %s: %m", op->journal_path);
-                op->journal_path = mfree(op->journal_path);
-        }
+        operation_end_journal(op);
         if (op->done)
                 op->done(op, error, op->userdata);
         operation_free(op);
@@ -1688,6 +1711,7 @@ static int operation_new(Manager *m, unsigned n_entries, uint64_t timeout_usec, 
         op->n_entries = n_entries;
         op->flags = flags;
         op->timeout_usec = timeout_usec ?: m->config.default_timeout_usec;
+        op->journal_slot = -1;
         op->started_usec = now_usec();
         op->done = done;
         op->userdata = userdata;
@@ -1909,10 +1933,11 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                              sd_bus_error *error) {
         Manager *m = op->manager;
         _cleanup_free_ JournalEntry *entries = NULL;
+        unsigned slot = 0;
         size_t k = 0;
         int r;
 
-        if (!m->runtime_dir)
+        if (!m->journal)
                 return 0;
         entries = calloc(n ?: 1, sizeof *entries);
         if (!entries)
@@ -1926,7 +1951,9 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                         };
         if (k == 0)
                 return 0;
-        r = journal_write(m->runtime_dir, ++m->journal_seq, journal_boot_id(), entries, k, &op->journal_path);
+        r = journal_begin(m->journal, ++m->journal_seq, journal_boot_id(), entries, k, &slot);
+        if (r >= 0)
+                op->journal_slot = (int) slot;
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
                                                m->runtime_dir, strerror(-r));
@@ -2780,24 +2807,34 @@ static int config_copy_track(Config *dst, const Config *src) {
  * path below our root (NULL if it is not below it).  Read again by every call
  * that freezes, once per call: anyone may move freezerd (echo PID >
  * cgroup.procs) after its start.  If it cannot be read, the last answer stays. */
+/* /proc/self/cgroup: a line per hierarchy, each with freezerd's path. */
+#define SELF_CGROUP_MAX (64 * 1024)
+
 static void manager_find_self(Manager *m) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -1;
         const char *self = NULL;
         char *line;
-        size_t len, l;
-        int r;
+        size_t l;
+        ssize_t n;
 
         if (!m->root_cgroup)
                 return; /* our root is not on the cgroup2 mount we know of */
-        fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                log_debug_errno(errno, "Cannot open /proc/self/cgroup: %m");
-                return;
+        /* Held open: read again at every freeze call, one pread() each (a
+         * /proc file reads afresh from offset 0), not an open, two reads and
+         * a close. */
+        if (m->self_cgroup_fd < 0) {
+                m->self_cgroup_fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+                if (m->self_cgroup_fd < 0) {
+                        log_debug_errno(errno, "Cannot open /proc/self/cgroup: %m");
+                        return;
+                }
         }
-        r = read_full_fd(fd, 1024 * 1024, &text, &len);
-        if (r < 0) {
-                log_debug_errno(r, "Cannot read /proc/self/cgroup: %m");
+        text = malloc(SELF_CGROUP_MAX);
+        if (!text)
+                return;
+        n = cg_read_fd(m->self_cgroup_fd, text, SELF_CGROUP_MAX);
+        if (n < 0) {
+                log_debug_errno((int) n, "Cannot read /proc/self/cgroup: %m");
                 return;
         }
         line = text;
@@ -2860,6 +2897,7 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 return -ENOMEM;
         m->event_base = base;
         m->root_fd = -1;
+        m->self_cgroup_fd = -1;
         m->runtime_lock_fd = m->state_lock_fd = -1;
         m->inotify_fd = m->events_epfd = -1;
         m->scan_saved_cwd = -1;
@@ -3192,6 +3230,9 @@ int manager_start(Manager *m) {
                 r = journal_recover(m->runtime_dir, journal_boot_id(), restore_flag, m, &m->journal_seq);
                 if (r < 0)
                         return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
+                r = journal_new(m->runtime_dir, &m->journal);
+                if (r < 0)
+                        return log_error_errno(r, "Out of memory.");
         }
 
         r = manager_attach_root(m);
@@ -3276,6 +3317,9 @@ Manager *manager_free(Manager *m) {
                 closep(&m->outer_freeze_fds[i]);
         free(m->outer_freeze_fds);
         closep(&m->root_fd);
+        closep(&m->self_cgroup_fd);
+        /* While the runtime directory is still ours: its free slots are removed. */
+        m->journal = journal_free(m->journal);
         closep(&m->runtime_lock_fd);
         closep(&m->state_lock_fd);
         wdmap_free(m->wds);

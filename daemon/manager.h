@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "config.h"
+#include "journal.h"
 #include "tree.h"
 #include "wdmap.h"
 
@@ -136,7 +137,7 @@ struct Operation {
         unsigned writes;  /* cgroup.freeze writes done */
         unsigned skipped; /* requests already satisfied by the current flag */
         struct event *timer;
-        char *journal_path; /* intent journal while the operation runs (journal.h) */
+        int journal_slot;   /* its intent journal's slot while it runs (journal.h), or -1 */
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;
         const char *doom_name;
@@ -154,11 +155,13 @@ struct Manager {
 
         char *cgroup_root; /* absolute directory */
         char *runtime_dir; /* batch journals */
+        Journal *journal;  /* their slots, once the runtime directory is ours */
         char *state_dir;   /* subtrees tracked through Track() */
         uint64_t journal_seq;
         unsigned expand_gen; /* one per RECURSIVE batch expansion (GroupData.expand_gen) */
         bool started; /* initial tracking done: track changes are persisted from now on */
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
+        int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
         int *outer_freeze_fds; /* cgroup.freeze of the groups above the root, below the mount */
         size_t n_outer_freeze_fds;

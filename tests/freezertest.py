@@ -1067,6 +1067,36 @@ class Daemon:
 
 # ---- scratch cgroups ----------------------------------------------------------------------------------------
 
+# ---- batch journals ----------------------------------------------------------------------------------------
+
+JOURNAL_RE = re.compile(r'journal-(\d+)\.json')
+
+
+def live_journals(runtime_dir):
+    """The batch journal files of runtime_dir that hold a journal, sorted.  freezerd keeps
+    its journal files as slots (daemon/journal.h): held open, written whole when a batch
+    starts and emptied when it ends, so an empty one holds none."""
+    out = []
+    for name in sorted(os.listdir(runtime_dir)):
+        if JOURNAL_RE.fullmatch(name):
+            try:
+                if os.path.getsize(os.path.join(runtime_dir, name)) > 0:
+                    out.append(name)
+            except FileNotFoundError:
+                pass
+    return out
+
+
+def read_journal(runtime_dir, name):
+    """The journal in runtime_dir/name, parsed; None if it holds none (a free slot, or one
+    being written or emptied at this very moment)."""
+    try:
+        with open(os.path.join(runtime_dir, name)) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 ProcState = namedtuple('ProcState', 'pid state wchan')
 
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the batch intent journal (daemon/journal.c) in a temporary directory. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "cgroup-util.h"
 #include "journal.h"
 #include "util.h"
 #include "test-util.h"
@@ -27,64 +29,158 @@ static int restore(const char *path, bool prev, void *userdata) {
         return 0;
 }
 
-static void test_roundtrip_and_recover(void) {
+static char *slot_file(const char *dir, unsigned k) {
+        char *p = NULL;
+        CHECK(asprintf(&p, "%s/journal-%u.json", dir, k) > 0);
+        return p;
+}
+
+static off_t file_size(const char *path) {
+        struct stat st;
+        return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (f) {
+                fputs(text, f);
+                fclose(f);
+        }
+}
+
+static bool dir_empty(const char *dir) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        if (!d)
+                return false;
+        for (struct dirent *de; (de = readdir(d));)
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        return false;
+        return true;
+}
+
+static void test_slots_and_recover(void) {
         char dir[] = "/tmp/test-journal.XXXXXX";
-        _cleanup_free_ char *p1 = NULL, *p2 = NULL, *broken = NULL;
         JournalEntry a[] = { { "/a", false, true }, { "/a/b", true, false }, { "/gone", false, true } };
         JournalEntry b[] = { { "/c", false, true } };
         uint64_t max_id = 0;
+        unsigned s0 = 99, s1 = 99, s2 = 99, again = 99;
+        Journal *j = NULL;
         struct stat st;
 
         CHECK(mkdtemp(dir) != NULL);
-        CHECK(journal_write(dir, 7, "boot-1", a, ELEMENTSOF(a), &p1) == 0);
-        CHECK(journal_write(dir, 9, NULL, b, ELEMENTSOF(b), &p2) == 0); /* no boot id known */
-        CHECK(p1 && stat(p1, &st) == 0 && (st.st_mode & 0777) == 0600);
+        CHECK(journal_new(dir, &j) == 0);
+        CHECK(dir_empty(dir)); /* no file before the first batch */
 
-        /* A torn file is kept for a human, never silently dropped. */
-        CHECK(asprintf(&broken, "%s/journal-3.json", dir) > 0);
-        FILE *f = fopen(broken, "w");
-        CHECK(f != NULL);
-        if (f) {
-                fputs("{\"version\":1,\"groups\":[{\"path\":", f);
-                fclose(f);
+        CHECK(journal_begin(j, 7, "boot-1", a, ELEMENTSOF(a), &s0) == 0);
+        CHECK(journal_begin(j, 9, NULL, b, ELEMENTSOF(b), &s1) == 0); /* no boot id known */
+        CHECK(journal_begin(j, 5, "boot-1", b, ELEMENTSOF(b), &s2) == 0);
+        CHECK(s0 == 0 && s1 == 1 && s2 == 2);
+        _cleanup_free_ char *p0 = slot_file(dir, 0), *p1 = slot_file(dir, 1), *p2 = slot_file(dir, 2);
+        CHECK(stat(p0, &st) == 0 && (st.st_mode & 0777) == 0600);
+        CHECK(streq(journal_slot_path(j, s0), p0));
+
+        /* What a slot holds: the whole journal, ending in a newline. */
+        {
+                _cleanup_free_ char *text = NULL, *boot = NULL;
+                _cleanup_close_ int fd = open(p0, O_RDONLY | O_CLOEXEC);
+                JournalEntry *e = NULL;
+                size_t len = 0, n = 0;
+                uint64_t id = 0;
+                CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &text, &len) >= 0);
+                CHECK(len > 0 && text[len - 1] == '\n');
+                CHECK(journal_parse(text, len, &e, &n, &boot, &id) == 0);
+                CHECK(id == 7 && n == 3 && streq_ptr(boot, "boot-1") && streq(e[1].path, "/a/b") && e[1].prev_freeze);
+                journal_entries_free(e, n);
+                /* Cut short anywhere (freezerd killed inside the pwrite()): a prefix, never taken for a journal. */
+                for (size_t k = 0; k + 1 < len; k++)
+                        CHECK(journal_parse(text, k, &e, &n, NULL, NULL) == -ENODATA);
         }
+
+        /* A finished batch's slot is removed (a slot past the first), and the
+         * next batch gets a file of that name again. */
+        CHECK(journal_end(j, s2) == 0);
+        CHECK(file_size(p2) < 0);
+        CHECK(journal_begin(j, 10, "boot-1", b, 1, &again) == 0 && again == 2);
+        CHECK(file_size(p2) > 0);
+        CHECK(journal_end(j, again) == 0);
+        CHECK(journal_end(j, again) == -EINVAL); /* not busy */
+
+        /* A journal cut short is removed; a damaged one is kept for a human. */
+        _cleanup_free_ char *cut = NULL, *broken = NULL, *kept = NULL;
+        CHECK(asprintf(&cut, "%s/journal-40.json", dir) > 0);
+        write_file(cut, "{\"version\":1,\"id\":40,\"groups\":[{\"path\":\"/a\",\"pr");
+        CHECK(asprintf(&broken, "%s/journal-3.json", dir) > 0);
+        write_file(broken, "{\"version\":1,\"groups\":[{\"path\":}]}\n");
+
+        /* A crash: the busy slots stay (journal_free() as at exit). */
+        j = journal_free(j);
+        CHECK(file_size(p0) > 0 && file_size(p1) > 0);
+        CHECK(stat(p2, &st) < 0 && errno == ENOENT);
 
         n_restored = 0;
         CHECK(journal_recover(dir, "boot-1", restore, NULL, &max_id) == 2);
         CHECK(max_id == 9);
-        /* Newest journal first, each in reverse order; /gone is skipped. */
+        /* Newest journal (by its id, not its slot) first, each in reverse order; /gone is skipped. */
         CHECK(n_restored == 3);
         CHECK(streq(restored[0].path, "/c") && restored[0].prev == false);
         CHECK(streq(restored[1].path, "/a/b") && restored[1].prev == true);
         CHECK(streq(restored[2].path, "/a") && restored[2].prev == false);
+        CHECK(stat(p0, &st) < 0 && errno == ENOENT);
         CHECK(stat(p1, &st) < 0 && errno == ENOENT);
-        CHECK(stat(p2, &st) < 0 && errno == ENOENT);
-
-        _cleanup_free_ char *kept = NULL;
+        CHECK(stat(cut, &st) < 0 && errno == ENOENT);
         CHECK(asprintf(&kept, "%s.broken", broken) > 0);
         CHECK(stat(kept, &st) == 0);
         unlink(kept);
+        CHECK(dir_empty(dir));
 
-        /* Nothing left: a second recovery does nothing. */
+        /* Nothing left: a second recovery does nothing; a free slot (empty) is removed quietly. */
+        write_file(p0, "");
         n_restored = 0;
         CHECK(journal_recover(dir, "boot-1", restore, NULL, &max_id) == 0);
-        CHECK(n_restored == 0);
+        CHECK(n_restored == 0 && dir_empty(dir));
+
+        /* Many batches at once: the slots past the one kept are removed when their batch ends. */
+        {
+                unsigned slots[12];
+                CHECK(journal_new(dir, &j) == 0);
+                for (unsigned i = 0; i < ELEMENTSOF(slots); i++)
+                        CHECK(journal_begin(j, 100 + i, NULL, b, 1, &slots[i]) == 0 && slots[i] == i);
+                for (unsigned i = 0; i < ELEMENTSOF(slots); i++)
+                        CHECK(journal_end(j, slots[i]) == 0);
+                for (unsigned i = 0; i < ELEMENTSOF(slots); i++) {
+                        _cleanup_free_ char *p = slot_file(dir, i);
+                        CHECK(i < 1 ? file_size(p) == 0 : file_size(p) < 0);
+                }
+                j = journal_free(j);
+                CHECK(dir_empty(dir));
+        }
 
         /* A journal of another boot is removed unread; one without a boot id,
          * or read where the boot id is unknown, is restored. */
-        _cleanup_free_ char *p3 = NULL, *p4 = NULL, *p5 = NULL;
-        CHECK(journal_write(dir, 11, "boot-1", a, 1, &p3) == 0);
-        CHECK(journal_write(dir, 12, NULL, b, 1, &p4) == 0);
+        CHECK(journal_new(dir, &j) == 0);
+        CHECK(journal_begin(j, 11, "boot-1", a, 1, &s0) == 0);
+        CHECK(journal_begin(j, 12, NULL, b, 1, &s1) == 0);
+        j = journal_free(j);
         n_restored = 0;
         CHECK(journal_recover(dir, "boot-2", restore, NULL, &max_id) == 1);
         CHECK(max_id == 12);
         CHECK(n_restored == 1 && streq(restored[0].path, "/c"));
-        CHECK(stat(p3, &st) < 0 && errno == ENOENT);
-        CHECK(stat(p4, &st) < 0 && errno == ENOENT);
-        CHECK(journal_write(dir, 13, "boot-1", a, 1, &p5) == 0);
+        CHECK(dir_empty(dir));
+        CHECK(journal_new(dir, &j) == 0);
+        CHECK(journal_begin(j, 13, "boot-1", a, 1, &s0) == 0);
+        j = journal_free(j);
         n_restored = 0;
         CHECK(journal_recover(dir, NULL, restore, NULL, &max_id) == 1);
         CHECK(n_restored == 1 && streq(restored[0].path, "/a"));
+
+        /* The journals of a freezerd from before the slots (journal-<id>.json, no newline) too. */
+        _cleanup_free_ char *old = NULL;
+        CHECK(asprintf(&old, "%s/journal-17.json", dir) > 0);
+        write_file(old, "{\"version\":1,\"id\":17,\"groups\":[{\"path\":\"/c\",\"prev\":true,\"new\":false}]}");
+        n_restored = 0;
+        CHECK(journal_recover(dir, NULL, restore, NULL, &max_id) == 1);
+        CHECK(max_id == 17 && n_restored == 1 && streq(restored[0].path, "/c") && restored[0].prev);
         CHECK(rmdir(dir) == 0);
 
         /* A missing directory is not an error. */
@@ -97,25 +193,39 @@ static void test_parse(void) {
         const char *ok = "{\"version\":1,\"id\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false}]}";
 
         char *boot = (char *) "untouched";
-        CHECK(journal_parse(ok, strlen(ok), &e, &n, &boot) == 0);
+        uint64_t id = 0;
+        CHECK(journal_parse(ok, strlen(ok), &e, &n, &boot, &id) == 0);
         CHECK(n == 1 && streq(e[0].path, "/x") && e[0].prev_freeze && !e[0].new_freeze);
-        CHECK(boot == NULL);
+        CHECK(boot == NULL && id == 1);
+        journal_entries_free(e, n);
+
+        /* With the newline freezerd puts after it; without an id (taken as 0). */
+        _cleanup_free_ char *nl = NULL;
+        CHECK(asprintf(&nl, "%s\n", ok) > 0);
+        CHECK(journal_parse(nl, strlen(nl), &e, &n, NULL, &id) == 0 && id == 1);
+        journal_entries_free(e, n);
+        const char *no_id = "{\"version\":1,\"groups\":[]}";
+        CHECK(journal_parse(no_id, strlen(no_id), &e, &n, NULL, &id) == 0 && id == 0);
         journal_entries_free(e, n);
 
         const char *with_boot = "{\"version\":1,\"id\":1,\"boot\":\"b-1\",\"groups\":[]}";
-        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, &boot) == 0);
+        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, &boot, NULL) == 0);
         CHECK(n == 0 && streq_ptr(boot, "b-1"));
         free(boot);
         journal_entries_free(e, n);
-        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, NULL) == 0);
+        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, NULL, NULL) == 0);
         journal_entries_free(e, n);
 
         /* What freezerd writes carries the running kernel's boot id. */
-        const char *id = journal_boot_id();
-        CHECK(id && strlen(id) == 36);
+        const char *boot_id = journal_boot_id();
+        CHECK(boot_id && strlen(boot_id) == 36);
+
+        /* Cut short: the empty text, and a prefix; a prefix then a newline is no journal of ours. */
+        CHECK(journal_parse("", 0, &e, &n, NULL, NULL) == -ENODATA);
+        CHECK(journal_parse(ok, strlen(ok) - 1, &e, &n, NULL, NULL) == -ENODATA);
+        CHECK(journal_parse("{\"version\":1\n", 13, &e, &n, NULL, NULL) == -EBADMSG);
 
         const char *bad[] = {
-                "",
                 "[]",
                 "{\"version\":2,\"groups\":[]}",
                 "{\"version\":1}",
@@ -124,13 +234,15 @@ static void test_parse(void) {
                 "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true}]}",
                 "{\"version\":1,\"groups\":[]} trailing",
                 "{\"version\":1,\"boot\":5,\"groups\":[]}",
+                "{\"version\":1,\"id\":-1,\"groups\":[]}",
+                "{\"version\":1,\"id\":\"7\",\"groups\":[]}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL) == -EBADMSG);
+                CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL, NULL) == -EBADMSG);
 }
 
 int main(void) {
-        test_roundtrip_and_recover();
+        test_slots_and_recover();
         test_parse();
         return test_summary("test-journal");
 }

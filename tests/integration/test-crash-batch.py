@@ -15,9 +15,11 @@ ApplyBatch (which must leave no journal behind once it replied), then:
 
   * 20 random points: an ApplyBatch of the 200 groups (random target flags,
     order and ROLLBACK flag).  One inotify instance watches the runtime dir and
-    every group's directory, so that the journal's appearance (IN_MOVED_TO
-    journal-N.json) and each cgroup.freeze write (IN_MODIFY "cgroup.freeze") are
-    seen in the order they happened; freezerd is SIGKILLed from the event
+    every group's directory, so that the journal's appearance (IN_MODIFY of a
+    journal-N.json that then holds one: freezerd's journal files are slots,
+    written whole when a batch starts and emptied when it ends) and each
+    cgroup.freeze write (IN_MODIFY "cgroup.freeze") are seen in the order they
+    happened; freezerd is SIGKILLed from the event
     handler once the journal is there and k writes were seen, k drawn from
     [0, writes-1] (the first two cases take k = 0 and k = writes-1).
   * "after the last write": the batch also freezes /stuck, so it is still
@@ -32,10 +34,10 @@ with its previous and requested flag; the pending call got an error reply from
 the bus.  A new freezerd on the same runtime dir must, before READY=1, have put
 every cgroup.freeze back as in S (read at READY, no wait) and logged
 "Recovered interrupted batch N: W groups restored ..., 0 gone, 0 failed";
-the journal must be gone; then the kernel's "frozen" of every group, and the
+the journal must be gone (no journal file left holding one); then the kernel's "frozen" of every group, and the
 daemon's Freeze/Frozen/FreezerState, must equal what they were before the batch.
 
-A batch that replied must have removed its journal already (the check is made
+A batch that replied must have emptied its journal already (the check is made
 as soon as the reply arrives): otherwise a crash between its reply and the
 removal would make the next freezerd undo a batch its caller was told had
 succeeded.  Violations are collected and fail the test at the end, after every
@@ -45,7 +47,6 @@ very slow machine), the batch must have been applied in full instead.
 The seed is printed; FREEZERD_TEST_SEED=N repeats a run."""
 
 import collections
-import json
 import os
 import random
 import re
@@ -65,9 +66,7 @@ ALL = GROUPS + [STUCK]
 RANDOM_POINTS = 20
 WRITE_DELAY_USEC = 2000
 LONG_USEC = 120 * 1000000
-IN_CREATE = 0x00000100
-IN_MOVED_TO = 0x00000080
-JOURNAL_RE = re.compile(r'journal-(\d+)\.json')
+JOURNAL_RE = ft.JOURNAL_RE
 
 
 class CrashableDaemon(ft.Daemon):
@@ -95,14 +94,19 @@ class CrashableDaemon(ft.Daemon):
 
 
 class Watcher:
-    """One inotify instance on the runtime dir (journal renames) and on every group's
+    """One inotify instance on the runtime dir (journal writes) and on every group's
     directory (cgroup.freeze writes): one queue, so the order of events is the order
-    in which freezerd did things.  on_event(kind, name) is called for each in turn."""
+    in which freezerd did things.  on_event(kind, name) is called for each in turn.
+    A journal is the IN_MODIFY of a journal file that then holds one (the emptying
+    of a slot is an IN_MODIFY too); the journal is whole when its event is queued
+    (after the one pwrite() that writes it), and stays until its batch ends, which
+    comes after the writes this test waits for."""
 
     def __init__(self, sc, runtime_dir, on_event):
         self.ino = ft.Inotify()
         self.on_event = on_event
-        self.run_wd = self.ino.add_watch(runtime_dir, IN_MOVED_TO | IN_CREATE)
+        self.runtime_dir = runtime_dir
+        self.run_wd = self.ino.add_watch(runtime_dir, ft.Inotify.IN_MODIFY)
         self.wds = {self.ino.add_watch(sc.abspath(g), ft.Inotify.IN_MODIFY): g for g in ALL}
         self.journals = []  # names seen, in order
         self.writes = collections.Counter()
@@ -112,9 +116,11 @@ class Watcher:
         for wd, mask, name in self.ino.read():
             if mask & ft.Inotify.IN_Q_OVERFLOW:
                 ft.fail('the test\'s inotify queue overflowed')
-            if wd == self.run_wd and (mask & IN_MOVED_TO) and JOURNAL_RE.fullmatch(name):
-                self.journals.append(name)
-                self.on_event('journal', name)
+            if wd == self.run_wd and (mask & ft.Inotify.IN_MODIFY) and JOURNAL_RE.fullmatch(name):
+                j = ft.read_journal(self.runtime_dir, name)
+                if j is not None and name not in self.journals:
+                    self.journals.append(name)
+                    self.on_event('journal', name)
             elif wd in self.wds and name == 'cgroup.freeze' and (mask & ft.Inotify.IN_MODIFY):
                 self.writes[self.wds[wd]] += 1
                 self.on_event('write', self.wds[wd])
@@ -166,7 +172,8 @@ def test():
                     sc.spawn_sleepers(f'{p}/c{j}', 1)
             sc.spawn_sleepers(STUCK, 1)
             fuse.spawn_stuck(sc, STUCK)
-            ft.loop().watch(runtime_dir, ft.Inotify.IN_DELETE)  # wakes check_no_journal_at_reply()
+            # Wakes check_no_journal_at_reply(): a slot emptied, or a journal removed.
+            ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY | ft.Inotify.IN_DELETE)
             ft.check(True, f'{len(GROUPS)} groups with {len(GROUPS) - len(PARENTS)} sleepers; {STUCK} holds a task '
                            'blocked (D) on the FUSE mount')
 
@@ -206,22 +213,21 @@ def test():
                                          f'{dict(list(diff.items())[:8])}')
 
             def check_no_journal(what):
-                left = [f for f in runtime_files(runtime_dir) if 'journal' in f]
+                left = ft.live_journals(runtime_dir)
                 ft.check(not left, what, f'left in {runtime_dir}: {left}')
 
             def check_no_journal_at_reply(what):
-                """A batch that replied must have removed its journal already: were freezerd
-                killed between its reply and the removal, the restart would undo a batch its
+                """A batch that replied must have emptied its journal already: were freezerd
+                killed between its reply and the emptying, the restart would undo a batch its
                 caller was told had succeeded.  A violation is recorded (the test fails at the
                 end) and its extent measured: how long until the journal does go."""
                 journal_checks[0] += 1
-                left = [f for f in runtime_files(runtime_dir) if 'journal' in f]
+                left = ft.live_journals(runtime_dir)
                 if not left:
                     ft.check(True, f'{what}: no journal left when it replied')
                     return
                 t0 = time.monotonic()
-                ft.wait_for(lambda: not any('journal' in f for f in runtime_files(runtime_dir)),
-                            what=f'{left} to be removed')
+                ft.wait_for(lambda: not ft.live_journals(runtime_dir), what=f'{left} to be emptied')
                 dt = (time.monotonic() - t0) * 1e6
                 violations.append(f'{what}: replied with {left} still in the runtime dir (removed {dt:.0f} us '
                                   'later)')
@@ -354,20 +360,20 @@ def test():
 
                 landed = [g for g in ALL if sc.read_freeze(g) != start[g]]
                 files = runtime_files(runtime_dir)
-                journals = [f for f in files if JOURNAL_RE.fullmatch(f)]
+                journals = ft.live_journals(runtime_dir)
                 if not journaled:
                     ft.check_equal(w.journals, [], f'case {rnd}: a Freeze without ROLLBACK writes no journal')
-                    ft.check_equal(files, [], f'case {rnd}: the runtime dir is empty')
+                    ft.check_equal(journals, [], f'case {rnd}: no journal file holds a journal')
                     ft.check_equal(landed, [STUCK], f'case {rnd}: its write landed')
                     after = dict(before)
                     after[STUCK] = (1, 0)
                     return after, None, 0, f'case {rnd} ({kind})'
                 ft.check_equal(journals, [w.journals[0]] if w.journals else ['?'],
                                f'case {rnd}: the journal {journals} is left by the crash, nothing else')
-                ft.check_equal([f for f in files if f not in journals], [], f'case {rnd}: no temporary file is left')
-                with open(os.path.join(runtime_dir, journals[0])) as f:
-                    j = json.load(f)
-                journal_id = int(JOURNAL_RE.fullmatch(journals[0]).group(1))
+                ft.check_equal([f for f in files if not JOURNAL_RE.fullmatch(f)], [],
+                               f'case {rnd}: nothing but journal files is left')
+                j = ft.read_journal(runtime_dir, journals[0])
+                journal_id = j['id']
                 entries = {e['path']: (int(e['prev']), int(e['new'])) for e in j['groups']}
                 ft.check_equal(entries, {g: (start[g], target[g]) for g in changed},
                                f'case {rnd}: the journal lists the {len(changed)} groups to change with their '

@@ -29,8 +29,8 @@ OTHER_BOOT = '00000000-0000-4000-8000-000000000000'
 LONG_USEC = 60 * 1000000
 
 
-def journal(boot, path):
-    j = {'version': 1, 'id': 0, 'groups': [{'path': path, 'prev': False, 'new': True}]}
+def journal(boot, path, batch):
+    j = {'version': 1, 'id': batch, 'groups': [{'path': path, 'prev': False, 'new': True}]}
     if boot is not None:
         j['boot'] = boot
     return j
@@ -50,8 +50,8 @@ def test():
         sc.mkdir('/b')
         runtime_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}journal-boot-{os.getpid()}-')
         try:
-            files = {'journal-5.json': journal(OTHER_BOOT, '/g'), 'journal-6.json': journal(boot, '/h'),
-                     'journal-7.json': journal(None, '/k')}
+            files = {'journal-5.json': journal(OTHER_BOOT, '/g', 5), 'journal-6.json': journal(boot, '/h', 6),
+                     'journal-7.json': journal(None, '/k', 7)}
             for name, j in files.items():
                 with open(os.path.join(runtime_dir, name), 'w') as f:
                     json.dump(j, f)
@@ -73,13 +73,11 @@ def test():
                 ft.check_equal(left, [], 'every journal removed')
 
                 # A batch of its own records this boot's id.
-                ft.loop().watch(runtime_dir, ft.Inotify.IN_MOVED_TO)
+                ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
                 call = d.client.call_async('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, 1)
-                name = ft.wait_for(lambda: next((n for n in os.listdir(runtime_dir)
-                                                 if n.startswith('journal-') and n.endswith('.json')), None),
-                                   timeout=10, what='the batch journal')
-                with open(os.path.join(runtime_dir, name)) as f:
-                    written = json.load(f)
+                written = ft.wait_for(lambda: next((ft.read_journal(runtime_dir, n)
+                                                    for n in ft.live_journals(runtime_dir)), None),
+                                      timeout=10, what='the batch journal')
                 ft.check_equal(written.get('boot'), boot, "the journal carries this boot's id")
                 call.result(timeout=30)
                 sc.write_freeze('/g', 0)
