@@ -10,9 +10,14 @@ that a batch froze a group (prev false, new true) and was interrupted:
   journal-5.json   another boot's id, naming /g (frozen now, by someone else)
   journal-6.json   this boot's id, naming /h (frozen now, as if by that batch)
   journal-7.json   no boot id (as written before boot ids were recorded), /k
+  journal-8.json   this boot's id, naming /c, cut short in the middle (freezerd
+                   killed inside the pwrite() of a journal longer than a page:
+                   its batch wrote nothing; /c is frozen by someone else)
+  journal-0.json   empty: a free slot
 
-freezerd must restore /h and /k (flag 0, thawed), leave /g frozen, log that
-journal-5 is from an earlier boot, and remove all three files.  Then a batch
+freezerd must restore /h and /k (flag 0, thawed), leave /g and /c frozen, log
+that journal-5 is from an earlier boot and that journal-8 was cut short, and
+remove all five files.  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
 batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
 
@@ -42,7 +47,7 @@ def test():
         boot = f.read().strip()
     ft.check(boot != OTHER_BOOT, 'this boot is not the made-up one')
     with ft.Scratch('journal-boot') as sc, ft.Bus() as bus:
-        for g in ('/g', '/h', '/k'):
+        for g in ('/g', '/h', '/k', '/c'):
             sc.mkdir(g)
             sc.spawn_sleepers(g, 1)
             sc.write_freeze(g, 1)
@@ -55,6 +60,10 @@ def test():
             for name, j in files.items():
                 with open(os.path.join(runtime_dir, name), 'w') as f:
                     json.dump(j, f)
+            whole = json.dumps(journal(boot, '/c', 8)) + '\n'
+            with open(os.path.join(runtime_dir, 'journal-8.json'), 'w') as f:
+                f.write(whole[:len(whole) // 2])
+            open(os.path.join(runtime_dir, 'journal-0.json'), 'w').close()
 
             env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
@@ -69,6 +78,12 @@ def test():
                          'the earlier boot logged', log)
                 ft.check('Recovered interrupted batch 6' in log and 'Recovered interrupted batch 7' in log,
                          'journals 6 and 7 recovered', log)
+                ft.check_equal(sc.read_freeze('/c'), 1, 'a journal cut short: nothing restored, /c left frozen')
+                ft.check('journal-8.json was cut short while it was written' in log and
+                         'Recovered interrupted batch 8' not in log, 'the journal cut short logged, not recovered',
+                         log)
+                ft.check('journal-0.json' not in log and '.broken' not in log,
+                         'the empty slot removed quietly, nothing kept as .broken', log)
                 left = [n for n in os.listdir(runtime_dir) if n.startswith('journal-')]
                 ft.check_equal(left, [], 'every journal removed')
 
@@ -81,6 +96,7 @@ def test():
                 ft.check_equal(written.get('boot'), boot, "the journal carries this boot's id")
                 call.result(timeout=30)
                 sc.write_freeze('/g', 0)
+                sc.write_freeze('/c', 0)
         finally:
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
