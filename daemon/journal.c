@@ -116,7 +116,8 @@ int journal_new(const char *dir, Journal **ret) {
 static void slot_drop(JournalSlot *s) {
         if (s->fd >= 0) {
                 (void) unlink(s->path);
-                s->fd = safe_close(s->fd);
+                closep(&s->fd);
+                s->fd = -1;
         }
         s->busy = false;
 }
@@ -127,7 +128,7 @@ Journal *journal_free(Journal *j) {
         for (size_t i = 0; i < j->n_slots; i++) {
                 JournalSlot *s = &j->slots[i];
                 if (s->busy) /* a batch still running: the next start recovers it */
-                        s->fd = safe_close(s->fd);
+                        closep(&s->fd);
                 else
                         slot_drop(s);
                 free(s->path);

@@ -2803,13 +2803,13 @@ static int config_copy_track(Config *dst, const Config *src) {
         return 0;
 }
 
+/* /proc/self/cgroup: a line per hierarchy, each with freezerd's path. */
+#define SELF_CGROUP_MAX (64 * 1024)
+
 /* Where freezerd itself runs, from /proc/self/cgroup ("0::/path"), as an API
  * path below our root (NULL if it is not below it).  Read again by every call
  * that freezes, once per call: anyone may move freezerd (echo PID >
  * cgroup.procs) after its start.  If it cannot be read, the last answer stays. */
-/* /proc/self/cgroup: a line per hierarchy, each with freezerd's path. */
-#define SELF_CGROUP_MAX (64 * 1024)
-
 static void manager_find_self(Manager *m) {
         _cleanup_free_ char *text = NULL;
         const char *self = NULL;

@@ -53,13 +53,6 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
-/* close(fd) if open; returns -1, for "fd = safe_close(fd)". */
-static inline int safe_close(int fd) {
-        if (fd >= 0)
-                close(fd);
-        return -1;
-}
-
 static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);

@@ -329,7 +329,6 @@ def _child_setup(cgroup_procs=None, pdeathsig=signal.SIGKILL):
 class Inotify:
     IN_MODIFY = 0x00000002
     IN_ATTRIB = 0x00000004
-    IN_MOVED_TO = 0x00000080
     IN_CREATE = 0x00000100
     IN_DELETE = 0x00000200
     IN_DELETE_SELF = 0x00000400
@@ -1065,8 +1064,6 @@ class Daemon:
         return False
 
 
-# ---- scratch cgroups ----------------------------------------------------------------------------------------
-
 # ---- batch journals ----------------------------------------------------------------------------------------
 
 JOURNAL_RE = re.compile(r'journal-(\d+)\.json')
@@ -1096,6 +1093,8 @@ def read_journal(runtime_dir, name):
     except (FileNotFoundError, ValueError):
         return None
 
+
+# ---- scratch cgroups ----------------------------------------------------------------------------------------
 
 ProcState = namedtuple('ProcState', 'pid state wchan')
 

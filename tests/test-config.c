@@ -367,21 +367,6 @@ static void test_error_substrings(void) {
 
 /* ------------------------------------------------------------------------- */
 
-static int write_file(const char *path, const char *content, size_t len) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        size_t n = 0;
-
-        if (fd < 0)
-                return -errno;
-        while (n < len) {
-                ssize_t k = write(fd, content + n, len - n);
-                if (k <= 0)
-                        return -EIO;
-                n += (size_t) k;
-        }
-        return 0;
-}
-
 static void test_load(void) {
         char dir[] = "/tmp/test-config.XXXXXX";
         char path[sizeof dir + 32], missing[sizeof dir + 32], big[sizeof dir + 32];
@@ -406,7 +391,7 @@ static void test_load(void) {
 
         /* Valid file. */
         const char *text = "{\n  \"track\": [\"pods\"],\n  \"default_timeout_usec\": 2500000\n}\n";
-        CHECK_R(write_file(path, text, strlen(text)), 0);
+        CHECK_R(test_write_file(path, text, strlen(text)), 0);
         CHECK_R(config_load(path, &c, &error), 0);
         CHECK(!error);
         CHECK(c.n_track == 1 && streq(c.track[0], "/pods") && c.default_timeout_usec == 2500000);
@@ -414,7 +399,7 @@ static void test_load(void) {
 
         /* Invalid file: the message names the path as given. */
         text = "{\n  \"track\": [\"pods\"],\n  \"trak\": 1\n}\n";
-        CHECK_R(write_file(path, text, strlen(text)), 0);
+        CHECK_R(test_write_file(path, text, strlen(text)), 0);
         CHECK_R(config_load(path, &c, &error), -EINVAL);
         {
                 char expected[sizeof path + 64];
@@ -434,7 +419,7 @@ static void test_load(void) {
                         blob[0] = '{';
                         blob[n - 2] = '}';
                         blob[n - 1] = '\n';
-                        CHECK_R(write_file(big, blob, n), 0);
+                        CHECK_R(test_write_file(big, blob, n), 0);
                         CHECK_R(config_load(big, &c, &error), -EFBIG);
                         CHECK(error && strstr(error, big) && strstr(error, "larger than 1 MiB"));
                         free(error);
@@ -451,7 +436,7 @@ static void test_load(void) {
                         n = 1024 * 1024;
                         blob[n - 2] = '}';
                         blob[n - 1] = '\n';
-                        CHECK_R(write_file(big, blob, n), 0);
+                        CHECK_R(test_write_file(big, blob, n), 0);
                         CHECK_R(config_load(big, &c, &error), 0);
                         CHECK(!error);
                         CHECK(is_default(&c));
@@ -460,7 +445,7 @@ static void test_load(void) {
                         /* One byte more is not. */
                         blob[n - 1] = ' ';
                         blob[n] = '\n';
-                        CHECK_R(write_file(big, blob, n + 1), 0);
+                        CHECK_R(test_write_file(big, blob, n + 1), 0);
                         CHECK_R(config_load(big, &c, &error), -EFBIG);
                         CHECK(error);
                         free(error);

@@ -40,13 +40,8 @@ static off_t file_size(const char *path) {
         return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
-static void write_file(const char *path, const char *text) {
-        FILE *f = fopen(path, "w");
-        CHECK(f != NULL);
-        if (f) {
-                fputs(text, f);
-                fclose(f);
-        }
+static void write_text(const char *path, const char *text) {
+        CHECK_R(test_write_file(path, text, strlen(text)), 0);
 }
 
 static bool dir_empty(const char *dir) {
@@ -109,9 +104,9 @@ static void test_slots_and_recover(void) {
         /* A journal cut short is removed; a damaged one is kept for a human. */
         _cleanup_free_ char *cut = NULL, *broken = NULL, *kept = NULL;
         CHECK(asprintf(&cut, "%s/journal-40.json", dir) > 0);
-        write_file(cut, "{\"version\":1,\"id\":40,\"groups\":[{\"path\":\"/a\",\"pr");
+        write_text(cut, "{\"version\":1,\"id\":40,\"groups\":[{\"path\":\"/a\",\"pr");
         CHECK(asprintf(&broken, "%s/journal-3.json", dir) > 0);
-        write_file(broken, "{\"version\":1,\"groups\":[{\"path\":}]}\n");
+        write_text(broken, "{\"version\":1,\"groups\":[{\"path\":}]}\n");
 
         /* A crash: the busy slots stay (journal_free() as at exit). */
         j = journal_free(j);
@@ -135,7 +130,7 @@ static void test_slots_and_recover(void) {
         CHECK(dir_empty(dir));
 
         /* Nothing left: a second recovery does nothing; a free slot (empty) is removed quietly. */
-        write_file(p0, "");
+        write_text(p0, "");
         n_restored = 0;
         CHECK(journal_recover(dir, "boot-1", restore, NULL, &max_id) == 0);
         CHECK(n_restored == 0 && dir_empty(dir));
@@ -177,7 +172,7 @@ static void test_slots_and_recover(void) {
         /* The journals of a freezerd from before the slots (journal-<id>.json, no newline) too. */
         _cleanup_free_ char *old = NULL;
         CHECK(asprintf(&old, "%s/journal-17.json", dir) > 0);
-        write_file(old, "{\"version\":1,\"id\":17,\"groups\":[{\"path\":\"/c\",\"prev\":true,\"new\":false}]}");
+        write_text(old, "{\"version\":1,\"id\":17,\"groups\":[{\"path\":\"/c\",\"prev\":true,\"new\":false}]}");
         n_restored = 0;
         CHECK(journal_recover(dir, NULL, restore, NULL, &max_id) == 1);
         CHECK(max_id == 17 && n_restored == 1 && streq(restored[0].path, "/c") && restored[0].prev);

@@ -4,8 +4,11 @@
 /* Checks shared by the unit tests: each failed check prints where and what,
  * and the run goes on, so one test run reports every failure. */
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -43,6 +46,22 @@ static unsigned test_checks, test_failures;
                         test_failures++;                                                        \
                 }                                                                               \
         } while (0)
+
+/* Write content (len bytes) to path, made or truncated, mode 0644: 0 or -errno. */
+static inline int test_write_file(const char *path, const char *content, size_t len) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        size_t n = 0;
+
+        if (fd < 0)
+                return -errno;
+        while (n < len) {
+                ssize_t k = write(fd, content + n, len - n);
+                if (k <= 0)
+                        return -EIO;
+                n += (size_t) k;
+        }
+        return 0;
+}
 
 /* Print "<name>: N checks, M failed" and give main()'s exit status. */
 static inline int test_summary(const char *name) {

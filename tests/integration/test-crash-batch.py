@@ -66,7 +66,6 @@ ALL = GROUPS + [STUCK]
 RANDOM_POINTS = 20
 WRITE_DELAY_USEC = 2000
 LONG_USEC = 120 * 1000000
-JOURNAL_RE = ft.JOURNAL_RE
 
 
 class CrashableDaemon(ft.Daemon):
@@ -116,7 +115,7 @@ class Watcher:
         for wd, mask, name in self.ino.read():
             if mask & ft.Inotify.IN_Q_OVERFLOW:
                 ft.fail('the test\'s inotify queue overflowed')
-            if wd == self.run_wd and (mask & ft.Inotify.IN_MODIFY) and JOURNAL_RE.fullmatch(name):
+            if wd == self.run_wd and (mask & ft.Inotify.IN_MODIFY) and ft.JOURNAL_RE.fullmatch(name):
                 j = ft.read_journal(self.runtime_dir, name)
                 if j is not None and name not in self.journals:
                     self.journals.append(name)
@@ -370,7 +369,7 @@ def test():
                     return after, None, 0, f'case {rnd} ({kind})'
                 ft.check_equal(journals, [w.journals[0]] if w.journals else ['?'],
                                f'case {rnd}: the journal {journals} is left by the crash, nothing else')
-                ft.check_equal([f for f in files if not JOURNAL_RE.fullmatch(f)], [],
+                ft.check_equal([f for f in files if not ft.JOURNAL_RE.fullmatch(f)], [],
                                f'case {rnd}: nothing but journal files is left')
                 j = ft.read_journal(runtime_dir, journals[0])
                 journal_id = j['id']
