@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "freeze-writer.h"
@@ -12,9 +16,29 @@ typedef struct WriterJob {
         size_t n;
         uint64_t delay_usec;
         FreezeWriterReport *report;
+        /* With a progress callback: (writes done << 1) | 1 once all are, one
+         * futex word the caller sleeps on. */
+        bool publish;
+        _Atomic uint32_t progress;
 } WriterJob;
 
-void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec) {
+static void futex_wake(_Atomic uint32_t *word) {
+        (void) syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t value) {
+        /* Returns at once if *word is no longer value: no wake-up is lost. */
+        (void) syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+}
+
+static void job_publish(WriterJob *job, size_t done, bool finished) {
+        if (!job || !job->publish)
+                return;
+        atomic_store_explicit(&job->progress, (uint32_t) done << 1 | finished, memory_order_release);
+        futex_wake(&job->progress);
+}
+
+static void write_all(FreezeWrite *w, size_t n, uint64_t delay_usec, WriterJob *job) {
         size_t i = 0;
 
         for (; i < n; i++) {
@@ -25,12 +49,18 @@ void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec) {
                 w[i].r = pwrite(w[i].fd, w[i].value ? "1" : "0", 1, 0) == 1 ? 0 : errno > 0 ? -errno : -EIO;
                 if (w[i].r < 0)
                         break;
+                job_publish(job, i + 1, false);
                 if (delay_usec > 0)
                         (void) usleep((useconds_t) delay_usec);
         }
         if (i < n)
                 for (i++; i < n; i++)
                         w[i].r = -ECANCELED;
+        job_publish(job, n, true);
+}
+
+void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec) {
+        write_all(w, n, delay_usec, NULL);
 }
 
 static void *writer_main(void *userdata) {
@@ -47,12 +77,39 @@ static void *writer_main(void *userdata) {
                                                sigismember(&mask, SIGTERM) == 1 && sigismember(&mask, SIGHUP) == 1 &&
                                                sigismember(&mask, SIGINT) == 1 && sigismember(&mask, SIGCHLD) == 1;
         }
-        freeze_write_direct(job->w, job->n, job->delay_usec);
+        write_all(job->w, job->n, job->delay_usec, job);
         return NULL;
 }
 
-int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, FreezeWriterReport *report) {
-        WriterJob job = { .w = w, .n = n, .delay_usec = delay_usec, .report = report };
+/* Calls progress whenever the thread published more writes done, until it
+ * published the last. */
+static void follow_progress(WriterJob *job, freeze_progress_t progress, void *userdata) {
+        uint32_t seen = 0;
+
+        for (;;) {
+                uint32_t p = atomic_load_explicit(&job->progress, memory_order_acquire);
+
+                if (p >> 1 != seen) {
+                        seen = p >> 1;
+                        progress(seen, userdata);
+                        continue;
+                }
+                if (p & 1)
+                        return;
+                futex_wait(&job->progress, p);
+        }
+}
+
+int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
+                          FreezeWriterReport *report) {
+        WriterJob job = {
+                .w = w,
+                .n = n,
+                .delay_usec = delay_usec,
+                .report = report,
+                /* The count shares a 32-bit futex word with the end bit. */
+                .publish = progress && n <= UINT32_MAX >> 1,
+        };
         struct sched_param param = { .sched_priority = 1 };
         pthread_attr_t attr;
         sigset_t all, saved;
@@ -88,6 +145,10 @@ int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, FreezeW
         (void) pthread_attr_destroy(&attr);
         if (r != 0)
                 return -r;
+        if (job.publish)
+                follow_progress(&job, progress, userdata);
         (void) pthread_join(thread, NULL);
+        if (progress && !job.publish)
+                progress(n, userdata);
         return 0;
 }

@@ -37,15 +37,25 @@ typedef struct FreezeWriterReport {
         bool signals_blocked; /* every signal blocked in the thread */
 } FreezeWriterReport;
 
+/* Called in the calling thread while the writer thread goes on: w[0..done)
+ * are written (their r is set), done grows from call to call.  The writes
+ * that follow it go on meanwhile, so what it does with the groups written
+ * (settling them, sending their signals) runs on the other CPU, beside the
+ * writes, instead of after the last one. */
+typedef void (*freeze_progress_t)(size_t done, void *userdata);
+
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
  * calling CPU and waits for it; the writes stop at the first failure (see r).
- * delay_usec (crash tests only, else 0) sleeps after each write.
+ * delay_usec (crash tests only, else 0) sleeps after each write.  progress
+ * (may be NULL) is called whenever writes were done since its last call, the
+ * last time with done == n (every r set, also those a failure cancelled).
  *
  * Returns 0 once the thread did them, else a negative errno and nothing was
  * written (the caller writes itself): -EPERM if real-time scheduling is
  * refused (no CAP_SYS_NICE and RLIMIT_RTPRIO 0, or RestrictRealtime=),
  * -EAGAIN, -ENOMEM or -EINVAL if the thread could not be made. */
-int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, FreezeWriterReport *report);
+int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
+                          FreezeWriterReport *report);
 
 /* The writes of freeze_write_realtime() without a thread, in the caller. */
 void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec);

@@ -1589,15 +1589,39 @@ static void sink_add_group(Sink *k, const Group *g) {
         }
 }
 
-void manager_bus_flush(Manager *m) {
+/* A changed group whose signals wait (manager_group_waits_for_writes()). */
+typedef struct Waiting {
+        Group *group;
+        unsigned changed;
+} Waiting;
+
+static bool waiting_push(Waiting **w, size_t *n, size_t *cap, Group *g, unsigned changed) {
+        if (*n == *cap) {
+                size_t c = *cap ? 2 * *cap : 16;
+                Waiting *p = reallocarray(*w, c, sizeof **w);
+                if (!p)
+                        return false;
+                *w = p;
+                *cap = c;
+        }
+        (*w)[(*n)++] = (Waiting) { g, changed };
+        return true;
+}
+
+/* The signals of every group changed so far: at the top of each loop turn,
+ * and in the middle of a storm's call as its writes are settled
+ * (Manager.on_groups_settled). */
+static void emit_changed_groups(Manager *m) {
         Sink sinks[SINKS_MAX];
+        /* The ancestors of a storm's written groups: a handful. */
+        _cleanup_free_ Waiting *waiting = NULL;
+        size_t n_waiting = 0, waiting_cap = 0;
         unsigned changed;
         bool groups = false;
         size_t n;
         Group *g;
         int r;
 
-        manager_dispatch(m);
         /* The groups of this turn's mkdir events, complete: before any
          * GroupsChanged or PropertiesChanged that names them. */
         manager_announce(m);
@@ -1612,6 +1636,9 @@ void manager_bus_flush(Manager *m) {
                 groups = groups || sinks[i].groups;
         while ((g = tree_pop_changed(m->tree, &changed))) {
                 if (!group_published(g) || !groups)
+                        continue;
+                /* Without memory to keep it waiting, sent now: early rather than lost. */
+                if (manager_group_waits_for_writes(m, g) && waiting_push(&waiting, &n_waiting, &waiting_cap, g, changed))
                         continue;
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)
@@ -1628,7 +1655,13 @@ void manager_bus_flush(Manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Cannot send GroupsChanged: %m");
         }
+        for (size_t i = 0; i < n_waiting; i++)
+                tree_requeue_changed(m->tree, waiting[i].group, waiting[i].changed);
+}
 
+void manager_bus_flush(Manager *m) {
+        manager_dispatch(m);
+        emit_changed_groups(m);
         if (m->groups_count_changed) {
                 m->groups_count_changed = false;
                 emit_manager_property(m, "Groups");
@@ -1645,6 +1678,7 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
         m->bus_userdata = bus;
         m->on_group_added = on_group_added;
         m->on_group_removed = on_group_removed;
+        m->on_groups_settled = emit_changed_groups;
 
         {
                 const PressureHooks hooks = {

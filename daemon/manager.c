@@ -495,6 +495,11 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
                         m->inotify_overflow_pending = true;
                 if (!(ev->mask & IN_MODIFY) || !(w = wdmap_get(m->wds, ev->wd)) || w->kind != WD_KIND_FREEZE)
                         continue;
+                /* Our real-time writer's, read while it goes on (batch_written()):
+                 * the model does not have that write yet, and the read would take
+                 * it for someone else's.  Its turn in the stash reads it. */
+                if (group_data(w->ptr)->write_pending)
+                        continue;
                 /* Someone else's write, settled as ours are: every write queued
                  * before it was applied just before (in queue order), and the
                  * kernel queues IN_MODIFY once the write is done.  Unless events
@@ -1563,6 +1568,44 @@ static unsigned write_reach(const Manager *m, const Group *g, bool v) {
         return g->n_descendants + 1;
 }
 
+typedef struct WriteProgress {
+        FreezeWrite *w;
+        int *ret;
+        size_t copied;
+        freeze_progress_t progress;
+        void *userdata;
+} WriteProgress;
+
+/* The writer's progress, with ret[] filled in for the caller's callback. */
+static void write_progress(size_t done, void *userdata) {
+        WriteProgress *p = userdata;
+
+        for (; p->copied < done; p->copied++)
+                p->ret[p->copied] = p->w[p->copied].r;
+        p->progress(done, p->userdata);
+}
+
+/* Whether no group of gs[0..n) is below another one of them (their write_gen
+ * set).  Their ancestors are marked on the way (above_gen, see
+ * manager_group_waits_for_writes()). */
+static bool writes_disjoint(const Manager *m, Group *const *gs, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (gs[i])
+                        for (const Group *a = gs[i]->parent; a && group_data(a); a = a->parent) {
+                                GroupData *d = group_data(a);
+                                if (d->write_gen == m->write_gen)
+                                        return false;
+                                if (d->above_gen == m->write_gen)
+                                        break; /* and so are its ancestors */
+                                d->above_gen = m->write_gen;
+                        }
+        return true;
+}
+
+bool manager_group_waits_for_writes(const Manager *m, const Group *g) {
+        return m->writes_followed && group_data(g)->above_gen == m->write_gen;
+}
+
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
  * order, and stops at the first failure: ret[i] is 0, -errno, or -ECANCELED
  * after a failure.  The model is not touched (group_wrote_freeze() is the
@@ -1570,8 +1613,11 @@ static unsigned write_reach(const Manager *m, const Group *g, bool v) {
  * out from a real-time thread (see freeze-writer.h) unless the configuration
  * says "realtime_writes": false or the kernel refused it once.  (A rollback
  * writes from the main loop, group_write_freeze(): it is rare, and what it
- * restores is not waited for.) */
-static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret) {
+ * restores is not waited for.)  progress (may be NULL) is called while the
+ * thread writes groups that are disjoint subtrees, with ret[0..done) set (see
+ * batch_written()); not otherwise. */
+static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret,
+                                 freeze_progress_t progress, void *userdata) {
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
 
@@ -1599,7 +1645,21 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
 
         bool threaded = false;
         if (reach >= REALTIME_WRITE_MIN_GROUPS && m->config.realtime_writes && !m->realtime_refused) {
-                int r = freeze_write_realtime(w, n, m->test_write_delay_usec, NULL);
+                WriteProgress wp = { .w = w, .ret = ret, .progress = progress, .userdata = userdata };
+                bool follow = progress && writes_disjoint(m, gs, n);
+
+                if (follow)
+                        for (size_t i = 0; i < n; i++)
+                                if (gs[i])
+                                        group_data(gs[i])->write_pending = true;
+                m->writes_followed = follow;
+                int r = freeze_write_realtime(w, n, m->test_write_delay_usec, follow ? write_progress : NULL, &wp,
+                                              NULL);
+                m->writes_followed = false;
+                if (follow)
+                        for (size_t i = 0; i < n; i++)
+                                if (gs[i])
+                                        group_data(gs[i])->write_pending = false;
                 threaded = r >= 0;
                 if (r == -EPERM) {
                         m->realtime_refused = true;
@@ -2004,7 +2064,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         /* The write cancels operations that asked for the opposite. */
         int result;
-        r = manager_write_freezes(m, &g, &freeze, 1, &result);
+        r = manager_write_freezes(m, &g, &freeze, 1, &result, NULL, NULL);
         if (r >= 0 && (r = result) >= 0)
                 group_wrote_freeze(m, g, freeze);
         if (r < 0) {
@@ -2041,6 +2101,56 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         if (r < 0)
                 operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", g->path);
         return 0;
+}
+
+/* A storm: a batch whose writes change so many groups that they go out from
+ * the real-time writer (freeze-writer.h), and whose written groups are
+ * disjoint subtrees (the 100 top groups of 10,000).  Each write's subtree is
+ * put in the model, settled, and its signals sent as soon as the writer is
+ * done with it, while the next writes go on on the writer's CPU: the 1 MB of
+ * GroupsChanged of 10,000 groups is then built, routed by dbus-daemon and read
+ * by clients beside the writes, instead of after the last one, behind the
+ * kernel's notification work that then holds that CPU (see the README,
+ * "Scale").  Each group below a written one changes once in the batch (the
+ * subtrees are disjoint), so it is reported once; their ancestors, whose
+ * counts change with every subtree, are reported once at the end of the loop
+ * turn (manager_group_waits_for_writes()).  The last writes are left to
+ * batch_start(), as without a thread: its reply goes before their signals.
+ *
+ * Nothing here may remove a group: the writer thread writes the cgroup.freeze
+ * fds the groups hold.  The stashed kernel events (where removals come from)
+ * wait for the loop. */
+typedef struct BatchWritten {
+        Manager *m;
+        Group *const *gs;
+        const bool *v;
+        const int *ret;
+        size_t n;
+        size_t applied; /* gs[0..applied) are in the model */
+        bool failed;
+} BatchWritten;
+
+static void batch_written(size_t done, void *userdata) {
+        BatchWritten *b = userdata;
+        Manager *m = b->m;
+        size_t from = b->applied;
+
+        if (b->failed || done >= b->n)
+                return; /* batch_start() does the rest, and answers a failure */
+        for (; b->applied < done; b->applied++) {
+                Group *g = b->gs[b->applied];
+                if (!g)
+                        continue;
+                if (b->ret[b->applied] < 0) {
+                        b->failed = true;
+                        break;
+                }
+                group_data(g)->write_pending = false;
+                group_wrote_freeze(m, g, b->v[b->applied]);
+        }
+        manager_settle_written(m, b->gs + from, b->applied - from);
+        if (m->on_groups_settled)
+                m->on_groups_settled(m);
 }
 
 /* Apply a planned batch: items are deduplicated and ordered (batch_plan()).
@@ -2085,8 +2195,15 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 return sd_bus_error_set_errno(error, -ENOMEM);
         }
         for (size_t i = 0; i < n; i++) {
+                OpEntry *e = &op->entries[i];
+
                 to_write[i] = items[i].group->freeze == items[i].freeze ? NULL : items[i].group;
                 values[i] = items[i].freeze;
+                /* Before the writes: batch_written() may put them in the model
+                 * while they go on. */
+                e->want = OP_WANT_EFFECTIVE;
+                e->new_freeze = items[i].freeze;
+                e->prev_freeze = items[i].group->freeze;
         }
         r = operation_journal(op, (const Group *const *) to_write, values, n, error);
         if (r < 0) {
@@ -2095,8 +2212,11 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         }
 
         /* Every write first, back to back (manager_write_freezes()); then
-         * the model follows them, in the same order. */
-        r = manager_write_freezes(m, to_write, values, n, results);
+         * the model follows them, in the same order.  A storm's writes (from
+         * the real-time writer, disjoint subtrees) are followed as they are
+         * done (batch_written()). */
+        BatchWritten bw = { .m = m, .gs = to_write, .v = values, .ret = results, .n = n };
+        r = manager_write_freezes(m, to_write, values, n, results, batch_written, &bw);
         if (r < 0) {
                 operation_free(op);
                 return sd_bus_error_set_errno(error, r);
@@ -2106,15 +2226,12 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 OpEntry *e = &op->entries[i];
                 Group *g = items[i].group;
 
-                e->want = OP_WANT_EFFECTIVE;
-                e->new_freeze = items[i].freeze;
-                e->prev_freeze = g->freeze;
                 if (!to_write[i]) {
                         op->skipped++;
                         continue;
                 }
                 r = results[i];
-                if (r >= 0)
+                if (r >= 0 && i >= bw.applied)
                         group_wrote_freeze(m, g, items[i].freeze);
                 if (r < 0) {
                         _cleanup_free_ char *msg = NULL;
@@ -2146,7 +2263,10 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         }
 
         /* From here on to_write holds the groups written (a failed write
-         * returned above), whose subtrees are settled. */
+         * returned above) whose subtrees are to be settled: not those
+         * batch_written() settled. */
+        for (size_t i = 0; i < bw.applied; i++)
+                to_write[i] = NULL;
         if (flags & FREEZER_FLAG_NO_WAIT) {
                 /* Reply first: settling serves the model, not this caller.
                  * Linked, it is Cancelled as a waiting batch would be if the
@@ -3289,6 +3409,7 @@ Manager *manager_free(Manager *m) {
         manager_shutdown(m);
 
         m->on_group_removed = NULL;
+        m->on_groups_settled = NULL;
         m->on_group_added = NULL;
         m->subscribed.track = sd_bus_track_unref(m->subscribed.track);
         m->subscribed_groups.track = sd_bus_track_unref(m->subscribed_groups.track);

@@ -62,6 +62,8 @@ typedef struct GroupData {
         unsigned events_gen, freeze_gen; /* last inotify batch in which we re-read */
         unsigned settle_gen;             /* last write burst that re-read it (group_settle_subtree) */
         unsigned write_gen;              /* last call that writes its flag (manager_write_freezes) */
+        bool write_pending;              /* written by the real-time writer, not yet in the model (batch_written()) */
+        unsigned above_gen;              /* last call that writes a group below it (writes_disjoint()) */
         /* An empty subtree vouched for by one read of its top (see group_cover()):
          * cover/cover_epoch name the top and its epoch; a top is `covering` while
          * its reads say empty, and bumps epoch when they stop. */
@@ -188,6 +190,7 @@ struct Manager {
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
         unsigned write_gen; /* one per manager_write_freezes() */
+        bool writes_followed; /* its writes are settled as the writer goes on (batch_written()) */
         /* A scan in progress (manager.c, scan_chdir()): nesting depth, the group
          * the working directory is in, the one to go back to (or -1). */
         unsigned scan_depth;
@@ -218,6 +221,10 @@ struct Manager {
         /* Hooks set by the bus layer (may be NULL). */
         void (*on_group_added)(Manager *m, Group *g);
         void (*on_group_removed)(Manager *m, const char *path);
+        /* Sends the signals of the groups changed so far, in the middle of a
+         * call: the groups a storm's writes settled while the writes go on
+         * (batch_written()). */
+        void (*on_groups_settled)(Manager *m);
         void *bus_userdata;
         bool bus_ready; /* name owned: signals are worth sending */
         /* Clients that asked for signals (manager-bus.c): Subscribe() for all of
@@ -250,6 +257,11 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec);
 static inline bool manager_has_stashed_events(const Manager *m) {
         return m->inotify_stash_pos < m->inotify_stash_len || m->inotify_lost;
 }
+
+/* While a storm's writes are followed (batch_written()), whether g's signals
+ * wait for the end of the loop turn: g is above the groups written, and its
+ * counts change with each of them (reported once, when all are done). */
+bool manager_group_waits_for_writes(const Manager *m, const Group *g);
 
 /* Sends the InterfacesAdded of the groups published since the last call
  * (on_group_added), in the order they were added, each with its values as

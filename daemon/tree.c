@@ -470,6 +470,10 @@ void tree_set_tracked(Tree *t, Group *g, bool tracked) {
                 t->n_tracked--;
 }
 
+void tree_requeue_changed(Tree *t, Group *g, unsigned bits) {
+        mark_changed(t, g, bits);
+}
+
 Group *tree_pop_changed(Tree *t, unsigned *ret_changed) {
         Group *g = t->changed_head;
 

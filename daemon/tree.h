@@ -119,6 +119,9 @@ void tree_set_tracked(Tree *t, Group *g, bool tracked);
 /* Pops one group from the changed list (FIFO) and returns it, with its bits
  * in *ret_changed; clears g->changed.  NULL when the list is empty. */
 Group *tree_pop_changed(Tree *t, unsigned *ret_changed);
+/* Puts a popped g back on the changed list with its bits (its signals wait
+ * for later in the turn). */
+void tree_requeue_changed(Tree *t, Group *g, unsigned bits);
 
 /* Drop g's pending changes: its announcement (InterfacesAdded) already
  * carries the current values. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* freeze_write_realtime() and freeze_write_direct() over plain files (the
  * writes are pwrite()s of "0"/"1" at offset 0, whatever the file): results,
- * the stop at the first failure, and how the thread ran.  Needs real-time
+ * the stop at the first failure, how the thread ran, and the progress it
+ * reports to the caller while it goes on.  Needs real-time
  * scheduling (root, or RLIMIT_RTPRIO >= 1); exits 77 without it. */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,7 @@ static char content(int fd) {
 typedef int (*run_t)(FreezeWrite *w, size_t n);
 
 static int run_realtime(FreezeWrite *w, size_t n) {
-        return freeze_write_realtime(w, n, 0, NULL);
+        return freeze_write_realtime(w, n, 0, NULL, NULL, NULL);
 }
 
 static int run_direct(FreezeWrite *w, size_t n) {
@@ -96,7 +97,7 @@ static void test_report(void) {
         FreezeWrite w = { .fd = tmpfile_fd(), .value = true };
 
         CHECK(w.fd >= 0);
-        CHECK_R(freeze_write_realtime(&w, 1, 0, &rep), 0);
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
         CHECK_R(w.r, 0);
         CHECK_R(rep.policy, SCHED_FIFO);
         CHECK_R(rep.priority, 1);
@@ -107,6 +108,65 @@ static void test_report(void) {
         /* The caller's own scheduling is untouched. */
         CHECK_R(sched_getscheduler(0), SCHED_OTHER);
         close(w.fd);
+}
+
+typedef struct Progress {
+        FreezeWrite *w;
+        const int *fds;
+        pid_t caller;
+        size_t calls, last;
+        bool in_caller, increasing, written;
+} Progress;
+
+static void on_progress(size_t done, void *userdata) {
+        Progress *p = userdata;
+
+        p->calls++;
+        p->in_caller = p->in_caller && gettid() == p->caller;
+        p->increasing = p->increasing && done > p->last;
+        /* What it says is done is done: in the file, its r set. */
+        for (size_t i = 0; i < done; i++)
+                p->written = p->written && p->w[i].r != 12345 &&
+                             (p->w[i].r < 0 || content(p->fds[i]) == (p->w[i].value ? '1' : '0'));
+        p->last = done;
+}
+
+/* The progress callback: in the caller's thread while the writes go on (20
+ * ms apart: more than one call), each call with more writes done, the last
+ * with all of them; after a failure too, the cancelled writes included. */
+static void test_progress(void) {
+        int fds[N], ro;
+        FreezeWrite w[N];
+
+        for (int i = 0; i < N; i++) {
+                fds[i] = tmpfile_fd();
+                CHECK(fds[i] >= 0);
+                w[i] = (FreezeWrite) { .fd = fds[i], .value = i % 2 == 1, .r = 12345 };
+        }
+        Progress p = { .w = w, .fds = fds, .caller = gettid(), .in_caller = true, .increasing = true, .written = true };
+        CHECK_R(freeze_write_realtime(w, N, 20000, on_progress, &p, NULL), 0);
+        CHECK(p.calls >= 2 && p.calls <= N);
+        CHECK_R((int) p.last, N);
+        CHECK(p.in_caller);
+        CHECK(p.increasing);
+        CHECK(p.written);
+
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fds[2]);
+        ro = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(ro >= 0);
+        for (int i = 0; i < N; i++)
+                w[i] = (FreezeWrite) { .fd = i == 2 ? ro : fds[i], .value = true, .r = 12345 };
+        p = (Progress) { .w = w, .fds = fds, .caller = gettid(), .in_caller = true, .increasing = true, .written = true };
+        CHECK_R(freeze_write_realtime(w, N, 20000, on_progress, &p, NULL), 0);
+        CHECK_R((int) p.last, N);
+        CHECK(p.increasing && p.in_caller && p.written);
+        CHECK_R(w[2].r, -EBADF);
+        CHECK_R(w[4].r, -ECANCELED);
+
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        close(ro);
 }
 
 /* Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 the kernel refuses the
@@ -128,7 +188,7 @@ static void test_refused(void) {
                 d[CAP_SYS_NICE / 32].permitted &= ~(1u << (CAP_SYS_NICE % 32));
                 if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_RTPRIO, &rl) < 0)
                         _exit(3);
-                if (freeze_write_realtime(&w, 1, 0, NULL) != -EPERM)
+                if (freeze_write_realtime(&w, 1, 0, NULL, NULL, NULL) != -EPERM)
                         _exit(4);
                 if (w.r != 12345 || content(w.fd) != '-')
                         _exit(5); /* nothing written, nothing reported */
@@ -141,7 +201,7 @@ static void test_refused(void) {
 
 int main(void) {
         FreezeWrite probe = { .fd = -1 };
-        int r = freeze_write_realtime(&probe, 1, 0, NULL);
+        int r = freeze_write_realtime(&probe, 1, 0, NULL, NULL, NULL);
 
         if (r == -EPERM) {
                 printf("SKIP: real-time scheduling is refused here (needs root or RLIMIT_RTPRIO >= 1)\n");
@@ -151,6 +211,7 @@ int main(void) {
         test_writes("realtime", run_realtime);
         test_writes("direct", run_direct);
         test_report();
+        test_progress();
         test_refused();
         return test_summary("test-freeze-writer");
 }
