@@ -81,22 +81,24 @@ static void *writer_main(void *userdata) {
         return NULL;
 }
 
-/* Calls progress whenever the thread published more writes done, until it
- * published the last. */
+/* Calls progress whenever the thread published more writes done, or while it
+ * has more to do, until the thread published the last. */
 static void follow_progress(WriterJob *job, freeze_progress_t progress, void *userdata) {
         uint32_t seen = 0;
+        bool more = false;
 
         for (;;) {
                 uint32_t p = atomic_load_explicit(&job->progress, memory_order_acquire);
 
                 if (p >> 1 != seen) {
                         seen = p >> 1;
-                        progress(seen, userdata);
-                        continue;
-                }
-                if (p & 1)
+                        more = progress(seen, userdata);
+                } else if (p & 1)
                         return;
-                futex_wait(&job->progress, p);
+                else if (more)
+                        more = progress(seen, userdata);
+                else
+                        futex_wait(&job->progress, p);
         }
 }
 
@@ -149,6 +151,6 @@ int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_
                 follow_progress(&job, progress, userdata);
         (void) pthread_join(thread, NULL);
         if (progress && !job.publish)
-                progress(n, userdata);
+                (void) progress(n, userdata);
         return 0;
 }

@@ -38,17 +38,21 @@ typedef struct FreezeWriterReport {
 } FreezeWriterReport;
 
 /* Called in the calling thread while the writer thread goes on: w[0..done)
- * are written (their r is set), done grows from call to call.  The writes
- * that follow it go on meanwhile, so what it does with the groups written
- * (settling them, sending their signals) runs on the other CPU, beside the
- * writes, instead of after the last one. */
-typedef void (*freeze_progress_t)(size_t done, void *userdata);
+ * are written (their r is set).  The writes that follow go on meanwhile, so
+ * what it does with the groups written (settling them, sending their signals)
+ * runs on the other CPU, beside the writes, instead of after the last one.
+ * Returns true if it has more to do: it is then called again as soon as it
+ * returns (done the same, or grown), false to wait for the next write.  Once
+ * the thread is done, the callback is not called again for work it had left:
+ * a short piece at a time lets its caller see the end of the writes soon. */
+typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
  * calling CPU and waits for it; the writes stop at the first failure (see r).
  * delay_usec (crash tests only, else 0) sleeps after each write.  progress
- * (may be NULL) is called whenever writes were done since its last call, the
- * last time with done == n (every r set, also those a failure cancelled).
+ * (may be NULL) is called whenever writes were done since its last call (and
+ * again while it says it has more to do), the last time with done == n (every
+ * r set, also those a failure cancelled).
  *
  * Returns 0 once the thread did them, else a negative errno and nothing was
  * written (the caller writes itself): -EPERM if real-time scheduling is

@@ -143,16 +143,26 @@ const char *journal_slot_path(const Journal *j, unsigned slot) {
         return slot < j->n_slots ? j->slots[slot].path : "(none)";
 }
 
-/* A free slot with its file open (and empty), made if none is.  The file of
- * a kept slot is never looked up again while freezerd runs: the runtime
- * directory is its own (its lock), and a file removed from it behind its back
- * would take the journals written to it out of sight of the next start. */
+/* A free slot with its file open (and empty), made if none is.  A kept
+ * slot's file removed behind freezerd's back (the runtime directory cleaned
+ * by hand) would take the journals written to it out of sight of the next
+ * start: one fstat() per batch finds it unlinked, and it is made again. */
 static int slot_acquire(Journal *j, unsigned *ret) {
+        struct stat st;
         size_t i;
 
-        for (i = 0; i < j->n_slots; i++)
-                if (!j->slots[i].busy && j->slots[i].fd >= 0)
-                        goto found;
+        for (i = 0; i < j->n_slots; i++) {
+                JournalSlot *s = &j->slots[i];
+
+                if (s->busy || s->fd < 0)
+                        continue;
+                if (fstat(s->fd, &st) < 0 || st.st_nlink > 0)
+                        goto found; /* (a failing fstat() says nothing of the name) */
+                log_notice("%s was removed behind freezerd's back; making it again.", s->path);
+                closep(&s->fd);
+                s->fd = -1;
+                goto open;
+        }
         for (i = 0; i < j->n_slots; i++)
                 if (!j->slots[i].busy)
                         break;
@@ -168,6 +178,7 @@ static int slot_acquire(Journal *j, unsigned *ret) {
                 }
                 j->n_slots++;
         }
+open:
         /* O_TRUNC: whatever a file of that name held was recovered at start. */
         j->slots[i].fd = open(j->slots[i].path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (j->slots[i].fd < 0)

@@ -1608,18 +1608,19 @@ static bool waiting_push(Waiting **w, size_t *n, size_t *cap, Group *g, unsigned
         return true;
 }
 
-/* The signals of every group changed so far: at the top of each loop turn,
- * and in the middle of a storm's call as its writes are settled
- * (Manager.on_groups_settled). */
-static void emit_changed_groups(Manager *m) {
+/* The signals of the groups changed so far, up to max of them: all at the top
+ * of each loop turn, a few at a time in the middle of a storm's call as its
+ * writes are settled (Manager.on_groups_settled).  True if changed groups
+ * are left. */
+static bool emit_changed_groups(Manager *m, size_t max) {
         Sink sinks[SINKS_MAX];
         /* The ancestors of a storm's written groups: a handful. */
         _cleanup_free_ Waiting *waiting = NULL;
-        size_t n_waiting = 0, waiting_cap = 0;
+        size_t n_waiting = 0, waiting_cap = 0, n_sent = 0;
         unsigned changed;
         bool groups = false;
         size_t n;
-        Group *g;
+        Group *g = NULL;
         int r;
 
         /* The groups of this turn's mkdir events, complete: before any
@@ -1634,12 +1635,13 @@ static void emit_changed_groups(Manager *m) {
         n = collect_sinks(m, sinks);
         for (size_t i = 0; i < n; i++)
                 groups = groups || sinks[i].groups;
-        while ((g = tree_pop_changed(m->tree, &changed))) {
+        while (n_sent < max && (g = tree_pop_changed(m->tree, &changed))) {
                 if (!group_published(g) || !groups)
                         continue;
                 /* Without memory to keep it waiting, sent now: early rather than lost. */
                 if (manager_group_waits_for_writes(m, g) && waiting_push(&waiting, &n_waiting, &waiting_cap, g, changed))
                         continue;
+                n_sent++;
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)
                                 sink_add_group(&sinks[i], g);
@@ -1657,11 +1659,12 @@ static void emit_changed_groups(Manager *m) {
         }
         for (size_t i = 0; i < n_waiting; i++)
                 tree_requeue_changed(m->tree, waiting[i].group, waiting[i].changed);
+        return n_sent == max;
 }
 
 void manager_bus_flush(Manager *m) {
         manager_dispatch(m);
-        emit_changed_groups(m);
+        (void) emit_changed_groups(m, SIZE_MAX);
         if (m->groups_count_changed) {
                 m->groups_count_changed = false;
                 emit_manager_property(m, "Groups");

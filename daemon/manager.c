@@ -1577,12 +1577,12 @@ typedef struct WriteProgress {
 } WriteProgress;
 
 /* The writer's progress, with ret[] filled in for the caller's callback. */
-static void write_progress(size_t done, void *userdata) {
+static bool write_progress(size_t done, void *userdata) {
         WriteProgress *p = userdata;
 
         for (; p->copied < done; p->copied++)
                 p->ret[p->copied] = p->w[p->copied].r;
-        p->progress(done, p->userdata);
+        return p->progress(done, p->userdata);
 }
 
 /* Whether no group of gs[0..n) is below another one of them (their write_gen
@@ -2114,8 +2114,11 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
  * "Scale").  Each group below a written one changes once in the batch (the
  * subtrees are disjoint), so it is reported once; their ancestors, whose
  * counts change with every subtree, are reported once at the end of the loop
- * turn (manager_group_waits_for_writes()).  The last writes are left to
- * batch_start(), as without a thread: its reply goes before their signals.
+ * turn (manager_group_waits_for_writes()).  The signals go out a few
+ * messages at a time, between looks at the writer: the writes of the last
+ * look, and the signals not sent by then, are left to batch_start() and the
+ * end of the turn, as without a thread, so the reply goes out as soon as the
+ * writes are done, before them.
  *
  * Nothing here may remove a group: the writer thread writes the cgroup.freeze
  * fds the groups hold.  The stashed kernel events (where removals come from)
@@ -2130,13 +2133,16 @@ typedef struct BatchWritten {
         bool failed;
 } BatchWritten;
 
-static void batch_written(size_t done, void *userdata) {
+/* Groups sent per look at the writer: one GroupsChanged message each. */
+#define BATCH_WRITTEN_SIGNALS_MAX 1024u
+
+static bool batch_written(size_t done, void *userdata) {
         BatchWritten *b = userdata;
         Manager *m = b->m;
         size_t from = b->applied;
 
         if (b->failed || done >= b->n)
-                return; /* batch_start() does the rest, and answers a failure */
+                return false; /* batch_start() does the rest, and answers a failure */
         for (; b->applied < done; b->applied++) {
                 Group *g = b->gs[b->applied];
                 if (!g)
@@ -2148,9 +2154,9 @@ static void batch_written(size_t done, void *userdata) {
                 group_data(g)->write_pending = false;
                 group_wrote_freeze(m, g, b->v[b->applied]);
         }
-        manager_settle_written(m, b->gs + from, b->applied - from);
-        if (m->on_groups_settled)
-                m->on_groups_settled(m);
+        if (b->applied > from)
+                manager_settle_written(m, b->gs + from, b->applied - from);
+        return m->on_groups_settled && m->on_groups_settled(m, BATCH_WRITTEN_SIGNALS_MAX);
 }
 
 /* Apply a planned batch: items are deduplicated and ordered (batch_plan()).

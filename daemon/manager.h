@@ -221,10 +221,10 @@ struct Manager {
         /* Hooks set by the bus layer (may be NULL). */
         void (*on_group_added)(Manager *m, Group *g);
         void (*on_group_removed)(Manager *m, const char *path);
-        /* Sends the signals of the groups changed so far, in the middle of a
-         * call: the groups a storm's writes settled while the writes go on
-         * (batch_written()). */
-        void (*on_groups_settled)(Manager *m);
+        /* Sends the signals of up to max of the groups changed so far, in the
+         * middle of a call: the groups a storm's writes settled while the
+         * writes go on (batch_written()).  True if changed groups are left. */
+        bool (*on_groups_settled)(Manager *m, size_t max);
         void *bus_userdata;
         bool bus_ready; /* name owned: signals are worth sending */
         /* Clients that asked for signals (manager-bus.c): Subscribe() for all of

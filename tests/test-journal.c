@@ -151,6 +151,22 @@ static void test_slots_and_recover(void) {
                 CHECK(dir_empty(dir));
         }
 
+        /* The kept slot's file removed behind freezerd's back: the next batch
+         * makes it again, so its journal is where the next start looks. */
+        {
+                _cleanup_free_ char *p = slot_file(dir, 0);
+                CHECK(journal_new(dir, &j) == 0);
+                CHECK(journal_begin(j, 20, "boot-1", a, 1, &s0) == 0 && s0 == 0);
+                CHECK(journal_end(j, s0) == 0);
+                CHECK(unlink(p) == 0);
+                CHECK(journal_begin(j, 21, "boot-1", a, 1, &s0) == 0 && s0 == 0);
+                CHECK(file_size(p) > 0);
+                CHECK(journal_end(j, s0) == 0);
+                CHECK(file_size(p) == 0);
+                j = journal_free(j);
+                CHECK(dir_empty(dir));
+        }
+
         /* A journal of another boot is removed unread; one without a boot id,
          * or read where the boot id is unknown, is restored. */
         CHECK(journal_new(dir, &j) == 0);

@@ -95,6 +95,24 @@ def check_kernel(sc, frozen, what):
             ft.fail(f'{what}: the kernel has {p} {"thawed" if frozen else "frozen"}')
 
 
+def followed_storm(c, rec, sc, freeze):
+    """ApplyBatch of every top to freeze, followed: /s0's subtree reported before /s3 is written
+    and before the reply, then every group once."""
+    what = 'freeze' if freeze else 'thaw'
+    rec.clear()
+    pending = c.call_async('ApplyBatch', [(t, freeze) for t in TOPS], 'auto', 0, 0)
+    s3, answered = report_while(rec, sc, pending, lambda r: subtree_reported(r, '/s0'),
+                                f"GroupsChanged of /s0's subtree during the {what}")
+    ft.check_equal(s3, int(not freeze), f"/s3/cgroup.freeze once /s0's subtree was reported ({what}: its write still to come)")
+    ft.check(not answered, f"/s0's subtree is reported before the reply ({what})")
+    ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), f'ApplyBatch {what}: 4 writes, none skipped')
+    check_kernel(sc, freeze, f'at the reply of the {what}')
+    count = len(BELOW) if freeze else 0
+    rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [count], timeout=30,
+                 what=f'GroupsChanged of the root after the {what}')
+    check_once(rec, c, 'frozen' if freeze else 'running', count, f'the followed {what}')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('storm') as sc, ft.Bus() as bus:
@@ -109,32 +127,11 @@ def test():
             rec = c.record(subscribe='groups')
 
             # ---- disjoint subtrees: followed write by write
-            pending = c.call_async('ApplyBatch', [(t, True) for t in TOPS], 'auto', 0, 0)
-            s3, answered = report_while(rec, sc, pending, lambda r: subtree_reported(r, '/s0'),
-                                        "GroupsChanged of /s0's subtree during the freeze")
-            ft.check_equal(s3, 0, "/s3/cgroup.freeze once /s0's subtree was reported (its write still to come)")
-            ft.check(not answered, "/s0's subtree is reported before the reply")
-            ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), 'ApplyBatch freeze: 4 writes, none skipped')
-            check_kernel(sc, True, 'at the reply of the freeze')
-            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=30,
-                         what='GroupsChanged of the root with every group frozen')
-            check_once(rec, c, 'frozen', len(BELOW), 'the followed freeze')
+            followed_storm(c, rec, sc, True)
             objs = c.managed_objects()
             thawed = [p for p in BELOW if objs[ft.group_object(p)][ft.GROUP_IFACE]['Frozen'] is not True]
             ft.check_equal(thawed, [], 'groups the model has not frozen after the followed freeze')
-
-            # ---- the same thaw
-            rec.clear()
-            pending = c.call_async('ApplyBatch', [(t, False) for t in TOPS], 'auto', 0, 0)
-            s3, answered = report_while(rec, sc, pending, lambda r: subtree_reported(r, '/s0'),
-                                        "GroupsChanged of /s0's subtree during the thaw")
-            ft.check_equal(s3, 1, "/s3/cgroup.freeze once /s0's subtree was reported thawed (its write still to come)")
-            ft.check(not answered, "/s0's thawed subtree is reported before the reply")
-            ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), 'ApplyBatch thaw: 4 writes, none skipped')
-            check_kernel(sc, False, 'at the reply of the thaw')
-            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [0], timeout=30,
-                         what='GroupsChanged of the root with every group thawed')
-            check_once(rec, c, 'running', 0, 'the followed thaw')
+            followed_storm(c, rec, sc, False)
 
             # ---- nested writes: not followed
             rec.clear()
