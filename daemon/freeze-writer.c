@@ -104,14 +104,10 @@ static void follow_progress(WriterJob *job, freeze_progress_t progress, void *us
 
 int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
                           FreezeWriterReport *report) {
-        WriterJob job = {
-                .w = w,
-                .n = n,
-                .delay_usec = delay_usec,
-                .report = report,
-                /* The count shares a 32-bit futex word with the end bit. */
-                .publish = progress && n <= UINT32_MAX >> 1,
-        };
+        /* The count shares a 32-bit futex word with the end bit. */
+        if (n > UINT32_MAX >> 1)
+                progress = NULL;
+        WriterJob job = { .w = w, .n = n, .delay_usec = delay_usec, .report = report, .publish = progress != NULL };
         struct sched_param param = { .sched_priority = 1 };
         pthread_attr_t attr;
         sigset_t all, saved;
@@ -150,7 +146,5 @@ int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_
         if (job.publish)
                 follow_progress(&job, progress, userdata);
         (void) pthread_join(thread, NULL);
-        if (progress && !job.publish)
-                (void) progress(n, userdata);
         return 0;
 }

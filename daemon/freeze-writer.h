@@ -52,7 +52,7 @@ typedef bool (*freeze_progress_t)(size_t done, void *userdata);
  * delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every
- * r set, also those a failure cancelled).
+ * r set, also those a failure cancelled); never for more than 2^31 writes.
  *
  * Returns 0 once the thread did them, else a negative errno and nothing was
  * written (the caller writes itself): -EPERM if real-time scheduling is

@@ -1589,38 +1589,16 @@ static void sink_add_group(Sink *k, const Group *g) {
         }
 }
 
-/* A changed group whose signals wait (manager_group_waits_for_writes()). */
-typedef struct Waiting {
-        Group *group;
-        unsigned changed;
-} Waiting;
-
-static bool waiting_push(Waiting **w, size_t *n, size_t *cap, Group *g, unsigned changed) {
-        if (*n == *cap) {
-                size_t c = *cap ? 2 * *cap : 16;
-                Waiting *p = reallocarray(*w, c, sizeof **w);
-                if (!p)
-                        return false;
-                *w = p;
-                *cap = c;
-        }
-        (*w)[(*n)++] = (Waiting) { g, changed };
-        return true;
-}
-
 /* The signals of the groups changed so far, up to max of them: all at the top
  * of each loop turn, a few at a time in the middle of a storm's call as its
  * writes are settled (Manager.on_groups_settled).  True if changed groups
  * are left. */
 static bool emit_changed_groups(Manager *m, size_t max) {
         Sink sinks[SINKS_MAX];
-        /* The ancestors of a storm's written groups: a handful. */
-        _cleanup_free_ Waiting *waiting = NULL;
-        size_t n_waiting = 0, waiting_cap = 0, n_sent = 0;
+        Group *g, *first_waiting = NULL;
+        size_t n, n_sent = 0;
         unsigned changed;
         bool groups = false;
-        size_t n;
-        Group *g = NULL;
         int r;
 
         /* The groups of this turn's mkdir events, complete: before any
@@ -1638,9 +1616,16 @@ static bool emit_changed_groups(Manager *m, size_t max) {
         while (n_sent < max && (g = tree_pop_changed(m->tree, &changed))) {
                 if (!group_published(g) || !groups)
                         continue;
-                /* Without memory to keep it waiting, sent now: early rather than lost. */
-                if (manager_group_waits_for_writes(m, g) && waiting_push(&waiting, &n_waiting, &waiting_cap, g, changed))
+                if (manager_group_waits_for_writes(m, g)) {
+                        /* Back to the tail of the list; once the first of them
+                         * comes round again, only such groups are left. */
+                        tree_requeue_changed(m->tree, g, changed);
+                        if (g == first_waiting)
+                                break;
+                        if (!first_waiting)
+                                first_waiting = g;
                         continue;
+                }
                 n_sent++;
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)
@@ -1657,8 +1642,6 @@ static bool emit_changed_groups(Manager *m, size_t max) {
                 if (r < 0)
                         log_debug_errno(r, "Cannot send GroupsChanged: %m");
         }
-        for (size_t i = 0; i < n_waiting; i++)
-                tree_requeue_changed(m->tree, waiting[i].group, waiting[i].changed);
         return n_sent == max;
 }
 
