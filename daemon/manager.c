@@ -3027,8 +3027,9 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->runtime_lock_fd = m->state_lock_fd = -1;
         m->inotify_fd = m->events_epfd = -1;
         m->scan_saved_cwd = -1;
-        m->subscribed = (Subscribers) { .manager = m, .all = true };
-        m->subscribed_groups = (Subscribers) { .manager = m, .all = false };
+        m->subscribed = (Subscribers) { .manager = m, .kind = SUBSCRIPTION_ALL };
+        m->subscribed_groups = (Subscribers) { .manager = m, .kind = SUBSCRIPTION_GROUPS };
+        m->subscribed_states = (Subscribers) { .manager = m, .kind = SUBSCRIPTION_STATES };
         m->config.default_timeout_usec = config->default_timeout_usec;
         m->config.realtime_writes = config->realtime_writes;
         if (config_copy_track(&m->config, config) < 0) {
@@ -3419,6 +3420,7 @@ Manager *manager_free(Manager *m) {
         m->on_group_added = NULL;
         m->subscribed.track = sd_bus_track_unref(m->subscribed.track);
         m->subscribed_groups.track = sd_bus_track_unref(m->subscribed_groups.track);
+        m->subscribed_states.track = sd_bus_track_unref(m->subscribed_states.track);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */

@@ -38,12 +38,19 @@
 
 typedef struct Manager Manager;
 
+/* What a client subscribed to (manager-bus.c, "Signals"). */
+typedef enum Subscription {
+        SUBSCRIPTION_ALL,    /* Subscribe(): GroupsChanged and per-object PropertiesChanged */
+        SUBSCRIPTION_GROUPS, /* SubscribeGroups(): GroupsChanged */
+        SUBSCRIPTION_STATES, /* SubscribeGroupStates(): GroupStatesChanged */
+        _SUBSCRIPTION_MAX,
+} Subscription;
+
 /* The bus clients of one of the Manager's subscriptions (manager-bus.c), each
- * counted once per call.  all: Subscribe() (every signal), else
- * SubscribeGroups() (GroupsChanged). */
+ * counted once per call. */
 typedef struct Subscribers {
         Manager *manager;
-        bool all;
+        Subscription kind;
         sd_bus_track *track;
 } Subscribers;
 typedef struct Operation Operation;
@@ -231,7 +238,7 @@ struct Manager {
          * them, SubscribeGroups() for GroupsChanged alone.  Nothing is sent
          * that nobody asked for.  Connections of the private socket count
          * their own (private-bus.h). */
-        Subscribers subscribed, subscribed_groups;
+        Subscribers subscribed, subscribed_groups, subscribed_states;
         struct PrivateBus *private_bus; /* set by main(), may be NULL */
         bool groups_count_changed;
         int fatal; /* -errno once freezerd must exit with failure (its cgroup root removed): main() stops */

@@ -21,8 +21,7 @@ typedef struct PrivateConnection PrivateConnection;
 struct PrivateConnection {
         sd_bus *bus;
         BusEvent *event;
-        unsigned subscribed_all;    /* Subscribe() calls not undone */
-        unsigned subscribed_groups; /* SubscribeGroups() calls not undone */
+        unsigned subscribed[_SUBSCRIPTION_MAX]; /* Subscribe*() calls not undone, by kind */
         PrivateConnection *next;
 };
 
@@ -270,13 +269,13 @@ static PrivateConnection *connection_find(PrivateBus *pb, sd_bus *bus) {
         return NULL;
 }
 
-int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add) {
+int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, Subscription kind, bool add) {
         PrivateConnection *c = connection_find(pb, bus);
         unsigned *n;
 
         if (!c)
                 return -ENOENT;
-        n = all ? &c->subscribed_all : &c->subscribed_groups;
+        n = &c->subscribed[kind];
         if (add)
                 (*n)++;
         else if (*n == 0)
@@ -286,15 +285,21 @@ int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add) {
         return 0;
 }
 
-sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all) {
+sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_kinds) {
         PrivateConnection *c = *iter ? ((PrivateConnection *) *iter)->next : pb ? pb->connections : NULL;
 
-        for (; c; c = c->next)
-                if (c->subscribed_all > 0 || c->subscribed_groups > 0) {
+        for (; c; c = c->next) {
+                unsigned kinds = 0;
+
+                for (Subscription k = 0; k < _SUBSCRIPTION_MAX; k++)
+                        if (c->subscribed[k] > 0)
+                                kinds |= 1u << k;
+                if (kinds) {
                         *iter = c;
-                        *ret_all = c->subscribed_all > 0;
+                        *ret_kinds = kinds;
                         return c->bus;
                 }
+        }
         *iter = NULL;
         return NULL;
 }

@@ -13,7 +13,7 @@
  * Its connections get the same objects, methods and properties as the bus,
  * with the same access rules.  Signals: a peer-to-peer connection has no match
  * rules to route them by, so a connection gets none until it calls
- * Subscribe() or SubscribeGroups(), as systemd sends signals on its private
+ * Subscribe(), SubscribeGroups() or SubscribeGroupStates(), as systemd sends signals on its private
  * buses.  A subscribed connection then gets what that subscription brings on
  * the bus, plus what the bus broadcasts to everyone (InterfacesAdded/Removed,
  * the Manager's PropertiesChanged); each call needs its own Unsubscribe*(),
@@ -44,11 +44,10 @@ void private_bus_prepare(PrivateBus *pb);
  * what is queued on each. */
 PrivateBus *private_bus_free(PrivateBus *pb);
 
-/* Subscribe()/SubscribeGroups() (all: the former) of the private connection
- * bus, or with add=false their Unsubscribe*().  -ENOENT: bus is none of ours;
- * -ESRCH: unsubscribing what was not subscribed. */
-int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, bool all, bool add);
+/* A Subscribe*() of the private connection bus, or with add=false its
+ * Unsubscribe*().  -ENOENT: bus is none of ours; -ESRCH: unsubscribing what
+ * was not subscribed. */
+int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, Subscription kind, bool add);
 /* The subscribed connections, for sending signals: start with *iter = NULL;
- * NULL at the end.  *ret_all: it called Subscribe() (not only
- * SubscribeGroups()). */
-sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, bool *ret_all);
+ * NULL at the end.  *ret_kinds: the bits 1 << Subscription it subscribed to. */
+sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_kinds);

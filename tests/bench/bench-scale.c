@@ -29,13 +29,16 @@
  *        and after, and the number of bus messages a listener subscribed to
  *        all of freezerd's signals received meanwhile.
  * storm  one ApplyBatch (libfreezer, waiting, order auto) freezing the top
- *        groups, then one thawing them; then both again with a client
- *        subscribed (Manager.Subscribe(), so that freezerd also sends one
+ *        groups, then one thawing them; then both again with the listener
+ *        subscribed to GroupStatesChanged alone (SubscribeGroupStates(), its
+ *        Ids from ListGroupIds()); then both again with a client subscribed
+ *        (Manager.Subscribe(), so that freezerd also sends one
  *        PropertiesChanged per changed object).  A listener thread on a
  *        connection of its own, matching every signal of freezerd, timestamps
  *        each message as it is processed and follows every group's
- *        FreezerState: through GroupsChanged in the first two phases, through
- *        PropertiesChanged in the subscribed ones.  Reported: the time until
+ *        FreezerState: through GroupsChanged in the first two phases,
+ *        GroupStatesChanged in the next two, PropertiesChanged in the
+ *        subscribed ones.  Reported: the time until
  *        the reply, until every group reported its final state (frozen /
  *        frozen-by-parent, then running), the GroupsChanged messages and
  *        entries (most entries for one object in the phase, and within one
@@ -530,6 +533,8 @@ static struct {
         uint16_t *gc_count;           /* per slot: GroupsChanged entries in this phase */
         unsigned gc_max_in_msg;       /* most entries of one object within one GroupsChanged */
         bool by_pc;                   /* states followed through PropertiesChanged (subscribed), else GroupsChanged */
+        int *slot_of_id;              /* GroupStatesChanged: Id -> slot (-1 none), from ListGroupIds */
+        size_t n_ids;                 /* entries of slot_of_id */
 } L = {
         .lock = PTHREAD_MUTEX_INITIALIZER,
         .cond = PTHREAD_COND_INITIALIZER,
@@ -656,6 +661,46 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
         }
 }
 
+/* Manager.GroupStatesChanged(at ids, au states, au descendants, au frozen_descendants):
+ * the same entries, groups named by Id, read in place.  Counted with GroupsChanged's
+ * figures (messages, entries, most per object). */
+static void on_group_states_changed(sd_bus_message *m, uint64_t t) {
+        static uint32_t *seen_in;
+        static uint32_t msg_id;
+        const uint64_t *ids;
+        const uint32_t *states;
+        size_t n_ids, n_states;
+
+        if (!seen_in && !(seen_in = calloc(n_slots, sizeof *seen_in)))
+                return;
+        msg_id++;
+        L.gc_msgs++;
+        if (sd_bus_message_read_array(m, 't', (const void **) &ids, &n_ids) < 0 ||
+            sd_bus_message_read_array(m, 'u', (const void **) &states, &n_states) < 0 ||
+            n_ids / sizeof *ids != n_states / sizeof *states)
+                return;
+        n_ids /= sizeof *ids;
+        for (size_t i = 0; i < n_ids; i++) {
+                /* 1 Freeze, 2 an ancestor freezes it, 4 Frozen (see the D-Bus XML). */
+                uint32_t s = states[i] & 7;
+                int slot = ids[i] < L.n_ids ? L.slot_of_id[ids[i]] : -1;
+
+                L.gc_entries++;
+                if (slot < 0)
+                        continue;
+                if (L.gc_count[slot] < UINT16_MAX)
+                        L.gc_count[slot]++;
+                if (seen_in[slot] == msg_id) {
+                        if (L.gc_max_in_msg < 2)
+                                L.gc_max_in_msg = 2;
+                } else if (L.gc_max_in_msg < 1)
+                        L.gc_max_in_msg = 1;
+                seen_in[slot] = msg_id;
+                see_state(slot, s == 0 ? "running" : s == 5 || s == 7 ? "frozen" : s == 6 ? "frozen-by-parent" : "other",
+                          t);
+        }
+}
+
 static void on_message(sd_bus_message *m, uint64_t t) {
         const char *member = sd_bus_message_get_member(m), *object = sd_bus_message_get_path(m);
         const char *iface = sd_bus_message_get_interface(m);
@@ -682,6 +727,8 @@ static void on_message(sd_bus_message *m, uint64_t t) {
                         (void) read_props(m, slot, L.by_pc, t);
         } else if (strcmp(iface, MANAGER_IFACE) == 0 && strcmp(member, "GroupsChanged") == 0) {
                 on_groups_changed(m, t);
+        } else if (strcmp(iface, MANAGER_IFACE) == 0 && strcmp(member, "GroupStatesChanged") == 0) {
+                on_group_states_changed(m, t);
         } else if (strcmp(iface, "org.freedesktop.DBus.ObjectManager") == 0) {
                 const char *o = NULL;
                 int slot;
@@ -973,12 +1020,56 @@ static void subscribe(const char *method) {
                 listener_thread_start();
 }
 
-/* subscribed: the listener follows states through per-object PropertiesChanged
- * (Subscribe() called), else through GroupsChanged alone. */
-static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, bool subscribed) {
-        PhaseResult p = { .key = freeze ? (subscribed ? "storm-freeze-subscribed" : "storm-freeze")
-                                        : (subscribed ? "storm-thaw-subscribed" : "storm-thaw"),
-                          .subscribed = subscribed };
+/* Fills L.slot_of_id from ListGroupIds(), for GroupStatesChanged. */
+static void load_group_ids(void) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *path;
+        uint64_t id;
+        int r;
+
+        r = sd_bus_call_method(ping_bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListGroupIds", &e, &reply, "");
+        if (r < 0)
+                die("ListGroupIds: %s", e.message ?: strerror(-r));
+        pthread_mutex_lock(&L.lock);
+        r = sd_bus_message_enter_container(reply, 'a', "(st)");
+        while (r > 0 && (r = sd_bus_message_read(reply, "(st)", &path, &id)) > 0) {
+                if (id > 16u * 1024 * 1024)
+                        die("ListGroupIds: Id %" PRIu64 " of %s is beyond this benchmark's table", id, path);
+                if (id >= L.n_ids) {
+                        size_t n = (size_t) id * 2 + 1;
+                        int *map = realloc(L.slot_of_id, n * sizeof *map);
+                        if (!map)
+                                die("out of memory");
+                        for (size_t i = L.n_ids; i < n; i++)
+                                map[i] = -1;
+                        L.slot_of_id = map;
+                        L.n_ids = n;
+                }
+                L.slot_of_id[id] = slot_of(path);
+        }
+        pthread_mutex_unlock(&L.lock);
+        if (r < 0)
+                die("ListGroupIds: cannot read the reply: %s", strerror(-r));
+        sd_bus_message_unref(reply);
+        sd_bus_error_free(&e);
+}
+
+typedef enum Via {
+        VIA_GROUPS,     /* GroupsChanged (SubscribeGroups()) */
+        VIA_STATES,     /* GroupStatesChanged (SubscribeGroupStates()) */
+        VIA_PROPERTIES, /* per-object PropertiesChanged (Subscribe()) */
+} Via;
+
+/* via: the signal the listener follows states through (subscribed to before). */
+static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, Via via) {
+        static const char *const keys[][2] = {
+                [VIA_GROUPS] = { "storm-thaw", "storm-freeze" },
+                [VIA_STATES] = { "storm-thaw-states", "storm-freeze-states" },
+                [VIA_PROPERTIES] = { "storm-thaw-subscribed", "storm-freeze-subscribed" },
+        };
+        bool subscribed = via == VIA_PROPERTIES;
+        PhaseResult p = { .key = keys[via][freeze], .subscribed = subscribed };
         freezer_request *req = calloc(O.top, sizeof *req);
         char **paths = calloc(O.top, sizeof *paths);
         PhaseStart start;
@@ -1318,14 +1409,23 @@ int main(int argc, char *argv[]) {
         if (O.ph_idle)
                 idle = phase_idle(d.pid);
         if (O.ph_storm) {
-                phases[n_phases++] = phase_storm(f, d.pid, true, false);
+                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_GROUPS);
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false, false);
+                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_GROUPS);
                 sleep_ns(100 * 1000000ULL);
+                subscribe("UnsubscribeGroups");
+                subscribe("SubscribeGroupStates");
+                load_group_ids();
+                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_STATES);
+                sleep_ns(100 * 1000000ULL);
+                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_STATES);
+                sleep_ns(100 * 1000000ULL);
+                subscribe("UnsubscribeGroupStates");
+                subscribe("SubscribeGroups");
                 subscribe("Subscribe");
-                phases[n_phases++] = phase_storm(f, d.pid, true, true);
+                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_PROPERTIES);
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false, true);
+                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_PROPERTIES);
                 sleep_ns(100 * 1000000ULL);
                 subscribe("Unsubscribe");
         }

@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Manager.GroupStatesChanged: the entries of GroupsChanged as arrays of numbers, groups
+named by their Id, sent only while a client called SubscribeGroupStates().
+
+  /a  {/a/b (2 sleepers), /a/c (empty)},  /d
+
+  * Ids: ListGroupIds() lists the same groups as ListGroups(), each with the Id
+    its object's Id property says, "/" with 1, no Id twice.
+  * SubscribeGroups() alone: a freeze sends GroupsChanged and no
+    GroupStatesChanged.
+  * SubscribeGroupStates() alone: a freeze of /a sends GroupStatesChanged (and
+    no GroupsChanged, no PropertiesChanged of a group) whose arrays are of one
+    length, each Id at most once per message, naming /a, /a/b, /a/c and "/";
+    each group's last entry agrees with Get: the bits 1 Freeze, 2 an ancestor
+    freezes it, 4 Frozen, 8 Populated, and Descendants, FrozenDescendants; /d
+    is not in them.  A thaw likewise.
+  * A new group: its InterfacesAdded carries an Id not seen before, the one Get
+    and ListGroupIds() say; removed and made again, it gets another.
+  * Subscriptions count: SubscribeGroupStates twice, UnsubscribeGroupStates twice,
+    a third fails with NotSubscribed; after them no GroupStatesChanged.
+  * The private socket: a direct connection that called SubscribeGroupStates()
+    gets GroupStatesChanged (with no match rule); one that called
+    SubscribeGroups() gets none.
+
+A round trip after a change (one sender's messages keep their order, and freezerd
+sends a loop turn's signals before it reads the next call) says that every signal of
+it has arrived, so "none arrived" is checked without sleeping."""
+
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/a', '/a/b', '/a/c', '/d']
+FREEZE, ANCESTOR_FREEZES, FROZEN, POPULATED = 1, 2, 4, 8
+NOT_SUBSCRIBED = 'org.freezerd.Freezer1.Error.NotSubscribed'
+
+
+def states_changed(rec):
+    """Every GroupStatesChanged of rec: [[(id, states, descendants, frozen_descendants), ...], ...]."""
+    out = []
+    for s in rec.signals:
+        if s.interface == ft.MANAGER_IFACE and s.member == 'GroupStatesChanged' and s.path == ft.MANAGER_PATH:
+            ids, states, desc, fdesc = s.body
+            ft.check(len(ids) == len(states) == len(desc) == len(fdesc),
+                     'the four arrays of a GroupStatesChanged have one length',
+                     (len(ids), len(states), len(desc), len(fdesc)))
+            ft.check(len(ids) == len(set(ids)), 'each Id at most once per GroupStatesChanged', ids)
+            out.append(list(zip(ids, states, desc, fdesc)))
+    return out
+
+
+def last_states(rec):
+    """{id: (states, descendants, frozen_descendants)} of the last entry of each Id."""
+    out = {}
+    for batch in states_changed(rec):
+        for i, st, d, f in batch:
+            out[i] = (st, d, f)
+    return out
+
+
+def ancestors(path):
+    """The API paths above path, nearest first, "/" last."""
+    out = []
+    while path != '/':
+        path = path.rsplit('/', 1)[0] or '/'
+        out.append(path)
+    return out
+
+
+def expected_bits(c, path):
+    """(state bits, Descendants, FrozenDescendants) as Get says them for the group at path."""
+    props = c.get_all(ft.group_object(path), ft.GROUP_IFACE)
+    ancestor = any(c.group_property(a, 'Freeze') for a in ancestors(path))
+    bits = (FREEZE if props['Freeze'] else 0) | (ANCESTOR_FREEZES if ancestor else 0) | \
+        (FROZEN if props['Frozen'] else 0) | (POPULATED if props['Populated'] else 0)
+    return bits, props['Descendants'], props['FrozenDescendants']
+
+
+def settled(c):
+    c.call('ListGroups')
+
+
+def group_signals(rec):
+    return [s.member for s in rec.signals if s.member in ('GroupsChanged', 'GroupStatesChanged') or
+            (s.member == 'PropertiesChanged' and s.path.startswith(ft.GROUP_PREFIX))]
+
+
+def check_entries(c, rec, ids, paths, what):
+    last = last_states(rec)
+    for p in paths:
+        ft.check(ids[p] in last, f'{what}: GroupStatesChanged names {p} (Id {ids[p]})', sorted(last))
+        if ids[p] in last:
+            ft.check_equal(last[ids[p]], expected_bits(c, p),
+                           f'{what}: the last entry of {p} (bits, Descendants, FrozenDescendants) agrees with Get')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    run = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}group-states-{os.getpid()}-')
+    try:
+        with ft.Scratch('group-states') as sc, ft.Bus() as bus:
+            for p in GROUPS:
+                sc.mkdir(p)
+            sc.spawn_sleepers('/a/b', 2)
+            with ft.Daemon(bus, sc.root, runtime_dir=run) as d:
+                c = d.client
+                check_ids(c)
+                ids = dict(c.call('ListGroupIds')[0])
+                check_bus(sc, c, ids)
+                check_private(sc, c, ids, os.path.join(run, 'private'))
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def check_ids(c):
+    listed = c.call('ListGroupIds')[0]
+    paths = [p for p, _ in listed]
+    ft.check_equal(paths, [p for p, _o, _s in c.call('ListGroups')[0]],
+                   'ListGroupIds lists the groups of ListGroups, in its order')
+    ft.check_equal(len({i for _, i in listed}), len(listed), 'no Id twice in ListGroupIds')
+    ft.check_equal(dict(listed).get('/'), 1, '"/" has Id 1')
+    for p, i in listed:
+        ft.check_equal(c.group_property(p, 'Id'), i, f'the Id property of {p} is the one ListGroupIds says')
+
+
+def check_bus(sc, c, ids):
+    frozen_paths = ['/', '/a', '/a/b', '/a/c']
+
+    # ---- SubscribeGroups alone: no GroupStatesChanged
+    rec = c.record(subscribe='groups')
+    c.call('Freeze', '/a', 0, 0)
+    settled(c)
+    ft.check('GroupsChanged' in group_signals(rec), 'SubscribeGroups: GroupsChanged comes', group_signals(rec))
+    ft.check('GroupStatesChanged' not in group_signals(rec), 'SubscribeGroups: no GroupStatesChanged',
+             group_signals(rec))
+    c.call('Thaw', '/a', 0, 0)
+    c.call('UnsubscribeGroups')
+
+    # ---- SubscribeGroupStates alone
+    c.call('SubscribeGroupStates')
+    rec.clear()
+    c.call('Freeze', '/a', 0, 0)
+    settled(c)
+    ft.check_equal(sc.read_events('/a/b').get('frozen'), 1, 'the kernel says /a/b frozen')
+    ft.check_equal(sorted(set(group_signals(rec))), ['GroupStatesChanged'],
+                   'SubscribeGroupStates alone: GroupStatesChanged and no other signal of groups')
+    check_entries(c, rec, ids, frozen_paths, 'freeze of /a')
+    ft.check_equal(last_states(rec).get(ids['/a']), (FREEZE | FROZEN | POPULATED, 2, 2),
+                   '/a: Freeze, Frozen, Populated; 2 descendants, both frozen')
+    ft.check_equal(last_states(rec).get(ids['/a/b']), (ANCESTOR_FREEZES | FROZEN | POPULATED, 0, 0),
+                   '/a/b: frozen by its ancestor, populated')
+    ft.check_equal(last_states(rec).get(ids['/a/c']), (ANCESTOR_FREEZES | FROZEN, 0, 0),
+                   '/a/c: frozen by its ancestor, empty')
+    ft.check(ids['/d'] not in last_states(rec), '/d did not change: not in GroupStatesChanged')
+
+    rec.clear()
+    c.call('Thaw', '/a', 0, 0)
+    settled(c)
+    check_entries(c, rec, ids, frozen_paths, 'thaw of /a')
+    ft.check_equal(last_states(rec).get(ids['/a/b']), (POPULATED, 0, 0), '/a/b after the thaw: populated only')
+
+    # ---- a new group's Id comes with its InterfacesAdded; never given twice
+    rec.clear()
+    sc.mkdir('/a/e')
+    obj = ft.group_object('/a/e')
+    rec.wait_for(lambda r: any(o == obj for o, _ in r.interfaces_added()), what='InterfacesAdded of /a/e')
+    added = [ifaces for o, ifaces in rec.interfaces_added() if o == obj][0]
+    new_id = added.get(ft.GROUP_IFACE, {}).get('Id')
+    ft.check(new_id is not None and new_id not in ids.values(), 'InterfacesAdded of /a/e carries a new Id',
+             (new_id, sorted(ids.values())))
+    ft.check_equal(c.group_property('/a/e', 'Id'), new_id, 'Get says the Id of InterfacesAdded')
+    ft.check_equal(dict(c.call('ListGroupIds')[0]).get('/a/e'), new_id, 'ListGroupIds says it too')
+    rec.clear()
+    sc.rmdir('/a/e')
+    rec.wait_for(lambda r: any(o == obj for o, _ in r.interfaces_removed()), what='InterfacesRemoved of /a/e')
+    sc.mkdir('/a/e')
+    rec.wait_for(lambda r: any(o == obj for o, _ in r.interfaces_added()), what='InterfacesAdded of /a/e again')
+    again = [ifaces for o, ifaces in rec.interfaces_added() if o == obj][-1][ft.GROUP_IFACE]['Id']
+    ft.check(again > new_id, '/a/e made again gets another Id, above the first', (new_id, again))
+    sc.rmdir('/a/e')
+    rec.wait_for(lambda r: sum(o == obj for o, _ in r.interfaces_removed()) == 2, what='/a/e removed again')
+
+    # ---- subscriptions count
+    c.call('SubscribeGroupStates')  # now twice
+    c.call('UnsubscribeGroupStates')
+    rec.clear()
+    c.call('Freeze', '/d', 0, 0)
+    settled(c)
+    ft.check(ids['/d'] in last_states(rec), 'after two SubscribeGroupStates and one Unsubscribe, they still come')
+    c.call('UnsubscribeGroupStates')
+    rec.clear()
+    c.call('Thaw', '/d', 0, 0)
+    settled(c)
+    ft.check_equal(group_signals(rec), [], 'after as many UnsubscribeGroupStates as SubscribeGroupStates, none')
+    ft.expect_dbus_error(NOT_SUBSCRIBED, c.call, 'UnsubscribeGroupStates')
+
+
+def check_private(sc, c, ids, path):
+    with ft.Client(f'unix:path={path}', direct=True) as states, \
+            ft.Client(f'unix:path={path}', direct=True) as groups:
+        states.call('SubscribeGroupStates')
+        groups.call('SubscribeGroups')
+        rs, rg = ft.SignalRecorder(states), ft.SignalRecorder(groups)
+        c.call('Freeze', '/a', 0, 0)
+        settled(states)
+        settled(groups)
+        check_entries(states, rs, ids, ['/', '/a', '/a/b', '/a/c'], 'private socket')
+        ft.check('GroupStatesChanged' not in group_signals(rg),
+                 'a direct connection that called SubscribeGroups gets no GroupStatesChanged', group_signals(rg))
+        ft.check('GroupsChanged' in group_signals(rg), '... and gets GroupsChanged', group_signals(rg))
+        c.call('Thaw', '/a', 0, 0)
+        states.call('UnsubscribeGroupStates')
+        ft.expect_dbus_error(NOT_SUBSCRIBED, states.call, 'UnsubscribeGroupStates')
+
+
+ft.run(test)
