@@ -1336,7 +1336,7 @@ int main(int argc, char *argv[]) {
         StartResult empty[MAX_STARTS], full[MAX_STARTS];
         uint64_t version_ns[5], mkdir_ns;
         unsigned made, n_empty = 0, n_full = 0, n_phases = 0;
-        PhaseResult phases[6];
+        PhaseResult phases[8]; /* six storms, two bursts: see PHASE() */
         IdleResult idle = {};
         ListResult lists = {};
         Daemon d = { .pidfd = -1 };
@@ -1406,33 +1406,40 @@ int main(int argc, char *argv[]) {
                         die("freezer_open_%s: %s", O.private_path ? "private" : "address", strerror(-r));
                 ping_barrier();
         }
+/* Each phase's result, in a table that must hold them all. */
+#define PHASE(call)                                                                    \
+        do {                                                                           \
+                if (n_phases >= sizeof phases / sizeof phases[0])                      \
+                        die("bench-scale: more phases than its table holds: " #call); \
+                phases[n_phases++] = (call);                                           \
+        } while (0)
         if (O.ph_idle)
                 idle = phase_idle(d.pid);
         if (O.ph_storm) {
-                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_GROUPS);
+                PHASE(phase_storm(f, d.pid, true, VIA_GROUPS));
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_GROUPS);
+                PHASE(phase_storm(f, d.pid, false, VIA_GROUPS));
                 sleep_ns(100 * 1000000ULL);
                 subscribe("UnsubscribeGroups");
                 subscribe("SubscribeGroupStates");
                 load_group_ids();
-                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_STATES);
+                PHASE(phase_storm(f, d.pid, true, VIA_STATES));
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_STATES);
+                PHASE(phase_storm(f, d.pid, false, VIA_STATES));
                 sleep_ns(100 * 1000000ULL);
                 subscribe("UnsubscribeGroupStates");
                 subscribe("SubscribeGroups");
                 subscribe("Subscribe");
-                phases[n_phases++] = phase_storm(f, d.pid, true, VIA_PROPERTIES);
+                PHASE(phase_storm(f, d.pid, true, VIA_PROPERTIES));
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_storm(f, d.pid, false, VIA_PROPERTIES);
+                PHASE(phase_storm(f, d.pid, false, VIA_PROPERTIES));
                 sleep_ns(100 * 1000000ULL);
                 subscribe("Unsubscribe");
         }
         if (O.ph_burst && O.burst > 0) {
-                phases[n_phases++] = phase_burst(d.pid, true);
+                PHASE(phase_burst(d.pid, true));
                 sleep_ns(100 * 1000000ULL);
-                phases[n_phases++] = phase_burst(d.pid, false);
+                PHASE(phase_burst(d.pid, false));
         }
         if (O.ph_lists)
                 lists = phase_lists(f, d.pid);
