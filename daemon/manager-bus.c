@@ -1389,9 +1389,9 @@ static int filter_get_all(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 /* Where a signal goes: the bus, and the private connections that subscribed
  * (private-bus.h).  per_object: Subscribe() (per-object PropertiesChanged);
- * groups: GroupsChanged; states: GroupStatesChanged.  On the bus, what is broadcast to everyone goes out whether
- * or not anyone subscribed; a private connection gets nothing it did not ask
- * for. */
+ * groups: GroupsChanged; states: GroupStatesChanged.  On the bus, what is
+ * broadcast to everyone goes out whether or not anyone subscribed; a private
+ * connection gets nothing it did not ask for. */
 typedef struct Sink {
         sd_bus *bus;
         bool per_object, groups, states;
@@ -1664,7 +1664,9 @@ typedef struct GroupStates {
 } GroupStates;
 
 static uint32_t group_state_bits(const Group *g) {
-        return (g->freeze ? GROUP_STATE_FREEZE : 0) | (g->parent && g->parent->e_freeze ? GROUP_STATE_ANCESTOR_FREEZES : 0) |
+        bool ancestor_freezes = g->parent && g->parent->e_freeze;
+
+        return (g->freeze ? GROUP_STATE_FREEZE : 0) | (ancestor_freezes ? GROUP_STATE_ANCESTOR_FREEZES : 0) |
                (g->frozen ? GROUP_STATE_FROZEN : 0) | (g->populated ? GROUP_STATE_POPULATED : 0);
 }
 
@@ -1726,7 +1728,8 @@ static void group_states_add(GroupStates *st, const Group *g, Sink *sinks, size_
                 if (d)
                         st->descendants = d;
                 if (!f) {
-                        log_warning("Out of memory for GroupStatesChanged: the rest of this turn's changes are not sent.");
+                        log_warning("Out of memory for GroupStatesChanged: "
+                                    "the rest of this turn's changes are not sent.");
                         st->failed = true;
                         return;
                 }

@@ -696,8 +696,8 @@ static void on_group_states_changed(sd_bus_message *m, uint64_t t) {
                 } else if (L.gc_max_in_msg < 1)
                         L.gc_max_in_msg = 1;
                 seen_in[slot] = msg_id;
-                see_state(slot, s == 0 ? "running" : s == 5 || s == 7 ? "frozen" : s == 6 ? "frozen-by-parent" : "other",
-                          t);
+                see_state(slot,
+                          s == 0 ? "running" : s == 5 || s == 7 ? "frozen" : s == 6 ? "frozen-by-parent" : "other", t);
         }
 }
 

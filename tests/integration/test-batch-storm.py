@@ -23,6 +23,9 @@ next writes go on.
     once every write is done (/s3 reads 1 by then), each once.
   * The disjoint freeze again with "realtime_writes": false: written from the
     main loop, nothing is reported before the last write.
+GroupStatesChanged (the client subscribed to it too) follows the storm the same way:
+/s0's subtree in it before the reply, each group once, with the state bits of its
+final state.
 A freezerd that reports a storm only after its last write fails the first two
 checks; one that follows nested writes (reporting a group twice) fails the
 third."""
@@ -47,6 +50,36 @@ def entries_per_path(rec):
         for path, props in batch:
             out.setdefault(path, []).append(props)
     return out
+
+
+def states_per_id(rec):
+    """{id: [(state bits, frozen descendants) of its GroupStatesChanged entries, in order]}."""
+    out = {}
+    for s in rec.signals:
+        if s.member == 'GroupStatesChanged' and s.path == ft.MANAGER_PATH:
+            ids, states, _desc, fdesc = s.body
+            for i, st, f in zip(ids, states, fdesc):
+                out.setdefault(i, []).append((st, f))
+    return out
+
+
+def states_subtree_reported(rec, ids, top):
+    per = states_per_id(rec)
+    return ids[top] in per and all(ids[f'{top}/c{j}'] in per for j in range(CHILDREN))
+
+
+def check_states_once(rec, ids, freeze, frozen_descendants, what):
+    """Each group below the root once in GroupStatesChanged, with the bits of its final state
+    (1 Freeze, 2 an ancestor freezes it, 4 Frozen), the root once with its final count."""
+    per = states_per_id(rec)
+    for p in BELOW:
+        want = [0] if not freeze else [1 | 4] if p in TOPS else [2 | 4]
+        got = [st for st, _f in per.get(ids[p], [])]
+        if got != want:
+            ft.fail(f'{what}: {p} (Id {ids[p]}) was in GroupStatesChanged with {got}, expected exactly {want}')
+    ft.check(True, f'{what}: each of the {len(BELOW)} groups below the root in GroupStatesChanged once')
+    ft.check_equal([f for _st, f in per.get(ids['/'], [])], [frozen_descendants],
+                   f'{what}: the root in GroupStatesChanged once, with its final count')
 
 
 def subtree_reported(rec, top):
@@ -95,14 +128,15 @@ def check_kernel(sc, frozen, what):
             ft.fail(f'{what}: the kernel has {p} {"thawed" if frozen else "frozen"}')
 
 
-def followed_storm(c, rec, sc, freeze):
-    """ApplyBatch of every top to freeze, followed: /s0's subtree reported before /s3 is written
-    and before the reply, then every group once."""
+def followed_storm(c, rec, sc, freeze, ids):
+    """ApplyBatch of every top to freeze, followed: /s0's subtree reported (in GroupsChanged
+    and GroupStatesChanged) before /s3 is written and before the reply, then every group once."""
     what = 'freeze' if freeze else 'thaw'
     rec.clear()
     pending = c.call_async('ApplyBatch', [(t, freeze) for t in TOPS], 'auto', 0, 0)
-    s3, answered = report_while(rec, sc, pending, lambda r: subtree_reported(r, '/s0'),
-                                f"GroupsChanged of /s0's subtree during the {what}")
+    s3, answered = report_while(rec, sc, pending,
+                                lambda r: subtree_reported(r, '/s0') and states_subtree_reported(r, ids, '/s0'),
+                                f"GroupsChanged and GroupStatesChanged of /s0's subtree during the {what}")
     ft.check_equal(s3, int(not freeze), f"/s3/cgroup.freeze once /s0's subtree was reported ({what}: its write still to come)")
     ft.check(not answered, f"/s0's subtree is reported before the reply ({what})")
     ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), f'ApplyBatch {what}: 4 writes, none skipped')
@@ -111,6 +145,9 @@ def followed_storm(c, rec, sc, freeze):
     rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [count], timeout=30,
                  what=f'GroupsChanged of the root after the {what}')
     check_once(rec, c, 'frozen' if freeze else 'running', count, f'the followed {what}')
+    rec.wait_for(lambda r: [f for _st, f in states_per_id(r).get(ids['/'], [])][-1:] == [count], timeout=30,
+                 what=f'GroupStatesChanged of the root after the {what}')
+    check_states_once(rec, ids, freeze, count, f'the followed {what}')
 
 
 def test():
@@ -125,13 +162,15 @@ def test():
         with ft.Daemon(bus, sc.root, env=env) as d:
             c = d.client
             rec = c.record(subscribe='groups')
+            c.call('SubscribeGroupStates')
+            ids = dict(c.call('ListGroupIds')[0])
 
             # ---- disjoint subtrees: followed write by write
-            followed_storm(c, rec, sc, True)
+            followed_storm(c, rec, sc, True, ids)
             objs = c.managed_objects()
             thawed = [p for p in BELOW if objs[ft.group_object(p)][ft.GROUP_IFACE]['Frozen'] is not True]
             ft.check_equal(thawed, [], 'groups the model has not frozen after the followed freeze')
-            followed_storm(c, rec, sc, False)
+            followed_storm(c, rec, sc, False, ids)
 
             # ---- nested writes: not followed
             rec.clear()
