@@ -6,7 +6,7 @@ named by their Id, sent only while a client called SubscribeGroupStates().
   /a  {/a/b (2 sleepers), /a/c (empty)},  /d
 
   * Ids: ListGroupIds() lists the same groups as ListGroups(), each with the Id
-    its object's Id property says, "/" with 1, no Id twice.
+    its object's Id property says, "/" with 1, no Id twice; busctl says the same.
   * SubscribeGroups() alone: a freeze sends GroupsChanged and no
     GroupStatesChanged.
   * SubscribeGroupStates() alone: a freeze of /a sends GroupStatesChanged (and
@@ -126,6 +126,12 @@ def check_ids(c):
     ft.check_equal(dict(listed).get('/'), 1, '"/" has Id 1')
     for p, i in listed:
         ft.check_equal(c.group_property(p, 'Id'), i, f'the Id property of {p} is the one ListGroupIds says')
+    # As an operator would ask.
+    r = ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroupIds')
+    want = f'a(st) {len(listed)} ' + ' '.join(f'"{p}" {i}' for p, i in listed)
+    ft.check_equal(r.stdout.strip(), want, 'busctl call ListGroupIds')
+    r = ft.busctl('get-property', ft.BUS_NAME, ft.group_object('/a/b'), ft.GROUP_IFACE, 'Id')
+    ft.check_equal(r.stdout.strip(), f't {dict(listed)["/a/b"]}', 'busctl get-property of /a/b: Id')
 
 
 def check_bus(sc, c, ids):
