@@ -46,12 +46,18 @@ def states_changed(rec):
     for s in rec.signals:
         if s.interface == ft.MANAGER_IFACE and s.member == 'GroupStatesChanged' and s.path == ft.MANAGER_PATH:
             ids, states, desc, fdesc = s.body
-            ft.check(len(ids) == len(states) == len(desc) == len(fdesc),
-                     'the four arrays of a GroupStatesChanged have one length',
-                     (len(ids), len(states), len(desc), len(fdesc)))
-            ft.check(len(ids) == len(set(ids)), 'each Id at most once per GroupStatesChanged', ids)
+            if not len(ids) == len(states) == len(desc) == len(fdesc):
+                ft.fail(f'a GroupStatesChanged whose arrays differ in length: {s.body!r}')
+            if len(ids) != len(set(ids)):
+                ft.fail(f'a GroupStatesChanged that names an Id twice: {ids!r}')
             out.append(list(zip(ids, states, desc, fdesc)))
     return out
+
+
+def check_messages(rec, what):
+    """The checks of states_changed(), said once."""
+    n = len(states_changed(rec))
+    ft.check(n > 0, f'{what}: {n} GroupStatesChanged, their four arrays of one length, no Id twice in one')
 
 
 def last_states(rec):
@@ -91,6 +97,7 @@ def group_signals(rec):
 
 
 def check_entries(c, rec, ids, paths, what):
+    check_messages(rec, what)
     last = last_states(rec)
     for p in paths:
         ft.check(ids[p] in last, f'{what}: GroupStatesChanged names {p} (Id {ids[p]})', sorted(last))
