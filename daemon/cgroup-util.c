@@ -508,6 +508,18 @@ int cg_fd_is_cgroup2_dir(int fd) {
         return (unsigned long) sfs.f_type == (unsigned long) CGROUP2_SUPER_MAGIC && S_ISDIR(st.st_mode);
 }
 
+int cg_dir_id(int dirfd, const char *name, uint64_t *ret) {
+        struct statx stx;
+
+        if (statx(dirfd, name ?: "", (name ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) | AT_STATX_DONT_SYNC, STATX_INO,
+                  &stx) < 0)
+                return -errno;
+        if (!(stx.stx_mask & STATX_INO))
+                return -EOPNOTSUPP;
+        *ret = stx.stx_ino;
+        return 0;
+}
+
 ssize_t cg_read_fd(int fd, char *buf, size_t size) {
         size_t n = 0;
 

@@ -44,6 +44,11 @@ int cg_openat_beneath(int rootfd, const char *relpath, int flags, mode_t mode);
 /* Whether fd refers to a directory on a cgroup2 file system (fstatfs magic). */
 int cg_fd_is_cgroup2_dir(int fd);
 
+/* The kernel's id of the cgroup at name below dirfd (dirfd itself with name
+ * NULL): its directory's inode number, the cgroup id that systemd shows as
+ * ControlGroupId and bpf uses, unique among the cgroups of one boot. */
+int cg_dir_id(int dirfd, const char *name, uint64_t *ret);
+
 /* Read from fd to its end (the size may be unknown in advance, as in procfs)
  * into a NUL-terminated malloc'ed buffer.  -EFBIG beyond max bytes. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);

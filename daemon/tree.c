@@ -17,7 +17,6 @@ struct Tree {
 
         unsigned n_groups;
         unsigned n_tracked;
-        uint64_t last_id; /* of the group added last (Group.id) */
 
         /* FIFO of groups with pending GROUP_CHANGED_* bits, doubly linked
          * through changed_next/changed_prev. */
@@ -208,7 +207,6 @@ Tree *tree_new(void) {
         root->tracked = true;
         root->state = freezer_state_derive(false, false, false);
 
-        root->id = t->last_id = 1;
         t->root = root;
         hash_insert(t, root);
         t->n_groups = 1;
@@ -319,7 +317,6 @@ int tree_add(Tree *t, Group *parent, const char *name, bool tracked, bool freeze
                 return -EEXIST;
         }
 
-        g->id = ++t->last_id;
         g->depth = parent->depth + 1;
         g->parent = parent;
         g->tracked = tracked;

@@ -52,7 +52,7 @@ enum {
 
 struct Group {
         char *path;       /* "/" for the root, else "/a/b": no trailing slash, no "//" */
-        uint64_t id;      /* 1 for the root, then counting up: never reused within one Tree */
+        uint64_t id;      /* the kernel's cgroup id (its directory's inode number), set by the manager; 0 until */
         const char *name; /* last component (points into path); "" for the root */
         unsigned depth;   /* 0 for the root */
 
@@ -94,7 +94,7 @@ Group *tree_get(Tree *t, const char *path); /* O(1) hash lookup; NULL if absent 
 unsigned tree_size(Tree *t);                /* number of groups including the root */
 unsigned tree_tracked(Tree *t);             /* number of groups with tracked == true */
 
-/* Add a new leaf below parent, with the next id.  The new group's e_freeze is inherited from the
+/* Add a new leaf below parent.  The new group's e_freeze is inherited from the
  * parent and its state derived.  Ancestors' n_descendants grow by one, and
  * n_frozen_descendants by one if frozen; they are marked changed.  -EEXIST if
  * a child of that name exists, -EINVAL for a bad name ("", contains '/', "."

@@ -297,27 +297,6 @@ static void test_new(void) {
         tree_free(NULL, NULL, NULL);
 }
 
-/* Ids: 1 for the root, then one more per group added, never given twice (a
- * group removed and made again is a new group to clients of GroupStatesChanged). */
-static void test_ids(void) {
-        Tree *t = tree_new();
-        Group *root = tree_root(t), *a, *b, *a2;
-
-        CHECK_EQ(root->id, 1);
-        CHECK_EQ(tree_add(t, root, "a", true, false, false, false, &a), 0);
-        CHECK_EQ(tree_add(t, a, "b", true, false, false, false, &b), 0);
-        CHECK_EQ(a->id, 2);
-        CHECK_EQ(b->id, 3);
-        /* A refused add takes no id. */
-        CHECK_EQ(tree_add(t, root, "a", true, false, false, false, NULL), -EEXIST);
-        CHECK_EQ(tree_add(t, root, "..", true, false, false, false, NULL), -EINVAL);
-        CHECK_EQ(tree_remove(t, a, NULL, NULL), 0);
-        CHECK_EQ(tree_add(t, root, "a", true, false, false, false, &a2), 0);
-        CHECK_EQ(a2->id, 4);
-        verify_tree(t);
-        tree_free(t, NULL, NULL);
-}
-
 static void test_add(void) {
         Tree *t = tree_new();
         Group *root = tree_root(t), *a, *b, *c, *x, *g;
@@ -1393,7 +1372,6 @@ int main(void) {
                 { "state_strings", test_state_strings },
                 { "state_derive", test_state_derive },
                 { "new", test_new },
-                { "ids", test_ids },
                 { "add", test_add },
                 { "kernel_matrix", test_kernel_matrix },
                 { "skip_self_frozen_subtree", test_skip_self_frozen_subtree },

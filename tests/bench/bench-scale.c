@@ -513,6 +513,11 @@ typedef enum Want {
 
 enum { ST_UNKNOWN, ST_RUNNING, ST_FROZEN, ST_FROZEN_BY_PARENT, ST_OTHER };
 
+typedef struct IdSlot {
+        uint64_t id;
+        int slot;
+} IdSlot;
+
 static struct {
         pthread_t thread;
         pthread_mutex_t lock;
@@ -533,8 +538,8 @@ static struct {
         uint16_t *gc_count;           /* per slot: GroupsChanged entries in this phase */
         unsigned gc_max_in_msg;       /* most entries of one object within one GroupsChanged */
         bool by_pc;                   /* states followed through PropertiesChanged (subscribed), else GroupsChanged */
-        int *slot_of_id;              /* GroupStatesChanged: Id -> slot (-1 none), from ListGroupIds */
-        size_t n_ids;                 /* entries of slot_of_id */
+        struct IdSlot *ids;           /* GroupStatesChanged: (Id, slot) by Id, from ListGroupIds */
+        size_t n_ids;
 } L = {
         .lock = PTHREAD_MUTEX_INITIALIZER,
         .cond = PTHREAD_COND_INITIALIZER,
@@ -661,6 +666,17 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
         }
 }
 
+static int cmp_id_slot(const void *a, const void *b) {
+        uint64_t x = ((const IdSlot *) a)->id, y = ((const IdSlot *) b)->id;
+        return x < y ? -1 : x > y;
+}
+
+/* The slot of a group's Id (the kernel's cgroup id: sparse), or -1. */
+static int slot_of_id(uint64_t id) {
+        IdSlot key = { .id = id }, *e = L.n_ids ? bsearch(&key, L.ids, L.n_ids, sizeof *L.ids, cmp_id_slot) : NULL;
+        return e ? e->slot : -1;
+}
+
 /* Manager.GroupStatesChanged(at ids, au states, au descendants, au frozen_descendants):
  * the same entries, groups named by Id, read in place.  Counted with GroupsChanged's
  * figures (messages, entries, most per object). */
@@ -683,7 +699,7 @@ static void on_group_states_changed(sd_bus_message *m, uint64_t t) {
         for (size_t i = 0; i < n_ids; i++) {
                 /* 1 Freeze, 2 an ancestor freezes it, 4 Frozen (see the D-Bus XML). */
                 uint32_t s = states[i] & 7;
-                int slot = ids[i] < L.n_ids ? L.slot_of_id[ids[i]] : -1;
+                int slot = slot_of_id(ids[i]);
 
                 L.gc_entries++;
                 if (slot < 0)
@@ -1020,7 +1036,7 @@ static void subscribe(const char *method) {
                 listener_thread_start();
 }
 
-/* Fills L.slot_of_id from ListGroupIds(), for GroupStatesChanged. */
+/* Fills L.ids from ListGroupIds(), for GroupStatesChanged. */
 static void load_group_ids(void) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
@@ -1032,22 +1048,16 @@ static void load_group_ids(void) {
         if (r < 0)
                 die("ListGroupIds: %s", e.message ?: strerror(-r));
         pthread_mutex_lock(&L.lock);
+        L.n_ids = 0;
         r = sd_bus_message_enter_container(reply, 'a', "(st)");
         while (r > 0 && (r = sd_bus_message_read(reply, "(st)", &path, &id)) > 0) {
-                if (id > 16u * 1024 * 1024)
-                        die("ListGroupIds: Id %" PRIu64 " of %s is beyond this benchmark's table", id, path);
-                if (id >= L.n_ids) {
-                        size_t n = (size_t) id * 2 + 1;
-                        int *map = realloc(L.slot_of_id, n * sizeof *map);
-                        if (!map)
-                                die("out of memory");
-                        for (size_t i = L.n_ids; i < n; i++)
-                                map[i] = -1;
-                        L.slot_of_id = map;
-                        L.n_ids = n;
-                }
-                L.slot_of_id[id] = slot_of(path);
+                IdSlot *a = realloc(L.ids, (L.n_ids + 1) * sizeof *a);
+                if (!a)
+                        die("out of memory");
+                L.ids = a;
+                L.ids[L.n_ids++] = (IdSlot) { .id = id, .slot = slot_of(path) };
         }
+        qsort(L.ids, L.n_ids, sizeof *L.ids, cmp_id_slot);
         pthread_mutex_unlock(&L.lock);
         if (r < 0)
                 die("ListGroupIds: cannot read the reply: %s", strerror(-r));

@@ -6,7 +6,8 @@ named by their Id, sent only while a client called SubscribeGroupStates().
   /a  {/a/b (2 sleepers), /a/c (empty)},  /d
 
   * Ids: ListGroupIds() lists the same groups as ListGroups(), each with the Id
-    its object's Id property says, "/" with 1, no Id twice; busctl says the same.
+    its object's Id property says, no Id twice; busctl says the same.  Each Id
+    is the kernel's cgroup id: the inode number of the group's directory.
   * SubscribeGroups() alone: a freeze sends GroupsChanged and no
     GroupStatesChanged.
   * SubscribeGroupStates() alone: a freeze of /a sends GroupStatesChanged (and
@@ -16,7 +17,9 @@ named by their Id, sent only while a client called SubscribeGroupStates().
     freezes it, 4 Frozen, 8 Populated, and Descendants, FrozenDescendants; /d
     is not in them.  A thaw likewise.
   * A new group: its InterfacesAdded carries an Id not seen before, the one Get
-    and ListGroupIds() say; removed and made again, it gets another.
+    and ListGroupIds() say and its directory's inode number; removed and made
+    again, it gets another (the kernel's new cgroup's).
+  * A restart of freezerd keeps every Id.
   * Subscriptions count: SubscribeGroupStates twice, UnsubscribeGroupStates twice,
     a third fails with NotSubscribed; after them no GroupStatesChanged.
   * The private socket: a direct connection that called SubscribeGroupStates()
@@ -116,21 +119,24 @@ def test():
             sc.spawn_sleepers('/a/b', 2)
             with ft.Daemon(bus, sc.root, runtime_dir=run) as d:
                 c = d.client
-                check_ids(c)
+                check_ids(sc, c)
                 ids = dict(c.call('ListGroupIds')[0])
                 check_bus(sc, c, ids)
                 check_private(sc, c, ids, os.path.join(run, 'private'))
+            with ft.Daemon(bus, sc.root) as d:
+                ft.check_equal(dict(d.client.call('ListGroupIds')[0]), ids, 'a restart of freezerd keeps every Id')
     finally:
         shutil.rmtree(run, ignore_errors=True)
 
 
-def check_ids(c):
+def check_ids(sc, c):
     listed = c.call('ListGroupIds')[0]
     paths = [p for p, _ in listed]
     ft.check_equal(paths, [p for p, _o, _s in c.call('ListGroups')[0]],
                    'ListGroupIds lists the groups of ListGroups, in its order')
     ft.check_equal(len({i for _, i in listed}), len(listed), 'no Id twice in ListGroupIds')
-    ft.check_equal(dict(listed).get('/'), 1, '"/" has Id 1')
+    kernel = {p: os.stat(sc.abspath(p)).st_ino for p, _ in listed}
+    ft.check_equal(dict(listed), kernel, "each Id is the kernel's: the inode number of the group's directory")
     for p, i in listed:
         ft.check_equal(c.group_property(p, 'Id'), i, f'the Id property of {p} is the one ListGroupIds says')
     # As an operator would ask.
@@ -186,6 +192,7 @@ def check_bus(sc, c, ids):
     new_id = added.get(ft.GROUP_IFACE, {}).get('Id')
     ft.check(new_id is not None and new_id not in ids.values(), 'InterfacesAdded of /a/e carries a new Id',
              (new_id, sorted(ids.values())))
+    ft.check_equal(new_id, os.stat(sc.abspath('/a/e')).st_ino, "... the kernel's id of /a/e")
     ft.check_equal(c.group_property('/a/e', 'Id'), new_id, 'Get says the Id of InterfacesAdded')
     ft.check_equal(dict(c.call('ListGroupIds')[0]).get('/a/e'), new_id, 'ListGroupIds says it too')
     rec.clear()
@@ -194,7 +201,8 @@ def check_bus(sc, c, ids):
     sc.mkdir('/a/e')
     rec.wait_for(lambda r: any(o == obj for o, _ in r.interfaces_added()), what='InterfacesAdded of /a/e again')
     again = [ifaces for o, ifaces in rec.interfaces_added() if o == obj][-1][ft.GROUP_IFACE]['Id']
-    ft.check(again > new_id, '/a/e made again gets another Id, above the first', (new_id, again))
+    ft.check(again != new_id, '/a/e made again gets another Id', (new_id, again))
+    ft.check_equal(again, os.stat(sc.abspath('/a/e')).st_ino, "... the kernel's id of the new /a/e")
     sc.rmdir('/a/e')
     rec.wait_for(lambda r: sum(o == obj for o, _ in r.interfaces_removed()) == 2, what='/a/e removed again')
 
