@@ -26,9 +26,11 @@ named by their Id, sent only while a client called SubscribeGroupStates().
     gets GroupStatesChanged (with no match rule); one that called
     SubscribeGroups() gets none.
 
-A round trip after a change (one sender's messages keep their order, and freezerd
-sends a loop turn's signals before it reads the next call) says that every signal of
-it has arrived, so "none arrived" is checked without sleeping."""
+Signals are waited for with a deadline: freezerd sends a turn's signals after the
+turn's replies, and a call that reaches it before the turn ends is answered first, so
+a round trip is no barrier by itself.  "None arrived" is checked behind a signal that
+must come from the same emission (GroupsChanged and GroupStatesChanged of one turn go
+out together), then a round trip: no sleeping."""
 
 import os
 import shutil
@@ -99,6 +101,19 @@ def group_signals(rec):
             (s.member == 'PropertiesChanged' and s.path.startswith(ft.GROUP_PREFIX))]
 
 
+def wait_entries(c, rec, ids, paths, what):
+    """Waits until GroupStatesChanged has brought, for each group of paths, the state Get
+    says now (after the call's reply), then checks the entries."""
+    want = {p: expected_bits(c, p) for p in paths}
+    rec.wait_for(lambda r: all(last_states(r).get(ids[p]) == want[p] for p in paths), timeout=10,
+                 what=f'{what}: GroupStatesChanged saying {want}')
+    check_entries(c, rec, ids, paths, what)
+
+
+def wait_member(rec, member, what):
+    rec.wait_for(lambda r: member in group_signals(r), timeout=10, what=f'{what}: {member}')
+
+
 def check_entries(c, rec, ids, paths, what):
     check_messages(rec, what)
     last = last_states(rec)
@@ -153,6 +168,7 @@ def check_bus(sc, c, ids):
     # ---- SubscribeGroups alone: no GroupStatesChanged
     rec = c.record(subscribe='groups')
     c.call('Freeze', '/a', 0, 0)
+    wait_member(rec, 'GroupsChanged', 'SubscribeGroups')
     settled(c)
     ft.check('GroupsChanged' in group_signals(rec), 'SubscribeGroups: GroupsChanged comes', group_signals(rec))
     ft.check('GroupStatesChanged' not in group_signals(rec), 'SubscribeGroups: no GroupStatesChanged',
@@ -164,11 +180,11 @@ def check_bus(sc, c, ids):
     c.call('SubscribeGroupStates')
     rec.clear()
     c.call('Freeze', '/a', 0, 0)
-    settled(c)
     ft.check_equal(sc.read_events('/a/b').get('frozen'), 1, 'the kernel says /a/b frozen')
+    wait_entries(c, rec, ids, frozen_paths, 'freeze of /a')
+    settled(c)
     ft.check_equal(sorted(set(group_signals(rec))), ['GroupStatesChanged'],
                    'SubscribeGroupStates alone: GroupStatesChanged and no other signal of groups')
-    check_entries(c, rec, ids, frozen_paths, 'freeze of /a')
     ft.check_equal(last_states(rec).get(ids['/a']), (FREEZE | FROZEN | POPULATED, 2, 2),
                    '/a: Freeze, Frozen, Populated; 2 descendants, both frozen')
     ft.check_equal(last_states(rec).get(ids['/a/b']), (ANCESTOR_FREEZES | FROZEN | POPULATED, 0, 0),
@@ -179,8 +195,7 @@ def check_bus(sc, c, ids):
 
     rec.clear()
     c.call('Thaw', '/a', 0, 0)
-    settled(c)
-    check_entries(c, rec, ids, frozen_paths, 'thaw of /a')
+    wait_entries(c, rec, ids, frozen_paths, 'thaw of /a')
     ft.check_equal(last_states(rec).get(ids['/a/b']), (POPULATED, 0, 0), '/a/b after the thaw: populated only')
 
     # ---- a new group's Id comes with its InterfacesAdded; never given twice
@@ -211,13 +226,16 @@ def check_bus(sc, c, ids):
     c.call('UnsubscribeGroupStates')
     rec.clear()
     c.call('Freeze', '/d', 0, 0)
-    settled(c)
-    ft.check(ids['/d'] in last_states(rec), 'after two SubscribeGroupStates and one Unsubscribe, they still come')
+    wait_entries(c, rec, ids, ['/d'], 'after two SubscribeGroupStates and one Unsubscribe, they still come')
     c.call('UnsubscribeGroupStates')
+    c.subscribe_groups()  # the anchor: its GroupsChanged goes out with any GroupStatesChanged
     rec.clear()
     c.call('Thaw', '/d', 0, 0)
+    wait_member(rec, 'GroupsChanged', 'the thaw of /d')
     settled(c)
-    ft.check_equal(group_signals(rec), [], 'after as many UnsubscribeGroupStates as SubscribeGroupStates, none')
+    ft.check('GroupStatesChanged' not in group_signals(rec),
+             'after as many UnsubscribeGroupStates as SubscribeGroupStates, none', group_signals(rec))
+    c.call('UnsubscribeGroups')
     ft.expect_dbus_error(NOT_SUBSCRIBED, c.call, 'UnsubscribeGroupStates')
 
 
@@ -228,9 +246,9 @@ def check_private(sc, c, ids, path):
         groups.call('SubscribeGroups')
         rs, rg = ft.SignalRecorder(states), ft.SignalRecorder(groups)
         c.call('Freeze', '/a', 0, 0)
-        settled(states)
+        wait_entries(c, rs, ids, ['/', '/a', '/a/b', '/a/c'], 'private socket')
+        wait_member(rg, 'GroupsChanged', 'a direct connection that called SubscribeGroups')
         settled(groups)
-        check_entries(states, rs, ids, ['/', '/a', '/a/b', '/a/c'], 'private socket')
         ft.check('GroupStatesChanged' not in group_signals(rg),
                  'a direct connection that called SubscribeGroups gets no GroupStatesChanged', group_signals(rg))
         ft.check('GroupsChanged' in group_signals(rg), '... and gets GroupsChanged', group_signals(rg))
