@@ -646,8 +646,10 @@ static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+/* Replies to msg with an array of one entry per group object, in preorder:
+ * append adds g's entry (of signature entry) to reply. */
+static int reply_group_list(sd_bus_message *msg, Manager *m, const char *entry,
+                            int (*append)(sd_bus_message *reply, const Group *g)) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Group *root = tree_root(m->tree);
         int r;
@@ -655,17 +657,13 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sos)");
+        r = sd_bus_message_open_container(reply, 'a', entry);
         if (r < 0)
                 return r;
         for (Group *g = root; g; g = tree_next_preorder(root, g)) {
-                _cleanup_free_ char *object = NULL;
                 if (!group_published(g))
                         continue;
-                r = group_object_path(g, &object);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_append(reply, "(sos)", g->path, object, freezer_state_to_string(g->state));
+                r = append(reply, g);
                 if (r < 0)
                         return r;
         }
@@ -675,32 +673,28 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static int append_list_entry(sd_bus_message *reply, const Group *g) {
+        _cleanup_free_ char *object = NULL;
+        int r = group_object_path(g, &object);
+
+        if (r < 0)
+                return r;
+        return sd_bus_message_append(reply, "(sos)", g->path, object, freezer_state_to_string(g->state));
+}
+
+static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_group_list(msg, userdata, "(sos)", append_list_entry);
+}
+
+static int append_id_entry(sd_bus_message *reply, const Group *g) {
+        return sd_bus_message_append(reply, "(st)", g->path, g->id);
+}
+
 /* (Path, Id) of every group object, in the order of ListGroups: what a
  * client of GroupStatesChanged starts from (InterfacesAdded brings the Id of
  * each group made later). */
 static int method_list_group_ids(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Group *root = tree_root(m->tree);
-        int r;
-
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "(st)");
-        if (r < 0)
-                return r;
-        for (Group *g = root; g; g = tree_next_preorder(root, g)) {
-                if (!group_published(g))
-                        continue;
-                r = sd_bus_message_append(reply, "(st)", g->path, g->id);
-                if (r < 0)
-                        return r;
-        }
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_group_list(msg, userdata, "(st)", append_id_entry);
 }
 
 static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -1656,6 +1650,8 @@ enum {
         GROUP_STATE_POPULATED = 1u << 3,         /* Populated */
 };
 
+/* The four arrays live in one allocation: ids first (8-byte aligned), then
+ * the three arrays of uint32_t, each `allocated` long. */
 typedef struct GroupStates {
         uint64_t *ids;
         uint32_t *states, *descendants, *frozen_descendants;
@@ -1672,10 +1668,28 @@ static uint32_t group_state_bits(const Group *g) {
 
 static void group_states_done(GroupStates *st) {
         free(st->ids);
-        free(st->states);
-        free(st->descendants);
-        free(st->frozen_descendants);
         *st = (GroupStates) {};
+}
+
+/* Room for twice as many entries (64 at first), the n held kept. */
+static int group_states_grow(GroupStates *st) {
+        size_t a = st->allocated ? st->allocated * 2 : 64;
+        uint64_t *ids = malloc(a * (sizeof(uint64_t) + 3 * sizeof(uint32_t)));
+        uint32_t *u;
+
+        if (!ids)
+                return -ENOMEM;
+        u = (uint32_t *) (ids + a);
+        if (st->n > 0) {
+                memcpy(ids, st->ids, st->n * sizeof *ids);
+                memcpy(u, st->states, st->n * sizeof *u);
+                memcpy(u + a, st->descendants, st->n * sizeof *u);
+                memcpy(u + 2 * a, st->frozen_descendants, st->n * sizeof *u);
+        }
+        free(st->ids);
+        *st = (GroupStates) { .ids = ids, .states = u, .descendants = u + a, .frozen_descendants = u + 2 * a,
+                              .n = st->n, .allocated = a };
+        return 0;
 }
 
 static int group_states_send_one(sd_bus *bus, const GroupStates *st) {
@@ -1713,28 +1727,10 @@ static void group_states_flush(GroupStates *st, Sink *sinks, size_t n) {
 static void group_states_add(GroupStates *st, const Group *g, Sink *sinks, size_t n) {
         if (st->failed)
                 return;
-        if (st->n == st->allocated) {
-                size_t a = st->allocated ? st->allocated * 2 : 64;
-                uint64_t *ids = realloc(st->ids, a * sizeof *ids);
-                uint32_t *s = ids ? realloc(st->states, a * sizeof *s) : NULL;
-                uint32_t *d = s ? realloc(st->descendants, a * sizeof *d) : NULL;
-                uint32_t *f = d ? realloc(st->frozen_descendants, a * sizeof *f) : NULL;
-
-                /* Each array that moved is kept, so that done() frees it. */
-                if (ids)
-                        st->ids = ids;
-                if (s)
-                        st->states = s;
-                if (d)
-                        st->descendants = d;
-                if (!f) {
-                        log_warning("Out of memory for GroupStatesChanged: "
-                                    "the rest of this turn's changes are not sent.");
-                        st->failed = true;
-                        return;
-                }
-                st->frozen_descendants = f;
-                st->allocated = a;
+        if (st->n == st->allocated && group_states_grow(st) < 0) {
+                log_warning("Out of memory for GroupStatesChanged: the rest of this turn's changes are not sent.");
+                st->failed = true;
+                return;
         }
         st->ids[st->n] = g->id;
         st->states[st->n] = group_state_bits(g);
@@ -1754,7 +1750,7 @@ static bool emit_changed_groups(Manager *m, size_t max) {
         GroupStates states = {};
         size_t n, n_sent = 0;
         unsigned changed;
-        bool groups = false, any_states = false;
+        bool wanted = false, any_states = false; /* some sink wants these signals; GroupStatesChanged */
         int r;
 
         /* The groups of this turn's mkdir events, complete: before any
@@ -1763,16 +1759,16 @@ static bool emit_changed_groups(Manager *m, size_t max) {
 
         /* Every change of this loop turn, whatever number of kernel events led
          * to it, goes out as one entry of GroupsChanged (one message for up to
-         * GROUPS_CHANGED_MAX groups), and as one PropertiesChanged per changed
-         * object, each only to whoever subscribed to it (see method_subscribe()).
-         * Replies were sent already: signals never delay them. */
+         * GROUPS_CHANGED_MAX groups) and of GroupStatesChanged, and as one
+         * PropertiesChanged per changed object, each only to whoever
+         * subscribed to it (see method_subscribe()).  Replies were sent already: signals never delay them. */
         n = collect_sinks(m, sinks);
         for (size_t i = 0; i < n; i++) {
-                groups = groups || sinks[i].groups || sinks[i].per_object || sinks[i].states;
+                wanted = wanted || sinks[i].groups || sinks[i].states; /* per_object implies groups */
                 any_states = any_states || sinks[i].states;
         }
         while (n_sent < max && (g = tree_pop_changed(m->tree, &changed))) {
-                if (!group_published(g) || !groups)
+                if (!group_published(g) || !wanted)
                         continue;
                 if (manager_group_waits_for_writes(m, g)) {
                         /* Back to the tail of the list; once the first of them

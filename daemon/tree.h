@@ -94,7 +94,7 @@ Group *tree_get(Tree *t, const char *path); /* O(1) hash lookup; NULL if absent 
 unsigned tree_size(Tree *t);                /* number of groups including the root */
 unsigned tree_tracked(Tree *t);             /* number of groups with tracked == true */
 
-/* Add a new leaf below parent.  The new group's e_freeze is inherited from the
+/* Add a new leaf below parent. The new group's e_freeze is inherited from the
  * parent and its state derived.  Ancestors' n_descendants grow by one, and
  * n_frozen_descendants by one if frozen; they are marked changed.  -EEXIST if
  * a child of that name exists, -EINVAL for a bad name ("", contains '/', "."

@@ -596,15 +596,19 @@ static void unreach(int slot) {
         }
 }
 
-/* One FreezerState seen for slot (from either signal). */
-static void see_state(int slot, const char *v, uint64_t t) {
-        L.state[slot] = (uint8_t) state_id(v);
+/* One state (ST_*) seen for slot (from any signal). */
+static void see_state_id(int slot, int st, uint64_t t) {
+        L.state[slot] = (uint8_t) st;
         if (L.want == WANT_STATE && L.want_state[slot] != ST_UNKNOWN) {
                 if (L.state[slot] == L.want_state[slot])
                         reach(slot, t);
                 else
                         unreach(slot);
         }
+}
+
+static void see_state(int slot, const char *v, uint64_t t) {
+        see_state_id(slot, state_id(v), t);
 }
 
 /* Reads the a{sv} of a PropertiesChanged; its FreezerState counts for slot when
@@ -630,16 +634,37 @@ static int read_props(sd_bus_message *m, int slot, bool follow, uint64_t t) {
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
+/* GroupsChanged and GroupStatesChanged: a message begins; its entries are counted
+ * by list_entry().  One table for both kinds: a phase follows one of them. */
+static uint32_t *listed_in; /* per slot: the message that last listed it */
+static uint32_t list_msg_id;
+
+static bool list_message_begin(void) {
+        if (!listed_in && !(listed_in = calloc(n_slots, sizeof *listed_in)))
+                return false;
+        list_msg_id++;
+        L.gc_msgs++;
+        return true;
+}
+
+/* One entry for slot (-1: not one of the benchmark's groups) in the current message. */
+static void list_entry(int slot) {
+        L.gc_entries++;
+        if (slot < 0)
+                return;
+        if (L.gc_count[slot] < UINT16_MAX)
+                L.gc_count[slot]++;
+        if (listed_in[slot] == list_msg_id) {
+                if (L.gc_max_in_msg < 2)
+                        L.gc_max_in_msg = 2;
+        } else if (L.gc_max_in_msg < 1)
+                L.gc_max_in_msg = 1;
+        listed_in[slot] = list_msg_id;
+}
+
 /* Manager.GroupsChanged(a(ssbbbuu)): each group's path and whole state. */
 static void on_groups_changed(sd_bus_message *m, uint64_t t) {
-        static uint32_t *seen_in;  /* per slot: the GroupsChanged message that last listed it */
-        static uint32_t msg_id;
-
-        if (!seen_in && !(seen_in = calloc(n_slots, sizeof *seen_in)))
-                return;
-        msg_id++;
-        L.gc_msgs++;
-        if (sd_bus_message_enter_container(m, 'a', "(ssbbbuu)") <= 0)
+        if (!list_message_begin() || sd_bus_message_enter_container(m, 'a', "(ssbbbuu)") <= 0)
                 return;
         for (;;) {
                 const char *path, *state;
@@ -649,19 +674,9 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
                 if (sd_bus_message_read(m, "(ssbbbuu)", &path, &state, &freeze, &frozen, &populated, &descendants,
                                         &frozen_descendants) <= 0)
                         return;
-                L.gc_entries++;
                 slot = slot_of(path);
-                if (slot < 0)
-                        continue;
-                if (L.gc_count[slot] < UINT16_MAX)
-                        L.gc_count[slot]++;
-                if (seen_in[slot] == msg_id) {
-                        if (L.gc_max_in_msg < 2)
-                                L.gc_max_in_msg = 2;
-                } else if (L.gc_max_in_msg < 1)
-                        L.gc_max_in_msg = 1;
-                seen_in[slot] = msg_id;
-                if (!L.by_pc)
+                list_entry(slot);
+                if (slot >= 0 && !L.by_pc)
                         see_state(slot, state, t);
         }
 }
@@ -681,39 +696,27 @@ static int slot_of_id(uint64_t id) {
  * the same entries, groups named by Id, read in place.  Counted with GroupsChanged's
  * figures (messages, entries, most per object). */
 static void on_group_states_changed(sd_bus_message *m, uint64_t t) {
-        static uint32_t *seen_in;
-        static uint32_t msg_id;
         const uint64_t *ids;
         const uint32_t *states;
         size_t n_ids, n_states;
 
-        if (!seen_in && !(seen_in = calloc(n_slots, sizeof *seen_in)))
-                return;
-        msg_id++;
-        L.gc_msgs++;
-        if (sd_bus_message_read_array(m, 't', (const void **) &ids, &n_ids) < 0 ||
+        if (!list_message_begin() || sd_bus_message_read_array(m, 't', (const void **) &ids, &n_ids) < 0 ||
             sd_bus_message_read_array(m, 'u', (const void **) &states, &n_states) < 0 ||
             n_ids / sizeof *ids != n_states / sizeof *states)
                 return;
         n_ids /= sizeof *ids;
         for (size_t i = 0; i < n_ids; i++) {
                 /* 1 Freeze, 2 an ancestor freezes it, 4 Frozen (see the D-Bus XML). */
-                uint32_t s = states[i] & 7;
+                uint32_t st = states[i] & 7;
                 int slot = slot_of_id(ids[i]);
 
-                L.gc_entries++;
-                if (slot < 0)
-                        continue;
-                if (L.gc_count[slot] < UINT16_MAX)
-                        L.gc_count[slot]++;
-                if (seen_in[slot] == msg_id) {
-                        if (L.gc_max_in_msg < 2)
-                                L.gc_max_in_msg = 2;
-                } else if (L.gc_max_in_msg < 1)
-                        L.gc_max_in_msg = 1;
-                seen_in[slot] = msg_id;
-                see_state(slot,
-                          s == 0 ? "running" : s == 5 || s == 7 ? "frozen" : s == 6 ? "frozen-by-parent" : "other", t);
+                list_entry(slot);
+                if (slot >= 0)
+                        see_state_id(slot, st == 0                ? ST_RUNNING
+                                           : st == 5 || st == 7   ? ST_FROZEN
+                                           : st == 6              ? ST_FROZEN_BY_PARENT
+                                                                  : ST_OTHER,
+                                     t);
         }
 }
 
@@ -1050,11 +1053,12 @@ static void load_group_ids(void) {
         pthread_mutex_lock(&L.lock);
         L.n_ids = 0;
         r = sd_bus_message_enter_container(reply, 'a', "(st)");
-        while (r > 0 && (r = sd_bus_message_read(reply, "(st)", &path, &id)) > 0) {
-                IdSlot *a = realloc(L.ids, (L.n_ids + 1) * sizeof *a);
-                if (!a)
-                        die("out of memory");
-                L.ids = a;
+        for (size_t allocated = 0; r > 0 && (r = sd_bus_message_read(reply, "(st)", &path, &id)) > 0;) {
+                if (L.n_ids == allocated) {
+                        allocated = allocated ? allocated * 2 : 1024;
+                        if (!(L.ids = realloc(L.ids, allocated * sizeof *L.ids)))
+                                die("out of memory");
+                }
                 L.ids[L.n_ids++] = (IdSlot) { .id = id, .slot = slot_of(path) };
         }
         qsort(L.ids, L.n_ids, sizeof *L.ids, cmp_id_slot);
