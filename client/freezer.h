@@ -422,15 +422,21 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
 
 /*
  * Install (or replace, or with cb == NULL remove) the state callback. The first
- * installation adds a bus match for the daemon's GroupsChanged signal (one
- * message per turn of the daemon's loop, listing every group that changed)
- * and asks the daemon for it (Manager.SubscribeGroups(): the daemon sends it
- * only while some client asked, and the handle asks again whenever the
- * daemon (re)starts: a daemon that is not running yet is no error); the call
- * blocks until the daemon confirms, so changes after it
- * returns are not missed: to follow a group, install the callback first, then
- * read the initial state with freezer_get_group().  Removing the callback
- * ends the subscription.
+ * installation adds a bus match for the daemon's GroupStatesChanged signal
+ * (one message per turn of the daemon's loop, listing every group that
+ * changed as numbers, each group named by its Id), asks the daemon for it
+ * (Manager.SubscribeGroupStates(): the daemon sends it only while some
+ * client asked) and loads every group's Id (Manager.ListGroupIds(); later
+ * groups' Ids come with InterfacesAdded).  A daemon without that signal (one
+ * from before it, or a bus policy that refuses the call) gets the older
+ * GroupsChanged instead (Manager.SubscribeGroups(); about three times the
+ * bytes per group, parsed entry by entry), with the same callbacks.  The
+ * handle asks again whenever the daemon (re)starts, and loads the new one's
+ * Ids (signals that come meanwhile wait for them); a daemon that is not
+ * running yet is no error.  The call blocks until the daemon confirms, so
+ * changes after it returns are not missed: to follow a group, install the
+ * callback first, then read the initial state with freezer_get_group().
+ * Removing the callback ends the subscription.
  *
  * cb gets the group's path, its FreezerState and its Frozen property, at most
  * once per group per signal, and only when one of the two differs from what
@@ -446,8 +452,11 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * (so a group made again under the same path starts afresh; for this the
  * callback also adds the match of the group callback below, and is woken by
  * its signals), and all of them when the daemon exits or restarts, or the
- * connection is lost (see freezer_set_resync_callback()). Beyond 65,536
- * groups the rest are not remembered: their every mention is reported.
+ * connection is lost (see freezer_set_resync_callback()). Lookups by path
+ * and by Id are hashed: a storm over 10,000 groups costs no scan.  Beyond
+ * 4,194,304 groups (or without the memory) the rest are not remembered:
+ * with GroupsChanged their every mention is reported, with
+ * GroupStatesChanged they are not reported (the handle lacks their Id).
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
 

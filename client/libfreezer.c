@@ -10,6 +10,7 @@
 
 #include "client-util.h"
 #include "freezer.h"
+#include "group-table.h"
 
 /* The daemon's bus name changing hands: it started, exited or restarted. */
 #define MATCH_DAEMON_OWNER                                                              \
@@ -19,23 +20,21 @@
 #define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define FREEZER_ERROR_PREFIX "org.freezerd.Freezer1.Error."
 
-/* The state cache holds one entry per published group the handle heard of
- * (entries go with InterfacesRemoved, and all of them when freezerd
- * restarts), so it is as large as freezerd's tree.  This bound is for a
- * tree larger than that: groups beyond it are not cached (their every
- * mention is reported), rather than every group forgotten at once, which
- * reported them all again. */
-#define STATE_CACHE_MAX 65536
-
-/* Last known state of one group object, for signals that carry only one of
- * FreezerState and Frozen. Kept only while a state callback is installed. */
-typedef struct state_entry {
-        char *object;
+/* What InterfacesAdded, GetAll or a signal says of a group's state. */
+typedef struct state_props {
+        uint64_t id; /* 0: not said */
         freezer_state state;
         bool frozen;
         bool have_state;
         bool have_frozen;
-} state_entry;
+} state_props;
+
+/* GroupStatesChanged held while the handle (re)loads the Ids of a freezerd
+ * that has just (re)started (it names groups made while none ran, which only
+ * the list has): processed once the list is in.  Beyond this many (a flood
+ * for the one round trip the list takes) the rest are dropped; the resync
+ * callback has said FREEZER_RESYNC_DAEMON_STARTED by then. */
+#define HELD_MAX 1024
 
 /* A pressure trigger this handle added. */
 typedef struct trigger_entry {
@@ -73,9 +72,19 @@ struct freezer {
         freezer_state_callback state_cb;
         void *state_userdata;
 
-        state_entry *cache;     /* sorted by object */
-        size_t n_cache;
-        size_t n_cache_allocated;
+        /* What the state callback compares signals with, by object and by
+         * Id: kept only while it is installed (group-table.h). */
+        group_table groups;
+
+        /* The state callback's signal: GroupStatesChanged (compact: groups
+         * by Id, SubscribeGroupStates()) from a freezerd that has it, else
+         * GroupsChanged (SubscribeGroups()). */
+        bool compact;
+        /* After a (re)start of freezerd: the subscription, then ListGroupIds(),
+         * in flight; GroupStatesChanged waits in held meanwhile. */
+        sd_bus_slot *ids_slot;
+        sd_bus_message **held;
+        size_t n_held;
 
         /* InterfacesAdded/Removed, while the group or the state callback is
          * installed: the latter needs them to drop removed groups from the
@@ -250,6 +259,8 @@ static bool is_direct(freezer *f) {
 #define MATCH_SIGNAL_DIRECT "type='signal',"
 #define MATCH_GROUPS_CHANGED \
         "path='" FREEZER_MANAGER_PATH "',interface='" FREEZER_MANAGER_INTERFACE "',member='GroupsChanged'"
+#define MATCH_GROUP_STATES_CHANGED \
+        "path='" FREEZER_MANAGER_PATH "',interface='" FREEZER_MANAGER_INTERFACE "',member='GroupStatesChanged'"
 #define MATCH_INTERFACES "interface='org.freedesktop.DBus.ObjectManager',path='" FREEZER_MANAGER_PATH "'"
 static const char *signal_match(freezer *f, const char *bus_rule, const char *direct_rule) {
         return is_direct(f) ? direct_rule : bus_rule;
@@ -496,12 +507,18 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path) {
         return open_address(ret, address, true);
 }
 
+static void held_drop(freezer *f) {
+        for (size_t i = 0; i < f->n_held; i++)
+                sd_bus_message_unref(f->held[i]);
+        f->held = mfree(f->held);
+        f->n_held = 0;
+}
+
+/* Forgets what the state callback knew, and any (re)load of Ids. */
 static void cache_clear(freezer *f) {
-        for (size_t i = 0; i < f->n_cache; i++)
-                free(f->cache[i].object);
-        free(f->cache);
-        f->cache = NULL;
-        f->n_cache = f->n_cache_allocated = 0;
+        group_table_clear(&f->groups);
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        held_drop(f);
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
@@ -533,6 +550,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         }
 
         sd_bus_slot_unref(f->match_slot);
+        sd_bus_slot_unref(f->ids_slot);
         sd_bus_slot_unref(f->group_slot);
         sd_bus_slot_unref(f->filter_slot);
         sd_bus_slot_unref(f->owner_slot);
@@ -551,108 +569,33 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
 
 /* ---- state cache ---- */
 
-/* Index of object in the cache, or where it would have to be inserted. */
-static size_t cache_search(freezer *f, const char *object, bool *ret_found) {
-        size_t lo = 0, hi = f->n_cache;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(f->cache[mid].object, object);
-
-                if (c == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-
-        *ret_found = false;
-        return lo;
+static group_entry *cache_get(freezer *f, const char *object) {
+        return group_table_get_object(&f->groups, object);
 }
 
-static state_entry *cache_get(freezer *f, const char *object) {
-        bool found;
-        size_t i;
-
-        i = cache_search(f, object, &found);
-        return found ? &f->cache[i] : NULL;
-}
-
-static state_entry *cache_get_or_add(freezer *f, const char *object) {
-        bool found;
-        size_t i;
-        char *copy;
-
-        i = cache_search(f, object, &found);
-        if (found)
-                return &f->cache[i];
-
-        if (f->n_cache >= STATE_CACHE_MAX)
-                return NULL; /* not cached: see STATE_CACHE_MAX */
-
-        if (f->n_cache >= f->n_cache_allocated) {
-                size_t n = f->n_cache_allocated > 0 ? f->n_cache_allocated * 2 : 16;
-                state_entry *a;
-
-                a = reallocarray(f->cache, n, sizeof(state_entry));
-                if (!a)
-                        return NULL;
-                f->cache = a;
-                f->n_cache_allocated = n;
-        }
-
-        copy = strdup(object);
-        if (!copy)
-                return NULL;
-
-        memmove(f->cache + i + 1, f->cache + i, (f->n_cache - i) * sizeof(state_entry));
-        f->cache[i] = (state_entry) {
-                .object = copy,
-                .state = FREEZER_STATE_UNKNOWN,
-        };
-        f->n_cache++;
-        return &f->cache[i];
-}
-
-static void cache_update(freezer *f, const char *object,
-                         bool have_state, freezer_state state,
-                         bool have_frozen, bool frozen) {
-        state_entry *e;
+/* Notes what was said of a group (id and path, if given, fill in its entry). */
+static void cache_update(freezer *f, const char *object, const char *path, const state_props *p) {
+        group_entry *e;
 
         if (!f->state_cb || !object)
                 return;
 
-        e = cache_get_or_add(f, object);
+        e = group_table_put(&f->groups, object, p->id, path);
         if (!e)
                 return; /* Out of memory or full: we only lose a hint. */
 
-        if (have_state) {
-                e->state = state;
+        if (p->have_state) {
+                e->state = p->state;
                 e->have_state = true;
         }
-        if (have_frozen) {
-                e->frozen = frozen;
+        if (p->have_frozen) {
+                e->frozen = p->frozen;
                 e->have_frozen = true;
         }
 }
 
 static void cache_remove(freezer *f, const char *object) {
-        bool found;
-        size_t i;
-
-        if (f->n_cache == 0)
-                return;
-
-        i = cache_search(f, object, &found);
-        if (!found)
-                return;
-
-        free(f->cache[i].object);
-        memmove(f->cache + i, f->cache + i + 1, (f->n_cache - i - 1) * sizeof(state_entry));
-        f->n_cache--;
+        group_table_remove_object(&f->groups, object);
 }
 
 /* ---- method calls ---- */
@@ -1391,7 +1334,8 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
                 }
         }
 
-        cache_update(f, g.object, true, g.state, true, g.frozen);
+        cache_update(f, g.object, g.path, &(state_props) { .state = g.state, .have_state = true,
+                                                           .frozen = g.frozen, .have_frozen = true });
 
         *ret = g;
         g = (freezer_group) {};
@@ -1510,9 +1454,12 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         for (size_t i = 0; f->state_cb && i < *ret_n; i++) {
                 freezer_state s = (*ret)[i].state;
 
-                cache_update(f, (*ret)[i].object, true, s, s != FREEZER_STATE_UNKNOWN,
-                             s == FREEZER_STATE_FROZEN || s == FREEZER_STATE_FROZEN_BY_PARENT ||
-                                     s == FREEZER_STATE_THAWING);
+                cache_update(f, (*ret)[i].object, (*ret)[i].path,
+                             &(state_props) { .state = s, .have_state = true,
+                                              .frozen = s == FREEZER_STATE_FROZEN ||
+                                                        s == FREEZER_STATE_FROZEN_BY_PARENT ||
+                                                        s == FREEZER_STATE_THAWING,
+                                              .have_frozen = s != FREEZER_STATE_UNKNOWN });
         }
 
         return 0;
@@ -1620,12 +1567,16 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
         return r;
 }
 
-/* FreezerState and Frozen where present, everything else skipped. */
+/* Id, FreezerState and Frozen where present, everything else skipped. */
 static int read_state_property(sd_bus_message *m, const char *name, void *userdata) {
-        state_entry *e = userdata;
+        state_props *e = userdata;
         int r;
 
-        if (streq(name, "FreezerState")) {
+        if (streq(name, "Id")) {
+                r = sd_bus_message_read(m, "v", "t", &e->id);
+                if (r < 0)
+                        return r;
+        } else if (streq(name, "FreezerState")) {
                 const char *s;
 
                 r = sd_bus_message_read(m, "v", "s", &s);
@@ -1658,7 +1609,7 @@ static int groups_changed_entry(freezer *f, sd_bus_message *m) {
         int freeze, frozen, populated;
         uint32_t descendants, frozen_descendants;
         freezer_state state;
-        state_entry *e;
+        group_entry *e;
         int r;
 
         r = sd_bus_message_read(m, "(ssbbbuu)", &path, &s, &freeze, &frozen, &populated, &descendants,
@@ -1675,22 +1626,32 @@ static int groups_changed_entry(freezer *f, sd_bus_message *m) {
         e = cache_get(f, object);
         if (e && e->have_state && e->have_frozen && e->state == state && e->frozen == !!frozen)
                 return 0;
-        cache_update(f, object, state != FREEZER_STATE_UNKNOWN, state, true, frozen);
+        cache_update(f, object, path,
+                     &(state_props) { .state = state, .have_state = state != FREEZER_STATE_UNKNOWN,
+                                      .frozen = frozen, .have_frozen = true });
 
         f->state_cb(f, path, state, frozen, f->state_userdata);
         return 0;
 }
 
-/* SubscribeGroups() or UnsubscribeGroups() (member): waited for with error,
- * else sent and not waited for (best effort).  Each call is counted by
- * freezerd: the state and the group callbacks of a direct handle hold one
- * each. */
+/* SubscribeGroups() or UnsubscribeGroups() (member), or those of
+ * GroupStatesChanged: waited for with error, else sent and not waited for
+ * (best effort).  Each call is counted by freezerd: the state and the group
+ * callbacks of a direct handle hold one each. */
 static int call_subscription(freezer *f, const char *member, sd_bus_error *error) {
         if (!error)
                 return sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                                 FREEZER_MANAGER_INTERFACE, member, NULL, NULL, "");
         return sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
                                   error, NULL, "");
+}
+
+static const char *state_subscribe_member(freezer *f) {
+        return f->compact ? "SubscribeGroupStates" : "SubscribeGroups";
+}
+
+static const char *state_unsubscribe_member(freezer *f) {
+        return f->compact ? "UnsubscribeGroupStates" : "UnsubscribeGroups";
 }
 
 static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -1707,6 +1668,209 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
                 if (groups_changed_entry(f, m) < 0)
                         return 0;
         return 0;
+}
+
+/* GroupStatesChanged's bits (org.freezerd.Freezer1.xml). */
+#define STATE_BIT_FREEZE 1u
+#define STATE_BIT_ANCESTOR_FREEZES 2u
+#define STATE_BIT_FROZEN 4u
+
+static freezer_state state_from_bits(uint32_t bits) {
+        bool frozen = bits & STATE_BIT_FROZEN;
+
+        if (bits & STATE_BIT_FREEZE)
+                return frozen ? FREEZER_STATE_FROZEN : FREEZER_STATE_FREEZING;
+        if (bits & STATE_BIT_ANCESTOR_FREEZES)
+                return frozen ? FREEZER_STATE_FROZEN_BY_PARENT : FREEZER_STATE_FREEZING_BY_PARENT;
+        return frozen ? FREEZER_STATE_THAWING : FREEZER_STATE_RUNNING;
+}
+
+/* One GroupStatesChanged: (at ids, au states, au descendants, au
+ * frozen_descendants), the arrays read in place.  A group's Id comes from
+ * ListGroupIds() or its InterfacesAdded, both before any signal naming it; an
+ * Id the handle does not know (a group gone, or a table left incomplete by a
+ * lack of memory) is skipped. */
+static void group_states_changed(freezer *f, sd_bus_message *m) {
+        const uint64_t *ids;
+        const uint32_t *states;
+        size_t n_ids, n_states;
+
+        if (sd_bus_message_read_array(m, 't', (const void **) &ids, &n_ids) < 0 ||
+            sd_bus_message_read_array(m, 'u', (const void **) &states, &n_states) < 0 ||
+            n_ids / sizeof(uint64_t) != n_states / sizeof(uint32_t))
+                return; /* malformed: ignored, as in on_groups_changed() */
+        n_ids /= sizeof(uint64_t);
+
+        /* The callback may remove itself: check before every entry. */
+        for (size_t i = 0; i < n_ids && f->state_cb; i++) {
+                _cleanup_free_ char *path = NULL;
+                freezer_state state = state_from_bits(states[i]);
+                bool frozen = states[i] & STATE_BIT_FROZEN;
+                group_entry *e = group_table_get_id(&f->groups, ids[i]);
+
+                if (!e || e->removed || !e->path)
+                        continue;
+                if (e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
+                        continue;
+                e->state = state;
+                e->frozen = frozen;
+                e->have_state = e->have_frozen = true;
+                /* The callback may change the table (freezer_list(), or
+                 * removing itself): it gets a copy. */
+                path = strdup(e->path);
+                if (!path)
+                        continue;
+                f->state_cb(f, path, state, frozen, f->state_userdata);
+        }
+}
+
+static int on_group_states_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        if (!f->state_cb || !f->compact)
+                return 0;
+        if (f->ids_slot) { /* the Ids are being (re)loaded: later */
+                sd_bus_message **a;
+
+                if (f->n_held >= HELD_MAX)
+                        return 0;
+                a = reallocarray(f->held, f->n_held + 1, sizeof(sd_bus_message *));
+                if (!a)
+                        return 0;
+                f->held = a;
+                f->held[f->n_held++] = sd_bus_message_ref(m);
+                return 0;
+        }
+        group_states_changed(f, m);
+        return 0;
+}
+
+/* ListGroupIds()'s a(st) into the table (the states stay unknown). */
+static int group_ids_load(freezer *f, sd_bus_message *reply) {
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(st)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_free_ char *object = NULL;
+                const char *path;
+                uint64_t id;
+
+                r = sd_bus_message_read(reply, "(st)", &path, &id);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &object);
+                if (r < 0)
+                        return r;
+                if (!group_table_put(&f->groups, object, id, path))
+                        return -ENOMEM;
+        }
+        return sd_bus_message_exit_container(reply);
+}
+
+/* An error that says this freezerd (or the bus policy) has no
+ * GroupStatesChanged for us: one from before it (libfreezer 0.4.1 and
+ * freezerd of session 16), or a policy that allows only the older calls. */
+static bool error_no_group_states(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_METHOD, SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                      SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_ACCESS_DENIED);
+}
+
+static bool error_no_daemon(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
+/* The state callback's match, for GroupStatesChanged (compact) or
+ * GroupsChanged; replaces one of the other kind.  On the bus only one of the
+ * two may be there: a signal that another client subscribed to reaches every
+ * match.  Asynchronous where the caller is inside a dispatch: dbus-daemon
+ * handles our AddMatch before the subscription call sent after it. */
+static int state_match_set(freezer *f, bool compact, bool wait) {
+        const char *match = compact ? signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUP_STATES_CHANGED,
+                                                   MATCH_SIGNAL_DIRECT MATCH_GROUP_STATES_CHANGED)
+                                    : signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
+                                                   MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED);
+        sd_bus_message_handler_t handler = compact ? on_group_states_changed : on_groups_changed;
+        int r;
+
+        if (f->match_slot && f->compact == compact)
+                return 0;
+        f->match_slot = sd_bus_slot_unref(f->match_slot);
+        f->compact = compact;
+        if (wait)
+                r = sd_bus_add_match(f->bus, &f->match_slot, match, handler, f);
+        else
+                r = sd_bus_add_match_async(f->bus, &f->match_slot, match, handler, NULL, f);
+        return r;
+}
+
+static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error);
+
+/* The reply to a SubscribeGroupStates() sent after freezerd (re)started. */
+static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int r;
+
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        if (!f->state_cb)
+                return 0;
+        if (e) {
+                held_drop(f);
+                /* This freezerd lacks GroupStatesChanged: GroupsChanged then.
+                 * Any other error (it exited again): the next start retries. */
+                if (error_no_group_states(e) && state_match_set(f, false, false) >= 0)
+                        (void) call_subscription(f, state_subscribe_member(f), NULL);
+                return 0;
+        }
+        /* Signals wait in held until the list is in. */
+        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids, f, "");
+        if (r < 0)
+                held_drop(f);
+        return 0;
+}
+
+static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        sd_bus_message **held = TAKE_PTR(f->held);
+        size_t n_held = f->n_held;
+
+        f->n_held = 0;
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL))
+                (void) group_ids_load(f, reply);
+        /* In the order they came; the callback may remove itself (or a
+         * NameOwnerChanged handled meanwhile may have cleared the table). */
+        for (size_t i = 0; i < n_held; i++) {
+                if (f->state_cb && f->compact && !f->ids_slot)
+                        group_states_changed(f, held[i]);
+                sd_bus_message_unref(held[i]);
+        }
+        free(held);
+        return 0;
+}
+
+/* freezerd (re)started while the state callback is installed: subscribe
+ * anew (it knows nothing of us) and, in compact mode, load its Ids again
+ * (groups may have been made meanwhile).  Not waited for: a failure leaves
+ * us without signals, as it would at start. */
+static void state_resubscribe(freezer *f) {
+        int r;
+
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        held_drop(f);
+        /* A new freezerd may have what the old one lacked. */
+        if (state_match_set(f, true, false) < 0)
+                return;
+        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "SubscribeGroupStates", on_states_subscribed, f,
+                                     "");
+        if (r < 0)
+                f->ids_slot = NULL;
 }
 
 /* The resync callback, unless the handle is being closed (which clears it). */
@@ -1732,9 +1896,8 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
         if (*old_owner)
                 pressure_triggers_ended_by(f, old_owner);
         cache_clear(f);
-        /* Not waited for: a failure leaves us without signals, as it would at start. */
         if (f->state_cb && *new_owner)
-                (void) call_subscription(f, "SubscribeGroups", NULL);
+                state_resubscribe(f);
 
         /* The callback may close the handle or remove itself: each checks. */
         if (*old_owner)
@@ -1782,6 +1945,54 @@ static void interfaces_match_update(freezer *f) {
                 f->group_slot = sd_bus_slot_unref(f->group_slot);
 }
 
+/* The state callback's first installation, waited for: the matches (first,
+ * so that nothing sent after the subscription is lost), the subscription
+ * and, in compact mode, the Ids.  GroupStatesChanged where freezerd has it,
+ * else GroupsChanged. */
+static int state_subscribe(freezer *f, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = state_match_set(f, true, true);
+        if (r >= 0)
+                r = interfaces_match_ensure(f);
+        if (r >= 0)
+                r = owner_watch_ensure(f);
+        if (r < 0)
+                return r;
+
+        r = call_subscription(f, "SubscribeGroupStates", error);
+        if (r >= 0) {
+                r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
+                                       "ListGroupIds", error, &reply, "");
+                if (r >= 0)
+                        r = group_ids_load(f, reply);
+                if (r >= 0)
+                        return 0;
+                /* Without the Ids the signal is of no use. */
+                (void) call_subscription(f, "UnsubscribeGroupStates", NULL);
+                group_table_clear(&f->groups);
+        }
+        /* No daemon yet: on_daemon_owner_changed() subscribes once it is there. */
+        if (error_no_daemon(error)) {
+                sd_bus_error_free(error);
+                return 0;
+        }
+        if (!error_no_group_states(error))
+                return r;
+
+        sd_bus_error_free(error);
+        r = state_match_set(f, false, true);
+        if (r < 0)
+                return r;
+        r = call_subscription(f, "SubscribeGroups", error);
+        if (r < 0 && error_no_daemon(error)) {
+                sd_bus_error_free(error);
+                r = 0;
+        }
+        return r;
+}
+
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
@@ -1792,7 +2003,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
         if (!cb) {
                 if (f->match_slot)
                         /* Best effort: leaving the bus ends it too. */
-                        (void) call_subscription(f, "UnsubscribeGroups", NULL);
+                        (void) call_subscription(f, state_unsubscribe_member(f), NULL);
                 f->match_slot = sd_bus_slot_unref(f->match_slot);
                 f->state_cb = NULL;
                 f->state_userdata = NULL;
@@ -1804,30 +2015,13 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
         }
 
         if (!f->match_slot) {
-                /* GroupsChanged: one message per daemon loop turn for all the
-                 * groups that changed, sent while someone asked for it
-                 * (SubscribeGroups(); per-object PropertiesChanged would need a
-                 * Subscribe() and cost a message per group).  The matches
-                 * first, so that nothing sent after the subscription is lost. */
-                r = sd_bus_add_match(f->bus, &f->match_slot,
-                                     signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
-                                                  MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED),
-                                     on_groups_changed, f);
-                if (r >= 0)
-                        r = interfaces_match_ensure(f);
-                if (r >= 0)
-                        r = owner_watch_ensure(f);
-                if (r >= 0) {
-                        r = call_subscription(f, "SubscribeGroups", &error);
-                        /* No daemon yet: on_daemon_owner_changed() subscribes once it is there. */
-                        if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN,
-                                                   SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
-                                sd_bus_error_free(&error);
-                                r = 0;
-                        }
-                }
+                /* Per-object PropertiesChanged would need a Subscribe() and
+                 * cost a message per group: one message per daemon loop turn
+                 * lists every group that changed. */
+                r = state_subscribe(f, &error);
                 if (r < 0) {
                         f->match_slot = sd_bus_slot_unref(f->match_slot);
+                        group_table_clear(&f->groups);
                         owner_watch_update(f);
                         interfaces_match_update(f);
                         return error_take(f, &error, r);
@@ -1843,8 +2037,8 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 
 static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
-        /* What InterfacesAdded says of the group's state (object unused). */
-        state_entry props = {
+        /* What InterfacesAdded says of the group: its Id and state. */
+        state_props props = {
                 .state = FREEZER_STATE_UNKNOWN,
         };
         bool added, is_group = false;
@@ -1920,7 +2114,7 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
                 return 0;
 
         if (added)
-                cache_update(f, object, props.have_state, props.state, props.have_frozen, props.frozen);
+                cache_update(f, object, path, &props);
         else
                 cache_remove(f, object);
 

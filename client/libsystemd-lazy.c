@@ -28,6 +28,8 @@ FORWARD(int, sd_bus_add_filter, (sd_bus *bus, sd_bus_slot **slot, sd_bus_message
         (bus, slot, callback, userdata))
 FORWARD(int, sd_bus_add_match, (sd_bus *bus, sd_bus_slot **slot, const char *match, sd_bus_message_handler_t callback, void *userdata),
         (bus, slot, match, callback, userdata))
+FORWARD(int, sd_bus_add_match_async, (sd_bus *bus, sd_bus_slot **slot, const char *match, sd_bus_message_handler_t callback, sd_bus_message_handler_t install_callback, void *userdata),
+        (bus, slot, match, callback, install_callback, userdata))
 FORWARD(int, sd_bus_call, (sd_bus *bus, sd_bus_message *m, uint64_t usec, sd_bus_error *ret_error, sd_bus_message **reply),
         (bus, m, usec, ret_error, reply))
 FORWARD(int, sd_bus_call_async, (sd_bus *bus, sd_bus_slot **slot, sd_bus_message *m, sd_bus_message_handler_t callback, void *userdata, uint64_t usec),
@@ -73,8 +75,11 @@ FORWARD(int, sd_bus_message_new_method_call, (sd_bus *bus, sd_bus_message **m, c
 FORWARD(int, sd_bus_message_open_container, (sd_bus_message *m, char type, const char *contents),
         (m, type, contents))
 FORWARD(int, sd_bus_message_readv, (sd_bus_message *m, const char *types, va_list ap), (m, types, ap))
+FORWARD(int, sd_bus_message_read_array, (sd_bus_message *m, char type, const void **ptr, size_t *size),
+        (m, type, ptr, size))
 FORWARD(int, sd_bus_message_read_strv, (sd_bus_message *m, char ***l), (m, l))
 FORWARD(int, sd_bus_message_skip, (sd_bus_message *m, const char *types), (m, types))
+FORWARD(sd_bus_message*, sd_bus_message_ref, (sd_bus_message *m), (m))
 FORWARD(sd_bus_message*, sd_bus_message_unref, (sd_bus_message *m), (m))
 FORWARD(int, sd_bus_new, (sd_bus **ret), (ret))
 FORWARD(int, sd_bus_open_system, (sd_bus **ret), (ret))

@@ -23,10 +23,11 @@ Checks:
     returns), Group.Thaw through busctl thaws it; a failed call exits non-zero
     with the daemon's message.
   * `busctl tree` shows the manager and every group object.
-  * `busctl monitor --match "type='signal',member='GroupsChanged'"` (as the
-    README shows) prints the GroupsChanged of a freeze done through busctl,
-    with /g frozen in it, while a `freezectl watch` runs: freezerd sends
-    GroupsChanged only while someone subscribed (the test's own client has
+  * `busctl monitor --match "type='signal',member='GroupStatesChanged'"` (as the
+    README shows) prints the GroupStatesChanged of a freeze done through busctl,
+    with /g (by its Id) frozen in it (bits 1 Freeze and 4 Frozen), while a
+    `freezectl watch` runs: freezerd sends it only while someone subscribed
+    (freezectl watch, through libfreezer; the test's own client has
     unsubscribed by then).
   * `busctl --json=short call ... ListGroups` parses as JSON and lists every
     group with its object and a state that matches the kernel."""
@@ -150,18 +151,18 @@ class Lines:
         self.lines += [x.decode(errors='replace') for x in done]
 
 
-def check_monitor(sc, bus):
-    """The README's busctl monitor line shows the GroupsChanged of a freeze while the README's
-    `freezectl watch` runs."""
+def check_monitor(sc, bus, g_id):
+    """The README's busctl monitor line shows the GroupStatesChanged of a freeze while the
+    README's `freezectl watch` runs."""
     watch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'watch'], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         wl = Lines(watch.stdout)
         ft.wait_for(lambda: wl.lines or watch.poll() is not None, what='freezectl watch to start')
         ft.check(watch.poll() is None and 'watching' in wl.lines[0], 'freezectl watch runs', wl.lines)
-        monitor(bus)
+        monitor(bus, g_id)
 
-        # The root is in the same GroupsChanged for its counts (frozen descendants) alone:
+        # The root is in the same GroupStatesChanged for its counts (frozen descendants) alone:
         # watch prints the groups whose state changed, and nothing for the root.
         def states():  # "DATE TIME state PATH STATE"
             return [ln.split()[3:] for ln in wl.lines if ln.split()[2:3] == ['state']]
@@ -175,9 +176,9 @@ def check_monitor(sc, bus):
         ft.loop().remove_reader(watch.stdout)
 
 
-def monitor(bus):
+def monitor(bus, g_id):
     mon = subprocess.Popen(['busctl', f'--address={bus.address}', '--json=short', 'monitor', '--match',
-                            "type='signal',member='GroupsChanged'"],
+                            "type='signal',member='GroupStatesChanged'"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         out, err = Lines(mon.stdout), Lines(mon.stderr)
@@ -185,25 +186,26 @@ def monitor(bus):
                     what='busctl monitor to start')
         ft.check(mon.poll() is None, 'busctl monitor runs', err.lines)
 
-        def frozen_g():
+        def frozen_g():  # (at ids, au states, au descendants, au frozen_descendants)
             for x in out.lines:
                 try:
                     m = json.loads(x)
                 except ValueError:
                     continue
-                if m.get('member') != 'GroupsChanged':
+                if m.get('member') != 'GroupStatesChanged':
                     continue
-                for path, state, *_rest in m['payload']['data'][0]:
-                    if path == '/g' and state == 'frozen':
+                ids, states = m['payload']['data'][0], m['payload']['data'][1]
+                for i, st in zip(ids, states):
+                    if i == g_id and st & 5 == 5:
                         return True
             return False
 
         ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/g', '0', '0')
         ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', '/g', '0', '0')
-        ft.wait_for(frozen_g, what='busctl monitor printing GroupsChanged with /g frozen')
-        ft.check(True, 'busctl monitor --match GroupsChanged shows /g frozen')
-        ft.check(all(json.loads(x).get('member') == 'GroupsChanged' for x in out.lines if x.startswith('{')),
-                 'the match shows GroupsChanged only')
+        ft.wait_for(frozen_g, what=f'busctl monitor printing GroupStatesChanged with /g (Id {g_id}) frozen')
+        ft.check(True, 'busctl monitor --match GroupStatesChanged shows /g frozen')
+        ft.check(all(json.loads(x).get('member') == 'GroupStatesChanged' for x in out.lines if x.startswith('{')),
+                 'the match shows GroupStatesChanged only')
     finally:
         mon.terminate()
         mon.wait()
@@ -288,9 +290,9 @@ def test():
             want = {ft.MANAGER_PATH} | {ft.group_object(p) for p in listed}
             ft.check(want <= objs, 'busctl tree shows the manager and every group object', sorted(want - objs))
 
-            # ---- busctl monitor of GroupsChanged, with freezectl watch the only subscriber
+            # ---- busctl monitor of GroupStatesChanged, with freezectl watch the only subscriber
             c.call('Unsubscribe')
-            check_monitor(sc, bus)
+            check_monitor(sc, bus, c.group_property('/g', 'Id'))
 
             # ---- Group.Thaw through busctl, and a failing call
             ft.busctl('call', ft.BUS_NAME, gobj, ft.GROUP_IFACE, 'Thaw', 'tt', '0', '0')

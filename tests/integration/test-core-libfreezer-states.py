@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""libfreezer's state callback follows GroupStatesChanged (groups by Id) where freezerd
+has it, and GroupsChanged where it does not.
+
+  /t{0..19}/g{0..49}  (1,020 groups)   /p  one sleeper
+
+Checks:
+  * Compact on the bus: with a state callback installed, a freeze of /p sends
+    GroupStatesChanged (a recorder on the bus, subscribed to nothing, sees it:
+    signals are broadcast) and no GroupsChanged; the callback reports /p frozen and
+    running again, once each (and no state twice in a row).
+  * A storm: one ApplyBatch freezing the 20 top groups; the callback reports each of
+    the 1,020 groups exactly once, /t* frozen and /t*/g* frozen-by-parent, after
+    freezer_list() (so that only changes are reported); the thaw likewise (running).
+  * A group made after the callback (its Id from InterfacesAdded) and frozen is
+    reported; removed and made again (a new Id under the same path), likewise.
+  * A restart of freezerd: a group made while none ran (only ListGroupIds() gives its
+    Id) is reported when frozen by the new freezerd, and so is an old one.
+  * The private socket: the same with freezer_open_private() (no match rules: the
+    handle subscribed on its connection).
+  * Fallback: on a bus whose policy refuses SubscribeGroupStates (as a freezerd
+    without it answers UnknownMethod), freezer_set_state_callback() still returns 0,
+    the handle subscribes to GroupsChanged instead (the recorder sees it, and no
+    GroupStatesChanged), and the callback reports /p frozen.
+
+"None arrived" is checked behind a signal of the same emission: freezerd sends a
+turn's GroupsChanged before its GroupStatesChanged, so once the latter has come, the
+former of that turn would have too (and the other way round, a GroupsChanged is
+followed by nothing from that turn but GroupStatesChanged, which nobody asked for)."""
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
+
+TOPS = [f'/t{i}' for i in range(20)]
+LEAVES = [f'{t}/g{j}' for t in TOPS for j in range(50)]
+STORM = TOPS + LEAVES
+
+DENY_GROUP_STATES = '''        <policy context="default">
+                <deny send_destination="org.freezerd.Freezer1" send_interface="org.freezerd.Freezer1.Manager"
+                      send_member="SubscribeGroupStates"/>
+        </policy>
+</busconfig>'''
+
+
+class Handle:
+    """A libfreezer handle with a state callback recording (path, state, frozen), dispatched
+    whenever its fd is readable."""
+
+    def __init__(self, lib, opener, address):
+        self.lib = lib
+        self.f = ctypes.c_void_p()
+        self.events = []
+        self.fd = -1
+        ft.check_equal(opener(ctypes.byref(self.f), address.encode()), 0, f'opening a handle on {address}')
+
+        @base.CALLBACK
+        def on_state(_f, path, state, frozen, _ud):
+            s = base.STATES[state] if 0 <= state < len(base.STATES) else state
+            self.events.append((path.decode(), s, bool(frozen)))
+        self.on_state = on_state
+
+    def install(self, what):
+        ft.check_equal(self.lib.freezer_set_state_callback(self.f, self.on_state, None), 0,
+                       f'freezer_set_state_callback, {what}')
+        self.fd = self.lib.freezer_get_fd(self.f)
+        ft.loop().add_reader(self.fd, self.dispatch)
+
+    def dispatch(self):
+        # Past its bound freezer_dispatch() leaves the rest in memory: call it while it says so.
+        while self.lib.freezer_dispatch(self.f) >= 64:
+            pass
+
+    def list(self):
+        arr = ctypes.POINTER(base.Group)()
+        n = ctypes.c_size_t()
+        ft.check_equal(self.lib.freezer_list(self.f, ctypes.byref(arr), ctypes.byref(n)), 0, 'freezer_list')
+        self.lib.freezer_group_array_free(arr, n)
+
+    def wait(self, want, what):
+        """Waits until every (path, state, frozen) of want was reported."""
+        want = set(want)
+        ft.wait_for(lambda: (self.dispatch(), want <= set(self.events))[1], timeout=10, poll=0.02,
+                    what=f'the state callback: {what}')
+
+    def close(self):
+        if self.fd >= 0:
+            ft.loop().remove_reader(self.fd)
+            self.fd = -1
+        self.lib.freezer_close(self.f)
+
+
+def members(rec):
+    return [s.member for s in rec.signals if s.member in ('GroupsChanged', 'GroupStatesChanged')]
+
+
+def wait_member(rec, member, what):
+    rec.wait_for(lambda r: member in members(r), timeout=10, what=f'{what}: {member} on the bus')
+
+
+def freeze_p(c, h, what):
+    """Freezes and thaws /p; the callback says frozen, then running, once each."""
+    h.events.clear()
+    c.call('Freeze', '/p', 0, 0)
+    h.wait([('/p', 'frozen', True)], f'{what}: /p frozen')
+    c.call('Thaw', '/p', 0, 0)
+    h.wait([('/p', 'running', False)], f'{what}: /p running')
+    # A sleeper takes a moment to freeze: "freezing" may come first, but no state twice in a row.
+    got = [e for e in h.events if e[0] == '/p']
+    ft.check(got.count(('/p', 'frozen', True)) == 1 and got.count(('/p', 'running', False)) == 1 and
+             all(a != b for a, b in zip(got, got[1:])), f'{what}: /p reported frozen and running once each', got)
+
+
+def check_storm(c, h, what):
+    h.list()
+    h.events.clear()
+    reply = c.call('ApplyBatch', [(t, True) for t in TOPS], 'auto', 0, 0)
+    ft.check_equal(list(reply), [len(TOPS), 0], f'{what}: ApplyBatch freezing the 20 top groups')
+    want = [(t, 'frozen', True) for t in TOPS] + [(p, 'frozen-by-parent', True) for p in LEAVES]
+    h.wait(want, f'{what}: the storm, every group')
+    storm = [e for e in h.events if e[0] in set(STORM)]
+    ft.check_equal(sorted(storm), sorted(want), f'{what}: each of the {len(STORM)} groups reported once, frozen')
+    h.events.clear()
+    c.call('ApplyBatch', [(t, False) for t in TOPS], 'auto', 0, 0)
+    want = [(p, 'running', False) for p in STORM]
+    h.wait(want, f'{what}: the thaw, every group')
+    storm = [e for e in h.events if e[0] in set(STORM)]
+    ft.check_equal(sorted(storm), sorted(want), f'{what}: each group reported once, running')
+
+
+def published(c, path):
+    return any(p == path for p, _o, _s in c.call('ListGroups')[0])
+
+
+def check_new_groups(sc, c, h, what):
+    for n in ('first', 'second'):
+        sc.mkdir('/n')
+        ft.wait_for(lambda: published(c, '/n'), what=f'freezerd to publish /n ({n})')
+        h.events.clear()
+        c.call('Freeze', '/n', 0, 0)
+        h.wait([('/n', 'frozen', True)], f'{what}: the {n} /n, made after the callback, frozen')
+        ft.check(True, f'{what}: the {n} /n (its Id from InterfacesAdded) reported frozen')
+        c.call('Thaw', '/n', 0, 0)
+        h.wait([('/n', 'running', False)], f'{what}: the {n} /n running')
+        sc.rmdir('/n')
+        ft.wait_for(lambda: not published(c, '/n'), what='freezerd to drop /n')
+
+
+def check_bus(lib, sc, bus, d):
+    c = d.client
+    rec = ft.Client(bus.address)
+    h = Handle(lib, lib.freezer_open_address, bus.address)
+    try:
+        r = rec.record(subscribe=False)
+        h.install('on the bus')
+        freeze_p(c, h, 'bus')
+        wait_member(r, 'GroupStatesChanged', 'bus')
+        ft.check('GroupsChanged' not in members(r), 'bus: the handle asked for GroupStatesChanged, not GroupsChanged',
+                 members(r))
+        check_storm(c, h, 'bus')
+        check_new_groups(sc, c, h, 'bus')
+        ft.check('GroupsChanged' not in members(r), 'bus: still no GroupsChanged', members(r))
+    finally:
+        h.close()
+        rec.close()
+    return h
+
+
+def check_restart(lib, sc, bus, root):
+    h = Handle(lib, lib.freezer_open_address, bus.address)
+    try:
+        with ft.Daemon(bus, root) as d:
+            h.install('before a restart')
+            freeze_p(d.client, h, 'before the restart')
+        sc.mkdir('/r')  # while no freezerd runs: only ListGroupIds() of the next one has its Id
+        with ft.Daemon(bus, root) as d:
+            c = d.client
+
+            # The handle loads the new freezerd's Ids when it sees its NameOwnerChanged, which
+            # no reply of ours orders: freeze and thaw /r until the callback tells.
+            def seen():
+                c.call('Freeze', '/r', 0, 0)
+                c.call('Thaw', '/r', 0, 0)
+                h.dispatch()
+                return ('/r', 'frozen', True) in h.events
+            ft.wait_for(seen, what='the state callback: /r, made while no freezerd ran', poll=0.05)
+            ft.check(True, 'restart: /r, made while no freezerd ran, reported by the new freezerd\'s signals')
+            freeze_p(c, h, 'after the restart')
+    finally:
+        h.close()
+        if sc.exists('/r'):
+            sc.rmdir('/r')
+
+
+def check_private(lib, sc, d):
+    h = Handle(lib, lib.freezer_open_private, f'{d.runtime_dir}/private')
+    try:
+        h.install('on the private socket')
+        freeze_p(d.client, h, 'private socket')
+        check_storm(d.client, h, 'private socket')
+        check_new_groups(sc, d.client, h, 'private socket')
+    finally:
+        h.close()
+
+
+def check_fallback(lib, sc):
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}states-conf-')
+    try:
+        with open(ft.DBUS_TEST_CONF) as f:
+            conf = f.read()
+        conf = conf.replace('</busconfig>', DENY_GROUP_STATES)
+        path = os.path.join(tmp, 'deny-group-states.conf')
+        with open(path, 'w') as f:
+            f.write(conf)
+        with ft.Bus(config=path) as bus, ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            ft.expect_dbus_error('org.freedesktop.DBus.Error.AccessDenied', c.call, 'SubscribeGroupStates')
+            rec = ft.Client(bus.address)
+            h = Handle(lib, lib.freezer_open_address, bus.address)
+            try:
+                r = rec.record(subscribe=False)
+                h.install('with SubscribeGroupStates refused')
+                freeze_p(c, h, 'fallback')
+                wait_member(r, 'GroupsChanged', 'fallback')
+                ft.check('GroupStatesChanged' not in members(r),
+                         'fallback: the handle follows GroupsChanged, no GroupStatesChanged', members(r))
+                check_storm(c, h, 'fallback')
+            finally:
+                h.close()
+                rec.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    base.reexec_for_asan(base.libfreezer_path())
+    lib = base.load()
+    with ft.Scratch('libfreezer-states') as sc:
+        for p in STORM + ['/p']:
+            sc.mkdir(p)
+        sc.spawn_sleepers('/p', 1)
+        with ft.Bus() as bus:
+            with ft.Daemon(bus, sc.root) as d:
+                check_bus(lib, sc, bus, d)
+                check_private(lib, sc, d)
+            check_restart(lib, sc, bus, sc.root)
+        check_fallback(lib, sc)
+    print('# checked: libfreezer\'s state callback on GroupStatesChanged (bus, private socket, a storm over '
+          '1,020 groups, new groups, a restart) and its fallback to GroupsChanged')
+
+
+if __name__ == '__main__':
+    ft.run(test)
