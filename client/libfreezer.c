@@ -90,7 +90,9 @@ struct freezer {
          * installed: the latter needs them to drop removed groups from the
          * cache, which GroupsChanged never names again. */
         sd_bus_slot *group_slot;
-        bool group_subscribed;          /* direct: the group callback's SubscribeGroups() */
+        /* Direct: the group callback's subscription, NULL if none: its
+         * Unsubscribe*() member. */
+        const char *group_unsubscribe;
         freezer_group_callback group_cb;
         void *group_userdata;
 
@@ -2131,9 +2133,9 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 return -EINVAL;
 
         if (!cb) {
-                if (f->group_subscribed)
-                        (void) call_subscription(f, "UnsubscribeGroups", NULL);
-                f->group_subscribed = false;
+                if (f->group_unsubscribe)
+                        (void) call_subscription(f, f->group_unsubscribe, NULL);
+                f->group_unsubscribe = NULL;
                 f->group_cb = NULL;
                 f->group_userdata = NULL;
                 interfaces_match_update(f); /* the state callback may still want it */
@@ -2149,16 +2151,27 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 /* The bus broadcasts InterfacesAdded/Removed; the private
                  * socket sends them only to a subscribed connection.  The
                  * group callback holds a subscription of its own: it may
-                 * outlive the state callback's. */
+                 * outlive the state callback's.  The one of GroupStatesChanged
+                 * where freezerd has it: its signals are the smallest that
+                 * come with such a subscription (GroupsChanged would bring a
+                 * storm's 1 MB for nothing), and the state callback's signal
+                 * too, sent once per turn whichever of them asked. */
                 if (is_direct(f)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                        r = call_subscription(f, "SubscribeGroups", &error);
+                        const char *unsubscribe = "UnsubscribeGroupStates";
+
+                        r = call_subscription(f, "SubscribeGroupStates", &error);
+                        if (r < 0 && error_no_group_states(&error)) {
+                                sd_bus_error_free(&error);
+                                unsubscribe = "UnsubscribeGroups";
+                                r = call_subscription(f, "SubscribeGroups", &error);
+                        }
                         if (r < 0) {
                                 if (added)
                                         f->group_slot = sd_bus_slot_unref(f->group_slot);
                                 return error_take(f, &error, r);
                         }
-                        f->group_subscribed = true;
+                        f->group_unsubscribe = unsubscribe;
                 }
         }
 

@@ -18,7 +18,11 @@ Checks:
   * A restart of freezerd: a group made while none ran (only ListGroupIds() gives its
     Id) is reported when frozen by the new freezerd, and so is an old one.
   * The private socket: the same with freezer_open_private() (no match rules: the
-    handle subscribed on its connection).
+    handle subscribed on its connection).  Through a relay that records the bytes
+    between a handle and freezerd: with the state and the group callbacks both
+    installed, the handle calls SubscribeGroupStates (twice: one per callback) and
+    never SubscribeGroups, and no GroupsChanged reaches it (the group callback's
+    subscription brought a storm's GroupsChanged for nothing before).
   * Fallback: on a bus whose policy refuses SubscribeGroupStates (as a freezerd
     without it answers UnknownMethod), freezer_set_state_callback() still returns 0,
     the handle subscribes to GroupsChanged instead (the recorder sees it, and no
@@ -32,9 +36,12 @@ followed by nothing from that turn but GroupStatesChanged, which nobody asked fo
 import ctypes
 import importlib.util
 import os
+import selectors
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -215,6 +222,94 @@ def check_private(lib, sc, d):
         h.close()
 
 
+class Relay:
+    """A Unix socket at path whose one connection is relayed to target (freezerd's private
+    socket), recording both directions' bytes.  freezerd sees the relay's credentials
+    (root), which are the test's."""
+
+    def __init__(self, path, target):
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(1)
+        self.target = target
+        self.to_server, self.to_client = bytearray(), bytearray()
+        self.lock = threading.Lock()
+        self.stop_r, self.stop_w = os.pipe()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        sel = selectors.DefaultSelector()
+        sel.register(self.listener, selectors.EVENT_READ)
+        sel.register(self.stop_r, selectors.EVENT_READ)
+        client = server = None
+        try:
+            while True:
+                for key, _ev in sel.select():
+                    if key.fileobj == self.stop_r:
+                        return
+                    if key.fileobj is self.listener:
+                        client, _ = self.listener.accept()
+                        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                        server.connect(self.target)
+                        sel.register(client, selectors.EVENT_READ)
+                        sel.register(server, selectors.EVENT_READ)
+                        continue
+                    data = key.fileobj.recv(1 << 20)
+                    if not data:
+                        return
+                    other, log = (server, self.to_server) if key.fileobj is client else (client, self.to_client)
+                    with self.lock:
+                        log += data
+                    other.sendall(data)
+        finally:
+            for x in (client, server):
+                if x is not None:
+                    x.close()
+
+    def seen(self):
+        with self.lock:
+            return bytes(self.to_server), bytes(self.to_client)
+
+    def close(self):
+        os.write(self.stop_w, b'x')
+        self.thread.join(timeout=ft.DEFAULT_TIMEOUT)
+        self.listener.close()
+        os.close(self.stop_r)
+        os.close(self.stop_w)
+
+
+def check_private_relay(lib, sc, d):
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}relay-')
+    relay = Relay(os.path.join(tmp, 'relay'), f'{d.runtime_dir}/private')
+    h = Handle(lib, lib.freezer_open_private, os.path.join(tmp, 'relay'))
+    try:
+        groups = []
+
+        @base.GROUP_CALLBACK
+        def on_group(_f, path, added, _state, _ud):
+            groups.append((path.decode(), bool(added)))
+        h.install('through the relay')
+        ft.check_equal(lib.freezer_set_group_callback(h.f, on_group, None), 0, 'freezer_set_group_callback, relay')
+        freeze_p(d.client, h, 'relay')
+        check_storm(d.client, h, 'relay')
+        sc.mkdir('/n')
+        ft.wait_for(lambda: (h.dispatch(), ('/n', True) in groups)[1], what='the group callback: /n added (relay)')
+        sc.rmdir('/n')
+        ft.wait_for(lambda: (h.dispatch(), ('/n', False) in groups)[1], what='the group callback: /n removed (relay)')
+        up, down = relay.seen()
+        ft.check_equal((up.count(b'SubscribeGroupStates\x00'), up.count(b'SubscribeGroups\x00')), (2, 0),
+                       'relay: the state and the group callbacks each called SubscribeGroupStates, '
+                       'neither SubscribeGroups')
+        ft.check(b'GroupStatesChanged\x00' in down and b'GroupsChanged\x00' not in down,
+                 f'relay: GroupStatesChanged and no GroupsChanged reached the handle ({len(down)} bytes from freezerd '
+                 'for a freeze and a thaw of /p, a storm and its thaw, a mkdir and an rmdir)')
+    finally:
+        h.close()
+        relay.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def check_fallback(lib, sc):
     tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}states-conf-')
     try:
@@ -256,6 +351,7 @@ def test():
             with ft.Daemon(bus, sc.root) as d:
                 check_bus(lib, sc, bus, d)
                 check_private(lib, sc, d)
+                check_private_relay(lib, sc, d)
             check_restart(lib, sc, bus, sc.root)
         check_fallback(lib, sc)
     print('# checked: libfreezer\'s state callback on GroupStatesChanged (bus, private socket, a storm over '
