@@ -31,14 +31,18 @@
  * storm  one ApplyBatch (libfreezer, waiting, order auto) freezing the top
  *        groups, then one thawing them; then both again with the listener
  *        subscribed to GroupStatesChanged alone (SubscribeGroupStates(), its
- *        Ids from ListGroupIds()); then both again with a client subscribed
+ *        Ids from ListGroupIds()); then both again followed through
+ *        libfreezer's state callback instead (a handle and a thread of their
+ *        own, primed with freezer_list(), as freezectl watch does; the raw
+ *        listener subscribes to nothing then, and counts the signals it
+ *        sees); then both again with a client subscribed
  *        (Manager.Subscribe(), so that freezerd also sends one
  *        PropertiesChanged per changed object).  A listener thread on a
  *        connection of its own, matching every signal of freezerd, timestamps
  *        each message as it is processed and follows every group's
  *        FreezerState: through GroupsChanged in the first two phases,
  *        GroupStatesChanged in the next two, PropertiesChanged in the
- *        subscribed ones.  Reported: the time until
+ *        subscribed ones (libfreezer's callback in the libfreezer ones).  Reported: the time until
  *        the reply, until every group reported its final state (frozen /
  *        frozen-by-parent, then running), the GroupsChanged messages and
  *        entries (most entries for one object in the phase, and within one
@@ -538,6 +542,8 @@ static struct {
         uint16_t *gc_count;           /* per slot: GroupsChanged entries in this phase */
         unsigned gc_max_in_msg;       /* most entries of one object within one GroupsChanged */
         bool by_pc;                   /* states followed through PropertiesChanged (subscribed), else GroupsChanged */
+        bool by_lib;                  /* states followed through libfreezer's state callback (the
+                                       * signals this thread sees are counted, not followed) */
         struct IdSlot *ids;           /* GroupStatesChanged: (Id, slot) by Id, from ListGroupIds */
         size_t n_ids;
 } L = {
@@ -545,18 +551,40 @@ static struct {
         .cond = PTHREAD_COND_INITIALIZER,
 };
 
-/* The slot of a group path ("/t3/c7", "/t3", "/t3/b2"), or -1. */
-static int slot_of(const char *path) {
-        unsigned i, j;
-        int n = 0;
+/* "%u" at *p (digits only, below limit), advancing *p; false if none. */
+static bool parse_index(const char **p, unsigned limit, unsigned *ret) {
+        unsigned v = 0;
+        const char *q = *p;
 
-        if (sscanf(path, "/t%u%n", &i, &n) != 1 || i >= O.top)
+        if (*q < '0' || *q > '9')
+                return false;
+        for (; *q >= '0' && *q <= '9'; q++) {
+                v = v * 10 + (unsigned) (*q - '0');
+                if (v >= limit)
+                        return false;
+        }
+        *p = q;
+        *ret = v;
+        return true;
+}
+
+/* The slot of a group path ("/t3/c7", "/t3", "/t3/b2"), or -1.  Parsed by hand:
+ * a listener calls it for each of 10,000 entries of a storm, on the CPU that
+ * freezerd, dbus-daemon and the caller share (sscanf() took about 1 µs). */
+static int slot_of(const char *path) {
+        const char *p = path;
+        unsigned i, j;
+
+        if (strncmp(p, "/t", 2) != 0)
                 return -1;
-        if (path[n] == 0)
+        p += 2;
+        if (!parse_index(&p, O.top, &i))
+                return -1;
+        if (*p == 0)
                 return (int) i;
-        if (sscanf(path + n, "/c%u", &j) == 1 && j < O.fanout)
+        if (p[0] == '/' && p[1] == 'c' && (p += 2, parse_index(&p, O.fanout, &j)) && *p == 0)
                 return (int) (O.top + i * O.fanout + j);
-        if (sscanf(path + n, "/b%u", &j) == 1 && j < burst_per_top)
+        if (p[0] == '/' && p[1] == 'b' && (p += 2, parse_index(&p, burst_per_top, &j)) && *p == 0)
                 return (int) (n_tree + i * burst_per_top + j);
         return -1;
 }
@@ -676,7 +704,7 @@ static void on_groups_changed(sd_bus_message *m, uint64_t t) {
                         return;
                 slot = slot_of(path);
                 list_entry(slot);
-                if (slot >= 0 && !L.by_pc)
+                if (slot >= 0 && !L.by_pc && !L.by_lib)
                         see_state(slot, state, t);
         }
 }
@@ -711,7 +739,7 @@ static void on_group_states_changed(sd_bus_message *m, uint64_t t) {
                 int slot = slot_of_id(ids[i]);
 
                 list_entry(slot);
-                if (slot >= 0)
+                if (slot >= 0 && !L.by_lib)
                         see_state_id(slot, st == 0                ? ST_RUNNING
                                            : st == 5 || st == 7   ? ST_FROZEN
                                            : st == 6              ? ST_FROZEN_BY_PARENT
@@ -834,6 +862,74 @@ static void listener_stop(void) {
         L.stop = true;
         pthread_join(L.thread, NULL);
         sd_bus_flush_close_unref(L.bus);
+}
+
+/* The same states through libfreezer's state callback, as a C client of the
+ * library follows them (GroupStatesChanged since libfreezer 0.4.1): a handle of
+ * its own, dispatched by a thread of its own. */
+static struct {
+        freezer *f;
+        pthread_t thread;
+        volatile bool stop;
+} LF;
+
+static void on_lib_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
+        uint64_t t = now_ns();
+        int slot = slot_of(path);
+
+        if (slot < 0)
+                return;
+        pthread_mutex_lock(&L.lock);
+        if (L.by_lib)
+                see_state_id(slot, state == FREEZER_STATE_RUNNING            ? ST_RUNNING
+                                   : state == FREEZER_STATE_FROZEN           ? ST_FROZEN
+                                   : state == FREEZER_STATE_FROZEN_BY_PARENT ? ST_FROZEN_BY_PARENT
+                                                                             : ST_OTHER,
+                             t);
+        pthread_mutex_unlock(&L.lock);
+}
+
+static void *lib_listener_main(void *arg) {
+        while (!LF.stop) {
+                int r = freezer_wait(LF.f, 100000);
+                if (r > 0)
+                        r = freezer_dispatch(LF.f);
+                if (r < 0 && r != -EINTR) {
+                        fprintf(stderr, "bench-scale: libfreezer listener: %s\n", strerror(-r));
+                        break;
+                }
+        }
+        return NULL;
+}
+
+/* Opens the handle, installs the callback (which subscribes and loads the
+ * Ids), primes its states with freezer_list() as freezectl watch does, and
+ * starts its thread. */
+static void lib_listener_start(void) {
+        freezer_group *groups = NULL;
+        size_t n = 0;
+        int r;
+
+        r = O.private_path ? freezer_open_private(&LF.f, O.private_path) : freezer_open_address(&LF.f, O.address);
+        if (r < 0)
+                die("libfreezer listener: cannot open a handle: %s", strerror(-r));
+        r = freezer_set_state_callback(LF.f, on_lib_state, NULL);
+        if (r < 0)
+                die("libfreezer listener: freezer_set_state_callback: %s", strerror(-r));
+        r = freezer_list(LF.f, &groups, &n);
+        if (r < 0)
+                die("libfreezer listener: freezer_list: %s", strerror(-r));
+        freezer_group_array_free(groups, n);
+        LF.stop = false;
+        r = pthread_create(&LF.thread, NULL, lib_listener_main, NULL);
+        if (r != 0)
+                die("pthread_create: %s", strerror(r));
+}
+
+static void lib_listener_stop(void) {
+        LF.stop = true;
+        pthread_join(LF.thread, NULL);
+        LF.f = freezer_close(LF.f);
 }
 
 /* A new phase: counters to zero; what counts as done is set by the caller under the lock. */
@@ -1073,6 +1169,7 @@ typedef enum Via {
         VIA_GROUPS,     /* GroupsChanged (SubscribeGroups()) */
         VIA_STATES,     /* GroupStatesChanged (SubscribeGroupStates()) */
         VIA_PROPERTIES, /* per-object PropertiesChanged (Subscribe()) */
+        VIA_LIBFREEZER, /* libfreezer's state callback */
 } Via;
 
 /* via: the signal the listener follows states through (subscribed to before). */
@@ -1081,6 +1178,7 @@ static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, Via via) {
                 [VIA_GROUPS] = { "storm-thaw", "storm-freeze" },
                 [VIA_STATES] = { "storm-thaw-states", "storm-freeze-states" },
                 [VIA_PROPERTIES] = { "storm-thaw-subscribed", "storm-freeze-subscribed" },
+                [VIA_LIBFREEZER] = { "storm-thaw-libfreezer", "storm-freeze-libfreezer" },
         };
         bool subscribed = via == VIA_PROPERTIES;
         PhaseResult p = { .key = keys[via][freeze], .subscribed = subscribed };
@@ -1100,6 +1198,7 @@ static PhaseResult phase_storm(freezer *f, pid_t daemon, bool freeze, Via via) {
         pthread_mutex_lock(&L.lock);
         phase_reset_locked(WANT_STATE);
         L.by_pc = subscribed;
+        L.by_lib = via == VIA_LIBFREEZER;
         for (unsigned s = 0; s < n_tree; s++)
                 phase_expect_locked(s, !freeze ? ST_RUNNING : s < O.top ? ST_FROZEN : ST_FROZEN_BY_PARENT);
         pthread_mutex_unlock(&L.lock);
@@ -1350,7 +1449,7 @@ int main(int argc, char *argv[]) {
         StartResult empty[MAX_STARTS], full[MAX_STARTS];
         uint64_t version_ns[5], mkdir_ns;
         unsigned made, n_empty = 0, n_full = 0, n_phases = 0;
-        PhaseResult phases[8]; /* six storms, two bursts: see PHASE() */
+        PhaseResult phases[10]; /* eight storms, two bursts: see PHASE() */
         IdleResult idle = {};
         ListResult lists = {};
         Daemon d = { .pidfd = -1 };
@@ -1442,6 +1541,15 @@ int main(int argc, char *argv[]) {
                 PHASE(phase_storm(f, d.pid, false, VIA_STATES));
                 sleep_ns(100 * 1000000ULL);
                 subscribe("UnsubscribeGroupStates");
+                lib_listener_start();
+                PHASE(phase_storm(f, d.pid, true, VIA_LIBFREEZER));
+                sleep_ns(100 * 1000000ULL);
+                PHASE(phase_storm(f, d.pid, false, VIA_LIBFREEZER));
+                sleep_ns(100 * 1000000ULL);
+                lib_listener_stop();
+                pthread_mutex_lock(&L.lock);
+                L.by_lib = false;
+                pthread_mutex_unlock(&L.lock);
                 subscribe("SubscribeGroups");
                 subscribe("Subscribe");
                 PHASE(phase_storm(f, d.pid, true, VIA_PROPERTIES));

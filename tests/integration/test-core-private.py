@@ -27,7 +27,12 @@ Checks:
     the first, and no PropertiesChanged; after Subscribe() also the group's
     PropertiesChanged (Frozen true), and InterfacesAdded / InterfacesRemoved for
     a mkdir / rmdir; once it called Unsubscribe() and UnsubscribeGroups(),
-    nothing more.  The connection that never subscribed got nothing.
+    nothing more.  The connection that never subscribed got nothing.  ("Nothing"
+    is checked behind a witness, a third direct connection subscribed to
+    GroupStatesChanged: freezerd writes a turn's PropertiesChanged and
+    GroupsChanged, to every connection, before its GroupStatesChanged, so once the
+    witness has the thaw, a round trip on the checked connection comes behind
+    anything that turn sent it.)
   * `freezectl --socket=... watch /g` follows a freeze made on the bus (its
     "state /g/h frozen" line); a missing socket:
     exit 1, the message names it.  Without a bus option, with
@@ -358,8 +363,18 @@ def check_direct_signals(sc, c, path):
         ft.expect_dbus_error(NOT_SUBSCRIBED, s.call, 'Unsubscribe')
         settled(s)
         rec.clear()
-        c.call('Freeze', '/g/h', 0, 0)
-        c.call('Thaw', '/g/h', 0, 0)
+        with ft.Client(f'unix:path={path}', direct=True) as w:
+            witness = w.record(subscribe=False)
+            w.call('SubscribeGroupStates')
+            h_id = c.group_property('/g/h', 'Id')
+            c.call('Freeze', '/g/h', 0, 0)
+            c.call('Thaw', '/g/h', 0, 0)
+
+            def thawed(r):  # the last entry of /g/h without the Frozen bit (4), after one with it
+                states = [st for sig in r.signals if sig.member == 'GroupStatesChanged'
+                          for i, st in zip(sig.body[0], sig.body[1]) if i == h_id]
+                return any(st & 4 for st in states) and not states[-1] & 4
+            witness.wait_for(thawed, what='the witness\'s GroupStatesChanged: /g/h frozen, then thawed')
         settled(s)
         ft.check_equal(rec.signals, [], 'after Unsubscribe() and UnsubscribeGroups(): no signal')
     settled(c)

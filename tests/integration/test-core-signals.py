@@ -6,10 +6,8 @@ and one PropertiesChanged per changed group object.
 
   /a  {/a/b (3 sleepers), /a/c (empty)}
 
-  * Nobody subscribed: freezing /a sends neither GroupsChanged nor any
-    PropertiesChanged of a group object (checked once freezerd's Get says the
-    new state, behind the reply of a later call: one sender's messages keep
-    their order).
+  * Nobody subscribed (to them): freezing /a sends neither GroupsChanged nor any
+    PropertiesChanged of a group object.
   * SubscribeGroups(): a thaw sends GroupsChanged whose entries say /a, /a/b
     and /a/c running (each entry the group's whole state, each group at most
     once per message), and no PropertiesChanged; the last entry of each group
@@ -23,9 +21,13 @@ and one PropertiesChanged per changed group object.
     subscribes (both ways) and disconnects; once freezerd was told
     (NameOwnerChanged, seen by us first), a freeze sends no signal.
 
-A message from freezerd that ends a loop turn (its GroupsChanged) arrives after
-every PropertiesChanged of that turn (one sender's messages keep their order),
-so "none arrived" is checked without sleeping."""
+"None arrived" is checked without sleeping, behind a witness: a second client holds
+SubscribeGroupStates() throughout, so that every turn's changes end with a
+GroupStatesChanged, which freezerd sends after that turn's PropertiesChanged and
+GroupsChanged, and which our match receives too (signals on the bus go to every
+match; one sender's messages keep their order).  Once it says the new state, every
+signal of the turn that got there has arrived.  (A round trip alone is no such
+barrier: a call read in the same turn is answered before the turn's signals.)"""
 
 import os
 import sys
@@ -65,12 +67,25 @@ def check_batches(rec, what):
                      f'{what}: the entry of {p} carries the six state properties', props)
 
 
-def wait_model(c, want):
-    """Until freezerd's Get says each group's FreezerState in want; then one more round trip,
-    behind which every signal of the turns that got there has arrived."""
+FROZEN_BIT = 4  # GroupStatesChanged's state bits: 4 Frozen
+
+
+def wait_model(c, rec, want):
+    """Until freezerd's Get says each group's FreezerState in want, and the witness's
+    GroupStatesChanged, in rec, has said each group's Frozen as that state implies: behind
+    it every signal of the turn that got there has arrived."""
     ft.wait_for(lambda: all(c.group_property(p, 'FreezerState') == st for p, st in want.items()),
                 what=f'freezerd saying {want}')
-    c.call('ListGroups')
+    ids = dict(c.call('ListGroupIds')[0])
+    frozen = {ids[p]: st in ('frozen', 'frozen-by-parent', 'thawing') for p, st in want.items()}
+
+    def said(r):
+        last = {}
+        for sig in r.signals:
+            if sig.member == 'GroupStatesChanged' and sig.path == ft.MANAGER_PATH:
+                last.update((i, bool(st & FROZEN_BIT)) for i, st in zip(sig.body[0], sig.body[1]))
+        return all(last.get(i) == f for i, f in frozen.items())
+    rec.wait_for(said, what=f'the witness\'s GroupStatesChanged saying {want}')
 
 
 def check_silent(rec, what):
@@ -90,10 +105,14 @@ def test():
             frozen = {'/a': 'frozen', '/a/b': 'frozen-by-parent', '/a/c': 'frozen-by-parent'}
             running = {p: 'running' for p in GROUPS}
 
+            # The witness: GroupStatesChanged ends every turn's signals (see above).
+            witness = ft.Client(bus.address)
+            witness.call('SubscribeGroupStates')
+
             # ---- nobody subscribed: nothing
             rec = c.record(subscribe=False)
             c.call('Freeze', '/a', 0, 0)
-            wait_model(c, frozen)
+            wait_model(c, rec, frozen)
             check_silent(rec, 'nobody subscribed: no GroupsChanged, no PropertiesChanged of a group')
 
             # ---- SubscribeGroups: GroupsChanged alone
@@ -158,7 +177,7 @@ def test():
             c.call('Unsubscribe')
             rec.clear()
             c.call('Thaw', '/a/c', 0, 0)
-            wait_model(c, {'/a/c': 'running'})
+            wait_model(c, rec, {'/a/c': 'running'})
             check_silent(rec, 'after as many Unsubscribe as Subscribe, no signal')
             ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSubscribed', c.call, 'Unsubscribe')
             c.subscribe_groups()
@@ -183,8 +202,9 @@ def test():
                          what=f'NameOwnerChanged: {name} left the bus')
             rec.clear()
             c.call('Thaw', '/a/c', 0, 0)
-            wait_model(c, {'/a/c': 'running'})
+            wait_model(c, rec, {'/a/c': 'running'})
             check_silent(rec, 'the subscriptions of a client that left ended with it: no signal')
+            witness.close()
 
 
 ft.run(test)
