@@ -370,11 +370,15 @@ def check_direct_signals(sc, c, path):
             c.call('Freeze', '/g/h', 0, 0)
             c.call('Thaw', '/g/h', 0, 0)
 
-            def thawed(r):  # the last entry of /g/h without the Frozen bit (4), after one with it
+            def thawed(r):
+                # The last entry of /g/h with neither Freeze (1) nor Frozen (4): only the thaw's turn
+                # gets there (from the freeze's write on, 1 is set).  The frozen state itself may
+                # never be listed: a Thaw read in the turn that answered the Freeze, and done at
+                # once, leaves that turn's one entry running.
                 states = [st for sig in r.signals if sig.member == 'GroupStatesChanged'
                           for i, st in zip(sig.body[0], sig.body[1]) if i == h_id]
-                return any(st & 4 for st in states) and not states[-1] & 4
-            witness.wait_for(thawed, what='the witness\'s GroupStatesChanged: /g/h frozen, then thawed')
+                return bool(states) and states[-1] & 5 == 0
+            witness.wait_for(thawed, what='the witness\'s GroupStatesChanged: /g/h thawed')
         settled(s)
         ft.check_equal(rec.signals, [], 'after Unsubscribe() and UnsubscribeGroups(): no signal')
     settled(c)

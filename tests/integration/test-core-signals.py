@@ -67,24 +67,24 @@ def check_batches(rec, what):
                      f'{what}: the entry of {p} carries the six state properties', props)
 
 
-FROZEN_BIT = 4  # GroupStatesChanged's state bits: 4 Frozen
+# FreezerState as GroupStatesChanged's bits say it (1 Freeze, 2 an ancestor freezes it, 4 Frozen).
+STATE_OF_BITS = {0: 'running', 5: 'frozen', 7: 'frozen', 6: 'frozen-by-parent'}
 
 
 def wait_model(c, rec, want):
     """Until freezerd's Get says each group's FreezerState in want, and the witness's
-    GroupStatesChanged, in rec, has said each group's Frozen as that state implies: behind
-    it every signal of the turn that got there has arrived."""
+    GroupStatesChanged, in rec, has said the same of each: behind it every signal of the
+    turn that got there has arrived."""
     ft.wait_for(lambda: all(c.group_property(p, 'FreezerState') == st for p, st in want.items()),
                 what=f'freezerd saying {want}')
     ids = dict(c.call('ListGroupIds')[0])
-    frozen = {ids[p]: st in ('frozen', 'frozen-by-parent', 'thawing') for p, st in want.items()}
 
     def said(r):
         last = {}
         for sig in r.signals:
             if sig.member == 'GroupStatesChanged' and sig.path == ft.MANAGER_PATH:
-                last.update((i, bool(st & FROZEN_BIT)) for i, st in zip(sig.body[0], sig.body[1]))
-        return all(last.get(i) == f for i, f in frozen.items())
+                last.update((i, STATE_OF_BITS.get(st & 7)) for i, st in zip(sig.body[0], sig.body[1]))
+        return all(last.get(ids[p]) == st for p, st in want.items())
     rec.wait_for(said, what=f'the witness\'s GroupStatesChanged saying {want}')
 
 
