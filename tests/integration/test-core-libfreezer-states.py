@@ -16,7 +16,11 @@ Checks:
   * A group made after the callback (its Id from InterfacesAdded) and frozen is
     reported; removed and made again (a new Id under the same path), likewise.
   * A restart of freezerd: a group made while none ran (only ListGroupIds() gives its
-    Id) is reported when frozen by the new freezerd, and so is an old one.
+    Id) is reported when frozen by the new freezerd, and so is an old one.  With the
+    handle not dispatched meanwhile, and another client subscribed so that the new
+    freezerd broadcasts the freeze of such a group before the handle has subscribed
+    again: the handle reads that signal while it reloads the Ids, holds it, and
+    reports the group frozen once the list is in, with no later change to help.
   * The private socket: the same with freezer_open_private() (no match rules: the
     handle subscribed on its connection).  Through a relay that records the bytes
     between a handle and freezerd: with the state and the group callbacks both
@@ -101,6 +105,14 @@ class Handle:
         want = set(want)
         ft.wait_for(lambda: (self.dispatch(), want <= set(self.events))[1], timeout=10, poll=0.02,
                     what=f'the state callback: {what}')
+
+    def pause(self):
+        """Stop dispatching: what arrives waits in the socket."""
+        ft.loop().remove_reader(self.fd)
+
+    def resume(self):
+        ft.loop().add_reader(self.fd, self.dispatch)
+        self.dispatch()
 
     def close(self):
         if self.fd >= 0:
@@ -209,6 +221,33 @@ def check_restart(lib, sc, bus, root):
         h.close()
         if sc.exists('/r'):
             sc.rmdir('/r')
+
+
+def check_held(lib, sc, bus, root):
+    h = Handle(lib, lib.freezer_open_address, bus.address)
+    witness = None
+    try:
+        with ft.Daemon(bus, root):
+            h.install('before a restart, for the held signals')
+        h.pause()
+        sc.mkdir('/q')
+        with ft.Daemon(bus, root) as d:
+            witness = ft.Client(bus.address)
+            witness.call('SubscribeGroupStates')
+            d.client.call('Freeze', '/q', 0, 0)
+            h.events.clear()
+            h.resume()
+            h.wait([('/q', 'frozen', True)], 'the held GroupStatesChanged: /q frozen')
+            ft.check(True, 'a GroupStatesChanged read while the handle reloaded the Ids was held and reported '
+                     '(/q, made while no freezerd ran, frozen)')
+            d.client.call('Thaw', '/q', 0, 0)
+            h.wait([('/q', 'running', False)], 'after the reload: /q running')
+    finally:
+        h.close()
+        if witness is not None:
+            witness.close()
+        if sc.exists('/q'):
+            sc.rmdir('/q')
 
 
 def check_private(lib, sc, d):
@@ -353,6 +392,7 @@ def test():
                 check_private(lib, sc, d)
                 check_private_relay(lib, sc, d)
             check_restart(lib, sc, bus, sc.root)
+            check_held(lib, sc, bus, sc.root)
         check_fallback(lib, sc)
     print('# checked: libfreezer\'s state callback on GroupStatesChanged (bus, private socket, a storm over '
           '1,020 groups, new groups, a restart) and its fallback to GroupsChanged')
