@@ -31,6 +31,11 @@ Checks:
     without it answers UnknownMethod), freezer_set_state_callback() still returns 0,
     the handle subscribes to GroupsChanged instead (the recorder sees it, and no
     GroupStatesChanged), and the callback reports /p frozen.
+  * The same decided anew at each start of freezerd: a handle following
+    GroupStatesChanged, the bus's policy then changed to refuse it
+    (ReloadConfig) and freezerd restarted: the handle falls back to GroupsChanged
+    and reports on; the policy changed back and freezerd restarted again: it
+    follows GroupStatesChanged again.
 
 "None arrived" is checked behind a signal of the same emission: freezerd sends a
 turn's GroupsChanged before its GroupStatesChanged, so once the latter has come, the
@@ -216,6 +221,7 @@ def check_restart(lib, sc, bus, root):
                 return ('/r', 'frozen', True) in h.events
             ft.wait_for(seen, what='the state callback: /r, made while no freezerd ran', poll=0.05)
             ft.check(True, 'restart: /r, made while no freezerd ran, reported by the new freezerd\'s signals')
+            h.wait([('/r', 'running', False)], 'restart: /r running after the last thaw')
             freeze_p(c, h, 'after the restart')
     finally:
         h.close()
@@ -349,15 +355,70 @@ def check_private_relay(lib, sc, d):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def write_conf(path, deny):
+    with open(ft.DBUS_TEST_CONF) as f:
+        conf = f.read()
+    if deny:
+        conf = conf.replace('</busconfig>', DENY_GROUP_STATES)
+    with open(path + '.new', 'w') as f:
+        f.write(conf)
+    os.rename(path + '.new', path)
+
+
+def reload_bus(c):
+    """dbus-daemon reads its configuration again and replies once it has."""
+    c.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'ReloadConfig', destination='org.freedesktop.DBus')
+
+
+def check_switch_at_restart(lib, sc):
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}states-switch-')
+    path = os.path.join(tmp, 'bus.conf')
+    write_conf(path, deny=False)
+    try:
+        with ft.Bus(config=path) as bus:
+            rec_client = ft.Client(bus.address)
+            h = Handle(lib, lib.freezer_open_address, bus.address)
+            try:
+                r = rec_client.record(subscribe=False)
+                for n, deny in enumerate((False, True, False)):
+                    what = f'start {n + 1}, SubscribeGroupStates {"refused" if deny else "allowed"}'
+                    write_conf(path, deny)
+                    reload_bus(rec_client)
+                    with ft.Daemon(bus, sc.root) as d:
+                        if n == 0:
+                            h.install(what)
+                        r.clear()
+
+                        # The handle subscribes once it sees freezerd's NameOwnerChanged, which no reply
+                        # of ours orders: freeze and thaw /p until the callback tells.
+                        def seen():
+                            h.events.clear()
+                            d.client.call('Freeze', '/p', 0, 0)
+                            d.client.call('Thaw', '/p', 0, 0)
+                            h.dispatch()
+                            return ('/p', 'frozen', True) in h.events
+                        ft.wait_for(seen, poll=0.05, what=f'the state callback: /p frozen ({what})')
+                        # And the last thaw's report, before freeze_p() counts reports afresh.
+                        h.wait([('/p', 'running', False)], f'{what}: /p running after the first freeze')
+                        want, other = ('GroupsChanged', 'GroupStatesChanged') if deny else \
+                            ('GroupStatesChanged', 'GroupsChanged')
+                        r.clear()
+                        freeze_p(d.client, h, what)
+                        wait_member(r, want, what)
+                        ft.check(other not in members(r), f'{what}: the handle follows {want}, no {other} comes',
+                                 members(r))
+            finally:
+                h.close()
+                rec_client.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def check_fallback(lib, sc):
     tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}states-conf-')
     try:
-        with open(ft.DBUS_TEST_CONF) as f:
-            conf = f.read()
-        conf = conf.replace('</busconfig>', DENY_GROUP_STATES)
         path = os.path.join(tmp, 'deny-group-states.conf')
-        with open(path, 'w') as f:
-            f.write(conf)
+        write_conf(path, deny=True)
         with ft.Bus(config=path) as bus, ft.Daemon(bus, sc.root) as d:
             c = d.client
             ft.expect_dbus_error('org.freedesktop.DBus.Error.AccessDenied', c.call, 'SubscribeGroupStates')
@@ -394,6 +455,7 @@ def test():
             check_restart(lib, sc, bus, sc.root)
             check_held(lib, sc, bus, sc.root)
         check_fallback(lib, sc)
+        check_switch_at_restart(lib, sc)
     print('# checked: libfreezer\'s state callback on GroupStatesChanged (bus, private socket, a storm over '
           '1,020 groups, new groups, a restart) and its fallback to GroupsChanged')
 
