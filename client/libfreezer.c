@@ -1648,10 +1648,6 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
                                   error, NULL, "");
 }
 
-static const char *state_subscribe_member(freezer *f) {
-        return f->compact ? "SubscribeGroupStates" : "SubscribeGroups";
-}
-
 static const char *state_unsubscribe_member(freezer *f) {
         return f->compact ? "UnsubscribeGroupStates" : "UnsubscribeGroups";
 }
@@ -1825,7 +1821,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                 /* This freezerd lacks GroupStatesChanged: GroupsChanged then.
                  * Any other error (it exited again): the next start retries. */
                 if (error_no_group_states(e) && state_match_set(f, false, false) >= 0)
-                        (void) call_subscription(f, state_subscribe_member(f), NULL);
+                        (void) call_subscription(f, "SubscribeGroups", NULL);
                 return 0;
         }
         /* Signals wait in held until the list is in. */
