@@ -32,8 +32,11 @@ typedef struct state_props {
 /* GroupStatesChanged held while the handle (re)loads the Ids of a freezerd
  * that has just (re)started (it names groups made while none ran, which only
  * the list has): processed once the list is in.  Beyond this many (a flood
- * for the one round trip the list takes) the rest are dropped; the resync
- * callback has said FREEZER_RESYNC_DAEMON_STARTED by then. */
+ * for the one round trip the list takes, or a handle not dispatched for a
+ * while) they are all dropped, and once the Ids are in the handle reads every
+ * group's state (ListGroups()) and reports those that differ from what it
+ * knew: a change in between may go unreported, the state it led to does
+ * not. */
 #define HELD_MAX 1024
 
 /* A pressure trigger this handle added. */
@@ -85,6 +88,9 @@ struct freezer {
         sd_bus_slot *ids_slot;
         sd_bus_message **held;
         size_t n_held;
+        /* More than HELD_MAX came (or no memory to hold one): held was
+         * dropped, what comes until the states are read again too. */
+        bool held_lost;
 
         /* InterfacesAdded/Removed, while the group or the state callback is
          * installed: the latter needs them to drop removed groups from the
@@ -514,6 +520,7 @@ static void held_drop(freezer *f) {
                 sd_bus_message_unref(f->held[i]);
         f->held = mfree(f->held);
         f->n_held = 0;
+        f->held_lost = false;
 }
 
 /* Forgets what the state callback knew, and any (re)load of Ids. */
@@ -1730,11 +1737,14 @@ static int on_group_states_changed(sd_bus_message *m, void *userdata, _unused_ s
         if (f->ids_slot) { /* the Ids are being (re)loaded: later */
                 sd_bus_message **a;
 
-                if (f->n_held >= HELD_MAX)
+                if (f->held_lost)
+                        return 0; /* the states are read again once the Ids are in */
+                a = f->n_held < HELD_MAX ? reallocarray(f->held, f->n_held + 1, sizeof(sd_bus_message *)) : NULL;
+                if (!a) {
+                        held_drop(f);
+                        f->held_lost = true;
                         return 0;
-                a = reallocarray(f->held, f->n_held + 1, sizeof(sd_bus_message *));
-                if (!a)
-                        return 0;
+                }
                 f->held = a;
                 f->held[f->n_held++] = sd_bus_message_ref(m);
                 return 0;
@@ -1832,6 +1842,47 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         return 0;
 }
 
+/* ListGroups()'s a(sos), read after held signals were lost: every group
+ * whose state differs from what the handle knew (or that it knew nothing of)
+ * is reported, as a signal would have. */
+static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        int r;
+
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        f->held_lost = false;
+        if (!f->state_cb || sd_bus_message_is_method_error(reply, NULL))
+                return 0;
+        r = sd_bus_message_enter_container(reply, 'a', "(sos)");
+        /* The callback may remove itself, or start a reload (ids_slot). */
+        while (r >= 0 && f->state_cb && !f->ids_slot) {
+                _cleanup_free_ char *copy = NULL;
+                const char *path, *object, *s;
+                freezer_state state;
+                group_entry *e;
+                bool frozen;
+
+                r = sd_bus_message_read(reply, "(sos)", &path, &object, &s);
+                if (r <= 0)
+                        break;
+                state = freezer_state_from_string(s);
+                frozen = state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FROZEN_BY_PARENT ||
+                         state == FREEZER_STATE_THAWING;
+                e = group_table_get_object(&f->groups, object);
+                if (state == FREEZER_STATE_UNKNOWN || !e || e->removed || !e->path)
+                        continue; /* a group made since the Ids: its own signals tell */
+                if (e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
+                        continue;
+                e->state = state;
+                e->frozen = frozen;
+                e->have_state = e->have_frozen = true;
+                copy = strdup(path);
+                if (copy)
+                        f->state_cb(f, copy, state, frozen, f->state_userdata);
+        }
+        return 0;
+}
+
 static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         sd_bus_message **held = TAKE_PTR(f->held);
@@ -1841,6 +1892,15 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL))
                 (void) group_ids_load(f, reply);
+        if (f->held_lost) {
+                /* Signals go on being dropped until the states are in. */
+                if (!f->state_cb ||
+                    sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                             FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread, f, "") < 0)
+                        f->held_lost = false;
+                free(held); /* dropped when they were lost: empty */
+                return 0;
+        }
         /* In the order they came; the callback may remove itself (or a
          * NameOwnerChanged handled meanwhile may have cleared the table). */
         for (size_t i = 0; i < n_held; i++) {

@@ -21,6 +21,10 @@ Checks:
     freezerd broadcasts the freeze of such a group before the handle has subscribed
     again: the handle reads that signal while it reloads the Ids, holds it, and
     reports the group frozen once the list is in, with no later change to help.
+    More of them than it holds (1,201 signals read during the reload, past its 1,024):
+    it drops them, reads every group's state once the Ids are in, and reports what
+    changed (/q2, frozen by the last signal, reported frozen; /q's last report is its
+    state).
   * The private socket: the same with freezer_open_private() (no match rules: the
     handle subscribed on its connection).  Through a relay that records the bytes
     between a handle and freezerd: with the state and the group callbacks both
@@ -263,6 +267,45 @@ def check_held(lib, sc, bus, root):
             sc.rmdir('/q')
 
 
+HELD_FLOOD = 1200  # GroupStatesChanged sent while the handle reloads the Ids: more than it holds (1,024)
+
+
+def check_held_lost(lib, sc, bus, root):
+    h = Handle(lib, lib.freezer_open_address, bus.address)
+    witness = None
+    try:
+        with ft.Daemon(bus, root):
+            h.install('before a restart, for more signals than it holds')
+        h.pause()
+        sc.mkdir('/q')
+        sc.mkdir('/q2')
+        with ft.Daemon(bus, root) as d:
+            witness = ft.Client(bus.address)
+            witness.call('SubscribeGroupStates')
+            # One GroupStatesChanged per call (an empty group freezes and thaws inside
+            # the write), /q's last one "running"; /q2's freeze comes after all of them.
+            for i in range(HELD_FLOOD):
+                d.client.call('Thaw' if i % 2 else 'Freeze', '/q', 0, 0)
+            d.client.call('Freeze', '/q2', 0, 0)
+            h.events.clear()
+            h.resume()
+            h.wait([('/q2', 'frozen', True)], f'after {HELD_FLOOD + 1} signals held and lost: /q2 frozen')
+            q = [e for e in h.events if e[0] == '/q']
+            ft.check(not q or q[-1] == ('/q', 'running', False),
+                     f'after the lost signals, /q\'s last report is its state (running): {q[-3:]}')
+            ft.check(True, f'{HELD_FLOOD + 1} GroupStatesChanged read while the handle reloaded the Ids, more than '
+                     'it holds: dropped, and the states read again (/q2 frozen, /q running)')
+            d.client.call('Thaw', '/q2', 0, 0)
+            h.wait([('/q2', 'running', False)], 'after the reread: /q2 running')
+    finally:
+        h.close()
+        if witness is not None:
+            witness.close()
+        for p in ('/q', '/q2'):
+            if sc.exists(p):
+                sc.rmdir(p)
+
+
 def check_private(lib, sc, d):
     h = Handle(lib, lib.freezer_open_private, f'{d.runtime_dir}/private')
     try:
@@ -453,6 +496,7 @@ def test():
                 check_private_relay(lib, sc, d)
             check_restart(lib, sc, bus, sc.root)
             check_held(lib, sc, bus, sc.root)
+            check_held_lost(lib, sc, bus, sc.root)
         check_fallback(lib, sc)
         check_switch_at_restart(lib, sc)
     print('# checked: libfreezer\'s state callback on GroupStatesChanged (bus, private socket, a storm over '
