@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
+#include <signal.h>
 
 #include "bus-event.h"
 #include "log.h"
@@ -17,11 +18,36 @@ struct BusEvent {
         bool broken; /* a peer's connection failed: idle from then on */
 };
 
+/* How long a dispatch goes on before it looks for a stop request. */
+#define STOP_CHECK_USEC 1000
+
+/* SIGTERM or SIGINT waiting to be read (main.c blocks them and reads them
+ * from a signalfd, ahead of everything else). */
+static bool stop_requested(void) {
+        sigset_t pending;
+
+        return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
 static void bus_dispatch(BusEvent *be) {
+        uint64_t checked = now_usec();
+
         if (be->broken)
                 return;
         for (;;) {
-                int r = sd_bus_process(be->bus, NULL);
+                int r;
+
+                /* A long run of messages (a flood, or freezerd stopped and
+                 * continued in the middle of one) gives way to a stop: the
+                 * rest waits for the loop, which handles the signal first,
+                 * and the shutdown refuses them.  Looked at once a
+                 * millisecond, not per message. */
+                if (now_usec() - checked >= STOP_CHECK_USEC) {
+                        if (stop_requested())
+                                return;
+                        checked = now_usec();
+                }
+                r = sd_bus_process(be->bus, NULL);
                 if (r < 0) {
                         if (be->peer) {
                                 /* Usually the client's exit: its owner drops it at the next prepare. */

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
@@ -42,7 +43,8 @@ typedef struct Daemon {
         BusEvent *bus_event;
         PrivateBus *private_bus;
         Manager *manager;
-        struct event *sig_term, *sig_int, *sig_hup;
+        int signal_fd;
+        struct event *signal_event;
         bool exit;
 } Daemon;
 
@@ -89,8 +91,9 @@ static void help(void) {
                "                        RLIMIT_RTPRIO of 1 (else it is logged once, and\n"
                "                        the main loop writes); false: the main loop writes\n"
                "\n"
-               "Signals: SIGTERM and SIGINT exit, leaving every cgroup as the kernel has it;\n"
-               "SIGHUP reloads the configuration.\n"
+               "Signals: SIGTERM and SIGINT exit, leaving every cgroup as the kernel has it:\n"
+               "waiting calls fail with Cancelled, calls not yet read are refused (nothing\n"
+               "done); SIGHUP reloads the configuration.\n"
                "\n"
                "Environment: FREEZERD_LOG_LEVEL=debug|info|notice|warning|err.\n"
                "\n"
@@ -292,15 +295,13 @@ static int connect_bus(sd_bus **ret) {
         return 0;
 }
 
-static void on_exit_signal(evutil_socket_t sig, short what, void *userdata) {
-        Daemon *d = userdata;
+static void on_exit_signal(Daemon *d, int sig) {
         log_info("Received %s, exiting.", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         d->exit = true;
         event_base_loopbreak(d->base);
 }
 
-static void on_reload_signal(evutil_socket_t sig, short what, void *userdata) {
-        Daemon *d = userdata;
+static void on_reload_signal(Daemon *d) {
         _cleanup_free_ char *error = NULL;
         Config config = {};
         uint64_t old_timeout = d->manager->config.default_timeout_usec;
@@ -325,11 +326,54 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *userdata) {
         (void) sd_notify(0, "READY=1");
 }
 
+/* SIGTERM, SIGINT and SIGHUP are blocked from the start and read from a
+ * signalfd, an event of the loop's first priority.  A signal that comes while
+ * the sockets already hold calls (freezerd stopped, sent calls and SIGTERM,
+ * then continued) is pending when the loop looks, so it is among the fds the
+ * kernel reports ready in that same look, and handled first: a stop refuses
+ * those calls ("nothing was done") instead of starting them on the way out.
+ * With a signal handler it came a look later, after the calls. */
+#define HANDLED_SIGNALS { SIGTERM, SIGINT, SIGHUP }
+
+static int block_signals(sigset_t *ret) {
+        static const int sigs[] = HANDLED_SIGNALS;
+
+        sigemptyset(ret);
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+                sigaddset(ret, sigs[i]);
+        return sigprocmask(SIG_BLOCK, ret, NULL) < 0 ? -errno : 0;
+}
+
+static void on_signal_fd(evutil_socket_t fd, short what, void *userdata) {
+        Daemon *d = userdata;
+
+        for (;;) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(fd, &si, sizeof si);
+
+                if (n != (ssize_t) sizeof si)
+                        return; /* EAGAIN: all read */
+                if (si.ssi_signo == SIGHUP)
+                        on_reload_signal(d);
+                else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                        on_exit_signal(d, (int) si.ssi_signo);
+                        return;
+                }
+        }
+}
+
 static int run(void) {
         _cleanup_free_ char *config_error = NULL, *root = NULL;
         Config config = {};
-        Daemon d = {};
+        Daemon d = { .signal_fd = -1 };
+        sigset_t signals;
         int r;
+
+        /* Before anything else: one that comes during the start waits for the
+         * loop (and ends it at once) instead of killing us half-started. */
+        r = block_signals(&signals);
+        if (r < 0)
+                return log_error_errno(r, "Cannot block signals: %m");
 
         r = config_load(arg_config, &config, &config_error);
         if (r < 0) {
@@ -356,7 +400,9 @@ static int run(void) {
                         event_config_free(cfg);
                 }
         }
-        if (!d.base) {
+        /* Two priorities: the signals (0, see on_signal_fd()) before
+         * everything else (1). */
+        if (!d.base || event_base_priority_init(d.base, 2) < 0) {
                 r = log_error_errno(ENOMEM, "Cannot create the event loop.");
                 goto finish;
         }
@@ -375,11 +421,13 @@ static int run(void) {
         if (r < 0)
                 goto finish;
 
-        d.sig_term = evsignal_new(d.base, SIGTERM, on_exit_signal, &d);
-        d.sig_int = evsignal_new(d.base, SIGINT, on_exit_signal, &d);
-        d.sig_hup = evsignal_new(d.base, SIGHUP, on_reload_signal, &d);
-        if (!d.sig_term || !d.sig_int || !d.sig_hup || evsignal_add(d.sig_term, NULL) < 0 ||
-            evsignal_add(d.sig_int, NULL) < 0 || evsignal_add(d.sig_hup, NULL) < 0) {
+        d.signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (d.signal_fd < 0) {
+                r = log_error_errno(errno, "Cannot set up signal handling: %m");
+                goto finish;
+        }
+        d.signal_event = event_new(d.base, d.signal_fd, EV_READ | EV_PERSIST, on_signal_fd, &d);
+        if (!d.signal_event || event_priority_set(d.signal_event, 0) < 0 || event_add(d.signal_event, NULL) < 0) {
                 r = log_error_errno(ENOMEM, "Cannot set up signal handling.");
                 goto finish;
         }
@@ -487,12 +535,10 @@ finish:
                 d.bus_event = bus_event_free(d.bus_event);
                 d.bus = sd_bus_flush_close_unref(d.bus);
         }
-        if (d.sig_term)
-                event_free(d.sig_term);
-        if (d.sig_int)
-                event_free(d.sig_int);
-        if (d.sig_hup)
-                event_free(d.sig_hup);
+        if (d.signal_event)
+                event_free(d.signal_event);
+        if (d.signal_fd >= 0)
+                close(d.signal_fd);
         if (d.base)
                 event_base_free(d.base);
         config_done(&config);

@@ -38,26 +38,34 @@ struct PrivateBus {
         bool warned_full;
 };
 
-/* Shutdown sends what is queued (the errors of pending calls), but a peer
- * that does not read must not hold the daemon up. */
+/* Shutdown sends what is queued (the errors of pending calls) and answers
+ * what the peer sent meanwhile (refuse_during_shutdown()), but a peer that
+ * does not read, or goes on sending, must not hold the daemon up. */
 #define FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
 
 static void connection_flush(sd_bus *bus) {
         uint64_t deadline = now_usec() + FLUSH_TIMEOUT_USEC;
 
         for (;;) {
-                int r = sd_bus_get_events(bus);
                 uint64_t n;
+                int r;
 
-                if (r <= 0 || !(r & POLLOUT))
-                        return;
+                /* Until nothing is left to read or write: sd_bus_process()
+                 * returns after writing without reading, so stopping once the
+                 * output is out would leave calls that came meanwhile
+                 * unanswered (the peer then sees the connection close). */
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
                         return;
+                n = now_usec();
+                if (n >= deadline)
+                        return;
                 if (r > 0)
                         continue;
-                n = now_usec();
-                if (n >= deadline || sd_bus_wait(bus, deadline - n) < 0)
+                r = sd_bus_get_events(bus);
+                if (r <= 0 || !(r & POLLOUT))
+                        return;
+                if (sd_bus_wait(bus, deadline - n) < 0)
                         return;
         }
 }

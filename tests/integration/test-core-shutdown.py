@@ -7,31 +7,38 @@ behind it.
        Freeze of /s stays pending
   /t   a sleeper
 
-Each round (ROUNDS, a fresh freezerd each): a private connection starts
-Freeze(/s), which waits; freezerd is stopped (SIGSTOP) for 1.5 s; the
-connection sends Freeze(/t) (timeout 1 s), GetAll of /t and ListGroups in one
-write; SIGTERM, SIGCONT.
+Each round (a fresh freezerd each): a private connection starts Freeze(/s),
+which waits; freezerd is stopped (SIGSTOP) for 1.5 s; the connection sends
+Freeze(/t) (timeout 1 s), GetAll of /t and ListGroups in one write; then, in
+the first round, SIGCONT alone, and in the ROUNDS others SIGTERM and SIGCONT.
 
-A call read after the stop gets its whole timeout: libevent counted a timer
-added from a callback from the time it cached when the loop woke up, so when
-the SIGSTOP came between that wake-up and the read (right after the reply to
-the round trip that shows Freeze(/s) waiting), Freeze(/t) timed out at once.
+Without SIGTERM (the first round) every call is carried out, and Freeze(/t)
+gets its whole timeout: libevent counted a timer added from a callback from the
+time it cached when the loop woke up, so when the SIGSTOP came between that
+wake-up and the read (right after the reply to the round trip that shows
+Freeze(/s) waiting), Freeze(/t) timed out at once.
+
+With SIGTERM, the stop comes first, every time: freezerd reads the signals
+from a signalfd ahead of everything else, and a dispatch of messages looks for
+a stop request once a millisecond (freezerd is stopped right after a reply, in
+the middle of one).  So the calls that were waiting are refused, never carried
+out.  Before, which came first depended on where the SIGSTOP caught freezerd.
 
 On its way out freezerd fails the pending call and flushes the private
 connections; the flush also dispatches what they sent meanwhile, and it used to
 do so after the manager was freed (the objects and filters of the connection
-have it as userdata): a use after free, which AddressSanitizer reports.
+have it as userdata): a use after free, which AddressSanitizer reports.  And it
+used to stop once its output was written, leaving what came meanwhile
+unanswered.
 
-Checks, every round:
+Checks, in the SIGTERM rounds:
   * Freeze(/s) fails with Cancelled "freezerd is shutting down";
-  * no call fails with Timeout;
-  * each later call is carried out (freezerd handled it before SIGTERM; a
-    Freeze(/t) still waiting then fails as Freeze(/s) does), or refused with
-    Cancelled "freezerd is shutting down; nothing was done", or not answered
-    (the connection closed first); never anything else;
-  * a Freeze(/t) that was refused or not answered wrote nothing: cgroup.freeze
-    of /t is 0;
+  * Freeze(/t), GetAll(/t) and ListGroups each fail with Cancelled "freezerd is
+    shutting down; nothing was done";
+  * cgroup.freeze of /t is still 0;
   * freezerd exits 0 (under AddressSanitizer: no report).
+In the first round: Freeze(/t) succeeds (no Timeout), /t is frozen, and GetAll
+and ListGroups are answered.
 
 Then a batch of /t and /s with ROLLBACK_ON_TIMEOUT waits (for /s) at SIGTERM:
 it fails with Cancelled, shutting down, having restored both flags (0), as a
@@ -81,6 +88,21 @@ def read_until_closed(c, timeout):
         c._drain()
 
 
+def read_until_replies(c, serials, timeout):
+    """Reads what freezerd sends until every call of serials is answered."""
+    ft.loop().remove_reader(c.conn.sock)
+    deadline = time.monotonic() + timeout
+    while not all(s in c.replies for s in serials):
+        left = deadline - time.monotonic()
+        ft.check(left > 0, 'every call sent while freezerd was stopped is answered once it continues')
+        if not select.select([c.conn.sock], [], [], left)[0]:
+            continue
+        data = c.conn.sock.recv(1 << 16)
+        ft.check(data, 'the private connection stays open')
+        c.conn.parser.add_data(data)
+        c._drain()
+
+
 def outcome(msg):
     if msg is None:
         return 'no reply'
@@ -100,7 +122,15 @@ def wait_stopped(pid):
     ft.wait_for(stopped, what='freezerd to stop (SIGSTOP)', poll=0.002)
 
 
-def one_round(sc, bus, n, seen):
+def one_round(sc, bus, n, seen, term=True):
+    try:
+        stopped_round(sc, bus, n, seen, term)
+    finally:
+        sc.write_freeze('/t', 0)
+        sc.write_freeze('/s', 0)  # the Cancelled Freeze(/s) left its flag
+
+
+def stopped_round(sc, bus, n, seen, term):
     with ft.Daemon(bus, sc.root) as d:
         c = ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True)
         pending = c.call_async('Freeze', '/s', LONG, 0)
@@ -118,6 +148,18 @@ def one_round(sc, bus, n, seen):
             calls[what] = serial
             data += raw
         c.conn.sock.sendall(data)
+        if not term:
+            os.kill(d.pid, signal.SIGCONT)
+            read_until_replies(c, list(calls.values()), ft.DEFAULT_TIMEOUT)
+            got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
+            for what, o in got.items():
+                seen[(what, o)] = seen.get((what, o), 0) + 1
+            ft.check_equal(got, {what: 'ok' for what in calls},
+                           f'round {n}, no SIGTERM: every call sent while freezerd was stopped is carried out '
+                           '(Freeze(/t) gets its whole timeout: no Timeout)')
+            ft.check(sc.frozen('/t'), f'round {n}: /t is frozen')
+            c.close()
+            return
         os.kill(d.pid, signal.SIGTERM)
         os.kill(d.pid, signal.SIGCONT)
         read_until_closed(c, ft.DEFAULT_TIMEOUT)
@@ -127,19 +169,15 @@ def one_round(sc, bus, n, seen):
         ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
                        f'round {n}: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
         got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
-        odd = {what: o for what, o in got.items()
-               if o not in ('ok', 'refused', 'no reply') and not (what == 'Freeze(/t)' and o == 'shutting down')}
-        ft.check(not odd, f'round {n}: every later call was carried out (Freeze(/t) perhaps failed as waiting '
-                          f'at shutdown), refused, or not answered: {got}', odd)
         for what, o in got.items():
             seen[(what, o)] = seen.get((what, o), 0) + 1
-        if got['Freeze(/t)'] in ('refused', 'no reply'):
-            ft.check_equal(sc.read_freeze('/t'), 0, f'round {n}: Freeze(/t) not carried out wrote nothing')
+        ft.check_equal(got, {what: 'refused' for what in calls},
+                       f'round {n}: the stop comes first: every call sent while freezerd was stopped is refused '
+                       f'with Cancelled "{REFUSED}"')
+        ft.check_equal(sc.read_freeze('/t'), 0, f'round {n}: Freeze(/t), refused, wrote nothing')
         # Exiting already: a second SIGTERM (Daemon.stop()) could come after its handler is gone.
         ft.wait_for(lambda: d.exit_status is not None, what='freezerd to exit')
         ft.check_equal(d.exit_status, 0, f'round {n}: freezerd exits 0')
-    sc.write_freeze('/t', 0)
-    sc.write_freeze('/s', 0)  # the Cancelled Freeze(/s) left its flag
 
 
 def check_rollback_at_shutdown(sc, bus):
@@ -165,6 +203,7 @@ def test():
         sc.mkdir('/t')
         sc.spawn_sleepers('/t', 1)
         fuse.spawn_stuck(sc, '/s')
+        one_round(sc, bus, 0, seen, term=False)
         for n in range(1, ROUNDS + 1):
             one_round(sc, bus, n, seen)
         check_rollback_at_shutdown(sc, bus)
