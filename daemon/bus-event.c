@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <signal.h>
 
+#include "bus-errors.h"
 #include "bus-event.h"
 #include "log.h"
 #include "util.h"
@@ -164,4 +165,48 @@ int bus_event_prepare(BusEvent *be) {
                 }
         }
         return 0;
+}
+
+/* While the shutdown's replies are flushed, sd_bus_process() also dispatches
+ * what the peer sent meanwhile: no new work then, whatever filter runs first
+ * (the manager's filter_get_all() only reads). */
+static int refuse_during_shutdown(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        uint8_t type;
+
+        if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
+                return 0;
+        (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_CANCELLED, "freezerd is shutting down; nothing was done");
+        return 1;
+}
+
+#define FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
+
+void bus_shutdown_flush(sd_bus *bus) {
+        uint64_t deadline = now_usec() + FLUSH_TIMEOUT_USEC;
+
+        if (sd_bus_add_filter(bus, NULL, refuse_during_shutdown, NULL) < 0)
+                return; /* no memory: what came meanwhile gets no answer */
+        for (;;) {
+                uint64_t n;
+                int r;
+
+                /* Until nothing is left to read or write: sd_bus_process()
+                 * returns after writing without reading, so stopping once the
+                 * output is out would leave calls that came meanwhile
+                 * unanswered (the peer then sees the connection close, or
+                 * dbus-daemon's NoReply, which does not say nothing was done). */
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return;
+                n = now_usec();
+                if (n >= deadline)
+                        return;
+                if (r > 0)
+                        continue;
+                r = sd_bus_get_events(bus);
+                if (r <= 0 || !(r & POLLOUT))
+                        return;
+                if (sd_bus_wait(bus, deadline - n) < 0)
+                        return;
+        }
 }

@@ -27,3 +27,11 @@ BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).
  * -ENOTCONN once a peer's connection broke. */
 int bus_event_prepare(BusEvent *be);
+
+/* At shutdown, before the objects' userdata is freed: sends what is queued
+ * (the errors of the calls that waited) and refuses, with Cancelled "freezerd
+ * is shutting down; nothing was done", every call that came meanwhile, until
+ * nothing is left to read or write or FLUSH_TIMEOUT_USEC (100 ms) passed: a
+ * peer that does not read, or goes on sending, does not hold the daemon up.
+ * Other messages are dispatched as usual (signals to their matches). */
+void bus_shutdown_flush(sd_bus *bus);

@@ -524,10 +524,14 @@ finish:
          * exists: flushing them dispatches what they read meanwhile, which the
          * manager's objects and filters (with the manager as userdata) would
          * otherwise get after it is freed.  private_bus_free() refuses those
-         * calls. */
+         * calls, and so does the bus's flush here for the calls dbus-daemon
+         * passed on meanwhile (without it they got dbus-daemon's NoReply once
+         * we left, which does not say that nothing was done). */
         if (d.manager)
                 d.manager->private_bus = NULL;
         manager_shutdown(d.manager);
+        if (d.bus && d.manager && d.manager->bus_ready)
+                bus_shutdown_flush(d.bus);
         d.private_bus = private_bus_free(d.private_bus);
         d.manager = manager_free(d.manager);
         if (d.bus) {

@@ -38,38 +38,6 @@ struct PrivateBus {
         bool warned_full;
 };
 
-/* Shutdown sends what is queued (the errors of pending calls) and answers
- * what the peer sent meanwhile (refuse_during_shutdown()), but a peer that
- * does not read, or goes on sending, must not hold the daemon up. */
-#define FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
-
-static void connection_flush(sd_bus *bus) {
-        uint64_t deadline = now_usec() + FLUSH_TIMEOUT_USEC;
-
-        for (;;) {
-                uint64_t n;
-                int r;
-
-                /* Until nothing is left to read or write: sd_bus_process()
-                 * returns after writing without reading, so stopping once the
-                 * output is out would leave calls that came meanwhile
-                 * unanswered (the peer then sees the connection close). */
-                r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        return;
-                n = now_usec();
-                if (n >= deadline)
-                        return;
-                if (r > 0)
-                        continue;
-                r = sd_bus_get_events(bus);
-                if (r <= 0 || !(r & POLLOUT))
-                        return;
-                if (sd_bus_wait(bus, deadline - n) < 0)
-                        return;
-        }
-}
-
 static PrivateConnection *connection_free(PrivateConnection *c) {
         if (!c)
                 return NULL;
@@ -312,28 +280,14 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_k
         return NULL;
 }
 
-/* While the replies of shutdown are flushed, sd_bus_process() also dispatches
- * what the peer sent meanwhile: no new work then, whatever filter runs first
- * (the manager's filter_get_all() only reads). */
-static int refuse_during_shutdown(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        uint8_t type;
-
-        if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
-                return 0;
-        (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_CANCELLED, "freezerd is shutting down; nothing was done");
-        return 1;
-}
-
 PrivateBus *private_bus_free(PrivateBus *pb) {
         if (!pb)
                 return NULL;
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;
-                if (!bus_event_is_broken(c->event)) {
-                        (void) sd_bus_add_filter(c->bus, NULL, refuse_during_shutdown, NULL);
-                        connection_flush(c->bus);
-                }
+                if (!bus_event_is_broken(c->event))
+                        bus_shutdown_flush(c->bus);
                 connection_free(c);
         }
         if (pb->accept_event)

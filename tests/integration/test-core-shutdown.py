@@ -40,6 +40,11 @@ Checks, in the SIGTERM rounds:
 In the first round: Freeze(/t) succeeds (no Timeout), /t is frozen, and GetAll
 and ListGroups are answered.
 
+The same once on the bus: Freeze(/t) and ListGroups sent while freezerd is
+stopped, a round trip to dbus-daemon to know it passed them on, SIGTERM,
+SIGCONT: both are refused by freezerd (before, dbus-daemon answered NoReply
+once freezerd left, which does not say that nothing was done).
+
 Then a batch of /t and /s with ROLLBACK_ON_TIMEOUT waits (for /s) at SIGTERM:
 it fails with Cancelled, shutting down, having restored both flags (0), as a
 call that asked for all or nothing does on any failure."""
@@ -180,6 +185,50 @@ def stopped_round(sc, bus, n, seen, term):
         ft.check_equal(d.exit_status, 0, f'round {n}: freezerd exits 0')
 
 
+def check_bus_at_shutdown(sc, bus, seen):
+    """The same on the bus: the calls dbus-daemon passed on while freezerd was stopped are
+    refused by freezerd itself, not left to dbus-daemon's NoReply once it leaves."""
+    try:
+        with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:
+            pending = c.call_async('Freeze', '/s', LONG, 0)
+            ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'bus: Freeze(/s) waits')
+            os.kill(d.pid, signal.SIGSTOP)
+            wait_stopped(d.pid)
+            calls, data = {}, b''
+            for what, args in (('Freeze(/t)', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt',
+                                               ('/t', T_TIMEOUT_USEC, 0))),
+                               ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))):
+                serial, raw = serialise(c, *args)
+                calls[what] = serial
+                data += raw
+            c.conn.sock.sendall(data)
+            # dbus-daemon passes them on into freezerd's socket: a round trip to dbus-daemon
+            # itself, sent after them, comes back once it has routed them.
+            msg = new_method_call(DBusAddress('/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                                              'org.freedesktop.DBus'), 'GetId')
+            serial = next(c.conn.outgoing_serial)
+            raw, _fds = c.conn._serialise(msg, serial)
+            c.conn.sock.sendall(raw)
+            read_until_replies(c, [serial], ft.DEFAULT_TIMEOUT)
+            os.kill(d.pid, signal.SIGTERM)
+            os.kill(d.pid, signal.SIGCONT)
+            read_until_replies(c, [pending.serial] + list(calls.values()), ft.DEFAULT_TIMEOUT)
+            ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
+                           f'bus: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
+            got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
+            for what, o in got.items():
+                seen[('bus ' + what, o)] = seen.get(('bus ' + what, o), 0) + 1
+            ft.check_equal(got, {what: 'refused' for what in calls},
+                           f'bus: every call dbus-daemon passed on while freezerd was stopped is refused by '
+                           f'freezerd with Cancelled "{REFUSED}" (not dbus-daemon\'s NoReply)')
+            ft.check_equal(sc.read_freeze('/t'), 0, 'bus: Freeze(/t), refused, wrote nothing')
+            ft.wait_for(lambda: d.exit_status is not None, what='freezerd to exit')
+            ft.check_equal(d.exit_status, 0, 'bus: freezerd exits 0')
+    finally:
+        sc.write_freeze('/t', 0)
+        sc.write_freeze('/s', 0)
+
+
 def check_rollback_at_shutdown(sc, bus):
     with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:  # d.stop() closes d.client
         pending = c.call_async('ApplyBatch', [('/t', True), ('/s', True)], 'auto', LONG, ft.FLAG_ROLLBACK_ON_TIMEOUT)
@@ -206,6 +255,7 @@ def test():
         one_round(sc, bus, 0, seen, term=False)
         for n in range(1, ROUNDS + 1):
             one_round(sc, bus, n, seen)
+        check_bus_at_shutdown(sc, bus, seen)
         check_rollback_at_shutdown(sc, bus)
     print('# outcomes over the rounds: ' + ', '.join(f'{w} {o}: {k}' for (w, o), k in sorted(seen.items())),
           flush=True)
