@@ -432,8 +432,11 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * GroupsChanged instead (Manager.SubscribeGroups(); about three times the
  * bytes per group, parsed entry by entry), with the same callbacks.  The
  * handle asks again whenever the daemon (re)starts, and loads the new one's
- * Ids (signals that come meanwhile wait for them); a daemon that is not
- * running yet is no error.  The call blocks until the daemon confirms, so
+ * Ids (signals that come meanwhile wait for them, up to 1,024 messages;
+ * past that they are dropped and, once the Ids are in, every group's state is
+ * read again with Manager.ListGroups() and those that differ from what the
+ * handle knew are reported: a change in between may go unreported, the state
+ * it led to is not); a daemon that is not running yet is no error.  The call blocks until the daemon confirms, so
  * changes after it returns are not missed: to follow a group, install the
  * callback first, then read the initial state with freezer_get_group().
  * Removing the callback ends the subscription.

@@ -341,7 +341,15 @@ static int block_signals(sigset_t *ret) {
         sigemptyset(ret);
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
                 sigaddset(ret, sigs[i]);
-        return sigprocmask(SIG_BLOCK, ret, NULL) < 0 ? -errno : 0;
+        if (sigprocmask(SIG_BLOCK, ret, NULL) < 0)
+                return -errno;
+        /* An ignored signal is dropped when sent, blocked or not, and never
+         * reaches the signalfd: one inherited as ignored (nohup ignores
+         * SIGHUP) is taken back to its default, which blocked means pending. */
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+                if (signal(sigs[i], SIG_DFL) == SIG_ERR)
+                        return -errno;
+        return 0;
 }
 
 static void on_signal_fd(evutil_socket_t fd, short what, void *userdata) {

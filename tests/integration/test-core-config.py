@@ -76,6 +76,12 @@ def start_bad(bus, sc, tmpdir, i, text):
         sock.close()
 
 
+def sig_ignored(pid):
+    """The SigIgn mask of /proc/PID/status."""
+    with open(f'/proc/{pid}/status') as f:
+        return next(int(line.split()[1], 16) for line in f if line.startswith('SigIgn:'))
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-config') as sc, ft.Bus() as bus, \
@@ -107,6 +113,26 @@ def test():
             d.reload()
             rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 10000000)
             ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 10000000, 'an empty file: the default again')
+
+        # ---- signals inherited as ignored (nohup ignores SIGHUP): freezerd takes them back
+        d = ft.Daemon(bus, sc.root, config={'default_timeout_usec': 5000000})
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGHUP, signal.SIGTERM)}
+        try:
+            d.__enter__()  # started with both ignored, as exec(2) hands them on
+        finally:
+            for sig, h in saved.items():
+                signal.signal(sig, h)
+        try:
+            ft.check_equal(sig_ignored(d.pid) & ((1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGTERM - 1))), 0,
+                           'freezerd, started with SIGHUP and SIGTERM ignored, ignores neither')
+            rec = d.client.record()
+            write(d.config_path, '{\n  "default_timeout_usec": 6000000\n}\n')
+            d.reload()
+            rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 6000000)
+            ft.check(True, 'started with SIGHUP ignored, SIGHUP still reloads')
+            ft.check_equal(d.stop(), 0, 'started with SIGTERM ignored, SIGTERM still stops it (exit 0)')
+        finally:
+            d.__exit__(None, None, None)
 
         # ---- "track": only the configured subtrees at first; a request elsewhere tracks that subtree
         sc.mkdir('/a/x')
