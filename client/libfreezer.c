@@ -583,6 +583,12 @@ static group_entry *cache_get(freezer *f, const char *object) {
 }
 
 /* Notes what was said of a group (id and path, if given, fill in its entry). */
+/* The kernel's "frozen" as a FreezerState tells it: frozen, frozen-by-parent
+ * and thawing are frozen. */
+static bool state_frozen(freezer_state s) {
+        return s == FREEZER_STATE_FROZEN || s == FREEZER_STATE_FROZEN_BY_PARENT || s == FREEZER_STATE_THAWING;
+}
+
 static void cache_update(freezer *f, const char *object, const char *path, const state_props *p) {
         group_entry *e;
 
@@ -1458,16 +1464,12 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         /* What the state callback compares signals against: a group first seen
          * in GroupsChanged (listed there because its counts changed) would
          * otherwise be reported as if its state had changed. FreezerState
-         * tells the kernel's "frozen" too (frozen, frozen-by-parent and
-         * thawing are frozen). */
+         * tells the kernel's "frozen" too (state_frozen()). */
         for (size_t i = 0; f->state_cb && i < *ret_n; i++) {
                 freezer_state s = (*ret)[i].state;
 
                 cache_update(f, (*ret)[i].object, (*ret)[i].path,
-                             &(state_props) { .state = s, .have_state = true,
-                                              .frozen = s == FREEZER_STATE_FROZEN ||
-                                                        s == FREEZER_STATE_FROZEN_BY_PARENT ||
-                                                        s == FREEZER_STATE_THAWING,
+                             &(state_props) { .state = s, .have_state = true, .frozen = state_frozen(s),
                                               .have_frozen = s != FREEZER_STATE_UNKNOWN });
         }
 
@@ -1675,6 +1677,26 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
         return 0;
 }
 
+/* A group's new state and Frozen, told to the state callback if either
+ * differs from what the handle knew of it (e NULL, removed or without a
+ * path: a group the handle does not know, skipped). */
+static void entry_report(freezer *f, group_entry *e, freezer_state state, bool frozen) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!e || e->removed || !e->path)
+                return;
+        if (e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
+                return;
+        e->state = state;
+        e->frozen = frozen;
+        e->have_state = e->have_frozen = true;
+        /* The callback may change the table (freezer_list(), or removing
+         * itself): it gets a copy. */
+        path = strdup(e->path);
+        if (path)
+                f->state_cb(f, path, state, frozen, f->state_userdata);
+}
+
 /* GroupStatesChanged's bits (org.freezerd.Freezer1.xml). */
 #define STATE_BIT_FREEZE 1u
 #define STATE_BIT_ANCESTOR_FREEZES 2u
@@ -1707,26 +1729,9 @@ static void group_states_changed(freezer *f, sd_bus_message *m) {
         n_ids /= sizeof(uint64_t);
 
         /* The callback may remove itself: check before every entry. */
-        for (size_t i = 0; i < n_ids && f->state_cb; i++) {
-                _cleanup_free_ char *path = NULL;
-                freezer_state state = state_from_bits(states[i]);
-                bool frozen = states[i] & STATE_BIT_FROZEN;
-                group_entry *e = group_table_get_id(&f->groups, ids[i]);
-
-                if (!e || e->removed || !e->path)
-                        continue;
-                if (e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
-                        continue;
-                e->state = state;
-                e->frozen = frozen;
-                e->have_state = e->have_frozen = true;
-                /* The callback may change the table (freezer_list(), or
-                 * removing itself): it gets a copy. */
-                path = strdup(e->path);
-                if (!path)
-                        continue;
-                f->state_cb(f, path, state, frozen, f->state_userdata);
-        }
+        for (size_t i = 0; i < n_ids && f->state_cb; i++)
+                entry_report(f, group_table_get_id(&f->groups, ids[i]), state_from_bits(states[i]),
+                             states[i] & STATE_BIT_FROZEN);
 }
 
 static int on_group_states_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -1854,31 +1859,19 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         if (!f->state_cb || sd_bus_message_is_method_error(reply, NULL))
                 return 0;
         r = sd_bus_message_enter_container(reply, 'a', "(sos)");
-        /* The callback may remove itself, or start a reload (ids_slot). */
+        /* The callback may remove itself, or start a reload (ids_slot).  A
+         * group the handle has no entry for was made since the Ids: its own
+         * signals tell. */
         while (r >= 0 && f->state_cb && !f->ids_slot) {
-                _cleanup_free_ char *copy = NULL;
                 const char *path, *object, *s;
                 freezer_state state;
-                group_entry *e;
-                bool frozen;
 
                 r = sd_bus_message_read(reply, "(sos)", &path, &object, &s);
                 if (r <= 0)
                         break;
                 state = freezer_state_from_string(s);
-                frozen = state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FROZEN_BY_PARENT ||
-                         state == FREEZER_STATE_THAWING;
-                e = group_table_get_object(&f->groups, object);
-                if (state == FREEZER_STATE_UNKNOWN || !e || e->removed || !e->path)
-                        continue; /* a group made since the Ids: its own signals tell */
-                if (e->have_state && e->have_frozen && e->state == state && e->frozen == frozen)
-                        continue;
-                e->state = state;
-                e->frozen = frozen;
-                e->have_state = e->have_frozen = true;
-                copy = strdup(path);
-                if (copy)
-                        f->state_cb(f, copy, state, frozen, f->state_userdata);
+                if (state != FREEZER_STATE_UNKNOWN)
+                        entry_report(f, group_table_get_object(&f->groups, object), state, state_frozen(state));
         }
         return 0;
 }

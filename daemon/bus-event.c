@@ -36,6 +36,7 @@ static void bus_dispatch(BusEvent *be) {
         if (be->broken)
                 return;
         for (;;) {
+                uint64_t n = now_usec();
                 int r;
 
                 /* A long run of messages (a flood, or freezerd stopped and
@@ -43,10 +44,10 @@ static void bus_dispatch(BusEvent *be) {
                  * rest waits for the loop, which handles the signal first,
                  * and the shutdown refuses them.  Looked at once a
                  * millisecond, not per message. */
-                if (now_usec() - checked >= STOP_CHECK_USEC) {
+                if (n - checked >= STOP_CHECK_USEC) {
                         if (stop_requested())
                                 return;
-                        checked = now_usec();
+                        checked = n;
                 }
                 r = sd_bus_process(be->bus, NULL);
                 if (r < 0) {

@@ -333,10 +333,8 @@ static void on_reload_signal(Daemon *d) {
  * kernel reports ready in that same look, and handled first: a stop refuses
  * those calls ("nothing was done") instead of starting them on the way out.
  * With a signal handler it came a look later, after the calls. */
-#define HANDLED_SIGNALS { SIGTERM, SIGINT, SIGHUP }
-
 static int block_signals(sigset_t *ret) {
-        static const int sigs[] = HANDLED_SIGNALS;
+        static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 
         sigemptyset(ret);
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)

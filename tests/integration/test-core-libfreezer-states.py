@@ -46,6 +46,7 @@ turn's GroupsChanged before its GroupStatesChanged, so once the latter has come,
 former of that turn would have too (and the other way round, a GroupsChanged is
 followed by nothing from that turn but GroupStatesChanged, which nobody asked for)."""
 
+import contextlib
 import ctypes
 import importlib.util
 import os
@@ -240,70 +241,66 @@ def check_restart(lib, sc, bus, root):
             sc.rmdir('/r')
 
 
-def check_held(lib, sc, bus, root):
+@contextlib.contextmanager
+def restarted_while_paused(lib, sc, bus, root, what, groups):
+    """A handle installed under one freezerd, then not dispatched while groups are made
+    and a new freezerd starts with another client subscribed (so it broadcasts
+    GroupStatesChanged before the handle has subscribed again).  Yields (h, d): what the
+    body does before h.resume() reaches the handle during its reload of the Ids."""
     h = Handle(lib, lib.freezer_open_address, bus.address)
     witness = None
     try:
         with ft.Daemon(bus, root):
-            h.install('before a restart, for the held signals')
+            h.install(what)
         h.pause()
-        sc.mkdir('/q')
+        for p in groups:
+            sc.mkdir(p)
         with ft.Daemon(bus, root) as d:
             witness = ft.Client(bus.address)
             witness.call('SubscribeGroupStates')
-            d.client.call('Freeze', '/q', 0, 0)
-            h.events.clear()
-            h.resume()
-            h.wait([('/q', 'frozen', True)], 'the held GroupStatesChanged: /q frozen')
-            ft.check(True, 'a GroupStatesChanged read while the handle reloaded the Ids was held and reported '
-                     '(/q, made while no freezerd ran, frozen)')
-            d.client.call('Thaw', '/q', 0, 0)
-            h.wait([('/q', 'running', False)], 'after the reload: /q running')
+            yield h, d
     finally:
         h.close()
         if witness is not None:
             witness.close()
-        if sc.exists('/q'):
-            sc.rmdir('/q')
+        for p in groups:
+            if sc.exists(p):
+                sc.rmdir(p)
+
+
+def check_held(lib, sc, bus, root):
+    with restarted_while_paused(lib, sc, bus, root, 'before a restart, for the held signals', ['/q']) as (h, d):
+        d.client.call('Freeze', '/q', 0, 0)
+        h.events.clear()
+        h.resume()
+        h.wait([('/q', 'frozen', True)], 'the held GroupStatesChanged: /q frozen')
+        ft.check(True, 'a GroupStatesChanged read while the handle reloaded the Ids was held and reported '
+                 '(/q, made while no freezerd ran, frozen)')
+        d.client.call('Thaw', '/q', 0, 0)
+        h.wait([('/q', 'running', False)], 'after the reload: /q running')
 
 
 HELD_FLOOD = 1200  # GroupStatesChanged sent while the handle reloads the Ids: more than it holds (1,024)
 
 
 def check_held_lost(lib, sc, bus, root):
-    h = Handle(lib, lib.freezer_open_address, bus.address)
-    witness = None
-    try:
-        with ft.Daemon(bus, root):
-            h.install('before a restart, for more signals than it holds')
-        h.pause()
-        sc.mkdir('/q')
-        sc.mkdir('/q2')
-        with ft.Daemon(bus, root) as d:
-            witness = ft.Client(bus.address)
-            witness.call('SubscribeGroupStates')
-            # One GroupStatesChanged per call (an empty group freezes and thaws inside
-            # the write), /q's last one "running"; /q2's freeze comes after all of them.
-            for i in range(HELD_FLOOD):
-                d.client.call('Thaw' if i % 2 else 'Freeze', '/q', 0, 0)
-            d.client.call('Freeze', '/q2', 0, 0)
-            h.events.clear()
-            h.resume()
-            h.wait([('/q2', 'frozen', True)], f'after {HELD_FLOOD + 1} signals held and lost: /q2 frozen')
-            q = [e for e in h.events if e[0] == '/q']
-            ft.check(not q or q[-1] == ('/q', 'running', False),
-                     f'after the lost signals, /q\'s last report is its state (running): {q[-3:]}')
-            ft.check(True, f'{HELD_FLOOD + 1} GroupStatesChanged read while the handle reloaded the Ids, more than '
-                     'it holds: dropped, and the states read again (/q2 frozen, /q running)')
-            d.client.call('Thaw', '/q2', 0, 0)
-            h.wait([('/q2', 'running', False)], 'after the reread: /q2 running')
-    finally:
-        h.close()
-        if witness is not None:
-            witness.close()
-        for p in ('/q', '/q2'):
-            if sc.exists(p):
-                sc.rmdir(p)
+    with restarted_while_paused(lib, sc, bus, root, 'before a restart, for more signals than it holds',
+                                ['/q', '/q2']) as (h, d):
+        # One GroupStatesChanged per call (an empty group freezes and thaws inside
+        # the write), /q's last one "running"; /q2's freeze comes after all of them.
+        for i in range(HELD_FLOOD):
+            d.client.call('Thaw' if i % 2 else 'Freeze', '/q', 0, 0)
+        d.client.call('Freeze', '/q2', 0, 0)
+        h.events.clear()
+        h.resume()
+        h.wait([('/q2', 'frozen', True)], f'after {HELD_FLOOD + 1} signals held and lost: /q2 frozen')
+        q = [e for e in h.events if e[0] == '/q']
+        ft.check(not q or q[-1] == ('/q', 'running', False),
+                 f'after the lost signals, /q\'s last report is its state (running): {q[-3:]}')
+        ft.check(True, f'{HELD_FLOOD + 1} GroupStatesChanged read while the handle reloaded the Ids, more than '
+                 'it holds: dropped, and the states read again (/q2 frozen, /q running)')
+        d.client.call('Thaw', '/q2', 0, 0)
+        h.wait([('/q2', 'running', False)], 'after the reread: /q2 running')
 
 
 def check_private(lib, sc, d):

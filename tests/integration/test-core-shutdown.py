@@ -67,8 +67,8 @@ SHUTTING_DOWN = 'freezerd is shutting down'  # a call that was waiting
 REFUSED = 'freezerd is shutting down; nothing was done'  # a call read during the shutdown
 
 
-def serialise(c, path, iface, member, sig, body):
-    msg = new_method_call(DBusAddress(path, c.destination, iface), member, sig, body)
+def serialise(c, path, iface, member, sig, body, destination=None):
+    msg = new_method_call(DBusAddress(path, destination or c.destination, iface), member, sig, body)
     serial = next(c.conn.outgoing_serial)
     raw, _fds = c.conn._serialise(msg, serial)
     return serial, raw
@@ -91,6 +91,34 @@ def read_until_closed(c, timeout):
             return
         c.conn.parser.add_data(data)
         c._drain()
+
+
+FREEZE_T = ('Freeze(/t)', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', ('/t', T_TIMEOUT_USEC, 0)))
+GETALL_T = ('GetAll(/t)', (ft.group_object('/t'), ft.PROPERTIES_IFACE, 'GetAll', 's', (ft.GROUP_IFACE,)))
+LIST_GROUPS = ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))
+
+
+def send_while_stopped(d, c, specs, stopped_sec=0):
+    """Stops freezerd (SIGSTOP), waits stopped_sec, sends the calls of specs in one write;
+    returns {what: serial}."""
+    os.kill(d.pid, signal.SIGSTOP)
+    wait_stopped(d.pid)
+    time.sleep(stopped_sec)
+    calls, data = {}, b''
+    for what, args in specs:
+        serial, raw = serialise(c, *args)
+        calls[what] = serial
+        data += raw
+    c.conn.sock.sendall(data)
+    return calls
+
+
+def outcomes(c, calls, seen, prefix=''):
+    """{what: outcome} of the calls, counted in seen."""
+    got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
+    for what, o in got.items():
+        seen[(prefix + what, o)] = seen.get((prefix + what, o), 0) + 1
+    return got
 
 
 def read_until_replies(c, serials, timeout):
@@ -141,25 +169,12 @@ def stopped_round(sc, bus, n, seen, term):
         pending = c.call_async('Freeze', '/s', LONG, 0)
         ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', f'round {n}: Freeze(/s) waits')
 
-        os.kill(d.pid, signal.SIGSTOP)
-        wait_stopped(d.pid)
-        time.sleep(STOPPED_SEC)  # the state under test is "stopped for longer than the calls' timeout"
-        calls, data = {}, b''
-        for what, args in (('Freeze(/t)', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt', ('/t', T_TIMEOUT_USEC, 0))),
-                           ('GetAll(/t)', (ft.group_object('/t'), ft.PROPERTIES_IFACE, 'GetAll', 's',
-                                           (ft.GROUP_IFACE,))),
-                           ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))):
-            serial, raw = serialise(c, *args)
-            calls[what] = serial
-            data += raw
-        c.conn.sock.sendall(data)
+        # The state under test is "stopped for longer than the calls' timeout".
+        calls = send_while_stopped(d, c, (FREEZE_T, GETALL_T, LIST_GROUPS), STOPPED_SEC)
         if not term:
             os.kill(d.pid, signal.SIGCONT)
             read_until_replies(c, list(calls.values()), ft.DEFAULT_TIMEOUT)
-            got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
-            for what, o in got.items():
-                seen[(what, o)] = seen.get((what, o), 0) + 1
-            ft.check_equal(got, {what: 'ok' for what in calls},
+            ft.check_equal(outcomes(c, calls, seen), {what: 'ok' for what in calls},
                            f'round {n}, no SIGTERM: every call sent while freezerd was stopped is carried out '
                            '(Freeze(/t) gets its whole timeout: no Timeout)')
             ft.check(sc.frozen('/t'), f'round {n}: /t is frozen')
@@ -173,10 +188,7 @@ def stopped_round(sc, bus, n, seen, term):
 
         ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
                        f'round {n}: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
-        got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
-        for what, o in got.items():
-            seen[(what, o)] = seen.get((what, o), 0) + 1
-        ft.check_equal(got, {what: 'refused' for what in calls},
+        ft.check_equal(outcomes(c, calls, seen), {what: 'refused' for what in calls},
                        f'round {n}: the stop comes first: every call sent while freezerd was stopped is refused '
                        f'with Cancelled "{REFUSED}"')
         ft.check_equal(sc.read_freeze('/t'), 0, f'round {n}: Freeze(/t), refused, wrote nothing')
@@ -192,22 +204,11 @@ def check_bus_at_shutdown(sc, bus, seen):
         with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:
             pending = c.call_async('Freeze', '/s', LONG, 0)
             ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'bus: Freeze(/s) waits')
-            os.kill(d.pid, signal.SIGSTOP)
-            wait_stopped(d.pid)
-            calls, data = {}, b''
-            for what, args in (('Freeze(/t)', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Freeze', 'stt',
-                                               ('/t', T_TIMEOUT_USEC, 0))),
-                               ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))):
-                serial, raw = serialise(c, *args)
-                calls[what] = serial
-                data += raw
-            c.conn.sock.sendall(data)
+            calls = send_while_stopped(d, c, (FREEZE_T, LIST_GROUPS))
             # dbus-daemon passes them on into freezerd's socket: a round trip to dbus-daemon
             # itself, sent after them, comes back once it has routed them.
-            msg = new_method_call(DBusAddress('/org/freedesktop/DBus', 'org.freedesktop.DBus',
-                                              'org.freedesktop.DBus'), 'GetId')
-            serial = next(c.conn.outgoing_serial)
-            raw, _fds = c.conn._serialise(msg, serial)
+            serial, raw = serialise(c, '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId', None, (),
+                                    destination='org.freedesktop.DBus')
             c.conn.sock.sendall(raw)
             read_until_replies(c, [serial], ft.DEFAULT_TIMEOUT)
             os.kill(d.pid, signal.SIGTERM)
@@ -215,10 +216,7 @@ def check_bus_at_shutdown(sc, bus, seen):
             read_until_replies(c, [pending.serial] + list(calls.values()), ft.DEFAULT_TIMEOUT)
             ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
                            f'bus: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
-            got = {what: outcome(c.replies.get(serial)) for what, serial in calls.items()}
-            for what, o in got.items():
-                seen[('bus ' + what, o)] = seen.get(('bus ' + what, o), 0) + 1
-            ft.check_equal(got, {what: 'refused' for what in calls},
+            ft.check_equal(outcomes(c, calls, seen, 'bus '), {what: 'refused' for what in calls},
                            f'bus: every call dbus-daemon passed on while freezerd was stopped is refused by '
                            f'freezerd with Cancelled "{REFUSED}" (not dbus-daemon\'s NoReply)')
             ft.check_equal(sc.read_freeze('/t'), 0, 'bus: Freeze(/t), refused, wrote nothing')
