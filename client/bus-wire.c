@@ -33,6 +33,10 @@
 #define FIELD_UNIX_FDS 9
 
 #define FIXED_HEADER 16
+
+#define DBUS_SERVICE "org.freedesktop.DBus"
+#define DBUS_PATH "/org/freedesktop/DBus"
+#define DBUS_INTERFACE "org.freedesktop.DBus"
 /* The longest header field array the specification allows (an array's limit). */
 #define FIELDS_MAX (1U << 26)
 
@@ -47,6 +51,8 @@ struct wire {
         int fd;
         uint32_t serial;
         bool authenticated;
+        const char *destination; /* on a bus: the service called; NULL on a peer connection */
+        uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
         uint8_t *buf; /* received, not yet consumed */
         size_t len, allocated;
         char *error_name, *error_message;
@@ -181,8 +187,8 @@ size_t wire_call_size(const char *path, const char *interface, const char *membe
                       size_t n_args) {
         /* Fixed header, four fields (code, signature, padding), the signature
          * (at most 5 characters an argument), the padding before the body. */
-        size_t n = 16 + 4 * 8 + string_size(path) + string_size(interface) + string_size(member) + 8 +
-                   5 * n_args + 8;
+        size_t n = 16 + 5 * 8 + string_size(path) + string_size(interface) + string_size(member) + 8 +
+                   5 * n_args + 8 + 256 + 5; /* a fifth field: the destination, up to 255 bytes */
 
         for (size_t i = 0; i < n_args; i++)
                 switch (args[i].type) {
@@ -251,13 +257,19 @@ static const char *arg_signature(char type) {
 
 ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
                         const char *member, const wire_arg *args, size_t n_args) {
+        return wire_build_call_to(buf, size, serial, NULL, path, interface, member, args, n_args);
+}
+
+ssize_t wire_build_call_to(uint8_t *buf, size_t size, uint32_t serial, const char *destination, const char *path,
+                           const char *interface, const char *member, const wire_arg *args, size_t n_args) {
         builder b = {.buf = buf, .size = size};
         size_t fields_start, fields_end, body_start, ignored;
         char signature[256];
         size_t sig_len = 0;
         uint32_t v;
 
-        if (serial == 0 || strlen(path) > 255 || strlen(interface) > 255 || strlen(member) > 255)
+        if (serial == 0 || strlen(path) > 255 || strlen(interface) > 255 || strlen(member) > 255 ||
+            (destination && strlen(destination) > 255))
                 return -EINVAL;
         for (size_t i = 0; i < n_args; i++) {
                 const char *t = arg_signature(args[i].type);
@@ -284,6 +296,8 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
         put_field_string(&b, FIELD_PATH, 'o', path);
         put_field_string(&b, FIELD_INTERFACE, 's', interface);
         put_field_string(&b, FIELD_MEMBER, 's', member);
+        if (destination)
+                put_field_string(&b, FIELD_DESTINATION, 's', destination);
         if (sig_len > 0)
                 put_field_string(&b, FIELD_SIGNATURE, 'g', signature);
         fields_end = b.len;
@@ -488,24 +502,102 @@ int wire_parse_message(const uint8_t *buf, size_t len, wire_message *ret) {
 
 /* ---- the connection ---- */
 
-int wire_open(const char *path, wire **ret) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        wire *w;
+static int open_sockaddr(const struct sockaddr_un *sa, socklen_t sa_len, const char *destination, wire **ret) {
+        wire *w = calloc(1, sizeof *w);
 
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-
-        w = calloc(1, sizeof *w);
         if (!w)
                 return -ENOMEM;
+        w->destination = destination;
         w->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (w->fd < 0 || connect(w->fd, (const struct sockaddr *) &sa, sizeof sa) < 0) {
+        if (w->fd < 0 || connect(w->fd, (const struct sockaddr *) sa, sa_len) < 0) {
                 int r = -errno;
                 wire_close(w);
                 return r;
         }
         *ret = w;
+        return 0;
+}
+
+int wire_open(const char *path, wire **ret) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        return open_sockaddr(&sa, sizeof sa, NULL, ret);
+}
+
+int wire_open_bus(const char *address, const char *destination, wire **ret) {
+        struct sockaddr_un sa;
+        socklen_t sa_len;
+        int r = wire_parse_address(address, &sa, &sa_len);
+
+        if (r < 0)
+                return r;
+        return open_sockaddr(&sa, sa_len, destination, ret);
+}
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len) {
+        /* D-Bus specification, "Server Addresses": transport:key=value,...
+         * with values %-escaped; entries separated by ';' are alternatives. */
+        const char *p;
+        size_t n = 0;
+        bool found = false, abstract = false;
+
+        *ret = (struct sockaddr_un) {.sun_family = AF_UNIX};
+        if (strncmp(address, "unix:", 5) != 0 || strchr(address, ';'))
+                return -EAFNOSUPPORT;
+        p = address + 5;
+        while (*p) {
+                const char *key = p, *eq = strchr(p, '='), *end;
+                bool is_path, is_abstract;
+
+                if (!eq)
+                        return -EINVAL;
+                end = strchr(eq, ',') ?: eq + strlen(eq);
+                is_path = eq - key == 4 && memcmp(key, "path", 4) == 0;
+                is_abstract = eq - key == 8 && memcmp(key, "abstract", 8) == 0;
+                if (is_path || is_abstract) {
+                        if (found)
+                                return -EINVAL;
+                        found = true;
+                        abstract = is_abstract;
+                        n = abstract ? 1 : 0; /* an abstract name starts with a NUL */
+                        for (const char *v = eq + 1; v < end; v++) {
+                                int c = (unsigned char) *v;
+
+                                if (c == '%') {
+                                        int hi = v + 2 < end ? hex_digit(v[1]) : -1, lo = hi >= 0 ? hex_digit(v[2]) : -1;
+
+                                        if (lo < 0)
+                                                return -EINVAL;
+                                        c = hi * 16 + lo;
+                                        v += 2;
+                                }
+                                if (c == 0 || n >= sizeof ret->sun_path - 1)
+                                        return -EINVAL;
+                                ret->sun_path[n++] = (char) c;
+                        }
+                        if (n == (abstract ? 1u : 0u))
+                                return -EINVAL;
+                } else if (!(eq - key == 4 && memcmp(key, "guid", 4) == 0))
+                        /* tmpdir=, dir=, runtime= (listening only) and the like */
+                        return -EAFNOSUPPORT;
+                p = *end ? end + 1 : end;
+        }
+        if (!found)
+                return -EAFNOSUPPORT;
+        *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + (abstract ? 0 : 1));
         return 0;
 }
 
@@ -653,7 +745,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
          * BEGIN, then the call, in one write: the specification lets a client
          * pipeline them, and it saves a round trip to the server. */
-        size_t size = 64 + wire_call_size(path, interface, member, args, n_args);
+        size_t size = 64 + wire_call_size(path, interface, member, args, n_args) +
+                      (w->destination && !w->hello_serial ? wire_call_size(DBUS_PATH, DBUS_INTERFACE, "Hello", NULL, 0) : 0);
         uint64_t deadline = usec_add(now_usec(), timeout_usec ?: SD_BUS_DEFAULT_TIMEOUT_USEC);
         _cleanup_free_ uint8_t *out = NULL;
         size_t n = 0, bad_arg, bad_index;
@@ -679,7 +772,19 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                 memcpy(out + n, "\r\nBEGIN\r\n", 9);
                 n += 9;
         }
-        k = wire_build_call(out + n, size - n, ++w->serial, path, interface, member, args, n_args);
+        if (w->destination && !w->hello_serial) {
+                /* A bus takes nothing before Hello(); its reply (our unique
+                 * name) and the NameAcquired signal after it are skipped below
+                 * as messages that are not the reply awaited. */
+                k = wire_build_call_to(out + n, size - n, ++w->serial, DBUS_SERVICE, DBUS_PATH, DBUS_INTERFACE,
+                                       "Hello", NULL, 0);
+                if (k < 0)
+                        return (int) k;
+                w->hello_serial = w->serial;
+                n += (size_t) k;
+        }
+        k = wire_build_call_to(out + n, size - n, ++w->serial, w->destination, path, interface, member, args,
+                               n_args);
         if (k == -EILSEQ && wire_check_utf8(args, n_args, &bad_arg, &bad_index) < 0) {
                 /* As libfreezer says it (sd-bus refuses to append such a
                  * string); freezerd's own sd-bus would refuse the message,
@@ -724,6 +829,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                 r = wire_parse_message(w->buf, (size_t) l, &m);
                 if (r < 0)
                         return r;
+                if (m.type == MSG_ERROR && w->hello_serial && m.reply_serial == w->hello_serial)
+                        m.reply_serial = w->serial; /* the bus refused us: that is the call's answer */
                 if ((m.type != MSG_METHOD_RETURN && m.type != MSG_ERROR) || m.reply_serial != w->serial) {
                         consume(w, (size_t) l); /* not ours: a signal, or a call we do not serve */
                         continue;

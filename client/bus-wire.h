@@ -3,18 +3,20 @@
 
 /*
  * The D-Bus wire protocol, as much of it as freezectl's freeze, thaw and batch
- * need over freezerd's private socket: one peer-to-peer connection (SASL
- * EXTERNAL), method calls whose arguments are strings, uint64s, booleans and
- * ApplyBatch's requests (a(sb)), and replies made of uint32s (or nothing).
+ * need, over freezerd's private socket (a peer-to-peer connection) or a bus
+ * reached by a unix socket (with Hello() first): SASL EXTERNAL, method calls
+ * whose arguments are strings, uint64s, booleans and ApplyBatch's requests
+ * (a(sb)), and replies made of uint32s (or nothing).
  *
  * Why not sd-bus, which everything else uses: a freeze is mostly process
  * start-up, and loading libsystemd with the libraries it needs (libgcrypt,
  * libgpg-error, liblzma, libzstd, liblz4, libcap) costs about 2 ms of a 6 ms
  * "freezectl freeze" on machines where page faults are dear (README,
  * "freezectl against the container runtimes"). Every other command, and
- * freeze, thaw and batch over a bus, still go through libfreezer, which loads
- * libsystemd on first use (libsystemd-lazy.c). Grow this file for a new use
- * rather than writing a second one.
+ * freeze, thaw and batch over a bus this does not reach (the user bus, tcp:),
+ * still go through libfreezer, which loads libsystemd on first use
+ * (libsystemd-lazy.c). Grow this file for a new use rather than writing a
+ * second one.
  *
  * The messages follow the D-Bus specification ("Message Format"): both byte
  * orders are read, anything malformed is an error (-EBADMSG), and messages
@@ -24,16 +26,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "freezer.h" /* freezer_request: ApplyBatch's a(sb) */
 
 typedef struct wire wire;
 
-/* Connect to the socket at path and authenticate (the first call's bytes
- * follow the handshake in the same write). Negative errno on failure, as
- * connect(2) gives it (-ENOENT, -ECONNREFUSED, ...). */
+/* Connect to the socket at path, a peer (freezerd's private socket): the
+ * handshake is sent with the first call, in the same write. Negative errno on
+ * failure, as connect(2) gives it (-ENOENT, -ECONNREFUSED, ...). */
 int wire_open(const char *path, wire **ret);
+
+/* Connect to the bus at address (D-Bus address syntax), whose calls go to
+ * destination (kept, not copied): the first call's write carries the
+ * handshake and Hello() too.  -EAFNOSUPPORT for an address the wire does
+ * not speak (anything but one unix:path= or unix:abstract=: libsystemd's to
+ * handle), -EINVAL for a malformed one, else as wire_open(). */
+int wire_open_bus(const char *address, const char *destination, wire **ret);
 wire *wire_close(wire *w);
 
 /* One argument of a call: its type, and its value. */
@@ -84,7 +94,16 @@ const char *wire_last_error_message(const wire *w);
 ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
                         const char *member, const wire_arg *args, size_t n_args);
 
-/* The most bytes wire_build_call() needs for that call. */
+/* The same with a DESTINATION field (NULL: none), as calls on a bus have. */
+ssize_t wire_build_call_to(uint8_t *buf, size_t size, uint32_t serial, const char *destination, const char *path,
+                           const char *interface, const char *member, const wire_arg *args, size_t n_args);
+
+/* The socket address of a D-Bus address as wire_open_bus() takes it, and its
+ * length for connect(2); -EAFNOSUPPORT or -EINVAL as there. */
+struct sockaddr_un;
+int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len);
+
+/* The most bytes wire_build_call() or wire_build_call_to() need for that call. */
 size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,
                       size_t n_args);
 

@@ -23,6 +23,12 @@
 #include "client-util.h"
 #include "config-build.h"
 #include "freezer.h"
+#include "front.h"
+
+/* 1 in the static front of freezectl (front.h), 0 in the whole program. */
+#ifndef FREEZECTL_FRONT
+#define FREEZECTL_FRONT 0
+#endif
 
 #define PROGRAM "freezectl"
 
@@ -2311,24 +2317,43 @@ static const char *connect_error(int r) {
         return buf;
 }
 
+/* The system bus' address, as sd-bus finds it. */
+static const char *system_bus_address(void) {
+        return secure_getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket";
+}
+
+/* "cannot connect to <where arg_bus says>: <why>". */
+static void log_connect_failure(int r) {
+        switch (arg_bus) {
+        case BUS_USER:
+                log_error("cannot connect to the user bus: %s", connect_error(r));
+                break;
+        case BUS_ADDRESS:
+                log_error("cannot connect to the bus at %s: %s", arg_address, connect_error(r));
+                break;
+        case BUS_PRIVATE:
+                log_error("cannot connect to freezerd's private socket %s: %s", arg_socket, connect_error(r));
+                break;
+        case BUS_DEFAULT:
+        case BUS_SYSTEM:
+        default:
+                log_error("cannot connect to the system bus (%s): %s", system_bus_address(), connect_error(r));
+                break;
+        }
+}
+
 static int connect_bus(freezer **ret, bool needs_signals) {
-        const char *what, *where = "";
         int r;
 
         switch (arg_bus) {
         case BUS_USER:
                 r = freezer_open_user(ret);
-                what = "the user bus";
                 break;
         case BUS_ADDRESS:
                 r = freezer_open_address(ret, arg_address);
-                what = "the bus at ";
-                where = arg_address;
                 break;
         case BUS_PRIVATE:
                 r = freezer_open_private(ret, arg_socket);
-                what = "freezerd's private socket ";
-                where = arg_socket;
                 break;
         case BUS_DEFAULT:
                 /* As systemctl does with /run/systemd/private: root's one-shot
@@ -2341,16 +2366,10 @@ static int connect_bus(freezer **ret, bool needs_signals) {
         case BUS_SYSTEM:
         default:
                 r = freezer_open_system(ret);
-                what = "the system bus";
                 break;
         }
-        if (r < 0) {
-                if (arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT)
-                        where = getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket";
-                log_error("cannot connect to %s%s%s%s: %s", what,
-                        arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT ? " (" : "", where,
-                        arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT ? ")" : "", connect_error(r));
-        }
+        if (r < 0)
+                log_connect_failure(r);
         return r;
 }
 
@@ -2375,35 +2394,87 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
         return verb_tree(f, args, n_args);
 }
 
-/* freeze, thaw and batch over the private socket go by the wire
- * (bus-wire.h), which spares loading libsystemd; freeze --except and a
- * waiting thaw --recursive (which may look groups up after,
- * note_frozen_above()) go through libfreezer, as does everything else.
- * Returns the command's exit status, or -1 to go on through libfreezer: as
- * root by default, no daemon listening on the private socket leaves the
- * system bus to have its say, as connect_bus() does. */
+/* freeze, thaw and batch go by the wire (bus-wire.h), which spares loading
+ * libsystemd, over the private socket and over a bus the wire reaches (the
+ * system bus, --address=unix:...); freeze --except and a waiting thaw
+ * --recursive (which may look groups up after, note_frozen_above()) go
+ * through libfreezer, as does everything else. */
+static bool wire_freeze(const verb *v) {
+        return streq(v->name, "freeze") && n_arg_except == 0;
+}
+
+static bool wire_thaw(const verb *v) {
+        return streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait);
+}
+
+/* The bus the wire would take after the private socket; NULL for the user
+ * bus, which libsystemd finds (DBUS_SESSION_BUS_ADDRESS, XDG_RUNTIME_DIR). */
+static const char *wire_bus_address(void) {
+        switch (arg_bus) {
+        case BUS_ADDRESS:
+                return arg_address;
+        case BUS_DEFAULT:
+        case BUS_SYSTEM:
+                return system_bus_address();
+        default:
+                return NULL;
+        }
+}
+
+#if FREEZECTL_FRONT
+/* What the static front does itself (front.h): freeze and thaw by the wire,
+ * without --json (json-c). */
+static bool front_serves(const verb *v) {
+        return (wire_freeze(v) || wire_thaw(v)) && !arg_json && (arg_bus == BUS_PRIVATE || wire_bus_address());
+}
+#endif
+
+/* Where the wire cannot go: libfreezer's to do (-1), or in the static front
+ * freezectl-dynamic's, before anything was sent. */
+static int wire_unreachable(void) {
+#if FREEZECTL_FRONT
+        front_exec_dynamic("a bus at that address");
+        return EXIT_FAILURE;
+#else
+        return -1;
+#endif
+}
+
+/* The command's exit status, or -1 to go on through libfreezer. */
 static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_request *requests,
                        size_t n_requests) {
-        const char *path = arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET;
-        bool freeze = streq(v->name, "freeze") && n_arg_except == 0,
-             thaw = streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait), batch = streq(v->name, "batch");
+        bool freeze = wire_freeze(v), thaw = wire_thaw(v), batch = streq(v->name, "batch");
+        const char *address;
         wire *w = NULL;
         int ret, r;
 
         if (!freeze && !thaw && !batch)
                 return -1;
-        if (arg_bus != BUS_PRIVATE && !(arg_bus == BUS_DEFAULT && geteuid() == 0))
-                return -1;
 
-        r = wire_open(path, &w);
-        if (r < 0) {
-                if (arg_bus == BUS_DEFAULT) {
-                        arg_bus = BUS_SYSTEM;
-                        return -1;
+        if (arg_bus == BUS_PRIVATE || (arg_bus == BUS_DEFAULT && geteuid() == 0)) {
+                r = wire_open(arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET, &w);
+                if (r < 0 && arg_bus == BUS_PRIVATE) {
+                        log_connect_failure(r);
+                        return EXIT_FAILURE;
                 }
-                log_error("cannot connect to freezerd's private socket %s: %s", path, connect_error(r));
-                return EXIT_FAILURE;
+                if (r < 0)
+                        /* As connect_bus(): no freezerd listening there leaves
+                         * the system bus to have its say. */
+                        arg_bus = BUS_SYSTEM;
         }
+        if (!w) {
+                address = wire_bus_address();
+                if (!address)
+                        return wire_unreachable();
+                r = wire_open_bus(address, FREEZER_SERVICE, &w);
+                if (r == -EAFNOSUPPORT)
+                        return wire_unreachable();
+                if (r < 0) {
+                        log_connect_failure(r);
+                        return EXIT_FAILURE;
+                }
+        }
+
         if (batch)
                 ret = verb_batch(&(caller) {.w = w}, args[0], requests, n_requests);
         else
@@ -2465,7 +2536,7 @@ static int run(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
-        if (verb_needs_locale(v))
+        if (!FREEZECTL_FRONT && verb_needs_locale(v)) /* the front does no such command itself */
                 (void) setlocale(LC_ALL, "");
 
         unwanted = verb_unwanted_option(v, &option);
@@ -2490,6 +2561,16 @@ static int run(int argc, char *argv[]) {
                         usage_error("empty %s", v->arg_name);
                         return EXIT_USAGE;
                 }
+
+#if FREEZECTL_FRONT
+        if (!front_serves(v)) {
+                char why[64];
+
+                snprintf(why, sizeof why, "'%s'%s", v->name, arg_json ? " with --json" : "");
+                front_exec_dynamic(why);
+                return EXIT_FAILURE;
+        }
+#endif
 
         /* Check the batch before talking to anyone. */
         if (streq(v->name, "batch")) {
@@ -2520,6 +2601,9 @@ static int run(int argc, char *argv[]) {
 int main(int argc, char *argv[]) {
         int ret;
 
+#if FREEZECTL_FRONT
+        front_save_argv(argc, argv);
+#endif
         ret = run(argc, argv);
 
         free(arg_except);

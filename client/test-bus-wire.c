@@ -380,6 +380,52 @@ static size_t make_error(msgbuf *m, bool big, const char *name, const char *mess
         return end_message(m);
 }
 
+/* A name of n letters (static: one at a time). */
+static const char *long_name(size_t n) {
+        static char buf[512];
+
+        memset(buf, 'a', n);
+        buf[n] = 0;
+        return buf;
+}
+
+static void test_address(void) {
+        struct sockaddr_un sa;
+        socklen_t len;
+
+        CHECK_R(wire_parse_address("unix:path=/run/dbus/system_bus_socket", &sa, &len), 0);
+        CHECK_STR(sa.sun_path, "/run/dbus/system_bus_socket");
+        CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + strlen("/run/dbus/system_bus_socket") + 1);
+        /* guid= is for checking the server, %-escapes are bytes. */
+        CHECK_R(wire_parse_address("unix:guid=0123456789abcdef0123456789abcdef,path=/tmp/a%2cb%3D", &sa, &len), 0);
+        CHECK_STR(sa.sun_path, "/tmp/a,b=");
+        CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len), 0);
+        CHECK(sa.sun_path[0] == 0 && memcmp(sa.sun_path + 1, "/tmp/dbus-x", 11) == 0);
+        CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + 1 + 11); /* no NUL after an abstract name */
+        /* What libsystemd is left to do. */
+        CHECK_R(wire_parse_address("tcp:host=localhost,port=1234", &sa, &len), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:path=/a;unix:path=/b", &sa, &len), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:tmpdir=/tmp", &sa, &len), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unixexec:path=/bin/sh", &sa, &len), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:guid=00", &sa, &len), -EAFNOSUPPORT);
+        /* Malformed. */
+        CHECK_R(wire_parse_address("unix:path", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a,path=/b", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%2", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%zz", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%00b", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:abstract=", &sa, &len), -EINVAL);
+        {
+                char a[600];
+
+                snprintf(a, sizeof a, "unix:path=/%s", long_name(107)); /* 108 bytes and a NUL: too long */
+                CHECK_R(wire_parse_address(a, &sa, &len), -EINVAL);
+                snprintf(a, sizeof a, "unix:path=/%s", long_name(106));
+                CHECK_R(wire_parse_address(a, &sa, &len), 0);
+        }
+}
+
 static void test_parse(void) {
         uint8_t call_buf[512];
         wire_message msg;
@@ -446,6 +492,19 @@ static void test_parse(void) {
         CHECK_R(wire_build_call(call_buf, sizeof call_buf, 9, PATH, INTERFACE, "Thaw",
                                 (const wire_arg[]) {WIRE_STRING("/\xff")}, 1), -EILSEQ);
 
+        /* On a bus a call names its destination: field 6, a string. */
+        n = wire_build_call_to(call_buf, sizeof call_buf, 9, "org.freezerd.Freezer1", PATH, INTERFACE, "Thaw", stt, 3);
+        CHECK(n > 0 && (size_t) n <= wire_call_size(PATH, INTERFACE, "Thaw", stt, 3));
+        if (n > 0) {
+                static const char field[] = "\6\1s\0\25\0\0\0org.freezerd.Freezer1";
+
+                CHECK_R(wire_parse_message(call_buf, (size_t) n, &msg), 0);
+                CHECK_STR(msg.signature, "stt");
+                CHECK(memmem(call_buf, (size_t) n, field, sizeof field) != NULL);
+        }
+        CHECK_R(wire_build_call_to(call_buf, sizeof call_buf, 9, long_name(256), PATH, INTERFACE, "Thaw", stt, 3),
+                -EINVAL);
+
         static const freezer_request two[] = {{"/x", true}, {"/yy", false}};
         const wire_arg batch_args[] = {WIRE_REQUESTS(two, 2), WIRE_STRING("auto"), WIRE_U64(0), WIRE_BOOL(true)};
         n = wire_build_call(call_buf, sizeof call_buf, 10, PATH, INTERFACE, "ApplyBatch", batch_args, 4);
@@ -498,6 +557,7 @@ int main(void) {
         test_calls();
         test_batches();
         test_utf8();
+        test_address();
         test_parse();
 
         kill(pid, SIGKILL);

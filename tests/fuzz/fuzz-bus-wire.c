@@ -5,10 +5,13 @@
  * sanitizers catch reads beyond); and a call built from the input, as its
  * string argument or as ApplyBatch's requests (one path a line), fits in
  * wire_call_size() and parses back (the requests too, read here), or is
- * refused as not UTF-8. */
+ * refused as not UTF-8; and the input read as a bus address gives a socket
+ * address that fits, or is refused. */
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "bus-wire.h"
 #include "fuzz-util.h"
@@ -119,6 +122,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         check_requests(out, (size_t) k, requests, n_requests);
                 }
                 free(out);
+
+                /* The input as a bus address (--address=, DBUS_SYSTEM_BUS_ADDRESS):
+                 * a socket address inside sun_path, or refused. */
+                struct sockaddr_un sa;
+                socklen_t sa_len = 0;
+                int r = wire_parse_address(s, &sa, &sa_len);
+
+                FUZZ_CHECK(r == 0 || r == -EINVAL || r == -EAFNOSUPPORT);
+                if (r == 0)
+                        FUZZ_CHECK(sa.sun_family == AF_UNIX && sa_len > offsetof(struct sockaddr_un, sun_path) &&
+                                   sa_len <= sizeof sa && strncmp(s, "unix:", 5) == 0);
                 free(s);
         }
         free(copy);

@@ -16,9 +16,12 @@ Checks:
     (GroupsChanged seen by a bus client); `--json status` over the socket says
     frozen; thaw likewise.  Errors come through as on the bus (NoSuchGroup, exit 1,
     one line naming the path; with --json the error's name and message).
-  * freeze and thaw over the socket speak D-Bus by themselves (client/bus-wire.c):
-    the dynamic loader (LD_DEBUG=files) never loads libsystemd for them, while
-    `status` over the same socket loads it on first use.
+  * freeze and thaw over the socket, and over the bus, speak D-Bus by themselves
+    (client/bus-wire.c): the dynamic loader (LD_DEBUG=files) never loads libsystemd
+    for them, while `status` over the same socket or bus loads it on first use.
+    Where freezectl is the static front (client/front.h: no PT_INTERP), freeze and
+    thaw load nothing at all (LD_DEBUG says nothing: freezectl-dynamic did not
+    run), batch is handed to freezectl-dynamic (which loads json-c) and status too.
   * A direct jeepney connection (no Hello): Freeze, Properties.Get and
     GetManagedObjects work; Unsubscribe without Subscribe answers NotSubscribed; no
     signal arrives on it while it has not subscribed.
@@ -63,6 +66,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -200,21 +204,42 @@ def loaded_libraries(*args):
     return libs, r
 
 
-def check_libraries(sc, path):
-    for verb in ('freeze', 'thaw'):
-        libs, r = loaded_libraries(f'--socket={path}', verb, '/g/h')
-        ft.check_equal(r.returncode, 0, f'{verb} over the socket with LD_DEBUG=files')
-        ft.check('libsystemd.so.0' not in libs, f'{verb} over the socket does not load libsystemd', sorted(libs))
-    ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, '/g/h thawed again')
-    with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
-        json.dump([{'path': '/g/h', 'freeze': False}], f)
-        f.flush()
-        libs, r = loaded_libraries(f'--socket={path}', 'batch', f.name)
-    ft.check_equal((r.returncode, r.stdout), (0, '0 writes, 1 skipped\n'), 'batch over the socket with LD_DEBUG=files')
-    ft.check('libsystemd.so.0' not in libs, 'batch over the socket does not load libsystemd', sorted(libs))
-    libs, r = loaded_libraries(f'--socket={path}', 'status', '/g/h')
-    ft.check_equal(r.returncode, 0, 'status over the socket with LD_DEBUG=files')
-    ft.check('libsystemd.so.0' in libs, 'status loads libsystemd on first use', sorted(libs))
+def is_static(path):
+    """Whether the ELF program at path has no interpreter (PT_INTERP): linked statically."""
+    with open(path, 'rb') as f:
+        elf = f.read(1 << 16)
+    ft.check(elf[:4] == b'\x7fELF' and elf[4] == 2 and elf[5] == 1, f'{path} is a 64-bit little-endian ELF file')
+    phoff, = struct.unpack_from('<Q', elf, 0x20)
+    phentsize, phnum = struct.unpack_from('<HH', elf, 0x36)
+    return all(struct.unpack_from('<I', elf, phoff + i * phentsize)[0] != 3 for i in range(phnum))
+
+
+def check_libraries(sc, daemon, path):
+    # With the static front (client/front.h) freezectl itself loads nothing: LD_DEBUG
+    # says nothing at all unless it hands the command to freezectl-dynamic.
+    static = is_static(ft.FREEZECTL_BIN)
+    print(f'# {ft.FREEZECTL_BIN} is linked {"statically (the front)" if static else "dynamically"}', flush=True)
+    for how in (f'--socket={path}', f'--address={daemon.bus.address}'):
+        where = 'the socket' if how.startswith('--socket') else 'the bus'
+        for verb in ('freeze', 'thaw'):
+            libs, r = loaded_libraries(how, verb, '/g/h')
+            ft.check_equal(r.returncode, 0, f'{verb} over {where} with LD_DEBUG=files')
+            ft.check('libsystemd.so.0' not in libs, f'{verb} over {where} does not load libsystemd', sorted(libs))
+            if static:
+                ft.check_equal(sorted(libs), [], f'{verb} over {where}: the static front does it itself')
+        ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, f'/g/h thawed again (over {where})')
+        with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
+            json.dump([{'path': '/g/h', 'freeze': False}], f)
+            f.flush()
+            libs, r = loaded_libraries(how, 'batch', f.name)
+        ft.check_equal((r.returncode, r.stdout), (0, '0 writes, 1 skipped\n'), f'batch over {where} with LD_DEBUG=files')
+        ft.check('libsystemd.so.0' not in libs, f'batch over {where} does not load libsystemd', sorted(libs))
+        if static:
+            ft.check('libjson-c.so.5' in libs, f'batch over {where}: freezectl-dynamic reads the file with json-c',
+                     sorted(libs))
+        libs, r = loaded_libraries(how, 'status', '/g/h')
+        ft.check_equal(r.returncode, 0, f'status over {where} with LD_DEBUG=files')
+        ft.check('libsystemd.so.0' in libs, f'status over {where} loads libsystemd on first use', sorted(libs))
 
 
 def check_freezectl(sc, daemon, path):
@@ -242,7 +267,7 @@ def check_freezectl(sc, daemon, path):
                                           'message': '/nope does not exist'}],
                    '--json freeze /nope over the socket: the error\'s name and message')
     check_batch(sc, daemon, path)
-    check_libraries(sc, path)
+    check_libraries(sc, daemon, path)
 
     check_watch(sc, daemon, path)
     missing = path + '-missing'
