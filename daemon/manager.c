@@ -766,8 +766,8 @@ static void scan_restore_cwd(Manager *m) {
         m->scan_saved_cwd = -1;
 }
 
-static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
-                           Group **ret);
+static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                           int parent_dirfd, Group **ret);
 static int manager_list_children(Manager *m, Group *g, int dirfd);
 
 /* cgroup.stat's nr_descendants of the group open at dirfd: the live cgroups
@@ -859,7 +859,7 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                         strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
                         if (tree_get(m->tree, childpath))
                                 continue;
-                        k = manager_add_new(m, g, de->d_name, true, dirfd, NULL);
+                        k = manager_add_new(m, g, de->d_name, de->d_ino, true, dirfd, NULL);
                         if (k < 0 && !add_error_logged(k))
                                 log_warning_errno(k, "Cannot track %s: %m", childpath);
                 }
@@ -980,7 +980,7 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
                         *ret = g;
                 return tracked ? manager_track_existing(m, g) : 0;
         }
-        return manager_add_new(m, parent, name, tracked, -1, ret);
+        return manager_add_new(m, parent, name, 0, tracked, -1, ret);
 }
 
 /* s with control characters escaped (\xNN), and with escape_high every byte
@@ -1112,9 +1112,10 @@ static int read_freeze_file(int fd, bool *ret) {
 /* parent/name, absent from the model: add it (untracked until complete).
  * parent_dirfd, when >= 0, is the parent's open directory, which a scan
  * lists: the child is then looked up by name below it, and a leaf's
- * directory is never opened. */
-static int manager_add_new(Manager *m, Group *parent, const char *name, bool tracked, int parent_dirfd,
-                           Group **ret) {
+ * directory is never opened.  dir_ino: the d_ino that listing gave for
+ * name, 0 if none. */
+static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                           int parent_dirfd, Group **ret) {
         _cleanup_close_ int dirfd = -1, events_fd = -1;
         Watches w = { -1, -1 };
         bool by_name, freeze;
@@ -1165,10 +1166,16 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, bool tra
                         return r;
         }
 
-        /* The kernel's id: one statx() more per group (about 0.5 µs; a leaf's
-         * directory is never opened).  Gone meanwhile: as any vanished group. */
-        uint64_t id;
-        r = by_name ? cg_dir_id(parent_dirfd, name, &id) : cg_dir_id(dirfd, NULL, &id);
+        /* The kernel's id, its directory's inode number: from the listing
+         * when there was one (kernfs gives a directory entry the inode's
+         * number, the cgroup id), else one statx() more.  Were name removed
+         * and made again since the listing, the parent's watch reports both
+         * and the new group is added with its own id.  Gone meanwhile: as any
+         * vanished group. */
+        uint64_t id = dir_ino;
+        r = 0;
+        if (!(by_name && dir_ino != 0))
+                r = by_name ? cg_dir_id(parent_dirfd, name, &id) : cg_dir_id(dirfd, NULL, &id);
         if (r < 0) {
                 watches_drop(m, &w);
                 return r;
