@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -53,6 +54,7 @@ struct wire {
         bool authenticated;
         const char *destination; /* on a bus: the service called; NULL on a peer connection */
         uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
+        char guid[WIRE_GUID_SIZE]; /* the server's the address names ("" if none): OK must give it */
         uint8_t *buf; /* received, not yet consumed */
         size_t len, allocated;
         char *error_name, *error_message;
@@ -528,13 +530,17 @@ int wire_open(const char *path, wire **ret) {
 }
 
 int wire_open_bus(const char *address, const char *destination, wire **ret) {
+        char guid[WIRE_GUID_SIZE];
         struct sockaddr_un sa;
         socklen_t sa_len;
-        int r = wire_parse_address(address, &sa, &sa_len);
+        int r = wire_parse_address(address, &sa, &sa_len, guid);
 
         if (r < 0)
                 return r;
-        return open_sockaddr(&sa, sa_len, destination, ret);
+        r = open_sockaddr(&sa, sa_len, destination, ret);
+        if (r >= 0)
+                memcpy((*ret)->guid, guid, sizeof guid);
+        return r;
 }
 
 static int hex_digit(char c) {
@@ -547,7 +553,7 @@ static int hex_digit(char c) {
         return -1;
 }
 
-int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len) {
+int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid) {
         /* D-Bus specification, "Server Addresses": transport:key=value,...
          * with values %-escaped; entries separated by ';' are alternatives. */
         const char *p;
@@ -555,6 +561,7 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
         bool found = false, abstract = false;
 
         *ret = (struct sockaddr_un) {.sun_family = AF_UNIX};
+        ret_guid[0] = '\0';
         if (strncmp(address, "unix:", 5) != 0 || strchr(address, ';'))
                 return -EAFNOSUPPORT;
         p = address + 5;
@@ -590,7 +597,17 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                         }
                         if (n == (abstract ? 1u : 0u))
                                 return -EINVAL;
-                } else if (!(eq - key == 4 && memcmp(key, "guid", 4) == 0))
+                } else if (eq - key == 4 && memcmp(key, "guid", 4) == 0) {
+                        /* The server's id, which its OK must give (as sd-bus
+                         * checks): 32 hex digits. */
+                        if (end - eq - 1 != WIRE_GUID_SIZE - 1 || ret_guid[0])
+                                return -EINVAL;
+                        for (const char *v = eq + 1; v < end; v++)
+                                if (hex_digit(*v) < 0)
+                                        return -EINVAL;
+                        memcpy(ret_guid, eq + 1, WIRE_GUID_SIZE - 1);
+                        ret_guid[WIRE_GUID_SIZE - 1] = '\0';
+                } else
                         /* tmpdir=, dir=, runtime= (listening only) and the like */
                         return -EAFNOSUPPORT;
                 p = *end ? end + 1 : end;
@@ -696,6 +713,10 @@ static int read_auth_reply(wire *w, uint64_t deadline) {
                         size_t n = (size_t) (nl - w->buf) + 1;
                         bool ok = n >= 5 && memcmp(w->buf, "OK ", 3) == 0 && nl[-1] == '\r';
 
+                        /* Another server than the address names. */
+                        if (ok && w->guid[0] &&
+                            (n != 3 + WIRE_GUID_SIZE - 1 + 2 || strncasecmp((char *) w->buf + 3, w->guid, WIRE_GUID_SIZE - 1) != 0))
+                                ok = false;
                         consume(w, n);
                         if (!ok)
                                 return -EPERM;

@@ -40,7 +40,8 @@ int wire_open(const char *path, wire **ret);
 
 /* Connect to the bus at address (D-Bus address syntax), whose calls go to
  * destination (kept, not copied): the first call's write carries the
- * handshake and Hello() too.  -EAFNOSUPPORT for an address the wire does
+ * handshake and Hello() too (and a guid= in address must be the server's, or
+ * the call fails with -EPERM).  -EAFNOSUPPORT for an address the wire does
  * not speak (anything but one unix:path= or unix:abstract=: libsystemd's to
  * handle), -EINVAL for a malformed one, else as wire_open(). */
 int wire_open_bus(const char *address, const char *destination, wire **ret);
@@ -98,10 +99,13 @@ ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *
 ssize_t wire_build_call_to(uint8_t *buf, size_t size, uint32_t serial, const char *destination, const char *path,
                            const char *interface, const char *member, const wire_arg *args, size_t n_args);
 
-/* The socket address of a D-Bus address as wire_open_bus() takes it, and its
- * length for connect(2); -EAFNOSUPPORT or -EINVAL as there. */
+/* The socket address of a D-Bus address as wire_open_bus() takes it, its
+ * length for connect(2), and the server id its guid= names (32 hex digits
+ * and a NUL, "" without one: wire_open_bus() then requires the server's OK
+ * to name it, or fails with -EPERM); -EAFNOSUPPORT or -EINVAL as there. */
+#define WIRE_GUID_SIZE 33
 struct sockaddr_un;
-int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len);
+int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid);
 
 /* The most bytes wire_build_call() or wire_build_call_to() need for that call. */
 size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,

@@ -298,6 +298,20 @@ static void test_calls(void) {
         }
         w = wire_close(w);
 
+        /* A bus address naming another server's id: refused at its OK, before
+         * anything is read as a reply. */
+        {
+                char address[sizeof "unix:path=" + 108 + sizeof ",guid=" + 32];
+
+                snprintf(address, sizeof address, "unix:path=%s,guid=00000000000000000000000000000000", socket_path);
+                CHECK_R(wire_open_bus(address, "org.example.Nobody", &w), 0);
+                if (w) {
+                        CHECK_R(call(w, "/ok", 0, 0, 5 * USEC_PER_SEC), -EPERM);
+                        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.AccessDenied");
+                }
+                w = wire_close(w);
+        }
+
         /* Nobody listening. */
         CHECK_R(wire_open("/nonexistent/freezerd/private", &w), -ENOENT);
 }
@@ -390,39 +404,45 @@ static const char *long_name(size_t n) {
 }
 
 static void test_address(void) {
+        char guid[WIRE_GUID_SIZE];
         struct sockaddr_un sa;
         socklen_t len;
 
-        CHECK_R(wire_parse_address("unix:path=/run/dbus/system_bus_socket", &sa, &len), 0);
+        CHECK_R(wire_parse_address("unix:path=/run/dbus/system_bus_socket", &sa, &len, guid), 0);
         CHECK_STR(sa.sun_path, "/run/dbus/system_bus_socket");
         CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + strlen("/run/dbus/system_bus_socket") + 1);
         /* guid= is for checking the server, %-escapes are bytes. */
-        CHECK_R(wire_parse_address("unix:guid=0123456789abcdef0123456789abcdef,path=/tmp/a%2cb%3D", &sa, &len), 0);
+        CHECK_R(wire_parse_address("unix:guid=0123456789abcdef0123456789abcdef,path=/tmp/a%2cb%3D", &sa, &len, guid), 0);
         CHECK_STR(sa.sun_path, "/tmp/a,b=");
-        CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len), 0);
+        CHECK_STR(guid, "0123456789abcdef0123456789abcdef");
+        CHECK_R(wire_parse_address("unix:path=/x", &sa, &len, guid), 0);
+        CHECK_STR(guid, "");
+        CHECK_R(wire_parse_address("unix:path=/x,guid=0123", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/x,guid=0123456789abcdef0123456789abcdeg", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len, guid), 0);
         CHECK(sa.sun_path[0] == 0 && memcmp(sa.sun_path + 1, "/tmp/dbus-x", 11) == 0);
         CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + 1 + 11); /* no NUL after an abstract name */
         /* What libsystemd is left to do. */
-        CHECK_R(wire_parse_address("tcp:host=localhost,port=1234", &sa, &len), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:path=/a;unix:path=/b", &sa, &len), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:tmpdir=/tmp", &sa, &len), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unixexec:path=/bin/sh", &sa, &len), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:guid=00", &sa, &len), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("tcp:host=localhost,port=1234", &sa, &len, guid), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:path=/a;unix:path=/b", &sa, &len, guid), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:tmpdir=/tmp", &sa, &len, guid), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unixexec:path=/bin/sh", &sa, &len, guid), -EAFNOSUPPORT);
+        CHECK_R(wire_parse_address("unix:guid=0123456789abcdef0123456789abcdef", &sa, &len, guid), -EAFNOSUPPORT);
         /* Malformed. */
-        CHECK_R(wire_parse_address("unix:path", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a,path=/b", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%2", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%zz", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%00b", &sa, &len), -EINVAL);
-        CHECK_R(wire_parse_address("unix:abstract=", &sa, &len), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a,path=/b", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%2", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%zz", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:path=/a%00b", &sa, &len, guid), -EINVAL);
+        CHECK_R(wire_parse_address("unix:abstract=", &sa, &len, guid), -EINVAL);
         {
                 char a[600];
 
                 snprintf(a, sizeof a, "unix:path=/%s", long_name(107)); /* 108 bytes and a NUL: too long */
-                CHECK_R(wire_parse_address(a, &sa, &len), -EINVAL);
+                CHECK_R(wire_parse_address(a, &sa, &len, guid), -EINVAL);
                 snprintf(a, sizeof a, "unix:path=/%s", long_name(106));
-                CHECK_R(wire_parse_address(a, &sa, &len), 0);
+                CHECK_R(wire_parse_address(a, &sa, &len, guid), 0);
         }
 }
 

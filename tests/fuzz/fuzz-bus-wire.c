@@ -127,12 +127,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  * a socket address inside sun_path, or refused. */
                 struct sockaddr_un sa;
                 socklen_t sa_len = 0;
-                int r = wire_parse_address(s, &sa, &sa_len);
+                char guid[WIRE_GUID_SIZE];
+                int r = wire_parse_address(s, &sa, &sa_len, guid);
 
                 FUZZ_CHECK(r == 0 || r == -EINVAL || r == -EAFNOSUPPORT);
                 if (r == 0)
                         FUZZ_CHECK(sa.sun_family == AF_UNIX && sa_len > offsetof(struct sockaddr_un, sun_path) &&
-                                   sa_len <= sizeof sa && strncmp(s, "unix:", 5) == 0);
+                                   sa_len <= sizeof sa && strncmp(s, "unix:", 5) == 0 &&
+                                   (guid[0] == '\0' || strlen(guid) == WIRE_GUID_SIZE - 1));
                 free(s);
         }
         free(copy);
