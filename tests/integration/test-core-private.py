@@ -21,7 +21,9 @@ Checks:
     for them, while `status` over the same socket or bus loads it on first use.
     Where freezectl is the static front (client/front.h: no PT_INTERP), freeze and
     thaw load nothing at all (LD_DEBUG says nothing: freezectl-dynamic did not
-    run), batch is handed to freezectl-dynamic (which loads json-c) and status too.
+    run), batch is handed to freezectl-dynamic (which loads json-c) and status too;
+    copied alone into a directory (no freezectl-dynamic beside it or installed), it
+    still freezes and thaws, and status fails with one line naming freezectl-dynamic.
   * A direct jeepney connection (no Hello): Freeze, Properties.Get and
     GetManagedObjects work; Unsubscribe without Subscribe answers NotSubscribed; no
     signal arrives on it while it has not subscribed.
@@ -240,6 +242,32 @@ def check_libraries(sc, daemon, path):
         libs, r = loaded_libraries(how, 'status', '/g/h')
         ft.check_equal(r.returncode, 0, f'status over {where} with LD_DEBUG=files')
         ft.check('libsystemd.so.0' in libs, f'status over {where} loads libsystemd on first use', sorted(libs))
+    if static:
+        check_front_alone(sc, path)
+
+
+def check_front_alone(sc, path):
+    """The static front without freezectl-dynamic next to it (nor installed): freeze and
+    thaw work, any other command fails with one line naming what is missing."""
+    installed = '/usr/libexec/freezerd/freezectl-dynamic', '/usr/local/libexec/freezerd/freezectl-dynamic'
+    if any(os.path.exists(p) for p in installed):
+        print('# a freezectl-dynamic is installed on this machine: the front alone not checked', flush=True)
+        return
+    with tempfile.TemporaryDirectory() as d:
+        alone = os.path.join(d, 'freezectl')
+        shutil.copy(ft.FREEZECTL_BIN, alone)
+        for verb in ('freeze', 'thaw'):
+            r = subprocess.run([alone, f'--socket={path}', verb, '/g/h'], capture_output=True, text=True,
+                               timeout=ft.DEFAULT_TIMEOUT)
+            ft.check_equal((r.returncode, r.stderr), (0, ''), f'the front alone: {verb} works')
+        ft.check_equal(sc.read_events('/g/h').get('frozen'), 0, 'the front alone: /g/h thawed again')
+        r = subprocess.run([alone, f'--socket={path}', 'status', '/g/h'], capture_output=True, text=True,
+                           timeout=ft.DEFAULT_TIMEOUT)
+        ft.check(r.returncode == 1 and r.stdout == '' and len(r.stderr.splitlines()) == 1 and
+                 "'status' needs" in r.stderr and 'freezectl-dynamic' in r.stderr and 'cannot be run' in r.stderr,
+                 'the front alone: status fails with one line naming freezectl-dynamic', r)
+        r = subprocess.run([alone, '--version'], capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+        ft.check(r.returncode == 0 and r.stdout.startswith('freezectl '), 'the front alone: --version', r)
 
 
 def check_freezectl(sc, daemon, path):
