@@ -294,8 +294,19 @@ static void help(void) {
                "  %1$s watch --json --trigger=irq:full:100ms:2s\n"
                "  %1$s freeze -- -odd-name\n"
                "\n"
+               "Files:\n"
+               "  " FREEZER_PRIVATE_SOCKET "\n"
+               "                       freezerd's private socket (root only)\n"
+               "%2$s"
+               "\n"
                "See also: freezerd(8), busctl(1); the API is in org.freezerd.Freezer1.xml.\n",
-               PROGRAM);
+               PROGRAM,
+               FREEZECTL_FRONT ? "  " FREEZECTL_DYNAMIC_PATH "\n"
+                                 "                       freezectl linked dynamically: this freezectl is\n"
+                                 "                       static and runs it for every command but freeze and\n"
+                                 "                       thaw without --json (which it does itself); first\n"
+                                 "                       a freezectl-dynamic in its own directory\n"
+                               : "");
 }
 
 
