@@ -771,6 +771,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         uint64_t deadline = usec_add(now_usec(), timeout_usec ?: SD_BUS_DEFAULT_TIMEOUT_USEC);
         _cleanup_free_ uint8_t *out = NULL;
         size_t n = 0, bad_arg, bad_index;
+        uint32_t hello_serial = 0;
         ssize_t k;
         int r;
 
@@ -796,12 +797,13 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         if (w->destination && !w->hello_serial) {
                 /* A bus takes nothing before Hello(); its reply (our unique
                  * name) and the NameAcquired signal after it are skipped below
-                 * as messages that are not the reply awaited. */
+                 * as messages that are not the reply awaited.  Sent once it
+                 * is sent (a call refused below sends nothing). */
                 k = wire_build_call_to(out + n, size - n, ++w->serial, DBUS_SERVICE, DBUS_PATH, DBUS_INTERFACE,
                                        "Hello", NULL, 0);
                 if (k < 0)
                         return (int) k;
-                w->hello_serial = w->serial;
+                hello_serial = w->serial;
                 n += (size_t) k;
         }
         k = wire_build_call_to(out + n, size - n, ++w->serial, w->destination, path, interface, member, args,
@@ -826,6 +828,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         r = send_all(w->fd, out, n + (size_t) k);
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
+        if (hello_serial)
+                w->hello_serial = hello_serial;
 
         if (!w->authenticated) {
                 uint64_t auth_deadline = usec_add(now_usec(), AUTH_TIMEOUT_USEC);

@@ -312,6 +312,24 @@ static void test_calls(void) {
                 w = wire_close(w);
         }
 
+        /* On a bus Hello() goes first, with the first call that is sent: one
+         * refused before sending (not UTF-8) sends neither, and the next one
+         * sends both.  This server is no bus: its error for Hello() (to an
+         * object it lacks) is the call's answer; the call after is its own. */
+        {
+                char address[sizeof "unix:path=" + 108];
+
+                snprintf(address, sizeof address, "unix:path=%s", socket_path);
+                CHECK_R(wire_open_bus(address, "org.example.Nobody", &w), 0);
+                if (w) {
+                        CHECK_R(call(w, "/\xff", 0, 0, 0), -EINVAL);
+                        CHECK_R(call(w, "/ok", 0, 0, 5 * USEC_PER_SEC), -EIO);
+                        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownObject");
+                        CHECK_R(call(w, "/ok", 0, 0, 5 * USEC_PER_SEC), 0);
+                }
+                w = wire_close(w);
+        }
+
         /* Nobody listening. */
         CHECK_R(wire_open("/nonexistent/freezerd/private", &w), -ENOENT);
 }
