@@ -2444,7 +2444,7 @@ static bool front_serves(const verb *v) {
  * freezectl-dynamic's, before anything was sent. */
 static int wire_unreachable(void) {
 #if FREEZECTL_FRONT
-        front_exec_dynamic("a bus at that address");
+        front_exec_dynamic("a bus that is not on a unix socket"); /* the user bus never comes here */
         return EXIT_FAILURE;
 #else
         return -1;

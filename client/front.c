@@ -53,6 +53,6 @@ void front_exec_dynamic(const char *why) {
                 execv(FREEZECTL_DYNAMIC_PATH, saved_argv);
                 err = errno;
         }
-        fprintf(stderr, "freezectl: %s needs %s, which cannot be run: %s\n", why, FREEZECTL_DYNAMIC_PATH,
+        fprintf(stderr, "freezectl: %s is for %s to do, which cannot be run: %s\n", why, FREEZECTL_DYNAMIC_PATH,
                 strerror(err));
 }

@@ -24,6 +24,7 @@ void front_save_argv(int argc, char *argv[]);
 
 /* Run freezectl-dynamic with the saved command line, in place of this
  * process: next to this program (a build tree), else in freezerd's libexec
- * directory (an installation).  Returns only if neither can be run, with a
- * message said; the caller exits 1. */
+ * directory (an installation).  Returns only if neither can be run, having
+ * said so ("freezectl: <why> is for ... to do, which cannot be run: ..."); the
+ * caller exits 1. */
 void front_exec_dynamic(const char *why);

@@ -264,7 +264,7 @@ def check_front_alone(sc, path):
         r = subprocess.run([alone, f'--socket={path}', 'status', '/g/h'], capture_output=True, text=True,
                            timeout=ft.DEFAULT_TIMEOUT)
         ft.check(r.returncode == 1 and r.stdout == '' and len(r.stderr.splitlines()) == 1 and
-                 "'status' needs" in r.stderr and 'freezectl-dynamic' in r.stderr and 'cannot be run' in r.stderr,
+                 "'status' is for" in r.stderr and 'freezectl-dynamic' in r.stderr and 'cannot be run' in r.stderr,
                  'the front alone: status fails with one line naming freezectl-dynamic', r)
         r = subprocess.run([alone, '--version'], capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
         ft.check(r.returncode == 0 and r.stdout.startswith('freezectl '), 'the front alone: --version', r)
