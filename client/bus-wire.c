@@ -557,7 +557,7 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
         /* D-Bus specification, "Server Addresses": transport:key=value,...
          * with values %-escaped; entries separated by ';' are alternatives. */
         const char *p;
-        size_t n = 0;
+        size_t n = 0, start = 0;
         bool found = false, abstract = false;
 
         *ret = (struct sockaddr_un) {.sun_family = AF_UNIX};
@@ -579,7 +579,7 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                                 return -EINVAL;
                         found = true;
                         abstract = is_abstract;
-                        n = abstract ? 1 : 0; /* an abstract name starts with a NUL */
+                        start = n = abstract ? 1 : 0; /* an abstract name starts with a NUL */
                         for (const char *v = eq + 1; v < end; v++) {
                                 int c = (unsigned char) *v;
 
@@ -595,8 +595,8 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                                         return -EINVAL;
                                 ret->sun_path[n++] = (char) c;
                         }
-                        if (n == (abstract ? 1u : 0u))
-                                return -EINVAL;
+                        if (n == start)
+                                return -EINVAL; /* empty */
                 } else if (eq - key == 4 && memcmp(key, "guid", 4) == 0) {
                         /* The server's id, which its OK must give (as sd-bus
                          * checks): 32 hex digits. */

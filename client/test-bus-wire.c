@@ -440,20 +440,27 @@ static void test_address(void) {
         CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len, guid), 0);
         CHECK(sa.sun_path[0] == 0 && memcmp(sa.sun_path + 1, "/tmp/dbus-x", 11) == 0);
         CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + 1 + 11); /* no NUL after an abstract name */
-        /* What libsystemd is left to do. */
-        CHECK_R(wire_parse_address("tcp:host=localhost,port=1234", &sa, &len, guid), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:path=/a;unix:path=/b", &sa, &len, guid), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:tmpdir=/tmp", &sa, &len, guid), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unixexec:path=/bin/sh", &sa, &len, guid), -EAFNOSUPPORT);
-        CHECK_R(wire_parse_address("unix:guid=0123456789abcdef0123456789abcdef", &sa, &len, guid), -EAFNOSUPPORT);
-        /* Malformed. */
-        CHECK_R(wire_parse_address("unix:path", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a,path=/b", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%2", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%zz", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:path=/a%00b", &sa, &len, guid), -EINVAL);
-        CHECK_R(wire_parse_address("unix:abstract=", &sa, &len, guid), -EINVAL);
+        static const struct {
+                const char *address;
+                int r;
+        } refused[] = {
+                /* What libsystemd is left to do. */
+                {"tcp:host=localhost,port=1234", -EAFNOSUPPORT},
+                {"unix:path=/a;unix:path=/b", -EAFNOSUPPORT},
+                {"unix:tmpdir=/tmp", -EAFNOSUPPORT},
+                {"unixexec:path=/bin/sh", -EAFNOSUPPORT},
+                {"unix:guid=0123456789abcdef0123456789abcdef", -EAFNOSUPPORT},
+                /* Malformed. */
+                {"unix:path", -EINVAL},
+                {"unix:path=", -EINVAL},
+                {"unix:path=/a,path=/b", -EINVAL},
+                {"unix:path=/a%2", -EINVAL},
+                {"unix:path=/a%zz", -EINVAL},
+                {"unix:path=/a%00b", -EINVAL},
+                {"unix:abstract=", -EINVAL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                CHECK_R(wire_parse_address(refused[i].address, &sa, &len, guid), refused[i].r);
         {
                 char a[600];
 

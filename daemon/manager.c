@@ -1174,7 +1174,7 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
          * vanished group. */
         uint64_t id = dir_ino;
         r = 0;
-        if (!(by_name && dir_ino != 0))
+        if (id == 0)
                 r = by_name ? cg_dir_id(parent_dirfd, name, &id) : cg_dir_id(dirfd, NULL, &id);
         if (r < 0) {
                 watches_drop(m, &w);
