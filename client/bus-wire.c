@@ -772,6 +772,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         _cleanup_free_ uint8_t *out = NULL;
         size_t n = 0, bad_arg, bad_index;
         uint32_t hello_serial = 0;
+        bool hello_refused = false;
         ssize_t k;
         int r;
 
@@ -848,17 +849,32 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                 if (l == 0 || (size_t) l > w->len) {
                         r = receive(w, deadline);
                         if (r < 0)
-                                return r;
+                                return hello_refused ? -EPROTO : r; /* the error names Hello's refusal */
                         continue;
                 }
                 r = wire_parse_message(w->buf, (size_t) l, &m);
                 if (r < 0)
                         return r;
-                if (m.type == MSG_ERROR && w->hello_serial && m.reply_serial == w->hello_serial)
-                        m.reply_serial = w->serial; /* the bus refused us: that is the call's answer */
+                if (m.type == MSG_ERROR && w->hello_serial && m.reply_serial == w->hello_serial) {
+                        /* The bus refused us, or the peer is no bus (freezerd's
+                         * private socket answers UnknownObject).  A bus then
+                         * drops the call and closes the connection; a peer that
+                         * is no bus may serve the call all the same, and then
+                         * its answer is the truth of what was done. */
+                        if (set_string(&w->error_name, m.error_name) < 0 ||
+                            set_string(&w->error_message, m.first_string) < 0)
+                                return -ENOMEM;
+                        hello_refused = true;
+                        consume(w, (size_t) l);
+                        continue;
+                }
                 if ((m.type != MSG_METHOD_RETURN && m.type != MSG_ERROR) || m.reply_serial != w->serial) {
                         consume(w, (size_t) l); /* not ours: a signal, or a call we do not serve */
                         continue;
+                }
+                if (hello_refused) { /* answered after all: Hello's error is not the call's */
+                        (void) set_string(&w->error_name, NULL);
+                        (void) set_string(&w->error_message, NULL);
                 }
                 if (m.type == MSG_ERROR) {
                         r = -EIO;

@@ -72,7 +72,11 @@ typedef struct wire_arg {
  * else is -EBADMSG. 0 on a method return; on an error reply -EIO, with
  * wire_last_error_name()/_message() set (what callers report); -EINVAL with
  * them set to InvalidArgs if a string is not valid UTF-8 (nothing is sent,
- * as libfreezer); -ETIMEDOUT, -ECONNRESET (the peer closed the connection),
+ * as libfreezer); -EPROTO if the bus answered our Hello() with an error
+ * and the call got no answer (the connection closed, or the deadline
+ * passed), with Hello's error as the name and message (a peer that is no
+ * bus may refuse Hello and serve the call: then the call's answer counts);
+ * -ETIMEDOUT, -ECONNRESET (the peer closed the connection),
  * -EPERM (authentication refused) or -EBADMSG otherwise, with the names
  * sd-bus gives those ("org.freedesktop.DBus.Error.Timeout",
  * "org.freedesktop.DBus.Error.Disconnected", ...) and strerror()'s words as

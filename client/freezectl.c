@@ -783,10 +783,16 @@ static const char *caller_error_message(const caller *c) {
         return c->w ? wire_last_error_message(c->w) : freezer_last_error_message(c->f);
 }
 
+static void log_hello_refused(const char *name, const char *message);
+
 _printf_(3, 4)
 static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
         va_list ap;
 
+        if (c->w && r == -EPROTO) { /* the bus refused our Hello, and the call got no answer */
+                log_hello_refused(caller_error_name(c), caller_error_message(c));
+                return;
+        }
         va_start(ap, fmt);
         vlog_failure(caller_error_name(c), caller_error_message(c), r, fmt, ap);
         va_end(ap);
@@ -2305,26 +2311,32 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* What a connection's failure likely means, as " (...)", or "". */
+static const char *connect_hint(int r) {
+        switch (r) {
+        case -ETIMEDOUT:
+                return " (no answer within 25 s: is freezerd stopped or stuck?)";
+        case -ENOENT:
+        case -ECONNREFUSED:
+                return arg_bus == BUS_PRIVATE ? " (is freezerd running?)" : " (is dbus-daemon running?)";
+        case -EPROTO:
+                /* The peer refused Hello, or answered in no D-Bus at all: such as
+                 * freezerd's private socket given as a bus. */
+                return arg_bus == BUS_ADDRESS ? " (is it a bus? freezerd's private socket is reached with --socket=PATH)"
+                                              : "";
+        default:
+                return "";
+        }
+}
+
 /* Why a connection failed, in the words an operator needs: the errno's, and
  * what it likely means. */
 static const char *connect_error(int r) {
         static char buf[256];
-        const char *hint;
 
-        switch (r) {
-        case -ENOMEDIUM: /* sd-bus has no address for the user bus ("No medium found") */
+        if (r == -ENOMEDIUM) /* sd-bus has no address for the user bus ("No medium found") */
                 return "there is no user bus (neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set)";
-        case -ETIMEDOUT:
-                hint = " (no answer within 25 s: is freezerd stopped or stuck?)";
-                break;
-        case -ENOENT:
-        case -ECONNREFUSED:
-                hint = arg_bus == BUS_PRIVATE ? " (is freezerd running?)" : " (is dbus-daemon running?)";
-                break;
-        default:
-                hint = "";
-        }
-        snprintf(buf, sizeof buf, "%s%s", strerror(-r), hint);
+        snprintf(buf, sizeof buf, "%s%s", strerror(-r), connect_hint(r));
         return buf;
 }
 
@@ -2334,23 +2346,49 @@ static const char *system_bus_address(void) {
 }
 
 /* "cannot connect to <where arg_bus says>: <why>". */
-static void log_connect_failure(int r) {
+/* why: what went wrong, or NULL for r's words (connect_error()); either way
+ * with r's hint. */
+static void log_connect_failure_why(const char *why, int r) {
+        char buf[512];
+
+        if (why) {
+                snprintf(buf, sizeof buf, "%s%s", why, connect_hint(r));
+                why = buf;
+        } else
+                why = connect_error(r);
+
         switch (arg_bus) {
         case BUS_USER:
-                log_error("cannot connect to the user bus: %s", connect_error(r));
+                log_error("cannot connect to the user bus: %s", why);
                 break;
         case BUS_ADDRESS:
-                log_error("cannot connect to the bus at %s: %s", arg_address, connect_error(r));
+                log_error("cannot connect to the bus at %s: %s", arg_address, why);
                 break;
         case BUS_PRIVATE:
-                log_error("cannot connect to freezerd's private socket %s: %s", arg_socket, connect_error(r));
+                log_error("cannot connect to freezerd's private socket %s: %s", arg_socket, why);
                 break;
         case BUS_DEFAULT:
         case BUS_SYSTEM:
         default:
-                log_error("cannot connect to the system bus (%s): %s", system_bus_address(), connect_error(r));
+                log_error("cannot connect to the system bus (%s): %s", system_bus_address(), why);
                 break;
         }
+}
+
+static void log_connect_failure(int r) {
+        log_connect_failure_why(NULL, r);
+}
+
+/* The wire's call was answered by the bus in place of our Hello(). */
+static void log_hello_refused(const char *name, const char *message) {
+        char what[256];
+        const char *s;
+
+        if (name && (s = startswith(name, "org.freedesktop.DBus.Error.")))
+                name = s;
+        snprintf(what, sizeof what, "it refused Hello: %s%s%s", name ?: "", name && message ? ": " : "",
+                 message ?: "");
+        log_connect_failure_why(what, -EPROTO);
 }
 
 static int connect_bus(freezer **ret, bool needs_signals) {

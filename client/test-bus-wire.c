@@ -314,8 +314,10 @@ static void test_calls(void) {
 
         /* On a bus Hello() goes first, with the first call that is sent: one
          * refused before sending (not UTF-8) sends neither, and the next one
-         * sends both.  This server is no bus: its error for Hello() (to an
-         * object it lacks) is the call's answer; the call after is its own. */
+         * sends both.  This server is no bus: it refuses Hello() (an object
+         * it lacks) and serves the call all the same, whose answer counts;
+         * so does the next call's.  Where the connection closes instead of
+         * an answer, Hello's refusal is the error (-EPROTO). */
         {
                 char address[sizeof "unix:path=" + 108];
 
@@ -323,9 +325,22 @@ static void test_calls(void) {
                 CHECK_R(wire_open_bus(address, "org.example.Nobody", &w), 0);
                 if (w) {
                         CHECK_R(call(w, "/\xff", 0, 0, 0), -EINVAL);
-                        CHECK_R(call(w, "/ok", 0, 0, 5 * USEC_PER_SEC), -EIO);
-                        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownObject");
                         CHECK_R(call(w, "/ok", 0, 0, 5 * USEC_PER_SEC), 0);
+                        CHECK(!wire_last_error_name(w) && !wire_last_error_message(w));
+                        CHECK_R(call(w, "/echo", 1, 2, 5 * USEC_PER_SEC), -EIO);
+                        CHECK_STR(wire_last_error_name(w), "test.Echo");
+                }
+                w = wire_close(w);
+                CHECK_R(wire_open_bus(address, "org.example.Nobody", &w), 0);
+                if (w) {
+                        CHECK_R(call(w, "/echo", 1, 2, 5 * USEC_PER_SEC), -EIO);
+                        CHECK_STR(wire_last_error_name(w), "test.Echo"); /* the call's error, not Hello's */
+                }
+                w = wire_close(w);
+                CHECK_R(wire_open_bus(address, "org.example.Nobody", &w), 0);
+                if (w) {
+                        CHECK_R(call(w, "/close", 0, 0, 5 * USEC_PER_SEC), -EPROTO);
+                        CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownObject");
                 }
                 w = wire_close(w);
         }

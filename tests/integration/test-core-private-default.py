@@ -19,7 +19,13 @@ Checks:
     way to freezerd left.
   * `freezectl --system status /g` with that system bus fails (exit 1, one line
     naming the bus): --system means the bus, never the socket.
-  * `freezectl status /g` (the default) reads /g over the socket: running."""
+  * `freezectl status /g` (the default) reads /g over the socket: running.
+  * The private socket given as a bus (`--address=unix:path=/run/freezerd/private`):
+    `status /g` (libsystemd, which waits for Hello's answer) fails with exit 1 and
+    one line that asks whether it is a bus and names --socket.  `freeze /g` and
+    `thaw /g` (by the wire, which sends the call with Hello) say what was done:
+    freezerd refuses Hello but serves the call, so they exit 0 with /g at frozen
+    1, then 0."""
 
 import ctypes
 import json
@@ -76,6 +82,18 @@ def test():
 
             j = json.loads(freezectl('--json', 'status', '/g').stdout)
             ft.check_equal((j['path'], j['state']), ('/g', 'running'), 'freezectl status /g over the default socket')
+
+            as_bus = '--address=unix:path=/run/freezerd/private'
+            r = freezectl(as_bus, 'status', '/g', check=False)
+            lines = r.stderr.splitlines()
+            ft.check(r.returncode == 1 and len(lines) == 1 and 'is it a bus?' in lines[0] and '--socket' in lines[0],
+                     'status with the private socket given as a bus: exit 1, one line: is it a bus? --socket',
+                     (r.returncode, r.stderr))
+            freezectl(as_bus, 'freeze', '/g')
+            ft.check_equal(sc.read_events('/g').get('frozen'), 1,
+                           'freeze with the private socket given as a bus: served, exit 0 with frozen 1')
+            freezectl(as_bus, 'thaw', '/g')
+            ft.check_equal(sc.read_events('/g').get('frozen'), 0, 'thaw likewise: frozen 0')
 
 
 if __name__ == '__main__':
