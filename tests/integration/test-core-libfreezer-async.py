@@ -35,7 +35,8 @@ timeout) and /g: /g is done first, the loop ticks while /s waits, /s fails with 
 daemon's Timeout, and the example exits 1.
 On a private handle, the loop functions: freezer_wait() right after a blocking call
 whose signals were queued returns > 0 at once (it said 0, "timeout"); a call of about
-26 MB (65,536 requests of 413-byte paths) leaves freezer_get_events() with POLLOUT, and
+26 MB (65,536 requests of 413-byte paths), sent while freezerd is stopped (SIGSTOP) so
+that it cannot drain the socket as fast, leaves freezer_get_events() with POLLOUT, and
 a loop polling for those events gets its reply (one polling for POLLIN alone never
 wrote the rest); freezer_close() from the group callback ends the callbacks, and
 freezer_dispatch() returns 0 having freed the handle (no use after free under ASan).
@@ -356,10 +357,16 @@ def check_loop_api(lib, sc, d):
     def on_done(_f, res, _ud):
         results.append((res.contents.error, (res.contents.error_name or b'').decode()))
     call_id = ctypes.c_uint64()
-    ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, on_done, None, ctypes.byref(call_id)), 0,
-                   f'freezer_apply_batch_async() of {n} requests of {len(path)}-byte paths')
-    fd = lib.freezer_get_fd(f)
-    events = lib.freezer_get_events(f)
+    # freezerd is stopped while the call is sent: a daemon reading on the other CPU can
+    # drain the socket as fast as the call is written, and then it all goes out at once.
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, on_done, None, ctypes.byref(call_id)),
+                       0, f'freezer_apply_batch_async() of {n} requests of {len(path)}-byte paths')
+        fd = lib.freezer_get_fd(f)
+        events = lib.freezer_get_events(f)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
     ft.check(events > 0 and events & select.POLLOUT, 'freezer_get_events(): POLLOUT, the call is not written out',
              events)
     deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
