@@ -508,9 +508,14 @@ typedef struct Times {
         uint64_t freeze, thaw, cycle;
 } Times;
 
-/* Between the two steps of a cycle: nothing, or with --step-barrier what comes between cycles. */
+/* Between the two steps of a cycle: nothing, or with --step-barrier what comes between cycles
+ * (while freezerd is stopped for a baseline, the pause alone: it cannot answer a Ping). */
 static void between_steps(void) {
-        if (B.step_barrier)
+        if (!B.step_barrier)
+                return;
+        if (B.daemon_stopped)
+                sleep_ns(SETTLE_NS);
+        else
                 settle();
 }
 
