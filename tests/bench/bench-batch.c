@@ -77,12 +77,18 @@
  *
  * usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R]
  *                    [--leaf-sleepers] [--daemon-pid=PID] [--bus-pid=PID] [--json]
- *                    [--only=KEY,...] [--step-barrier] [--no-pause-daemon] [--private=PATH]
+ *                    [--only=KEY,...] [--step-barrier] [--floor-realtime] [--no-pause-daemon]
+ *                    [--private=PATH]
  * --only runs just the methods named (keys as above; the floor always runs),
  * e.g. to profile freezerd during one of them.  --step-barrier (a diagnostic,
  * not for the table) puts the between-cycles barrier and pause between the
  * freeze and the thaw step as well, so that the thaw step starts with freezerd
  * idle: the difference to a normal run is what the thaw waits for.
+ * --floor-realtime (a diagnostic too) makes the floor's writes as freezerd
+ * makes its big ones: from SCHED_FIFO priority 1, so that the kworker the
+ * first write wakes on this CPU cannot run before the last write (a normal
+ * writer is preempted by it, or not, from round to round: the floor's freeze
+ * step has two modes).
  * --no-pause-daemon leaves freezerd running during the floor and shell cycles
  * (see above).
  * Exit status: 0, 1 on a failed check or call, 2 on bad usage.
@@ -94,6 +100,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -160,6 +167,7 @@ static struct {
         pid_t bus_pid;
         const char *only; /* --only=KEY,...: run just these methods (for profiling) */
         bool step_barrier; /* --step-barrier: settle between the freeze and the thaw step too */
+        bool floor_realtime; /* --floor-realtime: the floor's writes from SCHED_FIFO */
         bool no_pause;     /* --no-pause-daemon: leave freezerd running during the baselines */
         bool daemon_stopped; /* we sent SIGSTOP and not yet SIGCONT */
 
@@ -519,28 +527,40 @@ static void between_steps(void) {
                 settle();
 }
 
+/* With --floor-realtime: the floor's writes from SCHED_FIFO, as freezerd's big ones. */
+static void floor_set_realtime(bool on) {
+        struct sched_param param = { .sched_priority = on ? 1 : 0 };
+
+        if (B.floor_realtime && sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &param) < 0)
+                die("sched_setscheduler(%s): %m", on ? "SCHED_FIFO" : "SCHED_OTHER");
+}
+
 static Times run_floor(unsigned round, bool wait) {
         const char *name = wait ? "floor" : "floor-nowait";
         Times t;
         uint64_t t0, t1, t2, t3;
 
         drain_inotify();
+        floor_set_realtime(true);
         t0 = now_ns();
         for (unsigned i = 0; i < N_GROUPS; i++) /* top-down */
                 write_flag(i, true);
         if (wait && B.sleepers)
                 wait_frozen(1, name);
         t1 = now_ns();
+        floor_set_realtime(false);
         verify(name, "freeze", round, 1, wait || !B.sleepers ? 1 : -1);
         between_steps();
 
         drain_inotify();
+        floor_set_realtime(true);
         t2 = now_ns();
         for (unsigned i = N_GROUPS; i > 0; i--) /* bottom-up */
                 write_flag(i - 1, false);
         if (wait && B.sleepers)
                 wait_frozen(0, name); /* the kernel thaws synchronously: one read of each file */
         t3 = now_ns();
+        floor_set_realtime(false);
         verify(name, "thaw", round, 0, 0);
 
         t.freeze = t1 - t0;
@@ -912,7 +932,7 @@ static unsigned long parse_ulong(const char *s, const char *opt, unsigned long m
 static void usage(FILE *f) {
         fputs("usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R] [--leaf-sleepers]\n"
               "                   [--daemon-pid=PID] [--bus-pid=PID] [--json] [--only=KEY,...]\n"
-              "                   [--step-barrier] [--no-pause-daemon] [--private=PATH]\n"
+              "                   [--step-barrier] [--floor-realtime] [--no-pause-daemon] [--private=PATH]\n"
               "methods (KEY): floor floor-nowait shell batch-nowait batch batch-private single; the floor\n"
               "always runs; batch-private needs --private (freezerd's private socket)\n",
               f);
@@ -931,6 +951,7 @@ int main(int argc, char *argv[]) {
                 ARG_JSON,
                 ARG_ONLY,
                 ARG_STEP_BARRIER,
+                ARG_FLOOR_REALTIME,
                 ARG_NO_PAUSE,
                 ARG_PRIVATE,
         };
@@ -946,6 +967,7 @@ int main(int argc, char *argv[]) {
                 { "json", no_argument, NULL, ARG_JSON },
                 { "only", required_argument, NULL, ARG_ONLY },
                 { "step-barrier", no_argument, NULL, ARG_STEP_BARRIER },
+                { "floor-realtime", no_argument, NULL, ARG_FLOOR_REALTIME },
                 { "no-pause-daemon", no_argument, NULL, ARG_NO_PAUSE },
                 { "private", required_argument, NULL, ARG_PRIVATE },
                 {},
@@ -986,6 +1008,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_STEP_BARRIER:
                         B.step_barrier = true;
+                        break;
+                case ARG_FLOOR_REALTIME:
+                        B.floor_realtime = true;
                         break;
                 case ARG_NO_PAUSE:
                         B.no_pause = true;
