@@ -78,21 +78,104 @@ static void group_notified(Manager *m, Group *g);
  * cover's change alone, not 4,000 (each costing epoll_wait() a poll of the
  * file).  Put back, a file that changed since our last read of it is reported
  * at once (kernfs compares its event count with the one of our read). */
+static void group_poll_failed(Manager *m, Group *g, bool failed, int error);
+
 static int group_set_polled(Manager *m, Group *g, bool on) {
         GroupData *d = group_data(g);
 
+        if (!on && d->poll_failed)
+                group_poll_failed(m, g, false, 0); /* covered now: nothing to poll */
         if (d->polled == on || d->events_fd < 0)
                 return 0;
         if (on) {
                 /* EPOLLPRI: kernfs reports a change as EPOLLERR | EPOLLPRI.  Edge-
                  * triggered: once per change, whether we read the file or not. */
                 struct epoll_event ev = { .events = EPOLLPRI | EPOLLET, .data.u64 = (uint64_t) d->wd_dir };
-                if (epoll_ctl(m->events_epfd, EPOLL_CTL_ADD, d->events_fd, &ev) < 0)
-                        return log_error_errno(errno, "Cannot poll cgroup.events of %s: %m", g->path);
+                if (epoll_ctl(m->events_epfd, EPOLL_CTL_ADD, d->events_fd, &ev) < 0) {
+                        group_poll_failed(m, g, true, -errno);
+                        return 0; /* followed by re-reads instead, for now */
+                }
+                if (d->poll_failed)
+                        group_poll_failed(m, g, false, 0);
         } else if (epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0 && errno != ENOENT)
                 return 0; /* still polled: its changes are answered through its cover */
         d->polled = on;
         return 0;
+}
+
+/* How often the groups that could not be polled are re-read (and put in the
+ * epoll set again, once it takes them): a call waiting on one of them waits
+ * about this much longer than the kernel took. */
+#define REPOLL_USEC (200 * USEC_PER_MSEC)
+
+static void repoll_arm(Manager *m) {
+        const struct timeval tv = { .tv_sec = 0, .tv_usec = REPOLL_USEC };
+
+        if (m->repoll_timer && !evtimer_pending(m->repoll_timer, NULL) && evtimer_add(m->repoll_timer, &tv) < 0)
+                log_error("Cannot arm the re-read of the groups that could not be polled: their changes are "
+                          "seen late, at the next change of another group");
+}
+
+/* A group whose cgroup.events could not be put in the epoll set would be
+ * neither polled nor covered: changes of its tasks (populated, a freeze that
+ * completes) would go unseen, and a call waiting on it would time out.  So
+ * until epoll takes it, it is re-read every REPOLL_USEC (the only polling
+ * freezerd does, and only then), and the log says so: once when the first
+ * group fails, once when the last one is in again. */
+static void group_poll_failed(Manager *m, Group *g, bool failed, int error) {
+        GroupData *d = group_data(g);
+
+        if (d->poll_failed == failed)
+                return;
+        d->poll_failed = failed;
+        if (!failed) {
+                if (--m->n_poll_failed == 0) {
+                        if (m->repoll_timer)
+                                (void) evtimer_del(m->repoll_timer);
+                        log_info("Every group that needs it is polled again: no more re-reads.");
+                }
+                return;
+        }
+        if (m->n_poll_failed++ == 0) {
+                if (error == -ENOSPC)
+                        log_warning("Cannot poll cgroup.events of %s: the epoll watch limit "
+                                    "(fs.epoll.max_user_watches) is reached.  It, and any other group refused "
+                                    "so, is re-read every %u ms until the limit is raised or groups are removed.",
+                                    g->path, (unsigned) (REPOLL_USEC / USEC_PER_MSEC));
+                else
+                        log_warning_errno(error,
+                                          "Cannot poll cgroup.events of %s: %m.  It, and any other group refused "
+                                          "so, is re-read every %u ms until epoll takes it.",
+                                          g->path, (unsigned) (REPOLL_USEC / USEC_PER_MSEC));
+        } else
+                log_debug_errno(error, "Cannot poll cgroup.events of %s either: %m", g->path);
+        repoll_arm(m);
+}
+
+static int group_read_events(Manager *m, Group *g);
+
+static void on_repoll(evutil_socket_t fd, short what, void *userdata) {
+        Manager *m = userdata;
+        Group *root = tree_root(m->tree);
+
+        /* Only while some group failed: a walk of the tree is cheap beside the
+         * reads, and no list has to follow removals. */
+        for (Group *g = root; g && m->n_poll_failed > 0; g = tree_next_preorder(root, g)) {
+                GroupData *d = group_data(g);
+
+                if (!d || !d->poll_failed)
+                        continue;
+                if (group_cover(g)) {
+                        group_poll_failed(m, g, false, 0);
+                        continue;
+                }
+                (void) group_set_polled(m, g, true);
+                /* Polled now, a change since the last read would be reported;
+                 * read anyway, polled or not, so that nothing waits for it. */
+                (void) group_read_events(m, g);
+        }
+        if (m->n_poll_failed > 0)
+                repoll_arm(m);
 }
 
 /* After a write that is not settled (a rollback): the groups below whose
@@ -599,6 +682,8 @@ static void group_data_destroy(Group *g, void *userdata) {
         }
 
         holdback_remove(m, d);
+        if (d->poll_failed && --m->n_poll_failed == 0 && m->repoll_timer)
+                (void) evtimer_del(m->repoll_timer); /* silently: at shutdown every group goes */
 
         /* Its pressure triggers end (PressureTriggerRemoved) before the object goes. */
         pressure_group_release(m->pressure, g);
@@ -3122,7 +3207,9 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
         m->events_epoll_event = event_new(base, m->events_epfd, EV_READ | EV_PERSIST, on_inotify, m);
         m->inotify_resume = evtimer_new(base, on_inotify_resume, m);
         m->holdback_timer = evtimer_new(base, on_holdback, m);
+        m->repoll_timer = evtimer_new(base, on_repoll, m);
         if (!m->inotify_event || !m->events_epoll_event || !m->inotify_resume || !m->holdback_timer ||
+            !m->repoll_timer ||
             event_add(m->inotify_event, NULL) < 0 || event_add(m->events_epoll_event, NULL) < 0) {
                 manager_free(m);
                 return -ENOMEM;
@@ -3455,6 +3542,9 @@ Manager *manager_free(Manager *m) {
         if (m->holdback_timer)
                 event_free(m->holdback_timer);
         m->holdback_timer = NULL;
+        if (m->repoll_timer)
+                event_free(m->repoll_timer);
+        m->repoll_timer = NULL;
         if (m->events_epoll_event)
                 event_free(m->events_epoll_event);
         m->events_epoll_event = NULL;

@@ -78,6 +78,7 @@ typedef struct GroupData {
         unsigned cover_epoch, epoch;
         bool covering;
         bool polled;    /* its cgroup.events is in the epoll set (see group_set_polled()) */
+        bool poll_failed; /* should be polled, but epoll_ctl() refused: re-read from Manager.repoll_timer */
         bool following; /* read once and then polled or covered (group_start_following()) */
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
@@ -222,6 +223,12 @@ struct Manager {
         } holdback[HOLDBACK_MAX];
         unsigned n_holdback;
         struct event *holdback_timer;
+        /* Groups that should be polled but could not be put in the epoll set
+         * (the epoll watch limit, fs.epoll.max_user_watches, or no memory):
+         * re-read, and tried again, from repoll_timer until every one is in
+         * (manager.c, group_poll_failed()).  Unarmed while there are none. */
+        unsigned n_poll_failed;
+        struct event *repoll_timer;
 
         struct Pressure *pressure; /* PSI readings and triggers (pressure.c); set by the bus layer */
 

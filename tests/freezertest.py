@@ -54,6 +54,7 @@ import ctypes
 import errno
 import json
 import os
+import pwd
 import re
 import selectors
 import shutil
@@ -900,14 +901,18 @@ class Daemon:
     config: dict written as the JSON configuration file (default {}).
     args: extra command-line arguments.
     wrapper: a command freezerd runs under (before FREEZERD_WRAPPER's), e.g. setpriv.
+    user: a uid freezerd runs as (setpriv, its primary group as gid, no other groups),
+      with its own state and runtime directories and a notify socket it may send to;
+      the cgroup files it writes must be the uid's (a delegated subtree).
     state_dir, runtime_dir: directories to use (default: fresh ones, removed on exit);
       pass the same state_dir to a second Daemon to test a restart.
     On exit: SIGTERM, and the exit status must be 0 (else the test fails); the log
     (stdout+stderr) is printed whenever the test failed."""
 
     def __init__(self, bus, cgroup_root, config=None, args=(), env=None, connect=True, ready_timeout=None,
-                 state_dir=None, runtime_dir=None, wrapper=()):
+                 state_dir=None, runtime_dir=None, wrapper=(), user=None):
         self.bus = bus
+        self.user = user
         self.cgroup_root = cgroup_root
         self.config = {} if config is None else config
         self.args = list(args)
@@ -951,8 +956,17 @@ class Daemon:
         if self.runtime_dir is None:
             self.runtime_dir = os.path.join(self.tmpdir, 'run')
             os.mkdir(self.runtime_dir)
+        user_wrapper = []
+        if self.user is not None:
+            gid = pwd.getpwuid(self.user).pw_gid
+            os.chmod(self.tmpdir, 0o711)
+            os.chmod(notify_path, 0o666)
+            for d in (self.state_dir, self.runtime_dir):
+                if os.path.dirname(d) == self.tmpdir:
+                    os.chown(d, self.user, gid)
+            user_wrapper = ['setpriv', f'--reuid={self.user}', f'--regid={gid}', '--clear-groups', '--']
 
-        argv = self.wrapper + FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
+        argv = self.wrapper + user_wrapper + FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
                                    f'--cgroup-root={self.cgroup_root}', f'--config={self.config_path}',
                                    f'--runtime-dir={self.runtime_dir}', f'--state-dir={self.state_dir}'] + self.args
         env = dict(os.environ, NOTIFY_SOCKET=notify_path, **self.extra_env)

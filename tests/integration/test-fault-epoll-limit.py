@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The epoll watch limit reached: a group whose cgroup.events cannot be put in
+freezerd's epoll set is still followed (re-read every 200 ms), the log says why,
+calls waiting on it complete, and once the limit is raised it is polled again
+and the re-reads stop.
+
+freezerd polls the cgroup.events of every group that is not covered by an empty
+ancestor (see "The daemon" in the README).  Before, a group that epoll refused was
+neither polled nor covered: its changes went unseen for good, a call waiting on
+it timed out, and the log blamed no limit ("No space left on device").
+
+The epoll limit (/proc/sys/fs/epoll/max_user_watches) is system-wide and counted
+per real uid, and no user namespace has one of its own.  So freezerd runs as
+nobody, over a scratch subtree delegated to it (its groups' cgroup.freeze chowned
+to nobody), and holds more watches than root does: one per group with a task
+(K groups, a sleeper each, K = root's watches + 48).  The limit is then set to
+exactly nobody's watches: freezerd's next epoll_ctl(ADD) fails, root's processes
+(dbus-daemon, this harness) keep 48 or more to spare.  It is put back in a finally.
+
+  /k0 .. /k{K-1}   a sleeper each: polled
+  /c               empty at first, so it vouches for /c/x0..x2 (covered, not polled)
+
+  1. A sleeper into each of /c/x0..x2: /c reads populated, so x0..x2 must be
+     polled, and epoll refuses them.  The log names the limit
+     (fs.epoll.max_user_watches); their Populated is true.  A group made now,
+     /c/x3, is tracked (InterfacesAdded) and followed: a sleeper into it, its
+     Populated true.
+  2. Freeze(/c/x1) (timeout 5 s) completes, its tasks frozen, and so does Thaw.
+  3. cgroup.kill of /c/x2: its PropertiesChanged says Populated false
+     (/c stays populated, so only x2's own file tells).
+  4. The limit raised again: the log says every group is polled again, and
+     freezerd holds four more watches (x0..x3).  Freeze(/c/x0) completes and,
+     with nothing happening, freezerd wakes up no more (no re-reads left)."""
+
+import os
+import pwd
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+SYSCTL = '/proc/sys/fs/epoll/max_user_watches'
+SPARE_ROOT = 48  # epoll watches root's processes may still add while the limit is low
+COVERED = ['/c/x0', '/c/x1', '/c/x2']
+NEW = '/c/x3'
+CALL_USEC = 5 * 1000000
+IDLE_SECONDS = 1.0
+
+
+def epoll_watches(uid):
+    """Items in the epoll instances of every process whose real uid is uid (/proc/PID/fdinfo)."""
+    n = 0
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                real = next(int(line.split()[1]) for line in f if line.startswith('Uid:'))
+            if real != uid:
+                continue
+            for fd in os.listdir(f'/proc/{pid}/fd'):
+                if os.readlink(f'/proc/{pid}/fd/{fd}') != 'anon_inode:[eventpoll]':
+                    continue
+                with open(f'/proc/{pid}/fdinfo/{fd}') as f:
+                    n += sum(1 for line in f if line.startswith('tfd:'))
+        except (OSError, StopIteration):
+            continue
+    return n
+
+
+def read_int(path):
+    with open(path) as f:
+        return int(f.read())
+
+
+def write_int(path, value):
+    with open(path, 'w') as f:
+        f.write(str(value))
+
+
+def voluntary_switches(pid):
+    with open(f'/proc/{pid}/status') as f:
+        return next(int(line.split()[1]) for line in f if line.startswith('voluntary_ctxt_switches:'))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        ft.skip('no user "nobody" to run freezerd as')
+    uid, gid = nobody.pw_uid, nobody.pw_gid
+    if epoll_watches(uid):
+        ft.skip(f'processes of uid {uid} (nobody) hold epoll watches already: freezerd\'s count would not be its own')
+    before = read_int(SYSCTL)
+    lowered = False
+    violations = []
+    fig = ft.Figures('test-fault-epoll-limit')
+
+    def delegate(sc, relpath):
+        """The group and its cgroup.freeze to nobody, as a Delegate= subtree is."""
+        sc.mkdir(relpath)
+        os.chown(sc.abspath(relpath), uid, gid)
+        os.chown(sc.abspath(relpath, 'cgroup.freeze'), uid, gid)
+
+    try:
+        with ft.Scratch('fault-epoll-limit') as sc, ft.Bus() as bus:
+            k = epoll_watches(0) + SPARE_ROOT
+            for i in range(k):
+                delegate(sc, f'/k{i}')
+                sc.spawn_sleepers(f'/k{i}', 1)
+            delegate(sc, '/c')
+            for g in COVERED:
+                delegate(sc, g)
+
+            os.chmod(bus.tmpdir, 0o711)  # as test-access does: other uids may connect
+            os.chmod(os.path.join(bus.tmpdir, 'bus'), 0o666)
+            with ft.Daemon(bus, sc.root, user=uid) as d:
+                c = d.client
+                rec = c.record()
+                ft.loop().watch(d.log_path, ft.Inotify.IN_MODIFY)  # wakes waits on the log
+
+                def call(method, *args):
+                    try:
+                        out = c.call(method, *args)
+                    except ft.DBusError as e:
+                        fig.reply(method, e.name)
+                        raise
+                    fig.reply(method)
+                    return out
+
+                ft.check_equal(len(call('ListGroups')[0]), k + 1 + len(COVERED) + 1,
+                               'freezerd (as nobody) tracks every group and the root')
+
+                mine = epoll_watches(uid)
+                root = epoll_watches(0)
+                print(f'# epoll watches: nobody (freezerd) {mine}, root {root}; {k} groups with a sleeper', flush=True)
+                ft.check(mine >= root + SPARE_ROOT, f'freezerd holds {SPARE_ROOT} watches more than root '
+                         f'({mine} against {root})')
+                write_int(SYSCTL, mine)
+                lowered = True
+                fig.faults['fs.epoll.max_user_watches lowered to freezerd\'s watches'] += 1
+
+                # 1. Tasks come into the covered groups: they must be polled, and cannot be.
+                for g in COVERED:
+                    sc.spawn_sleepers(g, 1)
+                line = ft.wait_for(lambda: next((ln for ln in d.log().splitlines()
+                                                 if 'Cannot poll cgroup.events of /c/x' in ln), None),
+                                   what='the log to say a group cannot be polled')
+                ft.check(True, f'logged: {line}')
+                if 'fs.epoll.max_user_watches' not in line:
+                    violations.append(f'the log line does not name the epoll watch limit as the cause: {line!r}')
+                for g in COVERED:
+                    rec.wait_property(ft.group_object(g), 'Populated', True)
+                # A group made now (below the populated /c, so not covered) is
+                # tracked all the same, and followed by re-reads.
+                delegate(sc, NEW)
+                rec.wait_for(lambda r: ft.group_object(NEW) in [o for o, _i in r.interfaces_added()],
+                             what=f'InterfacesAdded of {NEW}')
+                sc.spawn_sleepers(NEW, 1)
+                rec.wait_property(ft.group_object(NEW), 'Populated', True)
+                ft.check_equal(epoll_watches(uid), mine, 'freezerd holds no more watches than the limit')
+                fig.checked['groups refused by epoll, still followed'] += len(COVERED) + 1
+
+                # 2. A call waiting on one of them completes.
+                t0 = time.monotonic()
+                call('Freeze', '/c/x1', CALL_USEC, 0)
+                took = time.monotonic() - t0
+                ft.check_equal(sc.read_events('/c/x1')['frozen'], 1, 'Freeze(/c/x1) replied: the kernel says frozen')
+                ft.check(sc.all_tasks_frozen('/c/x1'), "and /c/x1's task is frozen")
+                fig.lines.append(f'Freeze of a refused group: {took * 1000:.0f} ms')
+                call('Thaw', '/c/x1', CALL_USEC, 0)
+                ft.check_equal(sc.read_events('/c/x1')['frozen'], 0, 'Thaw(/c/x1) replied: the kernel says thawed')
+
+                # 3. A change only the group's own cgroup.events tells.
+                rec.clear()
+                sc.kill('/c/x2')
+                rec.wait_property(ft.group_object('/c/x2'), 'Populated', False)
+                ft.check(sc.populated('/c'), '/c is still populated: only /c/x2 told')
+
+                # 4. The limit raised: polled again, the re-reads stop.
+                write_int(SYSCTL, before)
+                lowered = False
+                ft.wait_for(lambda: 'Every group that needs it is polled again' in d.log(),
+                            what='the log to say every group is polled again')
+                ft.check_equal(epoll_watches(uid), mine + len(COVERED) + 1,
+                               f'freezerd now polls the {len(COVERED) + 1} groups it could not')
+                call('Freeze', '/c/x0', CALL_USEC, 0)
+                ft.check_equal(sc.read_events('/c/x0')['frozen'], 1, 'Freeze(/c/x0) works with the limit raised')
+                call('Thaw', '/c/x0', CALL_USEC, 0)
+                # Idle: no re-read timer left.  Count freezerd's wake-ups over a second
+                # of nothing, once the kernel's last notification of the Thaw (held back
+                # up to 10 ms by its rate limit) is read.
+                time.sleep(0.2)  # not a wait for an event: the start of a measurement window
+                v0 = voluntary_switches(d.pid)
+                time.sleep(IDLE_SECONDS)  # a measurement window, not a wait for an event
+                v1 = voluntary_switches(d.pid)
+                ft.check_equal(v1 - v0, 0, f'freezerd wakes up 0 times in {IDLE_SECONDS:.0f} s once every group is '
+                               'polled')
+                fig.checked['groups polled again after the limit'] += len(COVERED) + 1
+    finally:
+        if lowered:
+            write_int(SYSCTL, before)
+    ft.check_equal(read_int(SYSCTL), before, f'{SYSCTL} is {before} as before')
+    fig.lines.append(f'watches:         groups with a sleeper {k}')
+    fig.print()
+    if violations:
+        ft.fail('\n  '.join(['unclear report of the epoll watch limit:'] + violations))
+
+
+ft.run(test)
