@@ -19,6 +19,7 @@
 #include "log.h"
 #include "manager.h"
 #include "pressure.h"
+#include "task-state.h"
 
 enum {
         WD_KIND_DIR,         /* a group's directory: child mkdir and rmdir */
@@ -1527,7 +1528,7 @@ void manager_dispatch(Manager *m) {
                 if (op->doom_rollback)
                         restored = operation_rollback(op);
                 operation_fail(op, op->doom_name, "%s%s", msg ?: "Failed",
-                               restored ? "; every flag this call changed was restored" : "");
+                               restored ? ". Every flag this call changed was restored" : "");
         }
 }
 
@@ -1821,6 +1822,82 @@ static void group_list_blocking(FILE *f, Group *g) {
                 fprintf(f, " and %u more", n - 4);
 }
 
+/* For a timeout's message: the tasks that keep the freeze from completing.
+ * The groups at fault are the deepest ones not frozen (every group below them
+ * is): their own tasks are what the kernel waits for, and naming the ones not
+ * in the freezer's trap, with what they sleep in, turns "stuck freezing" into
+ * a process to look at (a task asleep uninterruptibly on a FUSE server that
+ * never answers, say).  At most STUCK_TASKS_LISTED are named, and
+ * STUCK_TASKS_SCANNED read, whatever the size of the groups. */
+#define STUCK_GROUPS_MAX 16
+#define STUCK_TASKS_LISTED 4
+#define STUCK_TASKS_SCANNED 1024
+
+typedef struct StuckTasks {
+        FILE *f;
+        const Group *groups[STUCK_GROUPS_MAX]; /* visited, so that nested entries name a task once */
+        unsigned n_groups, listed, more, scanned;
+} StuckTasks;
+
+static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
+        _cleanup_free_ char *rel = NULL, *text = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t len;
+
+        for (unsigned i = 0; i < st->n_groups; i++)
+                if (st->groups[i] == g)
+                        return;
+        if (st->n_groups == STUCK_GROUPS_MAX)
+                return;
+        st->groups[st->n_groups++] = g;
+
+        /* cgroup.threads, not cgroup.procs: one thread of a process can be the one stuck. */
+        if (asprintf(&rel, "%s/cgroup.threads", cg_path_relative(g->path)) < 0)
+                return;
+        fd = cg_openat_beneath(m->root_fd, rel, O_RDONLY, 0);
+        if (fd < 0 || read_full_fd(fd, 256 * 1024, &text, &len) < 0)
+                return;
+        for (char *p = text, *nl; *p && st->scanned < STUCK_TASKS_SCANNED; p = nl ? nl + 1 : p + strlen(p)) {
+                TaskState t;
+                char desc[128];
+                long tid;
+
+                nl = strchr(p, '\n');
+                tid = strtol(p, NULL, 10);
+                if (tid <= 0)
+                        continue;
+                st->scanned++;
+                if (task_state_read((pid_t) tid, &t) < 0 || task_state_frozen(&t))
+                        continue;
+                if (st->listed == STUCK_TASKS_LISTED) {
+                        st->more++;
+                        continue;
+                }
+                fprintf(st->f, "%s%ld (%s) of %s, %s", st->listed ? "; " : ". Not frozen: task ", tid, t.comm,
+                        g->path, task_state_describe(&t, desc, sizeof desc));
+                st->listed++;
+        }
+}
+
+static void operation_list_stuck_tasks(Operation *op, FILE *f) {
+        StuckTasks st = { .f = f };
+
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                Group *g = op->entries[i].group;
+
+                if (!g || op->entries[i].done || !g->e_freeze)
+                        continue;
+                for (Group *x = g; x; x = tree_next_preorder(g, x))
+                        if (x->e_freeze && !x->frozen && x->n_frozen_descendants == x->n_descendants &&
+                            x->parent) /* the mount's root holds no tasks of a freeze */
+                                group_list_stuck_tasks(op->manager, x, &st);
+        }
+        if (st.more > 0)
+                fprintf(f, "; and %u more", st.more);
+        else if (st.scanned == STUCK_TASKS_SCANNED)
+                fputs("; and maybe more (not all read)", f);
+}
+
 static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         Operation *op = userdata;
         Manager *m = op->manager;
@@ -1849,6 +1926,7 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                         fputs(", ...", f);
                 n_listed++;
         }
+        operation_list_stuck_tasks(op, f);
         fclose(f);
 
         format_usec(tbuf, sizeof tbuf, op->timeout_usec);

@@ -13,6 +13,9 @@ Checks:
     is back to 0, FreezerState "running", Freeze false, no task in the trap.
   * Freeze("/h", 500 ms, 0) fails with Timeout naming /h; cgroup.freeze stays 1,
     the kernel says frozen 0, FreezerState "freezing", Freeze true, Frozen false.
+    The message names the task that keeps /h from freezing, its state (D) and
+    the kernel function it sleeps in (/proc/PID/wchan), and not the sleeper,
+    which is frozen.
   * With the flag already 1, Freeze(ROLLBACK) writes back the previous value, 1.
   * Thaw then succeeds.
   * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
@@ -23,7 +26,8 @@ Checks:
     each measured from before the call was sent (CLOCK_MONOTONIC).
   * /p (a sleeper) with /p/c (a task blocked on FUSE): the kernel reports /p frozen
     once its own sleeper is, while /p/c is still freezing; the Timeout of
-    Freeze("/p") and of a batch holding /p names /p/c as what keeps it."""
+    Freeze("/p") and of a batch holding /p names /p/c as what keeps it, and its
+    task."""
 
 import os
 import sys
@@ -45,7 +49,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-timeout') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         sc.mkdir('/h')
-        sc.spawn_sleepers('/h', 1)
+        sleeper = sc.spawn_sleepers('/h', 1)[0]
         stuck = fuse.spawn_stuck(sc, '/h')
 
         with ft.Daemon(bus, sc.root, config={'default_timeout_usec': DEFAULT_USEC}) as d:
@@ -72,6 +76,11 @@ def test():
             e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, 0)
             ft.check(0.5 <= dt < 0.5 + slack, f'Timeout after 500 ms ({dt * 1000:.3f} ms)', f'{dt * 1000:.3f} ms')
             ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
+            # The task that keeps /h from freezing, and what it sleeps in; not the frozen sleeper.
+            wchan = ft.proc_state(stuck.pid).wchan
+            ft.check(f'Not frozen: task {stuck.pid} (stat) of /h, in uninterruptible sleep in {wchan}' in e.message,
+                     f'the Timeout message names the task asleep in {wchan} (state D)', repr(e.message))
+            ft.check(str(sleeper.pid) not in e.message, 'and not the frozen sleeper', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
             ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
@@ -125,12 +134,14 @@ def test():
         # ---- a freeze held up below the group: the message names the group that blocks
         sc.mkdir('/p/c')
         sc.spawn_sleepers('/p', 1)
-        fuse.spawn_stuck(sc, '/p/c')
+        stuck_c = fuse.spawn_stuck(sc, '/p/c')
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
             e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/p', 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check('/p/c freezing-by-parent' in e.message,
                      'a Timeout of /p names /p/c, the child that keeps it from freezing', repr(e.message))
+            ft.check(f'task {stuck_c.pid} (stat) of /p/c, in uninterruptible sleep' in e.message,
+                     "... and /p/c's task that keeps it", repr(e.message))
             e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/p', True), ('/h', False)], 'auto',
                                      300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check('/p/c freezing-by-parent' in e.message, 'the same in a batch', repr(e.message))

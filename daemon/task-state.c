@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup-util.h"
+#include "task-state.h"
+#include "util.h"
+
+int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
+        const char *open, *close, *p, *end = buf + len;
+        char *num_end;
+        long tid;
+        size_t n;
+
+        open = memchr(buf, '(', len);
+        if (!open)
+                return -EINVAL;
+        close = NULL;
+        for (p = open + 1; p < end; p++)
+                if (*p == ')')
+                        close = p;
+        if (!close)
+                return -EINVAL;
+        errno = 0;
+        tid = strtol(buf, &num_end, 10);
+        if (errno != 0 || num_end == buf || tid <= 0 || *num_end != ' ' || num_end + 1 != open)
+                return -EINVAL;
+        /* ") S ..." */
+        if (end - close < 3 || close[1] != ' ' || close[2] == ' ' || close[2] == '\n')
+                return -EINVAL;
+
+        *ret = (TaskState) { .tid = (pid_t) tid, .state = close[2] };
+        n = (size_t) (close - open - 1);
+        if (n >= sizeof ret->comm)
+                n = sizeof ret->comm - 1;
+        memcpy(ret->comm, open + 1, n);
+        ret->comm[n] = 0;
+        return 0;
+}
+
+bool task_state_frozen(const TaskState *t) {
+        return t->state == 'S' && (streq(t->wchan, "get_signal") || streq(t->wchan, "do_freezer_trap"));
+}
+
+static ssize_t read_proc(pid_t tid, const char *name, char *buf, size_t size) {
+        char path[64];
+        _cleanup_close_ int fd = -1;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) tid, name);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return cg_read_fd(fd, buf, size);
+}
+
+int task_state_read(pid_t tid, TaskState *ret) {
+        char buf[1024];
+        ssize_t n;
+        int r;
+
+        n = read_proc(tid, "stat", buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        r = task_state_parse_stat(buf, (size_t) n, ret);
+        if (r < 0)
+                return r;
+        n = read_proc(tid, "wchan", ret->wchan, sizeof ret->wchan);
+        if (n < 0)
+                n = 0;
+        ret->wchan[(size_t) n < sizeof ret->wchan ? (size_t) n : sizeof ret->wchan - 1] = 0;
+        ret->wchan[strcspn(ret->wchan, "\n")] = 0;
+        if (streq(ret->wchan, "0")) /* running, or hidden from us */
+                ret->wchan[0] = 0;
+        return 0;
+}
+
+const char *task_state_describe(const TaskState *t, char *buf, size_t size) {
+        const char *what;
+
+        switch (t->state) {
+        case 'R':
+                what = "running";
+                break;
+        case 'S':
+                what = "asleep";
+                break;
+        case 'D':
+                what = "in uninterruptible sleep";
+                break;
+        case 'T':
+                what = "stopped";
+                break;
+        case 't':
+                what = "stopped by a tracer";
+                break;
+        case 'Z':
+                what = "a zombie";
+                break;
+        default:
+                snprintf(buf, size, "in state %c%s%s", t->state, t->wchan[0] ? " in " : "", t->wchan);
+                return buf;
+        }
+        snprintf(buf, size, "%s%s%s", what, t->wchan[0] && t->state != 'R' ? " in " : "",
+                 t->state != 'R' ? t->wchan : "");
+        return buf;
+}

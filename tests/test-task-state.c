@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "task-state.h"
+#include "test-util.h"
+
+#define PARSE(s, t) task_state_parse_stat((s), strlen(s), (t))
+
+static void test_parse(void) {
+        TaskState t;
+
+        CHECK_R(PARSE("1234 (cat) S 1 1234 1234 0 -1 4194560 ...\n", &t), 0);
+        CHECK(t.tid == 1234 && t.state == 'S');
+        CHECK_STR(t.comm, "cat");
+        CHECK_STR(t.wchan, "");
+
+        /* A name may hold spaces and parentheses (prctl(PR_SET_NAME)): it ends at the last ')'. */
+        CHECK_R(PARSE("7 (a) b (c)) D 1 7\n", &t), 0);
+        CHECK(t.tid == 7 && t.state == 'D');
+        CHECK_STR(t.comm, "a) b (c)");
+        CHECK_R(PARSE("8 () R 1\n", &t), 0);
+        CHECK_STR(t.comm, "");
+        CHECK(t.state == 'R');
+        /* The state at the very end, without more fields. */
+        CHECK_R(PARSE("9 (x) Z", &t), 0);
+        CHECK(t.state == 'Z');
+
+        CHECK_R(PARSE("", &t), -EINVAL);
+        CHECK_R(PARSE("1234", &t), -EINVAL);
+        CHECK_R(PARSE("1234 (cat", &t), -EINVAL);
+        CHECK_R(PARSE("(cat) S", &t), -EINVAL);
+        CHECK_R(PARSE("x (cat) S", &t), -EINVAL);
+        CHECK_R(PARSE("0 (cat) S", &t), -EINVAL);
+        CHECK_R(PARSE("-5 (cat) S", &t), -EINVAL);
+        CHECK_R(PARSE("12  (cat) S", &t), -EINVAL);
+        CHECK_R(PARSE("12 (cat)", &t), -EINVAL);
+        CHECK_R(PARSE("12 (cat) ", &t), -EINVAL);
+        CHECK_R(PARSE("12 (cat)S", &t), -EINVAL);
+        CHECK_R(PARSE("12 (cat)  S", &t), -EINVAL);
+        CHECK_R(PARSE("99999999999999999999 (cat) S", &t), -EINVAL);
+
+        /* Not NUL-terminated: only len bytes count. */
+        CHECK_R(task_state_parse_stat("5 (ab) S 1", 6, &t), -EINVAL);
+        CHECK_R(task_state_parse_stat("5 (ab) S 1", 8, &t), 0);
+        CHECK(t.state == 'S');
+
+        /* A longer name than TASK_COMM_MAX is cut, NUL-terminated. */
+        char buf[256];
+        snprintf(buf, sizeof buf, "3 (%0200d) S 1", 0);
+        CHECK_R(PARSE(buf, &t), 0);
+        CHECK(strlen(t.comm) == TASK_COMM_MAX - 1);
+}
+
+static void test_frozen_and_describe(void) {
+        TaskState t = { .tid = 1, .state = 'S' };
+        char buf[128];
+
+        strcpy(t.wchan, "get_signal");
+        CHECK(task_state_frozen(&t));
+        strcpy(t.wchan, "do_freezer_trap");
+        CHECK(task_state_frozen(&t));
+        strcpy(t.wchan, "do_nanosleep");
+        CHECK(!task_state_frozen(&t));
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "asleep in do_nanosleep");
+        t.state = 'D';
+        strcpy(t.wchan, "fuse_get_req");
+        CHECK(!task_state_frozen(&t));
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in uninterruptible sleep in fuse_get_req");
+        t.wchan[0] = 0;
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in uninterruptible sleep");
+        t.state = 'R';
+        strcpy(t.wchan, "whatever");
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "running");
+        t.state = 'T';
+        t.wchan[0] = 0;
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "stopped");
+        t.state = 'X';
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in state X");
+}
+
+/* The real /proc: a child that renamed itself and sleeps; then stopped. */
+static void test_live(void) {
+        TaskState t;
+        int fds[2];
+        pid_t pid;
+        char c;
+
+        CHECK_R(task_state_read(getpid(), &t), 0);
+        CHECK(t.tid == getpid() && t.state == 'R');
+
+        if (pipe(fds) < 0) {
+                CHECK(false);
+                return;
+        }
+        pid = fork();
+        if (pid == 0) {
+                (void) prctl(PR_SET_NAME, "a (b) c");
+                (void) !write(fds[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        CHECK(pid > 0);
+        CHECK(read(fds[0], &c, 1) == 1);
+        /* Asleep in pause() once it is off the run queue: no event says when. */
+        for (int i = 0; i < 2000; i++) {
+                if (task_state_read(pid, &t) == 0 && t.state == 'S' && t.wchan[0])
+                        break;
+                usleep(1000);
+        }
+        CHECK_R(task_state_read(pid, &t), 0);
+        CHECK(t.tid == pid && t.state == 'S');
+        CHECK_STR(t.comm, "a (b) c");
+        CHECK(!task_state_frozen(&t));
+        kill(pid, SIGSTOP);
+        (void) waitpid(pid, NULL, WUNTRACED);
+        CHECK_R(task_state_read(pid, &t), 0);
+        CHECK(t.state == 'T');
+        kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        CHECK_R(task_state_read(pid, &t), -ENOENT);
+        close(fds[0]);
+        close(fds[1]);
+}
+
+int main(void) {
+        test_parse();
+        test_frozen_and_describe();
+        test_live();
+        return test_summary("test-task-state");
+}
