@@ -1930,6 +1930,9 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         fclose(f);
 
         format_usec(tbuf, sizeof tbuf, op->timeout_usec);
+        /* In the log too: the caller may drop the error, and "stuck freezing"
+         * is what an operator looks for afterwards. */
+        log_notice("A call timed out after %s waiting for %s", tbuf, pending ?: "?");
         operation_doom(op, true, BUS_ERROR_TIMEOUT, "Timed out after %s waiting for %s", tbuf, pending ?: "?");
         manager_dispatch(m);
 }

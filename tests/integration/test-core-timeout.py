@@ -81,6 +81,8 @@ def test():
             ft.check(f'Not frozen: task {stuck.pid} (stat) of /h, in uninterruptible sleep in {wchan}' in e.message,
                      f'the Timeout message names the task asleep in {wchan} (state D)', repr(e.message))
             ft.check(str(sleeper.pid) not in e.message, 'and not the frozen sleeper', repr(e.message))
+            ft.check(f'A call timed out after 500.000ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
+                     in d.log(), "freezerd's log says so too", d.log()[-2000:])
             ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
             ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
