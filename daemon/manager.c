@@ -170,9 +170,8 @@ static void on_repoll(evutil_socket_t fd, short what, void *userdata) {
                         group_poll_failed(m, g, false, 0);
                         continue;
                 }
-                (void) group_set_polled(m, g, true);
-                /* Polled now, a change since the last read would be reported;
-                 * read anyway, polled or not, so that nothing waits for it. */
+                /* The read asks epoll again (group_apply_events()); taken
+                 * now, a change after the read is reported by the epoll set. */
                 (void) group_read_events(m, g);
         }
         if (m->n_poll_failed > 0)
@@ -1800,6 +1799,12 @@ static void format_usec(char *buf, size_t n, uint64_t usec) {
                          (usec % USEC_PER_SEC) / USEC_PER_MSEC);
 }
 
+/* A group the kernel has not frozen although every group below it is: its
+ * own tasks are what a freeze of it, or above it, waits for. */
+static bool group_holds_back_freeze(const Group *g) {
+        return !g->frozen && g->n_frozen_descendants == g->n_descendants;
+}
+
 /* For a timeout's message: the groups below g that keep its freeze from
  * completing.  The kernel reports g frozen once its own tasks are, while a
  * child is still freezing (a task asleep on FUSE): "waiting for /pod (frozen)"
@@ -1811,7 +1816,7 @@ static void group_list_blocking(FILE *f, Group *g) {
         if (!g->e_freeze || g->n_frozen_descendants == g->n_descendants)
                 return;
         for (Group *c = tree_next_preorder(g, g); c; c = tree_next_preorder(g, c)) {
-                if (c->frozen || c->n_frozen_descendants != c->n_descendants)
+                if (!group_holds_back_freeze(c))
                         continue;
                 if (n < 4)
                         fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", c->path,
@@ -1888,7 +1893,7 @@ static void operation_list_stuck_tasks(Operation *op, FILE *f) {
                 if (!g || op->entries[i].done || !g->e_freeze)
                         continue;
                 for (Group *x = g; x; x = tree_next_preorder(g, x))
-                        if (x->e_freeze && !x->frozen && x->n_frozen_descendants == x->n_descendants &&
+                        if (x->e_freeze && group_holds_back_freeze(x) &&
                             x->parent) /* the mount's root holds no tasks of a freeze */
                                 group_list_stuck_tasks(op->manager, x, &st);
         }

@@ -93,6 +93,16 @@ class Figures:
         if error is not None:
             self.errors[error] += 1
 
+    def call(self, client, method, *args, **kwargs):
+        """client.call(method, *args), its reply or error name counted."""
+        try:
+            out = client.call(method, *args, **kwargs)
+        except DBusError as e:
+            self.reply(method, e.name)
+            raise
+        self.reply(method)
+        return out
+
     def print(self):
         def fmt(counter):
             return ', '.join(f'{k} {v}' for k, v in sorted(counter.items())) or 'none'
@@ -855,6 +865,11 @@ class Bus:
         _current_bus = self
         return self
 
+    def open_to_other_uids(self):
+        """Let other uids reach the socket (its directory is 0700)."""
+        os.chmod(self.tmpdir, 0o711)
+        os.chmod(os.path.join(self.tmpdir, 'bus'), 0o666)
+
     def log(self):
         """dbus-daemon's output, less its warning that it cannot raise RLIMIT_NOFILE."""
         try:
@@ -1447,6 +1462,17 @@ class Scratch:
                 os.mkdir(d)
                 loop().watch(os.path.join(d, 'cgroup.events'))
         return self.abspath(relpath)
+
+    # The files a delegated subtree hands over with its directory, as systemd's Delegate= does.
+    DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
+
+    def delegate(self, relpath, uid, gid=None):
+        """The group's directory and DELEGATED_FILES to uid (and gid, default uid)."""
+        d = self.abspath(relpath)
+        gid = uid if gid is None else gid
+        os.chown(d, uid, gid)
+        for f in self.DELEGATED_FILES:
+            os.chown(os.path.join(d, f), uid, gid)
 
     def rmdir(self, relpath):
         os.rmdir(self.abspath(relpath))

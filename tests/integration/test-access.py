@@ -81,7 +81,6 @@ U = _uid('nobody')
 U2 = next((u for u in map(_uid, ('daemon', 'bin', 'sys', 'games', 'man')) if u not in (None, 0, U)), None)
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
 ERROR_LIMITS_EXCEEDED = ft.ERROR_LIMITS_EXCEEDED
-DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
 OWNED = ['/own', '/own/a', '/own/a/x', '/own/b', '/own2']
 ROOTS = ['/own/rc', '/foreign', '/foreign2']
 ALL = ['/own', '/own/a', '/own/a/x', '/own/b', '/own/rc', '/foreign', '/other', '/own2', '/foreign2']
@@ -209,19 +208,6 @@ def check_uid_trigger_cap(bus, u, root):
             a.close()
 
 
-def open_bus_to(bus, uid):
-    """Let other uids reach the private bus's socket (its directory is 0700)."""
-    os.chmod(bus.tmpdir, 0o711)
-    os.chmod(os.path.join(bus.tmpdir, 'bus'), 0o666)
-
-
-def delegate(sc, path, uid):
-    d = sc.abspath(path)
-    os.chown(d, uid, uid)
-    for f in DELEGATED_FILES:
-        os.chown(os.path.join(d, f), uid, uid)
-
-
 def denied(fn, *args, path, what=None):
     """fn(*args) fails with AccessDenied naming path, and naming no uid."""
     e = ft.expect_dbus_error(ERROR_ACCESS_DENIED, fn, *args)
@@ -244,8 +230,8 @@ def test():
         for g in ALL:
             sc.mkdir(g)
         for g in OWNED:
-            delegate(sc, g, U)
-        delegate(sc, '/other', U2)
+            sc.delegate(g, U)
+        sc.delegate('/other', U2)
         sc.spawn_sleepers('/own/a/x', 1)
         sc.spawn_sleepers('/foreign', 1)
         pressure = os.path.exists('/proc/pressure/cpu') and os.path.exists(sc.abspath('/own', 'cpu.pressure'))
@@ -256,7 +242,7 @@ def test():
         all_zero = {g: 0 for g in ALL}
 
         with ft.Bus() as bus:
-            open_bus_to(bus, U)
+            bus.open_to_other_uids()
             with ft.Daemon(bus, sc.root, config={'track': ['/own', '/foreign', '/other']}) as d, \
                     as_user(bus.address, U) as u:
                 root = d.client
@@ -483,7 +469,7 @@ def test():
             with open(conf, 'w') as f:
                 f.write(SYSTEM_LIKE_CONF.format(policy=os.path.join(ft.SRCDIR, 'dbus', 'org.freezerd.Freezer1.conf')))
             with ft.Bus(config=conf) as bus:
-                open_bus_to(bus, U)
+                bus.open_to_other_uids()
                 with ft.Daemon(bus, sc.root, config={'track': ['/own', '/foreign']}) as d, \
                         as_user(bus.address, U, 'U on a system-like bus') as u:
                     ft.check(u.get(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Version'), 'policy: U may read properties')

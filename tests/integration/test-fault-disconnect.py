@@ -54,13 +54,7 @@ def test():
             rec = c.record()
 
             def call(method, *args):
-                try:
-                    out = c.call(method, *args)
-                except ft.DBusError as e:
-                    fig.reply(method, e.name)
-                    raise
-                fig.reply(method)
-                return out
+                return fig.call(c, method, *args)
 
             def state(path):
                 fig.reply('Get')

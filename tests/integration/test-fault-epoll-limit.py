@@ -12,8 +12,8 @@ it timed out, and the log blamed no limit ("No space left on device").
 
 The epoll limit (/proc/sys/fs/epoll/max_user_watches) is system-wide and counted
 per real uid, and no user namespace has one of its own.  So freezerd runs as
-nobody, over a scratch subtree delegated to it (its groups' cgroup.freeze chowned
-to nobody), and holds more watches than root does: one per group with a task
+nobody, over a scratch subtree delegated to it (Scratch.delegate(), as systemd's
+Delegate= does), and holds more watches than root does: one per group with a task
 (K groups, a sleeper each, K = root's watches + 48).  The limit is then set to
 exactly nobody's watches: freezerd's next epoll_ctl(ADD) fails, root's processes
 (dbus-daemon, this harness) keep 48 or more to spare.  It is put back in a finally.
@@ -101,10 +101,8 @@ def test():
     fig = ft.Figures('test-fault-epoll-limit')
 
     def delegate(sc, relpath):
-        """The group and its cgroup.freeze to nobody, as a Delegate= subtree is."""
         sc.mkdir(relpath)
-        os.chown(sc.abspath(relpath), uid, gid)
-        os.chown(sc.abspath(relpath, 'cgroup.freeze'), uid, gid)
+        sc.delegate(relpath, uid, gid)
 
     try:
         with ft.Scratch('fault-epoll-limit') as sc, ft.Bus() as bus:
@@ -116,21 +114,14 @@ def test():
             for g in COVERED:
                 delegate(sc, g)
 
-            os.chmod(bus.tmpdir, 0o711)  # as test-access does: other uids may connect
-            os.chmod(os.path.join(bus.tmpdir, 'bus'), 0o666)
+            bus.open_to_other_uids()
             with ft.Daemon(bus, sc.root, user=uid) as d:
                 c = d.client
                 rec = c.record()
                 ft.loop().watch(d.log_path, ft.Inotify.IN_MODIFY)  # wakes waits on the log
 
                 def call(method, *args):
-                    try:
-                        out = c.call(method, *args)
-                    except ft.DBusError as e:
-                        fig.reply(method, e.name)
-                        raise
-                    fig.reply(method)
-                    return out
+                    return fig.call(c, method, *args)
 
                 ft.check_equal(len(call('ListGroups')[0]), k + 1 + len(COVERED) + 1,
                                'freezerd (as nobody) tracks every group and the root')
