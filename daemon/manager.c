@@ -68,6 +68,7 @@ static int watch_fd(Manager *m, int fd, uint32_t mask) {
 static void group_apply_events(Manager *m, Group *g, bool populated, bool frozen);
 static Group *group_cover(Group *g);
 static void operation_watch_holdback(Operation *op);
+static void holdback_watch_external(Manager *m, Group *g);
 static void holdback_remove(Manager *m, GroupData *d);
 static void group_notified(Manager *m, Group *g);
 
@@ -648,6 +649,8 @@ static void group_reread_freeze(Manager *m, Group *g, bool deduce) {
                 m->settle_gen++;
                 group_settle_subtree(m, g, deduce);
                 group_flag_changed(m, g);
+                if (v)
+                        holdback_watch_external(m, g);
         }
 }
 
@@ -2033,7 +2036,7 @@ static void on_holdback(evutil_socket_t fd, short what, void *userdata) {
 
                 /* Past the interval the kernel's own notification has come, or
                  * comes without holding back. */
-                if (!m->operations || !g->e_freeze || g->frozen || d->notified_usec + HOLDBACK_WINDOW_USEC < now) {
+                if (!g->e_freeze || g->frozen || d->notified_usec + HOLDBACK_WINDOW_USEC < now) {
                         holdback_remove(m, d);
                         continue;
                 }
@@ -2075,14 +2078,14 @@ static void group_notified(Manager *m, Group *g) {
                 return; /* nothing of it that we wait for is ever held back */
         now = now_usec();
         d->notified_usec = now;
-        if (!m->operations || !g->e_freeze || g->frozen)
+        if (!g->e_freeze || g->frozen)
                 return;
-        if (d->holdback_slot) {
+        if (d->holdback_slot) { /* re-read for a call or after a write behind our back */
                 m->holdback[d->holdback_slot - 1] = (HoldbackEntry) { .group = g, .since = now };
                 holdback_rearm(m, now);
                 return;
         }
-        for (Group *a = g; a; a = a->parent)
+        for (Group *a = m->operations ? g : NULL; a; a = a->parent)
                 if (group_data(a) && group_data(a)->entries) { /* a call waits on a subtree holding g */
                         holdback_add(m, g, now);
                         if (d->holdback_slot)
@@ -2109,8 +2112,24 @@ static void group_notified(Manager *m, Group *g) {
  * or the interval since that notification is over (HOLDBACK_WINDOW_USEC: 10 ms
  * and two jiffies at HZ=100); past that, the kernel's own notification ends
  * the wait.  At most HOLDBACK_MAX groups: beyond them, a call waits for the
- * kernel as before.  Nothing is read while no call waits: idle, freezerd still
+ * kernel as before.  A freeze written behind our back is re-read the same way
+ * (holdback_watch_external()).  Nothing is read otherwise: idle, freezerd still
  * never wakes. */
+static void holdback_watch_subtree(Manager *m, Group *top, uint64_t now) {
+        if (!top->e_freeze)
+                return; /* a thaw is synchronous in the kernel: read at the write */
+        for (Group *x = top; x;) {
+                GroupData *xd = group_data(x);
+                if (!x->populated) { /* nothing below it to wait for */
+                        x = tree_next_preorder_skip(top, x);
+                        continue;
+                }
+                if (x->e_freeze && !x->frozen && xd->notified_usec > 0 && xd->notified_usec + HOLDBACK_WINDOW_USEC > now)
+                        holdback_add(m, x, now);
+                x = tree_next_preorder(top, x);
+        }
+}
+
 static void operation_watch_holdback(Operation *op) {
         Manager *m = op->manager;
         uint64_t now = now_usec();
@@ -2118,22 +2137,26 @@ static void operation_watch_holdback(Operation *op) {
 
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
-                Group *top = e->group;
 
-                if (!top || e->done || !top->e_freeze)
-                        continue; /* a thaw is synchronous in the kernel: read at the write */
-                for (Group *x = top; x;) {
-                        GroupData *xd = group_data(x);
-                        if (!x->populated) { /* nothing below it to wait for */
-                                x = tree_next_preorder_skip(top, x);
-                                continue;
-                        }
-                        if (x->e_freeze && !x->frozen && xd->notified_usec > 0 &&
-                            xd->notified_usec + HOLDBACK_WINDOW_USEC > now)
-                                holdback_add(m, x, now);
-                        x = tree_next_preorder(top, x);
-                }
+                if (e->group && !e->done)
+                        holdback_watch_subtree(m, e->group, now);
         }
+        if (m->n_holdback > before)
+                holdback_rearm(m, now);
+}
+
+/* A freeze written behind our back (systemctl freeze, runc pause, echo 1 >
+ * cgroup.freeze) right after the group's last notification, such as a freeze
+ * soon after a thaw: the kernel sends its "frozen 1" only at the end of the
+ * interval, 10-20 ms later, although the tasks froze within a millisecond.
+ * Its groups are re-read as for a waiting call, so that Frozen (and the
+ * signals saying so) follow the kernel's state, not its rate limit.  At most
+ * 11 reads a group, within 20 ms of an event: idle, nothing is read. */
+static void holdback_watch_external(Manager *m, Group *g) {
+        uint64_t now = now_usec();
+        unsigned before = m->n_holdback;
+
+        holdback_watch_subtree(m, g, now);
         if (m->n_holdback > before)
                 holdback_rearm(m, now);
 }

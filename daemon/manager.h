@@ -30,7 +30,8 @@
 #define GROUP_DEPTH_MAX 256
 
 /* Groups re-read at once while the kernel may hold back their notification
- * (manager.c, operation_watch_holdback()); beyond them a call waits for it. */
+ * (manager.c, operation_watch_holdback() and holdback_watch_external());
+ * beyond them a call, or a signal, waits for it. */
 #define HOLDBACK_MAX 256
 
 /* getdents64 buffer of a directory listing. */
@@ -213,8 +214,9 @@ struct Manager {
         unsigned n_operations_peak; /* since the last time few were left */
         bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
-        /* Groups a waiting call needs whose notification the kernel may be
-         * holding back (operation_watch_holdback()), re-read from holdback_timer:
+        /* Groups a waiting call needs, or a freeze written behind our back
+         * froze, whose notification the kernel may be holding back
+         * (operation_watch_holdback()), re-read from holdback_timer:
          * each since when, and how many times already. */
         struct HoldbackEntry {
                 Group *group;

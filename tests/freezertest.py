@@ -1319,10 +1319,10 @@ class HeldBackRounds:
         self.held_back = held_back
         self.conclusive = self.first = 0
 
-    def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification"):
+    def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply'):
         """Count one round started at `since`; print its figures; return whether it was conclusive."""
         held = t_note - since
-        print(f'# {label}: reply {1e3 * (t_reply - since):.1f} ms after {start}, '
+        print(f'# {label}: {reply} {1e3 * (t_reply - since):.1f} ms after {start}, '
               f'{note} {1e3 * held:.1f} ms after it', flush=True)
         if held < self.held_back:
             return False

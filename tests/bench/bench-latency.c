@@ -27,8 +27,12 @@
  *                write, no waiting (the floor of a call).
  *
  * Between steps a pause of --settle-ms (default 15 ms; the kernel holds back
- * a cgroup.events notification that comes less than 10 ms after the previous
- * one of the same file, CGROUP_FILE_NOTIFY_MIN_INTV), during which whatever
+ * a cgroup.events notification that comes less than 10 ms, rounded up to
+ * jiffies, after the previous one of the same file, CGROUP_FILE_NOTIFY_MIN_INTV:
+ * at HZ=250 the window is 12-16 ms, so some freeze steps fall inside it, and
+ * the floor's inotify then waits for the kernel's timer, as a freezer that
+ * only follows notifications would; freezerd re-reads such a group, see
+ * holdback_watch_external() in daemon/manager.c), during which whatever
  * the step left (late signals, inotify events) is drained, and the state is
  * checked: after a freeze step cgroup.freeze is 1 and cgroup.events says
  * "frozen 1", after a thaw step both are 0.  A violation exits 1.  Then
