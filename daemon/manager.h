@@ -63,7 +63,12 @@ typedef struct OpEntry OpEntry;
 typedef struct GroupData {
         Group *group;
         Manager *manager;
-        int events_fd; /* cgroup.events, kept open for pread() after every notification */
+        /* cgroup.events, opened on first read (group_read_events()) and kept for
+         * pread() after every notification; -1 until then.  A group below an
+         * empty one is deduced, not read (group_cover()), and its file never
+         * opened: see group_open_events(). */
+        int events_fd;
+        bool no_events; /* the mount's root, which has no cgroup.events */
         int freeze_fd; /* cgroup.freeze, opened on first write and kept; -1 until then */
         int wd_dir;    /* watch on the directory (child mkdir/rmdir); also names its cgroup.events in the epoll set */
         int wd_freeze; /* watch on cgroup.freeze (writes); -1 for the mount's root, which has none */

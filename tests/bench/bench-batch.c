@@ -696,7 +696,15 @@ static void check_tree(void) {
                         die("%s has %u child groups, expected %u", dir, have, want);
                 if (read_flag(i) || read_frozen(i))
                         die("%s is not thawed at the start (cgroup.freeze or frozen is 1)", dir);
-                if (i >= FIRST_LEAF_PARENT)
+                /* Without sleepers a leaf parent's "populated 0" says that every
+                 * leaf is empty: their cgroup.events are not opened, as nobody
+                 * else does (freezerd deduces them), since the kernel's
+                 * notification work after each write costs twice as much for a
+                 * file whose inode is in memory (see group_open_events() in
+                 * daemon/manager.c), and that would be this check's doing. */
+                if (i >= FIRST_LEAF_PARENT && !B.sleepers && file_events_value(dir, "populated") != 0)
+                        die("%s is populated, expected no process below it (no --leaf-sleepers)", dir);
+                if (i >= FIRST_LEAF_PARENT && B.sleepers)
                         for (unsigned k = 0; k < B.n; k++) {
                                 char leaf[32];
                                 snprintf(leaf, sizeof leaf, "c%u", k);
