@@ -102,6 +102,21 @@ static void follow_progress(WriterJob *job, freeze_progress_t progress, void *us
         }
 }
 
+/* The CPU for the writer: the next one after the caller's that the process
+ * may run on (see freeze-writer.h), or the caller's own if it is the only one. */
+static int writer_cpu(int caller_cpu) {
+        cpu_set_t allowed;
+
+        if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
+                return caller_cpu;
+        for (int i = 1; i < CPU_SETSIZE; i++) {
+                int c = (caller_cpu + i) % CPU_SETSIZE;
+                if (CPU_ISSET(c, &allowed))
+                        return c;
+        }
+        return caller_cpu;
+}
+
 int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
                           FreezeWriterReport *report) {
         /* The count shares a 32-bit futex word with the end bit. */
@@ -124,7 +139,7 @@ int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_
         if (r != 0)
                 return -r;
         CPU_ZERO(&cpus);
-        CPU_SET(cpu, &cpus);
+        CPU_SET(writer_cpu(cpu), &cpus);
         /* glibc applies these before the thread runs, and pthread_create()
          * fails with their error (EPERM for the policy). */
         if ((r = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED)) != 0 ||

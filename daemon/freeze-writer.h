@@ -6,19 +6,26 @@
  *
  * A write that freezes or thaws a big subtree makes the kernel queue its
  * notification of every cgroup.events that changed, as one work item on the
- * writer's CPU (kernfs_notify_workfn(), about 0.6 µs a file here).  That
- * kworker preempts a normal-priority writer as its write(2) returns, and, on a
- * kernel without preemption of kernel code, keeps the CPU until its whole list
- * is done: 2-3 ms for 4,000 groups, before the next write of the batch, the
- * settling and the reply.  A SCHED_FIFO thread is not preempted by it: the
- * writes go out back to back, and the caller, woken when the thread ends, can
- * run on another CPU while the kworker runs on this one.
+ * writer's CPU (kernfs_notify_workfn(), about 0.4 µs a file here when nobody
+ * opened the files, twice that once they were).  That kworker preempts a
+ * normal-priority writer as its write(2) returns, and, on a kernel without
+ * preemption of kernel code, keeps the CPU until its whole list is done: about
+ * 1.5 ms for 4,000 groups, before the next write of the batch, the settling
+ * and the reply.  A SCHED_FIFO thread is not preempted by it: the writes go out
+ * back to back.
  *
  * The thread lives for one call (so that freezerd stays single-threaded at
  * rest: a second thread makes every fd lookup of the process take a reference,
- * see the README) and is pinned to the caller's CPU: the caller runs there, so
- * no kworker is in the middle of its list there, and a real-time thread that
- * wakes behind one (on another CPU) would wait for all of it. */
+ * see the README) and is pinned to another CPU than the caller's (the next one
+ * it may use), so that the kworker runs there too, and the caller, which
+ * sleeps until the thread is done, wakes on its own CPU and settles and
+ * replies beside it.  Pinned to the caller's CPU (until session 24) the thread
+ * first preempted the caller before it slept, and the caller then waited
+ * behind the kworker: 4-7 ms a cycle of the batch benchmark at n=1,000, under
+ * 0.3 ms now.  The price: a thread may start behind the previous call's kworker,
+ * which a real-time thread waits for in full; with the notification work at
+ * its shorter length (see group_open_events() in manager.c) that costs less
+ * than it saves.  A process allowed one CPU writes from that one. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,7 +55,7 @@ typedef struct FreezeWriterReport {
 typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
- * calling CPU and waits for it; the writes stop at the first failure (see r).
+ * CPU after the calling one (see above) and waits for it; the writes stop at the first failure (see r).
  * delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every

@@ -835,13 +835,6 @@ static int group_attach(Manager *m, Group *g, int events_fd, Watches w) {
         return r < 0 ? r : 0;
 }
 
-/* After a new group's first read: it is covered by its parent's cover (or by
- * its parent, if that is one) when it is what the cover vouches for, empty and
- * frozen as its flags say, and then not polled at all: a start over 10,000
- * empty groups polls the few tops, and their first freeze queues nothing.
- * Otherwise it is polled; an empty one becomes a cover for the groups found
- * below it.  A change since its read is not lost: polled later, the file
- * reports it (see group_set_polled()); covered, its cover's file does. */
 /* The group that would vouch for a new empty child of parent (see
  * group_start_following()): parent's own cover, or parent if it is one. */
 static Group *group_child_cover(Group *parent) {
@@ -856,6 +849,14 @@ static Group *group_child_cover(Group *parent) {
         return top;
 }
 
+/* After a new group's first read (or its deduction, see manager_add_new()):
+ * it is covered by its parent's cover (or by its parent, if that is one) when
+ * it is what the cover vouches for, empty and frozen as its flags say, and
+ * then not polled at all: a start over 10,000 empty groups polls the few tops,
+ * and their first freeze queues nothing.  Otherwise it is polled; an empty one
+ * becomes a cover for the groups found below it.  A change since its read is
+ * not lost: polled later, the file reports it, or is read once if it was
+ * opened only then (see group_set_polled()); covered, its cover's file does. */
 static int group_start_following(Manager *m, Group *g, bool read_ok) {
         GroupData *d = group_data(g);
         Group *top = NULL;

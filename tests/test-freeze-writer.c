@@ -109,12 +109,27 @@ static void test_report(void) {
         CHECK_R(w.r, 0);
         CHECK_R(rep.policy, SCHED_FIFO);
         CHECK_R(rep.priority, 1);
-        /* Pinned to the caller's CPU at the time of the call. */
-        CHECK(rep.caller_cpu >= 0);
-        CHECK_R(rep.cpu, rep.caller_cpu);
+        /* Pinned to another CPU than the caller's at the time of the call,
+         * one the process may use, where it may use more than one. */
+        cpu_set_t allowed, one;
+        CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+        CHECK(rep.caller_cpu >= 0 && rep.cpu >= 0);
+        CHECK(CPU_ISSET(rep.cpu, &allowed));
+        if (CPU_COUNT(&allowed) > 1)
+                CHECK(rep.cpu != rep.caller_cpu);
         CHECK(rep.signals_blocked);
         /* The caller's own scheduling is untouched. */
         CHECK_R(sched_getscheduler(0), SCHED_OTHER);
+
+        /* Allowed one CPU, the process writes from that one. */
+        CPU_ZERO(&one);
+        CPU_SET(rep.caller_cpu, &one);
+        CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK_R(w.r, 0);
+        CHECK_R(rep.cpu, rep.caller_cpu);
+        CHECK(CPU_ISSET(rep.cpu, &one));
+        CHECK(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
         close(w.fd);
 }
 
