@@ -83,6 +83,20 @@ static void group_notified(Manager *m, Group *g);
 static void group_poll_failed(Manager *m, Group *g, bool failed, int error);
 static int group_read_events(Manager *m, Group *g);
 
+/* Opens g's file (cgroup.events, cgroup.freeze) beneath the root: no
+ * symlink, no mount crossing. */
+static int group_open_file(Manager *m, Group *g, const char *file, int flags) {
+        _cleanup_free_ char *rel = NULL;
+
+        if (streq(g->path, "/"))
+                rel = strdup(file);
+        else if (asprintf(&rel, "%s/%s", cg_path_relative(g->path), file) < 0)
+                rel = NULL;
+        if (!rel)
+                return -ENOMEM;
+        return cg_openat_beneath(m->root_fd, rel, flags, 0);
+}
+
 /* cgroup.events of g, opened now if it is not yet.  Only when it is to be
  * read or polled: the kernel's notification work after a cgroup.freeze write
  * (kernfs_notify_workfn(), on the writer's CPU, which keeps it from everything
@@ -95,20 +109,13 @@ static int group_read_events(Manager *m, Group *g);
  * theirs opened, and a freeze of thousands of them costs every writer less. */
 static int group_open_events(Manager *m, Group *g) {
         GroupData *d = group_data(g);
-        _cleanup_free_ char *rel = NULL;
         int fd;
 
         if (d->events_fd >= 0)
                 return d->events_fd;
         if (d->no_events)
                 return -ENODATA;
-        if (streq(g->path, "/"))
-                rel = strdup("cgroup.events");
-        else if (asprintf(&rel, "%s/cgroup.events", cg_path_relative(g->path)) < 0)
-                rel = NULL;
-        if (!rel)
-                return -ENOMEM;
-        fd = cg_openat_beneath(m->root_fd, rel, O_RDONLY, 0);
+        fd = group_open_file(m, g, "cgroup.events", O_RDONLY);
         if (fd < 0)
                 return fd == -ENOENT ? -ENODEV : fd; /* removed: its removal event follows */
         d->events_fd = fd;
@@ -362,18 +369,11 @@ static Group *group_cover(Group *g) {
 
 static int group_open_freeze(Manager *m, Group *g) {
         GroupData *d = group_data(g);
-        _cleanup_free_ char *rel = NULL;
         int fd;
 
         if (d->freeze_fd >= 0)
                 return d->freeze_fd;
-        if (streq(g->path, "/"))
-                rel = strdup("cgroup.freeze");
-        else if (asprintf(&rel, "%s/cgroup.freeze", cg_path_relative(g->path)) < 0)
-                rel = NULL;
-        if (!rel)
-                return -ENOMEM;
-        fd = cg_openat_beneath(m->root_fd, rel, O_RDWR, 0);
+        fd = group_open_file(m, g, "cgroup.freeze", O_RDWR);
         if (fd < 0)
                 return fd;
         d->freeze_fd = fd;
@@ -382,7 +382,6 @@ static int group_open_freeze(Manager *m, Group *g) {
 
 static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         GroupData *d = group_data(g);
-        _cleanup_free_ char *rel = NULL;
         _cleanup_close_ int tmp = -1;
         char buf[16];
         ssize_t n;
@@ -390,14 +389,8 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
 
         if (fd < 0) {
                 /* Most groups are never written by us: open, read, close, to keep
-                 * one fd per group at rest (RLIMIT_NOFILE is not ours to raise). */
-                if (streq(g->path, "/"))
-                        rel = strdup("cgroup.freeze");
-                else if (asprintf(&rel, "%s/cgroup.freeze", cg_path_relative(g->path)) < 0)
-                        rel = NULL;
-                if (!rel)
-                        return -ENOMEM;
-                tmp = cg_openat_beneath(m->root_fd, rel, O_RDONLY, 0);
+                 * no fd for them at rest (RLIMIT_NOFILE is not ours to raise). */
+                tmp = group_open_file(m, g, "cgroup.freeze", O_RDONLY);
                 if (tmp < 0)
                         return tmp;
                 fd = tmp;
