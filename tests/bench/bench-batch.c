@@ -42,9 +42,9 @@
  *
  * The floor, floor-nowait and shell cycles run with freezerd stopped (SIGSTOP
  * to --daemon-pid, SIGCONT after the cycle, before settle()), so that they
- * measure the kernel alone: freezerd watches every cgroup.events and would
- * otherwise spend as much CPU time on their changes as on its own, on the
- * other core, while they run.
+ * measure the kernel alone: freezerd follows the groups' changes and would
+ * otherwise spend CPU time on them, on the other core, while they run.  (Its
+ * open files and watches stay, as they would for any writer on the machine.)
  *
  * Correctness is checked after every step of every cycle (untimed): after a
  * freeze step every cgroup.freeze of A..G is 1 and, where the method waited
@@ -697,11 +697,11 @@ static void check_tree(void) {
                 if (read_flag(i) || read_frozen(i))
                         die("%s is not thawed at the start (cgroup.freeze or frozen is 1)", dir);
                 /* Without sleepers a leaf parent's "populated 0" says that every
-                 * leaf is empty: their cgroup.events are not opened, as nobody
-                 * else does (freezerd deduces them), since the kernel's
-                 * notification work after each write costs twice as much for a
-                 * file whose inode is in memory (see group_open_events() in
-                 * daemon/manager.c), and that would be this check's doing. */
+                 * leaf is empty.  The leaves' cgroup.events are not opened (nor
+                 * does freezerd open them): the kernel's notification work after
+                 * each write takes twice as long for a file whose inode is in
+                 * memory (see group_open_events() in daemon/manager.c), and every
+                 * method measured would pay for this check. */
                 if (i >= FIRST_LEAF_PARENT && !B.sleepers && file_events_value(dir, "populated") != 0)
                         die("%s is populated, expected no process below it (no --leaf-sleepers)", dir);
                 if (i >= FIRST_LEAF_PARENT && B.sleepers)
