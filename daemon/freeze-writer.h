@@ -55,8 +55,8 @@ typedef struct FreezeWriterReport {
 typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
- * CPU after the calling one (see above) and waits for it; the writes stop at the first failure (see r).
- * delay_usec (crash tests only, else 0) sleeps after each write.  progress
+ * CPU after the calling one (see above) and waits for it; the writes stop at
+ * the first failure (see r).  delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every
  * r set, also those a failure cancelled); never for more than 2^31 writes.

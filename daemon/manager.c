@@ -179,9 +179,10 @@ static void repoll_arm(Manager *m) {
 /* A group whose cgroup.events could not be put in the epoll set (or opened,
  * out of fds) would be neither polled nor covered: changes of its tasks
  * (populated, a freeze that completes) would go unseen, and a call waiting on
- * it would time out.  So until epoll takes it, it is re-read every REPOLL_USEC (the only polling
- * freezerd does, and only then), and the log says so: once when the first
- * group fails, once when the last one is in again. */
+ * it would time out.  So until epoll takes it, it is re-read every
+ * REPOLL_USEC (the only polling freezerd does, and only then), and the log
+ * says so: once when the first group fails, once when the last one is in
+ * again. */
 static void group_poll_failed(Manager *m, Group *g, bool failed, int error) {
         GroupData *d = group_data(g);
 
@@ -1355,7 +1356,8 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
                 tree_remove(m->tree, g, group_data_destroy, m);
                 return r;
         }
-        /* Read after the watches are armed: a later write is seen. */
+        /* Read after the watches are armed: a later write is seen.  Should
+         * the flag not read, the group is read as any other. */
         bool deduced = cover && read_freeze_file(fd, &freeze) >= 0;
         if (deduced) {
                 tree_set_freeze(m->tree, g, freeze);
@@ -2620,7 +2622,8 @@ static void manager_resync(Manager *m) {
                 next = tree_next_preorder(tree_root(m->tree), g);
                 group_reread_freeze(m, g, false);
                 /* Its cover, an ancestor, was read just before it, and the
-                 * flags on the way down: nothing to read (see group_open_events()). */
+                 * flags on the way down: nothing to read (see
+                 * group_open_events()). */
                 if (group_cover(g))
                         continue;
                 if (group_read_events(m, g) == -ENODEV && g == tree_root(m->tree)) {
