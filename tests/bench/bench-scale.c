@@ -47,7 +47,9 @@
  *        frozen-by-parent, then running), the GroupsChanged messages and
  *        entries (most entries for one object in the phase, and within one
  *        message), the PropertiesChanged signals received (total, on group
- *        objects, most on one object, objects with more than one), and
+ *        objects, most on one object, objects with more than one), the
+ *        listener's time in its handler for freezerd's signals (reading
+ *        their entries: a message waits in the socket meanwhile), and
  *        freezerd's and dbus-daemon's CPU time from before the call until
  *        two Peer.Ping round trips after the last expected signal.
  * burst  mkdir(2) of --burst groups (spread over the top groups: tI/bK) as
@@ -541,6 +543,8 @@ static struct {
         unsigned gc_msgs, gc_entries; /* GroupsChanged messages and their entries */
         uint16_t *gc_count;           /* per slot: GroupsChanged entries in this phase */
         unsigned gc_max_in_msg;       /* most entries of one object within one GroupsChanged */
+        uint64_t handle_ns;           /* time spent in on_message() for freezerd's signals: reading
+                                       * their entries, which delays the next message's reading */
         bool by_pc;                   /* states followed through PropertiesChanged (subscribed), else GroupsChanged */
         bool by_lib;                  /* states followed through libfreezer's state callback (the
                                        * signals this thread sees are counted, not followed) */
@@ -797,6 +801,7 @@ static void on_message(sd_bus_message *m, uint64_t t) {
         } else
                 L.other++;
 out:
+        L.handle_ns += now_ns() - t;
         pthread_mutex_unlock(&L.lock);
 }
 
@@ -937,6 +942,7 @@ static void phase_reset_locked(Want want) {
         memset(L.count, 0, n_slots * sizeof *L.count);
         memset(L.gc_count, 0, n_slots * sizeof *L.gc_count);
         L.gc_msgs = L.gc_entries = L.gc_max_in_msg = 0;
+        L.handle_ns = 0;
         memset(L.want_state, 0, n_slots);
         memset(L.reached, 0, n_slots * sizeof *L.reached);
         L.want = want;
@@ -1042,6 +1048,7 @@ typedef struct PhaseResult {
         uint64_t op_ns;       /* the call until its reply, or the mkdir/rmdir loop */
         uint64_t all_ns;      /* until the last expected signal */
         uint64_t daemon_cpu_ns, bus_cpu_ns;
+        uint64_t handle_ns; /* the listener's time reading freezerd's signals */
         unsigned expected, msgs, pc_total, pc_groups, pc_manager, added, removed;
         unsigned max_per_object, objects_multi;
         unsigned gc_msgs, gc_entries, gc_max_per_object, gc_max_in_msg;
@@ -1062,6 +1069,7 @@ static void phase_collect(PhaseResult *p) {
         p->gc_msgs = L.gc_msgs;
         p->gc_entries = L.gc_entries;
         p->gc_max_in_msg = L.gc_max_in_msg;
+        p->handle_ns = L.handle_ns;
         for (unsigned s = 0; s < n_slots; s++) {
                 if (L.gc_count[s] > p->gc_max_per_object)
                         p->gc_max_per_object = L.gc_count[s];
@@ -1366,11 +1374,11 @@ static void json_phase(const PhaseResult *p, bool last) {
                "\"pc_manager\": %u, \"interfaces_added\": %u, \"interfaces_removed\": %u, \"max_pc_per_object\": %u, "
                "\"objects_with_several_pc\": %u, \"inotify_overflows\": %u, \"writes\": %u, \"skipped\": %u, "
                "\"subscribed\": %s, \"groups_changed\": %u, \"gc_entries\": %u, \"gc_max_per_object\": %u, "
-               "\"gc_max_in_message\": %u}%s\n",
+               "\"gc_max_in_message\": %u, \"listener_ms\": %.3f}%s\n",
                p->key, p->expected, ms(p->op_ns), ms(p->all_ns), ms(p->daemon_cpu_ns), ms(p->bus_cpu_ns), p->msgs,
                p->pc_total, p->pc_groups, p->pc_manager, p->added, p->removed, p->max_per_object, p->objects_multi,
                p->overflows, p->writes, p->skipped, p->subscribed ? "true" : "false", p->gc_msgs, p->gc_entries,
-               p->gc_max_per_object, p->gc_max_in_msg, last ? "" : ",");
+               p->gc_max_per_object, p->gc_max_in_msg, ms(p->handle_ns), last ? "" : ",");
 }
 
 static void json_usage(const char *name, const Usage *u, const char *tail) {
@@ -1605,9 +1613,10 @@ int main(int argc, char *argv[]) {
                                idle.msgs);
                 for (unsigned i = 0; i < n_phases; i++)
                         printf("%s: op %.1f ms, all %.1f ms, freezerd CPU %.1f ms, %u PropertiesChanged (max %u/object), "
-                               "%u GroupsChanged (%u entries)\n",
+                               "%u GroupsChanged (%u entries), listener %.1f ms reading them\n",
                                phases[i].key, ms(phases[i].op_ns), ms(phases[i].all_ns), ms(phases[i].daemon_cpu_ns),
-                               phases[i].pc_total, phases[i].max_per_object, phases[i].gc_msgs, phases[i].gc_entries);
+                               phases[i].pc_total, phases[i].max_per_object, phases[i].gc_msgs, phases[i].gc_entries,
+                               ms(phases[i].handle_ns));
         }
         return 0;
 }
