@@ -1586,10 +1586,13 @@ static int send_group_properties_changed(sd_bus *bus, const Group *g, unsigned c
         return sd_bus_send(NULL, sig, NULL);
 }
 
-/* At most this many groups per GroupsChanged message (about 60 bytes each):
- * well below dbus-daemon's message size limit, and a client is never handed
- * one huge message. */
-#define GROUPS_CHANGED_MAX 4096
+/* At most this many groups per GroupsChanged message (about 60 bytes each,
+ * 30 KiB): dbus-daemon routes, and a client reads, one message while
+ * freezerd builds the next.  With 4,096 a message (250 KiB) a storm's last
+ * ones reached the client one after another, each only once it was whole:
+ * a freeze over 10,100 groups was reported in 32 ms (median of six runs)
+ * against 24 ms with 512 and 26 ms with 256. */
+#define GROUPS_CHANGED_MAX 512
 
 static int groups_changed_send(sd_bus_message **sig) {
         int r;
@@ -1600,6 +1603,35 @@ static int groups_changed_send(sd_bus_message **sig) {
         if (r >= 0)
                 r = sd_bus_send(NULL, *sig, NULL);
         *sig = sd_bus_message_unref(*sig);
+        return r;
+}
+
+/* One (ssbbbuu) entry of GroupsChanged.  Appended field by field, not with
+ * sd_bus_message_append(): that parses its format string for every entry, and
+ * costs 0.6 µs an entry against 0.25 µs this way (libsystemd 252, 10,000
+ * entries); a storm over 10,000 groups builds 10,000 entries. */
+static int append_group_entry(sd_bus_message *msg, const Group *g) {
+        int freeze = g->freeze, frozen = g->frozen, populated = g->populated;
+        uint32_t descendants = g->n_descendants, frozen_descendants = g->n_frozen_descendants;
+        int r;
+
+        r = sd_bus_message_open_container(msg, 'r', "ssbbbuu");
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 's', g->path);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 's', freezer_state_to_string(g->state));
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 'b', &freeze);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 'b', &frozen);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 'b', &populated);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 'u', &descendants);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(msg, 'u', &frozen_descendants);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
         return r;
 }
 
@@ -1619,8 +1651,7 @@ static void sink_add_group(Sink *k, const Group *g) {
         }
         /* A group's whole state, typed: cheaper to build, route and read than
          * a dictionary of variants. */
-        r = sd_bus_message_append(k->batch, "(ssbbbuu)", g->path, freezer_state_to_string(g->state), g->freeze,
-                                  g->frozen, g->populated, g->n_descendants, g->n_frozen_descendants);
+        r = append_group_entry(k->batch, g);
         if (r < 0) {
                 log_debug_errno(r, "Cannot add %s to GroupsChanged: %m", g->path);
                 k->batch = sd_bus_message_unref(k->batch);

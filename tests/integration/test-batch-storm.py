@@ -22,7 +22,9 @@ next writes go on.
     another written subtree): not followed.  /s0's children are first reported
     once every write is done (/s3 reads 1 by then), each once.
   * The disjoint freeze again with "realtime_writes": false: written from the
-    main loop, nothing is reported before the last write.
+    main loop, nothing is reported before the last write; the 1,205 entries
+    of that turn go out in messages of at most 512 entries (the client reads
+    one while freezerd builds the next).
 GroupStatesChanged (the client subscribed to it too) follows the storm the same way:
 /s0's subtree in it before the reply, each group once, with the state bits of its
 final state.
@@ -39,6 +41,7 @@ import freezertest as ft  # noqa: E402
 TOPS = [f'/s{i}' for i in range(4)]
 CHILDREN = 300
 DELAY_USEC = 150000
+GROUPS_CHANGED_MAX = 512  # entries per GroupsChanged message (daemon/manager-bus.c)
 # Groups below the root: the tops and their children.
 BELOW = TOPS + [f'{t}/c{j}' for t in TOPS for j in range(CHILDREN)]
 
@@ -202,6 +205,10 @@ def test():
             rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=30,
                          what='GroupsChanged of the root, main loop')
             check_once(rec, c, 'frozen', len(BELOW), 'the freeze from the main loop')
+            sizes = [len(batch) for batch in rec.groups_changed()]
+            ft.check(len(sizes) >= 3 and max(sizes) <= GROUPS_CHANGED_MAX,
+                     f'the {sum(sizes)} entries of the turn in GroupsChanged messages of at most '
+                     f'{GROUPS_CHANGED_MAX} entries', sizes)
             c.call('ApplyBatch', [(t, False) for t in TOPS], 'auto', 0, 0)
 
 
