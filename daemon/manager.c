@@ -152,9 +152,16 @@ static int group_set_polled(Manager *m, Group *g, bool on) {
                 }
                 if (d->poll_failed)
                         group_poll_failed(m, g, false, 0);
-        } else if (d->events_fd >= 0 && epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0 &&
-                   errno != ENOENT)
-                return 0; /* still polled: its changes are answered through its cover */
+        } else if (d->events_fd >= 0) {
+                if (epoll_ctl(m->events_epfd, EPOLL_CTL_DEL, d->events_fd, NULL) < 0 && errno != ENOENT)
+                        return 0; /* still polled: its changes are answered through its cover */
+                /* Covered again (its tasks left): the file goes too, so that
+                 * freezerd holds files only for the groups that can change on
+                 * their own, however many ever had tasks.  Opened again, and
+                 * read, once it must be polled. */
+                closep(&d->events_fd);
+                d->events_fd = -1;
+        }
         d->polled = on;
         /* A file opened just now reports only the changes after the open, and
          * what the model has of g was deduced: read it once. */

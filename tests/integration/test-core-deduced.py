@@ -22,6 +22,10 @@ Checks:
   * A task comes into /t/c9: /t/c9 turns Populated (freezerd learns it through /t's
     file and reads the groups below /t), its file is then open, and a Freeze of
     /t/c9 completes with its task frozen.
+  * The task killed, the next Freeze of /t reads /t empty and covers its subtree
+    again: no file below /t stays open, and the groups still report exactly
+    (frozen-by-parent, then running after Thaw).  A task into /t/c9 again: its
+    file is opened again and Populated is reported.
   * With freezerd stopped, /u/new is made and a task put in it; continued, freezerd
     announces /u/new with Populated true at once (InterfacesAdded), not empty.
   * Removing a deduced group (/t/c0) removes its object.
@@ -102,6 +106,31 @@ def test():
             ft.check_equal(sc.frozen('/t/c9'), True, 'the kernel agrees: /t/c9 frozen 1')
             sc.wait_tasks_frozen('/t/c9')
             c.call('Thaw', '/t/c9', 0, 0)
+            ft.check(deduced & open_events_files(sc, d.pid),
+                     'while /t is populated, groups below it have their cgroup.events open')
+
+            # The task leaves: the next freeze of /t reads it empty and covers its
+            # subtree again, whose files then close.
+            rec.clear()
+            sc.kill('/t/c9')
+            sc.wait_events('/t', populated=0)
+            rec.wait_property(objs['/t/c9'], 'Populated', False)
+            c.call('Freeze', '/t', 0, 0)
+            ft.check_equal(sorted(open_events_files(sc, d.pid) & deduced), [],
+                           'empty again and frozen, /t covers its subtree again: no file below it stays open')
+            ft.check_equal(c.get_property(objs['/t/c9'], ft.GROUP_IFACE, 'FreezerState'), 'frozen-by-parent',
+                           '/t/c9 after Freeze /t')
+            c.call('Thaw', '/t', 0, 0)
+            ft.check_equal(c.get_property(objs['/t/c9'], ft.GROUP_IFACE, 'FreezerState'), 'running',
+                           '/t/c9 after Thaw /t')
+            ft.check_equal(sc.frozen('/t/c9'), False, 'the kernel agrees: /t/c9 frozen 0')
+            rec.clear()
+            sc.spawn_sleepers('/t/c9', 1)
+            rec.wait_property(objs['/t/c9'], 'Populated', True)
+            ft.check('/t/c9' in open_events_files(sc, d.pid), 'a task again in /t/c9: its file is opened again')
+            rec.clear()
+            sc.kill('/t/c9')
+            rec.wait_property(objs['/t/c9'], 'Populated', False)
 
             rec.clear()
             os.kill(d.pid, signal.SIGSTOP)
