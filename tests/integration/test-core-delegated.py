@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezerd without root, over a subtree handed over as systemd's Delegate= does
+(README, "Running without root (a delegated subtree)").
+
+U = nobody.  The scratch root holds /d, made by root and given to U the way
+Delegate= gives it: the directory, cgroup.procs, cgroup.subtree_control and
+cgroup.threads chowned, not cgroup.freeze.  freezerd runs as U with
+--cgroup-root=/d, so its API paths are relative to /d:
+
+  /app        made by U (mkdir as U: every file of it is U's), two sleepers
+  /app/sub    made by U
+  /rootgrp    made by root inside the subtree, a sleeper
+  /self       made by U, where freezerd is moved for one check
+  /big        made by U, with 1,024 empty groups below
+
+The bus is a private dbus-daemon opened to other uids, so that U and root both
+call over it; U also calls over freezerd's private socket.  Calls as U go through
+freezectl run with setpriv.
+
+Checks:
+  * freezerd as U with the default runtime and state directories (/run/freezerd,
+    /var/lib/freezerd) exits 1 at once, naming /run/freezerd and "Permission
+    denied": there is no per-user default.
+  * With its own directories: the private socket is U's, mode 0600.
+  * As U, over the bus and over the private socket: freeze /app and /app/sub, the
+    kernel frozen 1, thaw, frozen 0.  What Delegate= hands over is enough for
+    the groups U makes: their cgroup.freeze is U's.
+  * As U: freeze /rootgrp fails with AccessDenied (its cgroup.freeze is root's),
+    cgroup.freeze still 0.  As root: also AccessDenied, now with the kernel's
+    "Permission denied" (freezerd as U cannot write root's file), still 0.
+  * As root: Freeze and Thaw of /app (U's) work.
+  * Freeze of / (the delegated top, whose cgroup.freeze Delegate= leaves to
+    root) is InvalidPath for both: freezerd never writes its root.
+  * Another uid (daemon) cannot connect to the private socket.
+  * freezerd moved into /self: U's freeze of /self is refused (InvalidArgs,
+    "contains freezerd itself"); freezerd is moved back.
+  * Pressure: freezerd as U lacks CAP_SYS_RESOURCE, so a 1 s window is refused
+    to root too (InvalidArgs naming CAP_SYS_RESOURCE); a 2 s trigger on /app
+    (whose memory.pressure is U's) and a system-wide one are armed.
+  * /big frozen and thawed as U (1,025 groups change, so the real-time writer is
+    tried): done either way; where freezerd's RLIMIT_RTPRIO is 0 (U has no
+    CAP_SYS_NICE) the log says once that real-time scheduling is refused."""
+
+import os
+import pwd
+import stat
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
+# What systemd's Delegate= chows besides the directory (cg_set_access(); later
+# versions add memory.oom.group and memory.reclaim).  Not cgroup.freeze.
+DELEGATE_FILES = ('cgroup.procs', 'cgroup.subtree_control', 'cgroup.threads')
+BIG = 1024
+CALL_USEC = 5 * 1000000
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        ft.skip('no user "nobody" to run freezerd as')
+    uid, gid = nobody.pw_uid, nobody.pw_gid
+    env = {k: v for k, v in os.environ.items() if k not in ('DBUS_SESSION_BUS_ADDRESS', 'DBUS_SYSTEM_BUS_ADDRESS')}
+
+    def as_uid(u, g, *argv):
+        return subprocess.run(['setpriv', f'--reuid={u}', f'--regid={g}', '--clear-groups', '--', *argv],
+                              capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT, env=env)
+
+    def as_user(*argv):
+        return as_uid(uid, gid, *argv)
+
+    def user_ok(*argv):
+        r = as_user(*argv)
+        if r.returncode != 0:
+            ft.fail(f'{" ".join(argv)} as nobody exited {r.returncode}: {r.stderr.strip()}')
+        return r
+
+    with ft.Scratch('core-delegated') as sc, ft.Bus() as bus:
+        top = sc.mkdir('/d')
+        for p in [top] + [os.path.join(top, f) for f in DELEGATE_FILES]:
+            os.chown(p, uid, gid)
+        ft.check_equal(os.stat(os.path.join(top, 'cgroup.freeze')).st_uid, 0,
+                       "the delegated top's cgroup.freeze stays root's, as with Delegate=")
+
+        def mkdir_as_user(rel):
+            user_ok('mkdir', sc.abspath(rel))
+            ft.loop().watch(sc.abspath(rel, 'cgroup.events'))
+
+        for g in ('/d/app', '/d/app/sub', '/d/self', '/d/big'):
+            mkdir_as_user(g)
+        ft.check_equal(os.stat(sc.abspath('/d/app', 'cgroup.freeze')).st_uid, uid,
+                       "a group nobody makes has nobody's cgroup.freeze")
+        sc.spawn_sleepers('/d/app', 2)
+        sc.spawn_sleepers('/d/rootgrp', 1)
+        bus.open_to_other_uids()
+
+        # No runtime or state directory given: the defaults are root's.
+        r = as_user(ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={top}',
+                    '--config=/nonexistent/freezerd.json')
+        ft.check(r.returncode == 1 and '/run/freezerd' in r.stderr and 'Permission denied' in r.stderr,
+                 'as nobody with the default directories: exit 1 naming /run/freezerd and "Permission denied"',
+                 f'exit {r.returncode}: {r.stderr.strip()}')
+
+        with ft.Daemon(bus, top, user=uid) as d:
+            c = d.client
+            private = os.path.join(d.runtime_dir, 'private')
+            st = os.stat(private)
+            ft.check(st.st_uid == uid and stat.S_IMODE(st.st_mode) == 0o600,
+                     "the private socket is nobody's, mode 0600", f'uid {st.st_uid}, mode {st.st_mode:o}')
+
+            # The user's own groups, over the bus and over the private socket.
+            for where, opt in (('the bus', f'--address={bus.address}'), ('the private socket', f'--socket={private}')):
+                for g in ('/app', '/app/sub'):
+                    user_ok(ft.FREEZECTL_BIN, opt, 'freeze', g)
+                    ft.check_equal(sc.read_events('/d' + g)['frozen'], 1, f'nobody froze {g} over {where}')
+                    user_ok(ft.FREEZECTL_BIN, opt, 'thaw', g)
+                    ft.check_equal(sc.read_events('/d' + g)['frozen'], 0, f'nobody thawed {g} over {where}')
+
+            # A group root made inside the subtree.
+            r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/rootgrp')
+            ft.check(r.returncode == 1 and 'AccessDenied' in r.stderr,
+                     "nobody's freeze of root's /rootgrp: AccessDenied", f'exit {r.returncode}: {r.stderr.strip()}')
+            e = ft.expect_dbus_error(ERROR_ACCESS_DENIED, c.call, 'Freeze', '/rootgrp', CALL_USEC, 0)
+            ft.check('Permission denied' in e.message, "root's freeze of /rootgrp: the kernel refused freezerd's "
+                     'write', e.message)
+            ft.check_equal(sc.read_freeze('/d/rootgrp'), 0, '/rootgrp: nothing was written')
+
+            # Root on the user's groups.
+            c.call('Freeze', '/app', CALL_USEC, 0)
+            ft.check_equal(sc.read_events('/d/app')['frozen'], 1, "root froze nobody's /app")
+            c.call('Thaw', '/app', CALL_USEC, 0)
+            ft.check_equal(sc.read_events('/d/app')['frozen'], 0, "root thawed nobody's /app")
+
+            # The delegated top is freezerd's root.
+            ft.expect_dbus_error(ft.ERROR_INVALID_PATH, c.call, 'Freeze', '/', CALL_USEC, 0)
+            r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/')
+            ft.check(r.returncode == 1 and 'InvalidPath' in r.stderr, "nobody's freeze of /: InvalidPath",
+                     f'exit {r.returncode}: {r.stderr.strip()}')
+
+            # Another uid: the private socket is closed to it.
+            try:
+                other = pwd.getpwnam('daemon')
+            except KeyError:
+                other = None
+            if other is not None:
+                r = as_uid(other.pw_uid, other.pw_gid, ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/app')
+                ft.check(r.returncode == 1 and 'Permission denied' in r.stderr,
+                         'the user "daemon" cannot connect to the private socket',
+                         f'exit {r.returncode}: {r.stderr.strip()}')
+
+            # freezerd's own group.
+            with open(f'/proc/{d.pid}/cgroup') as f:
+                own = next(line.split(':', 2)[2].strip() for line in f if line.startswith('0::'))
+            back = os.path.join(sc.mount, own.lstrip('/'), 'cgroup.procs')
+            with open(sc.abspath('/d/self', 'cgroup.procs'), 'w') as f:
+                f.write(str(d.pid))
+            try:
+                r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/self')
+                ft.check(r.returncode == 1 and 'contains freezerd itself' in r.stderr,
+                         "nobody's freeze of /self, where freezerd runs: refused",
+                         f'exit {r.returncode}: {r.stderr.strip()}')
+                ft.check_equal(sc.read_freeze('/d/self'), 0, '/self: nothing was written')
+            finally:
+                with open(back, 'w') as f:
+                    f.write(str(d.pid))
+
+            # Pressure triggers without CAP_SYS_RESOURCE.
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.group_call, '/app', 'AddPressureTrigger',
+                                     'memory', 'some', 150000, 1000000)
+            ft.check('CAP_SYS_RESOURCE' in e.message, 'a 1 s window is refused to root: freezerd lacks '
+                     'CAP_SYS_RESOURCE', e.message)
+            (tid,) = c.group_call('/app', 'AddPressureTrigger', 'memory', 'some', 150000, 2000000)
+            c.group_call('/app', 'RemovePressureTrigger', tid)
+            ft.check(True, 'a 2 s trigger on /app (its memory.pressure is nobody\'s) is armed and removed')
+            (tid,) = c.call('AddPressureTrigger', 'memory', 'some', 150000, 2000000)
+            c.call('RemovePressureTrigger', tid)
+            ft.check(True, 'a system-wide 2 s trigger is armed and removed')
+
+            # A big write: the real-time writer, or the notice that it is refused.
+            big = sc.abspath('/d/big')
+            user_ok(sys.executable, '-c', f'import os\nfor i in range({BIG}): os.mkdir("{big}/g%d" % i)')
+            ft.wait_for(lambda: c.group_property('/big', 'Descendants') == BIG, poll=0.02,
+                        what=f'freezerd to track the {BIG} groups below /big')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/big')
+            ft.check_equal(sc.read_events('/d/big')['frozen'], 1, f'nobody froze /big ({BIG + 1} groups)')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/big')
+            ft.check_equal(sc.read_events('/d/big')['frozen'], 0, 'nobody thawed /big')
+            with open(f'/proc/{d.pid}/limits') as f:
+                rtprio = next(line.split()[3] for line in f if line.startswith('Max realtime priority'))
+            refused = d.log().count('Real-time scheduling is refused')
+            if rtprio == '0':
+                ft.check_equal(refused, 1, 'RLIMIT_RTPRIO 0: the log says once that real-time scheduling is '
+                               'refused')
+            else:
+                print(f'# RLIMIT_RTPRIO of freezerd is {rtprio}: the notice is not expected (logged {refused} '
+                      'times)', flush=True)
+
+
+ft.run(test)
