@@ -628,8 +628,20 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The kernel refused the trigger on /proc/pressure/%s",
                                          psi_resource_to_string(res));
-        case -EPERM:
         case -EACCES:
+                /* The file's permissions, not the kernel's trigger rules: a
+                 * freezerd running as a user over a delegated subtree may not
+                 * write the pressure files of groups root made (or of its
+                 * root's parent). */
+                if (g)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                 "freezerd may not write %s of %s (Permission denied): a trigger "
+                                                 "needs write access to the file, and it belongs to another user",
+                                                 resource_file(res), g->path);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "freezerd may not write /proc/pressure/%s (Permission denied)",
+                                         psi_resource_to_string(res));
+        case -EPERM:
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                          "The kernel does not let freezerd arm pressure triggers (it needs "
                                          "CAP_SYS_RESOURCE on kernels before 6.5)");
