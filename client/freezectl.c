@@ -43,6 +43,8 @@ typedef enum bus_kind {
 } bus_kind;
 
 static bus_kind arg_bus = BUS_DEFAULT;
+/* Connected to freezerd's private socket (--socket=, or root's default), not a bus. */
+static bool connected_private = false;
 static const char *arg_address = NULL;
 static const char *arg_socket = NULL;
 static bool arg_json = false;
@@ -379,7 +381,10 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 return;
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected")) {
-                log_error("%s: lost the connection to freezerd (%s)", what, message ?: strerror(-r));
+                /* On a bus it is the bus that went (or refused us: a session
+                 * bus closes the connection of another uid, root's too). */
+                log_error("%s: lost the connection to %s (%s)", what,
+                          connected_private ? "freezerd (its private socket)" : "the bus", message ?: strerror(-r));
                 return;
         }
 
@@ -2403,14 +2408,17 @@ static int connect_bus(freezer **ret, bool needs_signals) {
                 break;
         case BUS_PRIVATE:
                 r = freezer_open_private(ret, arg_socket);
+                connected_private = r >= 0;
                 break;
         case BUS_DEFAULT:
                 /* As systemctl does with /run/systemd/private: root's one-shot
                  * calls skip dbus-daemon.  Any failure there (no daemon
                  * listening, an old one without the socket) leaves the bus,
                  * which then has its say. */
-                if (!needs_signals && geteuid() == 0 && freezer_open_private(ret, NULL) >= 0)
+                if (!needs_signals && geteuid() == 0 && freezer_open_private(ret, NULL) >= 0) {
+                        connected_private = true;
                         return 0;
+                }
                 __attribute__((fallthrough));
         case BUS_SYSTEM:
         default:

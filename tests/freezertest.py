@@ -1463,7 +1463,10 @@ class Scratch:
                 loop().watch(os.path.join(d, 'cgroup.events'))
         return self.abspath(relpath)
 
-    # The files a delegated subtree hands over with its directory, as systemd's Delegate= does.
+    # The files a delegated group hands over with its directory.  systemd's Delegate= chowns
+    # cgroup.procs, cgroup.subtree_control and cgroup.threads of the top; the groups the
+    # delegate then makes are its own, every file included.  The tests make every group as
+    # root, so cgroup.freeze is chowned too, as the delegate's own groups would have it.
     DELEGATED_FILES = ('cgroup.procs', 'cgroup.freeze', 'cgroup.subtree_control', 'cgroup.threads')
 
     def delegate(self, relpath, uid, gid=None):

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Who may do what: real calls from other uids (issue 5, "Who may do what").
 
-Groups (U = nobody, U2 = daemon or another system user; "owned" means
-delegated the way systemd's Delegate= does: the directory, cgroup.procs,
-cgroup.freeze, cgroup.subtree_control and cgroup.threads chowned to the uid):
+Groups (U = nobody, U2 = daemon or another system user; "owned" means the
+directory, cgroup.procs, cgroup.freeze, cgroup.subtree_control and cgroup.threads
+chowned to the uid: what systemd's Delegate= hands over, plus cgroup.freeze, which
+a group the delegate made itself would have as its own):
 
   /own        U       /own/a U   /own/a/x U (a sleeper)   /own/b U
                       /own/rc root (root's child inside U's subtree)
