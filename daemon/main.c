@@ -36,6 +36,8 @@ static const char *arg_cgroup_root;
 static const char *arg_config = FREEZERD_CONFIG_PATH;
 static const char *arg_runtime_dir = "/run/freezerd";
 static const char *arg_state_dir = "/var/lib/freezerd";
+/* Given on the command line: --user leaves them alone (see user_defaults()). */
+static bool arg_config_set, arg_runtime_dir_set, arg_state_dir_set;
 
 typedef struct Daemon {
         struct event_base *base;
@@ -57,7 +59,9 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  --system              Connect to the system bus (default)\n"
-               "  --user                Connect to the user's session bus\n"
+               "  --user                Connect to the user's session bus; the defaults of\n"
+               "                        --config, --runtime-dir and --state-dir are then\n"
+               "                        the user's (see below)\n"
                "  --address=ADDR        Connect to the bus at ADDR (e.g. unix:path=/run/x.sock)\n"
                "  --cgroup-root=DIR     Manage the cgroups below DIR, a directory on the cgroup2\n"
                "                        mount (default: the cgroup2 mount itself, found in\n"
@@ -75,6 +79,12 @@ static void help(void) {
                "freezerd that skips the bus daemon, as freezectl does when run as root.  A\n"
                "connection there gets signals once it calls Subscribe() or SubscribeGroups();\n"
                "its pressure triggers end with it.\n"
+               "\n"
+               "With --user, as for systemd --user (a user running freezerd over a subtree\n"
+               "delegated to it): --config defaults to $XDG_CONFIG_HOME/freezerd/freezerd.json\n"
+               "(~/.config/freezerd/freezerd.json), --runtime-dir to $XDG_RUNTIME_DIR/freezerd,\n"
+               "--state-dir to $XDG_STATE_HOME/freezerd (~/.local/state/freezerd).  Without\n"
+               "$XDG_RUNTIME_DIR, --runtime-dir must be given.\n"
                "\n"
                "Configuration: a JSON object; a missing file means defaults. An unknown key,\n"
                "a wrong type or bad JSON stops the start with FILE:LINE: message; on SIGHUP\n"
@@ -129,6 +139,61 @@ static int usage_error(const char *fmt, ...) {
         va_end(ap);
         log_error("%s; see freezerd --help.", buf);
         return -EINVAL;
+}
+
+/* An XDG base directory from the environment: set and absolute (the
+ * specification says to ignore a relative one), else NULL. */
+static const char *xdg_dir(const char *name) {
+        const char *e = getenv(name);
+
+        return e && e[0] == '/' ? e : NULL;
+}
+
+/* dir/suffix, or $HOME/home_suffix/suffix when dir is NULL; NULL without
+ * either (or out of memory).  Lives as long as the process. */
+static const char *user_path(const char *dir, const char *home_suffix, const char *suffix) {
+        const char *home = xdg_dir("HOME");
+        char *p = NULL;
+
+        if (dir) {
+                if (asprintf(&p, "%s/%s", dir, suffix) < 0)
+                        return NULL;
+        } else if (home) {
+                if (asprintf(&p, "%s/%s/%s", home, home_suffix, suffix) < 0)
+                        return NULL;
+        }
+        return p;
+}
+
+/* With --user, the directories a user's services have (systemd --user's,
+ * from the XDG base directory specification), for those not given: a user's
+ * freezerd neither reads the system's configuration (its "track" names the
+ * system's groups) nor fails at once on /run/freezerd. */
+static int user_defaults(void) {
+        const char *p;
+
+        if (!arg_config_set) {
+                p = user_path(xdg_dir("XDG_CONFIG_HOME"), ".config", "freezerd/freezerd.json");
+                if (!p)
+                        return usage_error("--user takes its configuration file from $XDG_CONFIG_HOME or $HOME, "
+                                           "and neither is set: give --config=FILE");
+                arg_config = p;
+        }
+        if (!arg_runtime_dir_set) {
+                p = xdg_dir("XDG_RUNTIME_DIR");
+                if (!p || !(p = user_path(p, NULL, "freezerd")))
+                        return usage_error("--user takes its runtime directory from $XDG_RUNTIME_DIR, which is "
+                                           "not set: give --runtime-dir=DIR");
+                arg_runtime_dir = p;
+        }
+        if (!arg_state_dir_set) {
+                p = user_path(xdg_dir("XDG_STATE_HOME"), ".local/state", "freezerd");
+                if (!p)
+                        return usage_error("--user takes its state directory from $XDG_STATE_HOME or $HOME, "
+                                           "and neither is set: give --state-dir=DIR");
+                arg_state_dir = p;
+        }
+        return 0;
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -189,16 +254,19 @@ static int parse_argv(int argc, char *argv[]) {
                         if (!*optarg)
                                 return usage_error("--config= needs a file");
                         arg_config = optarg;
+                        arg_config_set = true;
                         break;
                 case ARG_RUNTIME_DIR:
                         if (!*optarg)
                                 return usage_error("--runtime-dir= needs a directory");
                         arg_runtime_dir = optarg;
+                        arg_runtime_dir_set = true;
                         break;
                 case ARG_STATE_DIR:
                         if (!*optarg)
                                 return usage_error("--state-dir= needs a directory");
                         arg_state_dir = optarg;
+                        arg_state_dir_set = true;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument", argv[optind - 1]);
@@ -214,6 +282,11 @@ static int parse_argv(int argc, char *argv[]) {
                 }
         if (optind < argc)
                 return usage_error("Unexpected argument \"%s\"", argv[optind]);
+        if (arg_bus == BUS_USER) {
+                int r = user_defaults();
+                if (r < 0)
+                        return r;
+        }
         if (arg_runtime_dir[0] != '/')
                 return usage_error("--runtime-dir=%s is not an absolute path", arg_runtime_dir);
         if (arg_state_dir[0] != '/')

@@ -42,13 +42,22 @@ Checks:
     the file.
   * /big frozen and thawed as U (1,025 groups change, so the real-time writer is
     tried): done either way; where freezerd's RLIMIT_RTPRIO is 0 (U has no
-    CAP_SYS_NICE) the log says once that real-time scheduling is refused."""
+    CAP_SYS_NICE) the log says once that real-time scheduling is refused.
+  * freezerd --user as U without $XDG_RUNTIME_DIR: a usage error (exit 2) saying
+    to give --runtime-dir.  With HOME and XDG_RUNTIME_DIR set (and no other XDG_
+    variable), and no --config, --runtime-dir or --state-dir: its private socket
+    is $XDG_RUNTIME_DIR/freezerd/private, it makes ~/.local/state/freezerd, it
+    reads ~/.config/freezerd/freezerd.json (DefaultTimeoutUSec 7 s), and U
+    freezes and thaws /app through it."""
 
+import json
 import os
 import pwd
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -207,6 +216,59 @@ def test():
             else:
                 print(f'# RLIMIT_RTPRIO of freezerd is {rtprio}: the notice is not expected (logged {refused} '
                       'times)', flush=True)
+
+        # --user: the user's directories by default, as systemd --user has them.
+        uenv = {k: v for k, v in env.items() if not k.startswith('XDG_')}
+        r = as_user(ft.FREEZERD_BIN, '--user', f'--cgroup-root={top}')
+        ft.check(r.returncode == 2 and '$XDG_RUNTIME_DIR' in r.stderr and '--runtime-dir' in r.stderr,
+                 '--user without $XDG_RUNTIME_DIR: a usage error saying to give --runtime-dir',
+                 f'exit {r.returncode}: {r.stderr.strip()}')
+        home = tempfile.mkdtemp(prefix='freezerd-test-home-')
+        xdg = tempfile.mkdtemp(prefix='freezerd-test-xdg-')
+        proc = None
+        try:
+            conf = os.path.join(home, '.config', 'freezerd')
+            os.makedirs(conf)
+            with open(os.path.join(conf, 'freezerd.json'), 'w') as f:
+                json.dump({'default_timeout_usec': 7000000}, f)
+            for d in (home, xdg, os.path.join(home, '.config'), conf, os.path.join(conf, 'freezerd.json')):
+                os.chown(d, uid, gid)
+            uenv.update(HOME=home, XDG_RUNTIME_DIR=xdg, DBUS_SESSION_BUS_ADDRESS=bus.address)
+            proc = subprocess.Popen(['setpriv', f'--reuid={uid}', f'--regid={gid}', '--clear-groups', '--',
+                                     ft.FREEZERD_BIN, '--user', f'--cgroup-root={top}'],
+                                    env=uenv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            private = os.path.join(xdg, 'freezerd', 'private')
+            ft.wait_for(lambda: os.path.exists(private) or proc.poll() is not None, poll=0.02,
+                        what='the private socket of freezerd --user')
+            if proc.poll() is not None:
+                ft.fail(f'freezerd --user exited {proc.returncode}: {proc.stderr.read().strip()}')
+            ft.check(True, 'freezerd --user keeps its runtime directory in $XDG_RUNTIME_DIR/freezerd')
+            state = os.path.join(home, '.local', 'state', 'freezerd')
+            ft.check(os.path.isdir(state) and os.stat(state).st_uid == uid,
+                     'its state directory is ~/.local/state/freezerd, made by it')
+            c = ft.Client(f'unix:path={private}', direct=True)
+            try:
+                ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000,
+                               'it read ~/.config/freezerd/freezerd.json')
+            finally:
+                c.close()
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/app')
+            ft.check_equal(sc.read_events('/d/app')['frozen'], 1, 'nobody froze /app through freezerd --user')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/app')
+            ft.check_equal(sc.read_events('/d/app')['frozen'], 0, 'and thawed it')
+        finally:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=ft.DEFAULT_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc is not None:
+                proc.stderr.close()
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(xdg, ignore_errors=True)
 
 
 ft.run(test)
