@@ -2433,7 +2433,7 @@ typedef struct BatchWritten {
         bool failed;
 } BatchWritten;
 
-/* Groups sent per look at the writer: one GroupsChanged message each. */
+/* Groups sent per look at the writer: two GroupsChanged messages (GROUPS_CHANGED_MAX). */
 #define BATCH_WRITTEN_SIGNALS_MAX 1024u
 
 static bool batch_written(size_t done, void *userdata) {
