@@ -149,8 +149,9 @@ static const char *xdg_dir(const char *name) {
         return e && e[0] == '/' ? e : NULL;
 }
 
-/* dir/suffix, or $HOME/home_suffix/suffix when dir is NULL; NULL without
- * either (or out of memory).  Lives as long as the process. */
+/* dir/suffix, or $HOME/home_suffix/suffix when dir is NULL (and home_suffix
+ * is not); NULL without either (or out of memory).  Lives as long as the
+ * process. */
 static const char *user_path(const char *dir, const char *home_suffix, const char *suffix) {
         const char *home = xdg_dir("HOME");
         char *p = NULL;
@@ -158,7 +159,7 @@ static const char *user_path(const char *dir, const char *home_suffix, const cha
         if (dir) {
                 if (asprintf(&p, "%s/%s", dir, suffix) < 0)
                         return NULL;
-        } else if (home) {
+        } else if (home && home_suffix) {
                 if (asprintf(&p, "%s/%s/%s", home, home_suffix, suffix) < 0)
                         return NULL;
         }
@@ -170,28 +171,31 @@ static const char *user_path(const char *dir, const char *home_suffix, const cha
  * freezerd neither reads the system's configuration (its "track" names the
  * system's groups) nor fails at once on /run/freezerd. */
 static int user_defaults(void) {
-        const char *p;
+        static const struct {
+                const char **arg;
+                const bool *given;
+                const char *what, *var, *home_suffix, *suffix, *option;
+        } defaults[] = {
+                { &arg_config, &arg_config_set, "configuration file", "XDG_CONFIG_HOME", ".config",
+                  "freezerd/freezerd.json", "--config=FILE" },
+                { &arg_runtime_dir, &arg_runtime_dir_set, "runtime directory", "XDG_RUNTIME_DIR", NULL, "freezerd",
+                  "--runtime-dir=DIR" },
+                { &arg_state_dir, &arg_state_dir_set, "state directory", "XDG_STATE_HOME", ".local/state",
+                  "freezerd", "--state-dir=DIR" },
+        };
 
-        if (!arg_config_set) {
-                p = user_path(xdg_dir("XDG_CONFIG_HOME"), ".config", "freezerd/freezerd.json");
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                const char *p;
+
+                if (*defaults[i].given)
+                        continue;
+                p = user_path(xdg_dir(defaults[i].var), defaults[i].home_suffix, defaults[i].suffix);
                 if (!p)
-                        return usage_error("--user takes its configuration file from $XDG_CONFIG_HOME or $HOME, "
-                                           "and neither is set: give --config=FILE");
-                arg_config = p;
-        }
-        if (!arg_runtime_dir_set) {
-                p = xdg_dir("XDG_RUNTIME_DIR");
-                if (!p || !(p = user_path(p, NULL, "freezerd")))
-                        return usage_error("--user takes its runtime directory from $XDG_RUNTIME_DIR, which is "
-                                           "not set: give --runtime-dir=DIR");
-                arg_runtime_dir = p;
-        }
-        if (!arg_state_dir_set) {
-                p = user_path(xdg_dir("XDG_STATE_HOME"), ".local/state", "freezerd");
-                if (!p)
-                        return usage_error("--user takes its state directory from $XDG_STATE_HOME or $HOME, "
-                                           "and neither is set: give --state-dir=DIR");
-                arg_state_dir = p;
+                        return usage_error("--user takes its %s from $%s%s, and %s: give %s", defaults[i].what,
+                                           defaults[i].var, defaults[i].home_suffix ? " or $HOME" : "",
+                                           defaults[i].home_suffix ? "neither is set" : "it is not set",
+                                           defaults[i].option);
+                *defaults[i].arg = p;
         }
         return 0;
 }
