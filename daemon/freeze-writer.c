@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "freeze-writer.h"
@@ -16,28 +17,53 @@ typedef struct WriterJob {
         size_t n;
         uint64_t delay_usec;
         FreezeWriterReport *report;
-        /* With a progress callback: (writes done << 1) | 1 once all are, one
-         * futex word the caller sleeps on. */
+        /* (writes done << 1) | 1 once all are, one futex word the caller
+         * sleeps on: after every write with a progress callback (publish),
+         * else once, at the end. */
         bool publish;
         _Atomic uint32_t progress;
 } WriterJob;
+
+/* The writer thread between calls.  At most one thread waits for a job: the
+ * caller hands it the next call's, or, once it has waited
+ * FREEZE_WRITER_LINGER_USEC for one, it leaves and the next call makes a new
+ * thread.  Jobs come from one thread only (freezerd's main loop). */
+enum {
+        WRITER_NONE,    /* no thread waits: the next call makes one */
+        WRITER_IDLE,    /* a thread waits on state for a job, until its deadline */
+        WRITER_CLAIMED, /* the caller took the waiting thread and moves it to its CPU */
+        WRITER_JOB,     /* job is set, the thread works on it */
+};
+
+static struct {
+        _Atomic uint32_t state;
+        WriterJob *job; /* written before state becomes WRITER_JOB */
+        pid_t tid;      /* the waiting thread's */
+        int cpu;        /* the CPU it is pinned to */
+} writer = { .state = WRITER_NONE, .tid = -1, .cpu = -1 };
 
 static void futex_wake(_Atomic uint32_t *word) {
         (void) syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static void futex_wait(_Atomic uint32_t *word, uint32_t value) {
+static void futex_wait(_Atomic uint32_t *word, uint32_t value, const struct timespec *timeout) {
         /* Returns at once if *word is no longer value: no wake-up is lost. */
-        (void) syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+        (void) syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, timeout, NULL, 0);
 }
 
 static void job_publish(WriterJob *job, size_t done, bool finished) {
-        if (!job || !job->publish)
+        if (!job || !(job->publish || finished))
                 return;
-        atomic_store_explicit(&job->progress, (uint32_t) done << 1 | finished, memory_order_release);
-        futex_wake(&job->progress);
+        /* Once the end is stored, the caller may return and its stack, where
+         * the job is, be reused: only the word's address is used after it. */
+        _Atomic uint32_t *word = &job->progress;
+        atomic_store_explicit(word, (uint32_t) done << 1 | finished, memory_order_release);
+        futex_wake(word);
 }
 
+/* The writes; with a job (from the thread), the thread is waiting for the
+ * next one before the end is published: once the caller sees the end, it may
+ * hand out the next job at once. */
 static void write_all(FreezeWrite *w, size_t n, uint64_t delay_usec, WriterJob *job) {
         size_t i = 0;
 
@@ -56,6 +82,8 @@ static void write_all(FreezeWrite *w, size_t n, uint64_t delay_usec, WriterJob *
         if (i < n)
                 for (i++; i < n; i++)
                         w[i].r = -ECANCELED;
+        if (job)
+                atomic_store_explicit(&writer.state, WRITER_IDLE, memory_order_release);
         job_publish(job, n, true);
 }
 
@@ -63,14 +91,13 @@ void freeze_write_direct(FreezeWrite *w, size_t n, uint64_t delay_usec) {
         write_all(w, n, delay_usec, NULL);
 }
 
-static void *writer_main(void *userdata) {
-        WriterJob *job = userdata;
-
+static void writer_run(WriterJob *job, bool reused) {
         if (job->report) {
                 struct sched_param param = {};
                 sigset_t mask;
 
                 job->report->cpu = sched_getcpu();
+                job->report->reused = reused;
                 (void) pthread_getschedparam(pthread_self(), &job->report->policy, &param);
                 job->report->priority = param.sched_priority;
                 job->report->signals_blocked = pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 &&
@@ -78,11 +105,73 @@ static void *writer_main(void *userdata) {
                                                sigismember(&mask, SIGINT) == 1 && sigismember(&mask, SIGCHLD) == 1;
         }
         write_all(job->w, job->n, job->delay_usec, job);
+}
+
+static int64_t timespec_nsec(const struct timespec *t) {
+        return (int64_t) t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* Waits for the next job until the linger deadline: the job, or NULL once the
+ * thread is to leave (state is then WRITER_NONE, and the thread no longer
+ * touches it). */
+static WriterJob *writer_wait(void) {
+        struct timespec now;
+        int64_t deadline;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &now);
+        deadline = timespec_nsec(&now) + (int64_t) FREEZE_WRITER_LINGER_USEC * 1000;
+        for (;;) {
+                uint32_t st = atomic_load_explicit(&writer.state, memory_order_acquire);
+
+                if (st == WRITER_JOB)
+                        return writer.job;
+                if (st == WRITER_CLAIMED) {
+                        /* Being moved: the job follows at once. */
+                        futex_wait(&writer.state, WRITER_CLAIMED, NULL);
+                        continue;
+                }
+                (void) clock_gettime(CLOCK_MONOTONIC, &now);
+                int64_t left = deadline - timespec_nsec(&now);
+                if (left <= 0) {
+                        uint32_t idle = WRITER_IDLE;
+                        /* Leave, unless the caller took it just now. */
+                        if (atomic_compare_exchange_strong_explicit(&writer.state, &idle, WRITER_NONE,
+                                                                    memory_order_acq_rel, memory_order_acquire))
+                                return NULL;
+                        continue;
+                }
+                struct timespec rel = { .tv_sec = (time_t) (left / 1000000000), .tv_nsec = (long) (left % 1000000000) };
+                futex_wait(&writer.state, WRITER_IDLE, &rel);
+        }
+}
+
+static void *writer_main(void *userdata) {
+        WriterJob *job = userdata;
+
+        writer.tid = gettid(); /* the caller reads it after the first job's end */
+        for (bool reused = false; job; reused = true) {
+                writer_run(job, reused);
+                job = writer_wait();
+        }
         return NULL;
 }
 
-/* Calls progress whenever the thread published more writes done, or while it
- * has more to do, until the thread published the last. */
+/* A child of fork() has no writer thread, whatever the parent had. */
+static void writer_atfork_child(void) {
+        atomic_store(&writer.state, WRITER_NONE);
+        writer.job = NULL;
+        writer.tid = -1;
+        writer.cpu = -1;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void) {
+        (void) pthread_atfork(NULL, NULL, writer_atfork_child);
+}
+
+/* Calls progress (may be NULL) whenever the thread published more writes
+ * done, or while it has more to do, until the thread published the last. */
 static void follow_progress(WriterJob *job, freeze_progress_t progress, void *userdata) {
         uint32_t seen = 0;
         bool more = false;
@@ -90,7 +179,7 @@ static void follow_progress(WriterJob *job, freeze_progress_t progress, void *us
         for (;;) {
                 uint32_t p = atomic_load_explicit(&job->progress, memory_order_acquire);
 
-                if (p >> 1 != seen) {
+                if (progress && p >> 1 != seen) {
                         seen = p >> 1;
                         more = progress(seen, userdata);
                 } else if (p & 1)
@@ -98,7 +187,7 @@ static void follow_progress(WriterJob *job, freeze_progress_t progress, void *us
                 else if (more)
                         more = progress(seen, userdata);
                 else
-                        futex_wait(&job->progress, p);
+                        futex_wait(&job->progress, p, NULL);
         }
 }
 
@@ -117,49 +206,93 @@ static int writer_cpu(int caller_cpu) {
         return caller_cpu;
 }
 
-int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
-                          FreezeWriterReport *report) {
-        /* The count shares a 32-bit futex word with the end bit. */
-        if (n > UINT32_MAX >> 1)
-                progress = NULL;
-        WriterJob job = { .w = w, .n = n, .delay_usec = delay_usec, .report = report, .publish = progress != NULL };
+/* Hands job to the waiting thread, moved to cpu: false if none waits. */
+static bool writer_hand_over(WriterJob *job, int cpu) {
+        uint32_t idle = WRITER_IDLE;
+
+        if (!atomic_compare_exchange_strong_explicit(&writer.state, &idle, WRITER_CLAIMED, memory_order_acq_rel,
+                                                     memory_order_acquire))
+                return false;
+        /* Claimed, it cannot leave: its tid is its own.  Where it cannot be
+         * moved (the CPU left the process's set meanwhile), it writes from
+         * where it is. */
+        if (writer.cpu != cpu) {
+                cpu_set_t cpus;
+
+                CPU_ZERO(&cpus);
+                CPU_SET(cpu, &cpus);
+                if (sched_setaffinity(writer.tid, sizeof cpus, &cpus) >= 0)
+                        writer.cpu = cpu;
+        }
+        writer.job = job;
+        atomic_store_explicit(&writer.state, WRITER_JOB, memory_order_release);
+        futex_wake(&writer.state);
+        return true;
+}
+
+static int writer_start(WriterJob *job, int cpu) {
         struct sched_param param = { .sched_priority = 1 };
         pthread_attr_t attr;
         sigset_t all, saved;
         cpu_set_t cpus;
         pthread_t thread;
-        int cpu, r;
+        int r;
 
-        cpu = sched_getcpu();
-        if (cpu < 0)
-                return -errno;
-        if (report)
-                *report = (FreezeWriterReport) { .caller_cpu = cpu, .cpu = -1, .policy = -1 };
+        (void) pthread_once(&atfork_once, register_atfork);
         r = pthread_attr_init(&attr);
         if (r != 0)
                 return -r;
         CPU_ZERO(&cpus);
-        CPU_SET(writer_cpu(cpu), &cpus);
+        CPU_SET(cpu, &cpus);
         /* glibc applies these before the thread runs, and pthread_create()
          * fails with their error (EPERM for the policy). */
         if ((r = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED)) != 0 ||
             (r = pthread_attr_setschedpolicy(&attr, SCHED_FIFO)) != 0 ||
             (r = pthread_attr_setschedparam(&attr, &param)) != 0 ||
             (r = pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus)) != 0 ||
-            (r = pthread_attr_setstacksize(&attr, 64 * 1024)) != 0) {
+            (r = pthread_attr_setstacksize(&attr, 64 * 1024)) != 0 ||
+            (r = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED)) != 0) {
                 (void) pthread_attr_destroy(&attr);
                 return -r;
         }
+        /* Its state before it runs: it publishes WRITER_IDLE after this job.
+         * A thread that is leaving (it set WRITER_NONE) no longer looks. */
+        writer.cpu = cpu;
+        atomic_store_explicit(&writer.state, WRITER_JOB, memory_order_release);
         /* Signals stay with the main loop (libevent's handlers). */
         sigfillset(&all);
         (void) pthread_sigmask(SIG_SETMASK, &all, &saved);
-        r = pthread_create(&thread, &attr, writer_main, &job);
+        r = pthread_create(&thread, &attr, writer_main, job);
         (void) pthread_sigmask(SIG_SETMASK, &saved, NULL);
         (void) pthread_attr_destroy(&attr);
-        if (r != 0)
+        if (r != 0) {
+                atomic_store_explicit(&writer.state, WRITER_NONE, memory_order_release);
+                writer.cpu = -1;
                 return -r;
-        if (job.publish)
-                follow_progress(&job, progress, userdata);
-        (void) pthread_join(thread, NULL);
+        }
+        return 0;
+}
+
+int freeze_write_realtime(FreezeWrite *w, size_t n, uint64_t delay_usec, freeze_progress_t progress, void *userdata,
+                          FreezeWriterReport *report) {
+        /* The count shares a 32-bit futex word with the end bit. */
+        if (n > UINT32_MAX >> 1)
+                progress = NULL;
+        WriterJob job = { .w = w, .n = n, .delay_usec = delay_usec, .report = report, .publish = progress != NULL };
+        int caller, cpu, r;
+
+        caller = sched_getcpu();
+        if (caller < 0)
+                return -errno;
+        if (report)
+                *report = (FreezeWriterReport) { .caller_cpu = caller, .cpu = -1, .policy = -1 };
+        cpu = writer_cpu(caller);
+        if (!writer_hand_over(&job, cpu)) {
+                r = writer_start(&job, cpu);
+                if (r < 0)
+                        return r;
+        }
+        /* The caller goes on as soon as the last write is done. */
+        follow_progress(&job, job.publish ? progress : NULL, userdata);
         return 0;
 }

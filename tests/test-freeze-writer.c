@@ -4,6 +4,7 @@
  * the stop at the first failure, how the thread ran, and the progress it
  * reports to the caller while it goes on.  Needs real-time
  * scheduling (root, or RLIMIT_RTPRIO >= 1); exits 77 without it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -12,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "freeze-writer.h"
@@ -219,6 +221,82 @@ static void test_progress(void) {
         close(ro);
 }
 
+static int count_threads(void) {
+        DIR *d = opendir("/proc/self/task");
+        int n = 0;
+
+        CHECK(d);
+        for (struct dirent *de; (de = readdir(d));)
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* The thread waits FREEZE_WRITER_LINGER_USEC for the next call's writes,
+ * which it then makes (moved to the CPU after the caller's), and leaves after
+ * that; a child of fork() makes its own. */
+static void test_linger(void) {
+        FreezeWriterReport rep;
+        FreezeWrite w = { .fd = tmpfile_fd(), .value = true };
+        uint64_t start, deadline;
+        pid_t pid;
+        int status;
+
+        CHECK(w.fd >= 0);
+        /* Whatever an earlier test left has gone. */
+        deadline = monotonic_usec() + FREEZE_WRITER_LINGER_USEC + 2000000;
+        while (count_threads() > 1 && monotonic_usec() < deadline)
+                usleep(1000);
+        CHECK_R(count_threads(), 1);
+
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK(!rep.reused);
+        start = monotonic_usec();
+        CHECK_R(count_threads(), 2);
+        w.value = false;
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK(rep.reused);
+        CHECK_R(w.r, 0);
+        CHECK(content(w.fd) == '0');
+        CHECK_R(rep.policy, SCHED_FIFO);
+        CHECK(rep.signals_blocked);
+        cpu_set_t allowed;
+        CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+        if (CPU_COUNT(&allowed) > 1)
+                CHECK(rep.cpu != rep.caller_cpu);
+
+        /* A child has none of the parent's threads: it makes its own, and
+         * the parent's waiting one is untouched. */
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                FreezeWriterReport crep;
+                w.value = true;
+                if (freeze_write_realtime(&w, 1, 0, NULL, NULL, &crep) != 0 || w.r != 0 || crep.reused)
+                        _exit(1);
+                _exit(content(w.fd) == '1' ? 0 : 2);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK_R(WEXITSTATUS(status), 0);
+
+        /* Gone once it has waited long enough, not before. */
+        deadline = start + FREEZE_WRITER_LINGER_USEC + 2000000;
+        while (count_threads() > 1 && monotonic_usec() < deadline)
+                usleep(1000);
+        CHECK_R(count_threads(), 1);
+        CHECK(monotonic_usec() - start >= FREEZE_WRITER_LINGER_USEC);
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK(!rep.reused);
+        close(w.fd);
+}
+
 /* Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 the kernel refuses the
  * policy: -EPERM, and nothing written.  In a child, which drops them. */
 static void test_refused(void) {
@@ -262,6 +340,8 @@ int main(void) {
         test_writes("direct", run_direct);
         test_report();
         test_progress();
+        /* Right after the others: their thread still waits for a call. */
         test_refused();
+        test_linger();
         return test_summary("test-freeze-writer");
 }
