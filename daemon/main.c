@@ -150,20 +150,22 @@ static const char *xdg_dir(const char *name) {
 }
 
 /* dir/suffix, or $HOME/home_suffix/suffix when dir is NULL (and home_suffix
- * is not); NULL without either (or out of memory).  Lives as long as the
- * process. */
-static const char *user_path(const char *dir, const char *home_suffix, const char *suffix) {
+ * is not), in *ret, which lives as long as the process; -ENOENT without
+ * either, -ENOMEM. */
+static int user_path(const char *dir, const char *home_suffix, const char *suffix, const char **ret) {
         const char *home = xdg_dir("HOME");
-        char *p = NULL;
+        char *p;
 
         if (dir) {
                 if (asprintf(&p, "%s/%s", dir, suffix) < 0)
-                        return NULL;
+                        return -ENOMEM;
         } else if (home && home_suffix) {
                 if (asprintf(&p, "%s/%s/%s", home, home_suffix, suffix) < 0)
-                        return NULL;
-        }
-        return p;
+                        return -ENOMEM;
+        } else
+                return -ENOENT;
+        *ret = p;
+        return 0;
 }
 
 /* With --user, the directories a user's services have (systemd --user's,
@@ -186,11 +188,14 @@ static int user_defaults(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
                 const char *p;
+                int r;
 
                 if (*defaults[i].given)
                         continue;
-                p = user_path(xdg_dir(defaults[i].var), defaults[i].home_suffix, defaults[i].suffix);
-                if (!p)
+                r = user_path(xdg_dir(defaults[i].var), defaults[i].home_suffix, defaults[i].suffix, &p);
+                if (r == -ENOMEM)
+                        return log_error_errno(ENOMEM, "Out of memory.");
+                if (r < 0)
                         return usage_error("--user takes its %s from $%s%s, and %s: give %s", defaults[i].what,
                                            defaults[i].var, defaults[i].home_suffix ? " or $HOME" : "",
                                            defaults[i].home_suffix ? "neither is set" : "it is not set",
@@ -657,7 +662,7 @@ int main(int argc, char *argv[]) {
         setup_log_level();
         r = parse_argv(argc, argv);
         if (r <= 0)
-                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+                return r == -ENOMEM ? EXIT_FAILURE : r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         r = run();
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
