@@ -215,7 +215,9 @@ static bool writer_hand_over(WriterJob *job, int cpu) {
                 return false;
         /* Claimed, it cannot leave: its tid is its own.  Where it cannot be
          * moved (the CPU left the process's set meanwhile), it writes from
-         * where it is. */
+         * where it is.  writer.cpu is where we put it: should the kernel move
+         * it (its CPU left the cpuset), it writes from there until the CPU
+         * wanted changes. */
         if (writer.cpu != cpu) {
                 cpu_set_t cpus;
 

@@ -18,7 +18,8 @@ level ("Wrote N of M cgroup.freeze from a real-time thread (G groups change)"):
              writes done, attempted, and the groups they change); a Freeze of
              /small (4 groups) is written by the main loop; a RECURSIVE freeze
              and thaw of /big (1,101 nested flags) count the top's subtree
-             once, not once per level.
+             once, not once per level; the thread ends after the last call
+             (freezerd is back to one thread).
   failure    FREEZERD_TEST_WRITE_DELAY_USEC holds each write 0.3 s; a batch
              (top-down) freezes /big, then /z/x, which the test removes as
              soon as /big's flag reads 1.  /z/x's write fails inside the
@@ -95,6 +96,14 @@ def part_realtime(sc, bus):
         ft.check(all(sc.read_freeze(f'/big/c{i}') == 0 for i in range(CHILDREN)), 'realtime: every flag cleared')
         ft.check_equal(rt_lines(d)[n_rt:], [(CHILDREN + 1, CHILDREN + 1, CHILDREN + 1)] * 2,
                        'realtime: RECURSIVE freeze and thaw by the thread, each counting the top only')
+
+        # The thread waits 100 ms for the next big call, then ends: freezerd
+        # is single-threaded at rest (no event tells of a thread's end: polled).
+        threads = lambda: len(os.listdir(f'/proc/{d.pid}/task'))  # noqa: E731
+        ft.check(threads() <= 2, 'realtime: one writer thread at most', threads())
+        ft.wait_for(lambda: threads() == 1, timeout=2, poll=0.01,
+                    what='freezerd back to one thread after the last big call')
+        ft.check_equal(threads(), 1, 'realtime: freezerd single-threaded again after the last big call')
 
 
 def part_failure(sc, bus, realtime):
