@@ -629,10 +629,14 @@ finish:
         if (d.manager)
                 d.manager->private_bus = NULL;
         manager_shutdown(d.manager);
+        /* Calls held until the bus says who sent them: refused as the rest. */
+        manager_bus_release_callers(true);
         if (d.bus && d.manager && d.manager->bus_ready)
                 bus_shutdown_flush(d.bus);
         d.private_bus = private_bus_free(d.private_bus);
         d.manager = manager_free(d.manager);
+        /* What the flush held again (none: it refuses), and the bus's references. */
+        manager_bus_release_callers(true);
         if (d.bus) {
                 (void) sd_bus_flush(d.bus);
                 d.bus_event = bus_event_free(d.bus_event);

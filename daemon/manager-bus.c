@@ -39,8 +39,9 @@ typedef struct Caller {
  * the peer's on a direct connection).  AUGMENT may fill in what the bus does
  * not give from /proc/PID, which is racy (the PID may be reused by then): an
  * EUID that came from there is not trusted, and the caller counts as nobody. */
-/* Asking the bus daemon for a caller's credentials is a synchronous round
- * trip that stalls the whole loop.  A connection's uid cannot change (it is
+/* Asking the bus daemon for a caller's credentials is a round trip (made
+ * ahead, asynchronously, by filter_caller_uid() below; synchronously here
+ * where it could not be).  A connection's uid cannot change (it is
  * the SO_PEERCRED of its socket) and dbus-daemon never reuses a unique name,
  * so the answer is cached by unique name.  The cache is bounded: when full it
  * is simply emptied (entries of gone clients are otherwise never looked up
@@ -129,6 +130,213 @@ static uid_t caller_uid(Caller *c) {
         if (sender && sender[0] == ':')
                 uid_cache_put(sender, uid);
         return uid;
+}
+
+/* A new caller's uid without stalling the loop.  A method call that needs it
+ * (UID_METHODS), from a unique name not in the cache, is held, and the bus is
+ * asked for the name's uid with an asynchronous GetConnectionUnixUser; the
+ * name's later calls are held behind it, in order.  The answer goes into the
+ * cache, and the held calls are put back in sd-bus's read queue
+ * (sd_bus_enqueue_for_read(), made for this), where they are dispatched as
+ * though just read, and find the uid cached.  Meanwhile the loop goes on: the
+ * kernel's events, the private socket and the other callers do not wait for
+ * dbus-daemon (were it stopped, a synchronous call would hold freezerd for
+ * sd-bus's 25 s).  Calls that need no uid go on at once, unless calls of the
+ * same name are held (they keep their order).  Where nothing can be held (no
+ * memory, the call cannot be sent), the call goes on and caller_uid() asks
+ * synchronously, as it always may. */
+#define UID_PENDING_MAX 256       /* names asked at a time; more go synchronously */
+#define UID_HELD_PER_NAME 1024    /* calls held per name; more are refused */
+
+typedef struct UidPending {
+        char name[32];
+        sd_bus_slot *slot;      /* the GetConnectionUnixUser call */
+        sd_bus_message **held;  /* the calls, in order */
+        size_t n_held, cap;
+} UidPending;
+
+static struct {
+        UidPending *pending[UID_PENDING_MAX];
+        size_t n_pending;
+        /* Put back in the read queue: let through once, whatever the cache
+         * says by then (an emptied cache falls back to caller_uid()'s own
+         * question). */
+        sd_bus_message **released;
+        size_t n_released, released_cap;
+        bool refusing; /* shutting down: calls go on, to be refused */
+} uid_wait;
+
+static const char *const UID_METHODS[] = {
+        "Freeze", "Thaw", "ApplyBatch", "FreezeExcept", "GetGroup", "Track", "Untrack",
+        "AddPressureTrigger", "RemovePressureTrigger",
+};
+
+static bool needs_uid(sd_bus_message *msg) {
+        const char *iface = sd_bus_message_get_interface(msg), *member = sd_bus_message_get_member(msg);
+
+        if (!iface || !member || (!streq(iface, MANAGER_IFACE) && !streq(iface, GROUP_IFACE)))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(UID_METHODS); i++)
+                if (streq(member, UID_METHODS[i]))
+                        return true;
+        return false;
+}
+
+static UidPending *uid_pending_find(const char *name) {
+        for (size_t i = 0; i < uid_wait.n_pending; i++)
+                if (streq(uid_wait.pending[i]->name, name))
+                        return uid_wait.pending[i];
+        return NULL;
+}
+
+static void uid_pending_free(UidPending *p) {
+        for (size_t i = 0; i < p->n_held; i++)
+                sd_bus_message_unref(p->held[i]);
+        sd_bus_slot_unref(p->slot);
+        free(p->held);
+        free(p);
+}
+
+static void uid_pending_remove(UidPending *p) {
+        for (size_t i = 0; i < uid_wait.n_pending; i++)
+                if (uid_wait.pending[i] == p) {
+                        uid_wait.pending[i] = uid_wait.pending[--uid_wait.n_pending];
+                        return;
+                }
+}
+
+static int uid_pending_hold(UidPending *p, sd_bus_message *msg) {
+        if (p->n_held == p->cap) {
+                size_t cap = p->cap ? p->cap * 2 : 4;
+                sd_bus_message **h = reallocarray(p->held, cap, sizeof *h);
+                if (!h)
+                        return -ENOMEM;
+                p->held = h;
+                p->cap = cap;
+        }
+        p->held[p->n_held++] = sd_bus_message_ref(msg);
+        return 0;
+}
+
+/* The answer: cache it (an error that says the name is gone caches "nobody",
+ * as caller_uid() does), then release the held calls, in order. */
+static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        UidPending *p = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        sd_bus *bus = sd_bus_message_get_bus(reply);
+        uint32_t uid;
+
+        if (!e) {
+                if (sd_bus_message_read(reply, "u", &uid) >= 0)
+                        uid_cache_put(p->name, (uid_t) uid);
+        } else if (sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                log_warning("Cannot get the credentials of %s: it left the bus; refusing its changes", p->name);
+                uid_cache_put(p->name, ACCESS_UID_INVALID);
+        }
+        /* Other errors: not cached; caller_uid() asks again, and says why it fails. */
+
+        uid_pending_remove(p);
+        if (uid_wait.n_released + p->n_held > uid_wait.released_cap) {
+                size_t cap = uid_wait.n_released + p->n_held + 16;
+                sd_bus_message **r = reallocarray(uid_wait.released, cap, sizeof *r);
+                if (r) {
+                        uid_wait.released = r;
+                        uid_wait.released_cap = cap;
+                }
+        }
+        for (size_t i = 0; i < p->n_held; i++) {
+                sd_bus_message *msg = p->held[i];
+                int r;
+
+                if (uid_wait.n_released == uid_wait.released_cap) {
+                        (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY,
+                                                          "Out of memory; nothing was done");
+                        continue;
+                }
+                r = sd_bus_enqueue_for_read(bus, msg);
+                if (r < 0) {
+                        (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED,
+                                                          "Cannot process the call (%s); nothing was done",
+                                                          strerror(-r));
+                        continue;
+                }
+                uid_wait.released[uid_wait.n_released++] = sd_bus_message_ref(msg);
+        }
+        uid_pending_free(p);
+        return 0;
+}
+
+static bool uid_released_take(sd_bus_message *msg) {
+        for (size_t i = 0; i < uid_wait.n_released; i++)
+                if (uid_wait.released[i] == msg) {
+                        memmove(uid_wait.released + i, uid_wait.released + i + 1,
+                                (uid_wait.n_released - i - 1) * sizeof *uid_wait.released);
+                        uid_wait.n_released--;
+                        sd_bus_message_unref(msg);
+                        return true;
+                }
+        return false;
+}
+
+/* The first filter on the bus (filters run newest first): see above. */
+static int filter_caller_uid(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(msg);
+        UidPending *p;
+        uint8_t type;
+        uid_t uid;
+        int r;
+
+        if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
+                return 0;
+        if (uid_wait.n_released > 0 && uid_released_take(msg))
+                return 0;
+        if (uid_wait.refusing || !sender || sender[0] != ':' || strlen(sender) >= sizeof p->name)
+                return 0;
+        p = uid_pending_find(sender);
+        if (!p) {
+                if (!needs_uid(msg) || uid_cache_get(sender, &uid) || uid_wait.n_pending == UID_PENDING_MAX)
+                        return 0;
+                p = calloc(1, sizeof *p);
+                if (!p)
+                        return 0;
+                strcpy(p->name, sender);
+                r = sd_bus_call_method_async(sd_bus_message_get_bus(msg), &p->slot, "org.freedesktop.DBus",
+                                             "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixUser",
+                                             on_uid_reply, p, "s", sender);
+                if (r < 0) {
+                        free(p);
+                        return 0;
+                }
+                uid_wait.pending[uid_wait.n_pending++] = p;
+        }
+        if (p->n_held >= UID_HELD_PER_NAME) {
+                (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_LIMITS_EXCEEDED,
+                                                  "Too many calls sent before the bus said who %s is (at most %u); "
+                                                  "nothing was done",
+                                                  sender, UID_HELD_PER_NAME);
+                return 1;
+        }
+        if (uid_pending_hold(p, msg) < 0) {
+                (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY, "Out of memory; nothing was done");
+                return 1;
+        }
+        return 1;
+}
+
+void manager_bus_release_callers(bool refuse) {
+        uid_wait.refusing = uid_wait.refusing || refuse;
+        while (uid_wait.n_pending > 0) {
+                UidPending *p = uid_wait.pending[--uid_wait.n_pending];
+                if (refuse)
+                        for (size_t i = 0; i < p->n_held; i++)
+                                (void) sd_bus_reply_method_errorf(p->held[i], BUS_ERROR_CANCELLED,
+                                                                  "freezerd is shutting down; nothing was done");
+                uid_pending_free(p);
+        }
+        while (uid_wait.n_released > 0)
+                sd_bus_message_unref(uid_wait.released[--uid_wait.n_released]);
+        uid_wait.released = mfree(uid_wait.released);
+        uid_wait.released_cap = 0;
 }
 
 /* The error says what was refused and on which path, nothing more (not the
@@ -1868,6 +2076,10 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
         r = manager_bus_add_objects(m, bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot register the objects: %m");
+        /* Added last, so it runs first: a held call waits for all of them. */
+        r = sd_bus_add_filter(bus, NULL, filter_caller_uid, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the callers' filter: %m");
         return 0;
 }
 

@@ -22,4 +22,8 @@ void manager_bus_connection_closed(Manager *m, sd_bus *bus);
  * last call (once per object), and the manager's Groups count, to the bus and
  * to the subscribed private connections. Call once per loop turn. */
 void manager_bus_flush(Manager *m);
+/* The bus's calls held until the bus says who sent them (see manager-bus.c):
+ * with refuse (shutting down), answered Cancelled, and later ones are no
+ * longer held; else dropped unanswered.  Before the bus is closed. */
+void manager_bus_release_callers(bool refuse);
 void manager_bus_timeout_changed(Manager *m);

@@ -151,6 +151,10 @@ def test():
                             what=f'{name} to leave the bus')
             finally:
                 os.kill(d.pid, ft.signal.SIGCONT)
+            # freezerd asks the bus who sent them without waiting for the answer
+            # (other callers go on meanwhile): the warning says it has it.
+            ft.wait_for(lambda: f'credentials of {name}' in d.log(), poll=0.01,
+                        what=f'freezerd to learn that {name} left')
             ft.check_equal(state('/t'), 'running', f'{GONE_CALLS} calls of a client gone before they were read: '
                            '/t still running')
             ft.check_equal(sc.read_freeze('/t'), 0, 'and its cgroup.freeze is 0')

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A new bus caller's uid is asked for without stopping freezerd: while
+dbus-daemon does not answer, the private socket and the kernel's events are
+served, and the caller's calls wait, in order.
+
+  /a   empty: frozen by the bus caller X, whose uid freezerd does not know yet
+  /b   empty: frozen over the private socket meanwhile
+  /c   frozen and thawed behind freezerd's back meanwhile
+
+Steps:
+  1. freezerd stopped (SIGSTOP), X (a new connection on the bus) sends
+     Freeze /a, then Thaw /a, then Freeze /a without waiting, and a round trip
+     to dbus-daemon, which has then passed all three on.
+  2. dbus-daemon stopped, freezerd continued: it reads X's calls and asks
+     dbus-daemon who X is (GetConnectionUnixUser), which cannot answer.
+  3. Over the private socket, Freeze /b returns with /b frozen (a freezerd
+     that asked synchronously waits for sd-bus's 25 s timeout here: the call
+     fails the test's 5 s deadline), and GetGroup /c follows a write of /c's
+     cgroup.freeze behind freezerd's back (its FreezerState says frozen).
+  4. /a is untouched: X's calls wait.
+  5. dbus-daemon continued: X's three calls are answered in order, and /a
+     ends frozen (the last one), its flag 1.
+  6. Once more with a new caller Y's Freeze /d waiting, freezerd is stopped
+     (SIGTERM): it exits 0 within the test's deadline, and once dbus-daemon
+     continues, Y's call is answered Cancelled ("shutting down; nothing was
+     done"), /d untouched.
+"""
+
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+LONG_USEC = 60 * 1000000
+DEADLINE = 5
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('fault-bus-stalled') as sc, ft.Bus() as bus:
+        for p in ('/a', '/b', '/c'):
+            sc.mkdir(p)
+        with ft.Daemon(bus, sc.root) as d:
+            private = os.path.join(d.runtime_dir, 'private')
+            ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+            with ft.Client(f'unix:path={private}', direct=True) as p, ft.Client(bus.address) as x:
+                bus_stopped = False
+                os.kill(d.pid, signal.SIGSTOP)
+                try:
+                    calls = [x.call_async('Freeze', '/a', LONG_USEC, 0),
+                             x.call_async('Thaw', '/a', LONG_USEC, 0),
+                             x.call_async('Freeze', '/a', LONG_USEC, 0)]
+                    # dbus-daemon handles a connection's messages in order: once it
+                    # answered this, it has passed the three calls on.
+                    x.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId',
+                                  destination='org.freedesktop.DBus')
+                    os.kill(bus.proc.pid, signal.SIGSTOP)
+                    bus_stopped = True
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                try:
+                    p.call('Freeze', '/b', LONG_USEC, 0, timeout=DEADLINE)
+                    ft.check_equal(sc.read_freeze('/b'), 1, 'dbus-daemon stopped: Freeze /b over the private '
+                                   'socket returns, flag 1')
+                    ft.check_equal(sc.frozen('/b'), True, 'and /b is frozen')
+
+                    sc.write_freeze('/c', 1)
+                    ft.wait_for(lambda: p.group_property('/c', 'FreezerState') == 'frozen', timeout=DEADLINE,
+                                what='/c frozen behind freezerd\'s back, seen over the private socket')
+                    ft.check_equal(p.group_property('/c', 'FreezerState'), 'frozen',
+                                   'dbus-daemon stopped: a write of /c behind freezerd\'s back is followed')
+
+                    ft.check(not any(c.done() for c in calls), 'dbus-daemon stopped: none of X\'s calls answered',
+                             [c.done() for c in calls])
+                    ft.check_equal(sc.read_freeze('/a'), 0, 'dbus-daemon stopped: /a untouched (X\'s calls wait)')
+                finally:
+                    if bus_stopped:
+                        os.kill(bus.proc.pid, signal.SIGCONT)
+
+                ft.check_equal([tuple(c.result(DEADLINE)) for c in calls], [()] * 3,
+                               'dbus-daemon continued: X\'s three calls answered, none failed')
+                # Freeze, Thaw, Freeze: the Thaw last (out of order) would leave 0.
+                ft.check_equal(sc.read_freeze('/a'), 1, 'and /a ends with its flag 1 (the calls ran in order)')
+                ft.check_equal(sc.frozen('/a'), True, '/a frozen')
+
+        sc.mkdir('/d')
+        with ft.Daemon(bus, sc.root) as d:
+            private = os.path.join(d.runtime_dir, 'private')
+            ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+            with ft.Client(bus.address) as y:
+                bus_stopped = False
+                try:
+                    with ft.Client(f'unix:path={private}', direct=True) as p:
+                        os.kill(d.pid, signal.SIGSTOP)
+                        try:
+                            call = y.call_async('Freeze', '/d', LONG_USEC, 0)
+                            y.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId',
+                                          destination='org.freedesktop.DBus')
+                            os.kill(bus.proc.pid, signal.SIGSTOP)
+                            bus_stopped = True
+                        finally:
+                            os.kill(d.pid, signal.SIGCONT)
+                        # A round trip on the private socket: freezerd's loop has read
+                        # the bus (ready before it) by the time it answers.
+                        p.call('ListGroups', timeout=DEADLINE)
+                    d.stop(timeout=DEADLINE)
+                    ft.check_equal(d.exit_status, 0, 'SIGTERM with a caller waiting for dbus-daemon: exit 0')
+                finally:
+                    if bus_stopped:
+                        os.kill(bus.proc.pid, signal.SIGCONT)
+                ft.expect_dbus_error("org.freezerd.Freezer1.Error.Cancelled", call.result, DEADLINE)
+                ft.check_equal(sc.read_freeze('/d'), 0, '/d untouched')
+
+
+ft.run(test)
