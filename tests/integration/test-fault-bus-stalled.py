@@ -38,6 +38,29 @@ LONG_USEC = 60 * 1000000
 DEADLINE = 5
 
 
+def stall(d, bus, caller, send):
+    """With freezerd stopped, send(caller)'s calls (a list of PendingCall), and a
+    round trip to dbus-daemon, which handles a connection's messages in order:
+    once it answered, it has passed the calls on.  Then dbus-daemon is stopped
+    and freezerd continued: it reads the calls and asks dbus-daemon who sent
+    them.  Returns the calls; dbus-daemon is stopped if bus.stopped."""
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        calls = send(caller)
+        caller.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId', destination='org.freedesktop.DBus')
+        os.kill(bus.proc.pid, signal.SIGSTOP)
+        bus.stopped = True
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    return calls
+
+
+def resume(bus):
+    if getattr(bus, 'stopped', False):
+        os.kill(bus.proc.pid, signal.SIGCONT)
+        bus.stopped = False
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('fault-bus-stalled') as sc, ft.Bus() as bus:
@@ -47,21 +70,10 @@ def test():
             private = os.path.join(d.runtime_dir, 'private')
             ft.wait_for(lambda: os.path.exists(private), what='the private socket')
             with ft.Client(f'unix:path={private}', direct=True) as p, ft.Client(bus.address) as x:
-                bus_stopped = False
-                os.kill(d.pid, signal.SIGSTOP)
                 try:
-                    calls = [x.call_async('Freeze', '/a', LONG_USEC, 0),
-                             x.call_async('Thaw', '/a', LONG_USEC, 0),
-                             x.call_async('Freeze', '/a', LONG_USEC, 0)]
-                    # dbus-daemon handles a connection's messages in order: once it
-                    # answered this, it has passed the three calls on.
-                    x.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId',
-                                  destination='org.freedesktop.DBus')
-                    os.kill(bus.proc.pid, signal.SIGSTOP)
-                    bus_stopped = True
-                finally:
-                    os.kill(d.pid, signal.SIGCONT)
-                try:
+                    calls = stall(d, bus, x, lambda c: [c.call_async('Freeze', '/a', LONG_USEC, 0),
+                                                        c.call_async('Thaw', '/a', LONG_USEC, 0),
+                                                        c.call_async('Freeze', '/a', LONG_USEC, 0)])
                     p.call('Freeze', '/b', LONG_USEC, 0, timeout=DEADLINE)
                     ft.check_equal(sc.read_freeze('/b'), 1, 'dbus-daemon stopped: Freeze /b over the private '
                                    'socket returns, flag 1')
@@ -77,8 +89,7 @@ def test():
                              [c.done() for c in calls])
                     ft.check_equal(sc.read_freeze('/a'), 0, 'dbus-daemon stopped: /a untouched (X\'s calls wait)')
                 finally:
-                    if bus_stopped:
-                        os.kill(bus.proc.pid, signal.SIGCONT)
+                    resume(bus)
 
                 ft.check_equal([tuple(c.result(DEADLINE)) for c in calls], [()] * 3,
                                'dbus-daemon continued: X\'s three calls answered, none failed')
@@ -91,27 +102,17 @@ def test():
             private = os.path.join(d.runtime_dir, 'private')
             ft.wait_for(lambda: os.path.exists(private), what='the private socket')
             with ft.Client(bus.address) as y:
-                bus_stopped = False
                 try:
                     with ft.Client(f'unix:path={private}', direct=True) as p:
-                        os.kill(d.pid, signal.SIGSTOP)
-                        try:
-                            call = y.call_async('Freeze', '/d', LONG_USEC, 0)
-                            y.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId',
-                                          destination='org.freedesktop.DBus')
-                            os.kill(bus.proc.pid, signal.SIGSTOP)
-                            bus_stopped = True
-                        finally:
-                            os.kill(d.pid, signal.SIGCONT)
+                        call, = stall(d, bus, y, lambda c: [c.call_async('Freeze', '/d', LONG_USEC, 0)])
                         # A round trip on the private socket: freezerd's loop has read
                         # the bus (ready before it) by the time it answers.
                         p.call('ListGroups', timeout=DEADLINE)
                     d.stop(timeout=DEADLINE)
                     ft.check_equal(d.exit_status, 0, 'SIGTERM with a caller waiting for dbus-daemon: exit 0')
                 finally:
-                    if bus_stopped:
-                        os.kill(bus.proc.pid, signal.SIGCONT)
-                ft.expect_dbus_error("org.freezerd.Freezer1.Error.Cancelled", call.result, DEADLINE)
+                    resume(bus)
+                ft.expect_dbus_error('org.freezerd.Freezer1.Error.Cancelled', call.result, DEADLINE)
                 ft.check_equal(sc.read_freeze('/d'), 0, '/d untouched')
 
 
