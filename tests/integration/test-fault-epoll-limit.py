@@ -162,6 +162,8 @@ def test():
                 call('Freeze', '/c/x1', CALL_USEC, 0)
                 took = time.monotonic() - t0
                 ft.check_equal(sc.read_events('/c/x1')['frozen'], 1, 'Freeze(/c/x1) replied: the kernel says frozen')
+                # Right after "frozen 1" a task can still be on its way into the trap.
+                sc.wait_tasks_frozen('/c/x1')
                 ft.check(sc.all_tasks_frozen('/c/x1'), "and /c/x1's task is frozen")
                 fig.lines.append(f'Freeze of a refused group: {took * 1000:.0f} ms')
                 call('Thaw', '/c/x1', CALL_USEC, 0)
