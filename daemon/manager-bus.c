@@ -86,6 +86,15 @@ static void uid_cache_put(const char *name, uid_t uid) {
         uid_cache_used++;
 }
 
+/* name left the bus after sending (a call without a reply wanted, or a
+ * client that gave up): its name never comes back, so "nobody" is its answer
+ * for good.  Once, not one warning and one round trip per call it left
+ * queued. */
+static void uid_cache_put_gone(const char *name) {
+        log_warning("Cannot get the credentials of %s: it left the bus; refusing its changes", name);
+        uid_cache_put(name, ACCESS_UID_INVALID);
+}
+
 static uid_t caller_uid(Caller *c) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         const char *sender = sd_bus_message_get_sender(c->msg);
@@ -102,12 +111,7 @@ static uid_t caller_uid(Caller *c) {
         }
         r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
         if (r == -ENXIO && sender && sender[0] == ':') {
-                /* It left the bus after sending (a call without a reply
-                 * wanted, or a client that gave up): its name never comes
-                 * back, so this is its answer for good.  Once, not one
-                 * warning and one round trip per call it left queued. */
-                log_warning("Cannot get the credentials of %s: it left the bus; refusing its changes", sender);
-                uid_cache_put(sender, ACCESS_UID_INVALID);
+                uid_cache_put_gone(sender);
                 return c->uid;
         }
         if (r < 0) {
@@ -205,16 +209,17 @@ static void uid_pending_remove(UidPending *p) {
                 }
 }
 
-static int uid_pending_hold(UidPending *p, sd_bus_message *msg) {
-        if (p->n_held == p->cap) {
-                size_t cap = p->cap ? p->cap * 2 : 4;
-                sd_bus_message **h = reallocarray(p->held, cap, sizeof *h);
-                if (!h)
+/* Append a reference to msg to the array *a of *n (room for *cap). */
+static int messages_push(sd_bus_message ***a, size_t *n, size_t *cap, sd_bus_message *msg) {
+        if (*n == *cap) {
+                size_t c = *cap ? *cap * 2 : 4;
+                sd_bus_message **b = reallocarray(*a, c, sizeof *b);
+                if (!b)
                         return -ENOMEM;
-                p->held = h;
-                p->cap = cap;
+                *a = b;
+                *cap = c;
         }
-        p->held[p->n_held++] = sd_bus_message_ref(msg);
+        (*a)[(*n)++] = sd_bus_message_ref(msg);
         return 0;
 }
 
@@ -229,38 +234,28 @@ static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
         if (!e) {
                 if (sd_bus_message_read(reply, "u", &uid) >= 0)
                         uid_cache_put(p->name, (uid_t) uid);
-        } else if (sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
-                log_warning("Cannot get the credentials of %s: it left the bus; refusing its changes", p->name);
-                uid_cache_put(p->name, ACCESS_UID_INVALID);
-        }
+        } else if (sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+                uid_cache_put_gone(p->name);
         /* Other errors: not cached; caller_uid() asks again, and says why it fails. */
 
         uid_pending_remove(p);
-        if (uid_wait.n_released + p->n_held > uid_wait.released_cap) {
-                size_t cap = uid_wait.n_released + p->n_held + 16;
-                sd_bus_message **r = reallocarray(uid_wait.released, cap, sizeof *r);
-                if (r) {
-                        uid_wait.released = r;
-                        uid_wait.released_cap = cap;
-                }
-        }
         for (size_t i = 0; i < p->n_held; i++) {
                 sd_bus_message *msg = p->held[i];
                 int r;
 
-                if (uid_wait.n_released == uid_wait.released_cap) {
+                r = messages_push(&uid_wait.released, &uid_wait.n_released, &uid_wait.released_cap, msg);
+                if (r < 0) {
                         (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY,
                                                           "Out of memory; nothing was done");
                         continue;
                 }
                 r = sd_bus_enqueue_for_read(bus, msg);
                 if (r < 0) {
+                        sd_bus_message_unref(uid_wait.released[--uid_wait.n_released]);
                         (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED,
                                                           "Cannot process the call (%s); nothing was done",
                                                           strerror(-r));
-                        continue;
                 }
-                uid_wait.released[uid_wait.n_released++] = sd_bus_message_ref(msg);
         }
         uid_pending_free(p);
         return 0;
@@ -316,7 +311,7 @@ static int filter_caller_uid(sd_bus_message *msg, void *userdata, sd_bus_error *
                                                   sender, UID_HELD_PER_NAME);
                 return 1;
         }
-        if (uid_pending_hold(p, msg) < 0) {
+        if (messages_push(&p->held, &p->n_held, &p->cap, msg) < 0) {
                 (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY, "Out of memory; nothing was done");
                 return 1;
         }

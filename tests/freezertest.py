@@ -1133,6 +1133,11 @@ def fd_count(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
 
+def thread_count(pid):
+    """The number of threads of a process."""
+    return len(os.listdir(f'/proc/{pid}/task'))
+
+
 def rss_kib(pid):
     """VmRSS of a process, in KiB."""
     with open(f'/proc/{pid}/status') as f:

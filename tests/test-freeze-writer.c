@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "freeze-writer.h"
@@ -232,12 +231,6 @@ static int count_threads(void) {
         return n;
 }
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The thread waits FREEZE_WRITER_LINGER_USEC for the next call's writes,
  * which it then makes (moved to the CPU after the caller's), and leaves after
  * that; a child of fork() makes its own. */
@@ -250,14 +243,14 @@ static void test_linger(void) {
 
         CHECK(w.fd >= 0);
         /* Whatever an earlier test left has gone. */
-        deadline = monotonic_usec() + FREEZE_WRITER_LINGER_USEC + 2000000;
-        while (count_threads() > 1 && monotonic_usec() < deadline)
+        deadline = now_usec() + FREEZE_WRITER_LINGER_USEC + 2000000;
+        while (count_threads() > 1 && now_usec() < deadline)
                 usleep(1000);
         CHECK_R(count_threads(), 1);
 
         CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
         CHECK(!rep.reused);
-        start = monotonic_usec();
+        start = now_usec();
         CHECK_R(count_threads(), 2);
         w.value = false;
         CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
@@ -288,10 +281,10 @@ static void test_linger(void) {
 
         /* Gone once it has waited long enough, not before. */
         deadline = start + FREEZE_WRITER_LINGER_USEC + 2000000;
-        while (count_threads() > 1 && monotonic_usec() < deadline)
+        while (count_threads() > 1 && now_usec() < deadline)
                 usleep(1000);
         CHECK_R(count_threads(), 1);
-        CHECK(monotonic_usec() - start >= FREEZE_WRITER_LINGER_USEC);
+        CHECK(now_usec() - start >= FREEZE_WRITER_LINGER_USEC);
         CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
         CHECK(!rep.reused);
         close(w.fd);

@@ -289,7 +289,7 @@ def test():
                 ft.check(all(v == 0 for k in got for v in got[k]), f'/idle {res} reads zeros', got)
             sleepy0 = as_kinds(c.group_property('/sleepy', 'CpuPressure'))
 
-            threads = lambda: len(os.listdir(f'/proc/{d.pid}/task'))  # noqa: E731
+            threads = lambda: ft.thread_count(d.pid)  # noqa: E731
             ft.check_equal(threads(), 1, 'freezerd runs one thread while no trigger was ever added')
 
             # -- triggers: /busy fires within two windows, /sleepy not in three, the Manager's fires

@@ -99,7 +99,7 @@ def part_realtime(sc, bus):
 
         # The thread waits 100 ms for the next big call, then ends: freezerd
         # is single-threaded at rest (no event tells of a thread's end: polled).
-        threads = lambda: len(os.listdir(f'/proc/{d.pid}/task'))  # noqa: E731
+        threads = lambda: ft.thread_count(d.pid)  # noqa: E731
         ft.check(threads() <= 2, 'realtime: one writer thread at most', threads())
         ft.wait_for(lambda: threads() == 1, timeout=2, poll=0.01,
                     what='freezerd back to one thread after the last big call')
