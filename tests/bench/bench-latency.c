@@ -25,6 +25,16 @@
  *   call-private the same on a freezer_open_private() handle (--private).
  *   call-nowait  the same with FREEZER_NO_WAIT: one bus round trip and the
  *                write, no waiting (the floor of a call).
+ *   relay        the machine's floor for the shape of "signal", without
+ *                freezerd or dbus-daemon: one byte written to a helper
+ *                process (in freezerd's place), which passes it to a second
+ *                (dbus-daemon's), which passes it back here, over Unix
+ *                sockets, each blocked in read() until then; then, untimed,
+ *                the same cgroup.freeze write and wait as floor.  What any
+ *                daemon behind a broker costs in wake-ups on this machine
+ *                (on a VM, each wake-up of an idle vCPU waits for the host).
+ *   relay-private  the same through one helper: the shape of
+ *                "signal-private".
  *
  * Between steps a pause of --settle-ms (default 15 ms; the kernel holds back
  * a cgroup.events notification that comes less than 10 ms, rounded up to
@@ -43,8 +53,8 @@
  *
  * usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]
  *                      [--private=PATH] [--rounds=N] [--settle-ms=MS] [--json]
- * METHODS is a '+'-separated list (default floor+signal+call+call-nowait, and
- * signal-private+call-private with --private).  Only the connection a signal
+ * METHODS is a '+'-separated list (default floor+signal+call+call-nowait+
+ * relay+relay-private, and signal-private+call-private with --private).  Only the connection a signal
  * method waits on is subscribed during its steps; none during the others.
  * Output: JSON (--json) or one text line per method and step: median, p90,
  * p99, min, max in µs.  Exit status 0, 1 on a failure, 2 on bad usage.
@@ -61,7 +71,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,16 +90,26 @@
 #define STEP_DEADLINE_NS (10ULL * 1000000000ULL)
 #define MAX_GROUPS 8
 
-enum { M_FLOOR, M_SIGNAL, M_SIGNAL_PRIVATE, M_CALL, M_CALL_PRIVATE, M_CALL_NOWAIT, _M_MAX };
-static const char *const method_key[_M_MAX] = { "floor", "signal", "signal-private", "call", "call-private",
-                                                "call-nowait" };
+enum {
+        M_FLOOR,
+        M_SIGNAL,
+        M_SIGNAL_PRIVATE,
+        M_CALL,
+        M_CALL_PRIVATE,
+        M_CALL_NOWAIT,
+        M_RELAY,
+        M_RELAY_PRIVATE,
+        _M_MAX
+};
+static const char *const method_key[_M_MAX] = { "floor",        "signal",      "signal-private", "call",
+                                                "call-private", "call-nowait", "relay",          "relay-private" };
 
 typedef struct Group {
         const char *path;   /* API path */
         char *dir;          /* DIR/path */
         char *object;       /* its D-Bus object */
         bool methods[_M_MAX];
-        bool default_methods; /* no METHODS given: all (the private ones with --private) */
+        bool default_methods; /* no METHODS given: the default set (see usage()) */
         int freeze_fd, events_fd, wd;
         unsigned procs;
         uint64_t *ns[_M_MAX][2]; /* [method][0 freeze, 1 thaw] */
@@ -103,10 +127,14 @@ static struct {
         sd_bus *psig;  /* the same on the private socket (or NULL) */
         freezer *f;    /* libfreezer */
         freezer *fp;   /* libfreezer on the private socket (or NULL) */
+        int relay_fd;  /* to and from the relay's first helper (-1: no relay) */
+        int relay_back_fd; /* from its second helper */
 } B = {
         .rounds = 1000,
         .settle_ms = 15,
         .inotify_fd = -1,
+        .relay_fd = -1,
+        .relay_back_fd = -1,
 };
 
 /* ---- cgroup files ------------------------------------------------------------------------------------------------ */
@@ -325,6 +353,94 @@ static void verify(Group *g, int want, const char *method, unsigned round) {
         drain();
 }
 
+/* ---- the relay (the machine's wake-up floor) ---------------------------------------------------------------------- */
+
+/* A helper: each byte read from `in` goes on to `next`, or, for RELAY_BACK,
+ * back to `back`; ends at end of file (our end closed) or with us. */
+#define RELAY_ON 'n'
+#define RELAY_BACK 'b'
+
+_Noreturn static void relay_helper(int in, int next, int back) {
+        char c;
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+                ssize_t n = read(in, &c, 1);
+                if (n == 0)
+                        _exit(0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        _exit(1);
+                }
+                int to = c == RELAY_ON && next >= 0 ? next : back;
+                if (write(to, &c, 1) != 1)
+                        _exit(1);
+        }
+}
+
+/* The first helper reads what we write to relay_fd and answers RELAY_BACK
+ * bytes on it (relay-private); RELAY_ON bytes go on to the second, which
+ * answers on relay_back_fd (relay).  All Unix stream sockets, as a D-Bus
+ * connection is. */
+static void relay_start(void) {
+        int first[2], second[2], back[2];
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, first) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, second) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, back) < 0)
+                die("socketpair: %m");
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0)
+                die("fork: %m");
+        if (pid == 0) {
+                close(first[0]);
+                close(second[1]);
+                close(back[0]);
+                close(back[1]);
+                relay_helper(first[1], second[0], first[1]);
+        }
+        pid = fork();
+        if (pid < 0)
+                die("fork: %m");
+        if (pid == 0) {
+                close(first[0]);
+                close(first[1]);
+                close(second[0]);
+                close(back[0]);
+                relay_helper(second[1], -1, back[1]);
+        }
+        close(first[1]);
+        close(second[0]);
+        close(second[1]);
+        close(back[1]);
+        B.relay_fd = first[0];
+        B.relay_back_fd = back[0];
+}
+
+/* Sends one byte through the relay; returns when it is back. */
+static void relay_round(bool through_second) {
+        char c = through_second ? RELAY_ON : RELAY_BACK;
+        struct pollfd p = { .fd = through_second ? B.relay_back_fd : B.relay_fd, .events = POLLIN };
+
+        if (write(B.relay_fd, &c, 1) != 1)
+                die("relay write: %m");
+        for (;;) {
+                int n = poll(&p, 1, (int) (STEP_DEADLINE_NS / 1000000));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        die("poll: %m");
+                if (n == 0)
+                        die("the relay did not answer in time");
+                break;
+        }
+        if (read(p.fd, &c, 1) != 1)
+                die("relay read: %m");
+}
+
 /* ---- methods ------------------------------------------------------------------------------------------------------ */
 
 /* Per-object PropertiesChanged are sent only while a client is subscribed.
@@ -371,6 +487,14 @@ static uint64_t step(Group *g, unsigned m, int freeze) {
                 t0 = now_ns();
                 write_flag(g, freeze);
                 t1 = wait_signal(m == M_SIGNAL ? B.sig : B.psig, g, freeze);
+                break;
+        case M_RELAY:
+        case M_RELAY_PRIVATE:
+                t0 = now_ns();
+                relay_round(m == M_RELAY);
+                t1 = now_ns();
+                write_flag(g, freeze); /* untimed: the next step starts from the same state */
+                wait_kernel(g, freeze);
                 break;
         case M_CALL:
         case M_CALL_PRIVATE:
@@ -548,7 +672,8 @@ static void usage(FILE *f) {
         fputs("usage: bench-latency --address=ADDR --root=DIR --group=PATH[:METHODS] [--group=...]\n"
               "                     [--private=PATH] [--rounds=N] [--settle-ms=MS] [--json]\n"
               "METHODS: '+'-separated, of floor, signal, signal-private, call, call-private,\n"
-              "call-nowait (default: all; the private ones need --private)\n",
+              "call-nowait, relay, relay-private (default: all; signal-private and\n"
+              "call-private need --private)\n",
               f);
 }
 
@@ -605,8 +730,11 @@ int main(int argc, char *argv[]) {
                 if (r < 0)
                         die("freezer_open_private %s: %s", B.private_path, strerror(-r));
         }
-        for (unsigned i = 0; i < B.n_groups; i++)
+        for (unsigned i = 0; i < B.n_groups; i++) {
                 setup_group(&B.groups[i]);
+                if (B.relay_fd < 0 && (B.groups[i].methods[M_RELAY] || B.groups[i].methods[M_RELAY_PRIVATE]))
+                        relay_start();
+        }
 
         /* One warm-up round of everything, then the timed ones, interleaved. */
         for (unsigned round = 0; round <= B.rounds; round++)
@@ -666,5 +794,11 @@ int main(int argc, char *argv[]) {
         freezer_close(B.fp);
         sd_bus_flush_close_unref(B.sig);
         sd_bus_flush_close_unref(B.psig);
+        if (B.relay_fd >= 0) { /* the helpers read end of file and exit */
+                close(B.relay_fd);
+                close(B.relay_back_fd);
+                while (wait(NULL) > 0 || errno == EINTR)
+                        ;
+        }
         return 0;
 }
