@@ -52,6 +52,9 @@
  *        their entries: a message waits in the socket meanwhile), and
  *        freezerd's and dbus-daemon's CPU time from before the call until
  *        two Peer.Ping round trips after the last expected signal.
+ *        Last, the storm's floor: the same writes of the top groups'
+ *        cgroup.freeze from here, with freezerd stopped, timed (the kernel
+ *        alone; see phase_storm_floor()).
  * burst  mkdir(2) of --burst groups (spread over the top groups: tI/bK) as
  *        fast as the kernel takes them, then, once all were announced, rmdir
  *        of them all: the time of the mkdir/rmdir loop, until the last
@@ -1256,6 +1259,63 @@ static PhaseResult phase_burst(pid_t daemon, bool create) {
         return p;
 }
 
+/* The kernel's own time for the storm's writes, the floor of its rows: with
+ * freezerd stopped (SIGSTOP, so that it takes no CPU meanwhile; it catches up
+ * once continued, untimed), pwrite() of "1" to the top groups' cgroup.freeze
+ * (fds opened beforehand), then of "0", STORM_FLOOR_ROUNDS times, 100 ms
+ * apart.  The groups hold no task: the kernel freezes and thaws each subtree
+ * inside the write. */
+#define STORM_FLOOR_ROUNDS 3
+
+typedef struct StormFloor {
+        uint64_t freeze_ns[STORM_FLOOR_ROUNDS], thaw_ns[STORM_FLOOR_ROUNDS];
+} StormFloor;
+
+static pid_t stopped_daemon;
+
+static void continue_daemon(void) {
+        if (stopped_daemon > 0)
+                (void) kill(stopped_daemon, SIGCONT);
+}
+
+static StormFloor phase_storm_floor(pid_t daemon) {
+        StormFloor fl = {};
+        int *fds = calloc(O.top, sizeof *fds);
+
+        if (!fds)
+                die("out of memory");
+        for (unsigned i = 0; i < O.top; i++) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof p, "%s/t%u/cgroup.freeze", O.root, i);
+                fds[i] = open(p, O_WRONLY | O_CLOEXEC);
+                if (fds[i] < 0)
+                        die("cannot open %s: %m", p);
+        }
+        pthread_mutex_lock(&L.lock);
+        phase_reset_locked(WANT_NONE);
+        pthread_mutex_unlock(&L.lock);
+        die_hook = continue_daemon;
+        if (kill(daemon, SIGSTOP) < 0)
+                die("cannot stop freezerd: %m");
+        stopped_daemon = daemon;
+        for (unsigned k = 0; k < STORM_FLOOR_ROUNDS; k++)
+                for (int v = 1; v >= 0; v--) {
+                        uint64_t t0 = now_ns();
+                        for (unsigned i = 0; i < O.top; i++)
+                                if (pwrite(fds[i], v ? "1" : "0", 1, 0) != 1)
+                                        die("cannot write t%u/cgroup.freeze: %m", i);
+                        (v ? fl.freeze_ns : fl.thaw_ns)[k] = now_ns() - t0;
+                        sleep_ns(100 * 1000000ULL);
+                }
+        continue_daemon();
+        stopped_daemon = 0;
+        for (unsigned i = 0; i < O.top; i++)
+                close(fds[i]);
+        free(fds);
+        ping_barrier(); /* freezerd has read the writes it missed */
+        return fl;
+}
+
 typedef struct ListResult {
         uint64_t managed_ns, list_ns, daemon_cpu_managed_ns, daemon_cpu_list_ns;
         size_t managed_objects, list_n;
@@ -1458,6 +1518,7 @@ int main(int argc, char *argv[]) {
         uint64_t version_ns[5], mkdir_ns;
         unsigned made, n_empty = 0, n_full = 0, n_phases = 0;
         PhaseResult phases[10]; /* eight storms, two bursts: see PHASE() */
+        StormFloor storm_floor = {};
         IdleResult idle = {};
         ListResult lists = {};
         Daemon d = { .pidfd = -1 };
@@ -1565,6 +1626,8 @@ int main(int argc, char *argv[]) {
                 PHASE(phase_storm(f, d.pid, false, VIA_PROPERTIES));
                 sleep_ns(100 * 1000000ULL);
                 subscribe("Unsubscribe");
+                /* Last: the rows above are freezerd's first writes of these groups. */
+                storm_floor = phase_storm_floor(d.pid);
         }
         if (O.ph_burst && O.burst > 0) {
                 PHASE(phase_burst(d.pid, true));
@@ -1599,6 +1662,15 @@ int main(int argc, char *argv[]) {
                                "\"list_groups_n\": %zu, \"list_groups_daemon_cpu_ms\": %.3f},\n",
                                ms(lists.managed_ns), lists.managed_objects, ms(lists.daemon_cpu_managed_ns),
                                ms(lists.list_ns), lists.list_n, ms(lists.daemon_cpu_list_ns));
+                if (O.ph_storm) {
+                        printf("  \"storm_floor\": {\"rounds\": %d, \"freeze_ms\": [", STORM_FLOOR_ROUNDS);
+                        for (unsigned k = 0; k < STORM_FLOOR_ROUNDS; k++)
+                                printf("%s%.3f", k ? ", " : "", ms(storm_floor.freeze_ns[k]));
+                        printf("], \"thaw_ms\": [");
+                        for (unsigned k = 0; k < STORM_FLOOR_ROUNDS; k++)
+                                printf("%s%.3f", k ? ", " : "", ms(storm_floor.thaw_ns[k]));
+                        printf("]},\n");
+                }
                 printf("  \"phases\": [\n");
                 for (unsigned i = 0; i < n_phases; i++)
                         json_phase(&phases[i], i + 1 == n_phases);
@@ -1611,6 +1683,9 @@ int main(int argc, char *argv[]) {
                         printf("idle %us: +%" PRIu64 " voluntary ctxt switches, +%" PRIu64 " ns CPU, %u bus messages\n",
                                idle.seconds, idle.after.vcsw - idle.before.vcsw, idle.after.cpu_ns - idle.before.cpu_ns,
                                idle.msgs);
+                if (O.ph_storm)
+                        printf("storm floor (the kernel's writes alone): freeze %.1f ms, thaw %.1f ms (first round)\n",
+                               ms(storm_floor.freeze_ns[0]), ms(storm_floor.thaw_ns[0]));
                 for (unsigned i = 0; i < n_phases; i++)
                         printf("%s: op %.1f ms, all %.1f ms, freezerd CPU %.1f ms, %u PropertiesChanged (max %u/object), "
                                "%u GroupsChanged (%u entries), listener %.1f ms reading them\n",
