@@ -19,6 +19,7 @@
 #include "log.h"
 #include "manager.h"
 #include "pressure.h"
+#include "scan-helper.h"
 #include "task-state.h"
 
 enum {
@@ -805,6 +806,16 @@ typedef struct Watches {
         int dir, freeze;
 } Watches;
 
+/* A group's cgroup.freeze as read: r 0 (then freeze holds it) or -errno. */
+typedef struct FlagRead {
+        int r;
+        bool freeze;
+} FlagRead;
+
+static int manager_add_opened(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                              int parent_dirfd, bool by_name, Group *cover, int dirfd_in, int fd_in, Watches w,
+                              const FlagRead *pre, Group **ret);
+
 static void watches_drop(Manager *m, Watches *w) {
         if (w->dir > 0)
                 (void) inotify_rm_watch(m->inotify_fd, w->dir);
@@ -972,6 +983,109 @@ static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
         return manager_list_children(m, c, dirfd);
 }
 
+static int read_freeze_file(int fd, bool *ret);
+
+/* A listing's parallel part (see manager_list_children()): at least this many
+ * new children below a cover in one getdents() buffer. */
+#define SCAN_PARALLEL_MIN 16
+
+/* One new child of a listing, opened, watched and read from either thread
+ * (child_prepare()), then put in the model by the main thread. */
+typedef struct ChildPrep {
+        const char *name; /* in the listing's buffer */
+        uint64_t ino;
+        Watches w;
+        int r; /* 0, or -errno: then nothing of it is left armed or open */
+        FlagRead flag;
+} ChildPrep;
+
+typedef struct ChildPrepJob {
+        int inotify_fd, parent_dirfd;
+} ChildPrepJob;
+
+/* What open_and_watch_at() and the read of manager_add_opened() do for a
+ * child below a cover (its cgroup.freeze only), touching nothing but the
+ * kernel: safe from the scan helper's thread.  The working directory is the
+ * parent's (scan_chdir()), shared by both threads. */
+static void child_prepare(void *items, size_t i, void *userdata) {
+        ChildPrep *c = (ChildPrep *) items + i;
+        const ChildPrepJob *j = userdata;
+        char rel[NAME_MAX + sizeof "/cgroup.freeze"];
+        int fd, wd, wdf;
+
+        c->w = (Watches) { -1, -1 };
+        stpcpy(stpcpy(rel, c->name), "/cgroup.freeze");
+        fd = cg_openat_beneath(j->parent_dirfd, rel, O_RDONLY, 0);
+        if (fd < 0) {
+                c->r = fd;
+                return;
+        }
+        wd = inotify_add_watch(j->inotify_fd, c->name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
+        if (wd < 0) {
+                c->r = -errno;
+                close(fd);
+                return;
+        }
+        wdf = inotify_add_watch(j->inotify_fd, rel, FREEZE_WATCH_MASK | IN_MASK_CREATE);
+        if (wdf < 0) {
+                c->r = -errno;
+                (void) inotify_rm_watch(j->inotify_fd, wd);
+                close(fd);
+                return;
+        }
+        c->w = (Watches) { wd, wdf };
+        c->flag.r = read_freeze_file(fd, &c->flag.freeze);
+        close(fd);
+        c->r = 0;
+}
+
+/* Add the new children c[0..n) of g (open at dirfd) found by one getdents():
+ * below a cover, with enough of them, their kernel part from two threads
+ * first (see scan-helper.h), then each into the model in the listing's order,
+ * as manager_add_new() would.  Returns whether it did (else nothing was done:
+ * the caller adds them one by one). */
+static bool manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, size_t n) {
+        Group *cover;
+
+        if (n < SCAN_PARALLEL_MIN || g->depth >= GROUP_DEPTH_MAX)
+                return false;
+        cover = group_child_cover(g);
+        if (!cover || scan_chdir(m, g, dirfd) < 0)
+                return false;
+        if (!m->scan_helper) {
+                int r = scan_helper_new(&m->scan_helper);
+                if (r < 0) {
+                        m->scan_helper = NULL; /* this thread alone then, in two passes all the same */
+                        log_debug_errno(r, "Cannot start the scan's second thread, scanning with one: %m");
+                } else
+                        log_debug("Scanning %s and the rest of this scan with a second thread (%zu new groups below it)",
+                                  g->path, n);
+        }
+
+        scan_helper_run(m->scan_helper, n, child_prepare, c,
+                        &(ChildPrepJob) { .inotify_fd = m->inotify_fd, .parent_dirfd = dirfd });
+
+        for (size_t i = 0; i < n; i++) {
+                int k;
+
+                /* A child's addition can find g populated (a task came in,
+                 * see group_apply_events()): the rest are then not deduced
+                 * but read, as manager_add_new() would. */
+                if (c[i].r >= 0 && group_child_cover(g) != cover) {
+                        watches_drop(m, &c[i].w);
+                        c[i].r = -EAGAIN;
+                }
+                if (c[i].r >= 0)
+                        k = manager_add_opened(m, g, c[i].name, c[i].ino, true, dirfd, true, cover, -1, -1, c[i].w,
+                                               &c[i].flag, NULL);
+                else /* anew, for its error and its message */
+                        k = manager_add_new(m, g, c[i].name, c[i].ino, true, dirfd, NULL);
+                if (k < 0 && !add_error_logged(k))
+                        log_warning_errno(k, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path, c[i].name);
+        }
+        return true;
+}
+
 /* List the subdirectories of a group directory and add the ones the model
  * lacks, then their subtrees.  getdents64 on the fd we hold: no second open,
  * no DIR allocation.  The watch on dirfd is armed already, so a child made
@@ -997,6 +1111,8 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
         } *buf = malloc(sizeof *buf);
         bool fresh = !g->children, all_leaves;
         uint64_t nr_descendants = UINT64_MAX;
+        _cleanup_free_ ChildPrep *new = NULL; /* the new children of one buffer */
+        size_t new_cap = 0;
         int r = 0;
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
@@ -1014,9 +1130,9 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                 }
                 if (n == 0)
                         break;
+                size_t n_new = 0;
                 for (char *p = buf->raw; p < buf->raw + n;) {
                         struct dirent64 *de = (struct dirent64 *) p;
-                        int k;
 
                         p += de->d_reclen;
                         if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -1025,10 +1141,33 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                         strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
                         if (tree_get(m->tree, childpath))
                                 continue;
-                        k = manager_add_new(m, g, de->d_name, de->d_ino, true, dirfd, NULL);
+                        if (n_new == new_cap && cg_name_is_publishable(de->d_name)) {
+                                /* Grown as needed: this recurses once per level. */
+                                size_t cap = new_cap ? new_cap * 2 : 16;
+                                ChildPrep *a = reallocarray(new, cap, sizeof *a);
+                                if (a) {
+                                        new = a;
+                                        new_cap = cap;
+                                }
+                        }
+                        /* A name D-Bus cannot carry is left to manager_add_new(), which
+                         * says so; so is a child the array has no room for. */
+                        if (n_new < new_cap && cg_name_is_publishable(de->d_name)) {
+                                new[n_new++] = (ChildPrep) { .name = de->d_name, .ino = de->d_ino };
+                                continue;
+                        }
+                        int k = manager_add_new(m, g, de->d_name, de->d_ino, true, dirfd, NULL);
                         if (k < 0 && !add_error_logged(k))
                                 log_warning_errno(k, "Cannot track %s: %m", childpath);
                 }
+                if (!manager_add_listed(m, g, dirfd, new, n_new))
+                        for (size_t i = 0; i < n_new; i++) {
+                                int k = manager_add_new(m, g, new[i].name, new[i].ino, true, dirfd, NULL);
+                                if (k < 0 && !add_error_logged(k)) {
+                                        strncpy(childpath + plen + 1, new[i].name, NAME_MAX + 1);
+                                        log_warning_errno(k, "Cannot track %s: %m", childpath);
+                                }
+                        }
                 /* Before the next getdents: the one that finds the end must follow it. */
                 if (fresh && read_nr_descendants(dirfd, &nr_descendants) < 0)
                         fresh = false;
@@ -1063,8 +1202,11 @@ static int manager_scan_children(Manager *m, Group *g, int dirfd) {
 
         m->scan_depth++;
         r = manager_list_children(m, g, dirfd);
-        if (--m->scan_depth == 0)
+        if (--m->scan_depth == 0) {
                 scan_restore_cwd(m);
+                scan_helper_free(m->scan_helper); /* single-threaded again */
+                m->scan_helper = NULL;
+        }
         return r;
 }
 
@@ -1285,9 +1427,8 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
                            int parent_dirfd, Group **ret) {
         _cleanup_close_ int dirfd = -1, fd = -1;
         Watches w = { -1, -1 };
-        bool by_name, freeze, read_ok;
+        bool by_name;
         Group *cover;
-        Group *g;
         int r;
 
         /* Every group's path goes into replies and signals: one that D-Bus
@@ -1346,6 +1487,22 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
                 if (r < 0)
                         return r;
         }
+        return manager_add_opened(m, parent, name, dir_ino, tracked, parent_dirfd, by_name, cover, TAKE_FD(dirfd),
+                                  TAKE_FD(fd), w, NULL, ret);
+}
+
+/* The rest of manager_add_new(), once parent/name is open and watched: dirfd
+ * (when not by_name, else -1) and fd (see manager_add_new()) are taken over,
+ * and so are the watches w.  pre: its flag as read already, after the watches
+ * were armed (a listing's parallel part, see manager_list_children(); only
+ * with cover, fd -1), else NULL. */
+static int manager_add_opened(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                              int parent_dirfd, bool by_name, Group *cover, int dirfd_in, int fd_in, Watches w,
+                              const FlagRead *pre, Group **ret) {
+        _cleanup_close_ int dirfd = dirfd_in, fd = fd_in;
+        bool freeze, read_ok;
+        Group *g;
+        int r;
 
         /* The kernel's id, its directory's inode number: from the listing
          * when there was one (kernfs gives a directory entry the inode's
@@ -1375,7 +1532,12 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
         }
         /* Read after the watches are armed: a later write is seen.  Should
          * the flag not read, the group is read as any other. */
-        bool deduced = cover && read_freeze_file(fd, &freeze) >= 0;
+        bool deduced = false;
+        if (cover && pre) {
+                deduced = pre->r >= 0;
+                freeze = pre->freeze;
+        } else if (cover)
+                deduced = read_freeze_file(fd, &freeze) >= 0;
         if (deduced) {
                 tree_set_freeze(m->tree, g, freeze);
                 group_apply_events(m, g, false, g->e_freeze);

@@ -210,6 +210,7 @@ struct Manager {
         unsigned scan_depth;
         Group *scan_cwd;
         int scan_saved_cwd;
+        struct ScanHelper *scan_helper; /* its second thread, once a listing was big enough (scan-helper.h) */
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
         size_t n_track_roots;
