@@ -822,11 +822,6 @@ typedef struct Stats {
         double median, min, max; /* µs */
 } Stats;
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
 static Stats stats(const uint64_t *v, unsigned n) {
         uint64_t *s = malloc(n * sizeof *s);
         Stats r;
@@ -923,19 +918,6 @@ static void print_results(void) {
 }
 
 /* ---- main -------------------------------------------------------------------------------------------------- */
-
-static unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || end == s || *end || v == 0 || v > max) {
-                fprintf(stderr, "bench-batch: bad %s=%s\n", opt, s);
-                exit(2);
-        }
-        return v;
-}
 
 static void usage(FILE *f) {
         fputs("usage: bench-batch --address=ADDR --root=DIR --n=N [--rounds=R] [--leaf-sleepers]\n"

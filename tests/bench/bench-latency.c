@@ -379,39 +379,38 @@ _Noreturn static void relay_helper(int in, int next, int back) {
         }
 }
 
+/* Forks a helper reading in, passing on to next, answering on back (see
+ * relay_helper()), with every other fd of fds closed in it: each socket's
+ * last holder of the other end must be the one it talks to, for the end of
+ * file that ends it. */
+static void relay_fork(int in, int next, int back, const int *fds, size_t n_fds) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                die("fork: %m");
+        if (pid > 0)
+                return;
+        for (size_t i = 0; i < n_fds; i++)
+                if (fds[i] != in && fds[i] != next && fds[i] != back)
+                        close(fds[i]);
+        relay_helper(in, next, back);
+}
+
 /* The first helper reads what we write to relay_fd and answers RELAY_BACK
  * bytes on it (relay-private); RELAY_ON bytes go on to the second, which
  * answers on relay_back_fd (relay).  All Unix stream sockets, as a D-Bus
  * connection is. */
 static void relay_start(void) {
         int first[2], second[2], back[2];
-        pid_t pid;
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, first) < 0 ||
             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, second) < 0 ||
             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, back) < 0)
                 die("socketpair: %m");
+        const int fds[] = { first[0], first[1], second[0], second[1], back[0], back[1] };
         fflush(NULL);
-        pid = fork();
-        if (pid < 0)
-                die("fork: %m");
-        if (pid == 0) {
-                close(first[0]);
-                close(second[1]);
-                close(back[0]);
-                close(back[1]);
-                relay_helper(first[1], second[0], first[1]);
-        }
-        pid = fork();
-        if (pid < 0)
-                die("fork: %m");
-        if (pid == 0) {
-                close(first[0]);
-                close(first[1]);
-                close(second[0]);
-                close(back[0]);
-                relay_helper(second[1], -1, back[1]);
-        }
+        relay_fork(first[1], second[0], first[1], fds, 6);
+        relay_fork(second[1], -1, back[1], fds, 6);
         close(first[1]);
         close(second[0]);
         close(second[1]);
@@ -518,11 +517,6 @@ static uint64_t step(Group *g, unsigned m, int freeze) {
 }
 
 /* ---- statistics --------------------------------------------------------------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
 
 typedef struct Stats {
         double median, p90, p99, min, max, mean; /* µs */
@@ -653,19 +647,6 @@ static void parse_group(const char *arg) {
                 g->methods[m] = true;
         }
         free(copy);
-}
-
-static unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !*s || *end || v == 0 || v > max) {
-                fprintf(stderr, "bench-latency: bad %s: %s\n", opt, s);
-                exit(2);
-        }
-        return v;
 }
 
 static void usage(FILE *f) {

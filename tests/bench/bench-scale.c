@@ -1383,11 +1383,6 @@ static IdleResult phase_idle(pid_t daemon) {
 
 /* ---- output ------------------------------------------------------------------------------------------------------ */
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
 typedef struct Stats {
         double median, min, max;
 } Stats;
@@ -1448,19 +1443,6 @@ static void json_usage(const char *name, const Usage *u, const char *tail) {
 }
 
 /* ---- main -------------------------------------------------------------------------------------------------------- */
-
-static unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !*s || *end || v > max) {
-                fprintf(stderr, "bench-scale: bad %s: %s\n", opt, s);
-                exit(2);
-        }
-        return v;
-}
 
 static void usage(FILE *f) {
         fputs("usage: bench-scale --address=ADDR --root=DIR [--top=N] [--fanout=N] [--starts=K]\n"
@@ -1530,12 +1512,12 @@ int main(int argc, char *argv[]) {
                 case ARG_ADDRESS: O.address = optarg; break;
                 case ARG_ROOT: O.root = optarg; break;
                 case ARG_EMPTY_ROOT: O.empty_root = optarg; break;
-                case ARG_TOP: O.top = (unsigned) parse_ulong(optarg, "--top", 10000); break;
-                case ARG_FANOUT: O.fanout = (unsigned) parse_ulong(optarg, "--fanout", 10000); break;
-                case ARG_STARTS: O.starts = (unsigned) parse_ulong(optarg, "--starts", MAX_STARTS); break;
-                case ARG_IDLE: O.idle_s = (unsigned) parse_ulong(optarg, "--idle", 3600); break;
-                case ARG_BURST: O.burst = (unsigned) parse_ulong(optarg, "--burst", 100000); break;
-                case ARG_BUS_PID: O.bus_pid = (pid_t) parse_ulong(optarg, "--bus-pid", INT32_MAX); break;
+                case ARG_TOP: O.top = (unsigned) parse_ulong_range(optarg, "--top", 0, 10000); break;
+                case ARG_FANOUT: O.fanout = (unsigned) parse_ulong_range(optarg, "--fanout", 0, 10000); break;
+                case ARG_STARTS: O.starts = (unsigned) parse_ulong_range(optarg, "--starts", 0, MAX_STARTS); break;
+                case ARG_IDLE: O.idle_s = (unsigned) parse_ulong_range(optarg, "--idle", 0, 3600); break;
+                case ARG_BURST: O.burst = (unsigned) parse_ulong_range(optarg, "--burst", 0, 100000); break;
+                case ARG_BUS_PID: O.bus_pid = (pid_t) parse_ulong_range(optarg, "--bus-pid", 0, INT32_MAX); break;
                 case ARG_PHASES: parse_phases(optarg); break;
                 case ARG_PERF: O.perf = optarg; break;
                 case ARG_DAEMON_LOG: O.daemon_log = optarg; break;

@@ -192,24 +192,6 @@ static uint64_t cpu_ns(int pid) {
         return v;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !*s || *end || v == 0 || v > max) {
-                fprintf(stderr, "bench-signal-floor: bad %s: %s\n", opt, s);
-                exit(2);
-        }
-        return v;
-}
-
 static void usage(FILE *f) {
         fputs("usage: bench-signal-floor --address=ADDR [--bus-pid=PID] [--count=N] [--repeat=K] [--json]\n", f);
 }

@@ -2,7 +2,8 @@
 #pragma once
 
 /* What every benchmark program needs: the monotonic clock, sleeping through
- * signals, and failing with its name.  Header-only: each program is one file. */
+ * signals, failing with its name, its numeric options and sorting its
+ * samples.  Header-only: each program is one file. */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -39,4 +40,28 @@ _Noreturn __attribute__((format(printf, 1, 2))) static inline void die(const cha
         va_end(ap);
         fputc('\n', stderr);
         exit(1);
+}
+
+/* The value of a numeric option, within [min, max]; else the usage error (exit 2). */
+static inline unsigned long parse_ulong_range(const char *s, const char *opt, unsigned long min, unsigned long max) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || v < min || v > max) {
+                fprintf(stderr, "%s: bad %s: %s\n", program_invocation_short_name, opt, s);
+                exit(2);
+        }
+        return v;
+}
+
+static inline unsigned long parse_ulong(const char *s, const char *opt, unsigned long max) {
+        return parse_ulong_range(s, opt, 1, max);
+}
+
+/* For qsort() of uint64_t samples. */
+static inline int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
 }
