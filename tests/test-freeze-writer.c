@@ -220,17 +220,6 @@ static void test_progress(void) {
         close(ro);
 }
 
-static int count_threads(void) {
-        DIR *d = opendir("/proc/self/task");
-        int n = 0;
-
-        CHECK(d);
-        for (struct dirent *de; (de = readdir(d));)
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n;
-}
-
 /* The thread waits FREEZE_WRITER_LINGER_USEC for the next call's writes,
  * which it then makes (moved to the CPU after the caller's), and leaves after
  * that; a child of fork() makes its own. */

@@ -3,7 +3,6 @@
  * wakes in time, by the caller alone when it does not (the caller never waits
  * for a helper that has not started), several jobs in a row, no helper at
  * all; and scan_helper_free() leaves the process with its one thread. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,21 +34,6 @@ static void do_item(void *items, size_t i, void *userdata) {
                 usleep(j->delay_usec);
 }
 
-/* Threads of this process, from /proc/self/task. */
-static unsigned threads(void) {
-        DIR *d = opendir("/proc/self/task");
-        struct dirent *de;
-        unsigned n = 0;
-
-        if (!d)
-                return 0;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n;
-}
-
 /* Runs one job over N items; returns how many the helper did. */
 static unsigned run_job(ScanHelper *h, unsigned delay_usec) {
         Item *items = calloc(N, sizeof *items);
@@ -73,10 +57,10 @@ int main(void) {
         ScanHelper *h = NULL;
         unsigned by_helper = 0;
 
-        CHECK(threads() == 1);
+        CHECK(count_threads() == 1);
         CHECK_R(scan_helper_new(&h), 0);
         CHECK(h != NULL);
-        CHECK(threads() == 2);
+        CHECK(count_threads() == 2);
 
         /* Items that take a while: the helper wakes and takes its share (a
          * few tries, the machine may be busy). */
@@ -90,7 +74,7 @@ int main(void) {
                 (void) run_job(h, 0);
 
         scan_helper_free(h);
-        CHECK(threads() == 1);
+        CHECK(count_threads() == 1);
 
         /* Without a helper: all by the caller. */
         CHECK(run_job(NULL, 0) == 0);

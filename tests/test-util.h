@@ -4,6 +4,7 @@
 /* Checks shared by the unit tests: each failed check prints where and what,
  * and the run goes on, so one test run reports every failure. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -61,6 +62,20 @@ static inline int test_write_file(const char *path, const char *content, size_t 
                 n += (size_t) k;
         }
         return 0;
+}
+
+/* The threads of this process (/proc/self/task). */
+static inline int count_threads(void) {
+        DIR *d = opendir("/proc/self/task");
+        int n = 0;
+
+        CHECK(d);
+        if (!d)
+                return 0;
+        for (struct dirent *de; (de = readdir(d));)
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
 }
 
 /* Print "<name>: N checks, M failed" and give main()'s exit status. */
