@@ -984,6 +984,8 @@ static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
 }
 
 static int read_freeze_file(int fd, bool *ret);
+static int child_open_and_watch(int inotify_fd, int parent_dirfd, const char *name, bool events, int *ret_fd,
+                                Watches *ret, bool *ret_in_watch);
 
 /* A listing's parallel part (see manager_list_children()): at least this many
  * new children below a cover in one getdents() buffer. */
@@ -1003,40 +1005,20 @@ typedef struct ChildPrepJob {
         int inotify_fd, parent_dirfd;
 } ChildPrepJob;
 
-/* What open_and_watch_at() and the read of manager_add_opened() do for a
- * child below a cover (its cgroup.freeze only), touching nothing but the
- * kernel: safe from the scan helper's thread.  The working directory is the
- * parent's (scan_chdir()), shared by both threads. */
+/* What manager_add_new() does in the kernel for a child below a cover (its
+ * cgroup.freeze only): open, watch (child_open_and_watch()) and read, from
+ * either thread.  The working directory is the parent's (scan_chdir()),
+ * shared by both. */
 static void child_prepare(void *items, size_t i, void *userdata) {
         ChildPrep *c = (ChildPrep *) items + i;
         const ChildPrepJob *j = userdata;
-        char rel[NAME_MAX + sizeof "/cgroup.freeze"];
-        int fd, wd, wdf;
+        _cleanup_close_ int fd = -1;
+        bool in_watch;
 
         c->w = (Watches) { -1, -1 };
-        stpcpy(stpcpy(rel, c->name), "/cgroup.freeze");
-        fd = cg_openat_beneath(j->parent_dirfd, rel, O_RDONLY, 0);
-        if (fd < 0) {
-                c->r = fd;
-                return;
-        }
-        wd = inotify_add_watch(j->inotify_fd, c->name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
-        if (wd < 0) {
-                c->r = -errno;
-                close(fd);
-                return;
-        }
-        wdf = inotify_add_watch(j->inotify_fd, rel, FREEZE_WATCH_MASK | IN_MASK_CREATE);
-        if (wdf < 0) {
-                c->r = -errno;
-                (void) inotify_rm_watch(j->inotify_fd, wd);
-                close(fd);
-                return;
-        }
-        c->w = (Watches) { wd, wdf };
-        c->flag.r = read_freeze_file(fd, &c->flag.freeze);
-        close(fd);
-        c->r = 0;
+        c->r = child_open_and_watch(j->inotify_fd, j->parent_dirfd, c->name, false, &fd, &c->w, &in_watch);
+        if (c->r >= 0)
+                c->flag.r = read_freeze_file(fd, &c->flag.freeze);
 }
 
 /* Add the new children c[0..n) of g (open at dirfd) found by one getdents():
@@ -1365,13 +1347,18 @@ static int watch_freeze_file(Manager *m, int wd, const char *path, bool may_lack
 /* Open parent/name/cgroup.events, or with !events parent/name/cgroup.freeze
  * (a group deduced below an empty one: its own flag is all there is to read),
  * into *ret_fd, and watch its directory and cgroup.freeze, by name below
- * parent_dirfd (a scan: name comes from getdents and holds no '/'). */
-static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const char *name, bool events,
-                             int *ret_fd, Watches *ret) {
+ * parent_dirfd (a scan: name comes from getdents and holds no '/', and the
+ * working directory is the parent's, see scan_chdir()).  System calls only,
+ * nothing of the model: safe from the scan helper's thread too (see
+ * child_prepare()).  On failure nothing is left open or armed, and
+ * *ret_in_watch says whether a watch failed (else the open did). */
+static int child_open_and_watch(int inotify_fd, int parent_dirfd, const char *name, bool events, int *ret_fd,
+                                Watches *ret, bool *ret_in_watch) {
         _cleanup_close_ int fd = -1;
         char rel[NAME_MAX + sizeof "/cgroup.events"];
-        int wd, r;
+        int wd, wdf;
 
+        *ret_in_watch = false;
         if (strlen(name) > NAME_MAX)
                 return -ENAMETOOLONG;
         stpcpy(stpcpy(rel, name), events ? "/cgroup.events" : "/cgroup.freeze");
@@ -1383,15 +1370,29 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
          * shows no mount on name: name is that group's directory (were it
          * removed and made again meanwhile, the parent's watch reports both).
          * IN_MASK_CREATE: never take over a watch we hold for another group. */
-        wd = inotify_add_watch(m->inotify_fd, name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
+        *ret_in_watch = true;
+        wd = inotify_add_watch(inotify_fd, name, DIR_WATCH_MASK | IN_DONT_FOLLOW | IN_MASK_CREATE);
         if (wd < 0)
-                return watch_error(parent->path, name, -errno);
+                return -errno;
         stpcpy(stpcpy(rel, name), "/cgroup.freeze");
-        r = watch_freeze_file(m, wd, rel, false, parent->path, name, ret);
-        if (r < 0)
+        wdf = inotify_add_watch(inotify_fd, rel, FREEZE_WATCH_MASK | IN_MASK_CREATE);
+        if (wdf < 0) {
+                int r = -errno;
+                (void) inotify_rm_watch(inotify_fd, wd);
                 return r;
+        }
+        *ret = (Watches) { wd, wdf };
         *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const char *name, bool events,
+                             int *ret_fd, Watches *ret) {
+        bool in_watch;
+        int r;
+
+        r = child_open_and_watch(m->inotify_fd, parent_dirfd, name, events, ret_fd, ret, &in_watch);
+        return r < 0 && in_watch ? watch_error(parent->path, name, r) : r;
 }
 
 /* The same for a group open at dirfd (its cgroup.freeze watched through
