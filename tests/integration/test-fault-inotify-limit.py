@@ -34,11 +34,17 @@ Then:
      raised again, mkdir /w/n5 is tracked at once and the groups that were left
      out are tracked on demand (Freeze("/w/n2")), or by Track("/w") of the
      tracked /w, which looks through it again (/w/n3: InterfacesAdded).
+  6. (user namespace only) With room for /w/big and 5 more groups, /w/big and its
+     20 children are made while freezerd is stopped: its listing of /w/big opens
+     and watches them from two threads.  /w/big and exactly 5 of them are tracked,
+     the other 15 logged (the inotify watch limit), no watch is leaked, and the 5
+     follow a Freeze of /w/big.
 Clarity failures (3's errors, 2's log lines) are collected and reported together
 at the end, after every other check ran."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -55,6 +61,9 @@ WATCHES_PER_GROUP = 2
 ROOT_PARENT_WATCHES = 1  # the directory above freezerd's root (below the mount): the root's own rmdir
 SPARE = 3
 LONG_USEC = 60 * 1000000
+BIG = '/w/big'
+BIG_CHILDREN = 20  # above SCAN_PARALLEL_MIN (daemon/manager.c)
+BIG_ROOM = 5
 
 
 def inotify_watches(pid):
@@ -276,6 +285,41 @@ def test():
                     call('Thaw', g, LONG_USEC, 0)
                 works('limit raised')
                 fig.checked['groups tracked again after the limit'] += 4
+
+                # 6. A listing of 20 new groups below an empty one, which freezerd opens and
+                # watches from two threads (daemon/scan-helper.h), with room for 5 of them.
+                if mode == 'userns':
+                    big = [f'{BIG}/c{i}' for i in range(BIG_CHILDREN)]
+                    before = inotify_watches(d.pid)
+                    set_limit(d.pid, before + WATCHES_PER_GROUP * (1 + BIG_ROOM) + 1)
+                    rec.clear()
+                    os.kill(d.pid, signal.SIGSTOP)  # so that the children are there when it lists /w/big
+                    try:
+                        os.mkdir(sc.abspath(BIG))
+                        for g in big:
+                            os.mkdir(sc.abspath(g))
+                    finally:
+                        os.kill(d.pid, signal.SIGCONT)
+                    fig.faults['mkdir'] += 1 + BIG_CHILDREN
+                    # (Its children's log lines name it too: wait for its InterfacesAdded.)
+                    rec.wait_for(lambda r: any(o == ft.group_object(BIG) for o, _i in r.interfaces_added()),
+                                 what=f'InterfacesAdded of {BIG}')
+                    outcomes = {g: ft.wait_for(lambda: outcome(g), what=f'{g} to be tracked or logged') for g in big}
+                    fits = [g for g in big if outcomes[g] == 'tracked']
+                    ft.check(len(fits) == BIG_ROOM, f'{BIG_ROOM} of the {BIG_CHILDREN} groups of {BIG} fit', outcomes)
+                    for g in big:
+                        if outcomes[g] != 'tracked' and not re.search(r'inotify', outcomes[g], re.I):
+                            violations.append(f'log line for {g} does not say the inotify watch limit is the '
+                                              f'cause: {outcomes[g]!r}')
+                    ft.check_equal(inotify_watches(d.pid), before + WATCHES_PER_GROUP * (1 + BIG_ROOM),
+                                   'no watch leaked by the two threads\' failed attempts')
+                    ft.check_equal(sorted(g for g in listed() if g.startswith(BIG + '/')), sorted(fits),
+                                   f'ListGroups holds the groups of {BIG} that fit, and no other')
+                    call('Freeze', BIG, LONG_USEC, 0)
+                    ft.check_equal([c.group_property(g, 'FreezerState') for g in fits],
+                                   ['frozen-by-parent'] * BIG_ROOM, f'Freeze {BIG}: the groups that fit follow')
+                    call('Thaw', BIG, LONG_USEC, 0)
+                    fig.checked[f'groups of a listing of {BIG_CHILDREN} with room for {BIG_ROOM}'] += BIG_CHILDREN
     finally:
         if restore_global is not None:
             write_int(GLOBAL_SYSCTL, restore_global)
