@@ -8,8 +8,10 @@ Delegate= gives it: the directory, cgroup.procs, cgroup.subtree_control and
 cgroup.threads chowned, not cgroup.freeze.  freezerd runs as U with
 --cgroup-root=/d, so its API paths are relative to /d:
 
-  /app        made by U (mkdir as U: every file of it is U's), two sleepers
-  /app/sub    made by U
+  /app        made by U (mkdir as U: every file of it is U's)
+  /app/sub    made by U, two sleepers (in the leaf: a group with tasks of its
+              own and an empty child can report "frozen 1" before its tasks are
+              frozen, README "Kernel behaviour to know")
   /rootgrp    made by root inside the subtree, a sleeper
   /self       made by U, where freezerd is moved for one check
   /big        made by U, with 1,024 empty groups below
@@ -107,7 +109,7 @@ def test():
             mkdir_as_user(g)
         ft.check_equal(os.stat(sc.abspath('/d/app', 'cgroup.freeze')).st_uid, uid,
                        "a group nobody makes has nobody's cgroup.freeze")
-        sc.spawn_sleepers('/d/app', 2)
+        sc.spawn_sleepers('/d/app/sub', 2)
         sc.spawn_sleepers('/d/rootgrp', 1)
         bus.open_to_other_uids()
 
