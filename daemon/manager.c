@@ -1021,25 +1021,31 @@ static void child_prepare(void *items, size_t i, void *userdata) {
                 c->flag.r = read_freeze_file(fd, &c->flag.freeze);
 }
 
+/* A listed child of g (open at dirfd) added by manager_add_new(), its failure
+ * logged unless manager_add_new() did. */
+static void manager_add_child_logged(Manager *m, Group *g, const char *name, uint64_t ino, int dirfd) {
+        int k = manager_add_new(m, g, name, ino, true, dirfd, NULL);
+        if (k < 0 && !add_error_logged(k))
+                log_warning_errno(k, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path, name);
+}
+
 /* Add the new children c[0..n) of g (open at dirfd) found by one getdents():
  * below a cover, with enough of them, their kernel part from two threads
  * first (see scan-helper.h), then each into the model in the listing's order,
- * as manager_add_new() would.  Returns whether it did (else nothing was done:
- * the caller adds them one by one). */
-static bool manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, size_t n) {
-        Group *cover;
+ * as manager_add_new() would; else one by one with manager_add_new(). */
+static void manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, size_t n) {
+        Group *cover = n >= SCAN_PARALLEL_MIN && g->depth < GROUP_DEPTH_MAX ? group_child_cover(g) : NULL;
 
-        if (n < SCAN_PARALLEL_MIN || g->depth >= GROUP_DEPTH_MAX)
-                return false;
-        cover = group_child_cover(g);
-        if (!cover || scan_chdir(m, g, dirfd) < 0)
-                return false;
+        if (!cover || scan_chdir(m, g, dirfd) < 0) {
+                for (size_t i = 0; i < n; i++)
+                        manager_add_child_logged(m, g, c[i].name, c[i].ino, dirfd);
+                return;
+        }
         if (!m->scan_helper) {
                 int r = scan_helper_new(&m->scan_helper);
-                if (r < 0) {
-                        m->scan_helper = NULL; /* this thread alone then, in two passes all the same */
+                if (r < 0) /* this thread alone then, in two passes all the same */
                         log_debug_errno(r, "Cannot start the scan's second thread, scanning with one: %m");
-                } else
+                else
                         log_debug("Scanning %s and the rest of this scan with a second thread (%zu new groups below it)",
                                   g->path, n);
         }
@@ -1048,8 +1054,6 @@ static bool manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, si
                         &(ChildPrepJob) { .inotify_fd = m->inotify_fd, .parent_dirfd = dirfd });
 
         for (size_t i = 0; i < n; i++) {
-                int k;
-
                 /* A child's addition can find g populated (a task came in,
                  * see group_apply_events()): the rest are then not deduced
                  * but read, as manager_add_new() would. */
@@ -1057,15 +1061,15 @@ static bool manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, si
                         watches_drop(m, &c[i].w);
                         c[i].r = -EAGAIN;
                 }
-                if (c[i].r >= 0)
-                        k = manager_add_opened(m, g, c[i].name, c[i].ino, true, dirfd, true, cover, -1, -1, c[i].w,
-                                               &c[i].flag, NULL);
-                else /* anew, for its error and its message */
-                        k = manager_add_new(m, g, c[i].name, c[i].ino, true, dirfd, NULL);
+                if (c[i].r < 0) { /* anew, for its error and its message */
+                        manager_add_child_logged(m, g, c[i].name, c[i].ino, dirfd);
+                        continue;
+                }
+                int k = manager_add_opened(m, g, c[i].name, c[i].ino, true, dirfd, true, cover, -1, -1, c[i].w,
+                                           &c[i].flag, NULL);
                 if (k < 0 && !add_error_logged(k))
                         log_warning_errno(k, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path, c[i].name);
         }
-        return true;
 }
 
 /* List the subdirectories of a group directory and add the ones the model
@@ -1123,33 +1127,25 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                         strncpy(childpath + plen + 1, de->d_name, NAME_MAX + 1);
                         if (tree_get(m->tree, childpath))
                                 continue;
-                        if (n_new == new_cap && cg_name_is_publishable(de->d_name)) {
-                                /* Grown as needed: this recurses once per level. */
-                                size_t cap = new_cap ? new_cap * 2 : 16;
-                                ChildPrep *a = reallocarray(new, cap, sizeof *a);
-                                if (a) {
-                                        new = a;
-                                        new_cap = cap;
-                                }
-                        }
                         /* A name D-Bus cannot carry is left to manager_add_new(), which
-                         * says so; so is a child the array has no room for. */
-                        if (n_new < new_cap && cg_name_is_publishable(de->d_name)) {
-                                new[n_new++] = (ChildPrep) { .name = de->d_name, .ino = de->d_ino };
+                         * says so. */
+                        if (!cg_name_is_publishable(de->d_name)) {
+                                manager_add_child_logged(m, g, de->d_name, de->d_ino, dirfd);
                                 continue;
                         }
-                        int k = manager_add_new(m, g, de->d_name, de->d_ino, true, dirfd, NULL);
-                        if (k < 0 && !add_error_logged(k))
-                                log_warning_errno(k, "Cannot track %s: %m", childpath);
-                }
-                if (!manager_add_listed(m, g, dirfd, new, n_new))
-                        for (size_t i = 0; i < n_new; i++) {
-                                int k = manager_add_new(m, g, new[i].name, new[i].ino, true, dirfd, NULL);
-                                if (k < 0 && !add_error_logged(k)) {
-                                        strncpy(childpath + plen + 1, new[i].name, NAME_MAX + 1);
-                                        log_warning_errno(k, "Cannot track %s: %m", childpath);
+                        if (n_new == new_cap) { /* grown as needed: this recurses once per level */
+                                size_t cap = new_cap ? new_cap * 2 : 16;
+                                ChildPrep *a = reallocarray(new, cap, sizeof *a);
+                                if (!a) { /* no room: this one alone */
+                                        manager_add_child_logged(m, g, de->d_name, de->d_ino, dirfd);
+                                        continue;
                                 }
+                                new = a;
+                                new_cap = cap;
                         }
+                        new[n_new++] = (ChildPrep) { .name = de->d_name, .ino = de->d_ino };
+                }
+                manager_add_listed(m, g, dirfd, new, n_new);
                 /* Before the next getdents: the one that finds the end must follow it. */
                 if (fresh && read_nr_descendants(dirfd, &nr_descendants) < 0)
                         fresh = false;
