@@ -40,6 +40,8 @@ enum {
 #define FREEZE_WATCH_MASK (IN_MODIFY | IN_DONT_FOLLOW)
 
 static bool operation_check(Operation *op);
+static bool operation_tasks_frozen(Operation *op);
+static void operation_recheck_arm(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) _printf_(4, 5);
 static void group_flag_changed(Manager *m, Group *g);
@@ -1640,6 +1642,8 @@ static void operation_free(Operation *op) {
                 entry_unlink(&op->entries[i]);
         if (op->timer)
                 event_free(op->timer);
+        if (op->recheck)
+                event_free(op->recheck);
         if (op->prev)
                 op->prev->next = op->next;
         else if (m->operations == op)
@@ -1715,6 +1719,8 @@ static void operation_queue(Operation *op) {
         op->doomed = true;
         if (op->timer)
                 evtimer_del(op->timer);
+        if (op->recheck)
+                evtimer_del(op->recheck);
         op->doomed_next = NULL;
         if (m->doomed_tail)
                 m->doomed_tail->doomed_next = op;
@@ -1808,6 +1814,139 @@ static bool group_fully_frozen(const Group *g) {
         return g->frozen && g->n_frozen_descendants == g->n_descendants;
 }
 
+/* ---- a freeze the kernel reports early ---------------------------------------------------------------- */
+
+/* The kernel marks a group frozen when its own tasks are (cgroup_update_frozen()
+ * counts them), and also when its last descendant freezes
+ * (cgroup_propagate_frozen(), which does not look at the group's own tasks).
+ * So a group with tasks of its own and children, which cgroup v2 allows while
+ * no controller is enabled below it, reads "frozen 1" as soon as its children
+ * are frozen, often while its own tasks still sleep where they were; with one
+ * task of its own no later notification says otherwise, and a task asleep on
+ * FUSE keeps it "frozen 1" for good (README, "Kernel behaviour to know").  A
+ * leaf's report is exact. */
+static bool group_report_may_be_early(const Group *g) {
+        return g->frozen && g->populated && g->n_children > 0;
+}
+
+/* Tasks read per check of an operation, whatever the size of its groups:
+ * past it, the kernel is taken at its word. */
+#define VERIFY_TASKS_MAX 1024u
+#define RECHECK_FIRST_USEC ((uint64_t) 250)
+#define RECHECK_MAX_USEC (50 * USEC_PER_MSEC)
+
+/* The tasks directly in g (cgroup.threads, not cgroup.procs: one thread of a
+ * process can be the one not frozen), as text. */
+static int group_read_threads(Manager *m, const Group *g, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (asprintf(&rel, "%s/cgroup.threads", cg_path_relative(g->path)) < 0)
+                return -ENOMEM;
+        fd = cg_openat_beneath(m->root_fd, rel, O_RDONLY, 0);
+        if (fd < 0)
+                return fd;
+        return read_full_fd(fd, 256 * 1024, ret, ret_len);
+}
+
+/* Whether every task directly in g is counted frozen (task-state.h), as far
+ * as we can see.  A group or task gone, or a file that cannot be read, leaves
+ * it to the kernel's report (a removal answers the call on its own). */
+static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        r = group_read_threads(m, g, &text, &len);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read the tasks of %s, taking the kernel's \"frozen\" as it is: %m", g->path);
+                return true;
+        }
+        for (char *p = text, *nl; *p && *budget > 0; p = nl ? nl + 1 : p + strlen(p)) {
+                TaskState t;
+                long tid;
+
+                nl = strchr(p, '\n');
+                tid = strtol(p, NULL, 10);
+                if (tid <= 0)
+                        continue;
+                (*budget)--;
+                if (task_state_read((pid_t) tid, &t) < 0 || task_state_counted_frozen(&t))
+                        continue;
+                /* A task whose wchan the kernel hides from us (another uid's,
+                 * without CAP_SYS_PTRACE) is taken at the kernel's word unless
+                 * it runs: asleep, it may be in the trap or not. */
+                if (!t.hidden || t.state == 'R')
+                        return false;
+        }
+        return true;
+}
+
+/* With every group of op reported as it asked: whether the groups below its
+ * freezes whose report may be early (group_report_may_be_early()) have their
+ * own tasks frozen too.  An entry over one that has not is pending again; the
+ * caller looks again with operation_recheck_arm(), since no notification
+ * needs to come.  Only populated subtrees are walked, so a freeze of empty
+ * groups or of leaves reads nothing. */
+static bool operation_tasks_frozen(Operation *op) {
+        unsigned budget = VERIFY_TASKS_MAX;
+        bool all = true;
+
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                OpEntry *e = &op->entries[i];
+                Group *g = e->group;
+
+                if (!g || !g->populated || !g->e_freeze || e->want == OP_WANT_THAWED)
+                        continue;
+                for (Group *x = g; x;) {
+                        if (!x->populated) {
+                                x = tree_next_preorder_skip(g, x);
+                                continue;
+                        }
+                        if (group_report_may_be_early(x) && !group_own_tasks_frozen(op->manager, x, &budget)) {
+                                log_debug("%s reads frozen, but a task of its own is not yet: %s waits", x->path,
+                                          g->path);
+                                e->done = false;
+                                op->n_pending++;
+                                all = false;
+                                break;
+                        }
+                        x = tree_next_preorder(g, x);
+                }
+        }
+        return all;
+}
+
+static void operation_recheck(evutil_socket_t fd, short what, void *userdata) {
+        Operation *op = userdata;
+        Manager *m = op->manager;
+
+        (void) operation_check(op);
+        manager_dispatch(m);
+}
+
+/* Look again shortly: 0.25, 0.5, 1 ms ... up to every 50 ms while a task of
+ * such a group is not frozen (one asleep on FUSE, until the call times out).
+ * A notification in between looks too. */
+static void operation_recheck_arm(Operation *op) {
+        struct timeval tv;
+
+        if (!op->recheck) {
+                op->recheck = evtimer_new(op->manager->event_base, operation_recheck, op);
+                if (!op->recheck) {
+                        operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm a timer to look at tasks");
+                        return;
+                }
+        }
+        if (evtimer_pending(op->recheck, NULL))
+                return;
+        op->recheck_usec = !op->recheck_usec                            ? RECHECK_FIRST_USEC
+                           : op->recheck_usec * 2 > RECHECK_MAX_USEC ? RECHECK_MAX_USEC
+                                                                     : op->recheck_usec * 2;
+        tv = (struct timeval) { .tv_usec = (suseconds_t) op->recheck_usec };
+        (void) evtimer_add(op->recheck, &tv);
+}
+
 /* Re-evaluate whether an operation completed.  Called whenever the kernel's
  * frozen value of one of its groups changes. */
 static bool operation_check(Operation *op) {
@@ -1844,6 +1983,10 @@ static bool operation_check(Operation *op) {
         }
         if (op->n_pending > 0)
                 return false;
+        if (!operation_tasks_frozen(op)) {
+                operation_recheck_arm(op);
+                return false;
+        }
         operation_conclude(op);
         return true;
 }
@@ -2075,6 +2218,13 @@ static bool group_holds_back_freeze(const Group *g) {
 static void group_list_blocking(FILE *f, Group *g) {
         unsigned n = 0;
 
+        if (g->e_freeze && group_fully_frozen(g)) {
+                /* Not done for operation_tasks_frozen(): the tasks are named below. */
+                fputs("; the kernel reports it frozen, but a group in it that has children has tasks of its own that "
+                      "are not",
+                      f);
+                return;
+        }
         if (!g->e_freeze || g->n_frozen_descendants == g->n_descendants)
                 return;
         for (Group *c = tree_next_preorder(g, g); c; c = tree_next_preorder(g, c)) {
@@ -2107,8 +2257,7 @@ typedef struct StuckTasks {
 } StuckTasks;
 
 static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
-        _cleanup_free_ char *rel = NULL, *text = NULL;
-        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *text = NULL;
         size_t len;
 
         for (unsigned i = 0; i < st->n_groups; i++)
@@ -2118,11 +2267,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
                 return;
         st->groups[st->n_groups++] = g;
 
-        /* cgroup.threads, not cgroup.procs: one thread of a process can be the one stuck. */
-        if (asprintf(&rel, "%s/cgroup.threads", cg_path_relative(g->path)) < 0)
-                return;
-        fd = cg_openat_beneath(m->root_fd, rel, O_RDONLY, 0);
-        if (fd < 0 || read_full_fd(fd, 256 * 1024, &text, &len) < 0)
+        if (group_read_threads(m, g, &text, &len) < 0)
                 return;
         for (char *p = text, *nl; *p && st->scanned < STUCK_TASKS_SCANNED; p = nl ? nl + 1 : p + strlen(p)) {
                 TaskState t;
@@ -2134,7 +2279,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
                 if (tid <= 0)
                         continue;
                 st->scanned++;
-                if (task_state_read((pid_t) tid, &t) < 0 || task_state_frozen(&t))
+                if (task_state_read((pid_t) tid, &t) < 0 || task_state_counted_frozen(&t))
                         continue;
                 if (st->listed == STUCK_TASKS_LISTED) {
                         st->more++;
@@ -2155,7 +2300,7 @@ static void operation_list_stuck_tasks(Operation *op, FILE *f) {
                 if (!g || op->entries[i].done || !g->e_freeze)
                         continue;
                 for (Group *x = g; x; x = tree_next_preorder(g, x))
-                        if (x->e_freeze && group_holds_back_freeze(x) &&
+                        if (x->e_freeze && (group_holds_back_freeze(x) || group_report_may_be_early(x)) &&
                             x->parent) /* the mount's root holds no tasks of a freeze */
                                 group_list_stuck_tasks(op->manager, x, &st);
         }

@@ -153,6 +153,10 @@ struct Operation {
         unsigned writes;  /* cgroup.freeze writes done */
         unsigned skipped; /* requests already satisfied by the current flag */
         struct event *timer;
+        /* Looks again at tasks the kernel may have reported frozen early
+         * (operation_tasks_frozen()), every recheck_usec, doubling; NULL until needed. */
+        struct event *recheck;
+        uint64_t recheck_usec;
         int journal_slot;   /* its intent journal's slot while it runs (journal.h), or -1 */
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;

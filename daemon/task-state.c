@@ -9,6 +9,20 @@
 #include "task-state.h"
 #include "util.h"
 
+/* p at the state (field 3): whether fields 26 and 27 are both "1". */
+static bool stat_hidden(const char *p, const char *end) {
+        unsigned field = 3;
+
+        while (field < 26) {
+                p = memchr(p, ' ', (size_t) (end - p));
+                if (!p)
+                        return false;
+                p++;
+                field++;
+        }
+        return end - p >= 4 && memcmp(p, "1 1 ", 4) == 0;
+}
+
 int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
         const char *open, *close, *p, *end = buf + len;
         char *num_end;
@@ -32,7 +46,7 @@ int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
         if (end - close < 3 || close[1] != ' ' || close[2] == ' ' || close[2] == '\n')
                 return -EINVAL;
 
-        *ret = (TaskState) { .tid = (pid_t) tid, .state = close[2] };
+        *ret = (TaskState) { .tid = (pid_t) tid, .state = close[2], .hidden = stat_hidden(close + 2, end) };
         n = (size_t) (close - open - 1);
         if (n >= sizeof ret->comm)
                 n = sizeof ret->comm - 1;
@@ -43,6 +57,20 @@ int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
 
 bool task_state_frozen(const TaskState *t) {
         return t->state == 'S' && (streq(t->wchan, "get_signal") || streq(t->wchan, "do_freezer_trap"));
+}
+
+bool task_state_counted_frozen(const TaskState *t) {
+        switch (t->state) {
+        case 'T':
+        case 't':
+        case 'Z':
+        case 'X':
+                return true;
+        case 'D':
+                return streq(t->wchan, "kernel_clone") || streq(t->wchan, "wait_for_vfork_done");
+        default:
+                return task_state_frozen(t);
+        }
 }
 
 static ssize_t read_proc(pid_t tid, const char *name, char *buf, size_t size) {
@@ -67,6 +95,8 @@ int task_state_read(pid_t tid, TaskState *ret) {
         r = task_state_parse_stat(buf, (size_t) n, ret);
         if (r < 0)
                 return r;
+        if (ret->hidden)
+                return 0; /* its wchan reads "0" */
         n = read_proc(tid, "wchan", ret->wchan, sizeof ret->wchan);
         if (n < 0)
                 n = 0;

@@ -4,7 +4,9 @@
 /* What a task is doing, from /proc: for the message of a freeze that timed
  * out, which names the tasks that keep a group from freezing (a task asleep
  * uninterruptibly on a FUSE server that never answers is the classic cause of
- * "stuck freezing"), so that an operator knows which process to look at. */
+ * "stuck freezing"), so that an operator knows which process to look at; and
+ * to check a freeze the kernel may report early (a group with tasks of its
+ * own and children, see manager.c's operation_tasks_frozen()). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,15 +20,32 @@ typedef struct TaskState {
         char state;                 /* /proc/TID/stat's state letter: R, S, D, T, t, Z, ... */
         char comm[TASK_COMM_MAX];   /* the task's name (the part of stat between the parentheses) */
         char wchan[TASK_WCHAN_MAX]; /* the kernel function it sleeps in, "" when unknown or running */
+        bool hidden;                /* the kernel hides its details from us: its wchan is unknown */
 } TaskState;
 
 /* Parses the contents of /proc/TID/stat: "TID (COMM) STATE ...".  COMM may
- * hold spaces and parentheses: it ends at the last ')'.  0, or -EINVAL. */
+ * hold spaces and parentheses: it ends at the last ')'.  hidden is set when
+ * the task's startcode and endcode (fields 26 and 27) read 1 each, which is
+ * what the kernel prints for a task whose details ptrace_may_access() keeps
+ * from us (another uid's task, without CAP_SYS_PTRACE, which the shipped unit
+ * does not grant; or one not dumpable): its wchan then reads "0" whatever it
+ * sleeps in.  0, or -EINVAL. */
 int task_state_parse_stat(const char *buf, size_t len, TaskState *ret);
 
 /* Whether the task sits in the cgroup v2 freezer's trap: asleep (S) in
  * do_freezer_trap(), which get_signal() inlines; that is, frozen. */
 bool task_state_frozen(const TaskState *t);
+
+/* Whether the kernel counts the task as frozen (a group is frozen when all
+ * its tasks are): in the trap as above, and also a task that cannot run for
+ * another reason and entered the count on its way there: stopped (T, in
+ * do_signal_stop()), stopped by a tracer (t), or a vfork() parent waiting
+ * for its child (D in kernel_clone(), which inlines wait_for_vfork_done());
+ * a zombie no longer counts.  Checked on 6.18.  A task on its CPU has an
+ * empty wchan and is not counted here, although the kernel may count it
+ * already (it enters the count just before it sleeps): a caller that gets
+ * false for one looks again shortly. */
+bool task_state_counted_frozen(const TaskState *t);
 
 /* Reads /proc/TID/stat and /proc/TID/wchan (wchan left "" where the kernel
  * hides it: another uid's task, or kernel.kptr_restrict).  0, or -errno

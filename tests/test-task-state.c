@@ -41,6 +41,24 @@ static void test_parse(void) {
         CHECK_R(PARSE("12 (cat)  S", &t), -EINVAL);
         CHECK_R(PARSE("99999999999999999999 (cat) S", &t), -EINVAL);
 
+        /* Fields 26 and 27 (startcode, endcode) both 1: the kernel hides the task's details from us. */
+        static const char hidden[] = "42 (sleep) S 1 42 42 0 -1 4194304 93 0 0 0 0 0 0 0 20 0 1 0 5611 "
+                                     "5652480 249 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
+        CHECK_R(PARSE(hidden, &t), 0);
+        CHECK(t.hidden && t.state == 'S');
+        static const char visible[] = "42 (sleep) S 1 42 42 0 -1 4194304 93 0 0 0 0 0 0 0 20 0 1 0 5611 "
+                                      "5652480 249 18446744073709551615 94289058250752 94289058268681 "
+                                      "140736632294016 0 0 0 0 0 0 1 0 0 17 1 0 0\n";
+        CHECK_R(PARSE(visible, &t), 0);
+        CHECK(!t.hidden);
+        /* A kernel thread (no mm: 0 0) and a line cut short are not hidden. */
+        static const char kthread[] = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 "
+                                      "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0\n";
+        CHECK_R(PARSE(kthread, &t), 0);
+        CHECK(!t.hidden);
+        CHECK_R(PARSE("1234 (cat) S 1 1234 1234 0 -1 4194560 1 1", &t), 0);
+        CHECK(!t.hidden);
+
         /* Not NUL-terminated: only len bytes count. */
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 6, &t), -EINVAL);
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 8, &t), 0);
@@ -80,6 +98,38 @@ static void test_frozen_and_describe(void) {
         CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in state X");
 }
 
+/* What the kernel counts as frozen: the trap, and tasks that cannot run and
+ * entered the count on the way (stopped, traced, a vfork() parent). */
+static void test_counted_frozen(void) {
+        static const struct {
+                char state;
+                const char *wchan;
+                bool counted;
+        } cases[] = {
+                { 'S', "do_freezer_trap", true },
+                { 'S', "get_signal", true },
+                { 'S', "do_nanosleep", false },
+                { 'S', "", false },             /* still on its CPU: looked at again */
+                { 'R', "", false },
+                { 'R', "get_signal", false },   /* a wchan read after the state: the state wins */
+                { 'T', "do_signal_stop", true },
+                { 't', "ptrace_stop", true },
+                { 'Z', "", true },
+                { 'X', "", true },
+                { 'D', "kernel_clone", true },  /* wait_for_vfork_done(), inlined */
+                { 'D', "wait_for_vfork_done", true },
+                { 'D', "fuse_get_req", false }, /* the classic "stuck freezing" */
+                { 'D', "", false },
+                { 'I', "", false },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                TaskState t = { .tid = 1, .state = cases[i].state };
+                snprintf(t.wchan, sizeof t.wchan, "%s", cases[i].wchan);
+                CHECK(task_state_counted_frozen(&t) == cases[i].counted);
+        }
+}
+
 /* The real /proc: a child that renamed itself and sleeps; then stopped. */
 static void test_live(void) {
         TaskState t;
@@ -113,10 +163,26 @@ static void test_live(void) {
         CHECK(t.tid == pid && t.state == 'S');
         CHECK_STR(t.comm, "a (b) c");
         CHECK(!task_state_frozen(&t));
+        CHECK(!t.hidden && t.wchan[0]);
+
+        /* Read as another uid, without CAP_SYS_PTRACE: hidden, no wchan. */
+        if (geteuid() == 0) {
+                pid_t reader = fork();
+                if (reader == 0) {
+                        TaskState h;
+                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                                _exit(2);
+                        _exit(task_state_read(pid, &h) == 0 && h.hidden && h.state == 'S' && !h.wchan[0] ? 0 : 1);
+                }
+                int status = 0;
+                CHECK(reader > 0 && waitpid(reader, &status, 0) == reader);
+                CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
         kill(pid, SIGSTOP);
         (void) waitpid(pid, NULL, WUNTRACED);
         CHECK_R(task_state_read(pid, &t), 0);
         CHECK(t.state == 'T');
+        CHECK(task_state_counted_frozen(&t));
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
         CHECK_R(task_state_read(pid, &t), -ENOENT);
@@ -127,6 +193,7 @@ static void test_live(void) {
 int main(void) {
         test_parse();
         test_frozen_and_describe();
+        test_counted_frozen();
         test_live();
         return test_summary("test-task-state");
 }

@@ -12,6 +12,8 @@ cgroup.threads chowned, not cgroup.freeze.  freezerd runs as U with
   /app/sub    made by U, two sleepers (in the leaf: a group with tasks of its
               own and an empty child can report "frozen 1" before its tasks are
               frozen, README "Kernel behaviour to know")
+  /mixed      made by U, with the empty child /mixed/sub and a sleeper of
+              root's in /mixed itself
   /rootgrp    made by root inside the subtree, a sleeper
   /self       made by U, where freezerd is moved for one check
   /big        made by U, with 1,024 empty groups below
@@ -28,6 +30,10 @@ Checks:
   * As U, over the bus and over the private socket: freeze /app and /app/sub, the
     kernel frozen 1, thaw, frozen 0.  What Delegate= hands over is enough for
     the groups U makes: their cgroup.freeze is U's.
+  * As U: freeze /mixed is confirmed well before its 5 s timeout, although
+    freezerd as U cannot see where root's task in it sleeps (a group with tasks
+    of its own and children, whose "frozen 1" freezerd checks against its own
+    tasks where it can: test-core-own-tasks); the task is then in the trap.
   * As U: freeze /rootgrp fails with AccessDenied (its cgroup.freeze is root's),
     cgroup.freeze still 0.  As root: also AccessDenied, now with the kernel's
     "Permission denied" (freezerd as U cannot write root's file), still 0.
@@ -60,6 +66,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -105,12 +112,13 @@ def test():
             user_ok('mkdir', sc.abspath(rel))
             ft.loop().watch(sc.abspath(rel, 'cgroup.events'))
 
-        for g in ('/d/app', '/d/app/sub', '/d/self', '/d/big'):
+        for g in ('/d/app', '/d/app/sub', '/d/mixed', '/d/mixed/sub', '/d/self', '/d/big'):
             mkdir_as_user(g)
         ft.check_equal(os.stat(sc.abspath('/d/app', 'cgroup.freeze')).st_uid, uid,
                        "a group nobody makes has nobody's cgroup.freeze")
         sc.spawn_sleepers('/d/app/sub', 2)
         sc.spawn_sleepers('/d/rootgrp', 1)
+        mixed_sleeper = sc.spawn_sleepers('/d/mixed', 1)[0]
         bus.open_to_other_uids()
 
         # No runtime or state directory given: the defaults are root's.
@@ -134,6 +142,20 @@ def test():
                     ft.check_equal(sc.read_events('/d' + g)['frozen'], 1, f'nobody froze {g} over {where}')
                     user_ok(ft.FREEZECTL_BIN, opt, 'thaw', g)
                     ft.check_equal(sc.read_events('/d' + g)['frozen'], 0, f'nobody thawed {g} over {where}')
+
+            # A group of the user's with tasks of its own and a child, one of them root's, whose
+            # wchan the kernel hides from freezerd as nobody: taken at the kernel's word, not
+            # waited for until the timeout.
+            t0 = time.monotonic()
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '--timeout=5s', '/mixed')
+            dt = time.monotonic() - t0
+            ft.check(dt < 2.0, f"nobody froze /mixed, whose own task is root's, without waiting for the timeout "
+                     f'({dt * 1000:.0f} ms)')
+            ft.check_equal(sc.read_events('/d/mixed')['frozen'], 1, 'the kernel says /mixed frozen')
+            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(mixed_sleeper.pid)), timeout=5,
+                        what=f"root's sleeper {mixed_sleeper.pid} of /mixed in the freezer trap")
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixed')
+            ft.check_equal(sc.read_events('/d/mixed')['frozen'], 0, 'nobody thawed /mixed')
 
             # A group root made inside the subtree.
             r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/rootgrp')
