@@ -211,3 +211,8 @@ void bus_shutdown_flush(sd_bus *bus) {
                         return;
         }
 }
+
+bool bus_output_pending(sd_bus *bus) {
+        int r = sd_bus_get_events(bus);
+        return r > 0 && (r & POLLOUT);
+}

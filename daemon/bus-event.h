@@ -35,3 +35,6 @@ int bus_event_prepare(BusEvent *be);
  * peer that does not read, or goes on sending, does not hold the daemon up.
  * Other messages are dispatched as usual (signals to their matches). */
 void bus_shutdown_flush(sd_bus *bus);
+
+/* Whether messages wait in the connection's queue, unsent (the socket full). */
+bool bus_output_pending(sd_bus *bus);

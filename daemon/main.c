@@ -352,7 +352,7 @@ static int resolve_cgroup_root(const Config *config, char **ret) {
 }
 
 static int connect_bus(sd_bus **ret) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL; /* a failed setup has nothing worth waiting to send */
         int r;
 
         switch (arg_bus) {
@@ -638,9 +638,17 @@ finish:
         /* What the flush held again (none: it refuses), and the bus's references. */
         manager_bus_release_callers(true);
         if (d.bus) {
-                (void) sd_bus_flush(d.bus);
+                /* sd_bus_flush() waits for as long as dbus-daemon takes to read:
+                 * for ever if it stopped reading with more queued than the
+                 * socket holds (16 MB of signals).  What bus_shutdown_flush()
+                 * could not send in its time is left. */
+                if (bus_output_pending(d.bus))
+                        log_warning("The bus did not take freezerd's last messages in time (dbus-daemon does not "
+                                    "read); exiting without them.");
+                else
+                        (void) sd_bus_flush(d.bus);
                 d.bus_event = bus_event_free(d.bus_event);
-                d.bus = sd_bus_flush_close_unref(d.bus);
+                d.bus = sd_bus_close_unref(d.bus);
         }
         if (d.signal_event)
                 event_free(d.signal_event);

@@ -25,6 +25,12 @@ Steps:
      (SIGTERM): it exits 0 within the test's deadline, and once dbus-daemon
      continues, Y's call is answered Cancelled ("shutting down; nothing was
      done"), /d untouched.
+  7. A client subscribed to every group's signals, dbus-daemon stopped, and
+     /big (2,000 groups) frozen and thawed three times over the private socket:
+     more signals than the socket to dbus-daemon holds wait in freezerd.
+     SIGTERM: freezerd exits 0 within the deadline, saying in its log that it
+     left without them (sd_bus_flush() at exit would wait for dbus-daemon for
+     ever: session 27's build hangs here).
 """
 
 import os
@@ -36,6 +42,8 @@ import freezertest as ft  # noqa: E402
 
 LONG_USEC = 60 * 1000000
 DEADLINE = 5
+BIG = 2000
+CYCLES = 12  # 48,000 group changes: more than the 16 MB socket buffer sd-bus asks for
 
 
 def stall(d, bus, caller, send):
@@ -114,6 +122,29 @@ def test():
                     resume(bus)
                 ft.expect_dbus_error('org.freezerd.Freezer1.Error.Cancelled', call.result, DEADLINE)
                 ft.check_equal(sc.read_freeze('/d'), 0, '/d untouched')
+
+        sc.mkdir('/big')
+        for i in range(BIG):
+            os.mkdir(sc.abspath(f'/big/g{i}'))
+        with ft.Daemon(bus, sc.root) as d:
+            private = os.path.join(d.runtime_dir, 'private')
+            ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+            with ft.Client(bus.address) as s:
+                s.subscribe()
+                try:
+                    os.kill(bus.proc.pid, signal.SIGSTOP)
+                    bus.stopped = True
+                    with ft.Client(f'unix:path={private}', direct=True) as p:
+                        for _ in range(CYCLES):
+                            p.call('Freeze', '/big', LONG_USEC, 0, timeout=DEADLINE)
+                            p.call('Thaw', '/big', LONG_USEC, 0, timeout=DEADLINE)
+                    d.stop(timeout=DEADLINE)
+                    ft.check_equal(d.exit_status, 0, f'SIGTERM with the signals of {2 * CYCLES * BIG} group changes '
+                                   'waiting for a stopped dbus-daemon: exit 0 within the deadline')
+                    ft.check("The bus did not take freezerd's last messages in time" in d.log(),
+                             'the log says it left without them', d.log()[-1000:])
+                finally:
+                    resume(bus)
 
 
 ft.run(test)
