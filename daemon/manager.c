@@ -1888,6 +1888,22 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
  * caller looks again with operation_recheck_arm(), since no notification
  * needs to come.  Only populated subtrees are walked, so a freeze of empty
  * groups or of leaves reads nothing. */
+static bool entry_wants_frozen(const OpEntry *e) {
+        return e->group && e->group->e_freeze && e->want != OP_WANT_THAWED;
+}
+
+/* Whether an ancestor of g is a group op waits to see frozen: its walk covers
+ * g's subtree (a RECURSIVE batch has an entry for every group of it). */
+static bool operation_walks_above(Operation *op, const Group *g) {
+        for (Group *a = g->parent; a; a = a->parent) {
+                GroupData *ad = group_data(a);
+                for (OpEntry *e = ad ? ad->entries : NULL; e; e = e->gnext)
+                        if (e->op == op && entry_wants_frozen(e))
+                                return true;
+        }
+        return false;
+}
+
 static bool operation_tasks_frozen(Operation *op) {
         unsigned budget = VERIFY_TASKS_MAX;
         bool all = true;
@@ -1896,7 +1912,7 @@ static bool operation_tasks_frozen(Operation *op) {
                 OpEntry *e = &op->entries[i];
                 Group *g = e->group;
 
-                if (!g || !g->populated || !g->e_freeze || e->want == OP_WANT_THAWED)
+                if (!entry_wants_frozen(e) || !g->populated || operation_walks_above(op, g))
                         continue;
                 for (Group *x = g; x;) {
                         if (!x->populated) {

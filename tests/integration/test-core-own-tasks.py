@@ -19,7 +19,8 @@ group as long as no controller is enabled below it.
   /stuck      a task asleep on a FUSE mount that never answers, and /stuck/sub
 
 Checks, ROUNDS times for each of Freeze(/one), Freeze(/many), Freeze(/top)
-(ROUNDS / 4 for /busy; confirmed, through the bus), then Thaw:
+(ROUNDS / 4 for /busy, and for a RECURSIVE ApplyBatch of /top, which waits on
+/top/mid through /top; confirmed, through the bus), then Thaw:
   * at the instant the reply arrives, cgroup.events says frozen 1 and no task
     of the group that holds them is asleep anywhere but in the freezer trap
     (state S or D with another wchan: the kernel has not frozen it yet; a task
@@ -57,23 +58,32 @@ def asleep_elsewhere(states):
             if st.state in ('S', 'D') and st.wchan not in ft.FROZEN_WCHANS + ('0', '')}
 
 
-def rounds(sc, c, call_path, holder, n_rounds=ROUNDS):
+def rounds(sc, c, call_path, holder, n_rounds=ROUNDS, recursive=False):
+    """Freeze and thaw call_path n_rounds times (with recursive, as one RECURSIVE
+    ApplyBatch each, which has a request for every group below too)."""
     early = []
+    what = f'ApplyBatch(RECURSIVE {call_path})' if recursive else f'Freeze({call_path})'
     for i in range(n_rounds):
-        c.call('Freeze', call_path, 5_000_000, 0)
+        if recursive:
+            c.call('ApplyBatch', [(call_path, True)], 'auto', 5_000_000, ft.FLAG_RECURSIVE)
+        else:
+            c.call('Freeze', call_path, 5_000_000, 0)
         states = sc.proc_states(holder)  # right after the reply, before anything else
         ev = sc.read_events(holder)
-        ft.check_equal(ev.get('frozen'), 1, f'round {i}: {holder} frozen 1 when Freeze({call_path}) replied')
+        ft.check_equal(ev.get('frozen'), 1, f'round {i}: {holder} frozen 1 when {what} replied')
         bad = asleep_elsewhere(states)
         if bad:
             early.append((i, bad))
         sc.wait_tasks_frozen(holder, timeout=5)
         ft.check_equal(sc.read_events(holder).get('frozen'), 1,
                        f'round {i}: {holder} still frozen 1 once its tasks are in the trap')
-        c.call('Thaw', call_path, 5_000_000, 0)
-        ft.check_equal(sc.read_events(holder).get('frozen'), 0, f'round {i}: {holder} frozen 0 when Thaw replied')
+        if recursive:
+            c.call('ApplyBatch', [(call_path, False)], 'auto', 5_000_000, ft.FLAG_RECURSIVE)
+        else:
+            c.call('Thaw', call_path, 5_000_000, 0)
+        ft.check_equal(sc.read_events(holder).get('frozen'), 0, f'round {i}: {holder} frozen 0 when the thaw replied')
         sc.wait_tasks_frozen(holder, frozen=False, timeout=5)
-    ft.check(not early, f'Freeze({call_path}) never replied while a task of {holder} was asleep outside the trap '
+    ft.check(not early, f'{what} never replied while a task of {holder} was asleep outside the trap '
              f'({n_rounds} rounds)', f'{len(early)} rounds did: {early[:3]}')
 
 
@@ -103,7 +113,8 @@ def test():
             rounds(sc, c, '/many', '/many')
             rounds(sc, c, '/top', '/top/mid')
             rounds(sc, c, '/busy', '/busy', ROUNDS // 4)
-            print(f'# {3 * ROUNDS + ROUNDS // 4} freeze/thaw rounds in {time.monotonic() - t0:.1f} s')
+            rounds(sc, c, '/top', '/top/mid', ROUNDS // 4, recursive=True)
+            print(f'# {3 * ROUNDS + 2 * (ROUNDS // 4)} freeze/thaw rounds in {time.monotonic() - t0:.1f} s')
 
             # ---- a stopped task counts as frozen, for the kernel and for freezerd
             c.call('Freeze', '/stopped', 5_000_000, 0)
