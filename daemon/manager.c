@@ -1882,12 +1882,6 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
         return true;
 }
 
-/* With every group of op reported as it asked: whether the groups below its
- * freezes whose report may be early (group_report_may_be_early()) have their
- * own tasks frozen too.  An entry over one that has not is pending again; the
- * caller looks again with operation_recheck_arm(), since no notification
- * needs to come.  Only populated subtrees are walked, so a freeze of empty
- * groups or of leaves reads nothing. */
 static bool entry_wants_frozen(const OpEntry *e) {
         return e->group && e->group->e_freeze && e->want != OP_WANT_THAWED;
 }
@@ -1904,6 +1898,12 @@ static bool operation_walks_above(Operation *op, const Group *g) {
         return false;
 }
 
+/* With every group of op reported as it asked: whether the groups below its
+ * freezes whose report may be early (group_report_may_be_early()) have their
+ * own tasks frozen too.  An entry over one that has not is pending again; the
+ * caller looks again with operation_recheck_arm(), since no notification
+ * needs to come.  Only populated subtrees are walked, so a freeze of empty
+ * groups or of leaves reads nothing. */
 static bool operation_tasks_frozen(Operation *op) {
         unsigned budget = VERIFY_TASKS_MAX;
         bool all = true;
