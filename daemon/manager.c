@@ -1829,9 +1829,10 @@ static bool group_report_may_be_early(const Group *g) {
         return g->frozen && g->populated && g->n_children > 0;
 }
 
-/* Tasks read per check of an operation, whatever the size of its groups:
- * past it, the kernel is taken at its word. */
-#define VERIFY_TASKS_MAX 1024u
+/* Tasks read per look at an operation's groups (a check of an early report,
+ * a timeout's message), whatever their size: past it, the kernel is taken at
+ * its word, and a message says there may be more. */
+#define TASKS_READ_MAX 1024u
 #define RECHECK_FIRST_USEC ((uint64_t) 250)
 #define RECHECK_MAX_USEC (50 * USEC_PER_MSEC)
 
@@ -1849,11 +1850,32 @@ static int group_read_threads(Manager *m, const Group *g, char **ret, size_t *re
         return read_full_fd(fd, 256 * 1024, ret, ret_len);
 }
 
-/* Whether every task directly in g is counted frozen (task-state.h), as far
- * as we can see.  A group or task gone, or a file that cannot be read, leaves
- * it to the kernel's report (a removal answers the call on its own). */
+/* The next task in text (cgroup.threads, read by group_read_threads(),
+ * consumed through *cursor) that the kernel does not count as frozen
+ * (task-state.h), each task read taking one of *budget: 1 and *ret, or 0 at
+ * the end or once the budget is spent.  A task gone is skipped. */
+static int next_task_not_frozen(char **cursor, unsigned *budget, TaskState *ret) {
+        for (char *p = *cursor, *nl; *p && *budget > 0; p = *cursor) {
+                long tid;
+
+                nl = strchr(p, '\n');
+                *cursor = nl ? nl + 1 : p + strlen(p);
+                tid = strtol(p, NULL, 10);
+                if (tid <= 0)
+                        continue;
+                (*budget)--;
+                if (task_state_read((pid_t) tid, ret) == 0 && !task_state_counted_frozen(ret))
+                        return 1;
+        }
+        return 0;
+}
+
+/* Whether every task directly in g is counted frozen, as far as we can see.
+ * A group or task gone, or a file that cannot be read, leaves it to the
+ * kernel's report (a removal answers the call on its own). */
 static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget) {
         _cleanup_free_ char *text = NULL;
+        TaskState t;
         size_t len;
         int r;
 
@@ -1862,23 +1884,12 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
                 log_debug_errno(r, "Cannot read the tasks of %s, taking the kernel's \"frozen\" as it is: %m", g->path);
                 return true;
         }
-        for (char *p = text, *nl; *p && *budget > 0; p = nl ? nl + 1 : p + strlen(p)) {
-                TaskState t;
-                long tid;
-
-                nl = strchr(p, '\n');
-                tid = strtol(p, NULL, 10);
-                if (tid <= 0)
-                        continue;
-                (*budget)--;
-                if (task_state_read((pid_t) tid, &t) < 0 || task_state_counted_frozen(&t))
-                        continue;
+        for (char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;)
                 /* A task whose wchan the kernel hides from us (another uid's,
                  * without CAP_SYS_PTRACE) is taken at the kernel's word unless
                  * it runs: asleep, it may be in the trap or not. */
                 if (!t.hidden || t.state == 'R')
                         return false;
-        }
         return true;
 }
 
@@ -1905,7 +1916,7 @@ static bool operation_walks_above(Operation *op, const Group *g) {
  * needs to come.  Only populated subtrees are walked, so a freeze of empty
  * groups or of leaves reads nothing. */
 static bool operation_tasks_frozen(Operation *op) {
-        unsigned budget = VERIFY_TASKS_MAX;
+        unsigned budget = TASKS_READ_MAX;
         bool all = true;
 
         for (unsigned i = 0; i < op->n_entries; i++) {
@@ -2261,19 +2272,20 @@ static void group_list_blocking(FILE *f, Group *g) {
  * in the freezer's trap, with what they sleep in, turns "stuck freezing" into
  * a process to look at (a task asleep uninterruptibly on a FUSE server that
  * never answers, say).  At most STUCK_TASKS_LISTED are named, and
- * STUCK_TASKS_SCANNED read, whatever the size of the groups. */
+ * TASKS_READ_MAX read, whatever the size of the groups. */
 #define STUCK_GROUPS_MAX 16
 #define STUCK_TASKS_LISTED 4
-#define STUCK_TASKS_SCANNED 1024
 
 typedef struct StuckTasks {
         FILE *f;
         const Group *groups[STUCK_GROUPS_MAX]; /* visited, so that nested entries name a task once */
-        unsigned n_groups, listed, more, scanned;
+        unsigned n_groups, listed, more;
+        unsigned budget; /* tasks still to read (TASKS_READ_MAX) */
 } StuckTasks;
 
 static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
         _cleanup_free_ char *text = NULL;
+        TaskState t;
         size_t len;
 
         for (unsigned i = 0; i < st->n_groups; i++)
@@ -2285,30 +2297,21 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
 
         if (group_read_threads(m, g, &text, &len) < 0)
                 return;
-        for (char *p = text, *nl; *p && st->scanned < STUCK_TASKS_SCANNED; p = nl ? nl + 1 : p + strlen(p)) {
-                TaskState t;
+        for (char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
                 char desc[128];
-                long tid;
 
-                nl = strchr(p, '\n');
-                tid = strtol(p, NULL, 10);
-                if (tid <= 0)
-                        continue;
-                st->scanned++;
-                if (task_state_read((pid_t) tid, &t) < 0 || task_state_counted_frozen(&t))
-                        continue;
                 if (st->listed == STUCK_TASKS_LISTED) {
                         st->more++;
                         continue;
                 }
-                fprintf(st->f, "%s%ld (%s) of %s, %s", st->listed ? "; " : ". Not frozen: task ", tid, t.comm,
+                fprintf(st->f, "%s%d (%s) of %s, %s", st->listed ? "; " : ". Not frozen: task ", (int) t.tid, t.comm,
                         g->path, task_state_describe(&t, desc, sizeof desc));
                 st->listed++;
         }
 }
 
 static void operation_list_stuck_tasks(Operation *op, FILE *f) {
-        StuckTasks st = { .f = f };
+        StuckTasks st = { .f = f, .budget = TASKS_READ_MAX };
 
         for (unsigned i = 0; i < op->n_entries; i++) {
                 Group *g = op->entries[i].group;
@@ -2322,7 +2325,7 @@ static void operation_list_stuck_tasks(Operation *op, FILE *f) {
         }
         if (st.more > 0)
                 fprintf(f, "; and %u more", st.more);
-        else if (st.scanned == STUCK_TASKS_SCANNED)
+        else if (st.budget == 0)
                 fputs("; and maybe more (not all read)", f);
 }
 
