@@ -177,7 +177,16 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
 /* Disconnect and free the handle (NULL is fine). Returns NULL. It may be
  * called from any callback (to reconnect after a lost connection, say): then
  * no further callback runs, and the handle is freed when freezer_dispatch()
- * returns (0); do not use it after freezer_close() either way. */
+ * returns (0); do not use it after freezer_close() either way.
+ *
+ * Calls started with the _async() functions and still queued are sent before
+ * the connection closes (no callback runs for them): the daemon carries them
+ * out. For that, freezer_close() (or, after a close from a callback, the
+ * freezer_dispatch() that frees the handle) waits while the peer reads them,
+ * however slowly; on freezerd's private socket, until freezerd has read them
+ * all. It does not wait for ever: once the peer (freezerd, or the bus) took
+ * nothing for 5 s, being stopped or no longer reading, what is left unsent is
+ * dropped. */
 FREEZER_EXPORT freezer *freezer_close(freezer *f);
 
 /* The D-Bus error name/message of the last failed call on f, or NULL if no

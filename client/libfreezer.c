@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <systemd/sd-bus.h>
@@ -539,7 +541,78 @@ static void trigger_entry_clear(trigger_entry *t) {
 
 static void pending_call_free(pending_call *c);
 
+/* How long freezer_close() waits for a peer that takes nothing of what is
+ * still queued for it. */
+#define CLOSE_STALL_USEC (5 * USEC_PER_SEC)
+
+/* Until fd is ready for events, an error or hang-up, or deadline: > 0 when
+ * ready, 0 otherwise. */
+static int wait_fd(int fd, short events, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                int r = poll(&p, 1, poll_timeout_ms(deadline));
+
+                if (r > 0)
+                        return !(p.revents & (POLLERR | POLLNVAL)) && (p.revents & events);
+                if (r == 0 || errno != EINTR)
+                        return 0;
+        }
+}
+
+/* sd_bus_flush(), bounded: it waits for as long as the peer takes to read, for
+ * ever once the peer (freezerd, or dbus-daemon) stopped reading with more
+ * queued than the socket holds.  Here the wait goes on while the peer reads,
+ * however slowly: each time the full socket becomes writable again, it read
+ * some.  After CLOSE_STALL_USEC in which it read nothing, the rest is left.
+ * Returns whether everything was written. */
+static bool flush_bounded(sd_bus *bus, int fd) {
+        for (;;) {
+                int r;
+
+                /* Writes what the socket takes (and reads one message, which
+                 * no slot is left to dispatch). */
+                if (sd_bus_process(bus, NULL) < 0)
+                        return false;
+                r = sd_bus_get_events(bus);
+                if (r <= 0)
+                        return false; /* the connection is gone */
+                if (!(r & POLLOUT))
+                        return true;
+                /* The socket is full: wait until the peer made room. */
+                if (!wait_fd(fd, POLLOUT, now_usec() + CLOSE_STALL_USEC))
+                        return false;
+        }
+}
+
+/* On freezerd's private socket, after everything is written: until freezerd
+ * has read it all.  freezerd's sd-bus gives up on a connection as soon as a
+ * reply to it fails, with what it had not read yet: closing right after the
+ * last write lost a call queued behind one whose reply came after the close
+ * (checked).  So only our sending side is shut; freezerd reads on, answers
+ * into our socket (read and dropped here), reaches the end and closes its
+ * side.  dbus-daemon needs none of this: it routes all a connection sent
+ * before it went.  Bounded as flush_bounded(). */
+static void drain_until_peer_closes(int fd) {
+        uint64_t deadline = now_usec() + CLOSE_STALL_USEC;
+
+        if (shutdown(fd, SHUT_WR) < 0)
+                return;
+        while (wait_fd(fd, POLLIN, deadline) > 0) {
+                char buf[16384];
+                ssize_t k = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+
+                if (k == 0)
+                        return; /* freezerd read everything and closed */
+                if (k < 0 && errno != EAGAIN && errno != EINTR)
+                        return;
+                if (k > 0) /* freezerd is at work on what we sent */
+                        deadline = now_usec() + CLOSE_STALL_USEC;
+        }
+}
+
 FREEZER_EXPORT freezer *freezer_close(freezer *f) {
+        int fd;
+
         if (!f)
                 return NULL;
 
@@ -571,7 +644,10 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         free(f->triggers);
         cache_clear(f);
         sd_bus_error_free(&f->error);
-        sd_bus_flush_close_unref(f->bus);
+        fd = sd_bus_get_fd(f->bus);
+        if (fd >= 0 && flush_bounded(f->bus, fd) && is_direct(f))
+                drain_until_peer_closes(fd);
+        sd_bus_close_unref(f->bus);
         free(f);
         return NULL;
 }

@@ -50,7 +50,6 @@ FORWARD(int, sd_bus_error_set_errnofv, (sd_bus_error *e, int error, const char *
 FORWARD(int, sd_bus_error_setfv, (sd_bus_error *e, const char *name, const char *format, va_list ap),
         (e, name, format, ap))
 FORWARD(sd_bus*, sd_bus_close_unref, (sd_bus *bus), (bus))
-FORWARD(sd_bus*, sd_bus_flush_close_unref, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_get_fd, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_get_events, (sd_bus *bus), (bus))
 FORWARD(int, sd_bus_get_timeout, (sd_bus *bus, uint64_t *timeout_usec), (bus, timeout_usec))

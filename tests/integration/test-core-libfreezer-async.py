@@ -62,6 +62,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -73,6 +74,7 @@ base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(base)
 
 ROLLBACK = 1
+NO_WAIT = 2
 TIMEOUT_ERROR = 'org.freezerd.Freezer1.Error.Timeout'
 UINT64_MAX = 2**64 - 1
 
@@ -406,6 +408,83 @@ def check_loop_api(lib, sc, d):
     os.rmdir(sc.abspath('/g/new2'))
 
 
+CLOSE_STALL = 5.0  # CLOSE_STALL_USEC in client/libfreezer.c
+
+
+def big_batch():
+    """About 26 MB of requests (for no group: NoSuchGroup): more than the socket holds."""
+    n = 65536
+    path = ('/nope/' + 'a' * 200 + '/' + 'b' * 200).encode()
+    return (Request * n)(*([Request(path, True)] * n)), n
+
+
+def close_in_thread(lib, f, limit):
+    """freezer_close(f) in a thread (ctypes lets go of the GIL): its time, or None if it had not
+    returned after limit seconds (then the caller must unblock it)."""
+    done = []
+
+    def run():
+        t0 = time.monotonic()
+        lib.freezer_close(f)
+        done.append(time.monotonic() - t0)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit)
+    return (done[0] if done else None), t
+
+
+def check_close_flush(lib, sc, d):
+    """freezer_close() sends the calls still queued, waits for a peer that reads, and gives up on
+    one that reads nothing (it used sd_bus_flush_close_unref(), which waited for ever then)."""
+    reqs, n = big_batch()
+    ignore = CALL_CALLBACK(lambda _f, _res, _ud: None)
+    call_id = ctypes.c_uint64()
+
+    # A 26 MB call and then Freeze /g/k without waiting, both queued (freezerd stopped while
+    # they are, or it drains the socket as fast as they are written), and freezer_close()
+    # with freezerd reading again, without a freezer_dispatch(): the daemon gets both.
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, ignore, None, ctypes.byref(call_id)), 0,
+                       f'freezer_apply_batch_async() of {n} requests')
+        ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, ctypes.byref(call_id)), 0,
+                       'freezer_freeze_async(/g/k, NO_WAIT)')
+        ft.check(lib.freezer_get_events(f) & select.POLLOUT, 'both are still queued in the handle')
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    took, t = close_in_thread(lib, f, ft.DEFAULT_TIMEOUT)
+    ft.check(took is not None and took < CLOSE_STALL, 'freezer_close() with freezerd reading returns once all is '
+             'sent', took)
+    ft.wait_for(lambda: sc.read_freeze('/g/k') == 1, what='freezerd to carry out the Freeze queued before the close')
+    d.client.call('Thaw', '/g/k', 0, 0)
+
+    # freezerd stopped: the socket fills and nothing more goes; freezer_close() gives up after
+    # CLOSE_STALL seconds in which the peer took nothing, and the Freeze behind the big call is
+    # never sent.
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, ignore, None, ctypes.byref(call_id)), 0,
+                       f'freezer_apply_batch_async() of {n} requests, freezerd stopped')
+        ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, ctypes.byref(call_id)), 0,
+                       'freezer_freeze_async(/g/k, NO_WAIT)')
+        took, t = close_in_thread(lib, f, CLOSE_STALL + ft.DEFAULT_TIMEOUT)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    if took is None:
+        t.join()  # it returns once freezerd reads again
+    ft.check(took is not None and CLOSE_STALL - 0.5 <= took < CLOSE_STALL + ft.DEFAULT_TIMEOUT,
+             f'freezer_close() with freezerd stopped gives up after {CLOSE_STALL:g} s (it waited for ever)', took)
+    ft.check_equal(d.client.call('GetGroup', '/g/k')[0], ft.group_object('/g/k'),
+                   'freezerd, continued, serves calls (the half-sent call and the closed connection harm nothing)')
+    ft.check_equal(sc.read_freeze('/g/k'), 0, 'the Freeze queued behind it was never sent: /g/k stays thawed')
+
+
 def check_bus_daemon_exit(lib, sc, bus):
     """A bus handle whose freezerd exits with a call in flight: -ECONNRESET (the bus says
     NoReply, which read -ETIMEDOUT as if the kernel had not confirmed)."""
@@ -522,6 +601,7 @@ def test():
             sc.write_freeze('/g', 0)
             check_loop_api(lib, sc, d)
             check_dispatch_bound(lib, sc, d)
+            check_close_flush(lib, sc, d)
         check_lost_connection(lib, sc, bus)
         check_bus_daemon_exit(lib, sc, bus)
     print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '
