@@ -1870,6 +1870,33 @@ static int next_task_not_frozen(char **cursor, unsigned *budget, TaskState *ret)
         return 0;
 }
 
+/* Whether t, a task in uninterruptible sleep whose wchan the kernel hides
+ * from us, looks like a vfork() parent waiting for its child, which the
+ * kernel counts as frozen: a task of the same group (text: its
+ * cgroup.threads) is a child of t's process and has not exec'd since it was
+ * forked.  Both facts are shown to all.  A vfork() child is born in its
+ * parent's group, unless it was put elsewhere (clone3()'s CLONE_INTO_CGROUP):
+ * such a parent is taken as not frozen, and waited for. */
+static bool hidden_vfork_parent(const char *text, const TaskState *t, unsigned *budget) {
+        pid_t tgid;
+
+        if (task_read_tgid(t->tid, &tgid) < 0)
+                tgid = t->tid;
+        for (const char *p = text; *p && *budget > 0;) {
+                const char *nl = strchr(p, '\n');
+                long tid = strtol(p, NULL, 10);
+                TaskState c;
+
+                p = nl ? nl + 1 : p + strlen(p);
+                if (tid <= 0 || tid == t->tid)
+                        continue;
+                (*budget)--;
+                if (task_state_read_stat((pid_t) tid, &c) == 0 && c.ppid == tgid && task_state_forked_not_execed(&c))
+                        return true;
+        }
+        return *budget == 0; /* past the budget: the kernel's word */
+}
+
 /* Whether every task directly in g is counted frozen, as far as we can see.
  * A group or task gone, or a file that cannot be read, leaves it to the
  * kernel's report (a removal answers the call on its own). */
@@ -1884,12 +1911,20 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
                 log_debug_errno(r, "Cannot read the tasks of %s, taking the kernel's \"frozen\" as it is: %m", g->path);
                 return true;
         }
-        for (char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;)
+        for (char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;) {
                 /* A task whose wchan the kernel hides from us (another uid's,
-                 * without CAP_SYS_PTRACE) is taken at the kernel's word unless
-                 * it runs: asleep, it may be in the trap or not. */
+                 * without CAP_SYS_PTRACE: most tasks, under the shipped unit)
+                 * is judged by its state letter.  Running: not frozen.  Asleep
+                 * (S): taken at the kernel's word; the freezer wakes such a
+                 * sleep, so it is in the trap or on its way.  In
+                 * uninterruptible sleep (D): the freezer cannot wake it (a task
+                 * stuck on FUSE), so not frozen, unless it is a vfork() parent,
+                 * which the kernel counts as frozen. */
                 if (!t.hidden || t.state == 'R')
                         return false;
+                if (t.state == 'D' && !hidden_vfork_parent(text, &t, budget))
+                        return false;
+        }
         return true;
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -9,18 +10,39 @@
 #include "task-state.h"
 #include "util.h"
 
-/* p at the state (field 3): whether fields 26 and 27 are both "1". */
-static bool stat_hidden(const char *p, const char *end) {
-        unsigned field = 3;
-
-        while (field < 26) {
+/* p at field `field` of a stat line: the start of field `to`, or NULL if the
+ * line ends first. */
+static const char *stat_field(const char *p, const char *end, unsigned field, unsigned to) {
+        while (field < to) {
                 p = memchr(p, ' ', (size_t) (end - p));
                 if (!p)
-                        return false;
+                        return NULL;
                 p++;
                 field++;
         }
-        return end - p >= 4 && memcmp(p, "1 1 ", 4) == 0;
+        return p;
+}
+
+/* p at the state (field 3): whether fields 26 and 27 are both "1". */
+static bool stat_hidden(const char *p, const char *end) {
+        p = stat_field(p, end, 3, 26);
+        return p && end - p >= 4 && memcmp(p, "1 1 ", 4) == 0;
+}
+
+/* p at the state (field 3): the parent's pid (field 4) and the kernel's
+ * per-task flags (field 9), which the kernel shows whoever reads; 0 where
+ * the line ends first. */
+static void stat_ppid_flags(const char *p, const char *end, pid_t *ret_ppid, unsigned long *ret_flags) {
+        const char *f;
+
+        *ret_ppid = 0;
+        *ret_flags = 0;
+        f = stat_field(p, end, 3, 4);
+        if (f)
+                *ret_ppid = (pid_t) strtol(f, NULL, 10);
+        f = f ? stat_field(f, end, 4, 9) : NULL;
+        if (f)
+                *ret_flags = strtoul(f, NULL, 10);
 }
 
 int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
@@ -47,6 +69,7 @@ int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
                 return -EINVAL;
 
         *ret = (TaskState) { .tid = (pid_t) tid, .state = close[2], .hidden = stat_hidden(close + 2, end) };
+        stat_ppid_flags(close + 2, end, &ret->ppid, &ret->flags);
         n = (size_t) (close - open - 1);
         if (n >= sizeof ret->comm)
                 n = sizeof ret->comm - 1;
@@ -73,6 +96,10 @@ bool task_state_counted_frozen(const TaskState *t) {
         }
 }
 
+bool task_state_forked_not_execed(const TaskState *t) {
+        return t->flags & TASK_PF_FORKNOEXEC;
+}
+
 static ssize_t read_proc(pid_t tid, const char *name, char *buf, size_t size) {
         char path[64];
         _cleanup_close_ int fd = -1;
@@ -84,15 +111,37 @@ static ssize_t read_proc(pid_t tid, const char *name, char *buf, size_t size) {
         return cg_read_fd(fd, buf, size);
 }
 
-int task_state_read(pid_t tid, TaskState *ret) {
+int task_state_read_stat(pid_t tid, TaskState *ret) {
         char buf[1024];
         ssize_t n;
-        int r;
 
         n = read_proc(tid, "stat", buf, sizeof buf);
         if (n < 0)
                 return (int) n;
-        r = task_state_parse_stat(buf, (size_t) n, ret);
+        return task_state_parse_stat(buf, (size_t) n, ret);
+}
+
+int task_read_tgid(pid_t tid, pid_t *ret) {
+        char buf[4096];
+        const char *p;
+        ssize_t n;
+
+        n = read_proc(tid, "status", buf, sizeof buf - 1);
+        if (n < 0)
+                return (int) n;
+        buf[n] = 0;
+        p = strstr(buf, "\nTgid:");
+        if (!p)
+                return -EINVAL;
+        *ret = (pid_t) strtol(p + strlen("\nTgid:"), NULL, 10);
+        return *ret > 0 ? 0 : -EINVAL;
+}
+
+int task_state_read(pid_t tid, TaskState *ret) {
+        ssize_t n;
+        int r;
+
+        r = task_state_read_stat(tid, ret);
         if (r < 0)
                 return r;
         if (ret->hidden)

@@ -21,7 +21,12 @@ typedef struct TaskState {
         char comm[TASK_COMM_MAX];   /* the task's name (the part of stat between the parentheses) */
         char wchan[TASK_WCHAN_MAX]; /* the kernel function it sleeps in, "" when unknown or running */
         bool hidden;                /* the kernel hides its details from us: its wchan is unknown */
+        pid_t ppid;                 /* its parent process (stat's field 4), shown to all */
+        unsigned long flags;        /* the kernel's PF_* flags of the task (stat's field 9), shown to all */
 } TaskState;
+
+/* PF_FORKNOEXEC (include/linux/sched.h): forked, and has not exec'd since. */
+#define TASK_PF_FORKNOEXEC 0x00000040UL
 
 /* Parses the contents of /proc/TID/stat: "TID (COMM) STATE ...".  COMM may
  * hold spaces and parentheses: it ends at the last ')'.  hidden is set when
@@ -46,6 +51,17 @@ bool task_state_frozen(const TaskState *t);
  * already (it enters the count just before it sleeps): a caller that gets
  * false for one looks again shortly. */
 bool task_state_counted_frozen(const TaskState *t);
+
+/* Whether the task was forked and has not called execve() since: a vfork()
+ * child whose parent still waits for it is one. */
+bool task_state_forked_not_execed(const TaskState *t);
+
+/* Reads /proc/TID/stat alone (wchan left ""). 0, or -errno. */
+int task_state_read_stat(pid_t tid, TaskState *ret);
+
+/* The process (thread group) of the task TID, from /proc/TID/status, which
+ * any uid may read. 0, or -errno. */
+int task_read_tgid(pid_t tid, pid_t *ret);
 
 /* Reads /proc/TID/stat and /proc/TID/wchan (wchan left "" where the kernel
  * hides it: another uid's task, or kernel.kptr_restrict).  0, or -errno

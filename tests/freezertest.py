@@ -121,6 +121,7 @@ BUILDDIR = os.environ.get('FREEZERD_BUILDDIR') or os.path.join(SRCDIR, 'build')
 FREEZERD_BIN = os.environ.get('FREEZERD_BIN') or os.path.join(BUILDDIR, 'daemon', 'freezerd')
 FREEZECTL_BIN = os.environ.get('FREEZECTL_BIN') or os.path.join(BUILDDIR, 'client', 'freezectl')
 FUSE_HANG_BIN = os.environ.get('FUSE_HANG_BIN') or os.path.join(BUILDDIR, 'tests', 'fuse-hang')
+VFORK_HOLD_BIN = os.environ.get('VFORK_HOLD_BIN') or os.path.join(BUILDDIR, 'tests', 'vfork-hold')
 DBUS_TEST_CONF = os.path.join(SRCDIR, 'tests', 'dbus-test.conf')
 INTERFACE_XML = os.path.join(SRCDIR, 'dbus', 'org.freezerd.Freezer1.xml')
 # Words prepended to freezerd's command line, e.g. "valgrind --error-exitcode=99 --leak-check=full".

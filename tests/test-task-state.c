@@ -59,6 +59,18 @@ static void test_parse(void) {
         CHECK_R(PARSE("1234 (cat) S 1 1234 1234 0 -1 4194560 1 1", &t), 0);
         CHECK(!t.hidden);
 
+        /* The parent (field 4) and the PF_* flags (field 9), shown to all: a forked child that
+         * has not exec'd (PF_FORKNOEXEC, 0x40), and one that has. */
+        CHECK_R(PARSE(hidden, &t), 0);
+        CHECK(t.ppid == 1 && t.flags == 4194304 && !task_state_forked_not_execed(&t));
+        CHECK_R(PARSE("77 (sh) S 76 77 77 0 -1 4194368 1 1\n", &t), 0);
+        CHECK(t.ppid == 76 && t.flags == 4194368 && task_state_forked_not_execed(&t));
+        /* A line cut short: 0. */
+        CHECK_R(PARSE("9 (x) Z 5", &t), 0);
+        CHECK(t.ppid == 5 && t.flags == 0);
+        CHECK_R(PARSE("9 (x) Z", &t), 0);
+        CHECK(t.ppid == 0 && t.flags == 0);
+
         /* Not NUL-terminated: only len bytes count. */
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 6, &t), -EINVAL);
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 8, &t), 0);
@@ -162,6 +174,18 @@ static void test_live(void) {
         CHECK_R(task_state_read(pid, &t), 0);
         CHECK(t.tid == pid && t.state == 'S');
         CHECK_STR(t.comm, "a (b) c");
+        /* Forked, not exec'd: what tells a vfork() child (manager.c, hidden_vfork_parent()). */
+        CHECK(t.ppid == getpid() && task_state_forked_not_execed(&t));
+        CHECK_R(task_state_read_stat(getpid(), &t), 0);
+        CHECK(!task_state_forked_not_execed(&t)); /* exec'd by whoever started the test */
+        {
+                pid_t tgid = 0;
+                CHECK_R(task_read_tgid(pid, &tgid), 0);
+                CHECK(tgid == pid);
+                CHECK_R(task_read_tgid(getpid(), &tgid), 0);
+                CHECK(tgid == getpid());
+        }
+        CHECK_R(task_state_read(pid, &t), 0);
         CHECK(!task_state_frozen(&t));
         CHECK(!t.hidden && t.wchan[0]);
 
