@@ -2320,6 +2320,9 @@ typedef struct StuckTasks {
 
 static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
         _cleanup_free_ char *text = NULL;
+        /* A group the kernel reports frozen early: its tasks that the check
+         * took at the kernel's word (group_own_tasks_frozen()) are not named. */
+        bool early = group_report_may_be_early(g);
         TaskState t;
         size_t len;
 
@@ -2335,6 +2338,8 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
         for (char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
                 char desc[128];
 
+                if (early && t.hidden && t.state == 'S')
+                        continue;
                 if (st->listed == STUCK_TASKS_LISTED) {
                         st->more++;
                         continue;

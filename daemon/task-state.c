@@ -182,7 +182,8 @@ const char *task_state_describe(const TaskState *t, char *buf, size_t size) {
                 snprintf(buf, size, "in state %c%s%s", t->state, t->wchan[0] ? " in " : "", t->wchan);
                 return buf;
         }
-        snprintf(buf, size, "%s%s%s", what, t->wchan[0] && t->state != 'R' ? " in " : "",
-                 t->state != 'R' ? t->wchan : "");
+        snprintf(buf, size, "%s%s%s%s", what, t->wchan[0] && t->state != 'R' ? " in " : "",
+                 t->state != 'R' ? t->wchan : "",
+                 t->hidden && (t->state == 'S' || t->state == 'D') ? " (where, the kernel does not show freezerd)" : "");
         return buf;
 }

@@ -100,6 +100,15 @@ static void test_frozen_and_describe(void) {
         CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in uninterruptible sleep in fuse_get_req");
         t.wchan[0] = 0;
         CHECK_STR(task_state_describe(&t, buf, sizeof buf), "in uninterruptible sleep");
+        /* Hidden from us: say so, rather than leave the reader to wonder where. */
+        t.hidden = true;
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf),
+                  "in uninterruptible sleep (where, the kernel does not show freezerd)");
+        t.state = 'S';
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "asleep (where, the kernel does not show freezerd)");
+        t.state = 'R';
+        CHECK_STR(task_state_describe(&t, buf, sizeof buf), "running");
+        t.hidden = false;
         t.state = 'R';
         strcpy(t.wchan, "whatever");
         CHECK_STR(task_state_describe(&t, buf, sizeof buf), "running");

@@ -183,9 +183,12 @@ def test():
             t0 = time.monotonic()
             r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '--timeout=1s', '/mixedfuse')
             dt = time.monotonic() - t0
-            ft.check(r.returncode != 0 and 'Timeout' in r.stderr and str(stuck.pid) in r.stderr,
+            ft.check(r.returncode != 0 and 'Timeout' in r.stderr and
+                     f'Not frozen: task {stuck.pid} (stat) of /mixedfuse, in uninterruptible sleep (where, the kernel '
+                     'does not show freezerd)' in r.stderr,
                      f"nobody's freeze of /mixedfuse, whose own task is root's and stuck on FUSE: a Timeout naming "
-                     f'task {stuck.pid}', f'exit {r.returncode}: {r.stderr.strip()}')
+                     f'task {stuck.pid}, and saying that freezerd cannot see where it sleeps',
+                     f'exit {r.returncode}: {r.stderr.strip()}')
             ft.check(dt >= 0.9, 'after the timeout (1 s)', f'{dt:.2f} s')
             ft.check_equal(sc.read_events('/d/mixedfuse')['frozen'], 1, 'the kernel says /mixedfuse frozen all the '
                            'same (its report ignores its own tasks once its child is frozen)')
