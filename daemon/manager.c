@@ -1850,21 +1850,30 @@ static int group_read_threads(Manager *m, const Group *g, char **ret, size_t *re
         return read_full_fd(fd, 256 * 1024, ret, ret_len);
 }
 
-/* The next task in text (cgroup.threads, read by group_read_threads(),
- * consumed through *cursor) that the kernel does not count as frozen
- * (task-state.h), each task read taking one of *budget: 1 and *ret, or 0 at
- * the end or once the budget is spent.  A task gone is skipped. */
-static int next_task_not_frozen(char **cursor, unsigned *budget, TaskState *ret) {
-        for (char *p = *cursor, *nl; *p && *budget > 0; p = *cursor) {
-                long tid;
+/* The next task id in text (cgroup.threads, read by group_read_threads(),
+ * one per line), consumed through *cursor; 0 at the end. */
+static pid_t threads_next(const char **cursor) {
+        while (**cursor) {
+                const char *p = *cursor, *nl = strchr(p, '\n');
+                long tid = strtol(p, NULL, 10);
 
-                nl = strchr(p, '\n');
                 *cursor = nl ? nl + 1 : p + strlen(p);
-                tid = strtol(p, NULL, 10);
-                if (tid <= 0)
-                        continue;
+                if (tid > 0 && tid <= INT_MAX)
+                        return (pid_t) tid;
+        }
+        return 0;
+}
+
+/* The next task in text (consumed through *cursor, as threads_next()) that
+ * the kernel does not count as frozen (task-state.h), each task read taking
+ * one of *budget: 1 and *ret, or 0 at the end or once the budget is spent.
+ * A task gone is skipped. */
+static int next_task_not_frozen(const char **cursor, unsigned *budget, TaskState *ret) {
+        pid_t tid;
+
+        while (*budget > 0 && (tid = threads_next(cursor)) > 0) {
                 (*budget)--;
-                if (task_state_read((pid_t) tid, ret) == 0 && !task_state_counted_frozen(ret))
+                if (task_state_read(tid, ret) == 0 && !task_state_counted_frozen(ret))
                         return 1;
         }
         return 0;
@@ -1878,20 +1887,17 @@ static int next_task_not_frozen(char **cursor, unsigned *budget, TaskState *ret)
  * parent's group, unless it was put elsewhere (clone3()'s CLONE_INTO_CGROUP):
  * such a parent is taken as not frozen, and waited for. */
 static bool hidden_vfork_parent(const char *text, const TaskState *t, unsigned *budget) {
-        pid_t tgid;
+        pid_t tgid, tid;
 
         if (task_read_tgid(t->tid, &tgid) < 0)
                 tgid = t->tid;
-        for (const char *p = text; *p && *budget > 0;) {
-                const char *nl = strchr(p, '\n');
-                long tid = strtol(p, NULL, 10);
+        for (const char *p = text; *budget > 0 && (tid = threads_next(&p)) > 0;) {
                 TaskState c;
 
-                p = nl ? nl + 1 : p + strlen(p);
-                if (tid <= 0 || tid == t->tid)
+                if (tid == t->tid)
                         continue;
                 (*budget)--;
-                if (task_state_read_stat((pid_t) tid, &c) == 0 && c.ppid == tgid && task_state_forked_not_execed(&c))
+                if (task_state_read_stat(tid, &c) == 0 && c.ppid == tgid && task_state_forked_not_execed(&c))
                         return true;
         }
         return *budget == 0; /* past the budget: the kernel's word */
@@ -1911,7 +1917,7 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
                 log_debug_errno(r, "Cannot read the tasks of %s, taking the kernel's \"frozen\" as it is: %m", g->path);
                 return true;
         }
-        for (char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;) {
+        for (const char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;) {
                 /* A task whose wchan the kernel hides from us (another uid's,
                  * without CAP_SYS_PTRACE: most tasks, under the shipped unit)
                  * is judged by its state letter.  Running: not frozen.  Asleep
@@ -2335,7 +2341,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
 
         if (group_read_threads(m, g, &text, &len) < 0)
                 return;
-        for (char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
+        for (const char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
                 char desc[128];
 
                 if (early && t.hidden && t.state == 'S')
