@@ -183,8 +183,8 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
  * the connection closes (no callback runs for them): the daemon carries them
  * out. For that, freezer_close() (or, after a close from a callback, the
  * freezer_dispatch() that frees the handle) waits while the peer reads them,
- * however slowly; then, on freezerd's private socket, until freezerd has read
- * them all, and on the bus, with calls in flight, for one round trip to
+ * however slowly; then, with calls in flight, on freezerd's private socket
+ * until freezerd has read them all, and on the bus for one round trip to
  * freezerd (it refuses the calls of a caller that left before the bus told it
  * the caller's uid), at most 25 s. It does not wait for ever: once the peer
  * (freezerd, or the bus) took nothing for 5 s, being stopped or no longer

@@ -587,8 +587,8 @@ static bool flush_bounded(sd_bus *bus, int fd) {
         }
 }
 
-/* On freezerd's private socket, after everything is written: until freezerd
- * has read it all.  freezerd's sd-bus gives up on a connection as soon as a
+/* On freezerd's private socket, after everything is written and while calls
+ * are in flight: until freezerd has read it all.  freezerd's sd-bus gives up on a connection as soon as a
  * reply to it fails, with what it had not read yet: closing right after the
  * last write lost a call queued behind one whose reply came after the close
  * (checked).  So only our sending side is shut; freezerd reads on, answers
@@ -668,11 +668,13 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         free(f->triggers);
         cache_clear(f);
         sd_bus_error_free(&f->error);
+        /* Only calls in flight need the daemon to take them: without any,
+         * a close costs no round trip. */
         fd = sd_bus_get_fd(f->bus);
-        if (fd >= 0 && flush_bounded(f->bus, fd)) {
+        if (fd >= 0 && flush_bounded(f->bus, fd) && calls_in_flight) {
                 if (is_direct(f))
                         drain_until_peer_closes(fd);
-                else if (calls_in_flight)
+                else
                         ping_daemon(f->bus);
         }
         sd_bus_close_unref(f->bus);

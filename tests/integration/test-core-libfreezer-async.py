@@ -498,6 +498,19 @@ def check_close_flush(lib, sc, d, bus, label):
     ft.check_equal(sc.read_freeze('/g/k'), 0, f'{label}: the Freeze queued behind it was never sent: /g/k stays '
                    'thawed')
 
+    # Nothing in flight: the close waits for nobody, not even a stopped freezerd (where waiting
+    # for it to read on, or a round trip to it, would take the whole bound).
+    f = open_handle()
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    if took is None:
+        t.join()
+    ft.check(took is not None and took < 1.0, f'{label}: freezer_close() with no call in flight returns at once, '
+             'freezerd stopped', took)
+
 
 def check_bus_daemon_exit(lib, sc, bus):
     """A bus handle whose freezerd exits with a call in flight: -ECONNRESET (the bus says
