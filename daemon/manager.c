@@ -1920,16 +1920,19 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
         for (const char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;) {
                 /* A task whose wchan the kernel hides from us (another uid's,
                  * without CAP_SYS_PTRACE: most tasks, under the shipped unit)
-                 * is judged by its state letter.  Running: not frozen.  Asleep
-                 * (S): taken at the kernel's word; the freezer wakes such a
-                 * sleep, so it is in the trap or on its way.  In
-                 * uninterruptible sleep (D): the freezer cannot wake it (a task
-                 * stuck on FUSE), so not frozen, unless it is a vfork() parent,
-                 * which the kernel counts as frozen. */
-                if (!t.hidden || t.state == 'R')
-                        return false;
-                if (t.state == 'D' && !hidden_vfork_parent(text, &t, budget))
-                        return false;
+                 * is judged by its state letter (the ones counted frozen,
+                 * stopped or a zombie, were skipped already).  Asleep (S):
+                 * taken at the kernel's word; the freezer wakes such a sleep,
+                 * so it is in the trap or on its way.  In uninterruptible
+                 * sleep (D): the freezer cannot wake it (a task stuck on
+                 * FUSE), so not frozen, unless it is a vfork() parent, which
+                 * the kernel counts as frozen.  Running, or any other state
+                 * (an idle sleep, I, is uninterruptible too): not frozen. */
+                if (t.hidden && t.state == 'S')
+                        continue;
+                if (t.hidden && t.state == 'D' && hidden_vfork_parent(text, &t, budget))
+                        continue;
+                return false;
         }
         return true;
 }
