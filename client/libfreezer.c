@@ -588,13 +588,13 @@ static bool flush_bounded(sd_bus *bus, int fd) {
 }
 
 /* On freezerd's private socket, after everything is written and while calls
- * are in flight: until freezerd has read it all.  freezerd's sd-bus gives up on a connection as soon as a
- * reply to it fails, with what it had not read yet: closing right after the
- * last write lost a call queued behind one whose reply came after the close
- * (checked).  So only our sending side is shut; freezerd reads on, answers
- * into our socket (read and dropped here), reaches the end and closes its
- * side.  dbus-daemon needs none of this: it routes all a connection sent
- * before it went.  Bounded as flush_bounded(). */
+ * are in flight: until freezerd has read it all.  freezerd's sd-bus gives up
+ * on a connection as soon as a reply to it fails, with what it had not read
+ * yet: closing right after the last write lost a call queued behind one whose
+ * reply came after the close (checked).  So only our sending side is shut;
+ * freezerd reads on, answers into our socket (read and dropped here), reaches
+ * the end and closes its side.  dbus-daemon needs none of this: it routes all
+ * a connection sent before it went.  Bounded as flush_bounded(). */
 static void drain_until_peer_closes(int fd) {
         uint64_t deadline = now_usec() + CLOSE_STALL_USEC;
 
