@@ -1879,6 +1879,14 @@ static int next_task_not_frozen(const char **cursor, unsigned *budget, TaskState
         return 0;
 }
 
+/* Whether t is asleep (S) with its wchan hidden from us (another uid's task,
+ * without CAP_SYS_PTRACE: most tasks, under the shipped unit): taken at the
+ * kernel's word, by the check and by the Timeout message alike.  The freezer
+ * wakes such a sleep, so it is in the trap or on its way. */
+static bool task_hidden_asleep(const TaskState *t) {
+        return t->hidden && t->state == 'S';
+}
+
 /* Whether t, a task in uninterruptible sleep whose wchan the kernel hides
  * from us, looks like a vfork() parent waiting for its child, which the
  * kernel counts as frozen: a task of the same group (text: its
@@ -1918,17 +1926,15 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
                 return true;
         }
         for (const char *cursor = text; next_task_not_frozen(&cursor, budget, &t) > 0;) {
-                /* A task whose wchan the kernel hides from us (another uid's,
-                 * without CAP_SYS_PTRACE: most tasks, under the shipped unit)
-                 * is judged by its state letter (the ones counted frozen,
-                 * stopped or a zombie, were skipped already).  Asleep (S):
-                 * taken at the kernel's word; the freezer wakes such a sleep,
-                 * so it is in the trap or on its way.  In uninterruptible
-                 * sleep (D): the freezer cannot wake it (a task stuck on
-                 * FUSE), so not frozen, unless it is a vfork() parent, which
-                 * the kernel counts as frozen.  Running, or any other state
-                 * (an idle sleep, I, is uninterruptible too): not frozen. */
-                if (t.hidden && t.state == 'S')
+                /* A task whose wchan the kernel hides from us is judged by its
+                 * state letter (the ones counted frozen, stopped or a zombie,
+                 * were skipped already).  Asleep (S): task_hidden_asleep().
+                 * In uninterruptible sleep (D): the freezer cannot wake it (a
+                 * task stuck on FUSE), so not frozen, unless it is a vfork()
+                 * parent, which the kernel counts as frozen.  Running, or any
+                 * other state (an idle sleep, I, is uninterruptible too): not
+                 * frozen. */
+                if (task_hidden_asleep(&t))
                         continue;
                 if (t.hidden && t.state == 'D' && hidden_vfork_parent(text, &t, budget))
                         continue;
@@ -2347,7 +2353,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
         for (const char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
                 char desc[128];
 
-                if (early && t.hidden && t.state == 'S')
+                if (early && task_hidden_asleep(&t))
                         continue;
                 if (st->listed == STUCK_TASKS_LISTED) {
                         st->more++;
