@@ -300,6 +300,23 @@ bool cg_name_is_publishable(const char *name) {
         return utf8_check(name, true) && !has_control_char(name);
 }
 
+const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
+        size_t k = 0;
+
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (k + 8 >= size) {
+                        memcpy(buf + k, "...", 4);
+                        return buf;
+                }
+                if (*p < 0x20 || *p == 0x7f || (escape_high && *p > 0x7f))
+                        k += (size_t) snprintf(buf + k, size - k, "\\x%02x", *p);
+                else
+                        buf[k++] = (char) *p;
+        }
+        buf[k] = 0;
+        return buf;
+}
+
 /* Checks in, and on success returns the part to keep (after the leading '/',
  * without the trailing '/') as [*ret_start, *ret_start + *ret_len).  On
  * failure returns -EINVAL or -ENAMETOOLONG and sets *ret_reason. */

@@ -33,6 +33,12 @@ int cg_path_normalize(const char *in, char **ret, const char **ret_reason);
  * takes any bytes but '/' and NUL in a cgroup's name. */
 bool cg_name_is_publishable(const char *name);
 
+/* s into buf for a message or the log, with control characters escaped
+ * (\xNN), and with escape_high every byte above 0x7e too (for a name that is
+ * not UTF-8, which D-Bus cannot carry); cut with "..." where it does not fit
+ * size (at least 8).  Returns buf. */
+const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

@@ -1271,26 +1271,6 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
         return manager_add_new(m, parent, name, 0, tracked, -1, ret);
 }
 
-/* s with control characters escaped (\xNN), and with escape_high every byte
- * above 0x7e too (for names that are not UTF-8); cut with "..." where it
- * does not fit size. */
-static const char *escape_for_log(const char *s, bool escape_high, char *buf, size_t size) {
-        size_t k = 0;
-
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (k + 8 >= size) {
-                        memcpy(buf + k, "...", 4);
-                        return buf;
-                }
-                if (*p < 0x20 || *p == 0x7f || (escape_high && *p > 0x7f))
-                        k += (size_t) snprintf(buf + k, size - k, "\\x%02x", *p);
-                else
-                        buf[k++] = (char) *p;
-        }
-        buf[k] = 0;
-        return buf;
-}
-
 /* The names below one group that were not followed, by hash: each is logged
  * once, not at every rescan (Track() of a tracked subtree, an overflow's
  * resync); past ODD_NAMES_MAX below one group, once more to say the rest go
@@ -1316,7 +1296,7 @@ static void odd_name_log(GroupData *pd, const char *parent_path, const char *nam
                                 return;
         }
         log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control character%s",
-                    streq(parent_path, "/") ? "" : parent_path, escape_for_log(name, true, esc, sizeof esc),
+                    streq(parent_path, "/") ? "" : parent_path, cg_escape(name, true, esc, sizeof esc),
                     o && o->n == ODD_NAMES_MAX ? " (more such groups here are not followed either, and not logged)"
                                                : "");
         if (!o)
@@ -1890,25 +1870,45 @@ static bool task_hidden_asleep(const TaskState *t) {
 /* Whether t, a task in uninterruptible sleep whose wchan the kernel hides
  * from us, looks like a vfork() parent waiting for its child, which the
  * kernel counts as frozen: a task of the same group (text: its
- * cgroup.threads) is a child of t's process and has not exec'd since it was
- * forked.  Both facts are shown to all.  A vfork() child is born in its
- * parent's group, unless it was put elsewhere (clone3()'s CLONE_INTO_CGROUP):
- * such a parent is taken as not frozen, and waited for. */
+ * cgroup.threads) is a child of t's process, has not exec'd since it was
+ * forked, and shares t's memory (the same size and resident pages; a fork()
+ * child, of a prefork server say, has a copy whose resident pages differ
+ * from the first touch: not proof, but all the kernel shows to every uid).
+ * A vfork() child is born in its parent's group, unless it was put elsewhere
+ * (clone3()'s CLONE_INTO_CGROUP): such a parent is taken as not frozen, and
+ * waited for. */
 static bool hidden_vfork_parent(const char *text, const TaskState *t, unsigned *budget) {
         pid_t tgid, tid;
 
         if (task_read_tgid(t->tid, &tgid) < 0)
                 tgid = t->tid;
         for (const char *p = text; *budget > 0 && (tid = threads_next(&p)) > 0;) {
-                TaskState c;
+                TaskState c, now;
 
                 if (tid == t->tid)
                         continue;
                 (*budget)--;
-                if (task_state_read_stat(tid, &c) == 0 && c.ppid == tgid && task_state_forked_not_execed(&c))
+                if (task_state_read_stat(tid, &c) < 0 || c.ppid != tgid || !task_state_forked_not_execed(&c))
+                        continue;
+                /* The parent read again, right after its child: the two
+                 * memories compared at one moment. */
+                if (*budget == 0)
+                        break;
+                (*budget)--;
+                if (task_state_read_stat(t->tid, &now) == 0 && now.state == 'D' && c.vsize != 0 &&
+                    c.vsize == now.vsize && c.rss == now.rss)
                         return true;
         }
         return *budget == 0; /* past the budget: the kernel's word */
+}
+
+/* Whether the check takes t, a task not counted frozen by what /proc shows
+ * us (next_task_not_frozen()), at the kernel's word: asleep with its wchan
+ * hidden (task_hidden_asleep()), or a hidden vfork() parent
+ * (hidden_vfork_parent(); text: the cgroup.threads of its group).  For the
+ * check and the Timeout message alike. */
+static bool task_taken_frozen(const char *text, const TaskState *t, unsigned *budget) {
+        return task_hidden_asleep(t) || (t->hidden && t->state == 'D' && hidden_vfork_parent(text, t, budget));
 }
 
 /* Whether every task directly in g is counted frozen, as far as we can see.
@@ -1934,9 +1934,7 @@ static bool group_own_tasks_frozen(Manager *m, const Group *g, unsigned *budget)
                  * parent, which the kernel counts as frozen.  Running, or any
                  * other state (an idle sleep, I, is uninterruptible too): not
                  * frozen. */
-                if (task_hidden_asleep(&t))
-                        continue;
-                if (t.hidden && t.state == 'D' && hidden_vfork_parent(text, &t, budget))
+                if (task_taken_frozen(text, &t, budget))
                         continue;
                 return false;
         }
@@ -2353,7 +2351,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
         for (const char *cursor = text; next_task_not_frozen(&cursor, &st->budget, &t) > 0;) {
                 char desc[128];
 
-                if (early && task_hidden_asleep(&t))
+                if (early && task_taken_frozen(text, &t, &st->budget))
                         continue;
                 if (st->listed == STUCK_TASKS_LISTED) {
                         st->more++;
@@ -3216,7 +3214,7 @@ static void on_inotify_resume(evutil_socket_t fd, short what, void *userdata) {
  * after a reasonable length (a 4000-byte path helps nobody in a log). */
 #define PATH_MESSAGE_MAX 160
 static const char *path_for_message(const char *path, char buf[static PATH_MESSAGE_MAX]) {
-        return escape_for_log(path, false, buf, PATH_MESSAGE_MAX);
+        return cg_escape(path, false, buf, PATH_MESSAGE_MAX);
 }
 
 /* Normalize an API path or say why not (InvalidPath, the path escaped). */

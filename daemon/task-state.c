@@ -29,25 +29,30 @@ static bool stat_hidden(const char *p, const char *end) {
         return p && end - p >= 4 && memcmp(p, "1 1 ", 4) == 0;
 }
 
-/* p at the state (field 3): the parent's pid (field 4) and the kernel's
- * per-task flags (field 9), which the kernel shows whoever reads; 0 where
- * the line ends first. */
-static void stat_ppid_flags(const char *p, const char *end, pid_t *ret_ppid, unsigned long *ret_flags) {
+/* p at the state (field 3): the parent's pid (field 4), the kernel's
+ * per-task flags (field 9), and the size and resident pages of its memory
+ * (fields 23 and 24), which the kernel shows whoever reads; 0 where the line
+ * ends first. */
+static void stat_shown_fields(const char *p, const char *end, TaskState *t) {
         const char *f;
 
-        *ret_ppid = 0;
-        *ret_flags = 0;
         f = stat_field(p, end, 3, 4);
         if (f)
-                *ret_ppid = (pid_t) strtol(f, NULL, 10);
+                t->ppid = (pid_t) strtol(f, NULL, 10);
         f = f ? stat_field(f, end, 4, 9) : NULL;
         if (f)
-                *ret_flags = strtoul(f, NULL, 10);
+                t->flags = strtoul(f, NULL, 10);
+        f = f ? stat_field(f, end, 9, 23) : NULL;
+        if (f)
+                t->vsize = strtoull(f, NULL, 10);
+        f = f ? stat_field(f, end, 23, 24) : NULL;
+        if (f)
+                t->rss = strtoull(f, NULL, 10);
 }
 
 int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
         const char *open, *close, *p, *end = buf + len;
-        char *num_end;
+        char raw[TASK_COMM_RAW_MAX], *num_end;
         long tid;
         size_t n;
 
@@ -69,12 +74,19 @@ int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
                 return -EINVAL;
 
         *ret = (TaskState) { .tid = (pid_t) tid, .state = close[2], .hidden = stat_hidden(close + 2, end) };
-        stat_ppid_flags(close + 2, end, &ret->ppid, &ret->flags);
+        stat_shown_fields(close + 2, end, ret);
+        /* The name goes into D-Bus error messages, which must be UTF-8: the
+         * kernel keeps whatever bytes a task set (prctl(PR_SET_NAME)), and
+         * cuts a long name at 15 bytes, in the middle of a character maybe. */
         n = (size_t) (close - open - 1);
-        if (n >= sizeof ret->comm)
-                n = sizeof ret->comm - 1;
-        memcpy(ret->comm, open + 1, n);
-        ret->comm[n] = 0;
+        if (n >= sizeof raw)
+                n = sizeof raw - 1;
+        memcpy(raw, open + 1, n);
+        raw[n] = 0;
+        if (cg_name_is_publishable(raw))
+                memcpy(ret->comm, raw, n + 1);
+        else
+                cg_escape(raw, true, ret->comm, sizeof ret->comm);
         return 0;
 }
 
@@ -122,13 +134,23 @@ int task_state_read_stat(pid_t tid, TaskState *ret) {
 }
 
 int task_read_tgid(pid_t tid, pid_t *ret) {
-        char buf[4096];
+        char path[64], buf[1024];
+        _cleanup_close_ int fd = -1;
         const char *p;
         ssize_t n;
 
-        n = read_proc(tid, "status", buf, sizeof buf - 1);
+        /* Tgid is the fourth line, after Name, Umask and State: the file's
+         * head is read alone, which a task with hundreds of supplementary
+         * groups (a status of more than a page) cannot push away. */
+        snprintf(path, sizeof path, "/proc/%d/status", (int) tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        do
+                n = read(fd, buf, sizeof buf - 1);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
-                return (int) n;
+                return -errno;
         buf[n] = 0;
         p = strstr(buf, "\nTgid:");
         if (!p)

@@ -12,17 +12,22 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define TASK_COMM_MAX 64 /* the kernel's is 16 bytes; /proc may escape nothing, keep room */
+#define TASK_COMM_RAW_MAX 64 /* the kernel's is 16 bytes (a kernel thread's may be longer) */
+#define TASK_COMM_MAX 80     /* a 15-byte name with every byte escaped (\xNN) fits */
 #define TASK_WCHAN_MAX 64
 
 typedef struct TaskState {
         pid_t tid;
         char state;                 /* /proc/TID/stat's state letter: R, S, D, T, t, Z, ... */
-        char comm[TASK_COMM_MAX];   /* the task's name (the part of stat between the parentheses) */
+        char comm[TASK_COMM_MAX];   /* the task's name (the part of stat between the parentheses), control
+                                     * characters escaped (\xNN), and every byte above 0x7e too if it is not
+                                     * UTF-8 that D-Bus can carry */
         char wchan[TASK_WCHAN_MAX]; /* the kernel function it sleeps in, "" when unknown or running */
         bool hidden;                /* the kernel hides its details from us: its wchan is unknown */
         pid_t ppid;                 /* its parent process (stat's field 4), shown to all */
         unsigned long flags;        /* the kernel's PF_* flags of the task (stat's field 9), shown to all */
+        unsigned long long vsize;   /* its memory's size in bytes and resident pages (fields 23, 24), shown */
+        unsigned long long rss;     /* to all: the same for tasks that share one memory (a vfork() child) */
 } TaskState;
 
 /* PF_FORKNOEXEC (include/linux/sched.h): forked, and has not exec'd since. */

@@ -1155,7 +1155,8 @@ def under_asan(pid):
 def proc_state(pid):
     """ProcState(pid, state letter from /proc/PID/status, /proc/PID/wchan), or None if gone."""
     try:
-        with open(f'/proc/{pid}/status') as f:
+        # A task's name may be any bytes (prctl(PR_SET_NAME)), not UTF-8.
+        with open(f'/proc/{pid}/status', errors='surrogateescape') as f:
             state = next(line.split()[1] for line in f if line.startswith('State:'))
         with open(f'/proc/{pid}/wchan') as f:
             wchan = f.read().strip()

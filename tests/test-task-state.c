@@ -65,22 +65,45 @@ static void test_parse(void) {
         CHECK(t.ppid == 1 && t.flags == 4194304 && !task_state_forked_not_execed(&t));
         CHECK_R(PARSE("77 (sh) S 76 77 77 0 -1 4194368 1 1\n", &t), 0);
         CHECK(t.ppid == 76 && t.flags == 4194368 && task_state_forked_not_execed(&t));
+        /* The memory's size and resident pages (fields 23 and 24), shown to all too. */
+        CHECK_R(PARSE(hidden, &t), 0);
+        CHECK(t.vsize == 5652480 && t.rss == 249);
         /* A line cut short: 0. */
         CHECK_R(PARSE("9 (x) Z 5", &t), 0);
-        CHECK(t.ppid == 5 && t.flags == 0);
+        CHECK(t.ppid == 5 && t.flags == 0 && t.vsize == 0 && t.rss == 0);
         CHECK_R(PARSE("9 (x) Z", &t), 0);
         CHECK(t.ppid == 0 && t.flags == 0);
+        CHECK_R(PARSE("9 (x) Z 5 1 1 0 -1 64 1 1 1 1 1 1 1 1 20 0 1 0 5 4096", &t), 0);
+        CHECK(t.flags == 64 && t.vsize == 4096 && t.rss == 0);
+
+        /* A name D-Bus cannot carry as it is (not UTF-8: a character cut at 15 bytes, or
+         * any bytes given to prctl(PR_SET_NAME)) is escaped byte by byte; a control
+         * character is escaped, UTF-8 kept. */
+        CHECK_R(PARSE("5 (a\xe6\x97\xa5\xe6\x9c) S 1", &t), 0);
+        CHECK_STR(t.comm, "a\\xe6\\x97\\xa5\\xe6\\x9c");
+        CHECK_R(PARSE("5 (a\tb\x7f) S 1", &t), 0);
+        CHECK_STR(t.comm, "a\\x09b\\x7f");
+        CHECK_R(PARSE("5 (\xe6\x97\xa5\xe6\x9c\xac) S 1", &t), 0);
+        CHECK_STR(t.comm, "\xe6\x97\xa5\xe6\x9c\xac");
+        /* The kernel's longest name, every byte escaped: whole. */
+        CHECK_R(PARSE("5 (\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff) S 1", &t), 0);
+        CHECK(strlen(t.comm) == 15 * 4 && strncmp(t.comm, "\\xff\\xff", 8) == 0);
 
         /* Not NUL-terminated: only len bytes count. */
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 6, &t), -EINVAL);
         CHECK_R(task_state_parse_stat("5 (ab) S 1", 8, &t), 0);
         CHECK(t.state == 'S');
 
-        /* A longer name than TASK_COMM_MAX is cut, NUL-terminated. */
+        /* A longer name than TASK_COMM_RAW_MAX is cut, NUL-terminated; escaped, cut with "...". */
         char buf[256];
         snprintf(buf, sizeof buf, "3 (%0200d) S 1", 0);
         CHECK_R(PARSE(buf, &t), 0);
-        CHECK(strlen(t.comm) == TASK_COMM_MAX - 1);
+        CHECK(strlen(t.comm) == TASK_COMM_RAW_MAX - 1);
+        memset(buf, 1, sizeof buf);
+        memcpy(buf, "3 (", 3);
+        snprintf(buf + 100, sizeof buf - 100, ") S 1");
+        CHECK_R(PARSE(buf, &t), 0);
+        CHECK(strlen(t.comm) < TASK_COMM_MAX && strcmp(t.comm + strlen(t.comm) - 3, "...") == 0);
 }
 
 static void test_frozen_and_describe(void) {
@@ -223,8 +246,57 @@ static void test_live(void) {
         close(fds[1]);
 }
 
+/* A vfork() child and its parent, waiting for it in uninterruptible sleep: one memory,
+ * the same size and resident pages in both stat files, which is how freezerd tells a
+ * hidden vfork() parent (manager.c, hidden_vfork_parent()). */
+static void test_vfork(void) {
+        TaskState parent = { 0 }, child = { 0 };
+        pid_t helper, vchild = 0;
+        int fds[2];
+
+        if (pipe(fds) < 0) {
+                CHECK(false);
+                return;
+        }
+        helper = fork();
+        if (helper == 0) {
+                pid_t v;
+
+                close(fds[0]);
+                v = vfork();
+                if (v == 0) {
+                        pid_t self = getpid(); /* system calls only: it runs in its parent's memory */
+                        (void) !write(fds[1], &self, sizeof self);
+                        for (;;)
+                                pause();
+                }
+                _exit(v > 0 ? 0 : 1);
+        }
+        CHECK(helper > 0);
+        close(fds[1]);
+        CHECK(read(fds[0], &vchild, sizeof vchild) == (ssize_t) sizeof vchild && vchild > 0);
+        close(fds[0]);
+        /* Asleep once off the run queue: no event says when. */
+        for (int i = 0; i < 2000; i++) {
+                if (task_state_read_stat(vchild, &child) == 0 && child.state == 'S' &&
+                    task_state_read_stat(helper, &parent) == 0 && parent.state == 'D')
+                        break;
+                usleep(1000);
+        }
+        CHECK(parent.state == 'D' && child.state == 'S');
+        CHECK(child.ppid == helper && task_state_forked_not_execed(&child));
+        CHECK(child.vsize != 0 && child.vsize == parent.vsize && child.rss == parent.rss);
+        if (vchild > 0)
+                kill(vchild, SIGKILL);
+        if (helper > 0) {
+                int status = 0;
+                CHECK(waitpid(helper, &status, 0) == helper && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+}
+
 int main(void) {
         test_parse();
+        test_vfork();
         test_frozen_and_describe();
         test_counted_frozen();
         test_live();

@@ -18,6 +18,10 @@ cgroup.threads chowned, not cgroup.freeze.  freezerd runs as U with
               answers (uninterruptible sleep)
   /mixedvfork the same, root's tests/vfork-hold in it: a vfork() parent in
               uninterruptible sleep and its child, asleep, not exec'd
+  /mixedfork  the same, root's task in it stuck on FUSE, with a child it
+              forked (a fork(), not a vfork()) that has not exec'd, stopped
+              (SIGSTOP: counted frozen already, so that the kernel's early
+              "frozen 1" stays, as it does for /mixedfuse)
   /rootgrp    made by root inside the subtree, a sleeper
   /self       made by U, where freezerd is moved for one check
   /big        made by U, with 1,024 empty groups below
@@ -43,6 +47,9 @@ Checks:
     confirmed it: it took any hidden sleeping task at the kernel's word).
     Freeze /mixedvfork is confirmed well before its timeout: the vfork() parent,
     which the kernel counts frozen, is recognised by its child in the group.
+    Freeze /mixedfork times out naming the stuck task: a child that has not
+    exec'd does not make its parent a vfork() parent unless they share their
+    memory (session 29's build took it for one, and confirmed the freeze).
   * As U: freeze /rootgrp fails with AccessDenied (its cgroup.freeze is root's),
     cgroup.freeze still 0.  As root: also AccessDenied, now with the kernel's
     "Permission denied" (freezerd as U cannot write root's file), still 0.
@@ -70,7 +77,9 @@ Checks:
 import json
 import os
 import pwd
+import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -86,6 +95,17 @@ ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
 DELEGATE_FILES = ('cgroup.procs', 'cgroup.subtree_control', 'cgroup.threads')
 BIG = 1024
 CALL_USEC = 5 * 1000000
+PF_FORKNOEXEC = 0x40  # include/linux/sched.h: forked, and has not exec'd since
+
+
+def proc_stat(pid):
+    """(state, ppid, flags) from /proc/PID/stat, or None if gone."""
+    try:
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            fields = f.read().rsplit(b')', 1)[1].split()
+    except OSError:
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[6])
 
 
 def test():
@@ -122,7 +142,7 @@ def test():
             ft.loop().watch(sc.abspath(rel, 'cgroup.events'))
 
         for g in ('/d/app', '/d/app/sub', '/d/mixed', '/d/mixed/sub', '/d/mixedfuse', '/d/mixedfuse/sub',
-                  '/d/mixedvfork', '/d/mixedvfork/sub', '/d/self', '/d/big'):
+                  '/d/mixedvfork', '/d/mixedvfork/sub', '/d/mixedfork', '/d/mixedfork/sub', '/d/self', '/d/big'):
             mkdir_as_user(g)
         ft.check_equal(os.stat(sc.abspath('/d/app', 'cgroup.freeze')).st_uid, uid,
                        "a group nobody makes has nobody's cgroup.freeze")
@@ -131,6 +151,21 @@ def test():
         mixed_sleeper = sc.spawn_sleepers('/d/mixed', 1)[0]
         stuck = fuse.spawn_stuck(sc, '/d/mixedfuse')
         vfork_parent = sc.spawn('/d/mixedvfork', [ft.VFORK_HOLD_BIN])
+        # sh forks a subshell (which never execs), then becomes stat, stuck on FUSE: stat has a
+        # child that was forked and has not exec'd, as a prefork server's parent has.
+        fork_parent = fuse.spawn_stuck(sc, '/d/mixedfork', ['sh', '-c', '(while :; do :; done) & exec stat -f '
+                                                            + shlex.quote(fuse.mountpoint)])
+
+        def fork_child_found():
+            for p in sc.pids('/d/mixedfork'):
+                st = proc_stat(p)
+                if st and st[1] == fork_parent.pid and st[2] & PF_FORKNOEXEC:
+                    return p
+            return None
+        fork_child = ft.wait_for(fork_child_found, what="the stuck stat's subshell, forked and not exec'd", poll=0.005)
+        os.kill(fork_child, signal.SIGSTOP)
+        ft.wait_for(lambda: (proc_stat(fork_child) or ('',))[0] == 'T', what=f'the subshell {fork_child} to stop',
+                    poll=0.005)
 
         def vfork_child_found():
             pids = [p for p in sc.pids('/d/mixedvfork') if p != vfork_parent.pid]
@@ -208,6 +243,18 @@ def test():
             ft.wait_for(lambda: ft.task_frozen(ft.proc_state(vfork_child)), timeout=5,
                         what=f'the vfork() child {vfork_child} in the freezer trap')
             user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixedvfork')
+
+            # A task stuck on FUSE whose process forked a child that has not exec'd: not a vfork()
+            # parent (their memories differ), so not frozen.
+            r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '--timeout=1s', '/mixedfork')
+            ft.check(r.returncode != 0 and 'Timeout' in r.stderr and
+                     f'Not frozen: task {fork_parent.pid} (stat) of /mixedfork, in uninterruptible sleep' in r.stderr,
+                     f"nobody's freeze of /mixedfork, whose own task is root's and stuck on FUSE beside its forked "
+                     f'child {fork_child}: a Timeout naming task {fork_parent.pid}',
+                     f'exit {r.returncode}: {r.stderr.strip()}')
+            ft.check_equal(ft.proc_state(fork_parent.pid).state, 'D',
+                           f'task {fork_parent.pid} is still in uninterruptible sleep')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixedfork')
 
             # A group root made inside the subtree.
             r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/rootgrp')

@@ -17,6 +17,8 @@ group as long as no controller is enabled below it.
   /busy       2 busy loops of their own, and an empty child /busy/sub
   /stopped    a sleeper stopped with SIGSTOP and a running one, and /stopped/sub
   /stuck      a task asleep on a FUSE mount that never answers, and /stuck/sub
+  /oddname    a task asleep on that mount, whose name (prctl(PR_SET_NAME)) is
+              not UTF-8 and holds a control character
 
 Checks, ROUNDS times for each of Freeze(/one), Freeze(/many), Freeze(/top)
 (ROUNDS / 4 for /busy, and for a RECURSIVE ApplyBatch of /top, which waits on
@@ -35,7 +37,11 @@ And once each:
     trap, which it never does);
   * Freeze(/stuck, 300 ms) fails with Timeout, although the kernel says frozen
     1 (its report from /stuck/sub): the message names /stuck and the stuck
-    task, asleep in D; with ROLLBACK_ON_TIMEOUT, cgroup.freeze is back to 0.
+    task, asleep in D; with ROLLBACK_ON_TIMEOUT, cgroup.freeze is back to 0;
+  * Freeze(/oddname, 300 ms) fails with Timeout too, naming the task with
+    its name escaped (\\xNN): a D-Bus message must be UTF-8, and the build
+    before, which put the name in as it was, failed to build its reply
+    (org.freedesktop.DBus.Error.Failed, "Invalid argument").
 A build that confirms on the kernel's report alone replies success to
 Freeze(/stuck), and failed the rounds' checks in 4 of 4 runs here (a few of the 1,050
 rounds each)."""
@@ -49,6 +55,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 ROUNDS = 300
+# 'a' and '日' whole, then the first two bytes of '本' (a name cut in a character), and ^A.
+ODD_NAME = b'a\xe6\x97\xa5\xe6\x9c\x01'
 
 
 def asleep_elsewhere(states):
@@ -92,7 +100,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-own-tasks') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         for p in ('/one', '/one/sub', '/many', '/many/sub', '/top', '/top/mid', '/top/mid/sub', '/busy',
-                  '/busy/sub', '/stopped', '/stopped/sub', '/stuck', '/stuck/sub'):
+                  '/busy/sub', '/stopped', '/stopped/sub', '/stuck', '/stuck/sub', '/oddname'):
             sc.mkdir(p)
         sc.spawn_sleepers('/one', 1)
         sc.spawn_sleepers('/many', 20)
@@ -104,7 +112,13 @@ def test():
         ft.wait_for(lambda: (ft.proc_state(stopped.pid) or ft.ProcState(0, '', '')).state == 'T',
                     what=f'pid {stopped.pid} to stop')
         stuck = fuse.spawn_stuck(sc, '/stuck')
-        for p, n in (('/one', 1), ('/many', 20), ('/top/mid', 5), ('/busy', 2), ('/stopped', 2), ('/stuck', 1)):
+        # The kernel keeps the first 15 bytes of a name, whatever they are.
+        odd = fuse.spawn_stuck(sc, '/oddname', [sys.executable, '-c', f"""if True:
+            import ctypes, os
+            ctypes.CDLL(None).prctl(15, {ODD_NAME!r}, 0, 0, 0)  # PR_SET_NAME
+            os.statvfs({fuse.mountpoint!r})"""])
+        for p, n in (('/one', 1), ('/many', 20), ('/top/mid', 5), ('/busy', 2), ('/stopped', 2), ('/stuck', 1),
+                     ('/oddname', 1)):
             ft.check_equal(len(sc.pids(p)), n, f'{n} tasks of its own in {p}')
 
         with ft.Daemon(bus, sc.root) as d:
@@ -148,6 +162,16 @@ def test():
             ft.check_equal(ft.proc_state(stuck.pid).state, 'D', f'and pid {stuck.pid} still in D')
             c.call('Thaw', '/stuck', 5_000_000, 0)
             ft.check_equal(sc.read_events('/stuck').get('frozen'), 0, 'Thaw(/stuck): frozen 0')
+
+            # ---- the same with a task whose name D-Bus cannot carry as it is
+            with open(f'/proc/{odd.pid}/comm', 'rb') as f:
+                ft.check_equal(f.read().rstrip(b'\n'), ODD_NAME, f'pid {odd.pid} is named {ODD_NAME!r}')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/oddname', 300_000,
+                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(f'Not frozen: task {odd.pid} (a\\xe6\\x97\\xa5\\xe6\\x9c\\x01) of /oddname, in uninterruptible '
+                     'sleep' in e.message, 'the Timeout message names the task, its name escaped byte by byte',
+                     repr(e.message))
+            ft.check_equal(sc.read_freeze('/oddname'), 0, 'rollback: cgroup.freeze of /oddname is back to 0')
 
 
 if __name__ == '__main__':
