@@ -183,10 +183,11 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
  * the connection closes (no callback runs for them): the daemon carries them
  * out. For that, freezer_close() (or, after a close from a callback, the
  * freezer_dispatch() that frees the handle) waits while the peer reads them,
- * however slowly; then, with calls in flight, on freezerd's private socket
- * until freezerd has read them all, and on the bus for one round trip to
- * freezerd (it refuses the calls of a caller that left before the bus told it
- * the caller's uid), at most 25 s. It does not wait for ever: once the peer
+ * however slowly; then, with calls in flight (or cancelled with
+ * freezer_cancel_call(), which freezerd carries out all the same), on
+ * freezerd's private socket until freezerd has read them all, and on the bus
+ * for one round trip to freezerd (it refuses the calls of a caller that left
+ * before the bus told it the caller's uid), at most 25 s. It does not wait for ever: once the peer
  * (freezerd, or the bus) took nothing for 5 s, being stopped or no longer
  * reading, what is left unsent is dropped. */
 FREEZER_EXPORT freezer *freezer_close(freezer *f);
@@ -332,7 +333,8 @@ FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, con
 
 /* Forget a call in flight: its callback will not run. The daemon is not told:
  * it carries the call out all the same (a freeze still freezes; thaw to undo
- * it). Returns 0, or -ENOENT if no call with that id is in flight (it has
+ * it, and freezer_close() makes sure it has the call, as for one in flight).
+ * Returns 0, or -ENOENT if no call with that id is in flight (it has
  * completed, its callback is running, or it was cancelled before). */
 FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 

@@ -436,7 +436,8 @@ def close_in_thread(lib, f, limit):
 
 def check_close_flush(lib, sc, d, bus, label):
     """freezer_close() sends the calls still queued, waits for a peer that reads, and gives up on
-    one that reads nothing (it used sd_bus_flush_close_unref(), which waited for ever then).
+    one that reads nothing (it used sd_bus_flush_close_unref(), which waited for ever then); a
+    call cancelled right before the close is carried out too.
     label 'private socket': the peer is freezerd; 'bus': dbus-daemon."""
     reqs, n = big_batch()
     ignore = CALL_CALLBACK(lambda _f, _res, _ud: None)
@@ -497,6 +498,21 @@ def check_close_flush(lib, sc, d, bus, label):
                    f'{label}: freezerd serves calls (the half-sent call and the closed connection harm nothing)')
     ft.check_equal(sc.read_freeze('/g/k'), 0, f'{label}: the Freeze queued behind it was never sent: /g/k stays '
                    'thawed')
+
+    # A call cancelled (freezer_cancel_call(): freezerd carries it out all the same) and the
+    # handle closed at once, five times: freezerd takes it.  On the bus, the build before
+    # counted only the calls it followed, so its close did not make sure freezerd had the
+    # caller's uid before it left: freezerd refused the call ("it left the bus"), every time.
+    for i in range(5):
+        f = open_handle()
+        ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, ctypes.byref(call_id)), 0,
+                       f'{label}: freezer_freeze_async(/g/k, NO_WAIT), round {i}')
+        ft.check_equal(lib.freezer_cancel_call(f, call_id), 0, f'{label}: freezer_cancel_call() of it')
+        lib.freezer_close(f)
+        ft.wait_for(lambda: sc.read_freeze('/g/k') == 1,
+                    what=f'{label}: freezerd to carry out the Freeze cancelled and closed (round {i})')
+        d.client.call('Thaw', '/g/k', 0, 0)
+    ft.check(True, f'{label}: a call cancelled right before the close is carried out (5 of 5)')
 
     # Nothing in flight: the close waits for nobody, not even a stopped freezerd (where waiting
     # for it to read on, or a round trip to it, would take the whole bound).
