@@ -2954,6 +2954,14 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 op->writes++;
         }
 
+        /* Every write landed.  Without ROLLBACK_ON_TIMEOUT that is the batch's
+         * outcome whatever the kernel confirms (a timeout leaves the flags as
+         * requested, as a clean stop does): the journal served to make the
+         * writes all or nothing across a crash, and a crash from now on must
+         * not undo them (it thawed a group the caller had frozen for good). */
+        if (!(flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
+                operation_end_journal(op);
+
         /* From here on to_write holds the groups written (a failed write
          * returned above) whose subtrees are to be settled: not those
          * batch_written() settled. */

@@ -9,8 +9,9 @@ leave the first's batch in flight alone.
        freezing until the FUSE server goes
 
 Checks:
-  * freezerd 1 runs an ApplyBatch freezing /a and /s: it wrote both flags and
-    its journal, and waits for /s.
+  * freezerd 1 runs an ApplyBatch freezing /a and /s, with ROLLBACK_ON_TIMEOUT
+    (so that its journal stays while it waits): it wrote both flags and its
+    journal, and waits for /s.
   * A second freezerd on the same runtime and state directories exits 1 with
     one log line "Another freezerd (PID <freezerd 1>) is running with runtime
     directory DIR", and changes nothing: both cgroup.freeze still 1 (/a still
@@ -87,7 +88,8 @@ def test():
             with ft.Daemon(bus, sc.root, state_dir=state, runtime_dir=run) as d1:
                 c = d1.client
                 sock = os.path.join(run, 'private')
-                pending = c.call_async('ApplyBatch', [('/a', True), ('/s', True)], 'auto', LONG_USEC, 0)
+                pending = c.call_async('ApplyBatch', [('/a', True), ('/s', True)], 'auto', LONG_USEC,
+                                       ft.FLAG_ROLLBACK_ON_TIMEOUT)
 
                 def journals():
                     return ft.live_journals(run)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """SIGKILL freezerd in the middle of a batch: after a restart every group is
-exactly as before the batch (issue 5, "Crash safety and restart").
+exactly as before the batch (issue 5, "Crash safety and restart"), but after a
+batch without ROLLBACK whose writes had all landed, which stays as it asked.
 
   /p00 .. /p39         40 parents, no process of their own
   /pNN/c0 .. /pNN/c3   4 children each, one `sleep` each          (200 groups)
@@ -23,7 +24,12 @@ ApplyBatch (which must leave no journal behind once it replied), then:
     handler once the journal is there and k writes were seen, k drawn from
     [0, writes-1] (the first two cases take k = 0 and k = writes-1).
   * "after the last write": the batch also freezes /stuck, so it is still
-    waiting for the kernel when every write has landed; killed then.
+    waiting for the kernel when every write has landed; killed then, once
+    with ROLLBACK (its journal stays until it ends: the restart restores) and
+    once without: then the journal is emptied as soon as the last write
+    landed, and the restart leaves every flag as requested, as a timeout or a
+    clean stop would (session 29's build kept the journal until the reply, and
+    the restart thawed what the caller had frozen, /stuck and the rest).
   * a single Freeze("/stuck", ROLLBACK): killed as soon as its journal appears,
     and killed after its write.
   * a single Freeze("/stuck") without ROLLBACK: it writes no journal (none may
@@ -40,7 +46,9 @@ daemon's Freeze/Frozen/FreezerState, must equal what they were before the batch.
 A batch that replied must have emptied its journal already (the check is made
 as soon as the reply arrives): otherwise a crash between its reply and the
 removal would make the next freezerd undo a batch its caller was told had
-succeeded.  Violations are collected and fail the test at the end, after every
+succeeded.  A batch without ROLLBACK killed after its last write landed (its
+journal emptied; the kill of a random point can land there on a slow machine)
+must stay applied in full, with nothing recovered.  Violations are collected and fail the test at the end, after every
 other check ran.  Should a kill land after the batch replied (k = writes-1 on a
 very slow machine), the batch must have been applied in full instead.
 
@@ -98,8 +106,9 @@ class Watcher:
     in which freezerd did things.  on_event(kind, name) is called for each in turn.
     A journal is the IN_MODIFY of a journal file that then holds one (the emptying
     of a slot is an IN_MODIFY too); the journal is whole when its event is queued
-    (after the one pwrite() that writes it), and stays until its batch ends, which
-    comes after the writes this test waits for."""
+    (after the one pwrite() that writes it), and stays until its batch ends (without
+    ROLLBACK, until its last write landed), which comes after the writes this test
+    waits for (but in the case that waits for all of them)."""
 
     def __init__(self, sc, runtime_dir, on_event):
         self.ino = ft.Inotify()
@@ -108,6 +117,7 @@ class Watcher:
         self.run_wd = self.ino.add_watch(runtime_dir, ft.Inotify.IN_MODIFY)
         self.wds = {self.ino.add_watch(sc.abspath(g), ft.Inotify.IN_MODIFY): g for g in ALL}
         self.journals = []  # names seen, in order
+        self.ended = []  # of those, the ones emptied since
         self.writes = collections.Counter()
         ft.loop().add_reader(self.ino.fd, self._on_readable)
 
@@ -120,6 +130,9 @@ class Watcher:
                 if j is not None and name not in self.journals:
                     self.journals.append(name)
                     self.on_event('journal', name)
+                elif j is None and name in self.journals and name not in self.ended:
+                    self.ended.append(name)  # the slot emptied: its batch no longer needs it
+                    self.on_event('journal-end', name)
             elif wd in self.wds and name == 'cgroup.freeze' and (mask & ft.Inotify.IN_MODIFY):
                 self.writes[self.wds[wd]] += 1
                 self.on_event('write', self.wds[wd])
@@ -156,7 +169,8 @@ def test():
     # Cases: (kind, k) where k is the number of observed writes to kill after
     # (None: decided once the number of writes is known).
     cases = [('batch', 'first'), ('batch', 'last')] + [('batch', None)] * (RANDOM_POINTS - 2)
-    cases += [('batch-waiting', 'all'), ('single-rollback', 0), ('single-rollback', 1), ('single-plain', 1)]
+    cases += [('batch-waiting', 'all'), ('batch-waiting-plain', 'all'), ('single-rollback', 0),
+              ('single-rollback', 1), ('single-plain', 1)]
 
     dirs = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}daemon-{os.getpid()}-crash-')
     state_dir = os.path.join(dirs, 'state')
@@ -239,7 +253,9 @@ def test():
                 flags = {g: sc.read_freeze(g) for g in ALL}
                 want_flags = {g: f for g, (f, _z) in before.items()}
                 bad = {g: (flags[g], want_flags[g]) for g in ALL if flags[g] != want_flags[g]}
-                ft.check(not bad, f'{what}: at READY=1 every cgroup.freeze ({len(ALL)}) is as before the batch',
+                # Before the call, where a journal undid it; else as the call left it.
+                as_ = 'as before' if journal_id is not None else 'as the call left it'
+                ft.check(not bad, f'{what}: at READY=1 every cgroup.freeze ({len(ALL)}) is {as_}',
                          f'(now, before) differ for {len(bad)}: {dict(list(bad.items())[:8])}')
                 check_no_journal(f'{what}: the journal is gone after recovery')
                 log = d.log()
@@ -252,12 +268,12 @@ def test():
                                    f'{what}: freezerd logged the recovery of journal {journal_id} '
                                    f'({n_entries} groups restored, 0 gone, 0 failed)')
                 ft.wait_for(lambda: kernel() == before, timeout=ft.DEFAULT_TIMEOUT,
-                            what=f'{what}: the kernel\'s frozen of every group to be as before')
+                            what=f'{what}: the kernel\'s frozen of every group to be {as_}')
                 now = kernel()
-                ft.check_equal(now, before, f'{what}: cgroup.freeze and frozen of all {len(ALL)} groups as before')
+                ft.check_equal(now, before, f'{what}: cgroup.freeze and frozen of all {len(ALL)} groups {as_}')
                 fig.checked['kernel (cgroup.freeze + frozen) after a restart'] += len(ALL)
                 wait_daemon_view(c, before, f'{what}: the new freezerd reports every group\'s Freeze and Frozen '
-                                            'as before')
+                                            f'{as_}')
                 fig.checked['daemon view (Freeze + Frozen) after a restart'] += len(ALL)
                 st = c.group_property(STUCK, 'FreezerState')
                 fig.reply('Get')
@@ -284,19 +300,20 @@ def test():
                 c = d.client
                 before = set_start_state(d, rnd)
                 start = {g: f for g, (f, _z) in before.items()}
-                if kind in ('batch', 'batch-waiting'):
+                if kind in ('batch', 'batch-waiting', 'batch-waiting-plain'):
                     target = dict(start)
                     for g in GROUPS:
                         if rng.random() < 0.7:
                             target[g] ^= 1
-                    if kind == 'batch-waiting':
+                    if kind != 'batch':
                         target[STUCK] = 1
                     changed = [g for g in ALL if target[g] != start[g]]
                     n_writes = len(changed)
                     reqs = [(g, bool(target[g])) for g in ALL]
                     rng.shuffle(reqs)
                     order = rng.choice(['auto', 'top-down', 'bottom-up'])
-                    flags = rng.choice([0, ft.FLAG_ROLLBACK_ON_TIMEOUT])
+                    flags = {'batch': rng.choice([0, ft.FLAG_ROLLBACK_ON_TIMEOUT]), 'batch-waiting':
+                             ft.FLAG_ROLLBACK_ON_TIMEOUT, 'batch-waiting-plain': 0}[kind]
                     method = 'ApplyBatch'
                     args = (reqs, order, LONG_USEC, flags)
                     desc = f'ApplyBatch of {len(ALL)} groups, {n_writes} to change, order {order}, flags {flags}'
@@ -315,13 +332,18 @@ def test():
                     k = n_writes - 1 if k == 'last' else n_writes
                 elif k is None:
                     k = rng.randrange(n_writes)
-                seen = {'journal': None, 'writes': 0, 'at_kill': None}
+                seen = {'journal': None, 'ended': None, 'writes': 0, 'at_kill': None}
 
                 def on_event(what, name):
                     if what == 'journal':
                         seen['journal'] = name
+                    elif what == 'journal-end':
+                        seen['ended'] = name
                     else:
                         seen['writes'] += 1
+                    # Without ROLLBACK, waiting: killed once the journal is emptied too.
+                    if kind == 'batch-waiting-plain' and not seen['ended']:
+                        return
                     if not d.killed and (seen['journal'] or not journaled) and seen['writes'] >= k:
                         d.sigkill()
                         seen['at_kill'] = seen['writes']
@@ -330,7 +352,8 @@ def test():
                 try:
                     pending = c.call_async(method, *args)
                     ft.wait_for(lambda: d.killed, timeout=60,
-                                what=f'case {rnd}: the journal and {k} writes of {desc}')
+                                what=f'case {rnd}: the journal and {k} writes of {desc}' +
+                                     (', then the journal emptied' if kind == 'batch-waiting-plain' else ''))
                     status = d.wait_dead()
                 finally:
                     w.close()
@@ -360,6 +383,18 @@ def test():
                 landed = [g for g in ALL if sc.read_freeze(g) != start[g]]
                 files = runtime_files(runtime_dir)
                 journals = ft.live_journals(runtime_dir)
+                if kind != 'single-plain' and not flags & ft.FLAG_ROLLBACK_ON_TIMEOUT and \
+                        (kind == 'batch-waiting-plain' or (not journals and sorted(landed) == sorted(changed))):
+                    # Without ROLLBACK, a batch whose writes all landed is applied, whatever the
+                    # kernel confirms: its journal is gone, and the restart leaves it.
+                    ft.check_equal(sorted(landed), sorted(changed), f'case {rnd}: every write of {desc} landed')
+                    ft.check_equal(journals, [], f'case {rnd}: without ROLLBACK, no journal is left once the '
+                                                 'writes landed (the batch is applied: a crash must not undo it)')
+                    ft.check_equal([f for f in files if not ft.JOURNAL_RE.fullmatch(f)], [],
+                                   f'case {rnd}: nothing but journal files is left')
+                    kill_points[-1] += ' (writes all landed)'
+                    after = {g: (target[g], expected_frozen(target)[g]) for g in ALL}
+                    return after, None, 0, f'case {rnd} ({kind}, killed after its writes landed)'
                 if not journaled:
                     ft.check_equal(w.journals, [], f'case {rnd}: a Freeze without ROLLBACK writes no journal')
                     ft.check_equal(journals, [], f'case {rnd}: no journal file holds a journal')
