@@ -24,6 +24,7 @@
 #include "config-build.h"
 #include "freezer.h"
 #include "front.h"
+#include "group-table.h"
 
 /* 1 in the static front of freezectl (front.h), 0 in the whole program. */
 #ifndef FREEZECTL_FRONT
@@ -220,8 +221,9 @@ static void help(void) {
                "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
                "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
                "  TIME freezerd exited            (freezerd left the bus; watch waits)\n"
-               "  TIME freezerd started           (a freezerd took the bus name: states are\n"
-               "                                   compared with what it reports from now)\n"
+               "  TIME freezerd started           (a freezerd took the bus name; then a state,\n"
+               "                                   added or removed line for each group that\n"
+               "                                   changed while none ran)\n"
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
                "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
                "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
@@ -1546,6 +1548,11 @@ finish:
 typedef struct watch_context {
         const char *path;       /* the watched subtree; NULL: everything */
         int ret;                /* EXIT_FAILURE once output failed */
+        /* What was said of each watched group (keyed by its path): its state
+         * as last printed, or as first listed.  A freezerd that starts (again)
+         * is compared with it, so that what changed while none ran is printed
+         * too (watch_catch_up()). */
+        group_table seen;
 } watch_context;
 
 static const char *kind_str(bool full) {
@@ -1695,6 +1702,25 @@ static bool watch_wants(watch_context *c, const char *path) {
         return !c->path || path_below(path, c->path);
 }
 
+/* The kernel's "frozen" as a state says it: running and freezing (either
+ * way) are not; frozen (either way) and thawing are. */
+static bool state_runs(freezer_state state) {
+        return state == FREEZER_STATE_RUNNING || state == FREEZER_STATE_FREEZING ||
+               state == FREEZER_STATE_FREEZING_BY_PARENT;
+}
+
+/* Remembers what was said of a watched group.  A group the table cannot take
+ * (out of memory) is only missed by a later catch-up. */
+static void watch_note(watch_context *c, const char *path, freezer_state state, bool frozen) {
+        group_entry *e = group_table_put(&c->seen, path, 0, NULL);
+
+        if (!e)
+                return;
+        e->state = state;
+        e->frozen = frozen;
+        e->have_state = e->have_frozen = true;
+}
+
 static void on_watch_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
         watch_context *c = userdata;
         struct json_object *o;
@@ -1702,6 +1728,7 @@ static void on_watch_state(freezer *f, const char *path, freezer_state state, bo
 
         if (!watch_wants(c, path))
                 return;
+        watch_note(c, path, state, frozen);
 
         if (!arg_json) {
                 watch_emit_text(c, "state", "%s %s", path, state_str(state));
@@ -1724,6 +1751,10 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
 
         if (!watch_wants(c, path))
                 return;
+        if (added)
+                watch_note(c, path, state, !state_runs(state));
+        else
+                group_table_remove_object(&c->seen, path);
 
         if (!arg_json) {
                 if (added)
@@ -1740,8 +1771,50 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_emit_json(c, o, r);
 }
 
+/* The watched groups of a freezer_list(), remembered as the start of what
+ * watch says (no line printed). */
+static void watch_note_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
+        for (size_t i = 0; i < n_groups; i++)
+                if (watch_wants(c, groups[i].path))
+                        watch_note(c, groups[i].path, groups[i].state, groups[i].frozen);
+}
+
+/* A freezerd started (again): its groups (groups, as listed) against what
+ * watch said last.  While none ran, groups may have been made, removed,
+ * frozen or thawed (by hand, or by the new freezerd's recovery of a batch a
+ * crash interrupted), and no signal told of it: each such group gets the
+ * line it would have had, "added", "state" or "removed", so that a reader of
+ * the lines ends up with the groups as they are. */
+static void watch_catch_up(freezer *f, watch_context *c, const freezer_group *groups, size_t n_groups) {
+        group_table before = c->seen;
+
+        c->seen = (group_table) {};
+        for (size_t i = 0; i < n_groups; i++) {
+                const freezer_group *g = &groups[i];
+                group_entry *e;
+
+                if (!watch_wants(c, g->path))
+                        continue;
+                e = group_table_get_object(&before, g->path);
+                if (!e)
+                        on_watch_group(f, g->path, true, g->state, c);
+                else if (!e->have_state || e->state != g->state)
+                        on_watch_state(f, g->path, g->state, g->frozen, c);
+                else
+                        watch_note(c, g->path, g->state, g->frozen);
+        }
+        for (size_t i = 0; i < before.n_entries; i++) {
+                const group_entry *e = &before.entries[i];
+
+                if (!e->removed && !group_table_get_object(&c->seen, e->object))
+                        on_watch_group(f, e->object, false, FREEZER_STATE_UNKNOWN, c);
+        }
+        group_table_clear(&before);
+}
+
 /* freezerd left the bus, or one took its name (a restart is both): said,
- * so that nobody takes the silence meanwhile for groups that did not change.
+ * so that nobody takes the silence meanwhile for groups that did not change,
+ * and, once one is there again, what changed meanwhile (watch_catch_up()).
  * Over --socket= the connection ends with the daemon and watch with it. */
 static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
         watch_context *c = userdata;
@@ -1753,22 +1826,25 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
 
         if (!status)
                 return; /* disconnected: the loop says so, once */
+        if (!arg_json)
+                watch_emit_text(c, "freezerd", "%s", status);
+        else {
+                o = watch_event_new("freezerd");
+                r = o ? json_add(o, "status", json_object_new_string(status)) : -ENOMEM;
+                watch_emit_json(c, o, r);
+        }
         if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
                 /* As at the start: the handle learns every group's state, so an
-                 * ancestor listed for its counts alone is not printed. */
+                 * ancestor listed for its counts alone is not printed; and
+                 * what changed while no freezerd ran is. */
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
 
-                if (freezer_list(f, &groups, &n_groups) >= 0)
+                if (freezer_list(f, &groups, &n_groups) >= 0) {
+                        watch_catch_up(f, c, groups, n_groups);
                         freezer_group_array_free(groups, n_groups);
+                }
         }
-        if (!arg_json) {
-                watch_emit_text(c, "freezerd", "%s", status);
-                return;
-        }
-        o = watch_event_new("freezerd");
-        r = o ? json_add(o, "status", json_object_new_string(status)) : -ENOMEM;
-        watch_emit_json(c, o, r);
 }
 
 /* The fields that name a pressure trigger in each of its events. */
@@ -1959,8 +2035,10 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
 
-                if (freezer_list(f, &groups, &n_groups) >= 0)
+                if (freezer_list(f, &groups, &n_groups) >= 0) {
+                        watch_note_listed(&c, groups, n_groups);
                         freezer_group_array_free(groups, n_groups);
+                }
         }
 
         for (size_t i = 0; i < n_arg_triggers; i++) {
@@ -2043,6 +2121,7 @@ finish:
         (void) freezer_set_pressure_removed_callback(f, NULL, NULL);
         (void) freezer_set_resync_callback(f, NULL, NULL);
         freezer_group_clear(&g);
+        group_table_clear(&c.seen);
         if (sfd >= 0)
                 (void) close(sfd);
         /* The signals stay blocked: one more ^C while we exit must not

@@ -30,7 +30,10 @@ Checks:
     group-removed) before "removed"; freezerd exiting ends a system-wide
     trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
     it then prints a "freezerd" event "exited", and "started" once a new
-    freezerd takes the bus name, whose changes it follows (/w/nap frozen)
+    freezerd takes the bus name, then exactly the lines of what changed
+    while none ran: /w/nap frozen by hand ("state"), /offline made
+    ("added"), /gone2 removed ("removed"); session 29's freezectl printed
+    none of them; then it follows the new freezerd's changes (/w/nap thawed)
     and exits 0 on the signal.
 No sleeps: watch's output is read through the harness's event loop with a
 deadline, processes are waited for through pidfds."""
@@ -418,6 +421,17 @@ def check_trigger_ends(sc, bus, d):
         ft.check_equal(w.stop(signal.SIGINT), 0, 'watch goes on without its trigger, and exits 0 on SIGINT')
 
     # freezerd goes: a system-wide trigger ends with "daemon-exited", watch goes on
+    d.client.record(subscribe=False)  # InterfacesAdded wakes the wait below
+    sc.mkdir('/gone2')
+
+    def known(path):
+        try:
+            d.client.call('GetGroup', path)
+        except ft.DBusError:
+            return False
+        return True
+    # freezerd has it (woken by the group's InterfacesAdded): watch lists it at its start.
+    ft.wait_for(lambda: known('/gone2'), what='freezerd to follow /gone2')
     with Watch(bus.address, '--json', '--trigger=cpu:some:1s:2s') as w:
         first = w.wait_event(lambda e: True, what='the first line')
         ft.check(first['event'] == 'watching' and first['path'] is None and len(first['triggers']) == 1,
@@ -431,16 +445,26 @@ def check_trigger_ends(sc, bus, d):
         ft.check(w.proc.poll() is None, 'watch goes on while the bus is there')
         e = w.wait_event(lambda e: e['event'] == 'freezerd', what='a freezerd line')
         ft.check_equal(e.get('status'), 'exited', 'watch says freezerd exited')
-        # A freezerd comes back on the bus: watch says so and follows it.
+        # While no freezerd runs: /w/nap frozen by hand, /offline made, /gone2 removed.
+        sc.write_freeze('/w/nap', 1)
+        ft.wait_for(lambda: sc.frozen('/w/nap'), what='/w/nap frozen by hand')
+        sc.mkdir('/offline')
+        sc.rmdir('/gone2')
+        # A freezerd comes back on the bus: watch says so, then what changed meanwhile.
         with ft.Daemon(bus, sc.root) as d2:
             e = w.wait_event(lambda e: e['event'] == 'freezerd' and e.get('status') == 'started',
                              what='a freezerd started line')
             ft.check(True, 'watch says freezerd started')
-            d2.client.call('Freeze', '/w/nap', 0, 0)
-            w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'frozen',
-                         what='/w/nap frozen, from the new freezerd')
-            ft.check(True, 'watch follows the new freezerd: /w/nap frozen')
             d2.client.call('Thaw', '/w/nap', 0, 0)
+            w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'running',
+                         what='/w/nap thawed, from the new freezerd')
+            events = w.events()
+            i = next(k for k, x in enumerate(events) if x['event'] == 'freezerd' and x.get('status') == 'started')
+            caught_up = [(x['event'], x['path'], x.get('state')) for x in events[i + 1:-1]]
+            ft.check_equal(sorted(caught_up), [('added', '/offline', 'running'), ('removed', '/gone2', None),
+                                               ('state', '/w/nap', 'frozen')],
+                           'after "started", a line for each change while no freezerd ran, and for nothing else')
+            ft.check(True, 'watch follows the new freezerd: /w/nap thawed')
             ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
         text = [x for x in w.lines if json.loads(x)['event'] == 'freezerd']
         ft.check_equal([json.loads(x)['status'] for x in text], ['exited', 'started'],
