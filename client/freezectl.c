@@ -314,16 +314,36 @@ static void help(void) {
 }
 
 
-/* Write "freezectl: " and line to stderr as one line: control characters (a
- * newline in a path we were given, or in a message) as \xNN. */
+/* What freezerd goes on with, of the last call that waits ("the freeze of
+ * /pods (the flags it wrote stay; ...)"): also said when the bus gives up on
+ * its reply (vlog_failure()). "" before any. */
+static char goes_on[400];
+
+/* Write "freezectl: " and line to stderr as one line, in one write(2) (so
+ * that the lines of freezectls sharing a log do not mix byte by byte: stderr
+ * is unbuffered): control characters (a newline in a path we were given, or
+ * in a message) as \xNN, but the white space that ends a message (a bus
+ * daemon's error ends with a newline), dropped. */
 static void put_error_line(const char *line) {
-        fputs(PROGRAM ": ", stderr);
-        for (const unsigned char *p = (const unsigned char *) line; *p; p++)
+        size_t n = strlen(line), k = 0;
+        char *buf;
+
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+                n--;
+        buf = malloc(sizeof(PROGRAM ": ") + 4 * n + 1);
+        if (!buf) {
+                fputs(PROGRAM ": out of memory\n", stderr);
+                return;
+        }
+        k = (size_t) sprintf(buf, PROGRAM ": ");
+        for (const unsigned char *p = (const unsigned char *) line; p < (const unsigned char *) line + n; p++)
                 if (*p < 0x20 || *p == 0x7f)
-                        fprintf(stderr, "\\x%02x", *p);
+                        k += (size_t) sprintf(buf + k, "\\x%02x", *p);
                 else
-                        fputc(*p, stderr);
-        fputc('\n', stderr);
+                        buf[k++] = (char) *p;
+        buf[k++] = '\n';
+        (void) fwrite(buf, 1, k, stderr);
+        free(buf);
 }
 
 /* One error line of fmt, and suffix after it. */
@@ -361,12 +381,20 @@ static int usage_error(const char *fmt, ...) {
  * D-Bus error's name and message where there is one, else from r. */
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
-        _cleanup_free_ char *what = NULL;
+        _cleanup_free_ char *what = NULL, *trimmed = NULL;
         const char *s;
 
         if (vasprintf(&what, fmt, ap) < 0) {
                 put_error_line("out of memory");
                 return;
+        }
+        /* A bus daemon's messages end with a newline, which has no place in
+         * the middle of our line. */
+        if (message && (trimmed = strdup(message))) {
+                size_t n = strlen(trimmed);
+                while (n > 0 && (trimmed[n - 1] == '\n' || trimmed[n - 1] == ' '))
+                        trimmed[--n] = 0;
+                message = trimmed;
         }
 
         /* Failures of the connection, not of freezerd's work: said as such,
@@ -379,7 +407,24 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
             streq_ptr(name, "org.freedesktop.DBus.Error.NoReply")) {
-                log_error("%s: no reply from freezerd (%s)", what, message ?: strerror(-r));
+                /* A bus daemon gives up on a reply after its reply_timeout,
+                 * whatever the call's --timeout: freezerd, still at work,
+                 * goes on with it, which the error alone does not say. */
+                if (goes_on[0])
+                        log_error("%s: no reply from freezerd (%s); if freezerd still runs, it goes on with %s", what,
+                                  message ?: strerror(-r), goes_on);
+                else
+                        log_error("%s: no reply from freezerd (%s)", what, message ?: strerror(-r));
+                return;
+        }
+        if (arg_bus == BUS_PRIVATE && (streq_ptr(name, "org.freedesktop.DBus.Error.UnknownMethod") ||
+                                       streq_ptr(name, "org.freedesktop.DBus.Error.UnknownInterface") ||
+                                       streq_ptr(name, "org.freedesktop.DBus.Error.UnknownObject"))) {
+                /* A bus daemon's socket given as freezerd's: the call went to
+                 * the bus daemon itself. */
+                log_error("%s: %s: %s (is %s a bus? a bus is reached with --address=unix:path=%s)", what,
+                          startswith(name, "org.freedesktop.DBus.Error."), message ?: strerror(-r), arg_socket,
+                          arg_socket);
                 return;
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected")) {
@@ -683,11 +728,12 @@ static void interrupt_say(const char *fmt, ...) {
         va_start(ap, fmt);
         (void) vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
-        n = snprintf(interrupt_line, sizeof interrupt_line,
-                     PROGRAM ": interrupted: freezerd goes on with %s%s\n", what,
-                     arg_no_wait ? ""
-                     : arg_rollback ? " (with --rollback it restores the flags if the kernel does not confirm in time)"
-                                    : " (the flags it wrote stay; see freezectl status)");
+        (void) snprintf(goes_on, sizeof goes_on, "%s%s", what,
+                        arg_no_wait ? ""
+                        : arg_rollback
+                                ? " (with --rollback it restores the flags if the kernel does not confirm in time)"
+                                : " (the flags it wrote stay; see freezectl status)");
+        n = snprintf(interrupt_line, sizeof interrupt_line, PROGRAM ": interrupted: freezerd goes on with %s\n", goes_on);
         interrupt_len = n <= 0 ? 0 : (size_t) n >= sizeof interrupt_line ? (int) sizeof interrupt_line - 1 : n;
 }
 

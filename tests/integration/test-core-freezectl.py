@@ -27,15 +27,26 @@ Checks:
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
     after one line on stderr saying that freezerd goes on with the freeze of
     /s, and /s is still freezing.
+  * An error line is written whole in one write(2), stderr a SOCK_SEQPACKET
+    socket (one message per write): freezectls sharing a log do not mix their
+    lines (session 29's freezectl wrote it byte by byte, 66 writes).
+  * --socket= naming the bus's socket: one line with UnknownMethod asking "is
+    it a bus?", without the bus's trailing newline as \x0a.
+  * A bus whose reply_timeout (1 s) ends a `freeze --timeout=60s /s` first:
+    exit 1, one line saying no reply came and that freezerd, if it still
+    runs, goes on with the freeze of /s; /s is still freezing.
 
 Processes live in leaf groups only (see test-core-libfreezer.py: Linux 6.18
 may report a group with processes of its own and child cgroups frozen early)."""
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -101,6 +112,33 @@ def one_line(r, what, *words):
     lines = r.stderr.splitlines()
     ft.check(len(lines) == 1 and all(w in lines[0] for w in words),
              f'{what}: one line on stderr naming {", ".join(words) or "the problem"}', repr(r.stderr))
+
+
+def check_bus_reply_timeout(sc, d_config):
+    """A bus daemon gives up on a reply after its reply_timeout, whatever the call's
+    --timeout; freezerd goes on, and freezectl says so."""
+    with open(ft.DBUS_TEST_CONF) as f:
+        conf = f.read()
+    short = conf.replace('<limit name="reply_timeout">300000</limit>', '<limit name="reply_timeout">1000</limit>')
+    ft.check(short != conf, 'a bus configuration with a reply_timeout of 1 s')
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}busconf-{os.getpid()}-')
+    try:
+        path = os.path.join(tmp, 'bus.conf')
+        with open(path, 'w') as f:
+            f.write(short)
+        with ft.Bus(config=path) as bus2, ft.Daemon(bus2, sc.root, config=d_config):
+            r = ft.freezectl('freeze', '--timeout=60s', '/s', address=bus2.address, check=False,
+                             timeout=ft.DEFAULT_TIMEOUT)
+            ft.check_equal((r.returncode, r.stdout), (1, ''), 'freeze --timeout=60s /s, the bus giving up after 1 s: '
+                                                            'exit 1')
+            one_line(r, 'the bus gave up on the reply', 'cannot freeze /s: no reply from freezerd',
+                     'if freezerd still runs, it goes on with the freeze of /s (the flags it wrote stay; see '
+                     'freezectl status)')
+            ft.check_equal(check_status(sc, '/s')['state'], 'freezing',  # on bus2, the bus started last
+                           'freezerd goes on: /s is still freezing')
+            ft.freezectl('thaw', '/s', address=bus2.address)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test():
@@ -234,6 +272,33 @@ def test():
                 ft.check_equal(check_status(sc, '/s')['state'], 'freezing', f'{sig.name}: /s is still freezing')
                 ft.freezectl('thaw', '/s')
 
+            # ---- an error line in one write(2): stderr a SOCK_SEQPACKET socket keeps each write whole
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            with mine, theirs:
+                r = subprocess.run([ft.FREEZECTL_BIN, f'--address={bus.address}', 'freeze', '/nope'],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=theirs,
+                                   timeout=ft.DEFAULT_TIMEOUT)
+                theirs.close()
+                writes = []
+                while True:
+                    m = mine.recv(65536)
+                    if not m:
+                        break
+                    writes.append(m.decode(errors='replace'))
+            ft.check(r.returncode == 1 and len(writes) == 1 and writes[0].startswith('freezectl: cannot freeze /nope: '
+                                                                                     'NoSuchGroup') and
+                     writes[0].endswith('\n') and writes[0].count('\n') == 1,
+                     'freeze /nope: its error line written whole, in one write', (r.returncode, writes[:5], len(writes)))
+
+            # ---- --socket= naming a bus: the bus itself answers the call
+            bus_socket = bus.address.split('unix:path=', 1)[1].split(',', 1)[0]
+            r = ft.freezectl('freeze', '/g', socket=bus_socket, check=False)
+            ft.check_equal(r.returncode, 1, '--socket= naming the bus\'s socket: exit 1')
+            one_line(r, '--socket= naming a bus', 'UnknownMethod', f'is {bus_socket} a bus?',
+                     f'--address=unix:path={bus_socket}')
+            ft.check('\\x0a' not in r.stderr, 'the bus\'s message ends without its newline as \\x0a', r.stderr)
+            ft.check_equal(sc.read_freeze('/g'), 0, 'and nothing was written')
+
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
             one_line(bad, 'unreachable bus')
@@ -261,6 +326,7 @@ def test():
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 1, 'freeze -- -odd froze /-odd')
             ft.freezectl('thaw', '--', '/-odd')
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 0, 'thaw -- /-odd')
+        check_bus_reply_timeout(sc, d_config={'default_timeout_usec': 2000000})
     print('# checked: freezectl status/freeze/thaw/list/tree (text and --json) against the kernel, exit codes 0/1/2 '
           'with one-line errors, --timeout --rollback, --no-wait, --')
 
