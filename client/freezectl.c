@@ -224,6 +224,8 @@ static void help(void) {
                "  TIME freezerd started           (a freezerd took the bus name; then a state,\n"
                "                                   added or removed line for each group that\n"
                "                                   changed while none ran)\n"
+               "Without a freezerd on the bus, watch says so on standard error and waits\n"
+               "for one.\n"
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
                "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
                "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
@@ -2081,10 +2083,15 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
 
-                if (freezer_list(f, &groups, &n_groups) >= 0) {
+                r = freezer_list(f, &groups, &n_groups);
+                if (r >= 0) {
                         watch_note_listed(&c, groups, n_groups);
                         freezer_group_array_free(groups, n_groups);
-                }
+                } else if (streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
+                           streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner"))
+                        /* Not an error: watch waits for one ("freezerd started"). */
+                        log_error("freezerd is not running (nobody owns " FREEZER_SERVICE
+                                  " on the bus): watch waits for it");
         }
 
         for (size_t i = 0; i < n_arg_triggers; i++) {

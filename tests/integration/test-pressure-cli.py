@@ -25,7 +25,8 @@ Checks:
     drop the trigger of a disconnected client);
   * text `watch /w` prints "state" lines and exits 0 on SIGTERM;
   * a malformed --trigger exits 2, one freezerd refuses exits 1 before the
-    "watching" line, and watch exits 1 when the bus goes away;
+    "watching" line; watch on a bus without freezerd says so on stderr (it
+    said nothing before session 30) and exits 1 when the bus goes away;
   * removing the group of watch's trigger gives "trigger-removed" (reason
     group-removed) before "removed"; freezerd exiting ends a system-wide
     trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
@@ -399,8 +400,11 @@ def check_watch_errors(bus, d):
             bus2.proc.kill()
             bus2.proc.wait()
             status = ft._wait_pidfd_exit(w.proc, ft.DEFAULT_TIMEOUT)
-            ft.check(status == 1 and 'lost the connection to the bus' in w.stderr(),
-                     'watch exits 1 when the bus goes away', (status, w.stderr()))
+            err = w.stderr()
+            ft.check(status == 1 and 'lost the connection to the bus' in err,
+                     'watch exits 1 when the bus goes away', (status, err))
+            ft.check('freezectl: freezerd is not running (nobody owns org.freezerd.Freezer1 on the bus): watch waits '
+                     'for it\n' in err, 'watch said at its start, on stderr, that no freezerd ran', err)
 
 
 def check_trigger_ends(sc, bus, d):
