@@ -926,6 +926,13 @@ static int verb_freeze_except(freezer *f, const char *path) {
                 return EXIT_FAILURE;
         }
 
+        if (!frozen[0])
+                /* Not a failure (nothing is left to freeze), but not what a
+                 * "freeze everything but" usually means either: said. */
+                log_error("note: nothing was frozen: the excluded subtrees hold every group below %s (the tasks of "
+                          "%s itself keep running)",
+                          path, path);
+
         if (arg_json) {
                 struct json_object *a = json_object_new_array();
 

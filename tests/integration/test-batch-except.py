@@ -17,7 +17,8 @@
    answers a ping.  One ApplyBatch of the returned set (freeze=false) thaws them
    (3 writes) and everything runs.
 2. The same through `freezectl freeze /p --except /p/a/a1` (text: one path a
-   line, and --json), then `freezectl thaw --recursive /p` with extra flags set by
+   line, and --json); `freeze /p/a --except` both its children freezes nothing
+   and says so in one note on stderr (it said nothing before session 30); then `freezectl thaw --recursive /p` with extra flags set by
    hand (/p/b/b1 and /p itself): every cgroup.freeze 0, everything running, nothing
    printed.  `thaw --recursive /p/b` under a frozen /p: exit 0, /p/b/b1's flag
    cleared, and one note on stderr that /p still freezes /p/b.
@@ -125,6 +126,7 @@ def test():
             ft.check_equal(sorted(json.loads(r.stdout)), sorted(COVER),
                            'freezectl --json freeze --except prints the cover (already set: listed too)')
             check_except_state('freezectl freeze --except again', COVER)
+            ft.check_equal(r.stderr, '', 'and says nothing on stderr')
 
             # Flags that no cover knows about: thaw --recursive clears them all the same.
             c.call('Freeze', '/p/b/b1', timeout_usec, 0)
@@ -135,6 +137,14 @@ def test():
             check_all_running('freezectl thaw --recursive /p')
             for g in GROUPS:
                 ft.check_equal(c.group_property(g, 'FreezerState'), 'running', f'FreezerState of {g} after')
+            # Every group below /p/a excluded: nothing to freeze, which freezectl notes.
+            r = ft.freezectl('freeze', '/p/a', '--except=/p/a/a1', '--except=/p/a/a2')
+            ft.check_equal((r.returncode, r.stdout), (0, ''), 'freeze /p/a --except its two children: exit 0, '
+                                                              'nothing printed')
+            ft.check_equal(r.stderr, 'freezectl: note: nothing was frozen: the excluded subtrees hold every group '
+                                     'below /p/a (the tasks of /p/a itself keep running)\n',
+                           'one note on stderr that nothing was frozen')
+            check_all_running('freeze /p/a --except its two children')
 
             # Below a frozen ancestor, thaw --recursive clears the flags and says who still freezes.
             c.call('Freeze', '/p/b/b1', timeout_usec, 0)
