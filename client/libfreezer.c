@@ -66,6 +66,10 @@ typedef struct pending_call {
         size_t size;          /* of a batch, to explain a connection dropped for its size */
         freezer_call_callback cb;
         void *userdata;
+        /* freezer_cancel_call(): no callback runs, but the call stays until
+         * its reply comes, so that freezer_close() knows freezerd may not
+         * have taken it yet. */
+        bool cancelled;
         struct pending_call *prev, *next;
 } pending_call;
 
@@ -134,11 +138,9 @@ struct freezer {
          * meanwhile. */
         bool dispatching;
         bool closing;
-        /* Calls sent that the handle no longer follows, which freezerd may
-         * not have taken yet: cancelled ones (freezer_cancel_call()), and
-         * the ones in flight when a callback closed the handle.  The close
-         * makes sure freezerd takes them, as it does for calls in flight. */
-        bool calls_forgotten;
+        /* Calls were in flight when a callback closed the handle (they are
+         * forgotten then): the close makes sure freezerd takes them. */
+        bool calls_at_close;
 
         /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
          * the next one, freezer_get_timeout() says "now" and freezer_wait()
@@ -650,12 +652,12 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
                 f->pressure_cb = NULL;
                 f->pressure_removed_cb = NULL;
                 f->resync_cb = NULL;
-                f->calls_forgotten = f->calls_forgotten || f->calls;
+                f->calls_at_close = f->calls != NULL;
                 while (f->calls)
                         pending_call_free(f->calls);
                 return NULL;
         }
-        calls_in_flight = f->calls_forgotten || f->calls;
+        calls_in_flight = f->calls_at_close || f->calls; /* cancelled ones included */
 
         sd_bus_slot_unref(f->match_slot);
         sd_bus_slot_unref(f->ids_slot);
@@ -1208,9 +1210,10 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id) {
                 return -EINVAL;
 
         for (pending_call *c = f->calls; c; c = c->next)
-                if (c->id == id) {
-                        pending_call_free(c);
-                        f->calls_forgotten = true; /* freezerd carries it out all the same */
+                if (c->id == id && !c->cancelled) {
+                        c->cancelled = true;
+                        c->cb = NULL;
+                        c->userdata = NULL;
                         return 0;
                 }
         return error_set(f, -ENOENT);

@@ -514,6 +514,32 @@ def check_close_flush(lib, sc, d, bus, label):
         d.client.call('Thaw', '/g/k', 0, 0)
     ft.check(True, f'{label}: a call cancelled right before the close is carried out (5 of 5)')
 
+    # A call cancelled and since answered (a later call's reply came, and replies come in
+    # order): no longer in flight, so the close waits for nobody, not even a stopped freezerd
+    # (the first fix kept a cancel in mind for good: 25 s on the bus).
+    f = open_handle()
+    answered = []
+    on_thaw = CALL_CALLBACK(lambda _f, _res, _ud: answered.append(True))
+    ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, ctypes.byref(call_id)), 0,
+                   f'{label}: freezer_freeze_async(/g/k, NO_WAIT), to cancel')
+    ft.check_equal(lib.freezer_cancel_call(f, call_id), 0, f'{label}: freezer_cancel_call() of it')
+    ft.check_equal(lib.freezer_thaw_async(f, b'/g/k', 0, NO_WAIT, on_thaw, None, ctypes.byref(call_id)), 0,
+                   f'{label}: and freezer_thaw_async(/g/k, NO_WAIT) behind it')
+    deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+    while not answered and time.monotonic() < deadline:
+        lib.freezer_wait(f, 100000)
+        lib.freezer_dispatch(f)
+    ft.check(answered, f'{label}: the thaw behind the cancelled call was answered')
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    if took is None:
+        t.join()
+    ft.check(took is not None and took < 1.0, f'{label}: freezer_close() after a cancelled call was answered returns '
+             'at once, freezerd stopped', took)
+
     # Nothing in flight: the close waits for nobody, not even a stopped freezerd (where waiting
     # for it to read on, or a round trip to it, would take the whole bound).
     f = open_handle()
