@@ -221,9 +221,9 @@ static void help(void) {
                "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
                "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
                "  TIME freezerd exited            (freezerd left the bus; watch waits)\n"
-               "  TIME freezerd started           (a freezerd took the bus name; then a state,\n"
-               "                                   added or removed line for each group that\n"
-               "                                   changed while none ran)\n"
+               "  TIME freezerd started           (a freezerd took the bus name; then, if one\n"
+               "                                   ran before, a state, added or removed line\n"
+               "                                   for each group that changed meanwhile)\n"
                "Without a freezerd on the bus, watch says so on standard error and waits\n"
                "for one.\n"
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
@@ -1608,6 +1608,7 @@ typedef struct watch_context {
          * is compared with it, so that what changed while none ran is printed
          * too (watch_catch_up()). */
         group_table seen;
+        bool listed; /* seen holds a freezerd's list (a first one is no catch-up) */
 } watch_context;
 
 static const char *kind_str(bool full) {
@@ -1776,14 +1777,9 @@ static void watch_note(watch_context *c, const char *path, freezer_state state, 
         e->have_state = e->have_frozen = true;
 }
 
-static void on_watch_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
-        watch_context *c = userdata;
+static void watch_print_state(watch_context *c, const char *path, freezer_state state, bool frozen) {
         struct json_object *o;
         int r;
-
-        if (!watch_wants(c, path))
-                return;
-        watch_note(c, path, state, frozen);
 
         if (!arg_json) {
                 watch_emit_text(c, "state", "%s %s", path, state_str(state));
@@ -1799,17 +1795,18 @@ static void on_watch_state(freezer *f, const char *path, freezer_state state, bo
         watch_emit_json(c, o, r);
 }
 
-static void on_watch_group(freezer *f, const char *path, bool added, freezer_state state, void *userdata) {
+static void on_watch_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
         watch_context *c = userdata;
-        struct json_object *o;
-        int r;
 
         if (!watch_wants(c, path))
                 return;
-        if (added)
-                watch_note(c, path, state, !state_runs(state));
-        else
-                group_table_remove_object(&c->seen, path);
+        watch_note(c, path, state, frozen);
+        watch_print_state(c, path, state, frozen);
+}
+
+static void watch_print_group(watch_context *c, const char *path, bool added, freezer_state state) {
+        struct json_object *o;
+        int r;
 
         if (!arg_json) {
                 if (added)
@@ -1826,12 +1823,33 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_emit_json(c, o, r);
 }
 
+/* A group added or removed.  One that watch has said so of already is not
+ * said again: the catch-up after a restart (watch_catch_up()) lists what the
+ * new freezerd had, and its signals of the same changes may be queued behind
+ * the list. */
+static void on_watch_group(freezer *f, const char *path, bool added, freezer_state state, void *userdata) {
+        watch_context *c = userdata;
+        bool known;
+
+        if (!watch_wants(c, path))
+                return;
+        known = group_table_get_object(&c->seen, path);
+        if (added) {
+                watch_note(c, path, state, !state_runs(state));
+                if (!known)
+                        watch_print_group(c, path, true, state);
+        } else if (known) {
+                group_table_remove_object(&c->seen, path);
+                watch_print_group(c, path, false, FREEZER_STATE_UNKNOWN);
+        }
+}
+
 /* The watched groups of a freezer_list(), remembered as the start of what
  * watch says (no line printed). */
 static void watch_note_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
         for (size_t i = 0; i < n_groups; i++)
                 if (watch_wants(c, groups[i].path))
-                        watch_note(c, groups[i].path, groups[i].state, groups[i].frozen);
+                        watch_note(c, groups[i].path, groups[i].state, !state_runs(groups[i].state));
 }
 
 /* A freezerd started (again): its groups (groups, as listed) against what
@@ -1840,7 +1858,7 @@ static void watch_note_listed(watch_context *c, const freezer_group *groups, siz
  * crash interrupted), and no signal told of it: each such group gets the
  * line it would have had, "added", "state" or "removed", so that a reader of
  * the lines ends up with the groups as they are. */
-static void watch_catch_up(freezer *f, watch_context *c, const freezer_group *groups, size_t n_groups) {
+static void watch_catch_up(watch_context *c, const freezer_group *groups, size_t n_groups) {
         group_table before = c->seen;
 
         c->seen = (group_table) {};
@@ -1850,19 +1868,21 @@ static void watch_catch_up(freezer *f, watch_context *c, const freezer_group *gr
 
                 if (!watch_wants(c, g->path))
                         continue;
+                /* A listed group's Frozen is its state's (the list has no more). */
+                bool frozen = !state_runs(g->state);
+
                 e = group_table_get_object(&before, g->path);
+                watch_note(c, g->path, g->state, frozen);
                 if (!e)
-                        on_watch_group(f, g->path, true, g->state, c);
+                        watch_print_group(c, g->path, true, g->state);
                 else if (!e->have_state || e->state != g->state)
-                        on_watch_state(f, g->path, g->state, g->frozen, c);
-                else
-                        watch_note(c, g->path, g->state, g->frozen);
+                        watch_print_state(c, g->path, g->state, frozen);
         }
         for (size_t i = 0; i < before.n_entries; i++) {
                 const group_entry *e = &before.entries[i];
 
                 if (!e->removed && !group_table_get_object(&c->seen, e->object))
-                        on_watch_group(f, e->object, false, FREEZER_STATE_UNKNOWN, c);
+                        watch_print_group(c, e->object, false, FREEZER_STATE_UNKNOWN);
         }
         group_table_clear(&before);
 }
@@ -1896,7 +1916,14 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                 size_t n_groups = 0;
 
                 if (freezer_list(f, &groups, &n_groups) >= 0) {
-                        watch_catch_up(f, c, groups, n_groups);
+                        /* Not if no freezerd had listed its groups before
+                         * (watch started without one): then none was said,
+                         * and none changed that watch would know of. */
+                        if (c->listed)
+                                watch_catch_up(c, groups, n_groups);
+                        else
+                                watch_note_listed(c, groups, n_groups);
+                        c->listed = true;
                         freezer_group_array_free(groups, n_groups);
                 }
         }
@@ -2093,6 +2120,7 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 r = freezer_list(f, &groups, &n_groups);
                 if (r >= 0) {
                         watch_note_listed(&c, groups, n_groups);
+                        c.listed = true;
                         freezer_group_array_free(groups, n_groups);
                 } else if (streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
                            streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner"))

@@ -31,11 +31,15 @@ Checks:
     group-removed) before "removed"; freezerd exiting ends a system-wide
     trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
     it then prints a "freezerd" event "exited", and "started" once a new
-    freezerd takes the bus name, then exactly the lines of what changed
-    while none ran: /w/nap frozen by hand ("state"), /offline made
-    ("added"), /gone2 removed ("removed"); session 29's freezectl printed
-    none of them; then it follows the new freezerd's changes (/w/nap thawed)
-    and exits 0 on the signal.
+    freezerd takes the bus name, then exactly one line for each change it had
+    not heard of: /w/nap frozen by hand ("state"), /offline made ("added"),
+    /gone2 removed ("removed") while none ran, and, watch being stopped
+    (SIGSTOP) until then, /new2 made and /gone3 removed under the new
+    freezerd (each said once, with its Frozen); session 29's
+    freezectl printed none of them; then it follows the new freezerd's
+    changes (/w/nap thawed) and exits 0 on the signal;
+  * a watch started without freezerd prints, when one comes, "started" and
+    then only changes, not an "added" line for each of its groups.
 No sleeps: watch's output is read through the harness's event loop with a
 deadline, processes are waited for through pidfds."""
 
@@ -379,7 +383,7 @@ def check_watch_text(bus, d):
         ft.check_equal(w.stop(signal.SIGTERM), 0, 'text watch exits 0 on SIGTERM')
 
 
-def check_watch_errors(bus, d):
+def check_watch_errors(sc, bus, d):
     r = ft.freezectl('watch', '/w', '--trigger=cpu:sometimes:100ms:2s', check=False)
     ft.check(r.returncode == 2 and r.stdout == '' and 'invalid trigger' in r.stderr,
              'a malformed --trigger: exit 2', r)
@@ -397,6 +401,21 @@ def check_watch_errors(bus, d):
         with Watch(bus2.address) as w:
             first = w.wait_line(lambda x: True, what='the first line')
             ft.check(TEXT_LINE_RE.match(first).group(1) == 'watching', 'watch on a bus without freezerd starts')
+            # A first freezerd comes: its groups are not news (no "added" line for each, as
+            # the first fix of the catch-up printed), its changes are.
+            with ft.Daemon(bus2, sc.root) as d3:
+                w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('freezerd', 'started'),
+                            what='a freezerd started line')
+                d3.client.call('Freeze', '/w/nap', 0, 0)
+                w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap frozen'),
+                            what='/w/nap frozen, from the first freezerd')
+                d3.client.call('Thaw', '/w/nap', 0, 0)
+            w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('freezerd', 'exited'),
+                        what='a freezerd exited line')
+            events = [TEXT_LINE_RE.match(x).group(1) for x in w.lines]
+            ft.check(events[:3] == ['watching', 'freezerd', 'state'] and 'added' not in events,
+                     'watch started without freezerd: "started", then only the changes (no "added" line for the '
+                     'groups the first freezerd has)', w.lines)
             bus2.proc.kill()
             bus2.proc.wait()
             status = ft._wait_pidfd_exit(w.proc, ft.DEFAULT_TIMEOUT)
@@ -427,6 +446,7 @@ def check_trigger_ends(sc, bus, d):
     # freezerd goes: a system-wide trigger ends with "daemon-exited", watch goes on
     d.client.record(subscribe=False)  # InterfacesAdded wakes the wait below
     sc.mkdir('/gone2')
+    sc.mkdir('/gone3')
 
     def known(path):
         try:
@@ -435,7 +455,7 @@ def check_trigger_ends(sc, bus, d):
             return False
         return True
     # freezerd has it (woken by the group's InterfacesAdded): watch lists it at its start.
-    ft.wait_for(lambda: known('/gone2'), what='freezerd to follow /gone2')
+    ft.wait_for(lambda: known('/gone2') and known('/gone3'), what='freezerd to follow /gone2 and /gone3')
     with Watch(bus.address, '--json', '--trigger=cpu:some:1s:2s') as w:
         first = w.wait_event(lambda e: True, what='the first line')
         ft.check(first['event'] == 'watching' and first['path'] is None and len(first['triggers']) == 1,
@@ -454,8 +474,24 @@ def check_trigger_ends(sc, bus, d):
         ft.wait_for(lambda: sc.frozen('/w/nap'), what='/w/nap frozen by hand')
         sc.mkdir('/offline')
         sc.rmdir('/gone2')
+        # watch stopped (SIGSTOP) meanwhile and until the new freezerd has made /new2 and seen
+        # /gone3 go: the catch-up's list has them, and any of their InterfacesAdded/Removed
+        # queued behind the start must not say them again.
+        w.proc.send_signal(signal.SIGSTOP)
         # A freezerd comes back on the bus: watch says so, then what changed meanwhile.
         with ft.Daemon(bus, sc.root) as d2:
+            d2.client.record(subscribe=False)  # InterfacesAdded/Removed wake the waits below
+
+            def known2(path):
+                try:
+                    d2.client.call('GetGroup', path)
+                except ft.DBusError:
+                    return False
+                return True
+            sc.mkdir('/new2')
+            sc.rmdir('/gone3')
+            ft.wait_for(lambda: known2('/new2') and not known2('/gone3'), what='freezerd to see /new2 and not /gone3')
+            w.proc.send_signal(signal.SIGCONT)
             e = w.wait_event(lambda e: e['event'] == 'freezerd' and e.get('status') == 'started',
                              what='a freezerd started line')
             ft.check(True, 'watch says freezerd started')
@@ -465,9 +501,13 @@ def check_trigger_ends(sc, bus, d):
             events = w.events()
             i = next(k for k, x in enumerate(events) if x['event'] == 'freezerd' and x.get('status') == 'started')
             caught_up = [(x['event'], x['path'], x.get('state')) for x in events[i + 1:-1]]
-            ft.check_equal(sorted(caught_up), [('added', '/offline', 'running'), ('removed', '/gone2', None),
+            ft.check_equal(sorted(caught_up), [('added', '/new2', 'running'), ('added', '/offline', 'running'),
+                                               ('removed', '/gone2', None), ('removed', '/gone3', None),
                                                ('state', '/w/nap', 'frozen')],
-                           'after "started", a line for each change while no freezerd ran, and for nothing else')
+                           'after "started", one line for each change while watch had not heard of it, and for '
+                           'nothing else')
+            st = next(x for x in events[i + 1:] if x['event'] == 'state' and x['path'] == '/w/nap')
+            ft.check_equal(st['frozen'], True, 'the catch-up\'s state line of /w/nap says frozen: true')
             ft.check(True, 'watch follows the new freezerd: /w/nap thawed')
             ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
         text = [x for x in w.lines if json.loads(x)['event'] == 'freezerd']
@@ -495,7 +535,7 @@ def test():
             check_pressure_cli(sc, bus)
             check_watch_json(sc, bus, d)
             check_watch_text(bus, d)
-            check_watch_errors(bus, d)
+            check_watch_errors(sc, bus, d)
             ft.check(all(p.poll() is None for p in hogs), 'the hogs ran throughout')
             check_trigger_ends(sc, bus, d)  # stops freezerd
 
