@@ -1888,15 +1888,18 @@ static bool hidden_vfork_parent(const char *text, const TaskState *t, unsigned *
                 if (tid == t->tid)
                         continue;
                 (*budget)--;
-                if (task_state_read_stat(tid, &c) < 0 || c.ppid != tgid || !task_state_forked_not_execed(&c))
+                /* Compared with t as read first, each child costs one read,
+                 * however many a prefork server has. */
+                if (task_state_read_stat(tid, &c) < 0 || c.ppid != tgid || !task_state_forked_not_execed(&c) ||
+                    c.vsize == 0 || c.vsize != t->vsize || c.rss != t->rss)
                         continue;
                 /* The parent read again, right after its child: the two
                  * memories compared at one moment. */
                 if (*budget == 0)
                         break;
                 (*budget)--;
-                if (task_state_read_stat(t->tid, &now) == 0 && now.state == 'D' && c.vsize != 0 &&
-                    c.vsize == now.vsize && c.rss == now.rss)
+                if (task_state_read_stat(t->tid, &now) == 0 && now.state == 'D' && c.vsize == now.vsize &&
+                    c.rss == now.rss)
                         return true;
         }
         return *budget == 0; /* past the budget: the kernel's word */

@@ -18,10 +18,12 @@ cgroup.threads chowned, not cgroup.freeze.  freezerd runs as U with
               answers (uninterruptible sleep)
   /mixedvfork the same, root's tests/vfork-hold in it: a vfork() parent in
               uninterruptible sleep and its child, asleep, not exec'd
-  /mixedfork  the same, root's task in it stuck on FUSE, with a child it
-              forked (a fork(), not a vfork()) that has not exec'd, stopped
+  /mixedfork  the same, root's python stuck on FUSE, with a child it forked
+              (a fork(), not a vfork()) that has not exec'd and stopped itself
               (SIGSTOP: counted frozen already, so that the kernel's early
-              "frozen 1" stays, as it does for /mixedfuse)
+              "frozen 1" stays, as it does for /mixedfuse); neither exec'd, so
+              their memories have the same size, and only their resident
+              pages tell them apart
   /rootgrp    made by root inside the subtree, a sleeper
   /self       made by U, where freezerd is moved for one check
   /big        made by U, with 1,024 empty groups below
@@ -77,7 +79,6 @@ Checks:
 import json
 import os
 import pwd
-import shlex
 import shutil
 import signal
 import stat
@@ -99,13 +100,14 @@ PF_FORKNOEXEC = 0x40  # include/linux/sched.h: forked, and has not exec'd since
 
 
 def proc_stat(pid):
-    """(state, ppid, flags) from /proc/PID/stat, or None if gone."""
+    """(state, ppid, flags, vsize, rss) from /proc/PID/stat (fields 3, 4, 9, 23, 24), or None
+    if gone."""
     try:
         with open(f'/proc/{pid}/stat', 'rb') as f:
             fields = f.read().rsplit(b')', 1)[1].split()
     except OSError:
         return None
-    return fields[0].decode(), int(fields[1]), int(fields[6])
+    return fields[0].decode(), int(fields[1]), int(fields[6]), int(fields[20]), int(fields[21])
 
 
 def test():
@@ -151,10 +153,14 @@ def test():
         mixed_sleeper = sc.spawn_sleepers('/d/mixed', 1)[0]
         stuck = fuse.spawn_stuck(sc, '/d/mixedfuse')
         vfork_parent = sc.spawn('/d/mixedvfork', [ft.VFORK_HOLD_BIN])
-        # sh forks a subshell (which never execs), then becomes stat, stuck on FUSE: stat has a
-        # child that was forked and has not exec'd, as a prefork server's parent has.
-        fork_parent = fuse.spawn_stuck(sc, '/d/mixedfork', ['sh', '-c', '(while :; do :; done) & exec stat -f '
-                                                            + shlex.quote(fuse.mountpoint)])
+        # A parent stuck on FUSE with a child it forked that has not exec'd, as a prefork
+        # server's parent has.
+        fork_parent = fuse.spawn_stuck(sc, '/d/mixedfork', [sys.executable, '-c', f"""if True:
+            import os, signal
+            if os.fork() == 0:
+                os.kill(os.getpid(), signal.SIGSTOP)
+                os._exit(0)
+            os.statvfs({fuse.mountpoint!r})"""])
 
         def fork_child_found():
             for p in sc.pids('/d/mixedfork'):
@@ -162,10 +168,12 @@ def test():
                 if st and st[1] == fork_parent.pid and st[2] & PF_FORKNOEXEC:
                     return p
             return None
-        fork_child = ft.wait_for(fork_child_found, what="the stuck stat's subshell, forked and not exec'd", poll=0.005)
-        os.kill(fork_child, signal.SIGSTOP)
-        ft.wait_for(lambda: (proc_stat(fork_child) or ('',))[0] == 'T', what=f'the subshell {fork_child} to stop',
+        fork_child = ft.wait_for(fork_child_found, what="the stuck python's child, forked and not exec'd", poll=0.005)
+        ft.wait_for(lambda: (proc_stat(fork_child) or ('',))[0] == 'T', what=f'the child {fork_child} to stop',
                     poll=0.005)
+        ps, cs = proc_stat(fork_parent.pid), proc_stat(fork_child)
+        ft.check(ps[3] == cs[3] and ps[4] != cs[4], '/mixedfork: the parent and its forked child have memories of '
+                 'the same size, but not the same resident pages', (ps, cs))
 
         def vfork_child_found():
             pids = [p for p in sc.pids('/d/mixedvfork') if p != vfork_parent.pid]
@@ -248,7 +256,7 @@ def test():
             # parent (their memories differ), so not frozen.
             r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '--timeout=1s', '/mixedfork')
             ft.check(r.returncode != 0 and 'Timeout' in r.stderr and
-                     f'Not frozen: task {fork_parent.pid} (stat) of /mixedfork, in uninterruptible sleep' in r.stderr,
+                     f'Not frozen: task {fork_parent.pid} (python3) of /mixedfork, in uninterruptible sleep' in r.stderr,
                      f"nobody's freeze of /mixedfork, whose own task is root's and stuck on FUSE beside its forked "
                      f'child {fork_child}: a Timeout naming task {fork_parent.pid}',
                      f'exit {r.returncode}: {r.stderr.strip()}')
