@@ -419,11 +419,14 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                         log_error("%s: no reply from freezerd (%s)", what, message ?: strerror(-r));
                 return;
         }
-        if (arg_bus == BUS_PRIVATE && (streq_ptr(name, "org.freedesktop.DBus.Error.UnknownMethod") ||
-                                       streq_ptr(name, "org.freedesktop.DBus.Error.UnknownInterface") ||
-                                       streq_ptr(name, "org.freedesktop.DBus.Error.UnknownObject"))) {
+        if (arg_bus == BUS_PRIVATE && message && !startswith(message, "Unknown ") &&
+            (streq_ptr(name, "org.freedesktop.DBus.Error.UnknownMethod") ||
+             streq_ptr(name, "org.freedesktop.DBus.Error.UnknownInterface") ||
+             streq_ptr(name, "org.freedesktop.DBus.Error.UnknownObject"))) {
                 /* A bus daemon's socket given as freezerd's: the call went to
-                 * the bus daemon itself. */
+                 * the bus daemon itself, which words these errors otherwise
+                 * than freezerd's sd-bus ("Unknown method ...", "Unknown
+                 * object ...": a group gone between two calls, say). */
                 log_error("%s: %s: %s (is %s a bus? a bus is reached with --address=unix:path=%s)", what,
                           startswith(name, "org.freedesktop.DBus.Error."), message ?: strerror(-r), arg_socket,
                           arg_socket);

@@ -437,8 +437,8 @@ def test():
     finally:
         shutil.rmtree(dirs, ignore_errors=True)
     fig.lines.append(f'kill points:     {", ".join(kill_points)} (observed writes / writes of the call)')
-    fig.lines.append(f'restarts:        {restarts[0]} (each recovered a journal or, for the Freeze without '
-                     'ROLLBACK, had none)')
+    fig.lines.append(f'restarts:        {restarts[0]} (each recovered a journal or, for the calls without '
+                     'ROLLBACK whose writes had landed, had none)')
     fig.lines.append(f'write delay:     FREEZERD_TEST_WRITE_DELAY_USEC={WRITE_DELAY_USEC}')
     fig.lines.append(f'journal at reply: {journal_checks[0]} finished batches checked, {len(violations)} still had '
                      'their journal when they replied')
