@@ -36,7 +36,11 @@
  *   - A handle is not thread-safe and must not be used after fork(); use one
  *     handle per thread.
  *   - Paths name cgroups relative to freezerd's cgroup root, e.g. "/" or
- *     "/pods/pod1/ctr".
+ *     "/pods/pod1/ctr"; a missing leading "/" and one trailing "/" are
+ *     accepted ("pods/pod1/" is "/pods/pod1"). A call on a group outside
+ *     the subtrees the daemon tracks (freezer_freeze(), freezer_get_group(),
+ *     ...) makes it track that group's subtree from then on, as
+ *     freezer_track() does.
  */
 
 #include <stdbool.h>
@@ -147,8 +151,9 @@ typedef void (*freezer_state_callback)(freezer *f, const char *path, freezer_sta
  *   -ENAMETOOLONG  the socket path does not fit a sockaddr_un (107 bytes)
  *   -ETIMEDOUT     the handshake did not complete within 25 s
  *   -ENOMEM
- * Other errnos of connect(2) come through as they are (e.g. for tcp:
- * addresses). No handle exists, so there is no freezer_last_error_name(). */
+ * Other errnos of connect(2) come through as they are, but for tcp:
+ * addresses, where sd-bus reports a refused connection as -ECONNRESET. No
+ * handle exists, so there is no freezer_last_error_name(). */
 FREEZER_EXPORT int freezer_open_system(freezer **ret);
 FREEZER_EXPORT int freezer_open_user(freezer **ret);
 FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
@@ -162,7 +167,10 @@ FREEZER_EXPORT int freezer_open_address(freezer **ret, const char *address);
  * listens there; fall
  * back to freezer_open_system() then. A daemon that does not answer the
  * handshake within 25 s (stopped, or stuck) gives -ETIMEDOUT; so does a bus
- * that does not, for the other freezer_open_*().
+ * that does not, for the other freezer_open_*(). A bus daemon's socket
+ * given here is not told from freezerd's at the open (nothing in the
+ * handshake of a direct connection says who answers): its first call then
+ * fails with -ECONNRESET.
  * Calls and their answers are the same as on the bus.  The state and group
  * callbacks work too, and get their signals straight from freezerd (one hop
  * less from a kernel event to the callback); the handle does not outlive the
@@ -219,10 +227,12 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * empty batch (n == 0) fails with -EINVAL, and so does one above the daemon's
  * limit (65536 requests).
  *
- * When a path occurs more than once, the last request wins. A request that
- * matches the group's current flag is skipped; *ret_writes receives the number
- * of flags written, *ret_skipped that of requests skipped (either pointer may
- * be NULL; both are set to 0 on failure). With FREEZER_RECURSIVE each request
+ * When a path occurs more than once, the last request wins, and the others
+ * count neither as written nor as skipped (so writes + skipped is the number
+ * of distinct groups, not n). A request that matches the group's current flag
+ * is skipped; *ret_writes receives the number of flags written, *ret_skipped
+ * that of requests skipped (either pointer may be NULL; both are set to 0 on
+ * failure). With FREEZER_RECURSIVE each request
  * stands for its path's whole subtree, and the counts are of the groups in
  * those subtrees.
  *
@@ -237,6 +247,14 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * timeout_usec and the method-call timeout are as for freezer_freeze(). A
  * request for "/" (the daemon's cgroup root) fails with -EINVAL, except with
  * FREEZER_RECURSIVE, where it stands for every group below the root.
+ *
+ * On the bus, a call larger than the bus daemon's message limit
+ * (dbus-daemon's max_message_size: 32 MiB on the system bus, about 500
+ * requests of 64 KiB, or 65536 of 500 bytes) makes the bus daemon drop the
+ * connection: the call fails with -ECONNRESET, its error message giving the
+ * call's size and asking to split the batch, and the handle is lost (later
+ * calls fail with -ENOTCONN: open a new one). freezerd's private socket has
+ * no such limit.
  */
 FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *requests, size_t n,
                                        freezer_order order, uint64_t timeout_usec, uint64_t flags,
@@ -339,7 +357,9 @@ FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, con
 FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 
 /* Make the daemon follow the subtree at path and publish its group objects
- * (Manager.Track). Tracking a group that is tracked already succeeds. */
+ * (Manager.Track), also after the daemon restarts (it keeps the subtrees
+ * tracked beyond its configuration in its state directory). Tracking a group
+ * that is tracked already succeeds. */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
@@ -363,8 +383,9 @@ FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
 /* Every group the daemon tracks (and "/", its cgroup root, always), in the
- * daemon's order. Only path, object and
- * state are filled in; the other fields are zero. *ret is NULL and *ret_n 0
+ * daemon's order. Only path, object, state and frozen (which the state
+ * implies: true for frozen, frozen-by-parent and thawing; since 0.4.5, zero
+ * before) are filled in; the other fields are zero. *ret is NULL and *ret_n 0
  * when there is none, and on failure. Free with freezer_group_array_free(). */
 FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n);
 FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);

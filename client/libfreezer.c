@@ -1572,6 +1572,10 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         r = list_groups(f, ret, ret_n, &error);
         if (r < 0)
                 return error_take(f, &error, r);
+        /* ListGroups has no Frozen, but FreezerState says it (it read 0, and
+         * a caller that read it as the kernel's was misled). */
+        for (size_t i = 0; i < *ret_n; i++)
+                (*ret)[i].frozen = state_frozen((*ret)[i].state);
 
         /* What the state callback compares signals against: a group first seen
          * in GroupsChanged (listed there because its counts changed) would

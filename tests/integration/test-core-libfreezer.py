@@ -254,8 +254,12 @@ def test():
                 ft.check_equal(lib.freezer_list(f, ctypes.byref(arr), ctypes.byref(n)), 0, 'freezer_list')
                 got = sorted((arr[i].path.decode(), arr[i].object.decode(), STATES[arr[i].state])
                              for i in range(n.value))
+                frozen = {arr[i].path.decode(): (STATES[arr[i].state], arr[i].frozen) for i in range(n.value)}
                 lib.freezer_group_array_free(arr, n)
                 ft.check_equal(got, sorted(tuple(x) for x in c.call('ListGroups')[0]), 'freezer_list equals ListGroups')
+                ft.check(all(z == (s in ('frozen', 'frozen-by-parent', 'thawing')) for s, z in frozen.values()) and
+                         frozen['/g'] == ('frozen', True),
+                         'freezer_list fills in frozen as the state implies (it left it false)', frozen)
 
                 # ---- thaw
                 events.clear()
