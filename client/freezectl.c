@@ -1852,7 +1852,7 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
 static void watch_note_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
         for (size_t i = 0; i < n_groups; i++)
                 if (watch_wants(c, groups[i].path))
-                        watch_note(c, groups[i].path, groups[i].state, !state_runs(groups[i].state));
+                        watch_note(c, groups[i].path, groups[i].state, groups[i].frozen);
 }
 
 /* A freezerd started (again): its groups (groups, as listed) against what
@@ -1871,15 +1871,12 @@ static void watch_catch_up(watch_context *c, const freezer_group *groups, size_t
 
                 if (!watch_wants(c, g->path))
                         continue;
-                /* A listed group's Frozen is its state's (the list has no more). */
-                bool frozen = !state_runs(g->state);
-
                 e = group_table_get_object(&before, g->path);
-                watch_note(c, g->path, g->state, frozen);
+                watch_note(c, g->path, g->state, g->frozen);
                 if (!e)
                         watch_print_group(c, g->path, true, g->state);
                 else if (!e->have_state || e->state != g->state)
-                        watch_print_state(c, g->path, g->state, frozen);
+                        watch_print_state(c, g->path, g->state, g->frozen);
         }
         for (size_t i = 0; i < before.n_entries; i++) {
                 const group_entry *e = &before.entries[i];

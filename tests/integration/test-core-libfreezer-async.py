@@ -453,6 +453,18 @@ def check_close_flush(lib, sc, d, bus, label):
         ft.check_equal(r, 0, f'{label}: open a handle')
         return f
 
+    def check_close_at_once(f, when):
+        """freezer_close(f) with freezerd stopped returns at once."""
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        if took is None:
+            t.join()
+        ft.check(took is not None and took < 1.0, f'{label}: freezer_close() {when} returns at once, freezerd stopped',
+                 took)
+
     def queue(f, what):
         ft.check_equal(lib.freezer_apply_batch_async(f, reqs, n, 0, 0, 0, ignore, None, ctypes.byref(call_id)), 0,
                        f'{label}: freezer_apply_batch_async() of {n} requests, {what}')
@@ -530,28 +542,11 @@ def check_close_flush(lib, sc, d, bus, label):
         lib.freezer_wait(f, 100000)
         lib.freezer_dispatch(f)
     ft.check(answered, f'{label}: the thaw behind the cancelled call was answered')
-    os.kill(d.pid, signal.SIGSTOP)
-    try:
-        took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
-    finally:
-        os.kill(d.pid, signal.SIGCONT)
-    if took is None:
-        t.join()
-    ft.check(took is not None and took < 1.0, f'{label}: freezer_close() after a cancelled call was answered returns '
-             'at once, freezerd stopped', took)
+    check_close_at_once(f, 'after a cancelled call was answered')
 
     # Nothing in flight: the close waits for nobody, not even a stopped freezerd (where waiting
     # for it to read on, or a round trip to it, would take the whole bound).
-    f = open_handle()
-    os.kill(d.pid, signal.SIGSTOP)
-    try:
-        took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
-    finally:
-        os.kill(d.pid, signal.SIGCONT)
-    if took is None:
-        t.join()
-    ft.check(took is not None and took < 1.0, f'{label}: freezer_close() with no call in flight returns at once, '
-             'freezerd stopped', took)
+    check_close_at_once(open_handle(), 'with no call in flight')
 
 
 def check_bus_daemon_exit(lib, sc, bus):

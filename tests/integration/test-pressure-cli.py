@@ -426,6 +426,15 @@ def check_watch_errors(sc, bus, d):
                      'for it\n' in err, 'watch said at its start, on stderr, that no freezerd ran', err)
 
 
+def known(client, path):
+    """Whether freezerd has a group at path."""
+    try:
+        client.call('GetGroup', path)
+    except ft.DBusError:
+        return False
+    return True
+
+
 def check_trigger_ends(sc, bus, d):
     # the group of the trigger goes: "trigger-removed" (group-removed), then "removed"
     sc.mkdir('/gone')
@@ -447,15 +456,9 @@ def check_trigger_ends(sc, bus, d):
     d.client.record(subscribe=False)  # InterfacesAdded wakes the wait below
     sc.mkdir('/gone2')
     sc.mkdir('/gone3')
-
-    def known(path):
-        try:
-            d.client.call('GetGroup', path)
-        except ft.DBusError:
-            return False
-        return True
     # freezerd has it (woken by the group's InterfacesAdded): watch lists it at its start.
-    ft.wait_for(lambda: known('/gone2') and known('/gone3'), what='freezerd to follow /gone2 and /gone3')
+    ft.wait_for(lambda: known(d.client, '/gone2') and known(d.client, '/gone3'),
+                what='freezerd to follow /gone2 and /gone3')
     with Watch(bus.address, '--json', '--trigger=cpu:some:1s:2s') as w:
         first = w.wait_event(lambda e: True, what='the first line')
         ft.check(first['event'] == 'watching' and first['path'] is None and len(first['triggers']) == 1,
@@ -481,16 +484,10 @@ def check_trigger_ends(sc, bus, d):
         # A freezerd comes back on the bus: watch says so, then what changed meanwhile.
         with ft.Daemon(bus, sc.root) as d2:
             d2.client.record(subscribe=False)  # InterfacesAdded/Removed wake the waits below
-
-            def known2(path):
-                try:
-                    d2.client.call('GetGroup', path)
-                except ft.DBusError:
-                    return False
-                return True
             sc.mkdir('/new2')
             sc.rmdir('/gone3')
-            ft.wait_for(lambda: known2('/new2') and not known2('/gone3'), what='freezerd to see /new2 and not /gone3')
+            ft.wait_for(lambda: known(d2.client, '/new2') and not known(d2.client, '/gone3'),
+                        what='freezerd to see /new2 and not /gone3')
             w.proc.send_signal(signal.SIGCONT)
             e = w.wait_event(lambda e: e['event'] == 'freezerd' and e.get('status') == 'started',
                              what='a freezerd started line')
