@@ -324,14 +324,11 @@ static char goes_on[400];
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
  * is unbuffered): control characters (a newline in a path we were given, or
- * in a message) as \xNN, but the white space that ends a message (a bus
- * daemon's error ends with a newline), dropped. */
+ * in a message) as \xNN. */
 static void put_error_line(const char *line) {
         size_t n = strlen(line), k = 0;
         char *buf;
 
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' ' || line[n - 1] == '\t'))
-                n--;
         buf = malloc(sizeof(PROGRAM ": ") + 4 * n + 1);
         if (!buf) {
                 fputs(PROGRAM ": out of memory\n", stderr);
