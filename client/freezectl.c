@@ -1604,7 +1604,7 @@ typedef struct watch_context {
         const char *path;       /* the watched subtree; NULL: everything */
         int ret;                /* EXIT_FAILURE once output failed */
         /* What was said of each watched group (keyed by its path): its state
-         * as last printed, or as first listed.  A freezerd that starts (again)
+         * as last printed, or as first listed (entry.state alone is used).  A freezerd that starts (again)
          * is compared with it, so that what changed while none ran is printed
          * too (watch_catch_up()). */
         group_table seen;
@@ -1758,23 +1758,13 @@ static bool watch_wants(watch_context *c, const char *path) {
         return !c->path || path_below(path, c->path);
 }
 
-/* The kernel's "frozen" as a state says it: running and freezing (either
- * way) are not; frozen (either way) and thawing are. */
-static bool state_runs(freezer_state state) {
-        return state == FREEZER_STATE_RUNNING || state == FREEZER_STATE_FREEZING ||
-               state == FREEZER_STATE_FREEZING_BY_PARENT;
-}
-
 /* Remembers what was said of a watched group.  A group the table cannot take
  * (out of memory) is only missed by a later catch-up. */
-static void watch_note(watch_context *c, const char *path, freezer_state state, bool frozen) {
+static void watch_note(watch_context *c, const char *path, freezer_state state) {
         group_entry *e = group_table_put(&c->seen, path, 0, NULL);
 
-        if (!e)
-                return;
-        e->state = state;
-        e->frozen = frozen;
-        e->have_state = e->have_frozen = true;
+        if (e)
+                e->state = state;
 }
 
 static void watch_print_state(watch_context *c, const char *path, freezer_state state, bool frozen) {
@@ -1800,7 +1790,7 @@ static void on_watch_state(freezer *f, const char *path, freezer_state state, bo
 
         if (!watch_wants(c, path))
                 return;
-        watch_note(c, path, state, frozen);
+        watch_note(c, path, state);
         watch_print_state(c, path, state, frozen);
 }
 
@@ -1835,7 +1825,7 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
                 return;
         known = group_table_get_object(&c->seen, path);
         if (added) {
-                watch_note(c, path, state, !state_runs(state));
+                watch_note(c, path, state);
                 if (!known)
                         watch_print_group(c, path, true, state);
         } else if (known) {
@@ -1849,7 +1839,7 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
 static void watch_note_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
         for (size_t i = 0; i < n_groups; i++)
                 if (watch_wants(c, groups[i].path))
-                        watch_note(c, groups[i].path, groups[i].state, groups[i].frozen);
+                        watch_note(c, groups[i].path, groups[i].state);
 }
 
 /* A freezerd started (again): its groups (groups, as listed) against what
@@ -1869,10 +1859,10 @@ static void watch_catch_up(watch_context *c, const freezer_group *groups, size_t
                 if (!watch_wants(c, g->path))
                         continue;
                 e = group_table_get_object(&before, g->path);
-                watch_note(c, g->path, g->state, g->frozen);
+                watch_note(c, g->path, g->state);
                 if (!e)
                         watch_print_group(c, g->path, true, g->state);
-                else if (!e->have_state || e->state != g->state)
+                else if (e->state != g->state)
                         watch_print_state(c, g->path, g->state, g->frozen);
         }
         for (size_t i = 0; i < before.n_entries; i++) {
