@@ -223,6 +223,24 @@ static int messages_push(sd_bus_message ***a, size_t *n, size_t *cap, sd_bus_mes
         return 0;
 }
 
+/* Put msg back at the end of sd-bus's read queue, to be let through when it
+ * comes out; where it cannot be, the caller is told nothing was done. */
+static void uid_release(sd_bus *bus, sd_bus_message *msg) {
+        int r;
+
+        r = messages_push(&uid_wait.released, &uid_wait.n_released, &uid_wait.released_cap, msg);
+        if (r < 0) {
+                (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY, "Out of memory; nothing was done");
+                return;
+        }
+        r = sd_bus_enqueue_for_read(bus, msg);
+        if (r < 0) {
+                sd_bus_message_unref(uid_wait.released[--uid_wait.n_released]);
+                (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED,
+                                                  "Cannot process the call (%s); nothing was done", strerror(-r));
+        }
+}
+
 /* The answer: cache it (an error that says the name is gone caches "nobody",
  * as caller_uid() does), then release the held calls, in order. */
 static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -239,24 +257,8 @@ static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
         /* Other errors: not cached; caller_uid() asks again, and says why it fails. */
 
         uid_pending_remove(p);
-        for (size_t i = 0; i < p->n_held; i++) {
-                sd_bus_message *msg = p->held[i];
-                int r;
-
-                r = messages_push(&uid_wait.released, &uid_wait.n_released, &uid_wait.released_cap, msg);
-                if (r < 0) {
-                        (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_NO_MEMORY,
-                                                          "Out of memory; nothing was done");
-                        continue;
-                }
-                r = sd_bus_enqueue_for_read(bus, msg);
-                if (r < 0) {
-                        sd_bus_message_unref(uid_wait.released[--uid_wait.n_released]);
-                        (void) sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED,
-                                                          "Cannot process the call (%s); nothing was done",
-                                                          strerror(-r));
-                }
-        }
+        for (size_t i = 0; i < p->n_held; i++)
+                uid_release(bus, p->held[i]);
         uid_pending_free(p);
         return 0;
 }
@@ -273,6 +275,13 @@ static bool uid_released_take(sd_bus_message *msg) {
         return false;
 }
 
+static bool uid_released_from(const char *sender) {
+        for (size_t i = 0; i < uid_wait.n_released; i++)
+                if (streq_ptr(sd_bus_message_get_sender(uid_wait.released[i]), sender))
+                        return true;
+        return false;
+}
+
 /* The first filter on the bus (filters run newest first): see above. */
 static int filter_caller_uid(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         const char *sender = sd_bus_message_get_sender(msg);
@@ -285,6 +294,15 @@ static int filter_caller_uid(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return 0;
         if (uid_wait.n_released > 0 && uid_released_take(msg))
                 return 0;
+        /* A later call of a name whose released calls are still in the read
+         * queue goes behind them.  It can be ahead of them: while sd-bus waits
+         * for a synchronous answer (caller_uid() with UID_PENDING_MAX names
+         * asked), it queues whatever it reads, the answer about a held name
+         * and that name's next call both, and the held calls go in behind. */
+        if (uid_wait.n_released > 0 && sender && uid_released_from(sender)) {
+                uid_release(sd_bus_message_get_bus(msg), msg);
+                return 1;
+        }
         if (uid_wait.refusing || !sender || sender[0] != ':' || strlen(sender) >= sizeof p->name)
                 return 0;
         p = uid_pending_find(sender);
