@@ -95,9 +95,16 @@ static void uid_cache_put_gone(const char *name) {
         uid_cache_put(name, ACCESS_UID_INVALID);
 }
 
+/* The unique name of a call's sender on the bus; NULL on the private socket,
+ * whose peer may put any sender in its messages (no bus daemon vouches for
+ * it there): a private connection is known by its connection alone. */
+static const char *bus_sender(sd_bus_message *msg) {
+        return sd_bus_is_bus_client(sd_bus_message_get_bus(msg)) > 0 ? sd_bus_message_get_sender(msg) : NULL;
+}
+
 static uid_t caller_uid(Caller *c) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        const char *sender = sd_bus_message_get_sender(c->msg);
+        const char *sender = bus_sender(c->msg);
         uid_t uid;
         int r;
 
@@ -109,25 +116,31 @@ static uid_t caller_uid(Caller *c) {
                 c->uid = uid;
                 return uid;
         }
-        r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        /* On the private socket, the peer's own credentials (SO_PEERCRED),
+         * whatever sender its message names. */
+        if (sd_bus_is_bus_client(sd_bus_message_get_bus(c->msg)) > 0)
+                r = sd_bus_query_sender_creds(c->msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        else
+                r = sd_bus_get_owner_creds(sd_bus_message_get_bus(c->msg), SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT,
+                                           &creds);
         if (r == -ENXIO && sender && sender[0] == ':') {
                 uid_cache_put_gone(sender);
                 return c->uid;
         }
         if (r < 0) {
                 log_warning_errno(r, "Cannot get the credentials of %s, refusing its changes: %m",
-                                  sd_bus_message_get_sender(c->msg) ?: "the caller");
+                                  sender ?: "a caller on the private socket");
                 return c->uid;
         }
         if (sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID) {
                 log_warning("The bus did not give the effective uid of %s, refusing its changes",
-                            sd_bus_message_get_sender(c->msg) ?: "the caller");
+                            sender ?: "a caller on the private socket");
                 return c->uid;
         }
         r = sd_bus_creds_get_euid(creds, &uid);
         if (r < 0) {
                 log_warning_errno(r, "Cannot get the effective uid of %s, refusing its changes: %m",
-                                  sd_bus_message_get_sender(c->msg) ?: "the caller");
+                                  sender ?: "a caller on the private socket");
                 return c->uid;
         }
         c->uid = uid;
@@ -795,7 +808,7 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Subscribers *s = userdata;
         int r;
 
-        if (!sd_bus_message_get_sender(msg)) { /* a private connection */
+        if (!bus_sender(msg)) { /* a private connection */
                 r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->kind, true);
                 if (r < 0)
                         return r;
@@ -824,7 +837,7 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
         int r;
 
         /* r: 1 undone, 0 nothing to undo (as sd_bus_track_remove_sender() says). */
-        if (!sd_bus_message_get_sender(msg)) {
+        if (!bus_sender(msg)) {
                 r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->kind, false);
                 if (r == -ESRCH)
                         r = 0;

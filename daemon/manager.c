@@ -757,7 +757,7 @@ static void group_data_destroy(Group *g, void *userdata) {
                 (void) evtimer_del(m->repoll_timer); /* silently: at shutdown every group goes */
 
         /* Its pressure triggers end (PressureTriggerRemoved) before the object goes. */
-        pressure_group_release(m->pressure, g);
+        pressure_group_release(m->pressure, g, true);
 
         if (d->wd_dir > 0) {
                 wdmap_remove(m->wds, d->wd_dir);
@@ -3433,7 +3433,7 @@ static void group_untrack(Manager *m, Group *g) {
         if (!g->tracked)
                 return;
         if (g->parent)
-                pressure_group_release(m->pressure, g); /* its triggers end before its object goes */
+                pressure_group_release(m->pressure, g, false); /* its triggers end before its object goes */
         tree_set_tracked(m->tree, g, false);
         if (group_published(g))
                 return;

@@ -49,14 +49,20 @@ static int group_open_file(Pressure *p, const Group *g, const char *file, int fl
         return cg_openat_beneath(p->manager->root_fd, rel, flags, 0);
 }
 
-/* 1 if the group's directory exists, 0 if not, -errno. */
+/* 1 if the group's cgroup exists, 0 if not, -errno.  Its cgroup is the
+ * directory at its path with its id: one removed and made again under the
+ * same name (a unit restarted, a container made again) is another. */
 static int group_dir_exists(Pressure *p, const Group *g) {
-        int fd = cg_openat_beneath(p->manager->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
+        _cleanup_close_ int fd =
+                cg_openat_beneath(p->manager->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
+        uint64_t id;
+
         if (fd == -ENOENT || fd == -ENODEV)
                 return 0;
         if (fd < 0)
                 return fd;
-        close(fd);
+        if (g->id != 0 && cg_dir_id(fd, NULL, &id) >= 0 && id != g->id)
+                return 0;
         return 1;
 }
 
@@ -236,10 +242,17 @@ int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bu
 
 static void trigger_free(PressureTrigger *t);
 
+/* The unique name of a call's sender on the bus; NULL on the private socket,
+ * whose peer may put any sender in its messages (there is no bus daemon to
+ * vouch for it): a connection there is known by the connection alone. */
+static const char *bus_sender(Pressure *p, sd_bus_message *call) {
+        return sd_bus_message_get_bus(call) == p->bus ? sd_bus_message_get_sender(call) : NULL;
+}
+
 /* A client is its unique name on the bus, its connection on the private
  * socket (where there are no names). */
 static PressureClient *client_find(Pressure *p, sd_bus_message *call) {
-        const char *sender = sd_bus_message_get_sender(call);
+        const char *sender = bus_sender(p, call);
         sd_bus *connection = sd_bus_message_get_bus(call);
 
         for (PressureClient *c = p->clients; c; c = c->next)
@@ -283,7 +296,7 @@ static int on_client_gone(sd_bus_track *track, void *userdata) {
 }
 
 static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClient **ret, sd_bus_error *error) {
-        const char *sender = sd_bus_message_get_sender(call);
+        const char *sender = bus_sender(p, call);
         PressureClient *c = client_find(p, call);
         int r;
 
@@ -797,15 +810,14 @@ int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_
         return 0;
 }
 
-void pressure_group_release(Pressure *p, Group *g) {
+void pressure_group_release(Pressure *p, Group *g, bool removed) {
         GroupData *d = group_data(g);
         GroupPressure *gp = d ? d->pressure : NULL;
 
         if (!gp)
                 return;
         if (p && gp->triggers) {
-                const char *reason =
-                        group_dir_exists(p, g) > 0 ? PRESSURE_REASON_UNTRACKED : PRESSURE_REASON_GROUP_REMOVED;
+                const char *reason = removed ? PRESSURE_REASON_GROUP_REMOVED : PRESSURE_REASON_UNTRACKED;
                 while (gp->triggers)
                         trigger_end(gp->triggers, reason);
         }

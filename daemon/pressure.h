@@ -166,7 +166,9 @@ int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_
 /* A private connection closed: its triggers go (nobody is left to tell). */
 void pressure_connection_closed(Pressure *p, sd_bus *connection);
 
-/* Hook of the manager: g leaves the bus (removed, or untracked).  Ends its
- * triggers (hooks.removed with "group-removed" or "untracked"), closes its
- * fds, frees GroupData.pressure.  p may be NULL (shutdown). */
-void pressure_group_release(Pressure *p, Group *g);
+/* Hook of the manager: g leaves the bus, its cgroup removed (removed) or
+ * untracked.  Ends its triggers (hooks.removed with "group-removed" or
+ * "untracked": the manager knows which, a look at the path cannot tell a
+ * cgroup made again under the same name), closes its fds, frees
+ * GroupData.pressure.  p may be NULL (shutdown). */
+void pressure_group_release(Pressure *p, Group *g, bool removed);

@@ -50,7 +50,9 @@ Checked, as U:
     is refused with LimitsExceeded, while root's is not;
 as U2: /own refused, /other done; with euid U and real uid 0: /foreign refused,
 /own/b done; as root: everything above allowed (mixed batch, /own/rc, /foreign,
-Track and Untrack of /foreign2, a trigger on /foreign).
+Track and Untrack of /foreign2, a trigger on /foreign); root over the private socket
+with its messages naming U as their sender (a field nothing checks there): still
+root, not the uid freezerd has cached for that name.
 
 Then the system bus policy (dbus/org.freezerd.Freezer1.conf, included into a
 minimal system-type bus configuration with the system bus's default-deny rules):
@@ -69,6 +71,7 @@ import textwrap
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+from jeepney import DBusAddress, HeaderFields, new_method_call  # noqa: E402
 
 
 def _uid(name):
@@ -458,6 +461,21 @@ def test():
                     rid = root.group_call('/other', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
                     root.group_call('/other', 'RemovePressureTrigger', rid)
                 ft.check_equal(flags(), all_zero, 'root: all thawed')
+
+                # -- the private socket: a message naming U's unique name as its sender is not U's
+                # (no bus daemon vouches for that field there; U's uid is in freezerd's cache by now)
+                private = os.path.join(d.runtime_dir, 'private')
+                with ft.Client(f'unix:path={private}', direct=True) as p:
+                    msg = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.MANAGER_IFACE), 'Freeze',
+                                          ft.METHOD_SIGNATURES[(ft.MANAGER_IFACE, 'Freeze')], ('/foreign', tmo, 0))
+                    msg.header.fields[HeaderFields.sender] = u.unique_name
+                    serial = next(p.conn.outgoing_serial)
+                    p.conn.send(msg, serial=serial)
+                    ft.PendingCall(p, serial, 'Freeze /foreign naming U as sender').result(ft.DEFAULT_TIMEOUT)
+                    ft.check_equal(sc.read_events('/foreign')['frozen'], 1, 'root\'s private connection naming U as '
+                                   'its sender froze /foreign (its own uid counts, not the cached one of that name)')
+                    p.call('Thaw', '/foreign', tmo, 0)
+                ft.check_equal(flags(), all_zero, 'all thawed')
 
                 # -- U may drop its own tracked subtree (config-tracked or not)
                 u.call('Untrack', '/own')
