@@ -814,16 +814,13 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
                         return r;
                 return sd_bus_reply_method_return(msg, NULL);
         }
-        if (!s->track) {
-                r = sd_bus_track_new(sd_bus_message_get_bus(msg), &s->track, NULL, NULL);
-                if (r < 0)
-                        return r;
-                /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
-                r = sd_bus_track_set_recursive(s->track, true);
+        if (!s->names) {
+                r = name_track_new(sd_bus_message_get_bus(msg), NULL, NULL, &s->names);
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_track_add_sender(s->track, msg);
+        /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
+        r = name_track_add(s->names, bus_sender(msg));
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
@@ -836,7 +833,7 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
         const char *member = sd_bus_message_get_member(msg);
         int r;
 
-        /* r: 1 undone, 0 nothing to undo (as sd_bus_track_remove_sender() says). */
+        /* r: 1 undone, 0 nothing to undo. */
         if (!bus_sender(msg)) {
                 r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->kind, false);
                 if (r == -ESRCH)
@@ -844,7 +841,7 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
                 else if (r >= 0)
                         r = 1;
         } else
-                r = s->track ? sd_bus_track_remove_sender(s->track, msg) : 0;
+                r = name_track_remove(s->names, bus_sender(msg), false);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -1630,7 +1627,7 @@ typedef struct Sink {
 #define SINKS_MAX (1 + PRIVATE_BUS_CONNECTIONS_MAX)
 
 static bool has_clients(const Subscribers *s) {
-        return s->track && sd_bus_track_count(s->track) > 0;
+        return name_track_count(s->names) > 0;
 }
 
 static size_t collect_sinks(Manager *m, Sink sinks[static SINKS_MAX]) {

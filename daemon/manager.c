@@ -4129,9 +4129,9 @@ Manager *manager_free(Manager *m) {
         m->on_group_removed = NULL;
         m->on_groups_settled = NULL;
         m->on_group_added = NULL;
-        m->subscribed.track = sd_bus_track_unref(m->subscribed.track);
-        m->subscribed_groups.track = sd_bus_track_unref(m->subscribed_groups.track);
-        m->subscribed_states.track = sd_bus_track_unref(m->subscribed_states.track);
+        m->subscribed.names = name_track_free(m->subscribed.names);
+        m->subscribed_groups.names = name_track_free(m->subscribed_groups.names);
+        m->subscribed_states.names = name_track_free(m->subscribed_states.names);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */

@@ -12,6 +12,7 @@
 #include <systemd/sd-bus.h>
 
 #include "batch.h"
+#include "bus-name-track.h"
 #include "config.h"
 #include "journal.h"
 #include "tree.h"
@@ -52,7 +53,7 @@ typedef enum Subscription {
 typedef struct Subscribers {
         Manager *manager;
         Subscription kind;
-        sd_bus_track *track;
+        NameTrack *names; /* each counted once per call */
 } Subscribers;
 typedef struct Operation Operation;
 struct Pressure;      /* pressure.h */

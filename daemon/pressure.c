@@ -275,7 +275,8 @@ static void client_free(PressureClient *c) {
                 p->clients = c->next;
         if (c->next)
                 c->next->prev = c->prev;
-        sd_bus_track_unref(c->track);
+        if (!c->connection)
+                (void) name_track_remove(p->names, c->name, true);
         sd_bus_unref(c->connection);
         free(c->name);
         free(c);
@@ -286,13 +287,17 @@ static void client_maybe_free(PressureClient *c) {
                 client_free(c);
 }
 
-static int on_client_gone(sd_bus_track *track, void *userdata) {
-        PressureClient *c = userdata;
+static void on_client_gone(NameTrack *t, const char *name, void *userdata) {
+        Pressure *p = userdata;
 
-        /* The client is gone: nobody to tell, its triggers just go. */
-        log_debug("Bus client %s disconnected: dropping its %u pressure trigger(s)", c->name, c->n_triggers);
-        client_free(c);
-        return 0;
+        for (PressureClient *c = p->clients; c; c = c->next)
+                if (!c->connection && streq(c->name, name)) {
+                        /* The client is gone: nobody to tell, its triggers just go. */
+                        log_debug("Bus client %s disconnected: dropping its %u pressure trigger(s)", c->name,
+                                  c->n_triggers);
+                        client_free(c);
+                        return;
+                }
 }
 
 static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClient **ret, sd_bus_error *error) {
@@ -330,9 +335,7 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
                 *ret = c;
                 return 0;
         }
-        r = sd_bus_track_new(p->bus, &c->track, on_client_gone, c);
-        if (r >= 0)
-                r = sd_bus_track_add_sender(c->track, call);
+        r = p->names ? name_track_add(p->names, sender) : -ENOMEM;
         if (r < 0) {
                 client_free(c);
                 return sd_bus_error_set_errnof(error, r, "Cannot follow bus client %s: %s", sender, strerror(-r));
@@ -859,6 +862,8 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                 return -ENOMEM;
         p->manager = m;
         p->bus = sd_bus_ref(bus);
+        /* Not yet a failure: the first trigger of a bus client says so. */
+        (void) name_track_new(bus, on_client_gone, p, &p->names);
         if (hooks)
                 p->hooks = *hooks;
         p->next_id = 1;
@@ -914,6 +919,7 @@ Pressure *pressure_free(Pressure *p) {
 
         while (p->clients)
                 client_free(p->clients); /* frees their triggers, without signals */
+        p->names = name_track_free(p->names);
         while (p->triggers)
                 trigger_free(p->triggers); /* none should be left: every trigger has a client */
         for (int i = 0; i < _PSI_RESOURCE_MAX; i++)

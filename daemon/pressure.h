@@ -14,7 +14,7 @@
  * Triggers: one fd per trigger, opened O_RDWR|O_NONBLOCK, armed by writing
  * "<kind> <threshold> <window>" with its trailing NUL (psi_write() overwrites
  * the last byte written with a NUL).  A trigger belongs to the bus client that
- * created it (sd_bus_track): its triggers go when it disconnects.
+ * created it (bus-name-track.h): its triggers go when it disconnects.
  *
  * Waiting for POLLPRI: libevent 2.1 cannot, and an epoll set of the trigger
  * fds handed to libevent as one readable fd loses events.  PSI's poll is
@@ -56,6 +56,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-name-track.h"
 #include "manager.h"
 #include "psi.h"
 
@@ -99,7 +100,6 @@ struct PressureClient {
         char *name;         /* unique bus name; on the private socket a description for the log */
         sd_bus *connection; /* on the private socket: the connection itself (its signals go there) */
         uid_t uid;          /* the caller's, when it created its first trigger */
-        sd_bus_track *track; /* on the bus: follows the name */
         PressureTrigger *triggers;
         unsigned n_triggers;
         PressureClient *next, *prev;
@@ -123,6 +123,7 @@ typedef struct PressureHooks {
 struct Pressure {
         Manager *manager;
         sd_bus *bus;
+        NameTrack *names; /* the bus clients holding triggers */
         PressureHooks hooks;
         bool privileged; /* CAP_SYS_RESOURCE effective at start */
 

@@ -31,6 +31,17 @@ Steps:
      SIGTERM: freezerd exits 0 within the deadline, saying in its log that it
      left without them (sd_bus_flush() at exit would wait for dbus-daemon for
      ever: session 27's build hangs here).
+  8. A client whose calls freezerd has to follow on the bus (until it leaves):
+     Z, whose uid freezerd knows (a GetGroup first), sends AddPressureTrigger
+     on /e and Subscribe while freezerd is stopped; dbus-daemon stopped,
+     freezerd continued: a call over the private socket is answered within the
+     deadline (freezerd asked the bus whether Z is still there and waited for
+     the answer, sd-bus's 25 s, in sd_bus_track_add_name()); dbus-daemon
+     continued: Z's calls succeed, and once Z leaves its trigger goes
+     (freezerd's fd count is back).  Then Z2 sends AddPressureTrigger and
+     leaves before freezerd reads it: the bus's answer that Z2 is gone ends
+     the trigger (the fd count is back).  Left out where the kernel has no
+     pressure stall information for cgroups.
 """
 
 import os
@@ -42,6 +53,8 @@ import freezertest as ft  # noqa: E402
 
 LONG_USEC = 60 * 1000000
 DEADLINE = 5
+WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
+THRESHOLD = 100_000         # usec
 BIG = 2000
 # 120,000 group changes, far more signals than the 16 MB socket buffer sd-bus asks
 # for: 12 cycles (48,000) left 16.1 to 16.8 MB in the socket, at its edge.
@@ -147,6 +160,60 @@ def test():
                              'the log says it left without them', d.log()[-1000:])
                 finally:
                     resume(bus)
+
+        # The freezerd before left while dbus-daemon was stopped: its name is
+        # free once dbus-daemon has seen it go.
+        with ft.Client(bus.address) as b:
+            ft.wait_for(lambda: not b.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's',
+                                                  (ft.BUS_NAME,), destination='org.freedesktop.DBus')[0],
+                        timeout=DEADLINE, what=f'{ft.BUS_NAME} free again')
+        sc.mkdir('/e')
+        if not (os.path.exists('/proc/pressure/cpu') and os.path.exists(sc.abspath('/e', 'cpu.pressure'))):
+            print('# no pressure stall information for cgroups: step 8 left out', flush=True)
+            return
+        with ft.Daemon(bus, sc.root) as d:
+            private = os.path.join(d.runtime_dir, 'private')
+            ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+            # The first trigger starts the watcher thread and its fds: before counting.
+            d.client.group_call('/e', 'RemovePressureTrigger',
+                                d.client.group_call('/e', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0])
+            with ft.Client(f'unix:path={private}', direct=True) as p:
+                p.call('ListGroups', timeout=DEADLINE)  # freezerd has taken the connection
+                fds = ft.fd_count(d.pid)
+                z = ft.Client(bus.address)
+                try:
+                    z.call('GetGroup', '/e')
+                    calls = stall(d, bus, z, lambda c: [
+                        c.group_call_async('/e', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW),
+                        c.send_call(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Subscribe')])
+                    p.call('ListGroups', timeout=DEADLINE)
+                    ft.check(True, 'dbus-daemon stopped, a new trigger owner and subscriber: the private socket '
+                             'is served')
+                finally:
+                    resume(bus)
+                tid, = calls[0].result(DEADLINE)
+                ft.check(tid > 0, 'dbus-daemon continued: Z\'s AddPressureTrigger succeeded', tid)
+                ft.check_equal(tuple(calls[1].result(DEADLINE)), (), 'and its Subscribe')
+                ft.check_equal(ft.fd_count(d.pid), fds + 1, 'Z\'s trigger holds one fd')
+                z.close()
+                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE,
+                            what='Z left: its trigger gone (freezerd\'s fd count back)')
+
+                z2 = ft.Client(bus.address)
+                z2.call('GetGroup', '/e')
+                os.kill(d.pid, signal.SIGSTOP)
+                try:
+                    z2.group_call_async('/e', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
+                    z2.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId',
+                                   destination='org.freedesktop.DBus')
+                    z2.close()
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                # Round trips: freezerd has read Z2's call, and the bus's answer about Z2.
+                p.call('ListGroups', timeout=DEADLINE)
+                d.client.call('ListGroups', timeout=DEADLINE)
+                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE,
+                            what='Z2 left before freezerd read its AddPressureTrigger: no trigger left')
 
 
 ft.run(test)
