@@ -183,10 +183,6 @@ int name_track_remove(NameTrack *t, const char *name, bool all) {
         return 1;
 }
 
-bool name_track_contains(const NameTrack *t, const char *name) {
-        return t && entry_find(t, name);
-}
-
 unsigned name_track_count(const NameTrack *t) {
         return t ? t->n_names : 0;
 }

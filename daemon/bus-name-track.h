@@ -23,13 +23,9 @@ typedef void (*name_track_gone_t)(NameTrack *t, const char *name, void *userdata
 /* gone may be NULL. -ENOMEM. */
 int name_track_new(sd_bus *bus, name_track_gone_t gone, void *userdata, NameTrack **ret);
 NameTrack *name_track_free(NameTrack *t);
-static inline void name_track_freep(NameTrack **t) {
-        name_track_free(*t);
-}
 /* One more count of name.  -ENOMEM, or what sd-bus says (no bus). */
 int name_track_add(NameTrack *t, const char *name);
 /* One count less of name (every count with all); 1 if it had one, 0 if not. */
 int name_track_remove(NameTrack *t, const char *name, bool all);
-bool name_track_contains(const NameTrack *t, const char *name);
 /* The names in t. */
 unsigned name_track_count(const NameTrack *t);
