@@ -13,13 +13,14 @@ the queue, came out behind that next call: a Freeze then Thaw ran as Thaw then
 Freeze, and the group stayed frozen.
 
   /a   empty
+  /b   empty: frozen by B, whose uid freezerd asks synchronously
 
 Steps (each "sent" is followed by a round trip of that connection to
 dbus-daemon, which passes a connection's messages on in order):
   1. freezerd stopped (SIGSTOP).  A sends Freeze /a; D sends PINGS Peer.Ping;
-     255 new connections N1..N255 send GetGroup /; B sends GetGroup /.
+     255 new connections N1..N255 send GetGroup /; B sends Freeze /b.
   2. freezerd continued: it holds A's Freeze and asks who A is; the pings keep
-     it busy; N1..N255 fill the 256 names asked at a time, so B's GetGroup
+     it busy; N1..N255 fill the 256 names asked at a time, so B's Freeze
      asks synchronously, after the answer about A and A's next call (step 3)
      are in freezerd's socket.  Once D has the reply to its first ping,
      freezerd has asked who A is, and dbus-daemon has queued its answer to
