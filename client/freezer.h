@@ -241,7 +241,9 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * an ancestor has freeze set), or fails with -ETIMEDOUT: then, without
  * FREEZER_ROLLBACK_ON_TIMEOUT, the flags stay as requested and the error
  * message names the groups that did not finish; with it, every flag the batch
- * changed is restored first. A later request that reverses one of the batch's
+ * changed is restored first, but one that a later call asked for as it was set
+ * (that call was told it is done): the message names it ("was kept"). A later
+ * request that reverses one of the batch's
  * flags before the kernel confirmed it fails the call with -ECANCELED.
  *
  * timeout_usec and the method-call timeout are as for freezer_freeze(). A

@@ -1668,14 +1668,23 @@ static void operation_fail(Operation *op, const char *name, const char *fmt, ...
 
 /* Restore every flag the operation changed, newest first, so that a batch
  * unwinds as it was applied.  A flag someone else changed since is theirs:
- * it is left alone.  Returns whether anything was restored. */
-static bool operation_rollback(Operation *op) {
+ * it is left alone; so is one a later call asked for as it is (adopted): that
+ * call was told its flag is set.  Returns whether anything was restored;
+ * *ret_kept counts the adopted flags left, *ret_kept_path names one. */
+static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **ret_kept_path) {
         bool any = false;
 
+        *ret_kept = 0;
+        *ret_kept_path = NULL;
         for (unsigned i = op->n_entries; i > 0; i--) {
                 OpEntry *e = &op->entries[i - 1];
                 if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
                         continue;
+                if (e->adopted) {
+                        if ((*ret_kept)++ == 0)
+                                *ret_kept_path = e->group->path;
+                        continue;
+                }
                 e->new_freeze = e->prev_freeze; /* our own write must not cancel us */
                 int r = group_write_freeze(op->manager, e->group, e->prev_freeze);
                 if (r < 0)
@@ -1685,6 +1694,59 @@ static bool operation_rollback(Operation *op) {
                 group_poll_uncovered(op->manager, e->group);
         }
         return any;
+}
+
+/* The journal of an operation that waits with ROLLBACK_ON_TIMEOUT, made again
+ * without its adopted flags: a crash must not undo what a later call was told.
+ * The new journal goes in before the old one goes (a crash between restores
+ * from both, the adopted flag included: as before).  Where the new one cannot
+ * be written the old one stays. */
+static void operation_rejournal(Operation *op) {
+        Manager *m = op->manager;
+        _cleanup_free_ JournalEntry *entries = NULL;
+        unsigned slot = 0;
+        size_t k = 0;
+        int r;
+
+        if (op->journal_slot < 0 || !m->journal)
+                return;
+        entries = calloc(op->n_entries ?: 1, sizeof *entries);
+        if (!entries)
+                return;
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                const OpEntry *e = &op->entries[i];
+                if (e->group && e->wrote && !e->adopted)
+                        entries[k++] = (JournalEntry) {
+                                .path = e->group->path,
+                                .prev_freeze = e->prev_freeze,
+                                .new_freeze = e->new_freeze,
+                        };
+        }
+        if (k > 0) {
+                r = journal_begin(m->journal, ++m->journal_seq, journal_boot_id(), entries, k, &slot);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot record the batch journal again without the flags later "
+                                          "calls asked for, keeping the one before: %m");
+                        return;
+                }
+        }
+        operation_end_journal(op);
+        op->journal_slot = k > 0 ? (int) slot : -1;
+}
+
+/* op asked for g's flag to be value, and it is: an operation waiting with
+ * ROLLBACK_ON_TIMEOUT that wrote that flag no longer owns it alone.  Its
+ * rollback would take back what op's caller is told is done (a Freeze of a
+ * group already frozen by a pending call is skipped, and succeeds), so it
+ * leaves the flag; the caller of the rollback is told which. */
+static void group_adopt(Group *g, bool value, const Operation *op) {
+        for (OpEntry *e = group_data(g)->entries; e; e = e->gnext) {
+                if (e->op == op || !e->wrote || e->adopted || e->new_freeze != value ||
+                    !(e->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
+                        continue;
+                e->adopted = true;
+                operation_rejournal(e->op);
+        }
 }
 
 /* Failures found while walking the model (a flag reversed, a group removed)
@@ -1772,10 +1834,17 @@ void manager_dispatch(Manager *m) {
                         operation_finish(op, NULL);
                         continue;
                 }
+                unsigned kept = 0;
+                const char *kept_path = NULL;
+                _cleanup_free_ char *kept_msg = NULL;
                 if (op->doom_rollback)
-                        restored = operation_rollback(op);
-                operation_fail(op, op->doom_name, "%s%s", msg ?: "Failed",
-                               restored ? ". Every flag this call changed was restored" : "");
+                        restored = operation_rollback(op, &kept, &kept_path);
+                if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
+                                         restored ? ", but" : ". The flag of", kept_path,
+                                         kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
+                        kept_msg = NULL;
+                operation_fail(op, op->doom_name, "%s%s%s", msg ?: "Failed",
+                               restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "");
         }
 }
 
@@ -2763,6 +2832,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         e->wrote = prev != freeze;
         op->writes = 1;
         op->skipped = !e->wrote;
+        group_adopt(g, freeze, op);
 
         /* cgroup.events is polled or covered already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
@@ -2956,6 +3026,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 e->wrote = true;
                 op->writes++;
         }
+        for (size_t i = 0; i < n; i++)
+                group_adopt(items[i].group, items[i].freeze, op);
 
         /* Every write landed.  Without ROLLBACK_ON_TIMEOUT that is the batch's
          * outcome whatever the kernel confirms (a timeout leaves the flags as

@@ -137,6 +137,7 @@ struct OpEntry {
         bool new_freeze;    /* the flag this operation asked for */
         bool prev_freeze;   /* the flag before the operation wrote it */
         bool wrote;         /* the operation changed the flag (rollback restores it) */
+        bool adopted;       /* a later call asked for the same flag: rollback leaves it */
         bool done;          /* the kernel reports what we wait for */
         OpEntry *gnext, *gprev; /* in GroupData.entries */
 };

@@ -1099,6 +1099,31 @@ class Daemon:
 JOURNAL_RE = re.compile(r'journal-(\d+)\.json')
 
 
+class CrashableDaemon(Daemon):
+    """Daemon that may be SIGKILLed: then its exit is not a failure."""
+
+    killed = False
+
+    def sigkill(self):
+        if not self.killed:
+            self.killed = True
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait_dead(self):
+        """The exit status (-SIGKILL), once freezerd died."""
+        wait_for(lambda: self.exit_status is not None, what='freezerd to die of SIGKILL')
+        return self.exit_status
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self.killed:
+            return super().__exit__(exc_type, exc, tb)
+        with _signals_blocked():
+            if exc_type is not None:
+                self._print_log()
+            self._cleanup()
+        return False
+
+
 def live_journals(runtime_dir):
     """The batch journal files of runtime_dir that hold a journal, sorted.  freezerd keeps
     its journal files as slots (daemon/journal.h): held open, written whole when a batch

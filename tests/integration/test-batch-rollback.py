@@ -14,11 +14,20 @@
    frozen again, the others running, all flags as before.
 3. No flag: Timeout, the nine others frozen (flag 1, frozen 1), g7 with flag 1,
    frozen 0 and FreezerState "freezing"; the message names /r/g7 and no other group.
+4. ROLLBACK, and a later call asks for one of its flags: A freezes g0 and g7
+   (ROLLBACK, waits on g7); B's Freeze of g7 with NO_WAIT succeeds (its flag is 1
+   already: skipped).  At A's Timeout g0 is restored and g7 stays frozen by its
+   flag, as B was told; A's message says g7 was kept for a later call.  (Before,
+   A's rollback took g7 back to 0 behind B.)
+5. The same with a crash: once B asked for g7, A's journal lists g0 alone;
+   freezerd killed (SIGKILL) while A waits, and started again: g0 restored, g7
+   left at 1.
 Every case ends with one ApplyBatch thawing the ten."""
 
 import os
 import re
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -150,9 +159,50 @@ def test():
             ft.check_equal(thaw_all('case 3'), 10, 'case 3: the thaw wrote ten flags')
             check_still_blocked(stuck)
 
-            print('# summary: 3 timed-out batches over 10 groups (2 with ROLLBACK_ON_TIMEOUT, 1 without), '
+            # -- 4. ROLLBACK, and B asks for g7 as A set it.
+            a = c.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 2 * TIMEOUT_USEC,
+                             ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                        what='case 4: A wrote both flags')
+            with ft.Client(bus.address) as b:
+                ft.check_equal(tuple(b.call('Freeze', STUCK, long_usec, ft.FLAG_NO_WAIT)), (),
+                               'case 4: B\'s Freeze of g7 (NO_WAIT) succeeds')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, a.result, ft.DEFAULT_TIMEOUT + 2)
+            print(f'#   error: {e.message}', flush=True)
+            ft.check_equal((sc.read_freeze('/r/g0'), sc.read_freeze(STUCK)), (0, 1),
+                           'case 4: A\'s rollback restored g0 and left g7 at 1, as B asked')
+            ft.check(f'{STUCK} was kept: a later call asked for it too' in e.message,
+                     'case 4: A\'s message says g7 was kept for a later call', e.message)
+            ft.check_equal(thaw_all('case 4'), 1, 'case 4: the thaw wrote g7\'s flag')
+            check_still_blocked(stuck)
+
+            print('# summary: 4 timed-out batches over 10 groups (3 with ROLLBACK_ON_TIMEOUT, 1 without), '
                   'each checked in cgroup.freeze, cgroup.events and the daemon\'s properties; '
                   f'{len(rec.signals)} signals in case 3', flush=True)
+
+        # -- 5. The same with a crash while A waits.
+        with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}rollback-{os.getpid()}-') as dirs:
+            runtime_dir, state_dir = os.path.join(dirs, 'run'), os.path.join(dirs, 'state')
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', long_usec,
+                                    ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                            what='case 5: A wrote both flags')
+
+                def journaled():
+                    return [[e['path'] for e in (ft.read_journal(runtime_dir, n) or {}).get('groups', [])]
+                            for n in ft.live_journals(runtime_dir)]
+                ft.check_equal(journaled(), [['/r/g0', STUCK]], 'case 5: A\'s journal lists g0 and g7')
+                with ft.Client(bus.address) as b:
+                    b.call('Freeze', STUCK, long_usec, ft.FLAG_NO_WAIT)
+                ft.check_equal(journaled(), [['/r/g0']], 'case 5: once B asked for g7, A\'s journal lists g0 alone')
+                d.sigkill()
+                d.wait_dead()
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                ft.check_equal((sc.read_freeze('/r/g0'), sc.read_freeze(STUCK)), (0, 1),
+                               'case 5: after the restart g0 is restored, g7 left at 1 as B asked')
+                d.client.call('Thaw', STUCK, long_usec, 0)
+            check_still_blocked(stuck)
 
 
 ft.run(test)

@@ -76,30 +76,6 @@ WRITE_DELAY_USEC = 2000
 LONG_USEC = 120 * 1000000
 
 
-class CrashableDaemon(ft.Daemon):
-    """ft.Daemon that may be SIGKILLed: then its exit is not a failure."""
-
-    killed = False
-
-    def sigkill(self):
-        if not self.killed:
-            self.killed = True
-            os.kill(self.pid, signal.SIGKILL)
-
-    def wait_dead(self):
-        ft.wait_for(lambda: self.exit_status is not None, what='freezerd to die of SIGKILL')
-        return self.exit_status
-
-    def __exit__(self, exc_type, exc, tb):
-        if not self.killed:
-            return super().__exit__(exc_type, exc, tb)
-        with ft._signals_blocked():
-            if exc_type is not None:
-                self._print_log()
-            self._cleanup()
-        return False
-
-
 class Watcher:
     """One inotify instance on the runtime dir (journal writes) and on every group's
     directory (cgroup.freeze writes): one queue, so the order of events is the order
@@ -426,7 +402,7 @@ def test():
 
             info = None
             for rnd in range(len(cases) + 1):
-                with CrashableDaemon(bus, sc.root, state_dir=state_dir, runtime_dir=runtime_dir, env=env) as d:
+                with ft.CrashableDaemon(bus, sc.root, state_dir=state_dir, runtime_dir=runtime_dir, env=env) as d:
                     d.client.record()  # PropertiesChanged wake wait_daemon_view()
                     if info is not None:
                         verify_recovery(d, info)

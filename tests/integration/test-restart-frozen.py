@@ -46,27 +46,6 @@ PROPS = ('Freeze', 'Frozen', 'FreezerState', 'FrozenDescendants', 'Descendants',
 LONG_USEC = 120 * 1000000
 
 
-class CrashableDaemon(ft.Daemon):
-    """ft.Daemon that may be SIGKILLed: then its exit is not a failure."""
-
-    killed = False
-
-    def sigkill(self):
-        self.killed = True
-        os.kill(self.pid, signal.SIGKILL)
-        ft.wait_for(lambda: self.exit_status is not None, what='freezerd to die of SIGKILL')
-        return self.exit_status
-
-    def __exit__(self, exc_type, exc, tb):
-        if not self.killed:
-            return super().__exit__(exc_type, exc, tb)
-        with ft._signals_blocked():
-            if exc_type is not None:
-                self._print_log()
-            self._cleanup()
-        return False
-
-
 class WriteWatch:
     """IN_MODIFY on every group's directory: counts cgroup.freeze writes by anyone."""
 
@@ -130,7 +109,7 @@ def test():
                 return out
 
             def start(**kw):
-                d = CrashableDaemon(bus, sc.root, config=CONFIG, state_dir=state_dir, runtime_dir=runtime_dir, **kw)
+                d = ft.CrashableDaemon(bus, sc.root, config=CONFIG, state_dir=state_dir, runtime_dir=runtime_dir, **kw)
                 return d
 
             def compare(what, before, after, kernel_before, writes):
@@ -203,7 +182,8 @@ def test():
 
                     # ---- restart 2: SIGKILL while idle
                     watch = WriteWatch(sc)
-                    ft.check_equal(d2.sigkill(), -signal.SIGKILL, 'the second freezerd is SIGKILLed')
+                    d2.sigkill()
+                    ft.check_equal(d2.wait_dead(), -signal.SIGKILL, 'the second freezerd is SIGKILLed')
                     fig.faults['SIGKILL'] += 1
 
                 with start() as d3:
