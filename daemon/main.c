@@ -62,7 +62,8 @@ static void help(void) {
                "  --user                Connect to the user's session bus; the defaults of\n"
                "                        --config, --runtime-dir and --state-dir are then\n"
                "                        the user's (see below)\n"
-               "  --address=ADDR        Connect to the bus at ADDR (e.g. unix:path=/run/x.sock)\n"
+               "  --address=ADDR        Connect to the bus at ADDR (e.g. unix:path=/run/x.sock);\n"
+               "                        --system, --user and --address= exclude each other\n"
                "  --cgroup-root=DIR     Manage the cgroups below DIR, a directory on the cgroup2\n"
                "                        mount (default: the cgroup2 mount itself, found in\n"
                "                        /proc/self/mountinfo); API paths are relative to it\n"
@@ -77,8 +78,8 @@ static void help(void) {
                "The private socket: root (and freezerd's own user, when it runs as one) may\n"
                "also call the API over DIR/private (mode 0600), a direct D-Bus connection to\n"
                "freezerd that skips the bus daemon, as freezectl does when run as root.  A\n"
-               "connection there gets signals once it calls Subscribe() or SubscribeGroups();\n"
-               "its pressure triggers end with it.\n"
+               "connection there gets signals once it calls Subscribe(), SubscribeGroups() or\n"
+               "SubscribeGroupStates(); its pressure triggers end with it.\n"
                "\n"
                "With --user, as for systemd --user (a user running freezerd over a subtree\n"
                "delegated to it): --config defaults to $XDG_CONFIG_HOME/freezerd/freezerd.json\n"
@@ -242,18 +243,30 @@ static int parse_argv(int argc, char *argv[]) {
                         printf("freezerd %s\n", FREEZERD_VERSION);
                         return 0;
                 case ARG_SYSTEM:
-                        arg_bus = BUS_SYSTEM;
-                        break;
                 case ARG_USER:
-                        arg_bus = BUS_USER;
+                case ARG_ADDRESS: {
+                        /* Two of them would leave the last one to win, silently (--user
+                         * --system ran as the system's instance), as freezectl refuses. */
+                        static const char *given = NULL;
+                        const char *name = c == ARG_SYSTEM ? "--system" : c == ARG_USER ? "--user" : "--address";
+
+                        if (given && !streq(given, name))
+                                return usage_error("%s and %s name two buses: give one", given, name);
+                        given = name;
+                        if (c == ARG_SYSTEM)
+                                arg_bus = BUS_SYSTEM;
+                        else if (c == ARG_USER)
+                                arg_bus = BUS_USER;
+                        else {
+                                /* An empty one would only fail later, as "Connection refused". */
+                                if (!*optarg)
+                                        return usage_error(
+                                                "--address= needs a bus address (e.g. unix:path=/run/x.sock)");
+                                arg_bus = BUS_ADDRESS;
+                                arg_address = optarg;
+                        }
                         break;
-                case ARG_ADDRESS:
-                        /* An empty one would only fail later, as "Connection refused". */
-                        if (!*optarg)
-                                return usage_error("--address= needs a bus address (e.g. unix:path=/run/x.sock)");
-                        arg_bus = BUS_ADDRESS;
-                        arg_address = optarg;
-                        break;
+                }
                 case ARG_CGROUP_ROOT:
                         if (!*optarg)
                                 return usage_error("--cgroup-root= needs a directory");

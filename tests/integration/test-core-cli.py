@@ -11,6 +11,8 @@ not exist yet (and a bus address where nothing listens):
   * an empty value for --address=, --cgroup-root=, --config=, --runtime-dir=,
     --state-dir=, and a relative --runtime-dir and --state-dir: exit 2, one
     line naming the option.
+  * two bus options (--address= with --system, or with --user): exit 2, one
+    line naming both.
   * none of them created the runtime or state directory.
   * --help exits 0 and documents the exit statuses; --version exits 0."""
 
@@ -57,6 +59,9 @@ def test():
             (['--state-dir='], ['--state-dir=']),
             (['--runtime-dir=relative'], ['--runtime-dir=', 'relative', 'absolute']),
             (['--state-dir=relative'], ['--state-dir=', 'relative', 'absolute']),
+            # Two buses: the last one won, silently (--user --system ran as the system's instance).
+            (['--system'], ['--address', '--system', 'give one']),
+            (['--user'], ['--address', '--user', 'give one']),
         ]
         for args, words in cases:
             # The bad argument last: it wins over the good ones before it.
