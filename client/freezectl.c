@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -325,6 +327,59 @@ static void help(void) {
  * /pods (the flags it wrote stay; ...)"): also said when the bus gives up on
  * its reply (vlog_failure()). "" before any. */
 static char goes_on[400];
+/* The call of goes_on alone ("the freeze of /pods"). */
+static char call_what[256];
+
+/* After a connection lost during a call: what became of it.  With
+ * ROLLBACK_ON_TIMEOUT freezerd takes the call's flags back as it stops, or
+ * from its journal when it starts again after a crash. */
+static const char *left_during_call(void) {
+        static char buf[sizeof call_what + 200];
+
+        if (!call_what[0])
+                return "";
+        (void) snprintf(buf, sizeof buf, "; freezerd stopped or crashed during %s: %s", call_what,
+                        arg_rollback ? "with --rollback, the flags it changed are restored (as it stops, or when it "
+                                       "starts again)"
+                                     : "see freezectl status for the flags it left");
+        return buf;
+}
+
+/* The command name of the process serving the unix socket at path (who
+ * listens there: a bus daemon given to --socket=, say); NULL if nobody or
+ * unknown. */
+static const char *socket_peer_comm(const char *path, char *buf, size_t size) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        char proc[64];
+        int fd, r;
+        ssize_t n;
+
+        if (!path || strlen(path) >= sizeof sa.sun_path)
+                return NULL;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return NULL;
+        r = connect(fd, (struct sockaddr *) &sa, sizeof sa);
+        if (r >= 0)
+                r = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        close(fd);
+        if (r < 0 || cred.pid <= 0)
+                return NULL;
+        (void) snprintf(proc, sizeof proc, "/proc/%d/comm", (int) cred.pid);
+        fd = open(proc, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        n = read(fd, buf, size - 1);
+        close(fd);
+        if (n <= 0)
+                return NULL;
+        buf[n] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        return buf;
+}
 
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
@@ -409,6 +464,13 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 log_error("%s: freezerd is not running (nobody owns " FREEZER_SERVICE " on the bus)", what);
                 return;
         }
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") && message &&
+            strstr(message, "recipient disconnected")) {
+                /* dbus-daemon's "Message recipient disconnected from message bus
+                 * without replying": freezerd is gone, it does not go on. */
+                log_error("%s: freezerd left the bus without answering (%s)%s", what, message, left_during_call());
+                return;
+        }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
             streq_ptr(name, "org.freedesktop.DBus.Error.NoReply")) {
                 /* A bus daemon gives up on a reply after its reply_timeout,
@@ -435,10 +497,23 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 return;
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected")) {
+                char comm[64];
+                const char *peer = connected_private && arg_bus == BUS_PRIVATE
+                                           ? socket_peer_comm(arg_socket, comm, sizeof comm)
+                                           : NULL;
+
                 /* On a bus it is the bus that went (or refused us: a session
-                 * bus closes the connection of another uid, root's too). */
-                log_error("%s: lost the connection to %s (%s)", what,
-                          connected_private ? "freezerd (its private socket)" : "the bus", message ?: strerror(-r));
+                 * bus closes the connection of another uid, root's too).  On
+                 * a private socket that a bus daemon serves, the daemon closed
+                 * a connection that never said Hello. */
+                if (peer && !streq(peer, "freezerd"))
+                        log_error("%s: lost the connection to %s (%s): %s serves it, not freezerd (a bus is reached "
+                                  "with --address=unix:path=%s)",
+                                  what, arg_socket, message ?: strerror(-r), peer, arg_socket);
+                else
+                        log_error("%s: lost the connection to %s (%s)%s", what,
+                                  connected_private ? "freezerd (its private socket)" : "the bus",
+                                  message ?: strerror(-r), connected_private ? left_during_call() : "");
                 return;
         }
 
@@ -735,6 +810,7 @@ static void interrupt_say(const char *fmt, ...) {
         va_start(ap, fmt);
         (void) vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
+        (void) snprintf(call_what, sizeof call_what, "%s", what);
         (void) snprintf(goes_on, sizeof goes_on, "%s%s", what,
                         arg_no_wait ? ""
                         : arg_rollback
@@ -2669,6 +2745,7 @@ static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_
 
         if (arg_bus == BUS_PRIVATE || (arg_bus == BUS_DEFAULT && geteuid() == 0)) {
                 r = wire_open(arg_bus == BUS_PRIVATE ? arg_socket : FREEZER_PRIVATE_SOCKET, &w);
+                connected_private = r >= 0;
                 if (r < 0 && arg_bus == BUS_PRIVATE) {
                         log_connect_failure(r);
                         return EXIT_FAILURE;

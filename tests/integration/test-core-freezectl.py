@@ -32,6 +32,14 @@ Checks:
     lines (session 29's freezectl wrote it byte by byte, 66 writes).
   * --socket= naming the bus's socket: one line with UnknownMethod asking "is
     it a bus?", without the bus's trailing newline as \x0a.
+  * --socket= naming the bus's socket for `list` (sd-bus, which the bus
+    daemon disconnects without Hello): one line saying dbus-daemon serves it,
+    not freezerd (it said "lost the connection to freezerd").
+  * freezerd killed (SIGKILL) while `freeze --timeout=60s /s` waits, over the
+    private socket with --rollback and over the bus without: exit 1, one line
+    saying freezerd stopped or crashed during the freeze of /s and what becomes
+    of its flags; never that freezerd goes on, nor that a bus was lost on the
+    private socket.
   * A bus whose reply_timeout (1 s) ends a `freeze --timeout=60s /s` first:
     exit 1, one line saying no reply came and that freezerd, if it still
     runs, goes on with the freeze of /s; /s is still freezing.
@@ -139,6 +147,39 @@ def check_bus_reply_timeout(sc, d_config):
             ft.freezectl('thaw', '/s', address=bus2.address)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_freezerd_killed(sc, bus):
+    """freezerd killed while freezectl waits for a freeze: freezectl says freezerd is gone
+    (not that a bus went, nor that freezerd goes on) and what becomes of the flags."""
+    for how, rollback in (('private socket', True), ('bus', False)):
+        with ft.CrashableDaemon(bus, sc.root) as d:
+            private = os.path.join(d.runtime_dir, 'private')
+            ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+            where = [f'--socket={private}'] if how == 'private socket' else [f'--address={bus.address}']
+            args = ['freeze', '--timeout=60s', *(['--rollback'] if rollback else []), '/s']
+            ft.loop().watch(sc.abspath('/s'))  # a write of its cgroup.freeze wakes the wait below
+            p = subprocess.Popen([ft.FREEZECTL_BIN, *where, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+            try:
+                ft.wait_for(lambda: sc.read_freeze('/s') == 1, what=f'{how}: freezerd wrote /s\'s flag')
+                d.sigkill()
+                d.wait_dead()
+                out, err = p.communicate(timeout=ft.DEFAULT_TIMEOUT)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+            ft.check_equal((r.returncode, r.stdout), (1, ''), f'{how}: freezerd killed during freeze /s: exit 1')
+            words = ['cannot freeze /s', 'freezerd stopped or crashed during the freeze of /s',
+                     'with --rollback, the flags it changed are restored' if rollback
+                     else 'see freezectl status for the flags it left']
+            words += ['lost the connection to freezerd (its private socket)'] if how == 'private socket' else \
+                ['freezerd left the bus without answering']
+            one_line(r, f'{how}: freezerd killed', *words)
+            ft.check('goes on' not in r.stderr, f'{how}: it does not say freezerd goes on', r.stderr)
+        sc.write_freeze('/s', 0)
 
 
 def test():
@@ -298,6 +339,11 @@ def test():
                      f'--address=unix:path={bus_socket}')
             ft.check('\\x0a' not in r.stderr, 'the bus\'s message ends without its newline as \\x0a', r.stderr)
             ft.check_equal(sc.read_freeze('/g'), 0, 'and nothing was written')
+            # A command that goes through sd-bus: the bus daemon closes a connection without Hello.
+            r = ft.freezectl('list', socket=bus_socket, check=False)
+            ft.check_equal(r.returncode, 1, 'list --socket= naming the bus\'s socket: exit 1')
+            one_line(r, 'list --socket= naming a bus', 'dbus-daemon serves it, not freezerd',
+                     f'--address=unix:path={bus_socket}')
 
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
@@ -326,6 +372,7 @@ def test():
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 1, 'freeze -- -odd froze /-odd')
             ft.freezectl('thaw', '--', '/-odd')
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 0, 'thaw -- /-odd')
+        check_freezerd_killed(sc, bus)
         check_bus_reply_timeout(sc, d_config={'default_timeout_usec': 2000000})
     print('# checked: freezectl status/freeze/thaw/list/tree (text and --json) against the kernel, exit codes 0/1/2 '
           'with one-line errors, --timeout --rollback, --no-wait, --')
