@@ -90,13 +90,14 @@ def test():
             ft.check(len(lines) == 9 and 'not logged' in lines[-1] and all('not logged' not in ln for ln in lines[:8]),
                      '12 odd names below /pods/many: 8 named, the 9th says the rest go unlogged, none again after '
                      'rescans', '\n'.join(lines))
+            gone = c.record(subscribe=False)
             for name in many:
                 os.rmdir(pods + b'/many/' + name)
             os.rmdir(pods + b'/many')
             # A reply does not wait for freezerd to read the kernel's IN_DELETE: the
             # FreezeExcept below failed with NoSuchGroup for /pods/many under ASan.
-            ft.wait_for(lambda: '/pods/many' not in [p for p, _o, _s in c.call('ListGroups')[0]],
-                        what='/pods/many gone from ListGroups')
+            gone.wait_for(lambda r: ft.group_object('/pods/many') in [o for o, _i in r.interfaces_removed()],
+                          what='InterfacesRemoved of /pods/many')
 
             ft.check_equal(c.call('FreezeExcept', '/pods', ['/pods/a'], 0, 0)[0], ['/pods/b'],
                            'FreezeExcept(/pods, [/pods/a]) replies [/pods/b]')
