@@ -423,6 +423,12 @@ static void on_reload_signal(Daemon *d) {
                 r = manager_reload(d->manager, &config);
                 if (r < 0)
                         log_error_errno(r, "Reloading failed: %m");
+                else if (access(arg_config, F_OK) < 0 && errno == ENOENT)
+                        /* Not an error (a missing file means defaults), but not what
+                         * "reloaded from" would make one think either. */
+                        log_notice("Configuration reloaded: %s is gone, so the defaults apply (track \"/\" "
+                                   "among them).",
+                                   arg_config);
                 else
                         log_info("Configuration reloaded from %s.", arg_config);
                 if (old_timeout != d->manager->config.default_timeout_usec)

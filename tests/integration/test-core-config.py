@@ -10,6 +10,8 @@ Checks:
   * A bad file on SIGHUP: freezerd keeps running with the old value, logs the
     file:line, and still answers.
   * An empty object on SIGHUP: back to the default, 10000000 (signalled).
+  * The file removed, SIGHUP: the log says it is gone and the defaults apply
+    (it said "reloaded from" the file).
   * "track": ["/a"] tracks only /a's subtree ("/" is an object all the same,
     untracked); Freeze of /b tracks /b's subtree
     first (InterfacesAdded); Untrack("/b") removes the objects and leaves the
@@ -113,6 +115,12 @@ def test():
             d.reload()
             rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 10000000)
             ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 10000000, 'an empty file: the default again')
+
+            # The file removed: the defaults too, and the log says the file is gone.
+            os.unlink(d.config_path)
+            d.reload()
+            ft.check(f'Configuration reloaded: {d.config_path} is gone, so the defaults apply' in d.log(),
+                     'a removed file on SIGHUP: the log says the defaults apply', d.log()[-500:])
 
         # ---- signals inherited as ignored (nohup ignores SIGHUP): freezerd takes them back
         d = ft.Daemon(bus, sc.root, config={'default_timeout_usec': 5000000})
