@@ -18,6 +18,11 @@ struct Tree {
         unsigned n_groups;
         unsigned n_tracked;
 
+        /* A cgroup.freeze of 1 between the mount and the root (the groups
+         * above freezerd's cgroup root): the root's parent, as far as its
+         * effective flag goes. */
+        bool outer_freeze;
+
         /* FIFO of groups with pending GROUP_CHANGED_* bits, doubly linked
          * through changed_next/changed_prev. */
         Group *changed_head, *changed_tail;
@@ -397,16 +402,15 @@ Group *tree_next_preorder(Group *top, Group *g) {
         return tree_next_preorder_skip(top, g);
 }
 
-void tree_set_freeze(Tree *t, Group *g, bool freeze) {
-        bool e;
+bool tree_parent_freezes(Tree *t, const Group *g) {
+        return g->parent ? g->parent->e_freeze : t->outer_freeze;
+}
 
-        if (g->freeze == freeze)
-                return;
+/* Recompute g's effective flag from its own and its parent's (the outer flag
+ * for the root), and g's subtree's after it. */
+static void update_effective(Tree *t, Group *g) {
+        bool e = g->freeze || tree_parent_freezes(t, g);
 
-        g->freeze = freeze;
-        mark_changed(t, g, GROUP_CHANGED_FREEZE);
-
-        e = freeze || (g->parent && g->parent->e_freeze);
         if (e == g->e_freeze) {
                 /* Only the own flag moved (e.g. FROZEN <-> FROZEN_BY_PARENT);
                  * nothing below can be affected. */
@@ -430,6 +434,27 @@ void tree_set_freeze(Tree *t, Group *g, bool freeze) {
                 update_state(t, d);
                 d = tree_next_preorder(g, d);
         }
+}
+
+void tree_set_freeze(Tree *t, Group *g, bool freeze) {
+        if (g->freeze == freeze)
+                return;
+
+        g->freeze = freeze;
+        mark_changed(t, g, GROUP_CHANGED_FREEZE);
+        update_effective(t, g);
+}
+
+void tree_set_outer_freeze(Tree *t, bool freeze) {
+        if (t->outer_freeze == freeze)
+                return;
+
+        t->outer_freeze = freeze;
+        update_effective(t, t->root);
+}
+
+bool tree_outer_freeze(Tree *t) {
+        return t->outer_freeze;
 }
 
 void tree_set_frozen(Tree *t, Group *g, bool frozen) {

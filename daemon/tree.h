@@ -6,8 +6,9 @@
  *
  * Each group keeps
  *   - freeze:    its own cgroup.freeze value,
- *   - e_freeze:  the effective flag (its own or any ancestor's), as the kernel's
- *                cgroup->freezer.e_freeze,
+ *   - e_freeze:  the effective flag (its own or any ancestor's, up to the
+ *                outer flag above the root: tree_set_outer_freeze()), as the
+ *                kernel's cgroup->freezer.e_freeze,
  *   - frozen:    what the kernel last reported in cgroup.events,
  *   - populated: likewise,
  *   - aggregate counts over its descendants, kept incrementally.
@@ -112,6 +113,16 @@ int tree_remove(Tree *t, Group *g, void (*destroy)(Group *g, void *userdata), vo
  * skipping each child subtree whose effective flag does not change. No-op if
  * equal. */
 void tree_set_freeze(Tree *t, Group *g, bool freeze);
+/* A flag above the root (a cgroup.freeze of 1 between the mount and
+ * freezerd's cgroup root, which no group of the model holds): the kernel
+ * freezes the whole tree for it, so the root's effective flag is its own or
+ * this one, and the change walks down as tree_set_freeze()'s does.  Off in a
+ * new tree. */
+void tree_set_outer_freeze(Tree *t, bool freeze);
+bool tree_outer_freeze(Tree *t);
+/* Whether an ancestor's flag freezes g: its parent's effective flag, or the
+ * outer flag for the root. */
+bool tree_parent_freezes(Tree *t, const Group *g);
 /* The kernel reported frozen. Updates ancestors' n_frozen_descendants by ±1. */
 void tree_set_frozen(Tree *t, Group *g, bool frozen);
 void tree_set_populated(Tree *t, Group *g, bool populated);

@@ -179,7 +179,9 @@ static void verify_tree(Tree *t) {
                 }
                 CHECK_EQ(g->n_children, n_children);
 
-                CHECK_MSG(g->e_freeze == (g->freeze || (g->parent && g->parent->e_freeze)), " (%s)", g->path);
+                CHECK_MSG(g->e_freeze == (g->freeze || (g->parent ? g->parent->e_freeze : tree_outer_freeze(t))),
+                          " (%s)", g->path);
+                CHECK_EQ(tree_parent_freezes(t, g), g->parent ? g->parent->e_freeze : tree_outer_freeze(t));
                 CHECK_MSG(g->state == freezer_state_derive(g->freeze, g->e_freeze, g->frozen), " (%s)", g->path);
 
                 CHECK_EQ(g->on_changed_list, g->changed != 0);
@@ -592,6 +594,88 @@ static void test_skip_self_frozen_subtree(void) {
         CHECK_EQ(C->state, FREEZER_THAWING);
         CHECK_EQ(G->state, FREEZER_FROZEN);
         CHECK_EQ(I->state, FREEZER_FROZEN_BY_PARENT);
+        verify_tree(t);
+
+        tree_free(t, NULL, NULL);
+}
+
+/* A flag above the root (tree_set_outer_freeze()): the whole tree is frozen
+ * by a parent, as by a flag on a tracked ancestor, and a group with its own
+ * flag keeps its state and is skipped. */
+static void test_outer_freeze(void) {
+        Tree *t = tree_new();
+        Group *root = tree_root(t), *A, *B, *C, *D;
+        unsigned bits;
+
+        add_path(t, "/A", true, false, false);
+        add_path(t, "/A/B", true, false, false);
+        add_path(t, "/C", true, false, false);
+        add_path(t, "/C/D", true, false, false);
+        A = get(t, "/A");
+        B = get(t, "/A/B");
+        C = get(t, "/C");
+        D = get(t, "/C/D");
+        tree_set_freeze(t, C, true);
+        kernel_settle(t);
+        drain(t);
+        CHECK(!tree_outer_freeze(t));
+        CHECK(!tree_parent_freezes(t, root));
+
+        tree_set_outer_freeze(t, true);
+        CHECK(tree_outer_freeze(t));
+        CHECK(tree_parent_freezes(t, root));
+        CHECK(!root->freeze && root->e_freeze && A->e_freeze && B->e_freeze);
+        CHECK_EQ(root->state, FREEZER_FREEZING_BY_PARENT);
+        CHECK_EQ(B->state, FREEZER_FREEZING_BY_PARENT);
+        CHECK_EQ(C->state, FREEZER_FROZEN);
+        CHECK_EQ(D->state, FREEZER_FROZEN_BY_PARENT);
+        /* root, A and B change state alone (no own flag moved), nothing else:
+         * C froze itself. */
+        check_changed_outside(t, NULL, C, D, NULL, _FREEZER_STATE_INVALID);
+        verify_tree(t);
+
+        kernel_settle(t);
+        CHECK_EQ(root->state, FREEZER_FROZEN_BY_PARENT);
+        CHECK_EQ(A->state, FREEZER_FROZEN_BY_PARENT);
+        CHECK_EQ(B->state, FREEZER_FROZEN_BY_PARENT);
+        drain(t);
+
+        /* The same value again changes nothing. */
+        tree_set_outer_freeze(t, true);
+        CHECK(!tree_pop_changed(t, &bits));
+
+        /* A group added below now inherits it. */
+        add_path(t, "/A/E", true, false, false);
+        CHECK(get(t, "/A/E")->e_freeze);
+        kernel_settle(t);
+        drain(t);
+
+        /* The root's own flag under the outer one: only the root's own flag
+         * and state move (FROZEN_BY_PARENT <-> FROZEN), as for any group. */
+        tree_set_freeze(t, root, true);
+        CHECK(tree_pop_changed(t, &bits) == root);
+        CHECK_EQ(bits, GROUP_CHANGED_FREEZE | GROUP_CHANGED_STATE);
+        CHECK(!tree_pop_changed(t, &bits));
+        tree_set_outer_freeze(t, false);
+        CHECK(!tree_pop_changed(t, &bits)); /* the root still freezes itself */
+        CHECK(root->e_freeze && B->e_freeze);
+        tree_set_outer_freeze(t, true);
+        tree_set_freeze(t, root, false);
+        drain(t);
+
+        /* Thawed from above: every group not frozen by itself is thawing
+         * until the kernel reports it, then running; C's subtree stays. */
+        tree_set_outer_freeze(t, false);
+        CHECK(!root->e_freeze && !A->e_freeze && !B->e_freeze);
+        CHECK_EQ(root->state, FREEZER_THAWING);
+        CHECK_EQ(B->state, FREEZER_THAWING);
+        CHECK_EQ(C->state, FREEZER_FROZEN);
+        CHECK_EQ(D->state, FREEZER_FROZEN_BY_PARENT);
+        check_changed_outside(t, NULL, C, D, NULL, FREEZER_THAWING);
+        verify_tree(t);
+        kernel_settle(t);
+        CHECK_EQ(root->state, FREEZER_RUNNING);
+        CHECK_EQ(B->state, FREEZER_RUNNING);
         verify_tree(t);
 
         tree_free(t, NULL, NULL);
@@ -1375,6 +1459,7 @@ int main(void) {
                 { "add", test_add },
                 { "kernel_matrix", test_kernel_matrix },
                 { "skip_self_frozen_subtree", test_skip_self_frozen_subtree },
+                { "outer_freeze", test_outer_freeze },
                 { "set_frozen_populated_tracked", test_set_frozen_populated_tracked },
                 { "changed_list", test_changed_list },
                 { "remove", test_remove },
