@@ -1096,7 +1096,9 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
          * a group that asks to be frozen): InvalidArgs, which libfreezer
          * reports as -EINVAL, as it does an exclusion outside the top. */
         for (size_t i = 0; i < n_excluded; i++) {
-                const Group *x = excluded[i], *a;
+                const Group *x = excluded[i];
+                const char *a;
+                bool outer;
 
                 if (!x->e_freeze)
                         continue;
@@ -1105,12 +1107,12 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                                                  "Cannot keep %s running: its own cgroup.freeze is 1; thaw it first; "
                                                  "nothing was written",
                                                  x->path);
-                for (a = x->parent; a && !a->freeze; a = a->parent)
-                        ;
+                a = manager_frozen_by(m, x, &outer);
                 return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
-                                         "Cannot keep %s running: its ancestor %s freezes it (cgroup.freeze 1 there); "
-                                         "thaw %s first; nothing was written",
-                                         x->path, a ? a->path : "(unknown)", a ? a->path : "that ancestor");
+                                         "Cannot keep %s running: its ancestor %s%s freezes it "
+                                         "(cgroup.freeze 1 there); thaw %s first; nothing was written",
+                                         x->path, a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
+                                         a ?: "that ancestor");
         }
         if (n_cover == 0)
                 return sd_bus_reply_method_return(msg, "as", 0);
@@ -1921,8 +1923,8 @@ typedef struct GroupStates {
         bool failed; /* an allocation failed this turn: the rest is not sent (logged once) */
 } GroupStates;
 
-static uint32_t group_state_bits(const Group *g) {
-        bool ancestor_freezes = g->parent && g->parent->e_freeze;
+static uint32_t group_state_bits(Tree *t, const Group *g) {
+        bool ancestor_freezes = tree_parent_freezes(t, g); /* above the root too */
 
         return (g->freeze ? GROUP_STATE_FREEZE : 0) | (ancestor_freezes ? GROUP_STATE_ANCESTOR_FREEZES : 0) |
                (g->frozen ? GROUP_STATE_FROZEN : 0) | (g->populated ? GROUP_STATE_POPULATED : 0);
@@ -1986,7 +1988,7 @@ static void group_states_flush(GroupStates *st, Sink *sinks, size_t n) {
         st->n = 0;
 }
 
-static void group_states_add(GroupStates *st, const Group *g, Sink *sinks, size_t n) {
+static void group_states_add(GroupStates *st, Tree *t, const Group *g, Sink *sinks, size_t n) {
         if (st->failed)
                 return;
         if (st->n == st->allocated && group_states_grow(st) < 0) {
@@ -1995,7 +1997,7 @@ static void group_states_add(GroupStates *st, const Group *g, Sink *sinks, size_
                 return;
         }
         st->ids[st->n] = g->id;
-        st->states[st->n] = group_state_bits(g);
+        st->states[st->n] = group_state_bits(t, g);
         st->descendants[st->n] = g->n_descendants;
         st->frozen_descendants[st->n] = g->n_frozen_descendants;
         if (++st->n >= GROUP_STATES_MAX)
@@ -2044,7 +2046,7 @@ static bool emit_changed_groups(Manager *m, size_t max) {
                 }
                 n_sent++;
                 if (any_states)
-                        group_states_add(&states, g, sinks, n);
+                        group_states_add(&states, m->tree, g, sinks, n);
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)
                                 sink_add_group(&sinks[i], g);

@@ -26,6 +26,7 @@ enum {
         WD_KIND_DIR,         /* a group's directory: child mkdir and rmdir */
         WD_KIND_FREEZE,      /* a group's cgroup.freeze: writes to it */
         WD_KIND_ROOT_PARENT, /* the directory above the root (below the mount): the root's rmdir */
+        WD_KIND_OUTER,       /* the cgroup.freeze of a group above the root: writes to it */
 };
 
 /* Two watches per group, and cgroup.events in an epoll set, not watched.
@@ -49,6 +50,8 @@ static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
 static void manager_find_self(Manager *m);
 static void group_reread_freeze(Manager *m, Group *g, bool deduce);
+static void manager_reread_outer(Manager *m, bool deduce);
+static int read_freeze_file(int fd, bool *ret);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
@@ -495,13 +498,15 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
 
 /* The kernel's rules group_settle_subtree() deduces from assume that the
  * model holds every flag reaching its groups.  The flags of the groups between
- * the mount and our root are not in it: while one is set, every group below
- * is frozen whatever its own flags, and nothing is deduced. */
+ * the mount and our root are in it only as far as a watch on each tells
+ * (manager_reread_outer(); inotify may have refused one): while one is set,
+ * every group below is frozen whatever its own flags, and nothing is
+ * deduced. */
 static bool manager_outer_frozen(Manager *m) {
-        for (size_t i = 0; i < m->n_outer_freeze_fds; i++) {
+        for (size_t i = 0; i < m->n_outer; i++) {
                 char buf[16];
                 bool v;
-                ssize_t n = cg_read_fd(m->outer_freeze_fds[i], buf, sizeof buf);
+                ssize_t n = cg_read_fd(m->outer[i].freeze_fd, buf, sizeof buf);
                 if (n >= 0 && cg_parse_freeze(buf, (size_t) n, &v) >= 0 && v)
                         return true;
         }
@@ -645,7 +650,18 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
                 o += sizeof *ev + ev->len;
                 if (ev->mask & IN_Q_OVERFLOW)
                         m->inotify_overflow_pending = true;
-                if (!(ev->mask & IN_MODIFY) || !(w = wdmap_get(m->wds, ev->wd)) || w->kind != WD_KIND_FREEZE)
+                if (!(ev->mask & IN_MODIFY) || !(w = wdmap_get(m->wds, ev->wd)))
+                        continue;
+                if (w->kind == WD_KIND_OUTER) {
+                        /* A flag above the root, applied in queue order as
+                         * the groups' own are below. */
+                        if (*outer < 0)
+                                *outer = manager_outer_frozen(m);
+                        manager_reread_outer(m, inotify_complete(m) && !*outer);
+                        ev->mask &= ~IN_MODIFY;
+                        continue;
+                }
+                if (w->kind != WD_KIND_FREEZE)
                         continue;
                 /* Our real-time writer's, read while it goes on (batch_written()):
                  * the model does not have that write yet, and the read would take
@@ -720,6 +736,54 @@ static void group_reread_freeze(Manager *m, Group *g, bool deduce) {
                 if (v)
                         holdback_watch_external(m, g);
         }
+}
+
+/* Re-read the flags of the groups above the root, after a write to one of
+ * them (a watch on each cgroup.freeze: nothing is polled, freezerd wakes only
+ * when someone writes one).  Whether one is set is the root's parent's flag
+ * in the model (tree_set_outer_freeze()): when that changes, the kernel froze
+ * or thawed, inside the write, every group whose own flags do not freeze it,
+ * and the whole tree is settled as for a write of the root's own flag. */
+static void manager_reread_outer(Manager *m, bool deduce) {
+        Group *root = tree_root(m->tree);
+        bool any = false;
+
+        for (size_t i = 0; i < m->n_outer; i++) {
+                struct OuterGroup *o = &m->outer[i];
+                bool v;
+                int r = read_freeze_file(o->freeze_fd, &v);
+
+                if (r >= 0)
+                        o->freeze = v;
+                else
+                        log_debug_errno(r, "Cannot read %s/cgroup.freeze: %m", o->path);
+                any = any || o->freeze;
+        }
+        if (any == tree_outer_freeze(m->tree))
+                return;
+        log_debug("A cgroup.freeze above the cgroup root %s changed: it is %s by its ancestors now", m->cgroup_root,
+                  any ? "frozen" : "no longer frozen");
+        tree_set_outer_freeze(m->tree, any);
+        if (!group_data(root))
+                return; /* at start: the root is read once attached */
+        m->settle_gen++;
+        group_settle_subtree(m, root, deduce);
+        if (any)
+                holdback_watch_external(m, root);
+}
+
+const char *manager_frozen_by(Manager *m, const Group *g, bool *ret_outer) {
+        *ret_outer = false;
+        for (const Group *a = g->parent; a; a = a->parent)
+                if (a->freeze)
+                        return a->path;
+        /* The nearest (deepest) one, as above. */
+        for (size_t i = m->n_outer; i > 0; i--)
+                if (m->outer[i - 1].freeze) {
+                        *ret_outer = true;
+                        return m->outer[i - 1].path;
+                }
+        return NULL;
 }
 
 /* ---- group lifetime ----------------------------------------------------------------------------------- */
@@ -985,7 +1049,6 @@ static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
         return manager_list_children(m, c, dirfd);
 }
 
-static int read_freeze_file(int fd, bool *ret);
 static int child_open_and_watch(int inotify_fd, int parent_dirfd, const char *name, bool events, int *ret_fd,
                                 Watches *ret, bool *ret_in_watch);
 
@@ -1848,13 +1911,6 @@ void manager_dispatch(Manager *m) {
         }
 }
 
-static const Group *freezing_ancestor(const Group *g) {
-        for (const Group *a = g->parent; a; a = a->parent)
-                if (a->freeze)
-                        return a;
-        return NULL;
-}
-
 /* The kernel sets a group's "frozen" once its own tasks are frozen, even
  * while a child group is still freezing (seen on 6.18 with a child stuck
  * on FUSE): a freeze is complete only when every descendant reports frozen
@@ -2113,10 +2169,12 @@ static bool operation_check(Operation *op) {
                         break;
                 case OP_WANT_THAWED:
                         if (g->e_freeze) {
-                                const Group *a = freezing_ancestor(g);
+                                bool outer;
+                                const char *a = manager_frozen_by(op->manager, g, &outer);
                                 operation_doom(op, false, BUS_ERROR_FROZEN_BY_PARENT,
-                                               "%s: its own flag is cleared, but it is still frozen by %s", g->path,
-                                               a ? a->path : "an ancestor");
+                                               "%s: its own flag is cleared, but it is still frozen by %s%s%s", g->path,
+                                               a ?: "an ancestor", outer ? ", above freezerd's cgroup root " : "",
+                                               outer ? op->manager->cgroup_root : "");
                                 return true;
                         }
                         e->done = !g->frozen;
@@ -2789,10 +2847,20 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 " for %s (known: 1 ROLLBACK_ON_TIMEOUT, 2 NO_WAIT, 4 RECURSIVE)",
                                          flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT),
                                          g->path);
-        if (g == tree_root(m->tree))
+        if (g == tree_root(m->tree)) {
+                bool outer;
+                const char *a = manager_frozen_by(m, g, &outer);
+
+                /* Nothing freezerd could write thaws it: say what would. */
+                if (!freeze && a && outer)
+                        return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
+                                                 "%s is frozen by %s, above freezerd's cgroup root %s; nothing was "
+                                                 "written",
+                                                 g->path, a, m->cgroup_root);
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
                                          "%s is freezerd's cgroup root (%s) and cannot be %s", g->path, m->cgroup_root,
                                          freeze ? "frozen" : "thawed");
+        }
 
         if (freeze) {
                 manager_find_self(m);
@@ -3094,6 +3162,7 @@ int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t t
 static void manager_resync(Manager *m) {
         /* The kernel dropped events (IN_Q_OVERFLOW): re-read everything we keep. */
         log_warning("inotify queue overflowed, re-reading every group");
+        manager_reread_outer(m, false);
         for (Group *g = tree_root(m->tree), *next; g; g = next) {
                 next = tree_next_preorder(tree_root(m->tree), g);
                 group_reread_freeze(m, g, false);
@@ -3153,6 +3222,17 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         w = wdmap_get(m->wds, ev->wd);
         if (!w)
                 return; /* a watch of a group we already dropped */
+        if (w->kind == WD_KIND_OUTER) {
+                /* A write manager_drain_inotify() did not apply (it always does,
+                 * short of a lost event); read once per slice. */
+                if (ev->mask & IN_IGNORED)
+                        wdmap_remove(m->wds, ev->wd); /* unmounted: the root's watch says so */
+                else if ((ev->mask & IN_MODIFY) && m->outer_gen != m->inotify_gen) {
+                        m->outer_gen = m->inotify_gen;
+                        manager_reread_outer(m, false);
+                }
+                return;
+        }
         g = w->ptr;
 
         if (w->kind == WD_KIND_ROOT_PARENT) {
@@ -3761,29 +3841,56 @@ static void manager_find_self(Manager *m) {
 }
 
 /* Open the cgroup.freeze of every group from the mount down to our root's
- * parent (see manager_outer_frozen()); none when the root is the mount. */
+ * parent (see manager_outer_frozen() and manager_reread_outer()); none when
+ * the root is the mount.  Watched and read once the root is attached
+ * (manager_watch_outer()). */
 static void manager_open_outer(Manager *m, const char *mount) {
         const char *rel = m->root_cgroup;
 
         for (const char *p = rel + (*rel == '/'); (p = strchr(p, '/')); p++) {
-                _cleanup_free_ char *path = NULL;
-                int *a, fd;
+                _cleanup_free_ char *dir = NULL, *path = NULL;
+                struct OuterGroup *a;
+                int fd;
 
-                if (asprintf(&path, "%s%.*s/cgroup.freeze", mount, (int) (p - rel), rel) < 0)
+                if (asprintf(&dir, "%s%.*s", mount, (int) (p - rel), rel) < 0 ||
+                    asprintf(&path, "%s/cgroup.freeze", dir) < 0)
                         return;
                 fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0) {
                         log_debug_errno(errno, "Cannot open %s: %m", path);
                         continue;
                 }
-                a = reallocarray(m->outer_freeze_fds, m->n_outer_freeze_fds + 1, sizeof *a);
+                a = reallocarray(m->outer, m->n_outer + 1, sizeof *a);
                 if (!a) {
                         close(fd);
                         return;
                 }
-                a[m->n_outer_freeze_fds++] = fd;
-                m->outer_freeze_fds = a;
+                a[m->n_outer++] = (struct OuterGroup) { .path = TAKE_PTR(dir), .freeze_fd = fd };
+                m->outer = a;
         }
+}
+
+/* Watch the flags above the root, then read them: a write after the watch is
+ * queued, one before it is read.  A group frozen from up there is frozen by a
+ * parent, as by a flag in the model, and its thaw or freeze is seen as it
+ * comes.  Without a watch (out of inotify watches) it is seen at the next
+ * write of one of ours only, as before, and the log says so. */
+static void manager_watch_outer(Manager *m) {
+        for (size_t i = 0; i < m->n_outer; i++) {
+                struct OuterGroup *o = &m->outer[i];
+                /* Not FREEZE_WATCH_MASK: IN_DONT_FOLLOW would watch the
+                 * /proc/self/fd link instead of the file it names. */
+                int wd = watch_fd(m, o->freeze_fd, IN_MODIFY);
+
+                if (wd >= 0 && wdmap_put(m->wds, wd, o, WD_KIND_OUTER) < 0) {
+                        (void) inotify_rm_watch(m->inotify_fd, wd);
+                        wd = -ENOMEM;
+                }
+                if (wd < 0)
+                        log_warning_errno(wd, "Cannot watch %s/cgroup.freeze, above the cgroup root: %m.  A freeze "
+                                          "or thaw of it is seen only after an inotify overflow.", o->path);
+        }
+        manager_reread_outer(m, false);
 }
 
 int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
@@ -3901,6 +4008,9 @@ static int manager_attach_root(Manager *m) {
 
         if (root->userdata)
                 return 0;
+        /* The root's parent's flag (tree_set_outer_freeze()) before the
+         * root is read. */
+        manager_watch_outer(m);
         dirfd = cg_openat_beneath(m->root_fd, ".", O_RDONLY | O_DIRECTORY, 0);
         if (dirfd < 0)
                 return dirfd;
@@ -4228,9 +4338,11 @@ Manager *manager_free(Manager *m) {
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         closep(&m->events_epfd);
-        for (size_t i = 0; i < m->n_outer_freeze_fds; i++)
-                closep(&m->outer_freeze_fds[i]);
-        free(m->outer_freeze_fds);
+        for (size_t i = 0; i < m->n_outer; i++) {
+                closep(&m->outer[i].freeze_fd);
+                free(m->outer[i].path);
+        }
+        free(m->outer);
         closep(&m->root_fd);
         closep(&m->self_cgroup_fd);
         /* While the runtime directory is still ours: its free slots are removed. */

@@ -185,8 +185,14 @@ struct Manager {
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
-        int *outer_freeze_fds; /* cgroup.freeze of the groups above the root, below the mount */
-        size_t n_outer_freeze_fds;
+        /* The groups above the root, below the mount (manager_open_outer()),
+         * from the mount down: their flags freeze everything we follow. */
+        struct OuterGroup {
+                char *path;    /* its directory, absolute */
+                int freeze_fd; /* its cgroup.freeze, watched for writes (WD_KIND_OUTER) */
+                bool freeze;   /* its flag as last read */
+        } *outer;
+        size_t n_outer;
         int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         bool realtime_refused; /* the kernel refused SCHED_FIFO once (manager_write_freezes()): not asked again */
@@ -201,6 +207,7 @@ struct Manager {
         struct event *inotify_resume; /* ends a pause of reading during a storm */
         WdMap *wds;
         unsigned inotify_gen;
+        unsigned outer_gen; /* last inotify batch in which the flags above the root were re-read */
         /* Kernel events read from the inotify fd and the epoll set, handled in
          * order, a slice per loop turn (manager_handle_stashed_events()), from
          * inotify_stash_pos. */
@@ -360,6 +367,11 @@ void manager_shutdown(Manager *m);
  * root).  On failure fills error (InvalidPath, NoSuchGroup...) and returns
  * -errno.  Nothing is added to the model. */
 int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error *error);
+
+/* What freezes g besides its own flag: the nearest ancestor in the model
+ * whose flag is set (its API path), else the nearest group above the root
+ * whose flag is (its absolute path, *ret_outer set), else NULL. */
+const char *manager_frozen_by(Manager *m, const Group *g, bool *ret_outer);
 
 /* Read cgroup.stat.local's frozen_usec fresh (0 where the kernel lacks it). */
 int manager_group_frozen_usec(Manager *m, Group *g, uint64_t *ret);
