@@ -433,7 +433,7 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
 
         for (size_t i = 0; i < n_found; i++) {
                 const Found *f = &found[i];
-                unsigned restored = 0, gone = 0, failed = 0;
+                unsigned restored = 0, unchanged = 0, gone = 0, failed = 0;
                 int r;
 
                 if (f->boot && boot_id && !streq(f->boot, boot_id)) {
@@ -448,6 +448,8 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                         r = restore(f->entries[k - 1].path, f->entries[k - 1].prev_freeze, userdata);
                         if (r == -ENOENT)
                                 gone++;
+                        else if (r > 0)
+                                unchanged++;
                         else if (r < 0) {
                                 failed++;
                                 log_error_errno(r, "Cannot restore %s to freeze=%d: %m", f->entries[k - 1].path,
@@ -456,8 +458,8 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                                 restored++;
                 }
                 log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
-                           "%u gone, %u failed.",
-                           f->id, restored, restored == 1 ? "" : "s", gone, failed);
+                           "%u had it already (not written before the stop), %u gone, %u failed.",
+                           f->id, restored, restored == 1 ? "" : "s", unchanged, gone, failed);
                 (void) unlinkat(dirfd(d), f->name, 0);
                 recovered++;
         }

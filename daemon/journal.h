@@ -58,7 +58,8 @@ int journal_end(Journal *j, unsigned slot);
 /* The path of a slot's file, for messages (valid while j lives). */
 const char *journal_slot_path(const Journal *j, unsigned slot);
 
-/* Callback: restore path to prev_freeze. Returns 0, or -ENOENT if the group is gone. */
+/* Callback: restore path to prev_freeze. Returns 0, 1 if it had that flag
+ * already (nothing written), or -ENOENT if the group is gone. */
 typedef int (*journal_restore_t)(const char *path, bool prev_freeze, void *userdata);
 
 /* Recover every journal in dir (newest id first), calling restore() for each

@@ -4082,12 +4082,17 @@ static int restore_flag(const char *path, bool prev, void *userdata) {
 
         if (asprintf(&rel, "%s/cgroup.freeze", cg_path_relative(path)) < 0)
                 return -ENOMEM;
-        fd = cg_openat_beneath(m->root_fd, rel, O_WRONLY, 0);
+        fd = cg_openat_beneath(m->root_fd, rel, O_RDWR, 0);
         if (fd < 0)
                 return fd == -ENODEV ? -ENOENT : fd;
+        /* A batch killed halfway wrote some of its flags: the others need
+         * nothing (and the summary says how many had it already). */
+        bool cur;
+        if (read_freeze_file(fd, &cur) >= 0 && cur == prev)
+                return 1;
         if (pwrite(fd, prev ? "1" : "0", 1, 0) != 1)
                 return errno == ENODEV ? -ENOENT : -errno;
-        log_info("Restored %s to freeze=%d.", path, prev);
+        log_debug("Restored %s to freeze=%d.", path, prev);
         return 0;
 }
 
