@@ -69,6 +69,7 @@ typedef struct trigger_spec {
         uint64_t window_usec;
         uint32_t id;    /* once added */
         bool active;    /* added and not ended */
+        bool pending;   /* to be added when watch starts */
 } trigger_spec;
 
 static trigger_spec *arg_triggers = NULL;
@@ -227,11 +228,12 @@ static void help(void) {
                "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
                "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
                "  TIME freezerd exited            (freezerd left the bus; watch waits)\n"
-               "  TIME freezerd started           (a freezerd took the bus name; then, if one\n"
-               "                                   ran before, a state, added or removed line\n"
-               "                                   for each group that changed meanwhile)\n"
+               "  TIME freezerd started           (a freezerd took the bus name; then a\n"
+               "                                   state, added or removed line for each\n"
+               "                                   group that changed meanwhile)\n"
                "Without a freezerd on the bus, watch says so on standard error and waits\n"
-               "for one.\n"
+               "for one; then it starts as it would have with one there: it looks PATH up,\n"
+               "adds its triggers and prints the watching line.\n"
                "The watching line names PATH, or \"all groups\" without one; pressure lines\n"
                "name \"system\" for system-wide triggers. The kernel fires a trigger at most\n"
                "once per WINDOW. WINDOW must lie between 500ms and 10s, and be a whole\n"
@@ -1682,7 +1684,10 @@ finish:
 /* ---- watch ---- */
 
 typedef struct watch_context {
-        const char *path;       /* the watched subtree; NULL: everything */
+        const char *arg_path;   /* PATH as given; NULL: everything */
+        freezer_group group;    /* PATH as freezerd resolved it */
+        const char *path;       /* the watched subtree (group.path); NULL: everything */
+        bool started;           /* the watching line printed: PATH resolved, triggers added */
         int ret;                /* EXIT_FAILURE once output failed */
         /* What was said of each watched group (keyed by its path): its state
          * as last printed, or as first listed (entry.state alone is used).  A freezerd that starts (again)
@@ -1869,7 +1874,7 @@ static void watch_print_state(watch_context *c, const char *path, freezer_state 
 static void on_watch_state(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
         watch_context *c = userdata;
 
-        if (!watch_wants(c, path))
+        if (!c->started || !watch_wants(c, path))
                 return;
         watch_note(c, path, state);
         watch_print_state(c, path, state, frozen);
@@ -1902,7 +1907,7 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         watch_context *c = userdata;
         bool known;
 
-        if (!watch_wants(c, path))
+        if (!c->started || !watch_wants(c, path))
                 return;
         known = group_table_get_object(&c->seen, path);
         if (added) {
@@ -1953,48 +1958,6 @@ static void watch_catch_up(watch_context *c, const freezer_group *groups, size_t
                         watch_print_group(c, e->object, false, FREEZER_STATE_UNKNOWN);
         }
         group_table_clear(&before);
-}
-
-/* freezerd left the bus, or one took its name (a restart is both): said,
- * so that nobody takes the silence meanwhile for groups that did not change,
- * and, once one is there again, what changed meanwhile (watch_catch_up()).
- * Over --socket= the connection ends with the daemon and watch with it. */
-static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
-        watch_context *c = userdata;
-        const char *status = reason == FREEZER_RESYNC_DAEMON_EXITED    ? "exited"
-                             : reason == FREEZER_RESYNC_DAEMON_STARTED ? "started"
-                                                                       : NULL;
-        struct json_object *o;
-        int r;
-
-        if (!status)
-                return; /* disconnected: the loop says so, once */
-        if (!arg_json)
-                watch_emit_text(c, "freezerd", "%s", status);
-        else {
-                o = watch_event_new("freezerd");
-                r = o ? json_add(o, "status", json_object_new_string(status)) : -ENOMEM;
-                watch_emit_json(c, o, r);
-        }
-        if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
-                /* As at the start: the handle learns every group's state, so an
-                 * ancestor listed for its counts alone is not printed; and
-                 * what changed while no freezerd ran is. */
-                freezer_group *groups = NULL;
-                size_t n_groups = 0;
-
-                if (freezer_list(f, &groups, &n_groups) >= 0) {
-                        /* Not if no freezerd had listed its groups before
-                         * (watch started without one): then none was said,
-                         * and none changed that watch would know of. */
-                        if (c->listed)
-                                watch_catch_up(c, groups, n_groups);
-                        else
-                                watch_note_listed(c, groups, n_groups);
-                        c->listed = true;
-                        freezer_group_array_free(groups, n_groups);
-                }
-        }
 }
 
 /* The fields that name a pressure trigger in each of its events. */
@@ -2048,6 +2011,13 @@ static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, 
 
         if (t)
                 t->active = false;
+        if (!c->started) {
+                /* Added by a start that freezerd's exit cut short: never
+                 * said, and added again once one is back. */
+                if (t)
+                        t->pending = true;
+                return;
+        }
 
         if (!arg_json) {
                 watch_emit_text(c, "trigger-removed", "%s %s %s (trigger %" PRIu32 "): %s", path ?: "system",
@@ -2129,9 +2099,145 @@ static void watch_remove_triggers(freezer *f, const char *path) {
         }
 }
 
+/* Whether the last call failed because no freezerd owns its name on the bus. */
+static bool freezerd_absent(freezer *f) {
+        return streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
+               streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner");
+}
+
+/* Add the pending triggers.  Returns how many it added; one that freezerd
+ * refuses is said, the others are removed, and the errno returned.  Without
+ * a freezerd on the bus the rest stay pending, for the next one (the ones
+ * added went with the freezerd that left: daemon-exited). */
+static int watch_add_triggers(freezer *f, watch_context *c) {
+        int n = 0, r;
+
+        for (size_t i = 0; i < n_arg_triggers; i++) {
+                trigger_spec *t = &arg_triggers[i];
+                char th[64], w[64];
+
+                if (!t->pending)
+                        continue;
+                r = freezer_add_pressure_trigger(f, c->path, t->resource, t->full, t->threshold_usec,
+                                                 t->window_usec, &t->id);
+                if (r < 0 && freezerd_absent(f))
+                        break;
+                if (r < 0) {
+                        log_failure(f, r, "cannot add the pressure trigger %s:%s:%s:%s on %s",
+                                    freezer_resource_to_string(t->resource), kind_str(t->full),
+                                    format_duration(th, sizeof(th), t->threshold_usec),
+                                    format_duration(w, sizeof(w), t->window_usec), c->path ?: "the system");
+                        watch_remove_triggers(f, c->path);
+                        return r;
+                }
+                t->pending = false;
+                t->active = true;
+                n++;
+        }
+        return n;
+}
+
+/* What watch does first: look PATH up (which makes freezerd track its
+ * subtree), note the groups listed, add the triggers and print the watching
+ * line.  At its start, or, if no freezerd ran then, once one takes the bus
+ * name.  Returns 1 once started, 0 without a freezerd on the bus (nothing
+ * said: watch waits for one), or a negative errno (said). */
+static int watch_start(freezer *f, watch_context *c) {
+        freezer_group *groups = NULL;
+        size_t n_groups = 0;
+        int r;
+
+        if (c->arg_path) {
+                /* Validates the path, normalizes it, and makes the daemon
+                 * track (and so publish) the subtree. */
+                c->path = NULL;
+                freezer_group_clear(&c->group);
+                r = freezer_get_group(f, c->arg_path, &c->group);
+                if (r < 0 && freezerd_absent(f))
+                        return 0;
+                if (r < 0) {
+                        log_failure(f, r, "cannot watch %s", c->arg_path);
+                        return r;
+                }
+                c->path = c->group.path;
+        }
+
+        /* Tell the handle every group's state, so that a group a signal lists
+         * for its counts alone (an ancestor of one that froze) is not printed
+         * as a change. */
+        r = freezer_list(f, &groups, &n_groups);
+        if (r < 0 && freezerd_absent(f))
+                return 0;
+        if (r >= 0) {
+                group_table_clear(&c->seen);
+                watch_note_listed(c, groups, n_groups);
+                c->listed = true;
+                freezer_group_array_free(groups, n_groups);
+        }
+
+        r = watch_add_triggers(f, c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_arg_triggers; i++)
+                if (arg_triggers[i].pending)
+                        return 0; /* freezerd left meanwhile */
+
+        c->started = true;
+        watch_emit_watching(c);
+        return 1;
+}
+
+/* freezerd left the bus, or one took its name (a restart is both): said,
+ * so that nobody takes the silence meanwhile for groups that did not change,
+ * and, once one is there again, what changed meanwhile (watch_catch_up()).
+ * Before watch started (no freezerd at its start) nothing is said: it starts
+ * once one comes.
+ * Over --socket= the connection ends with the daemon and watch with it. */
+static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
+        watch_context *c = userdata;
+        const char *status = reason == FREEZER_RESYNC_DAEMON_EXITED    ? "exited"
+                             : reason == FREEZER_RESYNC_DAEMON_STARTED ? "started"
+                                                                       : NULL;
+        struct json_object *o;
+        int r;
+
+        if (!status)
+                return; /* disconnected: the loop says so, once */
+        if (!c->started) {
+                if (reason == FREEZER_RESYNC_DAEMON_STARTED && watch_start(f, c) < 0)
+                        c->ret = EXIT_FAILURE;
+                return;
+        }
+        if (!arg_json)
+                watch_emit_text(c, "freezerd", "%s", status);
+        else {
+                o = watch_event_new("freezerd");
+                r = o ? json_add(o, "status", json_object_new_string(status)) : -ENOMEM;
+                watch_emit_json(c, o, r);
+        }
+        if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
+                /* As at the start: the handle learns every group's state, so an
+                 * ancestor listed for its counts alone is not printed; and
+                 * what changed while no freezerd ran is. */
+                freezer_group *groups = NULL;
+                size_t n_groups = 0;
+
+                if (freezer_list(f, &groups, &n_groups) >= 0) {
+                        /* Not if no freezerd had listed its groups before:
+                         * then none was said, and none changed that watch
+                         * would know of. */
+                        if (c->listed)
+                                watch_catch_up(c, groups, n_groups);
+                        else
+                                watch_note_listed(c, groups, n_groups);
+                        c->listed = true;
+                        freezer_group_array_free(groups, n_groups);
+                }
+        }
+}
+
 static int verb_watch(freezer *f, char **args, size_t n_args) {
         watch_context c = { .ret = EXIT_SUCCESS };
-        freezer_group g = {};
         sigset_t mask;
         int sfd = -1, ret = EXIT_FAILURE, r;
 
@@ -2166,55 +2272,16 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 goto finish;
         }
 
-        if (n_args > 0) {
-                /* Validates the path, normalizes it, and makes the daemon
-                 * track (and so publish) the subtree. */
-                r = freezer_get_group(f, args[0], &g);
-                if (r < 0) {
-                        log_failure(f, r, "cannot watch %s", args[0]);
-                        goto finish;
-                }
-                c.path = g.path;
-        }
-
-        /* Tell the handle every group's state, so that a group a signal lists
-         * for its counts alone (an ancestor of one that froze) is not printed
-         * as a change. A freezerd that is not running yet has nothing to
-         * tell: then its groups' first mentions are printed. */
-        {
-                freezer_group *groups = NULL;
-                size_t n_groups = 0;
-
-                r = freezer_list(f, &groups, &n_groups);
-                if (r >= 0) {
-                        watch_note_listed(&c, groups, n_groups);
-                        c.listed = true;
-                        freezer_group_array_free(groups, n_groups);
-                } else if (streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
-                           streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner"))
-                        /* Not an error: watch waits for one ("freezerd started"). */
-                        log_error("freezerd is not running (nobody owns " FREEZER_SERVICE
-                                  " on the bus): watch waits for it");
-        }
-
-        for (size_t i = 0; i < n_arg_triggers; i++) {
-                trigger_spec *t = &arg_triggers[i];
-                char th[64], w[64];
-
-                r = freezer_add_pressure_trigger(f, c.path, t->resource, t->full, t->threshold_usec, t->window_usec,
-                                                 &t->id);
-                if (r < 0) {
-                        log_failure(f, r, "cannot add the pressure trigger %s:%s:%s:%s on %s",
-                                    freezer_resource_to_string(t->resource), kind_str(t->full),
-                                    format_duration(th, sizeof(th), t->threshold_usec),
-                                    format_duration(w, sizeof(w), t->window_usec), c.path ?: "the system");
-                        watch_remove_triggers(f, c.path);
-                        goto finish;
-                }
-                t->active = true;
-        }
-
-        watch_emit_watching(&c);
+        c.arg_path = n_args > 0 ? args[0] : NULL;
+        for (size_t i = 0; i < n_arg_triggers; i++)
+                arg_triggers[i].pending = true;
+        r = watch_start(f, &c);
+        if (r < 0)
+                goto finish;
+        if (r == 0)
+                /* Not an error: watch starts once one comes (on_watch_resync()). */
+                log_error("freezerd is not running (nobody owns " FREEZER_SERVICE
+                          " on the bus): watch waits for it");
 
         const char *lost = arg_bus == BUS_PRIVATE ? "lost the connection to freezerd (its private socket)"
                                                   : "lost the connection to the bus";
@@ -2276,7 +2343,7 @@ finish:
         (void) freezer_set_pressure_callback(f, NULL, NULL);
         (void) freezer_set_pressure_removed_callback(f, NULL, NULL);
         (void) freezer_set_resync_callback(f, NULL, NULL);
-        freezer_group_clear(&g);
+        freezer_group_clear(&c.group);
         group_table_clear(&c.seen);
         if (sfd >= 0)
                 (void) close(sfd);

@@ -26,7 +26,17 @@ Checks:
   * text `watch /w` prints "state" lines and exits 0 on SIGTERM;
   * a malformed --trigger exits 2, one freezerd refuses exits 1 before the
     "watching" line; watch on a bus without freezerd says so on stderr (it
-    said nothing before session 30) and exits 1 when the bus goes away;
+    said nothing before session 30), prints nothing until one comes (it printed
+    its "watching" line at once before session 31) and exits 1 when the bus
+    goes away;
+  * `watch /w/nap`, `watch --trigger=cpu:some:100ms:2s` and `--json watch /w
+    --trigger=...` started on a bus without freezerd each say so on stderr and
+    wait (before session 31 the first and the last exited 1 with "cannot watch
+    /w...", the second with "cannot add the pressure trigger"); once a freezerd
+    comes each starts as if it had been there: its "watching" line first (no
+    "freezerd started"), then /w/nap frozen and thawed, a pressure line of each
+    trigger within two windows; `watch /nope`, waiting too, then exits 1 with
+    "cannot watch /nope" (NoSuchGroup), as at a start with freezerd;
   * removing the group of watch's trigger gives "trigger-removed" (reason
     group-removed) before "removed"; freezerd exiting ends a system-wide
     trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
@@ -38,7 +48,7 @@ Checks:
     freezerd (each said once, with its Frozen); session 29's
     freezectl printed none of them; then it follows the new freezerd's
     changes (/w/nap thawed) and exits 0 on the signal;
-  * a watch started without freezerd prints, when one comes, "started" and
+  * a watch started without freezerd prints, when one comes, "watching" and
     then only changes, not an "added" line for each of its groups.
 No sleeps: watch's output is read through the harness's event loop with a
 deadline, processes are waited for through pidfds."""
@@ -61,6 +71,8 @@ SLACK = 2.0 * ft.TIMEOUT_MULTIPLIER
 RESOURCES = ('cpu', 'memory', 'io')
 TIME_RE = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$')
 TEXT_LINE_RE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (\S+) +(.*)$')
+NOT_RUNNING = ('freezectl: freezerd is not running (nobody owns org.freezerd.Freezer1 on the bus): watch waits '
+               'for it\n')
 
 
 # ---- pressure files ---------------------------------------------------------------------------------------------
@@ -168,8 +180,12 @@ class Watch:
         self.buf = b''
         self.lines = []
         self.eof = False
+        self.err = b''
+        self.err_eof = False
         os.set_blocking(self.proc.stdout.fileno(), False)
         ft.loop().add_reader(self.proc.stdout, self._on_read)
+        os.set_blocking(self.proc.stderr.fileno(), False)
+        ft.loop().add_reader(self.proc.stderr, self._on_read_err)
 
     def __enter__(self):
         return self
@@ -191,11 +207,38 @@ class Watch:
         *complete, self.buf = self.buf.split(b'\n')
         self.lines += [x.decode() for x in complete]
 
+    def _on_read_err(self):
+        """Reads what is there; False at the end of stderr."""
+        try:
+            data = os.read(self.proc.stderr.fileno(), 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            self.err_eof = True
+            ft.loop().remove_reader(self.proc.stderr)
+            return False
+        self.err += data
+        return True
+
     def events(self):
         return [json.loads(x) for x in self.lines]
 
     def stderr(self):
-        return self.proc.stderr.read().decode(errors='replace') if self.proc.poll() is not None else ''
+        """What watch wrote on stderr so far; all of it once it exited."""
+        if self.proc.poll() is not None and not self.err_eof and not self.proc.stderr.closed:
+            while self._on_read_err():
+                pass
+        return self.err.decode(errors='replace')
+
+    def wait_stderr(self, text, what):
+        """Wait until stderr holds text; fail at the deadline, or at once if watch exits first."""
+        def find():
+            if text in self.err.decode(errors='replace'):
+                return True
+            if self.err_eof and ft._wait_pidfd_exit(self.proc, ft.DEFAULT_TIMEOUT) is not None:
+                ft.fail(f'watch exited ({self.proc.returncode}) before {what}: {self.lines} {self.stderr()!r}')
+            return None
+        return ft.wait_for(find, what=f'{what} from watch (stderr so far: {self.err!r})')
 
     def wait_line(self, predicate, timeout=None, what='a line'):
         """The first line (or, with parse, event) that predicate accepts; fail at the deadline,
@@ -223,6 +266,7 @@ class Watch:
 
     def close(self):
         ft.loop().remove_reader(self.proc.stdout)
+        ft.loop().remove_reader(self.proc.stderr)
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -399,13 +443,16 @@ def check_watch_errors(sc, bus, d):
     # The bus goes away: watch exits 1 (a bus of its own, without freezerd).
     with ft.Bus() as bus2:
         with Watch(bus2.address) as w:
-            first = w.wait_line(lambda x: True, what='the first line')
-            ft.check(TEXT_LINE_RE.match(first).group(1) == 'watching', 'watch on a bus without freezerd starts')
-            # A first freezerd comes: its groups are not news (no "added" line for each, as
+            w.wait_stderr(NOT_RUNNING, 'the line saying that no freezerd runs')
+            ft.check(w.lines == [] and w.proc.poll() is None,
+                     'watch on a bus without freezerd says so on stderr, prints nothing and waits', w.lines)
+            # A first freezerd comes: watch starts as if it had been there ("watching", no
+            # "freezerd started" line); its groups are not news (no "added" line for each, as
             # the first fix of the catch-up printed), its changes are.
             with ft.Daemon(bus2, sc.root) as d3:
-                w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('freezerd', 'started'),
-                            what='a freezerd started line')
+                first = w.wait_line(lambda x: True, what='the first line')
+                ft.check(TEXT_LINE_RE.match(first).groups() == ('watching', 'all groups'),
+                         'watch started without freezerd prints "watching all groups" once one comes', first)
                 d3.client.call('Freeze', '/w/nap', 0, 0)
                 w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap frozen'),
                             what='/w/nap frozen, from the first freezerd')
@@ -413,17 +460,101 @@ def check_watch_errors(sc, bus, d):
             w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('freezerd', 'exited'),
                         what='a freezerd exited line')
             events = [TEXT_LINE_RE.match(x).group(1) for x in w.lines]
-            ft.check(events[:3] == ['watching', 'freezerd', 'state'] and 'added' not in events,
-                     'watch started without freezerd: "started", then only the changes (no "added" line for the '
-                     'groups the first freezerd has)', w.lines)
+            ft.check(events[:2] == ['watching', 'state'] and 'added' not in events
+                     and events.count('freezerd') == 1,
+                     'watch started without freezerd: "watching", then only the changes (no "freezerd started" '
+                     'line, no "added" line for the groups the first freezerd has)', w.lines)
             bus2.proc.kill()
             bus2.proc.wait()
             status = ft._wait_pidfd_exit(w.proc, ft.DEFAULT_TIMEOUT)
             err = w.stderr()
             ft.check(status == 1 and 'lost the connection to the bus' in err,
                      'watch exits 1 when the bus goes away', (status, err))
-            ft.check('freezectl: freezerd is not running (nobody owns org.freezerd.Freezer1 on the bus): watch waits '
-                     'for it\n' in err, 'watch said at its start, on stderr, that no freezerd ran', err)
+            ft.check(err.startswith(NOT_RUNNING), 'watch said at its start, on stderr, that no freezerd ran', err)
+
+
+def check_watch_waits(sc):
+    """watch PATH, watch --trigger and --json watch PATH --trigger started on a bus without
+    freezerd: each says so on stderr and waits; once one comes each starts as if it had been
+    there, then freezerd restarts and the triggers are added again."""
+    trig = f'--trigger=cpu:some:100ms:{WINDOW:g}s'
+    trig_text = rf'cpu some 100ms per {WINDOW:g}s'
+
+    def text(w):
+        return [TEXT_LINE_RE.match(x).groups() for x in w.lines]
+
+    def is_json(x, **fields):
+        e = json.loads(x)
+        return all(e.get(k) == v for k, v in fields.items())
+
+    def text_watching(line, label, path):
+        m = TEXT_LINE_RE.match(line)
+        t = m and re.fullmatch(rf'{path}; trigger (\d+): {trig_text}( \(system-wide\))?', m.group(2))
+        ft.check(m and m.group(1) == 'watching' and t and bool(t.group(2)) == (path == 'all groups'),
+                 f'{label}: "watching {path}" naming its trigger', line)
+        return int(t.group(1))
+
+    def json_watching(e, label):
+        ft.check(e['event'] == 'watching' and e['path'] == '/w' and len(e['triggers']) == 1
+                 and (e['triggers'][0]['resource'], e['triggers'][0]['kind'], e['triggers'][0]['threshold_usec'],
+                      e['triggers'][0]['window_usec']) == ('cpu', 'some', 100_000, int(WINDOW * 1e6)),
+                 f'{label}: a watching event naming /w and its trigger', e)
+        return e['triggers'][0]['id']
+
+    def fires(wt, wj, tid_t, tid_j, after_t, after_j, armed, label):
+        """The trigger of each fires within two windows of armed, after line after_*."""
+        timeout = max(0.0, armed + 2 * WINDOW + SLACK - time.monotonic())
+        wt.wait_line(lambda x: any(TEXT_LINE_RE.match(y).group(1) == 'pressure'
+                                   and TEXT_LINE_RE.match(y).group(2).startswith(f'system cpu some (trigger {tid_t}): ')
+                                   for y in wt.lines[after_t + 1:]),
+                     timeout=timeout, what=f'a pressure line of trigger {tid_t}')
+        ft.check(True, f'watch --trigger: its trigger fires {label}')
+        timeout = max(0.0, armed + 2 * WINDOW + SLACK - time.monotonic())
+        wj.wait_line(lambda x: any(is_json(y, event='pressure', path='/w', id=tid_j) for y in wj.lines[after_j + 1:]),
+                     timeout=timeout, what=f'a pressure event of trigger {tid_j}')
+        ft.check(True, f'--json watch /w --trigger: its trigger fires {label}')
+
+    with ft.Bus() as bus2, Watch(bus2.address, '/w/nap') as wp, Watch(bus2.address, trig) as wt, \
+            Watch(bus2.address, '--json', '/w', trig) as wj, Watch(bus2.address, '/nope') as wn:
+        watches = ((wp, 'watch /w/nap'), (wt, 'watch --trigger'), (wj, '--json watch /w --trigger'))
+        for w, label in watches + ((wn, 'watch /nope'),):
+            w.wait_stderr(NOT_RUNNING, f'{label}: the line saying that no freezerd runs')
+            ft.check(w.lines == [] and w.proc.poll() is None,
+                     f'{label} without freezerd: says so on stderr, prints nothing and waits (before session 31 '
+                     'it exited 1)',
+                     (w.lines, w.proc.returncode))
+
+        with ft.Daemon(bus2, sc.root) as d3:
+            # A PATH that freezerd does not have: the error it is at the start.
+            status = ft._wait_pidfd_exit(wn.proc, ft.DEFAULT_TIMEOUT)
+            ft.wait_for(lambda: wn.eof, what='the end of watch /nope\'s output')
+            err = wn.stderr()
+            ft.check(status == 1 and wn.lines == [] and err.startswith(NOT_RUNNING)
+                     and err[len(NOT_RUNNING):].startswith('freezectl: cannot watch /nope: ')
+                     and 'NoSuchGroup' in err and len(err.splitlines()) == 2,
+                     'watch /nope: once freezerd comes, "cannot watch /nope" (NoSuchGroup) and exit 1', (status, err))
+            first = wp.wait_line(lambda x: True, what='the first line')
+            ft.check(TEXT_LINE_RE.match(first).groups() == ('watching', '/w/nap'),
+                     'watch /w/nap: "watching /w/nap" once a freezerd comes', first)
+            tid_t = text_watching(wt.wait_line(lambda x: True, what='the first line'), 'watch --trigger',
+                                  'all groups')
+            tid_j = json_watching(wj.wait_event(lambda e: True, what='the first line'), '--json watch /w --trigger')
+            armed = time.monotonic()
+            d3.client.call('Freeze', '/w/nap', 0, 0)
+            wp.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap frozen'),
+                         what='the text line "state /w/nap frozen"')
+            d3.client.call('Thaw', '/w/nap', 0, 0)
+            wp.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap running'),
+                         what='the text line "state /w/nap running"')
+            ft.check(text(wp)[0] == ('watching', '/w/nap') and {x[0] for x in text(wp)[1:]} == {'state'},
+                     'watch /w/nap follows /w/nap once freezerd comes: /w/nap frozen and thawed (and no '
+                     '"freezerd started" line)', wp.lines)
+            fires(wt, wj, tid_t, tid_j, 0, 0, armed, 'once freezerd comes')
+            ft.check('freezerd' not in [x[0] for x in text(wt)] and 'freezerd' not in [e['event'] for e in wj.events()],
+                     'no "freezerd started" line from the watches with a trigger either', (wt.lines, wj.lines))
+            for w, label in watches:
+                ft.check_equal(w.stop(signal.SIGINT), 0, f'{label} exits 0 on SIGINT')
+                ft.check_equal(w.stderr(), NOT_RUNNING, f'{label}: nothing more on stderr')
 
 
 def known(client, path):
@@ -533,6 +664,7 @@ def test():
             check_watch_json(sc, bus, d)
             check_watch_text(bus, d)
             check_watch_errors(sc, bus, d)
+            check_watch_waits(sc)
             ft.check(all(p.poll() is None for p in hogs), 'the hogs ran throughout')
             check_trigger_ends(sc, bus, d)  # stops freezerd
 
