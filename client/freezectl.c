@@ -69,7 +69,8 @@ typedef struct trigger_spec {
         uint64_t window_usec;
         uint32_t id;    /* once added */
         bool active;    /* added and not ended */
-        bool pending;   /* to be added when watch starts */
+        bool pending;   /* to be added: at the start, and again once a freezerd
+                         * is back after the exit of the one that held it */
 } trigger_spec;
 
 static trigger_spec *arg_triggers = NULL;
@@ -228,9 +229,11 @@ static void help(void) {
                "  TIME pressure PATH RESOURCE KIND (trigger ID): avg10 A avg60 B avg300 C total T\n"
                "  TIME trigger-removed PATH RESOURCE KIND (trigger ID): REASON\n"
                "  TIME freezerd exited            (freezerd left the bus; watch waits)\n"
-               "  TIME freezerd started           (a freezerd took the bus name; then a\n"
-               "                                   state, added or removed line for each\n"
-               "                                   group that changed meanwhile)\n"
+               "  TIME freezerd started           (a freezerd took the bus name; then the\n"
+               "                                   watching line again if watch added\n"
+               "                                   triggers again, and a state, added or\n"
+               "                                   removed line for each group that changed\n"
+               "                                   meanwhile)\n"
                "Without a freezerd on the bus, watch says so on standard error and waits\n"
                "for one; then it starts as it would have with one there: it looks PATH up,\n"
                "adds its triggers and prints the watching line.\n"
@@ -242,11 +245,14 @@ static void help(void) {
                "THRESHOLD must not be 0 nor above WINDOW. A trigger ends by itself when its\n"
                "group is removed (REASON group-removed) or untracked (untracked), when the\n"
                "group's pressure is hidden (pressure-hidden), on a kernel error (error), or\n"
-               "when freezerd exits (daemon-exited); watch goes on. On SIGINT or SIGTERM it\n"
+               "when freezerd exits (daemon-exited); watch goes on. The triggers freezerd's\n"
+               "exit ended are added again once a freezerd is back, and the watching line\n"
+               "printed again names them with their new IDs. On SIGINT or SIGTERM watch\n"
                "removes its triggers and exits 0. If freezerd refuses a trigger, nothing is\n"
-               "watched and watch exits 1; so it does when the connection is lost (over\n"
-               "--socket=, when freezerd exits), after a trigger-removed line for each of\n"
-               "its triggers (disconnected).\n"
+               "watched and watch exits 1; so it does if a new freezerd refuses one that\n"
+               "watch adds again, and when the connection is lost (over --socket=, when\n"
+               "freezerd exits), after a trigger-removed line for each of its triggers\n"
+               "(disconnected).\n"
                "\n"
                "JSON output (--json):\n"
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
@@ -2009,15 +2015,13 @@ static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, 
         struct json_object *o;
         int r;
 
-        if (t)
+        if (t) {
                 t->active = false;
-        if (!c->started) {
-                /* Added by a start that freezerd's exit cut short: never
-                 * said, and added again once one is back. */
-                if (t)
-                        t->pending = true;
-                return;
+                /* Gone with freezerd: added again once one is back (on_watch_resync()). */
+                t->pending = streq_ptr(reason, "daemon-exited");
         }
+        if (!c->started)
+                return; /* added by a start that freezerd's exit cut short: never said */
 
         if (!arg_json) {
                 watch_emit_text(c, "trigger-removed", "%s %s %s (trigger %" PRIu32 "): %s", path ?: "system",
@@ -2032,8 +2036,11 @@ static void on_watch_trigger_removed(freezer *f, const char *path, uint32_t id, 
         watch_emit_json(c, o, r);
 }
 
+/* The watching line, with the triggers in place: at the start all of them,
+ * after a restart those added again. */
 static void watch_emit_watching(watch_context *c) {
         struct json_object *o, *a;
+        size_t n = 0;
         int r;
 
         if (!arg_json) {
@@ -2043,13 +2050,15 @@ static void watch_emit_watching(watch_context *c) {
                 for (size_t i = 0; i < n_arg_triggers; i++) {
                         char t[64], w[64];
 
-                        printf("%s trigger %" PRIu32 ": %s %s %s per %s", i == 0 ? ";" : ",", arg_triggers[i].id,
+                        if (!arg_triggers[i].active)
+                                continue;
+                        printf("%s trigger %" PRIu32 ": %s %s %s per %s", n++ == 0 ? ";" : ",", arg_triggers[i].id,
                                freezer_resource_to_string(arg_triggers[i].resource),
                                kind_str(arg_triggers[i].full),
                                format_duration(t, sizeof(t), arg_triggers[i].threshold_usec),
                                format_duration(w, sizeof(w), arg_triggers[i].window_usec));
                 }
-                if (n_arg_triggers > 0 && !c->path)
+                if (n > 0 && !c->path)
                         printf(" (system-wide)");
                 putchar('\n');
                 fflush(stdout);
@@ -2064,8 +2073,11 @@ static void watch_emit_watching(watch_context *c) {
         else
                 json_object_put(a);
         for (size_t i = 0; r >= 0 && i < n_arg_triggers; i++) {
-                struct json_object *t = json_object_new_object();
+                struct json_object *t;
 
+                if (!arg_triggers[i].active)
+                        continue;
+                t = json_object_new_object();
                 r = json_append(a, t);
                 if (r >= 0)
                         r = json_add(t, "id", json_object_new_int64(arg_triggers[i].id));
@@ -2105,10 +2117,11 @@ static bool freezerd_absent(freezer *f) {
                streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner");
 }
 
-/* Add the pending triggers.  Returns how many it added; one that freezerd
- * refuses is said, the others are removed, and the errno returned.  Without
- * a freezerd on the bus the rest stay pending, for the next one (the ones
- * added went with the freezerd that left: daemon-exited). */
+/* Add the pending triggers: all of them at the start, after a restart those
+ * that the old freezerd's exit ended.  Returns how many it added; one that
+ * freezerd refuses is said, the others are removed, and the errno returned.
+ * Without a freezerd on the bus the rest stay pending, for the next one (the
+ * ones added went with the freezerd that left: daemon-exited). */
 static int watch_add_triggers(freezer *f, watch_context *c) {
         int n = 0, r;
 
@@ -2188,10 +2201,11 @@ static int watch_start(freezer *f, watch_context *c) {
 }
 
 /* freezerd left the bus, or one took its name (a restart is both): said,
- * so that nobody takes the silence meanwhile for groups that did not change,
- * and, once one is there again, what changed meanwhile (watch_catch_up()).
- * Before watch started (no freezerd at its start) nothing is said: it starts
- * once one comes.
+ * so that nobody takes the silence meanwhile for groups that did not change;
+ * once one is there again, watch adds again the triggers that the old one's
+ * exit ended (and prints the watching line again, with their new IDs), then
+ * says what changed meanwhile (watch_catch_up()).  Before watch started (no
+ * freezerd at its start) nothing is said: it starts once one comes.
  * Over --socket= the connection ends with the daemon and watch with it. */
 static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
         watch_context *c = userdata;
@@ -2221,6 +2235,14 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                  * what changed while no freezerd ran is. */
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
+
+                r = watch_add_triggers(f, c);
+                if (r < 0) {
+                        c->ret = EXIT_FAILURE;
+                        return;
+                }
+                if (r > 0)
+                        watch_emit_watching(c);
 
                 if (freezer_list(f, &groups, &n_groups) >= 0) {
                         /* Not if no freezerd had listed its groups before:

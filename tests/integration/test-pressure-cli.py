@@ -36,13 +36,19 @@ Checks:
     comes each starts as if it had been there: its "watching" line first (no
     "freezerd started"), then /w/nap frozen and thawed, a pressure line of each
     trigger within two windows; `watch /nope`, waiting too, then exits 1 with
-    "cannot watch /nope" (NoSuchGroup), as at a start with freezerd;
+    "cannot watch /nope" (NoSuchGroup), as at a start with freezerd; freezerd
+    restarts: each trigger ends (daemon-exited), and right after "freezerd
+    started" a "watching" line names it added again (session 30's watch went on
+    without it, saying nothing), and it fires again; the watch without a
+    trigger prints no "watching" line again;
   * removing the group of watch's trigger gives "trigger-removed" (reason
     group-removed) before "removed"; freezerd exiting ends a system-wide
     trigger ("path": null) with "daemon-exited"; watch goes on in both cases;
     it then prints a "freezerd" event "exited", and "started" once a new
-    freezerd takes the bus name, then exactly one line for each change it had
-    not heard of: /w/nap frozen by hand ("state"), /offline made ("added"),
+    freezerd takes the bus name, then a "watching" event naming the
+    system-wide trigger added again (which then fires), then exactly one line
+    for each change it had not heard of: /w/nap frozen by hand ("state"),
+    /offline made ("added"),
     /gone2 removed ("removed") while none ran, and, watch being stopped
     (SIGSTOP) until then, /new2 made and /gone3 removed under the new
     freezerd (each said once, with its Frozen); session 29's
@@ -483,6 +489,14 @@ def check_watch_waits(sc):
     def text(w):
         return [TEXT_LINE_RE.match(x).groups() for x in w.lines]
 
+    def wait_after(w, i, predicate, what):
+        """The index and line of the first line after line i (-1: any) that predicate accepts."""
+        w.wait_line(lambda x: any(predicate(y) for y in w.lines[i + 1:]), what=what)
+        return next((k, y) for k, y in enumerate(w.lines) if k > i and predicate(y))
+
+    def is_text(x, event, rest):
+        return TEXT_LINE_RE.match(x).groups() == (event, rest)
+
     def is_json(x, **fields):
         e = json.loads(x)
         return all(e.get(k) == v for k, v in fields.items())
@@ -552,6 +566,33 @@ def check_watch_waits(sc):
             fires(wt, wj, tid_t, tid_j, 0, 0, armed, 'once freezerd comes')
             ft.check('freezerd' not in [x[0] for x in text(wt)] and 'freezerd' not in [e['event'] for e in wj.events()],
                      'no "freezerd started" line from the watches with a trigger either', (wt.lines, wj.lines))
+
+            # freezerd restarts: the triggers end with it, and are added again once one is back
+            ft.check_equal(d3.stop(), 0, 'freezerd stops')
+        wt.wait_line(lambda x: TEXT_LINE_RE.match(x).groups()[0] == 'trigger-removed'
+                     and TEXT_LINE_RE.match(x).group(2) == f'system cpu some (trigger {tid_t}): daemon-exited',
+                     what='a trigger-removed line (daemon-exited)')
+        wj.wait_event(lambda e: e['event'] == 'trigger-removed' and (e['id'], e['reason']) == (tid_j, 'daemon-exited'),
+                      what='a trigger-removed event (daemon-exited)')
+        ft.check(True, 'freezerd\'s exit ends the triggers (daemon-exited)')
+        with ft.Daemon(bus2, sc.root) as d4:
+            i_p, _ = wait_after(wp, -1, lambda x: is_text(x, 'freezerd', 'started'), 'a freezerd started line')
+            i_t, _ = wait_after(wt, -1, lambda x: is_text(x, 'freezerd', 'started'), 'a freezerd started line')
+            i_j, _ = wait_after(wj, -1, lambda x: is_json(x, event='freezerd', status='started'),
+                                'a freezerd started event')
+            new_t = text_watching(wait_after(wt, i_t, lambda x: True, 'the line after started')[1],
+                                  'watch --trigger, next after "freezerd started"', 'all groups')
+            new_j = json_watching(json.loads(wait_after(wj, i_j, lambda x: True, 'the line after started')[1]),
+                                  '--json watch /w --trigger, next after "freezerd started"')
+            armed = time.monotonic()
+            fires(wt, wj, new_t, new_j, i_t + 1, i_j + 1, armed, 'again under the new freezerd')
+            d4.client.call('Freeze', '/w/nap', 0, 0)
+            wait_after(wp, i_p, lambda x: is_text(x, 'state', '/w/nap frozen'), '/w/nap frozen, from the new freezerd')
+            d4.client.call('Thaw', '/w/nap', 0, 0)
+            wait_after(wp, i_p, lambda x: is_text(x, 'state', '/w/nap running'),
+                       '/w/nap running, from the new freezerd')
+            ft.check({x[0] for x in text(wp)[i_p + 1:]} == {'state'},
+                     'watch /w/nap (no trigger): after "freezerd started", no watching line again', wp.lines)
             for w, label in watches:
                 ft.check_equal(w.stop(signal.SIGINT), 0, f'{label} exits 0 on SIGINT')
                 ft.check_equal(w.stderr(), NOT_RUNNING, f'{label}: nothing more on stderr')
@@ -623,19 +664,34 @@ def check_trigger_ends(sc, bus, d):
             e = w.wait_event(lambda e: e['event'] == 'freezerd' and e.get('status') == 'started',
                              what='a freezerd started line')
             ft.check(True, 'watch says freezerd started')
+            armed = time.monotonic()
             d2.client.call('Thaw', '/w/nap', 0, 0)
             w.wait_event(lambda e: e['event'] == 'state' and e['path'] == '/w/nap' and e['state'] == 'running',
                          what='/w/nap thawed, from the new freezerd')
             events = w.events()
             i = next(k for k, x in enumerate(events) if x['event'] == 'freezerd' and x.get('status') == 'started')
-            caught_up = [(x['event'], x['path'], x.get('state')) for x in events[i + 1:-1]]
+            j = next(k for k, x in enumerate(events) if k > i and x['event'] == 'state' and x['path'] == '/w/nap'
+                     and x['state'] == 'running')
+            # The trigger freezerd's exit ended is added again: a watching line says so, first.
+            again = events[i + 1]
+            ft.check(again['event'] == 'watching' and again['path'] is None and len(again['triggers']) == 1
+                     and (again['triggers'][0]['resource'], again['triggers'][0]['kind'],
+                          again['triggers'][0]['threshold_usec'], again['triggers'][0]['window_usec'])
+                     == ('cpu', 'some', 1_000_000, 2_000_000),
+                     'next after "started": a watching line, the system-wide trigger added again', again)
+            caught_up = [(x['event'], x['path'], x.get('state')) for x in events[i + 2:j] if x['event'] != 'pressure']
             ft.check_equal(sorted(caught_up), [('added', '/new2', 'running'), ('added', '/offline', 'running'),
                                                ('removed', '/gone2', None), ('removed', '/gone3', None),
                                                ('state', '/w/nap', 'frozen')],
-                           'after "started", one line for each change while watch had not heard of it, and for '
-                           'nothing else')
+                           'then one line for each change while watch had not heard of it, and for nothing else '
+                           '(but the trigger\'s pressure lines)')
             st = next(x for x in events[i + 1:] if x['event'] == 'state' and x['path'] == '/w/nap')
             ft.check_equal(st['frozen'], True, 'the catch-up\'s state line of /w/nap says frozen: true')
+            tid = again['triggers'][0]['id']
+            e = w.wait_event(lambda e: e['event'] == 'pressure' and e['id'] == tid and e in w.events()[i + 2:],
+                             what='a pressure line of the trigger added again',
+                             timeout=max(0.0, armed + 2 * 2.0 + SLACK - time.monotonic()))
+            ft.check(e['path'] is None, 'the trigger added again fires (system-wide)', e)
             ft.check(True, 'watch follows the new freezerd: /w/nap thawed')
             ft.check_equal(w.stop(signal.SIGTERM), 0, 'and exits 0 on SIGTERM')
         text = [x for x in w.lines if json.loads(x)['event'] == 'freezerd']
