@@ -352,6 +352,15 @@ int batch_json_parse(const char *text, size_t len, freezer_request **ret, size_t
                         if (end < len && text[end] == '\'')
                                 return fail_at(ret_error, text, len, end,
                                                "single-quoted strings are not JSON, use double quotes");
+                        if (end < len && (text[end] == ']' || text[end] == '}')) {
+                                size_t b = end;
+                                while (b > 0 && json_is_space(text[b - 1]))
+                                        b--;
+                                if (b > 0 && text[b - 1] == ',')
+                                        return fail_at(ret_error, text, len, end,
+                                                       "a trailing comma before '%c' (not allowed in JSON)",
+                                                       text[end]);
+                        }
 
                         return fail_at(ret_error, text, len, end, "%s", tokener_error_phrase(e));
                 }

@@ -136,7 +136,8 @@ static void help(void) {
                "     --json            Print JSON on standard output instead of text\n"
                "     --timeout=DURATION\n"
                "                       freeze, thaw, batch: how long the daemon waits for the\n"
-               "                       kernel (default, and 0: the daemon's DefaultTimeoutUSec)\n"
+               "                       kernel (default, and 0: the daemon's DefaultTimeoutUSec;\n"
+               "                       not with --no-wait)\n"
                "     --no-wait         freeze, thaw, batch: return as soon as cgroup.freeze is\n"
                "                       written, without waiting for the kernel\n"
                "     --rollback        freeze, thaw, batch: on timeout write the previous\n"
@@ -2648,6 +2649,10 @@ static const char *connect_hint(int r) {
         case -ENOENT:
         case -ECONNREFUSED:
                 return arg_bus == BUS_PRIVATE ? " (is freezerd running?)" : " (is dbus-daemon running?)";
+        case -EINVAL:
+                return arg_bus == BUS_ADDRESS ? " (not a D-Bus address this can use: e.g. "
+                                                "unix:path=/run/dbus/system_bus_socket)"
+                                              : "";
         case -EPROTO:
                 /* The peer refused Hello, or answered in no D-Bus at all: such as
                  * freezerd's private socket given as a bus. */
@@ -2924,6 +2929,21 @@ static int run(int argc, char *argv[]) {
         unwanted = verb_unwanted_option(v, &option);
         if (unwanted) {
                 usage_error("%s applies only to %s", unwanted, verbs_taking(option));
+                return EXIT_USAGE;
+        }
+
+        /* freezerd's refusal speaks of its Manager object, which means nothing here. */
+        for (size_t i = 0; streq(v->name, "watch") && n_args > 0 && i < n_arg_triggers; i++)
+                if (arg_triggers[i].resource == FREEZER_RESOURCE_IRQ) {
+                        usage_error("irq pressure is system-wide: give --trigger=irq:... to a watch without PATH");
+                        return EXIT_USAGE;
+                }
+
+        /* The timeout is how long freezerd waits for the kernel: with --no-wait
+         * it does not wait, and the timeout would be ignored in silence.
+         * (--rollback still means something there: a batch's failed write.) */
+        if (arg_no_wait && arg_timeout_set) {
+                usage_error("--timeout= is how long freezerd waits for the kernel: not with --no-wait");
                 return EXIT_USAGE;
         }
 

@@ -120,8 +120,9 @@ static void test_syntax(void) {
         expect_fail("   \n ", "empty");
         expect_fail("[", "line 1, column 2: unexpected end of input");
         expect_fail("[{\"path\":\"/a\",\"freeze\":true}", "unexpected end of input");
-        expect_fail("[{\"path\":\"/a\",\"freeze\":true},]", "line 1, column 30");
-        expect_fail("[{\"path\":\"/a\",\"freeze\":true,}]", "unexpected character");
+        expect_fail("[{\"path\":\"/a\",\"freeze\":true},]", "line 1, column 30: a trailing comma before ']'");
+        expect_fail("[{\"path\":\"/a\",\"freeze\":true,}]", "a trailing comma before '}'");
+        expect_fail("[{\"path\":\"/a\",\"freeze\":true} ,\n ]", "line 2, column 2: a trailing comma before ']'");
         expect_fail("[{\"path\":\"/a\",\"freeze\":true}] x", "line 1, column 31");
         expect_fail("[{\"path\":\"/a\",\"freeze\":true}][]", "line 1");
         expect_fail("[{path:\"/a\",\"freeze\":true}]", "line 1, column 3");

@@ -19,9 +19,12 @@ Checks:
     nests every group under its parent.
   * Exit status 1 with one line on stderr naming the path and the error for
     NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
-    back) and an unreachable bus; --json failure objects carry error and message.
+    back), an unreachable bus and a bus address that is none (--address=bogus,
+    which said only "Invalid argument"); --json failure objects carry error and
+    message.
   * Exit status 2 with one line on stderr for an unknown option, a missing
-    command, an unknown command, a missing PATH, a bad duration.
+    command, an unknown command, a missing PATH, a bad duration, --timeout=
+    with --no-wait, an irq trigger on a watched PATH.
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -348,6 +351,11 @@ def test():
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
             one_line(bad, 'unreachable bus')
+            for cmd in (['list'], ['freeze', '/g']):
+                bad = ft.freezectl(*cmd, address='bogus', check=False)
+                ft.check_equal(bad.returncode, 1, f'{cmd[0]} --address=bogus exits 1')
+                one_line(bad, f'{cmd[0]} --address=bogus', 'cannot connect to the bus at bogus',
+                         'not a D-Bus address')
 
             # A control character in a path stays inside the one line (as \x0a), as freezerd
             # writes it in its own message.
@@ -361,7 +369,11 @@ def test():
                                (['freeze', '--timeout=xyz', '/g'], 'a bad duration'),
                                (['freeze', '--timeout=0.0000001s', '/g'], 'a timeout below 1us (it would read 0, '
                                                                           'the default)'),
-                               (['--system', '--user', 'list'], 'two ways to freezerd')):
+                               (['--system', '--user', 'list'], 'two ways to freezerd'),
+                               (['freeze', '--no-wait', '--timeout=1s', '/g'], '--timeout= with --no-wait (it was '
+                                                                                'ignored in silence)'),
+                               (['watch', '/g', '--trigger=irq:full:1s:2s'], 'an irq trigger on a PATH (freezerd '
+                                                                             'said "use the Manager")')):
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
