@@ -116,6 +116,13 @@ static void help(void) {
                "                       state changes, groups added and removed, and the\n"
                "                       events of the pressure triggers given with --trigger;\n"
                "                       until SIGINT (Ctrl+C) or SIGTERM\n"
+               "  track PATH...        Make freezerd follow and publish the subtree at each\n"
+               "                       PATH, also after it restarts (kept in its state\n"
+               "                       directory)\n"
+               "  untrack PATH...      Stop following a subtree tracked so, or named in the\n"
+               "                       configuration; flags are left as they are. A status,\n"
+               "                       watch, freeze or thaw of a path outside the tracked\n"
+               "                       subtrees tracks it, as track does: untrack ends that\n"
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
@@ -1213,6 +1220,22 @@ static int group_cmp(const void *a, const void *b) {
         const freezer_group *x = a, *y = b;
 
         return strcmp(x->path, y->path);
+}
+
+/* ---- track, untrack ---- */
+
+/* freezerd keeps what Track() added (and what a status, watch or freeze of a
+ * path outside the tracked subtrees added) in its state directory, across
+ * restarts: untrack is how it goes again. */
+static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
+        for (size_t i = 0; i < n_paths; i++) {
+                int r = track ? freezer_track(f, paths[i]) : freezer_untrack(f, paths[i]);
+                if (r < 0) {
+                        log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", paths[i]);
+                        return EXIT_FAILURE;
+                }
+        }
+        return EXIT_SUCCESS;
 }
 
 static int verb_list(freezer *f) {
@@ -2403,6 +2426,8 @@ static const verb verbs[] = {
         { "tree",   0, 1,        "PATH", 0                                                    },
         { "pressure", 0, 1,      "PATH", 0                                                    },
         { "watch",  0, 1,        "PATH", VERB_OPT_TRIGGER                                     },
+        { "track",  1, SIZE_MAX, "PATH", 0                                                    },
+        { "untrack", 1, SIZE_MAX, "PATH", 0                                                   },
 };
 
 /* Whether what v prints depends on the locale: decimal numbers (status,
@@ -2411,7 +2436,8 @@ static const verb verbs[] = {
  * the user's locale means a dozen file look-ups and mappings, a good part of
  * the time a "freezectl freeze" takes. */
 static bool verb_needs_locale(const verb *v) {
-        return !streq(v->name, "freeze") && !streq(v->name, "thaw") && !streq(v->name, "batch");
+        return !streq(v->name, "freeze") && !streq(v->name, "thaw") && !streq(v->name, "batch") &&
+               !streq(v->name, "track") && !streq(v->name, "untrack");
 }
 
 /* The first option given that v does not take, or NULL; *ret_option is its
@@ -2777,6 +2803,8 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
                 return verb_pressure(f, args, n_args);
         if (streq(v->name, "watch"))
                 return verb_watch(f, args, n_args);
+        if (streq(v->name, "track") || streq(v->name, "untrack"))
+                return verb_track(f, streq(v->name, "track"), args, n_args);
         return verb_tree(f, args, n_args);
 }
 

@@ -28,7 +28,10 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
    * FreezeExcept("/", ["/pods/a/x"]) and Freeze/Thaw("/", RECURSIVE) write the flags
      of tracked groups only: /pods and /q, which hold groups freezerd does not
      track, keep cgroup.freeze 0 and /pods/b, /q/s run;
-   * Track("/") publishes the rest, Untrack("/") takes it back.
+   * Track("/") publishes the rest, Untrack("/") takes it back;
+   * `freezectl status /q/s` tracks /q/s, kept in the state directory;
+     `freezectl untrack /q/s` drops it from both (exit 0, silent), again fails
+     (exit 1, one line), `freezectl track /q/s` tracks it again.
 No step writes a cgroup.freeze but those named."""
 
 import json
@@ -80,6 +83,15 @@ class Steps:
 
 def status(d, *args):
     return ft.freezectl(*args, 'status', socket=os.path.join(d.runtime_dir, 'private'), check=False)
+
+
+def saved_tracked(d):
+    """The subtrees freezerd keeps tracked beyond its configuration (STATE_DIR/tracked.json)."""
+    try:
+        with open(os.path.join(d.state_dir, 'tracked.json')) as f:
+            return json.load(f).get('tracked', [])
+    except FileNotFoundError:
+        return []
 
 
 def test():
@@ -195,6 +207,23 @@ def test():
             c.call('Untrack', '/')
             s.check('Untrack("/") again', tracked, removed=rest)
             ft.check_equal(flags(GROUPS), {g: 0 for g in GROUPS}, 'B: every cgroup.freeze is 0')
+
+            # freezectl status of an untracked path tracks it, for good (the state
+            # directory keeps it); freezectl untrack ends that, track does it again.
+            ft.freezectl('status', '/q/s')
+            s.check('freezectl status /q/s tracks it', tracked + ['/q/s'], added=['/q/s'])
+            ft.check('/q/s' in saved_tracked(d), 'and freezerd keeps it in its state directory', saved_tracked(d))
+            r = ft.freezectl('untrack', '/q/s')
+            ft.check_equal((r.stdout, r.stderr), ('', ''), 'freezectl untrack /q/s prints nothing')
+            s.check('freezectl untrack /q/s', tracked, removed=['/q/s'])
+            ft.check('/q/s' not in saved_tracked(d), 'and it is gone from the state directory', saved_tracked(d))
+            r = ft.freezectl('untrack', '/q/s', check=False)
+            ft.check(r.returncode == 1 and 'cannot untrack /q/s' in r.stderr and len(r.stderr.splitlines()) == 1,
+                     'freezectl untrack of a subtree not tracked: exit 1, one line', (r.returncode, r.stderr))
+            ft.freezectl('track', '/q/s')
+            s.check('freezectl track /q/s', tracked + ['/q/s'], added=['/q/s'])
+            ft.freezectl('untrack', '/q/s')
+            s.check('freezectl untrack /q/s again', tracked, removed=['/q/s'])
     print('# checked: Track/Untrack of nested subtrees (ListGroups, GetManagedObjects, Groups, InterfacesAdded/'
           'Removed at each step), an untracked ancestor\'s flag, the root object under any track setting')
 
