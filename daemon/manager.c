@@ -1741,7 +1741,7 @@ static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **r
         *ret_kept_path = NULL;
         for (unsigned i = op->n_entries; i > 0; i--) {
                 OpEntry *e = &op->entries[i - 1];
-                if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
+                if (!e->group || !(e->wrote || e->inherited) || e->group->freeze != e->new_freeze)
                         continue;
                 if (e->adopted) {
                         if ((*ret_kept)++ == 0)
@@ -1771,14 +1771,14 @@ static void operation_rejournal(Operation *op) {
         size_t k = 0;
         int r;
 
-        if (op->journal_slot < 0 || !m->journal)
+        if (!(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) || !m->journal)
                 return;
         entries = calloc(op->n_entries ?: 1, sizeof *entries);
         if (!entries)
                 return;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
-                if (e->group && e->wrote && !e->adopted)
+                if (e->group && (e->wrote || e->inherited) && !e->adopted)
                         entries[k++] = (JournalEntry) {
                                 .path = e->group->path,
                                 .prev_freeze = e->prev_freeze,
@@ -1797,19 +1797,30 @@ static void operation_rejournal(Operation *op) {
         op->journal_slot = k > 0 ? (int) slot : -1;
 }
 
-/* op asked for g's flag to be value, and it is: an operation waiting with
- * ROLLBACK_ON_TIMEOUT that wrote that flag no longer owns it alone.  Its
- * rollback would take back what op's caller is told is done (a Freeze of a
- * group already frozen by a pending call is skipped, and succeeds), so it
- * leaves the flag; the caller of the rollback is told which. */
-static void group_adopt(Group *g, bool value, const Operation *op) {
+/* mine (an entry of a call that asked for g's flag as it is now) makes g's
+ * flag that call's too: an operation waiting with ROLLBACK_ON_TIMEOUT that
+ * wrote that flag no longer owns it alone.  Its rollback would take back what
+ * mine's caller is told is done (a Freeze of a group already frozen by a
+ * pending call is skipped, and succeeds), so it leaves the flag (adopted),
+ * and the caller of the rollback is told which.  Where mine's call has
+ * ROLLBACK_ON_TIMEOUT itself, it takes over the restoring (inherited): had
+ * it written the flag, its rollback would restore it. */
+static void group_adopt(Group *g, OpEntry *mine) {
+        bool inherit = (mine->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) && !mine->wrote;
+
         for (OpEntry *e = group_data(g)->entries; e; e = e->gnext) {
-                if (e->op == op || !e->wrote || e->adopted || e->new_freeze != value ||
-                    !(e->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
+                if (e->op == mine->op || !(e->wrote || e->inherited) || e->adopted ||
+                    e->new_freeze != mine->new_freeze || !(e->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
                         continue;
                 e->adopted = true;
                 operation_rejournal(e->op);
+                if (inherit && !mine->inherited) {
+                        mine->inherited = true;
+                        mine->prev_freeze = e->prev_freeze;
+                }
         }
+        if (mine->inherited)
+                operation_rejournal(mine->op);
 }
 
 /* Failures found while walking the model (a flag reversed, a group removed)
@@ -2900,7 +2911,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         e->wrote = prev != freeze;
         op->writes = 1;
         op->skipped = !e->wrote;
-        group_adopt(g, freeze, op);
+        group_adopt(g, e);
 
         /* cgroup.events is polled or covered already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
@@ -3095,7 +3106,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 op->writes++;
         }
         for (size_t i = 0; i < n; i++)
-                group_adopt(items[i].group, items[i].freeze, op);
+                group_adopt(items[i].group, &op->entries[i]);
 
         /* Every write landed.  Without ROLLBACK_ON_TIMEOUT that is the batch's
          * outcome whatever the kernel confirms (a timeout leaves the flags as

@@ -138,6 +138,8 @@ struct OpEntry {
         bool prev_freeze;   /* the flag before the operation wrote it */
         bool wrote;         /* the operation changed the flag (rollback restores it) */
         bool adopted;       /* a later call asked for the same flag: rollback leaves it */
+        bool inherited;     /* asked for a flag an earlier ROLLBACK call wrote, and took over its
+                             * restoring (prev_freeze is that call's): rollback restores it */
         bool done;          /* the kernel reports what we wait for */
         OpEntry *gnext, *gprev; /* in GroupData.entries */
 };

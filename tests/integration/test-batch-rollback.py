@@ -19,6 +19,9 @@
    already: skipped).  At A's Timeout g0 is restored and g7 stays frozen by its
    flag, as B was told; A's message says g7 was kept for a later call.  (Before,
    A's rollback took g7 back to 0 behind B.)
+   4b. The same with B's Freeze having ROLLBACK (and a shorter timeout): B
+   takes over g7's restoring; at B's Timeout it writes g7 back to 0, which
+   cancels A, whose rollback restores g0: both back to 0.
 5. The same with a crash: once B asked for g7, A's journal lists g0 alone;
    freezerd killed (SIGKILL) while A waits, and started again: g0 restored, g7
    left at 1.
@@ -174,6 +177,23 @@ def test():
             ft.check(f'{STUCK} was kept: a later call asked for it too' in e.message,
                      'case 4: A\'s message says g7 was kept for a later call', e.message)
             ft.check_equal(thaw_all('case 4'), 1, 'case 4: the thaw wrote g7\'s flag')
+            check_still_blocked(stuck)
+
+            # -- 4b. B asks for g7 with ROLLBACK too: B takes over its restoring.
+            a = c.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 3 * TIMEOUT_USEC,
+                             ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                        what='case 4b: A wrote both flags')
+            with ft.Client(bus.address) as b:
+                e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, b.call, 'Freeze', STUCK, TIMEOUT_USEC,
+                                         ft.FLAG_ROLLBACK_ON_TIMEOUT, timeout=ft.DEFAULT_TIMEOUT + 2)
+            ft.check('restored' in e.message, 'case 4b: B (ROLLBACK, its request skipped) times out first and '
+                     'restores g7, which it took over from A', e.message)
+            e = ft.expect_dbus_error(ft.ERROR_CANCELLED, a.result, ft.DEFAULT_TIMEOUT + 2)
+            ft.check(STUCK in e.message and 'restored' in e.message,
+                     'case 4b: A is Cancelled by that write and restores g0', e.message)
+            ft.check_equal((sc.read_freeze('/r/g0'), sc.read_freeze(STUCK)), (0, 0),
+                           'case 4b: both flags back to 0 (no call asked to keep g7)')
             check_still_blocked(stuck)
 
             print('# summary: 4 timed-out batches over 10 groups (3 with ROLLBACK_ON_TIMEOUT, 1 without), '
