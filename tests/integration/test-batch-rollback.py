@@ -204,7 +204,8 @@ def test():
         with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}rollback-{os.getpid()}-') as dirs:
             runtime_dir, state_dir = os.path.join(dirs, 'run'), os.path.join(dirs, 'state')
             with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
-                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,  # outlives a loaded machine
+                # 120 s: outlives a loaded machine (A must still wait when it is killed).
+                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,
                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
                 ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
                             what='case 5: A wrote both flags')
