@@ -1804,23 +1804,41 @@ static void operation_rejournal(Operation *op) {
  * pending call is skipped, and succeeds), so it leaves the flag (adopted),
  * and the caller of the rollback is told which.  Where mine's call has
  * ROLLBACK_ON_TIMEOUT itself, it takes over the restoring (inherited): had
- * it written the flag, its rollback would restore it. */
-static void group_adopt(Group *g, OpEntry *mine) {
-        bool inherit = (mine->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) && !mine->wrote;
+ * it written the flag, its rollback would restore it.  The journals this
+ * makes stale are written again by operations_rejournal(), once per
+ * operation.  Returns whether it made any stale. */
+static bool group_adopt(Group *g, OpEntry *mine) {
+        bool inherit = (mine->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) && !mine->wrote, any = false;
 
         for (OpEntry *e = group_data(g)->entries; e; e = e->gnext) {
                 if (e->op == mine->op || !(e->wrote || e->inherited) || e->adopted ||
                     e->new_freeze != mine->new_freeze || !(e->op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
                         continue;
                 e->adopted = true;
-                operation_rejournal(e->op);
+                e->op->journal_stale = any = true;
                 if (inherit && !mine->inherited) {
                         mine->inherited = true;
+                        mine->op->journal_stale = true;
                         mine->prev_freeze = e->prev_freeze;
                 }
         }
-        if (mine->inherited)
-                operation_rejournal(mine->op);
+        return any;
+}
+
+/* After group_adopt() of a call's groups gs[0..n) (one for a Freeze, a
+ * batch's): every stale journal written again, once (a batch that adopts
+ * 10,000 flags of one earlier call rewrites that call's journal once). */
+static void operations_rejournal(Operation *mine, Group *const *gs, size_t n) {
+        if (mine->journal_stale) {
+                mine->journal_stale = false;
+                operation_rejournal(mine);
+        }
+        for (size_t i = 0; i < n; i++)
+                for (OpEntry *e = group_data(gs[i])->entries; e; e = e->gnext)
+                        if (e->op->journal_stale) {
+                                e->op->journal_stale = false;
+                                operation_rejournal(e->op);
+                        }
 }
 
 /* Failures found while walking the model (a flag reversed, a group removed)
@@ -2911,7 +2929,8 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         e->wrote = prev != freeze;
         op->writes = 1;
         op->skipped = !e->wrote;
-        group_adopt(g, e);
+        if (group_adopt(g, e))
+                operations_rejournal(op, &g, 1);
 
         /* cgroup.events is polled or covered already; the kernel may have
          * finished at once (an empty group, or one already frozen), so look now,
@@ -3105,8 +3124,18 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 e->wrote = true;
                 op->writes++;
         }
+        bool stale = false;
         for (size_t i = 0; i < n; i++)
-                group_adopt(items[i].group, &op->entries[i]);
+                stale = group_adopt(items[i].group, &op->entries[i]) || stale;
+        if (stale) {
+                _cleanup_free_ Group **gs = calloc(n, sizeof *gs);
+                for (size_t i = 0; gs && i < n; i++)
+                        gs[i] = items[i].group;
+                if (gs)
+                        operations_rejournal(op, gs, n);
+                else /* no memory: the journals stay as they were, adopted flags in them */
+                        log_warning("Cannot record the batch journals again without the flags a later call asked for");
+        }
 
         /* Every write landed.  Without ROLLBACK_ON_TIMEOUT that is the batch's
          * outcome whatever the kernel confirms (a timeout leaves the flags as

@@ -162,6 +162,7 @@ struct Operation {
         struct event *recheck;
         uint64_t recheck_usec;
         int journal_slot;   /* its intent journal's slot while it runs (journal.h), or -1 */
+        bool journal_stale; /* a flag of it adopted or inherited since: to be journaled again */
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;
         const char *doom_name;
