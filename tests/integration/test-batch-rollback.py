@@ -162,11 +162,16 @@ def test():
             ft.check_equal(thaw_all('case 3'), 10, 'case 3: the thaw wrote ten flags')
             check_still_blocked(stuck)
 
+            def a_waits(timeout_usec, what):
+                """A = ApplyBatch([g0, g7], ROLLBACK), once both its flags are written."""
+                a = c.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', timeout_usec,
+                                 ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                            what=f'{what}: A wrote both flags')
+                return a
+
             # -- 4. ROLLBACK, and B asks for g7 as A set it.
-            a = c.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 2 * TIMEOUT_USEC,
-                             ft.FLAG_ROLLBACK_ON_TIMEOUT)
-            ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
-                        what='case 4: A wrote both flags')
+            a = a_waits(2 * TIMEOUT_USEC, 'case 4')
             with ft.Client(bus.address) as b:
                 ft.check_equal(tuple(b.call('Freeze', STUCK, long_usec, ft.FLAG_NO_WAIT)), (),
                                'case 4: B\'s Freeze of g7 (NO_WAIT) succeeds')
@@ -180,10 +185,7 @@ def test():
             check_still_blocked(stuck)
 
             # -- 4b. B asks for g7 with ROLLBACK too: B takes over its restoring.
-            a = c.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 3 * TIMEOUT_USEC,
-                             ft.FLAG_ROLLBACK_ON_TIMEOUT)
-            ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
-                        what='case 4b: A wrote both flags')
+            a = a_waits(3 * TIMEOUT_USEC, 'case 4b')
             with ft.Client(bus.address) as b:
                 e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, b.call, 'Freeze', STUCK, TIMEOUT_USEC,
                                          ft.FLAG_ROLLBACK_ON_TIMEOUT, timeout=ft.DEFAULT_TIMEOUT + 2)

@@ -282,6 +282,12 @@ class Watch:
 
 # ---- the test ---------------------------------------------------------------------------------------------------
 
+def wait_state(w, path, state):
+    """The text line "state PATH STATE" of the watch w."""
+    return w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', f'{path} {state}'),
+                       what=f'the text line "state {path} {state}"')
+
+
 def check_pressure_cli(sc, bus):
     group_files = {res: sc.abspath('/w/hog', f'{res}.pressure') for res in RESOURCES}
     system_files = {res: f'/proc/pressure/{res}' for res in RESOURCES}
@@ -460,8 +466,7 @@ def check_watch_errors(sc, bus, d):
                 ft.check(TEXT_LINE_RE.match(first).groups() == ('watching', 'all groups'),
                          'watch started without freezerd prints "watching all groups" once one comes', first)
                 d3.client.call('Freeze', '/w/nap', 0, 0)
-                w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap frozen'),
-                            what='/w/nap frozen, from the first freezerd')
+                wait_state(w, '/w/nap', 'frozen')
                 d3.client.call('Thaw', '/w/nap', 0, 0)
             w.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('freezerd', 'exited'),
                         what='a freezerd exited line')
@@ -555,11 +560,9 @@ def check_watch_waits(sc):
             tid_j = json_watching(wj.wait_event(lambda e: True, what='the first line'), '--json watch /w --trigger')
             armed = time.monotonic()
             d3.client.call('Freeze', '/w/nap', 0, 0)
-            wp.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap frozen'),
-                         what='the text line "state /w/nap frozen"')
+            wait_state(wp, '/w/nap', 'frozen')
             d3.client.call('Thaw', '/w/nap', 0, 0)
-            wp.wait_line(lambda x: TEXT_LINE_RE.match(x).groups() == ('state', '/w/nap running'),
-                         what='the text line "state /w/nap running"')
+            wait_state(wp, '/w/nap', 'running')
             ft.check(text(wp)[0] == ('watching', '/w/nap') and {x[0] for x in text(wp)[1:]} == {'state'},
                      'watch /w/nap follows /w/nap once freezerd comes: /w/nap frozen and thawed (and no '
                      '"freezerd started" line)', wp.lines)
