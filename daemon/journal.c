@@ -272,8 +272,18 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         json_tokener_free(tok);
 
         if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "version", &v) ||
-            !json_object_is_type(v, json_type_int) || json_object_get_int(v) != JOURNAL_VERSION ||
-            !json_object_object_get_ex(root, "groups", &groups) || !json_object_is_type(groups, json_type_array)) {
+            !json_object_is_type(v, json_type_int)) {
+                json_object_put(root);
+                return -EBADMSG;
+        }
+        /* Another version is a journal, of a freezerd that writes another
+         * format (a newer one, before a downgrade): told apart so the log
+         * can say so rather than call it damaged. */
+        if (json_object_get_int64(v) != JOURNAL_VERSION) {
+                json_object_put(root);
+                return -EPROTONOSUPPORT;
+        }
+        if (!json_object_object_get_ex(root, "groups", &groups) || !json_object_is_type(groups, json_type_array)) {
                 json_object_put(root);
                 return -EBADMSG;
         }
@@ -402,8 +412,16 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                 }
                 if (r < 0) {
                         _cleanup_free_ char *broken = NULL;
-                        log_error_errno(r, "Cannot read batch journal %s/%s, keeping it as .broken: %m", dir,
-                                        de->d_name);
+                        if (r == -EPROTONOSUPPORT)
+                                log_error("Batch journal %s/%s is in a format other than this freezerd's "
+                                          "(version %d), written by another version of freezerd: kept as "
+                                          "%s.broken, its flags are not restored.",
+                                          dir, de->d_name, JOURNAL_VERSION, de->d_name);
+                        else
+                                log_error_errno(r,
+                                                "Cannot read batch journal %s/%s, kept as %s.broken, its flags "
+                                                "are not restored: %m",
+                                                dir, de->d_name, de->d_name);
                         if (asprintf(&broken, "%s.broken", de->d_name) >= 0)
                                 (void) renameat(dirfd(d), de->d_name, dirfd(d), broken);
                         continue;

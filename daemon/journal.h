@@ -79,7 +79,8 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
  * with malloc'ed paths, free with journal_entries_free()), *ret_n and, unless
  * ret_boot_id is NULL, the boot id it records (malloc'ed; NULL if none), and
  * unless ret_id is NULL the batch id.  -ENODATA: the text is a strict prefix
- * of a journal (cut short); -EBADMSG: anything else that is not one. */
+ * of a journal (cut short); -EPROTONOSUPPORT: a journal of another format
+ * version; -EBADMSG: anything else that is not one. */
 int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id,
                   uint64_t *ret_id);
 void journal_entries_free(JournalEntry *e, size_t n);

@@ -238,7 +238,6 @@ static void test_parse(void) {
 
         const char *bad[] = {
                 "[]",
-                "{\"version\":2,\"groups\":[]}",
                 "{\"version\":1}",
                 "{\"version\":1,\"groups\":[{\"path\":\"x\",\"prev\":true,\"new\":false}]}",
                 "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":1,\"new\":false}]}",
@@ -250,6 +249,18 @@ static void test_parse(void) {
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL, NULL) == -EBADMSG);
+
+        /* Another format version is told apart from damage (the log says so);
+         * a version that is no integer is damage. */
+        const char *other[] = {
+                "{\"version\":2,\"groups\":[]}",
+                "{\"version\":0,\"id\":3,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":4294967297,\"groups\":[]}",
+                "{\"version\":2,\"entries\":{}}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(other); i++)
+                CHECK(journal_parse(other[i], strlen(other[i]), &e, &n, NULL, NULL) == -EPROTONOSUPPORT);
+        CHECK(journal_parse("{\"version\":\"1\",\"groups\":[]}", 27, &e, &n, NULL, NULL) == -EBADMSG);
 }
 
 int main(void) {

@@ -13,11 +13,14 @@ that a batch froze a group (prev false, new true) and was interrupted:
   journal-8.json   this boot's id, naming /c, cut short in the middle (freezerd
                    killed inside the pwrite() of a journal longer than a page:
                    its batch wrote nothing; /c is frozen by someone else)
+  journal-9.json   this boot's id, naming /v, in format version 2 (another
+                   freezerd's, before a downgrade)
   journal-0.json   empty: a free slot
 
-freezerd must restore /h and /k (flag 0, thawed), leave /g and /c frozen, log
-that journal-5 is from an earlier boot and that journal-8 was cut short, and
-remove all five files.  Then a batch
+freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
+log that journal-5 is from an earlier boot, that journal-8 was cut short and
+that journal-9 is of another format version, keep journal-9 as
+journal-9.json.broken and remove the five others.  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
 batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
 
@@ -47,7 +50,7 @@ def test():
         boot = f.read().strip()
     ft.check(boot != OTHER_BOOT, 'this boot is not the made-up one')
     with ft.Scratch('journal-boot') as sc, ft.Bus() as bus:
-        for g in ('/g', '/h', '/k', '/c'):
+        for g in ('/g', '/h', '/k', '/c', '/v'):
             sc.mkdir(g)
             sc.spawn_sleepers(g, 1)
             sc.write_freeze(g, 1)
@@ -64,6 +67,8 @@ def test():
             with open(os.path.join(runtime_dir, 'journal-8.json'), 'w') as f:
                 f.write(whole[:len(whole) // 2])
             open(os.path.join(runtime_dir, 'journal-0.json'), 'w').close()
+            with open(os.path.join(runtime_dir, 'journal-9.json'), 'w') as f:
+                json.dump(dict(journal(boot, '/v', 9), version=2), f)
 
             env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
@@ -82,10 +87,15 @@ def test():
                 ft.check('journal-8.json was cut short while it was written' in log and
                          'Recovered interrupted batch 8' not in log, 'the journal cut short logged, not recovered',
                          log)
-                ft.check('journal-0.json' not in log and '.broken' not in log,
-                         'the empty slot removed quietly, nothing kept as .broken', log)
-                left = [n for n in os.listdir(runtime_dir) if n.startswith('journal-')]
-                ft.check_equal(left, [], 'every journal removed')
+                ft.check('journal-0.json' not in log, 'the empty slot removed quietly', log)
+                ft.check('journal-9.json is in a format other than this freezerd' in log and
+                         'written by another version of freezerd' in log and
+                         'Recovered interrupted batch 9' not in log,
+                         'the journal of another format version logged as such, not recovered', log)
+                ft.check(log.count('.broken') == 1, 'only journal-9 kept as .broken', log)
+                ft.check_equal(sc.read_freeze('/v'), 1, 'another format version: nothing restored, /v left frozen')
+                left = sorted(n for n in os.listdir(runtime_dir) if n.startswith('journal-'))
+                ft.check_equal(left, ['journal-9.json.broken'], 'every journal removed but the one kept')
 
                 # A batch of its own records this boot's id.
                 ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
@@ -97,6 +107,7 @@ def test():
                 call.result(timeout=30)
                 sc.write_freeze('/g', 0)
                 sc.write_freeze('/c', 0)
+                sc.write_freeze('/v', 0)
         finally:
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
