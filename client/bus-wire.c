@@ -54,6 +54,7 @@ struct wire {
         bool authenticated;
         const char *destination; /* on a bus: the service called; NULL on a peer connection */
         uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
+        bool hello_answered;     /* on a bus: Hello's reply came (the bus let us in) */
         char guid[WIRE_GUID_SIZE]; /* the server's the address names ("" if none): OK must give it */
         uint8_t *buf; /* received, not yet consumed */
         size_t len, allocated;
@@ -630,6 +631,10 @@ wire *wire_close(wire *w) {
         return NULL;
 }
 
+bool wire_bus_refused(const wire *w) {
+        return w->destination && !w->hello_answered;
+}
+
 const char *wire_last_error_name(const wire *w) {
         return w->error_name;
 }
@@ -868,6 +873,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                         consume(w, (size_t) l);
                         continue;
                 }
+                if (m.type == MSG_METHOD_RETURN && w->hello_serial && m.reply_serial == w->hello_serial)
+                        w->hello_answered = true;
                 if ((m.type != MSG_METHOD_RETURN && m.type != MSG_ERROR) || m.reply_serial != w->serial) {
                         consume(w, (size_t) l); /* not ours: a signal, or a call we do not serve */
                         continue;

@@ -83,6 +83,10 @@ typedef struct wire_arg {
  * the message. */
 int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
               size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret);
+/* On a bus, whether Hello() has not been answered yet: a connection closed
+ * then was the bus refusing us (another user's session bus does so after
+ * authentication), not the loss of a connection it had let in. */
+bool wire_bus_refused(const wire *w);
 const char *wire_last_error_name(const wire *w);
 const char *wire_last_error_message(const wire *w);
 

@@ -936,6 +936,7 @@ static const char *caller_error_message(const caller *c) {
 }
 
 static void log_hello_refused(const char *name, const char *message);
+static void log_connect_failure(int r);
 
 _printf_(3, 4)
 static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
@@ -943,6 +944,12 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
 
         if (c->w && r == -EPROTO) { /* the bus refused our Hello, and the call got no answer */
                 log_hello_refused(caller_error_name(c), caller_error_message(c));
+                return;
+        }
+        if (c->w && r == -ECONNRESET && wire_bus_refused(c->w)) {
+                /* Closed before Hello was answered: the connection never was
+                 * up, as sd-bus's commands say it. */
+                log_connect_failure(r);
                 return;
         }
         va_start(ap, fmt);
@@ -2679,6 +2686,22 @@ static const char *connect_hint(int r) {
                 return arg_bus == BUS_ADDRESS ? " (not a D-Bus address this can use: e.g. "
                                                 "unix:path=/run/dbus/system_bus_socket)"
                                               : "";
+        case -ECONNRESET: {
+                /* sd-bus's word for a connection closed before it was up: the bus
+                 * closes it after authentication when its policy does not let
+                 * the uid in (another user's session bus), and sd-bus reports
+                 * a refused tcp: connect as this too. */
+                static char buf[160];
+                if (arg_bus == BUS_PRIVATE)
+                        return "";
+                snprintf(buf, sizeof buf,
+                         " (the bus closed the connection: does it let uid %u in? A session bus takes only "
+                         "its own user%s)",
+                         (unsigned) geteuid(),
+                         arg_bus == BUS_ADDRESS && startswith(arg_address, "tcp:") ? "; or nothing listens there"
+                                                                                   : "");
+                return buf;
+        }
         case -EPROTO:
                 /* The peer refused Hello, or answered in no D-Bus at all: such as
                  * freezerd's private socket given as a bus. */

@@ -19,7 +19,8 @@ Checks:
     nests every group under its parent.
   * Exit status 1 with one line on stderr naming the path and the error for
     NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
-    back), an unreachable bus and a bus address that is none (--address=bogus,
+    back), an unreachable bus, a bus that does not let root in (freeze said
+    it "lost the connection"), and a bus address that is none (--address=bogus,
     which said only "Invalid argument"); --json failure objects carry error and
     message.
   * Exit status 2 with one line on stderr for an unknown option, a missing
@@ -148,6 +149,32 @@ def check_bus_reply_timeout(sc, d_config):
             ft.check_equal(check_status(sc, '/s')['state'], 'freezing',  # on bus2, the bus started last
                            'freezerd goes on: /s is still freezing')
             ft.freezectl('thaw', '/s', address=bus2.address)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_bus_refuses_root(sc):
+    """A bus that does not let root in (as another user's session bus) closes the
+    connection after authentication: every command says it could not connect, and
+    why, not that a connection it had was lost."""
+    with open(ft.DBUS_TEST_CONF) as f:
+        conf = f.read()
+    deny = conf.replace('<allow user="*"/>', '<allow user="*"/>\n                <deny user="root"/>')
+    ft.check(deny != conf, 'a bus configuration that does not let root in')
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}busconf-{os.getpid()}-')
+    try:
+        path = os.path.join(tmp, 'bus.conf')
+        with open(path, 'w') as f:
+            f.write(deny)
+        with ft.Bus(config=path) as bus2:
+            # freeze and batch go through freezectl's own wire, list through sd-bus.
+            for cmd, stdin in ((['freeze', '/s'], None), (['batch', '-'], '[{"path": "/s", "freeze": true}]'),
+                               (['list'], None)):
+                r = ft.freezectl(*cmd, address=bus2.address, check=False, input=stdin)
+                ft.check_equal(r.returncode, 1, f'{cmd[0]} on a bus that refuses root: exit 1')
+                one_line(r, f'{cmd[0]} on a bus that refuses root', f'cannot connect to the bus at {bus2.address}',
+                         'the bus closed the connection: does it let uid 0 in?')
+        ft.check_equal(sc.read_freeze('/s'), 0, 'and nothing was written')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -386,6 +413,7 @@ def test():
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 0, 'thaw -- /-odd')
         check_freezerd_killed(sc, bus)
         check_bus_reply_timeout(sc, d_config={'default_timeout_usec': 2000000})
+        check_bus_refuses_root(sc)
     print('# checked: freezectl status/freeze/thaw/list/tree (text and --json) against the kernel, exit codes 0/1/2 '
           'with one-line errors, --timeout --rollback, --no-wait, --')
 
