@@ -447,8 +447,8 @@ static PsiClamp *trigger_clamp(PressureTrigger *t) {
         return gp ? &gp->clamp[t->resource] : NULL;
 }
 
-/* Returns false if the trigger ended meanwhile (freed). */
-static bool trigger_fire(PressureTrigger *t) {
+/* May end the trigger (its file is gone): t is then freed. */
+static void trigger_fire(PressureTrigger *t) {
         Pressure *p = t->pressure;
         PsiReading reading;
         PsiClamp *clamp;
@@ -458,12 +458,12 @@ static bool trigger_fire(PressureTrigger *t) {
         r = psi_read_fd(t->fd, t->resource, &reading);
         if (r == -ENODEV) {
                 trigger_end(t, trigger_error_reason(t));
-                return false;
+                return;
         }
         if (r < 0) {
                 log_warning_errno(r, "Cannot read the pressure of trigger %" PRIu32 " (%s of %s): %m", t->id,
                                   resource_file(t->resource), t->group ? t->group->path : "the system");
-                return true;
+                return;
         }
         clamp = trigger_clamp(t);
         if (clamp)
@@ -483,12 +483,11 @@ static bool trigger_fire(PressureTrigger *t) {
                           line.total_usec >= t->last_total ? line.total_usec - t->last_total : 0,
                           t->threshold_usec);
                 t->last_total = line.total_usec;
-                return true;
+                return;
         }
         t->last_total = line.total_usec;
         if (p->hooks.exceeded)
                 p->hooks.exceeded(p, t, &line, p->hooks.userdata);
-        return true;
 }
 
 /* What the watcher thread forwards: a trigger id and its epoll events. */
@@ -497,9 +496,20 @@ typedef struct PressureWakeup {
         uint32_t events;
 } PressureWakeup;
 
-static int trigger_arm(PressureTrigger *t, int op) {
-        struct epoll_event ev = { .events = EPOLLPRI | EPOLLONESHOT, .data.u64 = t->id };
-        return epoll_ctl(t->pressure->epoll_fd, op, t->fd, &ev) < 0 ? -errno : 0;
+/* Edge-triggered, armed once for good.  Not EPOLLONESHOT with a re-arm once
+ * the main loop has handled the event: PSI's poll is destructive, and an event
+ * that came while the trigger was disarmed would be lost.  The re-arm
+ * (EPOLL_CTL_MOD) polls the file, which reports the event and clears it
+ * (psi_trigger_poll(): cmpxchg(&t->event, 1, 0)); ep_modify() queues the
+ * trigger as ready, and epoll_wait() polls it once more before it reports it
+ * (ep_send_events()), finds nothing and drops it.  Edge-triggered, the only
+ * poll is epoll_wait()'s, on the kernel's wake-up, and it reports what it
+ * clears.  An error (the group removed, its pressure hidden) comes with one
+ * wake-up (psi_trigger_destroy() notifies the file), so it does not spin the
+ * thread either. */
+static int trigger_arm(PressureTrigger *t) {
+        struct epoll_event ev = { .events = EPOLLPRI | EPOLLET, .data.u64 = t->id };
+        return epoll_ctl(t->pressure->epoll_fd, EPOLL_CTL_ADD, t->fd, &ev) < 0 ? -errno : 0;
 }
 
 /* The watcher thread (see pressure.h): the only epoll_wait() on the set. */
@@ -574,13 +584,8 @@ static void on_wakeups(evutil_socket_t fd, short what, void *userdata) {
                                 trigger_end(t, trigger_error_reason(t));
                                 continue;
                         }
-                        if ((ws[i].events & EPOLLPRI) && !trigger_fire(t))
-                                continue;
-                        int r = trigger_arm(t, EPOLL_CTL_MOD);
-                        if (r < 0) {
-                                log_warning_errno(r, "Cannot re-arm pressure trigger %" PRIu32 ": %m", t->id);
-                                trigger_end(t, PRESSURE_REASON_ERROR);
-                        }
+                        if (ws[i].events & EPOLLPRI)
+                                trigger_fire(t);
                 }
                 if ((size_t) n < sizeof ws)
                         return;
@@ -762,7 +767,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         t->fd = fd;
         r = watch_thread_start(p);
         if (r >= 0)
-                r = trigger_arm(t, EPOLL_CTL_ADD);
+                r = trigger_arm(t);
         if (r < 0) {
                 free(t);
                 client_maybe_free(c);

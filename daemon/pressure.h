@@ -25,13 +25,12 @@
  * Seen on 6.18: of two triggers firing together one was never reported, a
  * lone trigger in the daemon never at all.  So a small watcher thread (started
  * with the first trigger) does the only epoll_wait() on the set
- * (EPOLLPRI|EPOLLONESHOT, data = trigger id) and forwards (id, events)
- * records through a pipe that libevent watches; the main
- * thread handles them and re-arms the trigger (EPOLL_CTL_MOD).  The thread
- * touches nothing else.  ONESHOT keeps a removed group's trigger (EPOLLERR
- * for ever) from spinning the thread; re-arming polls once more, which would
- * only lose an event coming within that instant, while the kernel sends at
- * most one per window (>= 500 ms).
+ * (EPOLLPRI|EPOLLET, data = trigger id) and forwards (id, events) records
+ * through a pipe that libevent watches; the main thread handles them.  The
+ * thread touches nothing else.  Edge-triggered and never re-armed: a re-arm
+ * (EPOLLONESHOT, then EPOLL_CTL_MOD once the main loop had handled the event,
+ * as before session 32) polls the file too, and lost an event that came while
+ * the trigger was disarmed (trigger_arm() says how; test-pressure-disarmed).
  *
  * The kernel's spurious first event: an unprivileged trigger's window starts
  * from the wrong aggregator's total (psi_trigger_create() resets the window

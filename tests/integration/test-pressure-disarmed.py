@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A pressure event that the kernel signals while freezerd's main loop is busy
+with the trigger's previous one is delivered too.
+
+  /hot    a trigger (cpu some, 100 ms per 2 s); CPU hogs, more than there are
+          CPUs (at least 4), started once the main loop is held, killed after
+          the kernel fired twice
+  /stall  empty; Freeze of it holds freezerd's main loop for STALL seconds
+          (FREEZERD_TEST_WRITE_DELAY_USEC: the delay follows the cgroup.freeze
+          write, in the main loop)
+
+The watcher thread takes the kernel's first event and hands it to the held main
+loop; the kernel's second comes a window later, still inside the hold.  Until
+this test, the trigger was EPOLLONESHOT and re-armed (EPOLL_CTL_MOD) only once
+the main loop had handled the first: the re-arm's poll reported and cleared
+the second (PSI's poll is destructive), epoll queued the trigger, and
+epoll_wait()'s own poll then found nothing, so the second was lost.
+
+Checked: the kernel fired at least twice during the hold (a raw trigger of the
+test's own, armed next to freezerd's, says so) and freezerd sent no signal
+meanwhile (its main loop was held); the hogs were gone at least three windows
+before the hold ended (no later pressure can stand in for the second event);
+after the hold freezerd sends PressureExceeded twice.
+No sleeps: every wait is on D-Bus messages, inotify or the raw trigger's
+thread, with a deadline."""
+
+import os
+import select
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+HOG = ['sh', '-c', 'while :; do :; done']
+WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
+THRESHOLD = 100_000         # usec
+STALL = 20.0                # seconds the main loop is held
+SLACK = 1.0 * ft.TIMEOUT_MULTIPLIER
+
+
+class RawTrigger:
+    """The test's own trigger, the witness of the kernel's events: a thread poll()s it
+    alone (PSI's poll clears the event it reports) and forwards each event through a
+    pipe the loop watches; events holds their times."""
+
+    def __init__(self, path, spec):
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        os.write(self.fd, spec.encode() + b'\0')
+        self.events = []
+        self.rfd, self.wfd = os.pipe2(os.O_CLOEXEC)
+        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+        ft.loop().add_reader(self.rfd, self._on_ready)
+
+    def _watch(self):
+        p = select.poll()
+        p.register(self.fd, select.POLLPRI)
+        p.register(self.stop_r, select.POLLIN)
+        while True:
+            for fd, ev in p.poll():
+                if fd == self.stop_r:
+                    return
+                if ev & select.POLLPRI:
+                    os.write(self.wfd, b'!')
+
+    def _on_ready(self):
+        for _ in os.read(self.rfd, 4096):
+            self.events.append(time.monotonic())
+
+    def close(self):
+        ft.loop().remove_reader(self.rfd)
+        os.write(self.stop_w, b'x')
+        self.thread.join()
+        for fd in (self.rfd, self.wfd, self.stop_r, self.stop_w, self.fd):
+            os.close(fd)
+
+
+def exceeded(client, tid):
+    return [s for s in client.signals if s.member == 'PressureExceeded' and s.body[0] == tid]
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    if not os.path.exists('/proc/pressure/cpu'):
+        ft.skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
+    ncpu = os.cpu_count() or 1
+
+    with ft.Scratch('pressure-disarmed') as sc, ft.Bus() as bus:
+        sc.mkdir('/hot')
+        sc.mkdir('/stall')
+        if not os.path.exists(sc.abspath('/hot', 'cpu.pressure')):
+            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        env = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(int(STALL * 1e6)), 'FREEZERD_LOG_LEVEL': 'debug'}
+        with ft.Daemon(bus, sc.root, env=env) as d:
+            c = d.client
+            c.add_match(type='signal', sender=ft.BUS_NAME)
+            tid = c.group_call('/hot', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+            raw = RawTrigger(sc.abspath('/hot', 'cpu.pressure'), f'some {THRESHOLD} {WINDOW}')
+            try:
+                # -- hold the main loop: it sleeps right after writing /stall's cgroup.freeze
+                freeze = c.call_async('Freeze', '/stall', 0, 0)
+                sc.wait_events('/stall', frozen=1)
+                held = time.monotonic()
+                hogs = [sc.spawn('/hot', HOG) for _ in range(max(4, 2 * ncpu))]
+
+                # -- the kernel fires twice (one window apart) while the loop is held
+                ft.wait_for(lambda: len(raw.events) >= 2 or freeze.done(), deadline=held + STALL,
+                            what='two events of the raw trigger on /hot')
+                ft.check(not freeze.done() and len(raw.events) >= 2,
+                         'the kernel fired twice before the hold ended (else the test proves nothing)',
+                         f'{len(raw.events)} event(s) in {time.monotonic() - held:.1f} s')
+                sc.kill('/hot')
+                sc.wait_events('/hot', populated=0)
+                cooled = time.monotonic()
+                for p in hogs:
+                    p.wait()
+                ft.check_equal(len(exceeded(c, tid)), 0, 'no PressureExceeded while the main loop is held')
+                print(f'# raw trigger events at {[round(t - held, 2) for t in raw.events]} s into the hold; '
+                      f'hogs gone at {cooled - held:.2f} s', flush=True)
+
+                # -- the hold ends: both events are delivered
+                freeze.result(timeout=STALL + SLACK)
+                released = time.monotonic()
+                ft.check(released - cooled >= 3 * WINDOW / 1e6,
+                         'the hogs were gone three windows before the hold ended (no later event '
+                         'can stand in for the second)', f'{released - cooled:.2f} s')
+                deadline = released + WINDOW / 1e6 + SLACK
+                while len(exceeded(c, tid)) < 2 and time.monotonic() < deadline:
+                    ft.loop().run_once(deadline - time.monotonic())
+                ft.check_equal(len(exceeded(c, tid)), 2,
+                               'PressureExceeded for both events the kernel signalled during the hold')
+            finally:
+                raw.close()
+
+
+ft.run(test)
