@@ -8,6 +8,7 @@
 #include "cgroup-util.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "odd-groups.h"
 #include "pressure.h"
 #include "private-bus.h"
 
@@ -507,11 +508,20 @@ typedef struct BatchReply {
         enum { REPLY_EMPTY, REPLY_COUNTS, REPLY_PATHS } kind;
         char **paths; /* FreezeExcept: the groups it froze */
         size_t n_paths;
+        /* Thaw RECURSIVE: the groups below it that freezerd does not follow
+         * for their names (odd-groups.h), cleared before the batch's writes;
+         * top is the call's path (see odd_groups_reply_error()). */
+        Manager *m;
+        OddGroups odd;
+        char *top;
+        uint64_t flags;
 } BatchReply;
 
 static void batch_reply_free(BatchReply *b) {
         if (!b)
                 return;
+        odd_groups_clear(&b->odd);
+        free(b->top);
         sd_bus_message_unref(b->call);
         for (size_t i = 0; i < b->n_paths; i++)
                 free(b->paths[i]);
@@ -519,10 +529,45 @@ static void batch_reply_free(BatchReply *b) {
         free(b);
 }
 
+/* The odd groups a Thaw RECURSIVE cleared, once its batch is done.  The
+ * kernel clears a group's frozen as it clears the last flag that freezes it
+ * (cgroup_do_freeze() updates it in the write), not later as it freezes:
+ * once the groups of the model report frozen 0, so do the groups below them,
+ * and one read of each odd group's cgroup.events is all the waiting it needs
+ * (they have no watch to wait on).  One still frozen means another writer
+ * froze it again meanwhile: an error naming it, unless an ancestor of the
+ * call's path still freezes the whole subtree, as a Thaw RECURSIVE allows. */
+static int odd_groups_reply_error(BatchReply *b, sd_bus_error *error) {
+        Group *top;
+        ssize_t i;
+
+        if (b->odd.n == 0 || (b->flags & FREEZER_FLAG_NO_WAIT))
+                return 0;
+        top = tree_get(b->m->tree, b->top);
+        if (top && top->e_freeze)
+                return 0;
+        i = odd_groups_first_frozen(b->m->root_fd, &b->odd);
+        if (i < 0)
+                return 0;
+        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                 "Every freeze flag below %s is cleared, but %s, which freezerd does not follow (its "
+                                 "name is not UTF-8 that D-Bus can carry, or holds a control character), still reads "
+                                 "frozen 1: another writer froze it again",
+                                 b->top, b->odd.items[i].shown);
+}
+
 static void reply_batch_done(Operation *op, const sd_bus_error *error, void *userdata) {
         BatchReply *b = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error odd_error = SD_BUS_ERROR_NULL;
         int r;
+
+        if (error && sd_bus_error_is_set(error)) {
+                /* All or nothing: the batch restored its flags, these too. */
+                if (b->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT)
+                        odd_groups_restore(b->m->root_fd, &b->odd);
+        } else if (odd_groups_reply_error(b, &odd_error) < 0)
+                error = &odd_error;
 
         if (error && sd_bus_error_is_set(error))
                 r = sd_bus_reply_method_error(b->call, error);
@@ -545,10 +590,42 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         batch_reply_free(b);
 }
 
+/* Clear the flags of b->odd, bottom-up.  On a failure the ones written are
+ * written back, and the error says that nothing was written. */
+static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
+        size_t failed = 0;
+        int r;
+
+        if (b->odd.n == 0)
+                return 0;
+        r = odd_groups_write(m->root_fd, &b->odd, false, &failed);
+        if (r < 0) {
+                odd_groups_restore(m->root_fd, &b->odd);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                         "Cannot thaw %s, below %s (freezerd does not follow it for its name): %s; "
+                                         "nothing was written",
+                                         b->odd.items[failed].shown, b->top, strerror(-r));
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < b->odd.n; i++)
+                k += b->odd.items[i].wrote;
+        log_debug("Thaw of %s: cleared %zu flags of groups not followed for their names.", b->top, k);
+        return 0;
+}
+
+/* How many of items ask for a flag their group does not have. */
+static size_t items_differing(const BatchItem *items, size_t n) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++)
+                k += items[i].group->freeze != items[i].freeze;
+        return k;
+}
+
 /* Plan and start a batch; takes ownership of items and b. */
 static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order, uint64_t timeout_usec,
                        uint64_t flags, BatchReply *b, sd_bus_error *error) {
-        size_t planned;
+        size_t planned, differ;
         int r;
 
         r = batch_plan(items, n, order, &planned);
@@ -557,12 +634,27 @@ static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order,
                 batch_reply_free(b);
                 return r;
         }
-        r = manager_apply_batch(m, items, planned, timeout_usec, flags, reply_batch_done, b, error);
-        free(items);
+        /* Below every group of the batch: first, as a bottom-up thaw has it. */
+        r = odd_groups_thaw(m, b, error);
         if (r < 0) {
+                free(items);
                 batch_reply_free(b);
                 return r;
         }
+        differ = items_differing(items, planned);
+        r = manager_apply_batch(m, items, planned, timeout_usec, flags, reply_batch_done, b, error);
+        if (r < 0) {
+                /* The odd groups share the batch's fate: written back when
+                 * none of its flags stayed written (refused before its
+                 * writes, or rolled back), left cleared when the writes
+                 * before a failed one stay applied (no ROLLBACK_ON_TIMEOUT). */
+                if (items_differing(items, planned) == differ)
+                        odd_groups_restore(m->root_fd, &b->odd);
+                free(items);
+                batch_reply_free(b);
+                return r;
+        }
+        free(items);
         return 1;
 }
 
@@ -655,6 +747,60 @@ static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchI
         return 0;
 }
 
+/* The groups below g's subtree that freezerd does not follow for their
+ * names (odd-groups.h), bottom-up: the odd children of its tracked groups
+ * and everything below them.  Only the groups that had such a child are
+ * listed (GroupData.odd_children): a thaw of a big slice lists none.  An
+ * untracked ancestor kept for its flag holds groups freezerd does not
+ * follow anyway, whatever their names: left alone, as by the batch. */
+static int collect_odd_groups(Manager *m, Group *g, OddGroups *odd, sd_bus_error *error) {
+        for (Group *c = g; c; c = tree_next_preorder(g, c)) {
+                GroupData *d = group_data(c);
+                int r;
+
+                if (!c->tracked || !d || !d->odd_children)
+                        continue;
+                r = odd_groups_collect(m->root_fd, c->path, c->depth, GROUP_DEPTH_MAX, odd);
+                if (r == -E2BIG)
+                        return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                                 "Cannot thaw the groups below %s that freezerd does not follow for "
+                                                 "their names: more than %d, or deeper than %u levels below the "
+                                                 "cgroup root; nothing was written",
+                                                 c->path, ODD_GROUPS_MAX, GROUP_DEPTH_MAX);
+                if (r == -ENOENT)
+                        continue; /* removed meanwhile: its rmdir is on its way */
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r,
+                                                       "Cannot list the groups below %s: %s; nothing was written",
+                                                       c->path, strerror(-r));
+        }
+        return 0;
+}
+
+/* check_access_groups() for the groups of odd: every one, or nothing. */
+static int check_access_odd(Manager *m, Caller *c, const OddGroups *odd, sd_bus_error *error) {
+        uid_t caller = caller_uid(c);
+
+        if (!access_needs_owner(ACCESS_FREEZE, caller))
+                return 0; /* the caller decides alone */
+        for (size_t i = 0; i < odd->n; i++) {
+                uid_t owner = ACCESS_UID_INVALID;
+                int r = odd_group_owner(m->root_fd, &odd->items[i], &owner);
+
+                if (r == -ENOENT)
+                        continue; /* gone: nothing to write */
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s",
+                                                       odd->items[i].shown, strerror(-r));
+                if (!access_allowed(ACCESS_FREEZE, caller, owner)) {
+                        r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : odd->items[i].shown,
+                                          false, error);
+                        return r < 0 ? r : -EACCES;
+                }
+        }
+        return 0;
+}
+
 #define KNOWN_FLAGS (FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE)
 
 static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
@@ -680,17 +826,32 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 size_t n = 0, cap = 0, index = 0;
                 BatchReply *b;
 
+                _cleanup_(odd_groups_clear) OddGroups odd = {};
+
                 r = append_subtree(g, freeze, &items, &n, &cap, &index);
                 if (r < 0) {
                         free(items);
                         return r;
                 }
-                if (n == 0) {
+                /* A thaw clears the groups not followed for their names too:
+                 * "thaw everything below" must not leave one frozen, its tasks
+                 * stopped, with a success.  A freeze needs nothing of them:
+                 * the flags of their ancestors freeze them. */
+                if (!freeze) {
+                        r = collect_odd_groups(m, g, &odd, error);
+                        if (r < 0) {
+                                free(items);
+                                return r;
+                        }
+                }
+                if (n == 0 && odd.n == 0) {
                         free(items);
                         return sd_bus_reply_method_return(call, NULL);
                 }
                 /* Every group of the subtree, or nothing. */
                 r = check_access_groups(m, c, items, NULL, n, error);
+                if (r >= 0)
+                        r = check_access_odd(m, c, &odd, error);
                 if (r < 0) {
                         free(items);
                         return r;
@@ -698,6 +859,28 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 r = batch_reply_new(call, REPLY_EMPTY, &b);
                 if (r < 0) {
                         free(items);
+                        return r;
+                }
+                b->m = m;
+                b->flags = flags;
+                b->odd = odd;
+                odd = (OddGroups) {};
+                b->top = strdup(g->path);
+                if (!b->top) {
+                        free(items);
+                        batch_reply_free(b);
+                        return -ENOMEM;
+                }
+                if (n == 0) {
+                        /* Only groups freezerd does not follow (below "/",
+                         * or below an untracked ancestor kept for its flag). */
+                        free(items);
+                        r = odd_groups_thaw(m, b, error);
+                        if (r >= 0)
+                                r = odd_groups_reply_error(b, error);
+                        if (r >= 0)
+                                r = sd_bus_reply_method_return(call, NULL);
+                        batch_reply_free(b);
                         return r;
                 }
                 return start_batch(m, items, n, BATCH_ORDER_AUTO, timeout_usec, flags, b, error);
@@ -1016,6 +1199,60 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         return start_batch(m, TAKE_PTR(items), n, order, timeout_usec, flags, b, error);
 }
 
+/* FreezeExcept leaves an excluded branch running by freezing, at each
+ * level from top down to it, the siblings of the branch, each by its own
+ * flag (batch_cover_except()).  A sibling freezerd does not follow for its
+ * name (odd-groups.h) would be left out of that cover, its tasks running,
+ * and its path could not go into the reply either (a D-Bus string is
+ * UTF-8): refuse, before anything is written, naming the group that holds
+ * it.  Odd groups elsewhere are no matter: inside an excluded subtree they
+ * are meant to run, inside a group of the cover they freeze with it.  The
+ * groups split so are the ancestors of the excluded ones, from top down,
+ * that no exclusion holds; each is listed once (expand_gen marks the
+ * excluded groups, then the ones listed). */
+static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded,
+                               sd_bus_error *error) {
+        unsigned gen_x = ++m->expand_gen ?: ++m->expand_gen, gen_done;
+
+        for (size_t i = 0; i < n_excluded; i++)
+                group_data(excluded[i])->expand_gen = gen_x;
+        gen_done = ++m->expand_gen ?: ++m->expand_gen;
+
+        for (size_t i = 0; i < n_excluded; i++)
+                for (Group *a = excluded[i]->parent; a; a = a == top ? NULL : a->parent) {
+                        _cleanup_free_ char *odd = NULL;
+                        bool reached = true;
+                        int r;
+
+                        if (group_data(a)->expand_gen == gen_done)
+                                break; /* listed, and its ancestors too */
+                        for (Group *b = a; reached; b = b->parent) {
+                                reached = group_data(b)->expand_gen != gen_x;
+                                if (b == top)
+                                        break;
+                        }
+                        if (!reached)
+                                break; /* inside an excluded subtree: so are its ancestors up to that one */
+                        group_data(a)->expand_gen = gen_done;
+                        if (!a->tracked)
+                                continue; /* kept for its flag: holds unfollowed groups anyway (README) */
+                        r = odd_child_find(m->root_fd, a->path, &odd);
+                        if (r < 0)
+                                return sd_bus_error_set_errnof(error, r,
+                                                               "Cannot list the groups below %s: %s; nothing was "
+                                                               "written",
+                                                               a->path, strerror(-r));
+                        if (odd)
+                                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                                         "Cannot freeze %s%s%s apart from its siblings: freezerd does "
+                                                         "not follow it, as its name is not UTF-8 that D-Bus can "
+                                                         "carry, or holds a control character; freeze %s as a whole "
+                                                         "(or rename that group); nothing was written",
+                                                         streq(a->path, "/") ? "" : a->path, "/", odd, a->path);
+                }
+        return 0;
+}
+
 static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
@@ -1114,6 +1351,9 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                                          x->path, a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
                                          a ?: "that ancestor");
         }
+        r = refuse_odd_in_cover(m, top, excluded, n_excluded, error);
+        if (r < 0)
+                return r;
         if (n_cover == 0)
                 return sd_bus_reply_method_return(msg, "as", 0);
 

@@ -1478,6 +1478,8 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
          * whole GroupsChanged).  The kernel's flags still reach it through
          * its ancestors. */
         if (!cg_name_is_publishable(name)) {
+                if (group_data(parent))
+                        group_data(parent)->odd_children = true; /* for good: a hint, lists cost little */
                 odd_name_log(group_data(parent), parent->path, name);
                 return -EILSEQ;
         }

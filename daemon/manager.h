@@ -91,6 +91,7 @@ typedef struct GroupData {
         unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
+        bool odd_children; /* a child was not followed for its name (manager_add_new()): Thaw RECURSIVE lists it */
         size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
         /* The kernel's rate limit on its cgroup.events (see operation_watch_holdback()):

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Groups freezerd does not follow for their names: not UTF-8 that D-Bus can
+ * carry, or with a control character (cg_name_is_publishable(); manager.c
+ * leaves them out of the model, since every listing, reply and signal naming
+ * them would fail).  The kernel's flags still reach them, so the calls over a
+ * subtree must not forget them: Thaw RECURSIVE clears their flags too, and
+ * FreezeExcept refuses a cover that would leave one out.  They are found by
+ * listing their parents' directories and reached by name beneath the cgroup
+ * root's fd, never through the model, which does not hold them.  System
+ * calls only: no bus, no model. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct OddGroup {
+        char *rel;   /* its directory relative to the root fd, raw bytes */
+        char *shown; /* its API path with the odd bytes escaped (\xNN): ASCII, for messages */
+        bool prev;   /* its cgroup.freeze before odd_groups_write() */
+        bool wrote;  /* odd_groups_write() changed it */
+} OddGroup;
+
+typedef struct OddGroups {
+        OddGroup *items; /* bottom-up: each group after every group below it */
+        size_t n, cap;
+} OddGroups;
+
+/* At most this many in one call (-E2BIG beyond): a subtree whose owner makes
+ * odd names by the million must not make freezerd's memory grow with them. */
+#define ODD_GROUPS_MAX 65536
+
+void odd_groups_clear(OddGroups *o);
+
+/* The first child of the group at the API path (normalized) whose name is
+ * odd, escaped, malloc'ed into *ret (NULL if there is none): 0, or -errno
+ * (the group's directory cannot be read). */
+int odd_child_find(int root_fd, const char *path, char **ret);
+
+/* Append to o the odd children of the group at the API path (normalized),
+ * at depth levels below the root, and everything below them (whatever its
+ * names: none of it is followed), bottom-up.  -E2BIG if that goes deeper
+ * than max_depth levels below the root or past ODD_GROUPS_MAX groups; a
+ * group removed meanwhile is left out. */
+int odd_groups_collect(int root_fd, const char *path, unsigned depth, unsigned max_depth, OddGroups *o);
+
+/* Write v to the cgroup.freeze of each group of o whose flag differs, in o's
+ * order, noting what each had.  On the first failure returns -errno with
+ * *ret_failed its index (the ones before it are written; a group removed
+ * meanwhile is no failure: -ENOENT is skipped). */
+int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed);
+
+/* Write back what odd_groups_write() changed, newest first. */
+void odd_groups_restore(int root_fd, OddGroups *o);
+
+/* The index of the first group of o whose cgroup.events reads "frozen 1"
+ * (one read each), or -1 (none, or gone). */
+ssize_t odd_groups_first_frozen(int root_fd, const OddGroups *o);
+
+/* The owner (st_uid) of the group's cgroup.freeze, for the access check
+ * (access.h), as manager_freeze_owner() finds it for a group of the model. */
+int odd_group_owner(int root_fd, const OddGroup *g, uid_t *ret);
