@@ -19,8 +19,18 @@ Checks:
     counts 2 descendants;
   * the log names each odd group once, escaped, with a warning, also after
     Track() of "/pods" and "/" looked again for the groups they lack;
-  * FreezeExcept("/pods", ["/pods/a"]) replies [/pods/b]; before, the reply
-    could not be built and the caller waited for ever, its writes made;
+  * FreezeExcept("/pods", ["/pods/a"]) fails with NotSupported, writing
+    nothing, naming an odd sibling (escaped) and saying to freeze /pods whole;
+    `freezectl freeze /pods --except=/pods/a` exits 1 with it (at first the
+    reply could not be built and the caller waited for ever, its writes made;
+    then it replied [/pods/b], the odd siblings left running);
+  * FreezeExcept("/q", ["/q/keep"]) replies [/q/other]: odd groups inside
+    the excluded subtree and inside the cover are no matter;
+  * Thaw("/pods", RECURSIVE) and `freezectl thaw --recursive /pods` clear
+    the flags of /pods/bad\\xff, of /pods/bad\\xff/inner and /pods/ctl\\x01,
+    each frozen by its own flag, and at the reply their cgroup.events read
+    frozen 0; the sleeper runs again (before, they stayed frozen and the
+    call succeeded);
   * Freeze("/pods") and Thaw("/pods") each bring one GroupsChanged entry for
     /pods (frozen, then running): before, one odd entry dropped the whole
     signal; the kernel froze the sleeper of /pods/bad\\xff with it."""
@@ -33,6 +43,16 @@ import freezertest as ft  # noqa: E402
 
 ODD = [b'bad\xff', 'nc\uffff'.encode(), b'ctl\x01']
 ESCAPED = ['bad\\xff', 'nc\\xef\\xbf\\xbf', 'ctl\\x01']
+
+
+def events_frozen(d):
+    with open(d + b'/cgroup.events') as f:
+        return ft._parse_keyed(f.read()).get('frozen') == 1
+
+
+def read_flag(d):
+    with open(d + b'/cgroup.freeze') as f:
+        return int(f.read())
 
 
 def test():
@@ -49,6 +69,9 @@ def test():
         sc.procs.append(sleeper)
         with open(bad + b'/cgroup.procs', 'w') as f:
             f.write(str(sleeper.pid))
+
+        def odd_flag(name):
+            return read_flag(pods + b'/' + name)
 
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
@@ -99,9 +122,62 @@ def test():
             gone.wait_for(lambda r: ft.group_object('/pods/many') in [o for o, _i in r.interfaces_removed()],
                           what='InterfacesRemoved of /pods/many')
 
-            ft.check_equal(c.call('FreezeExcept', '/pods', ['/pods/a'], 0, 0)[0], ['/pods/b'],
-                           'FreezeExcept(/pods, [/pods/a]) replies [/pods/b]')
-            c.call('Thaw', '/pods/b', 0, 0)
+            # FreezeExcept(/pods, [/pods/a]) would freeze /pods/b and each odd sibling by its
+            # own flag; freezerd cannot name one in its reply (a D-Bus string), and before
+            # left them out: it replied [/pods/b] with the sleeper of /pods/bad\xff running.
+            flags_before = {n: odd_flag(n) for n in ODD} | {'/pods/b': sc.read_freeze('/pods/b')}
+            e = ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSupported', c.call, 'FreezeExcept', '/pods',
+                                     ['/pods/a'], 0, 0)
+            ft.check(any(f'/pods/{x} ' in e.message for x in ESCAPED) and 'freeze /pods as a whole' in e.message
+                     and 'nothing was written' in e.message,
+                     'FreezeExcept(/pods, [/pods/a]) names an odd sibling, escaped, and says to freeze /pods', e.message)
+            ft.check_equal({n: odd_flag(n) for n in ODD} | {'/pods/b': sc.read_freeze('/pods/b')}, flags_before,
+                           'the refused FreezeExcept wrote nothing')
+            ft.check(not ft.task_frozen(ft.proc_state(sleeper.pid)), 'the sleeper of /pods/bad\\xff still runs')
+            r = ft.freezectl('freeze', '/pods', '--except=/pods/a', address=bus.address, check=False)
+            print('# ' + r.stderr.strip(), flush=True)
+            ft.check(r.returncode == 1 and 'NotSupported' in r.stderr and 'apart from its siblings' in r.stderr
+                     and 'freeze /pods as a whole' in r.stderr,
+                     'freezectl freeze /pods --except=/pods/a exits 1 and prints the error', r)
+
+            # Odd groups inside an excluded subtree (they run anyway) and inside a group
+            # of the cover (frozen with it) are no matter.
+            for g in ('/q/keep', '/q/other'):
+                sc.mkdir(g)
+            q = os.fsencode(sc.abspath('/q'))
+            os.mkdir(q + b'/keep/k\xfe')
+            os.mkdir(q + b'/other/o\x02')
+            c.call('ListGroups')
+            ft.check_equal(c.call('FreezeExcept', '/q', ['/q/keep'], 0, 0)[0], ['/q/other'],
+                           'FreezeExcept(/q, [/q/keep]) replies [/q/other] (odd groups inside both)')
+            ft.check(events_frozen(q + b'/other/o\x02') and not events_frozen(q + b'/keep/k\xfe'),
+                     '/q/other/o\\x02 is frozen with /q/other, /q/keep/k\\xfe is not')
+            c.call('Thaw', '/q/other', 0, 0)
+
+            # Thaw RECURSIVE clears the flags of the odd groups too, bottom-up, and the
+            # kernel reports them thawed when it replies: before, /pods/bad\xff (and the
+            # group below it) stayed frozen, its sleeper stopped, and the call succeeded.
+            inner = bad + b'/inner'
+            os.mkdir(inner)
+            for how in ('Thaw', 'freezectl'):
+                c.call('Freeze', '/pods/a', 0, 0)
+                for d in (inner, bad, pods + b'/' + ODD[2]):
+                    with open(d + b'/cgroup.freeze', 'w') as f:
+                        f.write('1')
+                ft.wait_for(lambda: ft.task_frozen(ft.proc_state(sleeper.pid)),
+                            what='the sleeper of /pods/bad\\xff to freeze by its own flag')
+                if how == 'Thaw':
+                    c.call('Thaw', '/pods', 0, ft.FLAG_RECURSIVE)
+                else:
+                    r = ft.freezectl('thaw', '--recursive', '/pods', address=bus.address, check=False)
+                    ft.check(r.returncode == 0, 'freezectl thaw --recursive /pods exits 0', r)
+                for d, name in ((inner, 'bad\\xff/inner'), (bad, 'bad\\xff'), (pods + b'/' + ODD[2], 'ctl\\x01')):
+                    ft.check(not events_frozen(d) and read_flag(d) == 0,
+                             f'{how} RECURSIVE of /pods: /pods/{name} reads cgroup.freeze 0 and frozen 0 at its reply')
+                ft.check_equal(sc.read_events('/pods/a')['frozen'], 0, f'{how} RECURSIVE of /pods: /pods/a thawed')
+                ft.wait_for(lambda: not ft.task_frozen(ft.proc_state(sleeper.pid)),
+                            what='the sleeper of /pods/bad\\xff to run again')
+                ft.check(True, f'{how} RECURSIVE of /pods: the sleeper of /pods/bad\\xff runs again')
 
             rec = c.record(subscribe='groups')
             for freeze, state in ((True, 'frozen'), (False, 'running')):
