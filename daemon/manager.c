@@ -55,6 +55,7 @@ static int read_freeze_file(int fd, bool *ret);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
+static void manager_track_pending(Manager *m, const char *made);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -3239,6 +3240,8 @@ static void manager_resync(Manager *m) {
                 }
                 (void) manager_scan_children(m, g, dirfd);
         }
+        /* A waiting track root's mkdir may be among the events lost. */
+        manager_track_pending(m, NULL);
 }
 
 /* Nothing is left to follow, and a directory made again with the root's name
@@ -3329,8 +3332,17 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         }
         if ((ev->mask & IN_ISDIR) && ev->len > 0) {
                 if (ev->mask & IN_CREATE) {
-                        if (!g->tracked)
+                        if (!g->tracked) {
+                                /* Kept for its flag: only a track root waiting
+                                 * to be made at or below the new group counts. */
+                                _cleanup_free_ char *cp = NULL;
+                                if (asprintf(&cp, "%s/%s", streq(g->path, "/") ? "" : g->path, ev->name) < 0)
+                                        log_warning("Out of memory: a group made below %s is not looked at.",
+                                                    g->path);
+                                else
+                                        manager_track_pending(m, cp);
                                 return;
+                        }
                         int r = manager_add_subtree(m, g, ev->name, true, NULL);
                         if (r < 0 && !add_error_logged(r))
                                 log_warning_errno(r, "Cannot track new group %s/%s: %m",
@@ -3340,8 +3352,15 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         Group *c = NULL;
                         if (asprintf(&cp, "%s/%s", streq(g->path, "/") ? "" : g->path, ev->name) >= 0)
                                 c = tree_get(m->tree, cp);
-                        if (c)
-                                manager_remove_group(m, c);
+                        if (!c)
+                                return;
+                        /* Its parent is kept (for its flag, or tracked): a
+                         * directory made again with its name is tracked again
+                         * (manager_track_pending()). */
+                        if (manager_is_track_root(m, c->path) && !g->tracked)
+                                log_info("%s, a tracked subtree, was removed: it is tracked again once it is made.",
+                                         c->path);
+                        manager_remove_group(m, c);
                 }
         }
 }
@@ -3596,6 +3615,34 @@ int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error
         return r;
 }
 
+/* A track root need not exist: a configured one made after the start (a
+ * container manager that starts after freezerd), or one removed after it was
+ * tracked.  Such a root waits, at no cost while idle: the groups above it that
+ * exist are in the model, kept for their flags (is_ancestor_of_root()), each
+ * with its directory's watch, whose IN_CREATE comes here with the new group's
+ * path made (NULL: look at every root, after lost events).  Each root at or
+ * below it is tracked as far as it exists now: all of it, with its subtree as
+ * at start, or the groups above it that came (a mkdir -p may have made the
+ * next ones before their parent was watched, which this finds). */
+static void manager_track_pending(Manager *m, const char *made) {
+        size_t l = made ? strlen(made) : 0;
+
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                const char *root = m->track_roots[i];
+                Group *g = tree_get(m->tree, root);
+
+                if (g && g->tracked)
+                        continue;
+                if (made && (strncmp(root, made, l) != 0 || (root[l] != 0 && root[l] != '/')))
+                        continue;
+                if (manager_ensure_path(m, root, true, &g, &error) >= 0)
+                        log_info("%s was made: tracking it.", root);
+                else if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP))
+                        log_warning("Cannot track %s: %s", root, error.message);
+        }
+}
+
 /* Whether g lies in (or is) a tracked root's subtree. */
 static bool covered_by(Manager *m, const char *path, const char *except) {
         for (size_t i = 0; i < m->n_track_roots; i++) {
@@ -3699,8 +3746,20 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         manager_save_tracked(m);
 
         g = tree_get(m->tree, norm);
-        if (!g)
-                return 0; /* its cgroup is gone, and its groups with it */
+        if (!g) {
+                /* Its cgroup is gone, and its groups with it, or was never
+                 * made: the groups above it kept for it alone go, from the
+                 * nearest one in the model up. */
+                _cleanup_free_ char *up = strdup(norm);
+                if (!up)
+                        return 0;
+                do
+                        *strrchr(up, '/') = 0;
+                while (*up && !(g = tree_get(m->tree, up)));
+                if (!g || !g->parent || g->tracked || covered_by(m, g->path, NULL) ||
+                    is_ancestor_of_root(m, g->path, NULL))
+                        return 0;
+        }
         /* Ancestors kept for this root alone go too: from the topmost one no
          * remaining root needs, the whole subtree is pruned. */
         while (g->parent && g->parent->parent && !covered_by(m, g->parent->path, NULL) &&
@@ -4111,8 +4170,17 @@ static int manager_apply_track_config(Manager *m, char **track) {
                         continue;
                 }
                 r = manager_track(m, *p, &g, &error);
-                if (r < 0)
+                if (r >= 0)
+                        continue;
+                if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
                         log_warning("Cannot track %s: %s", *p, error.message);
+                        continue;
+                }
+                /* Made later, it is tracked then (manager_track_pending()). */
+                r = track_root_add(m, *p);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot track %s: %m", *p);
+                log_notice("%s does not exist yet: it is tracked once it is made.", *p);
         }
         return 0;
 }
