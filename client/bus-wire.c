@@ -643,16 +643,36 @@ const char *wire_last_error_message(const wire *w) {
         return w->error_message;
 }
 
-static int send_all(int fd, const void *p, size_t n) {
+/* Until deadline (CLOCK_MONOTONIC µs): a peer that reads nothing (freezerd
+ * stopped) lets the kernel queue what the socket buffer holds and no more,
+ * and a blocking send() of a large batch waited for it for ever, whatever the
+ * call's timeout.  A message cut short by the deadline would make the peer
+ * read the next one as its rest: the connection is shut then, and the peer
+ * drops the part it has. */
+static int send_all(int fd, const void *p, size_t n, uint64_t deadline) {
+        bool partial = false;
+
         while (n > 0) {
-                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+                ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (k < 0) {
+                        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        if (errno != EAGAIN)
+                                return -errno;
+                        if (now_usec() >= deadline) {
+                                if (partial)
+                                        (void) shutdown(fd, SHUT_RDWR);
+                                return -ETIMEDOUT;
+                        }
+                        if (poll(&pfd, 1, poll_timeout_ms(deadline)) < 0 && errno != EINTR)
+                                return -errno;
+                        continue;
                 }
                 p = (const uint8_t *) p + k;
                 n -= (size_t) k;
+                partial = true;
         }
         return 0;
 }
@@ -773,7 +793,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
          * pipeline them, and it saves a round trip to the server. */
         size_t size = 64 + wire_call_size(path, interface, member, args, n_args) +
                       (w->destination && !w->hello_serial ? wire_call_size(DBUS_PATH, DBUS_INTERFACE, "Hello", NULL, 0) : 0);
-        uint64_t deadline = usec_add(now_usec(), timeout_usec ?: SD_BUS_DEFAULT_TIMEOUT_USEC);
+        uint64_t deadline = usec_add(now_usec(), timeout_usec ?: SD_BUS_DEFAULT_TIMEOUT_USEC), send_deadline;
         _cleanup_free_ uint8_t *out = NULL;
         size_t n = 0, bad_arg, bad_index;
         uint32_t hello_serial = 0;
@@ -831,7 +851,10 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         }
         if (k < 0)
                 return (int) k;
-        r = send_all(w->fd, out, n + (size_t) k);
+        /* Not written within the handshake's time either: the server
+         * takes nothing, not even our AUTH. */
+        send_deadline = w->authenticated ? deadline : usec_add(now_usec(), AUTH_TIMEOUT_USEC);
+        r = send_all(w->fd, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
         if (hello_serial)

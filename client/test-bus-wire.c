@@ -585,6 +585,74 @@ static void test_parse(void) {
         }
 }
 
+
+/* A peer that takes nothing (a stopped freezerd: the kernel queues what the
+ * socket buffer holds, then the writer waits) gets a call larger than that
+ * buffer: the call still ends at its timeout, as libfreezer's does.  It used
+ * to wait in send() for ever.  The call runs in a child, so that the old
+ * behaviour fails the test instead of hanging it. */
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void test_send_stall(const char *dir) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        size_t n = 20000;
+        _cleanup_free_ freezer_request *v = calloc(n, sizeof *v);
+        char path[200];
+        int fd, status = -1;
+        pid_t pid;
+
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s/stalled", dir);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(fd >= 0 && bind(fd, (struct sockaddr *) &sa, sizeof sa) >= 0 && listen(fd, 8) >= 0);
+        CHECK(v);
+        if (fd < 0 || !v)
+                return;
+        memset(path, 'x', sizeof path - 1);
+        path[0] = '/';
+        path[sizeof path - 1] = 0;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (freezer_request) {path, true};
+
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                wire *w = NULL;
+                uint64_t start = mono_usec();
+                int r;
+
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (wire_open(sa.sun_path, &w) < 0)
+                        _exit(2);
+                r = wire_call(w, PATH, INTERFACE, "ApplyBatch",
+                              (const wire_arg[]) {WIRE_REQUESTS(v, n), WIRE_STRING("auto"), WIRE_U64(0), WIRE_U64(0)},
+                              4, 300 * USEC_PER_MSEC, (uint32_t[2]) {}, 2);
+                if (r != -ETIMEDOUT)
+                        _exit(3);
+                if (!wire_last_error_name(w) || strcmp(wire_last_error_name(w), "org.freedesktop.DBus.Error.Timeout"))
+                        _exit(4);
+                _exit(mono_usec() - start < 3 * USEC_PER_SEC ? 0 : 5);
+        }
+        for (uint64_t deadline = mono_usec() + 10 * USEC_PER_SEC; pid > 0 && mono_usec() < deadline;) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        break;
+                (void) usleep(10000);
+                status = -1;
+        }
+        if (pid > 0 && status == -1) {
+                kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                fprintf(stderr, "a call to a peer that reads nothing did not end at its timeout\n");
+        }
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(fd);
+        unlink(sa.sun_path);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-bus-wire-XXXXXX";
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -619,6 +687,7 @@ int main(void) {
         test_utf8();
         test_address();
         test_parse();
+        test_send_stall(dir);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, &status, 0);
