@@ -319,8 +319,11 @@ static int wait_ready(sd_bus *bus) {
                 now = now_usec();
                 if (now >= deadline)
                         return -ETIMEDOUT;
+                /* A signal (one the program handles: a timer's, SIGCHLD) is
+                 * no failure of the handshake, which goes on until its
+                 * deadline; sd_bus_wait() says -EINTR for it. */
                 r = sd_bus_wait(bus, deadline - now);
-                if (r < 0)
+                if (r < 0 && r != -EINTR)
                         return r;
         }
 }
