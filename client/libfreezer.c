@@ -1654,7 +1654,11 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                         f->dispatching = false;
                         return error_set(f, r);
                 }
-                if (r == 0) {
+                /* On a lost connection sd-bus fails the calls in flight one per
+                 * sd_bus_process(), and says 0 after each: that is a step, and
+                 * more may be due (the timeout says "now" until the connection
+                 * is closed, when sd_bus_process() fails). */
+                if (r == 0 && (sd_bus_is_open(f->bus) > 0 || !messages_queued(f))) {
                         f->dispatching = false;
                         return n;
                 }

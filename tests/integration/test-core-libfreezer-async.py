@@ -324,6 +324,36 @@ def check_lost_connection(lib, sc, bus):
         ft.check_equal(h.results, {}, 'freezer_close() with calls in flight ran no callback')
         ft.check_equal(ft.freezectl('thaw', '/g', address=bus.address).returncode, 0, 'freezectl thaw /g')
 
+    # Several calls in flight when freezerd dies: all of them complete in the freezer_dispatch() that
+    # sees the loss (or the next one, which fails), as freezer.h says.  sd-bus answers them one per
+    # sd_bus_process(), returning 0 after each: freezer_dispatch() took that for "nothing more to do"
+    # and ran one callback per call, returning 0 ("nothing to do") although it had run one.
+    n_calls = 5
+    d = ft.Daemon(bus, sc.root)
+    with d:
+        f = ctypes.c_void_p()
+        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                       'freezer_open_private')
+        h = Handle(lib, f)
+        ft.loop().remove_reader(h.fd)  # dispatched by hand below
+        try:
+            ids = [h.start('freezer_freeze_async', b'/s', 60 * 1000000, 0) for _ in range(n_calls)]
+            ft.wait_for(lambda: sc.read_freeze('/s') == 1, what='freezerd to write /s')
+            d.proc.send_signal(signal.SIGKILL)
+            ready, _, _ = select.select([h.fd], [], [], ft.DEFAULT_TIMEOUT)
+            ft.check(ready, 'the private handle\'s fd is readable once freezerd is killed')
+            returns = [lib.freezer_dispatch(f) for _ in range(2)]
+            ft.check_equal(sorted(h.results), sorted(ids), f'all {n_calls} calls in flight completed within two '
+                           f'freezer_dispatch() calls (they returned {returns})')
+            ft.check(all(r['error'] == -errno.ECONNRESET for r in h.results.values()),
+                     '... each with -ECONNRESET', h.results)
+            ft.check(returns[0] < 0 or returns[1] < 0, 'and one of the two freezer_dispatch() calls failed', returns)
+        finally:
+            lib.freezer_close(f)
+        d.stop()
+        d.exit_status = 0  # killed on purpose
+    sc.write_freeze('/s', 0)
+
 
 def check_loop_api(lib, sc, d):
     """freezer_wait() after a blocking call, freezer_close() from a callback, and a call larger
