@@ -583,8 +583,12 @@ static bool flush_bounded(sd_bus *bus, int fd) {
                  * no slot is left to dispatch). */
                 if (sd_bus_process(bus, NULL) < 0)
                         return false;
+                /* 0 is no loss: sd-bus asks for no POLLIN while messages wait
+                 * in memory (read by a blocking call), and it took two such
+                 * for a lost connection, skipping what makes freezerd take
+                 * the calls in flight. */
                 r = sd_bus_get_events(bus);
-                if (r <= 0)
+                if (r < 0 || sd_bus_is_open(bus) <= 0)
                         return false; /* the connection is gone */
                 if (!(r & POLLOUT))
                         return true;

@@ -42,7 +42,10 @@ wrote the rest); freezer_close() from the group callback ends the callbacks, and
 freezer_dispatch() returns 0 having freed the handle (no use after free under ASan).
 Then, on a private handle: a call in flight when freezerd is killed completes with
 -ECONNRESET; freezer_close() with calls in flight runs no callback, and the daemon
-still carries both out.  On a bus handle, freezerd killed with a call in flight: the
+still carries both out; five calls in flight when freezerd is killed all complete within
+two freezer_dispatch() calls (it took one per call).  freezer_close() with a call in
+flight waits for a stopped freezerd to take it also while signals wait in the handle's
+memory (it closed at once then).  On a bus handle, freezerd killed with a call in flight: the
 call gets -ECONNRESET and org.freedesktop.DBus.Error.Disconnected (the bus's NoReply
 read -ETIMEDOUT).
 freezer_dispatch() is bounded: with 300 InterfacesAdded waiting on a private handle's
@@ -464,6 +467,53 @@ def close_in_thread(lib, f, limit):
     return (done[0] if done else None), t
 
 
+def check_close_queued(lib, sc, d):
+    """freezer_close() with a call in flight makes sure freezerd takes it also when messages wait
+    in the handle's memory (signals a blocking call read): it waits while freezerd is stopped.  It
+    took sd_bus_get_events()'s 0 (no POLLIN while messages are queued) for a lost connection and
+    closed at once, and freezerd, dropping the connection at its first failed reply, could lose a
+    call queued behind."""
+    groups = [f'/g/q{i}' for i in range(10)]
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+
+    @base.GROUP_CALLBACK
+    def on_group(_f, _path, _added, _state, _ud):
+        pass
+    ft.check_equal(lib.freezer_set_group_callback(f, on_group, None), 0, 'freezer_set_group_callback')
+    ignore = CALL_CALLBACK(lambda _f, _res, _ud: None)
+    t = None
+    try:
+        for g in groups:
+            sc.mkdir(g)
+        ft.wait_for(lambda: set(groups) <= {p for p, _, _ in d.client.call('ListGroups')[0]},
+                    what='freezerd to publish the new groups (their InterfacesAdded sent to the handle)')
+        g = base.Group()
+        ft.check_equal(lib.freezer_get_group(f, b'/g', ctypes.byref(g)), 0, 'a blocking call reads the signals')
+        lib.freezer_group_clear(ctypes.byref(g))
+        until = ctypes.c_uint64(1)
+        ft.check_equal((lib.freezer_get_timeout(f, ctypes.byref(until)), until.value), (1, 0),
+                       'messages wait in memory (freezer_get_timeout says now)')
+        ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, None), 0,
+                       'freezer_freeze_async(/g/k, NO_WAIT)')
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            took, t = close_in_thread(lib, f, 1.0)
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        t.join()
+        ft.check(took is None, 'freezer_close() with a call in flight waits for the stopped freezerd to take it, '
+                 'messages queued in memory or not', took)
+        ft.wait_for(lambda: sc.read_freeze('/g/k') == 1, what='freezerd to carry out the Freeze before the close')
+    finally:
+        if t is None:
+            lib.freezer_close(f)
+        d.client.call('Thaw', '/g/k', 0, 0)
+        for g in groups:
+            os.rmdir(sc.abspath(g))
+
+
 def check_close_flush(lib, sc, d, bus, label):
     """freezer_close() sends the calls still queued, waits for a peer that reads, and gives up on
     one that reads nothing (it used sd_bus_flush_close_unref(), which waited for ever then); a
@@ -695,6 +745,7 @@ def test():
             sc.write_freeze('/g', 0)
             check_loop_api(lib, sc, d)
             check_dispatch_bound(lib, sc, d)
+            check_close_queued(lib, sc, d)
             check_close_flush(lib, sc, d, bus, 'private socket')
             check_close_flush(lib, sc, d, bus, 'bus')
         check_lost_connection(lib, sc, bus)
