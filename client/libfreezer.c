@@ -1680,7 +1680,11 @@ FREEZER_EXPORT int freezer_get_events(freezer *f) {
         r = sd_bus_get_events(f->bus);
         if (r < 0)
                 return error_set(f, r);
-        return r;
+        /* sd-bus asks for no POLLIN while messages wait in memory (read by a
+         * blocking call), and said 0 then: a loop polling for that alone
+         * heard nothing new until its timeout.  The timeout says "now" for
+         * those messages already. */
+        return r | POLLIN;
 }
 
 FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {

@@ -45,7 +45,7 @@ Then, on a private handle: a call in flight when freezerd is killed completes wi
 still carries both out; five calls in flight when freezerd is killed all complete within
 two freezer_dispatch() calls (it took one per call).  freezer_close() with a call in
 flight waits for a stopped freezerd to take it also while signals wait in the handle's
-memory (it closed at once then).  On a bus handle, freezerd killed with a call in flight: the
+memory (it closed at once then), and freezer_get_events() says POLLIN then (it said 0).  On a bus handle, freezerd killed with a call in flight: the
 call gets -ECONNRESET and org.freedesktop.DBus.Error.Disconnected (the bus's NoReply
 read -ETIMEDOUT).
 freezer_dispatch() is bounded: with 300 InterfacesAdded waiting on a private handle's
@@ -495,6 +495,8 @@ def check_close_queued(lib, sc, d):
         until = ctypes.c_uint64(1)
         ft.check_equal((lib.freezer_get_timeout(f, ctypes.byref(until)), until.value), (1, 0),
                        'messages wait in memory (freezer_get_timeout says now)')
+        ft.check(lib.freezer_get_events(f) & select.POLLIN, 'freezer_get_events() says POLLIN then too, as freezer.h '
+                 'does (sd-bus asks for nothing while messages wait in memory: it said 0)', lib.freezer_get_events(f))
         ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, None), 0,
                        'freezer_freeze_async(/g/k, NO_WAIT)')
         os.kill(d.pid, signal.SIGSTOP)
