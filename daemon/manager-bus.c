@@ -709,7 +709,7 @@ static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchI
         _cleanup_free_ size_t *start = calloc(n ?: 1, sizeof *start); /* where each request's items begin */
         BatchItem *out;
         size_t rn = 0, rcap = 0, k = 0;
-        unsigned gen = ++m->expand_gen ?: ++m->expand_gen; /* 0 is every group's mark before its first */
+        uint64_t gen = ++m->expand_gen; /* from 1: 0 is every group's mark before its first */
 
         if (!start)
                 return -ENOMEM;
@@ -1212,11 +1212,11 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
  * excluded groups, then the ones listed). */
 static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded,
                                sd_bus_error *error) {
-        unsigned gen_x = ++m->expand_gen ?: ++m->expand_gen, gen_done;
+        uint64_t gen_x = ++m->expand_gen, gen_done;
 
         for (size_t i = 0; i < n_excluded; i++)
                 group_data(excluded[i])->expand_gen = gen_x;
-        gen_done = ++m->expand_gen ?: ++m->expand_gen;
+        gen_done = ++m->expand_gen;
 
         for (size_t i = 0; i < n_excluded; i++)
                 for (Group *a = excluded[i]->parent; a; a = a == top ? NULL : a->parent) {

@@ -88,12 +88,15 @@ typedef struct GroupData {
         bool poll_failed; /* should be polled, but epoll_ctl() refused: re-read from Manager.repoll_timer */
         bool following; /* read once and then polled or covered (group_start_following()) */
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
-        unsigned expand_gen; /* last RECURSIVE batch expansion that visited it (manager-bus.c) */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
         bool odd_children; /* a child was not followed for its name (manager_add_new()): Thaw RECURSIVE lists it */
         size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
+        /* The last RECURSIVE batch expansion (or FreezeExcept check) that
+         * visited it (manager-bus.c).  64 bits: a 32-bit mark wraps after 2^32
+         * such calls, and a group marked that long ago would look visited. */
+        uint64_t expand_gen;
         /* The kernel's rate limit on its cgroup.events (see operation_watch_holdback()):
          * when the file was last notified, as far as freezerd knows (0: not
          * lately), and 1 + its index in Manager.holdback while it is re-read, else 0. */
@@ -184,7 +187,7 @@ struct Manager {
         Journal *journal;  /* their slots, once the runtime directory is ours */
         char *state_dir;   /* subtrees tracked through Track() */
         uint64_t journal_seq;
-        unsigned expand_gen; /* one per RECURSIVE batch expansion (GroupData.expand_gen) */
+        uint64_t expand_gen; /* one per RECURSIVE batch expansion (GroupData.expand_gen); never wraps */
         bool started; /* initial tracking done: track changes are persisted from now on */
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
