@@ -55,6 +55,7 @@ struct wire {
         const char *destination; /* on a bus: the service called; NULL on a peer connection */
         uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
         bool hello_answered;     /* on a bus: Hello's reply came (the bus let us in) */
+        bool unsent;             /* the last call was not sent whole (send_all() timed out) */
         char guid[WIRE_GUID_SIZE]; /* the server's the address names ("" if none): OK must give it */
         uint8_t *buf; /* received, not yet consumed */
         size_t len, allocated;
@@ -631,6 +632,10 @@ wire *wire_close(wire *w) {
         return NULL;
 }
 
+bool wire_call_unsent(const wire *w) {
+        return w->unsent;
+}
+
 bool wire_bus_refused(const wire *w) {
         return w->destination && !w->hello_answered;
 }
@@ -803,6 +808,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
 
         (void) set_string(&w->error_name, NULL);
         (void) set_string(&w->error_message, NULL);
+        w->unsent = false;
         if (n_ret > ELEMENTSOF(((wire_message *) NULL)->u32))
                 return -EINVAL;
 
@@ -855,6 +861,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
          * takes nothing, not even our AUTH. */
         send_deadline = w->authenticated ? deadline : usec_add(now_usec(), AUTH_TIMEOUT_USEC);
         r = send_all(w->fd, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
+        if (r == -ETIMEDOUT)
+                w->unsent = true;
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
         if (hello_serial)

@@ -87,6 +87,10 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
  * then was the bus refusing us (another user's session bus does so after
  * authentication), not the loss of a connection it had let in. */
 bool wire_bus_refused(const wire *w);
+/* Whether the last call timed out before it was sent whole (a peer that
+ * reads nothing, such as a stopped freezerd): the peer never gets it, as
+ * the connection is shut if part of it went out. */
+bool wire_call_unsent(const wire *w);
 const char *wire_last_error_name(const wire *w);
 const char *wire_last_error_message(const wire *w);
 

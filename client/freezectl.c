@@ -949,6 +949,18 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
                 log_hello_refused(caller_error_name(c), caller_error_message(c));
                 return;
         }
+        if (c->w && r == -ETIMEDOUT && wire_call_unsent(c->w)) {
+                /* Not "freezerd goes on with it": it never got the call. */
+                va_start(ap, fmt);
+                _cleanup_free_ char *what = NULL;
+                if (vasprintf(&what, fmt, ap) < 0)
+                        what = NULL;
+                va_end(ap);
+                log_error("%s: %s took nothing of the call within its timeout (is freezerd stopped?): the call "
+                          "was not sent whole, and nothing of it was done",
+                          what ?: "cannot call freezerd", arg_bus == BUS_PRIVATE ? "freezerd" : "the bus");
+                return;
+        }
         if (c->w && r == -ECONNRESET && wire_bus_refused(c->w)) {
                 /* Closed before Hello was answered: the connection never was
                  * up, as sd-bus's commands say it. */

@@ -59,6 +59,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -177,6 +178,34 @@ def check_bus_refuses_root(sc):
         ft.check_equal(sc.read_freeze('/s'), 0, 'and nothing was written')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_freezerd_stopped(sc, bus):
+    """freezerd stopped (SIGSTOP) while freezectl sends it a batch larger than the socket's
+    buffer: freezectl ends at its --timeout (it waited in send() for ever) and says the
+    call never reached freezerd, not that freezerd goes on with it."""
+    batch = json.dumps([{'path': f'/s/{"x" * 200}{i}', 'freeze': True} for i in range(40000)])  # 9 MB
+    with ft.Daemon(bus, sc.root) as d:
+        private = os.path.join(d.runtime_dir, 'private')
+        ft.wait_for(lambda: os.path.exists(private), what='the private socket')
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            r = ft.freezectl('--timeout=1s', 'batch', '-', socket=private, input=batch, check=False,
+                             timeout=ft.DEFAULT_TIMEOUT)
+            took = time.monotonic() - start
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        ft.check_equal((r.returncode, r.stdout), (1, ''), 'a batch to a stopped freezerd: exit 1')
+        ft.check(took < 15, f'it ended near its timeout ({took:.1f} s)')
+        one_line(r, 'a batch to a stopped freezerd', 'cannot apply the batch from standard input',
+                 'freezerd took nothing of the call within its timeout (is freezerd stopped?)',
+                 'nothing of it was done')
+        ft.check('goes on' not in r.stderr, 'it does not say freezerd goes on', r.stderr)
+        # freezerd, going on, dropped the part it got and serves the next caller.
+        ft.freezectl('status', '/s', socket=private)
+        ft.check_equal(sc.read_freeze('/s'), 0, 'and nothing was written')
+        ft.check('Error' not in d.log() and 'warn' not in d.log().lower(), 'freezerd logged no error', d.log())
 
 
 def check_freezerd_killed(sc, bus):
@@ -412,6 +441,7 @@ def test():
             ft.freezectl('thaw', '--', '/-odd')
             ft.check_equal(sc.read_events('/-odd').get('frozen'), 0, 'thaw -- /-odd')
         check_freezerd_killed(sc, bus)
+        check_freezerd_stopped(sc, bus)
         check_bus_reply_timeout(sc, d_config={'default_timeout_usec': 2000000})
         check_bus_refuses_root(sc)
     print('# checked: freezectl status/freeze/thaw/list/tree (text and --json) against the kernel, exit codes 0/1/2 '
