@@ -443,8 +443,10 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * freezer_wait() blocks until there is something to dispatch or timeout_usec
  * passed (UINT64_MAX: no timeout), minding both. It returns > 0 if
  * freezer_dispatch() should be called (also at once, when messages are
- * queued already or a call's deadline has passed), 0 on timeout. Simple
- * callers loop on freezer_wait() + freezer_dispatch().
+ * queued already or a call's deadline has passed), 0 on timeout, or a
+ * negative errno: -EINTR when a signal the program handles came first (as
+ * poll(2); call it again), or the connection's failure. Simple callers loop
+ * on freezer_wait() + freezer_dispatch().
  */
 #define FREEZER_DISPATCH_MAX 64
 FREEZER_EXPORT int freezer_get_fd(freezer *f);
