@@ -56,6 +56,7 @@ struct wire {
         uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
         bool hello_answered;     /* on a bus: Hello's reply came (the bus let us in) */
         bool unsent;             /* the last call was not sent whole (send_all() timed out) */
+        bool cut;                /* the peer closed the connection while the last call was written */
         char guid[WIRE_GUID_SIZE]; /* the server's the address names ("" if none): OK must give it */
         uint8_t *buf; /* received, not yet consumed */
         size_t len, allocated;
@@ -636,8 +637,16 @@ bool wire_call_unsent(const wire *w) {
         return w->unsent;
 }
 
+bool wire_call_cut(const wire *w) {
+        return w->cut;
+}
+
 bool wire_bus_refused(const wire *w) {
-        return w->destination && !w->hello_answered;
+        /* Not when it closed while the call was written: a bus reads Hello
+         * and the call's header together and drops both, unanswered, when
+         * the call is larger than it takes (max_message_size), though it
+         * lets us in. */
+        return w->destination && !w->hello_answered && !w->cut;
 }
 
 const char *wire_last_error_name(const wire *w) {
@@ -808,7 +817,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
 
         (void) set_string(&w->error_name, NULL);
         (void) set_string(&w->error_message, NULL);
-        w->unsent = false;
+        w->unsent = w->cut = false;
         if (n_ret > ELEMENTSOF(((wire_message *) NULL)->u32))
                 return -EINVAL;
 
@@ -863,6 +872,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         r = send_all(w->fd, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
         if (r == -ETIMEDOUT)
                 w->unsent = true;
+        if (r == -EPIPE || r == -ECONNRESET)
+                w->cut = true;
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
         if (hello_serial)

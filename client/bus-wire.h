@@ -91,6 +91,10 @@ bool wire_bus_refused(const wire *w);
  * reads nothing, such as a stopped freezerd): the peer never gets it, as
  * the connection is shut if part of it went out. */
 bool wire_call_unsent(const wire *w);
+/* Whether the peer closed the connection while the last call was written:
+ * it never got the call whole (a bus drops a call larger than its
+ * max_message_size so, Hello unanswered). */
+bool wire_call_cut(const wire *w);
 const char *wire_last_error_name(const wire *w);
 const char *wire_last_error_message(const wire *w);
 

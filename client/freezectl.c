@@ -961,6 +961,22 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
                           what ?: "cannot call freezerd", arg_bus == BUS_PRIVATE ? "freezerd" : "the bus");
                 return;
         }
+        if (c->w && r == -ECONNRESET && wire_call_cut(c->w)) {
+                /* Not "does the bus let us in": a bus that does drops a call
+                 * larger than its max_message_size before it answers Hello. */
+                va_start(ap, fmt);
+                _cleanup_free_ char *what = NULL;
+                if (vasprintf(&what, fmt, ap) < 0)
+                        what = NULL;
+                va_end(ap);
+                log_error("%s: %s closed the connection while the call was written%s: it never got the call "
+                          "whole, and nothing of it was done",
+                          what ?: "cannot call freezerd", arg_bus == BUS_PRIVATE ? "freezerd" : "the bus",
+                          arg_bus == BUS_PRIVATE ? ""
+                                                 : " (is it larger than the bus takes, its max_message_size? "
+                                                   "or does the bus not let this uid in?)");
+                return;
+        }
         if (c->w && r == -ECONNRESET && wire_bus_refused(c->w)) {
                 /* Closed before Hello was answered: the connection never was
                  * up, as sd-bus's commands say it. */
