@@ -509,12 +509,11 @@ typedef struct BatchReply {
         char **paths; /* FreezeExcept: the groups it froze */
         size_t n_paths;
         /* Thaw RECURSIVE: the groups below it that freezerd does not follow
-         * for their names (odd-groups.h), cleared before the batch's writes;
-         * top is the call's path (see odd_groups_reply_error()). */
+         * for their names (odd-groups.h), cleared once the batch succeeded
+         * (reply_batch_done()); top is the call's path, for messages. */
         Manager *m;
         OddGroups odd;
         char *top;
-        uint64_t flags;
 } BatchReply;
 
 static void batch_reply_free(BatchReply *b) {
@@ -529,31 +528,28 @@ static void batch_reply_free(BatchReply *b) {
         free(b);
 }
 
-/* The odd groups a Thaw RECURSIVE cleared, once its batch is done.  The
- * kernel clears a group's frozen as it clears the last flag that freezes it
- * (cgroup_do_freeze() updates it in the write), not later as it freezes:
- * once the groups of the model report frozen 0, so do the groups below them,
- * and one read of each odd group's cgroup.events is all the waiting it needs
- * (they have no watch to wait on).  One still frozen means another writer
- * froze it again meanwhile: an error naming it, unless an ancestor of the
- * call's path still freezes the whole subtree, as a Thaw RECURSIVE allows. */
-static int odd_groups_reply_error(BatchReply *b, sd_bus_error *error) {
-        Group *top;
-        ssize_t i;
+/* Clear the flags of b->odd, bottom-up.  On a failure the ones written are
+ * written back, and the error names the group. */
+static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
+        size_t failed = 0;
+        int r;
 
-        if (b->odd.n == 0 || (b->flags & FREEZER_FLAG_NO_WAIT))
+        if (b->odd.n == 0)
                 return 0;
-        top = tree_get(b->m->tree, b->top);
-        if (top && top->e_freeze)
-                return 0;
-        i = odd_groups_first_frozen(b->m->root_fd, &b->odd);
-        if (i < 0)
-                return 0;
-        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
-                                 "Every freeze flag below %s is cleared, but %s, which freezerd does not follow (its "
-                                 "name is not UTF-8 that D-Bus can carry, or holds a control character), still reads "
-                                 "frozen 1: another writer froze it again",
-                                 b->top, b->odd.items[i].shown);
+        r = odd_groups_write(m->root_fd, &b->odd, false, &failed);
+        if (r < 0) {
+                odd_groups_restore(m->root_fd, &b->odd);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                         "Every freeze flag below %s that freezerd follows is cleared, but %s, "
+                                         "which it does not follow for its name, cannot be thawed: %s; its flag "
+                                         "and those of the groups below it are left as they were",
+                                         b->top, b->odd.items[failed].shown, strerror(-r));
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < b->odd.n; i++)
+                k += b->odd.items[i].wrote;
+        log_debug("Thaw of %s: cleared %zu flags of groups not followed for their names.", b->top, k);
+        return 0;
 }
 
 static void reply_batch_done(Operation *op, const sd_bus_error *error, void *userdata) {
@@ -562,11 +558,15 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         _cleanup_(sd_bus_error_free) sd_bus_error odd_error = SD_BUS_ERROR_NULL;
         int r;
 
-        if (error && sd_bus_error_is_set(error)) {
-                /* All or nothing: the batch restored its flags, these too. */
-                if (b->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT)
-                        odd_groups_restore(b->m->root_fd, &b->odd);
-        } else if (odd_groups_reply_error(b, &odd_error) < 0)
+        /* A Thaw RECURSIVE clears the flags of the groups it does not follow
+         * once its own are cleared (and confirmed, unless NO_WAIT), and only
+         * if it succeeded: a batch refused, failed or rolled back never
+         * touched them, so their tasks never ran for a call that did
+         * nothing.  Their parents are thawed by then, and each of them is
+         * still frozen by its own flag alone: clearing it thaws it in the
+         * write (cgroup_do_freeze() updates frozen there), its tasks change
+         * state once, and no waiting is needed. */
+        if (!(error && sd_bus_error_is_set(error)) && odd_groups_thaw(b->m, b, &odd_error) < 0)
                 error = &odd_error;
 
         if (error && sd_bus_error_is_set(error))
@@ -590,42 +590,10 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         batch_reply_free(b);
 }
 
-/* Clear the flags of b->odd, bottom-up.  On a failure the ones written are
- * written back, and the error says that nothing was written. */
-static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
-        size_t failed = 0;
-        int r;
-
-        if (b->odd.n == 0)
-                return 0;
-        r = odd_groups_write(m->root_fd, &b->odd, false, &failed);
-        if (r < 0) {
-                odd_groups_restore(m->root_fd, &b->odd);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
-                                         "Cannot thaw %s, below %s (freezerd does not follow it for its name): %s; "
-                                         "nothing was written",
-                                         b->odd.items[failed].shown, b->top, strerror(-r));
-        }
-        size_t k = 0;
-        for (size_t i = 0; i < b->odd.n; i++)
-                k += b->odd.items[i].wrote;
-        log_debug("Thaw of %s: cleared %zu flags of groups not followed for their names.", b->top, k);
-        return 0;
-}
-
-/* How many of items ask for a flag their group does not have. */
-static size_t items_differing(const BatchItem *items, size_t n) {
-        size_t k = 0;
-
-        for (size_t i = 0; i < n; i++)
-                k += items[i].group->freeze != items[i].freeze;
-        return k;
-}
-
 /* Plan and start a batch; takes ownership of items and b. */
 static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order, uint64_t timeout_usec,
                        uint64_t flags, BatchReply *b, sd_bus_error *error) {
-        size_t planned, differ;
+        size_t planned;
         int r;
 
         r = batch_plan(items, n, order, &planned);
@@ -634,27 +602,12 @@ static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order,
                 batch_reply_free(b);
                 return r;
         }
-        /* Below every group of the batch: first, as a bottom-up thaw has it. */
-        r = odd_groups_thaw(m, b, error);
-        if (r < 0) {
-                free(items);
-                batch_reply_free(b);
-                return r;
-        }
-        differ = items_differing(items, planned);
         r = manager_apply_batch(m, items, planned, timeout_usec, flags, reply_batch_done, b, error);
+        free(items);
         if (r < 0) {
-                /* The odd groups share the batch's fate: written back when
-                 * none of its flags stayed written (refused before its
-                 * writes, or rolled back), left cleared when the writes
-                 * before a failed one stay applied (no ROLLBACK_ON_TIMEOUT). */
-                if (items_differing(items, planned) == differ)
-                        odd_groups_restore(m->root_fd, &b->odd);
-                free(items);
                 batch_reply_free(b);
                 return r;
         }
-        free(items);
         return 1;
 }
 
@@ -862,7 +815,6 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                         return r;
                 }
                 b->m = m;
-                b->flags = flags;
                 b->odd = odd;
                 odd = (OddGroups) {};
                 b->top = strdup(g->path);
@@ -876,8 +828,6 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                          * or below an untracked ancestor kept for its flag). */
                         free(items);
                         r = odd_groups_thaw(m, b, error);
-                        if (r >= 0)
-                                r = odd_groups_reply_error(b, error);
                         if (r >= 0)
                                 r = sd_bus_reply_method_return(call, NULL);
                         batch_reply_free(b);

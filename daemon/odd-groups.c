@@ -199,22 +199,6 @@ void odd_groups_restore(int root_fd, OddGroups *o) {
         }
 }
 
-ssize_t odd_groups_first_frozen(int root_fd, const OddGroups *o) {
-        for (size_t i = 0; i < o->n; i++) {
-                _cleanup_close_ int fd = open_file(root_fd, &o->items[i], "cgroup.events", O_RDONLY);
-                bool populated, frozen;
-                char buf[128];
-                ssize_t n;
-
-                if (fd < 0)
-                        continue;
-                n = cg_read_fd(fd, buf, sizeof buf);
-                if (n >= 0 && cg_parse_events(buf, (size_t) n, &populated, &frozen) >= 0 && frozen)
-                        return (ssize_t) i;
-        }
-        return -1;
-}
-
 int odd_group_owner(int root_fd, const OddGroup *g, uid_t *ret) {
         _cleanup_close_ int fd = open_file(root_fd, g, "cgroup.freeze", O_PATH | O_NOFOLLOW);
         struct stat st;

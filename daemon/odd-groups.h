@@ -54,9 +54,6 @@ int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed);
 /* Write back what odd_groups_write() changed, newest first. */
 void odd_groups_restore(int root_fd, OddGroups *o);
 
-/* The index of the first group of o whose cgroup.events reads "frozen 1"
- * (one read each), or -1 (none, or gone). */
-ssize_t odd_groups_first_frozen(int root_fd, const OddGroups *o);
 
 /* The owner (st_uid) of the group's cgroup.freeze, for the access check
  * (access.h), as manager_freeze_owner() finds it for a group of the model. */

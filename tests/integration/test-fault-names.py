@@ -167,7 +167,21 @@ def test():
                 ft.wait_for(lambda: ft.task_frozen(ft.proc_state(sleeper.pid)),
                             what='the sleeper of /pods/bad\\xff to freeze by its own flag')
                 if how == 'Thaw':
-                    c.call('Thaw', '/pods', 0, ft.FLAG_RECURSIVE)
+                    # The odd groups' flags are written last, once the call's own
+                    # succeeded: a call refused or failed never touches them (their
+                    # flags were written first, and written back after a failure, their
+                    # tasks running meanwhile).
+                    ino = ft.Inotify()
+                    try:
+                        wd_a = ino.add_watch(sc.abspath('/pods/a') + '/cgroup.freeze', ft.Inotify.IN_MODIFY)
+                        wd_bad = ino.add_watch(bad + b'/cgroup.freeze', ft.Inotify.IN_MODIFY)
+                        c.call('Thaw', '/pods', 0, ft.FLAG_RECURSIVE)
+                        order = [wd for wd, _mask, _name in ino.read() if wd in (wd_a, wd_bad)]
+                    finally:
+                        os.close(ino.fd)
+                    ft.check(order and order[0] == wd_a and wd_bad in order,
+                             'Thaw RECURSIVE of /pods writes /pods/a\'s flag before /pods/bad\\xff\'s',
+                             order)
                 else:
                     r = ft.freezectl('thaw', '--recursive', '/pods', address=bus.address, check=False)
                     ft.check(r.returncode == 0, 'freezectl thaw --recursive /pods exits 0', r)
