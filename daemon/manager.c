@@ -3357,7 +3357,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         /* Its parent is kept (for its flag, or tracked): a
                          * directory made again with its name is tracked again
                          * (manager_track_pending()). */
-                        if (manager_is_track_root(m, c->path) && !g->tracked)
+                        if (!g->tracked && manager_is_track_root(m, c->path))
                                 log_info("%s, a tracked subtree, was removed: it is tracked again once it is made.",
                                          c->path);
                         manager_remove_group(m, c);
@@ -3630,11 +3630,14 @@ static void manager_track_pending(Manager *m, const char *made) {
         for (size_t i = 0; i < m->n_track_roots; i++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 const char *root = m->track_roots[i];
-                Group *g = tree_get(m->tree, root);
+                Group *g;
 
-                if (g && g->tracked)
-                        continue;
+                /* The cheap test first: an IN_CREATE comes here for every
+                 * group made below a kept ancestor. */
                 if (made && (strncmp(root, made, l) != 0 || (root[l] != 0 && root[l] != '/')))
+                        continue;
+                g = tree_get(m->tree, root);
+                if (g && g->tracked)
                         continue;
                 if (manager_ensure_path(m, root, true, &g, &error) >= 0)
                         log_info("%s was made: tracking it.", root);
