@@ -56,6 +56,7 @@ import json
 import os
 import pwd
 import re
+import select
 import selectors
 import shutil
 import signal
@@ -64,6 +65,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import xml.etree.ElementTree as ET
@@ -1092,6 +1094,51 @@ class Daemon:
         if problem and exc_type is None:
             fail(problem)
         return False
+
+
+# ---- a PSI trigger of the test's own -----------------------------------------------------------------------
+
+class RawPsiTrigger:
+    """A pressure trigger armed by the test itself, the witness of the kernel's events
+    next to freezerd's.  PSI's poll clears the event it reports, so a trigger fd must not
+    sit in an epoll set that is itself polled (the loop's selector): a thread poll()s it
+    alone and forwards each event through a pipe the loop watches.  start_text is the
+    file as it read before arming; events holds (seconds since arming, the file's text
+    when the loop took the event)."""
+
+    def __init__(self, path, spec):
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.start_text = os.pread(self.fd, 4096, 0).decode()
+        os.write(self.fd, spec.encode() + b'\0')
+        self.events = []
+        self.t0 = time.monotonic()
+        self.rfd, self.wfd = os.pipe2(os.O_CLOEXEC)
+        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+        loop().add_reader(self.rfd, self._on_ready)
+
+    def _watch(self):
+        p = select.poll()
+        p.register(self.fd, select.POLLPRI)
+        p.register(self.stop_r, select.POLLIN)
+        while True:
+            for fd, ev in p.poll():
+                if fd == self.stop_r:
+                    return
+                if ev & select.POLLPRI:
+                    os.write(self.wfd, b'!')
+
+    def _on_ready(self):
+        for _ in os.read(self.rfd, 4096):
+            self.events.append((time.monotonic() - self.t0, os.pread(self.fd, 4096, 0).decode()))
+
+    def close(self):
+        loop().remove_reader(self.rfd)
+        os.write(self.stop_w, b'x')
+        self.thread.join()
+        for fd in (self.rfd, self.wfd, self.stop_r, self.stop_w, self.fd):
+            os.close(fd)
 
 
 # ---- batch journals ----------------------------------------------------------------------------------------

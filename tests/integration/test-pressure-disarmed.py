@@ -26,9 +26,7 @@ No sleeps: every wait is on D-Bus messages, inotify or the raw trigger's
 thread, with a deadline."""
 
 import os
-import select
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -39,44 +37,6 @@ WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_
 THRESHOLD = 100_000         # usec
 STALL = 20.0                # seconds the main loop is held
 SLACK = 1.0 * ft.TIMEOUT_MULTIPLIER
-
-
-class RawTrigger:
-    """The test's own trigger, the witness of the kernel's events: a thread poll()s it
-    alone (PSI's poll clears the event it reports) and forwards each event through a
-    pipe the loop watches; events holds their times."""
-
-    def __init__(self, path, spec):
-        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-        os.write(self.fd, spec.encode() + b'\0')
-        self.events = []
-        self.rfd, self.wfd = os.pipe2(os.O_CLOEXEC)
-        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
-        self.thread = threading.Thread(target=self._watch, daemon=True)
-        self.thread.start()
-        ft.loop().add_reader(self.rfd, self._on_ready)
-
-    def _watch(self):
-        p = select.poll()
-        p.register(self.fd, select.POLLPRI)
-        p.register(self.stop_r, select.POLLIN)
-        while True:
-            for fd, ev in p.poll():
-                if fd == self.stop_r:
-                    return
-                if ev & select.POLLPRI:
-                    os.write(self.wfd, b'!')
-
-    def _on_ready(self):
-        for _ in os.read(self.rfd, 4096):
-            self.events.append(time.monotonic())
-
-    def close(self):
-        ft.loop().remove_reader(self.rfd)
-        os.write(self.stop_w, b'x')
-        self.thread.join()
-        for fd in (self.rfd, self.wfd, self.stop_r, self.stop_w, self.fd):
-            os.close(fd)
 
 
 def exceeded(client, tid):
@@ -99,7 +59,7 @@ def test():
             c = d.client
             c.add_match(type='signal', sender=ft.BUS_NAME)
             tid = c.group_call('/hot', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
-            raw = RawTrigger(sc.abspath('/hot', 'cpu.pressure'), f'some {THRESHOLD} {WINDOW}')
+            raw = ft.RawPsiTrigger(sc.abspath('/hot', 'cpu.pressure'), f'some {THRESHOLD} {WINDOW}')
             try:
                 # -- hold the main loop: it sleeps right after writing /stall's cgroup.freeze
                 freeze = c.call_async('Freeze', '/stall', 0, 0)
@@ -119,7 +79,8 @@ def test():
                 for p in hogs:
                     p.wait()
                 ft.check_equal(len(exceeded(c, tid)), 0, 'no PressureExceeded while the main loop is held')
-                print(f'# raw trigger events at {[round(t - held, 2) for t in raw.events]} s into the hold; '
+                at = [round(raw.t0 + t - held, 2) for t, _text in raw.events]
+                print(f'# raw trigger events at {at} s into the hold; '
                       f'hogs gone at {cooled - held:.2f} s', flush=True)
 
                 # -- the hold ends: both events are delivered

@@ -36,10 +36,8 @@ No sleeps: every wait is on D-Bus messages, inotify, pidfds or the test's own
 epoll set of raw triggers, with a deadline."""
 
 import os
-import select
 import signal
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -139,47 +137,6 @@ def introspect_members(xml_text, iface_name):
             ann = tuple(sorted((a.get('name'), a.get('value')) for a in el.iter('annotation')))
             out[(el.tag, name)] = (sig, ann)
     return out
-
-
-class RawTrigger:
-    """A trigger armed by the test itself.  PSI's poll clears the event it reports, so a
-    trigger fd must not sit in an epoll set that is itself polled (the loop's selector):
-    a thread poll()s it alone and forwards each event through a pipe the loop watches."""
-
-    def __init__(self, path, spec):
-        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-        self.start = parse_pressure_file(os.pread(self.fd, 4096, 0).decode())
-        os.write(self.fd, spec.encode() + b'\0')
-        self.events = []  # (seconds since arming, reading)
-        self.t0 = time.monotonic()
-        self.rfd, self.wfd = os.pipe2(os.O_CLOEXEC)
-        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
-        self.thread = threading.Thread(target=self._watch, daemon=True)
-        self.thread.start()
-        ft.loop().add_reader(self.rfd, self._on_ready)
-
-    def _watch(self):
-        p = select.poll()
-        p.register(self.fd, select.POLLPRI)
-        p.register(self.stop_r, select.POLLIN)
-        while True:
-            for fd, ev in p.poll():
-                if fd == self.stop_r:
-                    return
-                if ev & select.POLLPRI:
-                    os.write(self.wfd, b'!')
-
-    def _on_ready(self):
-        for _ in os.read(self.rfd, 4096):
-            self.events.append((time.monotonic() - self.t0,
-                                parse_pressure_file(os.pread(self.fd, 4096, 0).decode())))
-
-    def close(self):
-        ft.loop().remove_reader(self.rfd)
-        os.write(self.stop_w, b'x')
-        self.thread.join()
-        for fd in (self.rfd, self.wfd, self.stop_r, self.stop_w, self.fd):
-            os.close(fd)
 
 
 # ---- the test ---------------------------------------------------------------------------------------------------
@@ -420,14 +377,15 @@ def test():
             for p in hist_hogs:
                 p.wait()
             sc.spawn('/hist', ['sh', '-c', 'while :; do sleep 0.05; done'])  # light, intermittent stall
-            raw = RawTrigger(sc.abspath('/hist', 'cpu.pressure'), f'some 1000000 {WINDOW}')
+            raw = ft.RawPsiTrigger(sc.abspath('/hist', 'cpu.pressure'), f'some 1000000 {WINDOW}')
             try:
                 hist_id = grp('/hist', 'AddPressureTrigger', 'cpu', 'some', 1_000_000, WINDOW)[0]
                 run_until(raw.t0 + 4 * WINDOW / 1e6)  # freezerd's settling span: 3 windows + 2 s
-                start = raw.start['some'][3]
+                start = parse_pressure_file(raw.start_text)['some'][3]
+                readings = [(t, parse_pressure_file(text)) for t, text in raw.events]
                 print(f'# raw trigger next to freezerd\'s: {len(raw.events)} kernel event(s) in '
                       f'{4 * WINDOW / 1e6:.0f} s, growth since arming at each: '
-                      f'{[(round(t, 2), r["some"][3] - start) for t, r in raw.events]} us', flush=True)
+                      f'{[(round(t, 2), r["some"][3] - start) for t, r in readings]} us', flush=True)
                 seen = [line.split('(')[0].strip() for line in d.log().splitlines()
                         if f'Pressure trigger {hist_id}: ' in line]
                 print(f'# freezerd\'s trigger: {seen}', flush=True)
@@ -438,7 +396,7 @@ def test():
                 print(f'# PressureExceeded for the light stall (expected none on an idle machine): '
                       f'{pressure_signals(c, "PressureExceeded", hist_id)}', flush=True)
                 # events that had less than the threshold of new stall since the previous one (or arming)
-                totals = [start] + [r['some'][3] for _t, r in raw.events]
+                totals = [start] + [r['some'][3] for _t, r in readings]
                 spurious = [i for i in range(1, len(totals)) if totals[i] - totals[i - 1] < 1_000_000]
                 if spurious:
                     ft.check(f'Pressure trigger {hist_id}: dropping a spurious event' in d.log(),
