@@ -949,32 +949,29 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
                 log_hello_refused(caller_error_name(c), caller_error_message(c));
                 return;
         }
-        if (c->w && r == -ETIMEDOUT && wire_call_unsent(c->w)) {
-                /* Not "freezerd goes on with it": it never got the call. */
-                va_start(ap, fmt);
+        if (c->w && ((r == -ETIMEDOUT && wire_call_unsent(c->w)) || (r == -ECONNRESET && wire_call_cut(c->w)))) {
+                /* The call never reached freezerd whole: not "freezerd goes on
+                 * with it", nor "does the bus let us in" (a bus that does
+                 * drops a call larger than its max_message_size before it
+                 * answers Hello). */
                 _cleanup_free_ char *what = NULL;
+                const char *peer = arg_bus == BUS_PRIVATE ? "freezerd" : "the bus";
+
+                va_start(ap, fmt);
                 if (vasprintf(&what, fmt, ap) < 0)
                         what = NULL;
                 va_end(ap);
-                log_error("%s: %s took nothing of the call within its timeout (is freezerd stopped?): the call "
-                          "was not sent whole, and nothing of it was done",
-                          what ?: "cannot call freezerd", arg_bus == BUS_PRIVATE ? "freezerd" : "the bus");
-                return;
-        }
-        if (c->w && r == -ECONNRESET && wire_call_cut(c->w)) {
-                /* Not "does the bus let us in": a bus that does drops a call
-                 * larger than its max_message_size before it answers Hello. */
-                va_start(ap, fmt);
-                _cleanup_free_ char *what = NULL;
-                if (vasprintf(&what, fmt, ap) < 0)
-                        what = NULL;
-                va_end(ap);
-                log_error("%s: %s closed the connection while the call was written%s: it never got the call "
-                          "whole, and nothing of it was done",
-                          what ?: "cannot call freezerd", arg_bus == BUS_PRIVATE ? "freezerd" : "the bus",
-                          arg_bus == BUS_PRIVATE ? ""
-                                                 : " (is it larger than the bus takes, its max_message_size? "
-                                                   "or does the bus not let this uid in?)");
+                if (r == -ETIMEDOUT)
+                        log_error("%s: %s took nothing of the call within its timeout (is freezerd stopped?): the "
+                                  "call was not sent whole, and nothing of it was done",
+                                  what ?: "cannot call freezerd", peer);
+                else
+                        log_error("%s: %s closed the connection while the call was written%s: it never got the "
+                                  "call whole, and nothing of it was done",
+                                  what ?: "cannot call freezerd", peer,
+                                  arg_bus == BUS_PRIVATE ? ""
+                                                         : " (is it larger than the bus takes, its max_message_size? "
+                                                           "or does the bus not let this uid in?)");
                 return;
         }
         if (c->w && r == -ECONNRESET && wire_bus_refused(c->w)) {

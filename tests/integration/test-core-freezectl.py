@@ -52,6 +52,7 @@ Checks:
 Processes live in leaf groups only (see test-core-libfreezer.py: Linux 6.18
 may report a group with processes of its own and child cgroups frozen early)."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -128,57 +129,57 @@ def one_line(r, what, *words):
              f'{what}: one line on stderr naming {", ".join(words) or "the problem"}', repr(r.stderr))
 
 
-def check_bus_reply_timeout(sc, d_config):
-    """A bus daemon gives up on a reply after its reply_timeout, whatever the call's
-    --timeout; freezerd goes on, and freezectl says so."""
+@contextlib.contextmanager
+def bus_conf(what, old, new):
+    """A bus started from tests/dbus-test.conf with old replaced by new; yields the bus
+    and a temporary directory for the caller's files (removed after)."""
     with open(ft.DBUS_TEST_CONF) as f:
         conf = f.read()
-    short = conf.replace('<limit name="reply_timeout">300000</limit>', '<limit name="reply_timeout">1000</limit>')
-    ft.check(short != conf, 'a bus configuration with a reply_timeout of 1 s')
+    changed = conf.replace(old, new)
+    ft.check(changed != conf, f'a bus configuration {what}')
     tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}busconf-{os.getpid()}-')
     try:
         path = os.path.join(tmp, 'bus.conf')
         with open(path, 'w') as f:
-            f.write(short)
-        with ft.Bus(config=path) as bus2, ft.Daemon(bus2, sc.root, config=d_config):
-            r = ft.freezectl('freeze', '--timeout=60s', '/s', address=bus2.address, check=False,
-                             timeout=ft.DEFAULT_TIMEOUT)
-            ft.check_equal((r.returncode, r.stdout), (1, ''), 'freeze --timeout=60s /s, the bus giving up after 1 s: '
-                                                            'exit 1')
-            one_line(r, 'the bus gave up on the reply', 'cannot freeze /s: no reply from freezerd',
-                     'if freezerd still runs, it goes on with the freeze of /s (the flags it wrote stay; see '
-                     'freezectl status)')
-            ft.check_equal(check_status(sc, '/s')['state'], 'freezing',  # on bus2, the bus started last
-                           'freezerd goes on: /s is still freezing')
-            ft.freezectl('thaw', '/s', address=bus2.address)
+            f.write(changed)
+        with ft.Bus(config=path) as bus:
+            yield bus, tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_bus_reply_timeout(sc, d_config):
+    """A bus daemon gives up on a reply after its reply_timeout, whatever the call's
+    --timeout; freezerd goes on, and freezectl says so."""
+    with bus_conf('with a reply_timeout of 1 s', '<limit name="reply_timeout">300000</limit>',
+                  '<limit name="reply_timeout">1000</limit>') as (bus2, _tmp), \
+            ft.Daemon(bus2, sc.root, config=d_config):
+        r = ft.freezectl('freeze', '--timeout=60s', '/s', address=bus2.address, check=False,
+                         timeout=ft.DEFAULT_TIMEOUT)
+        ft.check_equal((r.returncode, r.stdout), (1, ''), 'freeze --timeout=60s /s, the bus giving up after 1 s: '
+                                                        'exit 1')
+        one_line(r, 'the bus gave up on the reply', 'cannot freeze /s: no reply from freezerd',
+                 'if freezerd still runs, it goes on with the freeze of /s (the flags it wrote stay; see '
+                 'freezectl status)')
+        ft.check_equal(check_status(sc, '/s')['state'], 'freezing',  # on bus2, the bus started last
+                       'freezerd goes on: /s is still freezing')
+        ft.freezectl('thaw', '/s', address=bus2.address)
 
 
 def check_bus_refuses_root(sc):
     """A bus that does not let root in (as another user's session bus) closes the
     connection after authentication: every command says it could not connect, and
     why, not that a connection it had was lost."""
-    with open(ft.DBUS_TEST_CONF) as f:
-        conf = f.read()
-    deny = conf.replace('<allow user="*"/>', '<allow user="*"/>\n                <deny user="root"/>')
-    ft.check(deny != conf, 'a bus configuration that does not let root in')
-    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}busconf-{os.getpid()}-')
-    try:
-        path = os.path.join(tmp, 'bus.conf')
-        with open(path, 'w') as f:
-            f.write(deny)
-        with ft.Bus(config=path) as bus2:
-            # freeze and batch go through freezectl's own wire, list through sd-bus.
-            for cmd, stdin in ((['freeze', '/s'], None), (['batch', '-'], '[{"path": "/s", "freeze": true}]'),
-                               (['list'], None)):
-                r = ft.freezectl(*cmd, address=bus2.address, check=False, input=stdin)
-                ft.check_equal(r.returncode, 1, f'{cmd[0]} on a bus that refuses root: exit 1')
-                one_line(r, f'{cmd[0]} on a bus that refuses root', f'cannot connect to the bus at {bus2.address}',
-                         'the bus closed the connection: does it let uid 0 in?')
-        ft.check_equal(sc.read_freeze('/s'), 0, 'and nothing was written')
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with bus_conf('that does not let root in', '<allow user="*"/>',
+                  '<allow user="*"/>\n                <deny user="root"/>') as (bus2, _tmp):
+        # freeze and batch go through freezectl's own wire, list through sd-bus.
+        for cmd, stdin in ((['freeze', '/s'], None), (['batch', '-'], '[{"path": "/s", "freeze": true}]'),
+                           (['list'], None)):
+            r = ft.freezectl(*cmd, address=bus2.address, check=False, input=stdin)
+            ft.check_equal(r.returncode, 1, f'{cmd[0]} on a bus that refuses root: exit 1')
+            one_line(r, f'{cmd[0]} on a bus that refuses root', f'cannot connect to the bus at {bus2.address}',
+                     'the bus closed the connection: does it let uid 0 in?')
+    ft.check_equal(sc.read_freeze('/s'), 0, 'and nothing was written')
 
 
 def check_freezerd_stopped(sc, bus):
@@ -215,21 +216,13 @@ def check_bus_drops_large_call(sc):
     unanswered: freezectl says the bus closed it while the call was written, and why
     that may be, not that the bus does not let uid 0 in (it said so before the review of
     session 32; the bus let it in, as the small call after shows)."""
-    with open(ft.DBUS_TEST_CONF) as f:
-        conf = f.read()
-    small = conf.replace('<limit name="reply_timeout">300000</limit>',
-                         '<limit name="reply_timeout">300000</limit>\n        '
-                         '<limit name="max_message_size">1000000</limit>')
-    ft.check(small != conf, 'a bus configuration with a max_message_size of 1 MB')
-    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}busconf-{os.getpid()}-')
-    try:
-        path = os.path.join(tmp, 'bus.conf')
-        with open(path, 'w') as f:
-            f.write(small)
+    with bus_conf('with a max_message_size of 1 MB', '<limit name="reply_timeout">300000</limit>',
+                  '<limit name="reply_timeout">300000</limit>\n        '
+                  '<limit name="max_message_size">1000000</limit>') as (bus2, tmp):
         batch = os.path.join(tmp, 'big.json')
         with open(batch, 'w') as f:  # about 4 MB on the wire
             json.dump([{'path': '/s/' + 'x' * 200 + str(i), 'freeze': True} for i in range(20000)], f)
-        with ft.Bus(config=path) as bus2, ft.Daemon(bus2, sc.root):
+        with ft.Daemon(bus2, sc.root):
             r = ft.freezectl('batch', batch, address=bus2.address, check=False)
             ft.check_equal(r.returncode, 1, 'a batch larger than the bus takes: exit 1')
             one_line(r, 'a batch larger than the bus takes', 'the bus closed the connection while the call was written',
@@ -241,8 +234,6 @@ def check_bus_drops_large_call(sc):
             ft.check(r.returncode == 0, 'that bus lets root in: a small call works', r)
             ft.freezectl('thaw', '/large', address=bus2.address)
             sc.rmdir('/large')
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check_freezerd_killed(sc, bus):
