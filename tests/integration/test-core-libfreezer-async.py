@@ -292,14 +292,20 @@ def check_example(sc, d):
     sc.write_freeze('/s', 0)
 
 
+def open_private(lib, d):
+    """A handle on freezerd d's private socket (a c_void_p)."""
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    return f
+
+
 def check_lost_connection(lib, sc, bus):
     """A private handle whose freezerd dies: the call in flight ends with -ECONNRESET;
     freezer_close() with a call in flight runs no callback."""
     d = ft.Daemon(bus, sc.root)
     with d:
-        f = ctypes.c_void_p()
-        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                       'freezer_open_private')
+        f = open_private(lib, d)
         h = Handle(lib, f)
         try:
             id_s = h.start('freezer_freeze_async', b'/s', 60 * 1000000, ROLLBACK)
@@ -315,9 +321,7 @@ def check_lost_connection(lib, sc, bus):
     sc.write_freeze('/s', 0)
 
     with ft.Daemon(bus, sc.root) as d:
-        f = ctypes.c_void_p()
-        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                       'freezer_open_private')
+        f = open_private(lib, d)
         h = Handle(lib, f)
         h.start('freezer_freeze_async', b'/s', 1 * 1000000, ROLLBACK)
         h.start('freezer_freeze_async', b'/g', 0, 0)
@@ -334,9 +338,7 @@ def check_lost_connection(lib, sc, bus):
     n_calls = 5
     d = ft.Daemon(bus, sc.root)
     with d:
-        f = ctypes.c_void_p()
-        ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                       'freezer_open_private')
+        f = open_private(lib, d)
         h = Handle(lib, f)
         ft.loop().remove_reader(h.fd)  # dispatched by hand below
         try:
@@ -361,9 +363,7 @@ def check_lost_connection(lib, sc, bus):
 def check_loop_api(lib, sc, d):
     """freezer_wait() after a blocking call, freezer_close() from a callback, and a call larger
     than the socket takes at once, on a private handle."""
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                   'freezer_open_private')
+    f = open_private(lib, d)
     states = []
 
     @base.CALLBACK
@@ -474,9 +474,7 @@ def check_close_queued(lib, sc, d):
     closed at once, and freezerd, dropping the connection at its first failed reply, could lose a
     call queued behind."""
     groups = [f'/g/q{i}' for i in range(10)]
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                   'freezer_open_private')
+    f = open_private(lib, d)
 
     @base.GROUP_CALLBACK
     def on_group(_f, _path, _added, _state, _ud):
@@ -669,9 +667,7 @@ def check_dispatch_bound(lib, sc, d):
     then says "now" and freezer_wait() returns at once; further calls deliver the rest, each bounded.
     (It used to run them all, and under a steady flood never returned.)"""
     n = 300
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                   'freezer_open_private')
+    f = open_private(lib, d)
     made = []
     try:
         added = []
@@ -738,9 +734,7 @@ def test():
                            'freezer_open_address')
             check_handle(lib, sc, f, 'bus')
             sc.write_freeze('/g', 0)
-            f = ctypes.c_void_p()
-            ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
-                           'freezer_open_private')
+            f = open_private(lib, d)
             check_handle(lib, sc, f, 'private socket')
             sc.write_freeze('/g', 0)
             check_example(sc, d)
