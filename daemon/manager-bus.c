@@ -409,9 +409,14 @@ static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *
 
 /* The same for every group of a request (a batch, a RECURSIVE subtree,
  * FreezeExcept's cover): all of them or nothing.  The hierarchy's root is
- * skipped: every write path refuses it with InvalidPath anyway. */
+ * skipped: every write path refuses it with InvalidPath anyway.  changing:
+ * only the items whose flag would change need it, for the groups a RECURSIVE
+ * request reaches without naming them: a delegated user's "thaw everything
+ * below /" must not fail on a group of root's that is running anyway.  The
+ * batch decides what it writes from the same flags in the same loop turn
+ * (batch_plan() skips the others), so nothing it skips here is written. */
 static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Group *const *groups, size_t n,
-                               sd_bus_error *error) {
+                               bool changing, sd_bus_error *error) {
         _cleanup_free_ uid_t *owners = NULL;
         uid_t caller = caller_uid(c);
         bool lookup = access_needs_owner(ACCESS_FREEZE, caller);
@@ -427,8 +432,8 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
                 owners[i] = ACCESS_UID_INVALID;
                 if (!lookup)
                         continue; /* the caller decides alone */
-                if (!g->parent) {
-                        owners[i] = caller; /* the root: left to validation */
+                if (!g->parent || (changing && items && items[i].freeze == g->freeze)) {
+                        owners[i] = caller; /* the root: left to validation; or nothing to write */
                         continue;
                 }
                 r = manager_freeze_owner(m, g->path, &owners[i], error);
@@ -801,8 +806,8 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                         free(items);
                         return sd_bus_reply_method_return(call, NULL);
                 }
-                /* Every group of the subtree, or nothing. */
-                r = check_access_groups(m, c, items, NULL, n, error);
+                /* Every group of the subtree whose flag changes, or nothing. */
+                r = check_access_groups(m, c, items, NULL, n, true, error);
                 if (r >= 0)
                         r = check_access_odd(m, c, &odd, error);
                 if (r < 0) {
@@ -836,7 +841,7 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 return start_batch(m, items, n, BATCH_ORDER_AUTO, timeout_usec, flags, b, error);
         }
 
-        r = check_access_groups(m, c, NULL, &g, 1, error);
+        r = check_access_groups(m, c, NULL, &g, 1, false, error);
         if (r < 0)
                 return r;
 
@@ -1138,8 +1143,9 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                                          "be frozen or thawed; nothing was written",
                                                          items[i].index, m->cgroup_root);
 
-        /* Every group the batch would write (after the RECURSIVE expansion), or nothing. */
-        r = check_access_groups(m, &c, items, NULL, n, error);
+        /* Every group the batch names, or nothing; of a RECURSIVE one's subtrees, every
+         * group whose flag changes. */
+        r = check_access_groups(m, &c, items, NULL, n, flags & FREEZER_FLAG_RECURSIVE, error);
         if (r < 0)
                 return r;
 
@@ -1269,7 +1275,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return r;
         /* The groups it would write, not the excluded ones it leaves alone. */
         if (n_cover > 0) {
-                r = check_access_groups(m, &c, NULL, cover, n_cover, error);
+                r = check_access_groups(m, &c, NULL, cover, n_cover, false, error);
                 if (r < 0)
                         return r;
         }

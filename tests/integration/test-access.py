@@ -30,7 +30,9 @@ Checked, as U:
   * Freeze/Thaw/Group.Freeze of /foreign, of /own/rc: AccessDenied naming the path
     (and not the owner), cgroup.freeze unchanged; of its own groups: done (kernel
     frozen, then running);
-  * RECURSIVE over /own (which holds root's /own/rc): refused whole; over /own/a: done;
+  * RECURSIVE over /own (which holds root's /own/rc): a freeze refused whole, a thaw
+    done while /own/rc's flag is 0 (nothing to write there) and refused whole while root
+    froze it; over /own/a: done;
   * ApplyBatch mixing an owned and a foreign group (either order): refused whole,
     nothing written; an all-owned batch: done; RECURSIVE batch over /own: refused;
   * FreezeExcept whose cover holds /own/rc: refused, nothing written; one whose
@@ -300,8 +302,26 @@ def test():
 
                 # -- RECURSIVE
                 denied(u.call, 'Freeze', '/own', tmo, R, path='/own/rc', what='Freeze /own RECURSIVE')
-                denied(u.group_call, '/own', 'Thaw', tmo, R, path='/own/rc', what='Group.Thaw /own RECURSIVE')
                 ft.check_equal(flags(), all_zero, 'refused RECURSIVE: nothing was written')
+                # A group of root's whose flag would not change needs no permission: U's
+                # "thaw everything below /own" works while root's /own/rc runs (it was
+                # refused), and is refused, writing nothing, while root froze it.
+                u.call('Freeze', '/own/b', tmo, 0)
+                u.group_call('/own', 'Thaw', tmo, R)
+                ft.check_equal(flags(), all_zero, 'U: Group.Thaw /own RECURSIVE with root\'s /own/rc running: done')
+                ft.check_equal(tuple(u.call('ApplyBatch', [('/own', False)], 'auto', tmo, R)),
+                               (0, len([g for g in ALL if g.startswith('/own/') or g == '/own'])),
+                               'U: ApplyBatch [thaw /own] RECURSIVE with root\'s /own/rc running: all skipped')
+                u.call('Freeze', '/own/b', tmo, 0)
+                sc.write_freeze('/own/rc', 1)
+                ft.wait_for(lambda: root.group_property('/own/rc', 'Freeze'), what='freezerd to see root\'s flag on /own/rc')
+                denied(u.group_call, '/own', 'Thaw', tmo, R, path='/own/rc',
+                       what='Group.Thaw /own RECURSIVE with /own/rc frozen by root')
+                ft.check_equal(sc.read_freeze('/own/b'), 1, 'refused: /own/b still frozen')
+                sc.write_freeze('/own/rc', 0)
+                ft.wait_for(lambda: not root.group_property('/own/rc', 'Freeze'), what='freezerd to see /own/rc thawed')
+                u.call('Thaw', '/own/b', tmo, 0)
+                ft.check_equal(flags(), all_zero, 'and all thawed again')
                 u.call('Freeze', '/own/a', tmo, R)
                 ft.check_equal(flags(['/own/a', '/own/a/x']), {'/own/a': 1, '/own/a/x': 1},
                                'U: Freeze /own/a RECURSIVE')
