@@ -649,7 +649,7 @@ static char *format_duration(char *buf, size_t size, uint64_t usec) {
         int n = 0;
 
         if (usec == 0) {
-                snprintf(buf, size, "0");
+                snprintf(buf, size, "0s"); /* with a unit, as every other duration printed */
                 return buf;
         }
 
@@ -1803,6 +1803,10 @@ static int parse_trigger(const char *s, trigger_spec *ret) {
         if (parse_duration(fields[2], &ret->threshold_usec) < 0 ||
             parse_duration(fields[3], &ret->window_usec) < 0)
                 return -EINVAL;
+        /* What --help states, said before freezerd is asked (its InvalidArgs
+         * made these exit 1, as a failure rather than a usage error). */
+        if (ret->threshold_usec == 0 || ret->threshold_usec > ret->window_usec)
+                return -ERANGE;
 
         return 0;
 }
@@ -2681,6 +2685,9 @@ static int parse_argv(int argc, char *argv[]) {
                                 log_oom();
                                 return -ENOMEM;
                         }
+                        if (r == -ERANGE)
+                                return usage_error("invalid trigger '%s': THRESHOLD must not be 0 nor above WINDOW",
+                                                   optarg);
                         if (r < 0)
                                 return usage_error("invalid trigger '%s' (expected RESOURCE:KIND:THRESHOLD:WINDOW "
                                                    "with RESOURCE cpu, memory, io or irq, KIND some or full, "

@@ -26,7 +26,8 @@ Checks:
     message.
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
-    with --no-wait, an irq trigger on a watched PATH.
+    with --no-wait, an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
+    or above its WINDOW (freezerd refused them: exit 1).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -287,6 +288,10 @@ def test():
             c = d.client
             for p in ('/g', '/g/h', '/', '/a-b/c d'):
                 check_status(sc, p)
+            # A group never frozen: its time frozen with a unit, as every duration (it was a bare 0).
+            lines = ft.freezectl('status', '/g').stdout.splitlines()
+            ft.check([ln.split(':', 1)[1].strip() for ln in lines if ln.startswith('Frozen in all:')] == ['0s'],
+                     'status /g (never frozen): "Frozen in all: 0s"', lines)
 
             # ---- freeze / thaw
             rec = c.record()
@@ -457,7 +462,12 @@ def test():
                                (['freeze', '--no-wait', '--timeout=1s', '/g'], '--timeout= with --no-wait (it was '
                                                                                 'ignored in silence)'),
                                (['watch', '/g', '--trigger=irq:full:1s:2s'], 'an irq trigger on a PATH (freezerd '
-                                                                             'said "use the Manager")')):
+                                                                             'said "use the Manager")'),
+                               (['watch', '/g', '--trigger=memory:some:0:2s'], 'a trigger\'s THRESHOLD of 0 (as '
+                                                                               '--help says; freezerd refused it, '
+                                                                               'exit 1)'),
+                               (['watch', '/g', '--trigger=memory:some:3s:2s'], 'a trigger\'s THRESHOLD above '
+                                                                                'its WINDOW')):
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
