@@ -546,8 +546,8 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                 odd_groups_restore(m->root_fd, &b->odd);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "Every freeze flag below %s that freezerd follows is cleared, but %s, "
-                                         "which it does not follow for its name, cannot be thawed: %s; its flag "
-                                         "and those of the groups below it are left as they were",
+                                         "which it does not follow for its name, cannot be thawed: %s; the "
+                                         "flags of the groups freezerd does not follow are left as they were",
                                          b->top, b->odd.items[failed].shown, strerror(-r));
         }
         size_t k = 0;
@@ -1165,7 +1165,8 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
  * are meant to run, inside a group of the cover they freeze with it.  The
  * groups split so are the ancestors of the excluded ones, from top down,
  * that no exclusion holds; each is listed once (expand_gen marks the
- * excluded groups, then the ones listed). */
+ * excluded groups, then the ones listed), and only if it ever had such a
+ * child (GroupData.odd_children). */
 static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded,
                                sd_bus_error *error) {
         uint64_t gen_x = ++m->expand_gen, gen_done;
@@ -1192,6 +1193,8 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                         group_data(a)->expand_gen = gen_done;
                         if (!a->tracked)
                                 continue; /* kept for its flag: holds unfollowed groups anyway (README) */
+                        if (!group_data(a)->odd_children)
+                                continue; /* never had one: no listing, as collect_odd_groups() */
                         r = odd_child_find(m->root_fd, a->path, &odd);
                         if (r < 0)
                                 return sd_bus_error_set_errnof(error, r,

@@ -22,7 +22,7 @@ void odd_groups_clear(OddGroups *o) {
         o->n = o->cap = 0;
 }
 
-/* The directory of the group at rel (beneath root_fd), listed: NULL and errno on failure. */
+/* The directory name beneath parent_fd, listed: NULL and errno on failure. */
 static DIR *open_listing(int parent_fd, const char *name) {
         int fd = cg_openat_beneath(parent_fd, name, O_RDONLY | O_DIRECTORY, 0);
         DIR *d;
