@@ -518,7 +518,8 @@ typedef struct BatchReply {
          * (reply_batch_done()); top is the call's path, for messages. */
         Manager *m;
         OddGroups odd;
-        char *top;
+        char *top;        /* NULL for ApplyBatch */
+        size_t odd_writes; /* flags of odd written, counted in ApplyBatch's writes */
 } BatchReply;
 
 static void batch_reply_free(BatchReply *b) {
@@ -545,15 +546,16 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
         if (r < 0) {
                 odd_groups_restore(m->root_fd, &b->odd);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
-                                         "Every freeze flag below %s that freezerd follows is cleared, but %s, "
-                                         "which it does not follow for its name, cannot be thawed: %s; the "
-                                         "flags of the groups freezerd does not follow are left as they were",
-                                         b->top, b->odd.items[failed].shown, strerror(-r));
+                                         "The flags of the groups freezerd follows are written, but %s, which it "
+                                         "does not follow for its name, cannot be thawed: %s; the flags of the "
+                                         "groups freezerd does not follow are left as they were",
+                                         b->odd.items[failed].shown, strerror(-r));
         }
-        size_t k = 0;
+        b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
-                k += b->odd.items[i].wrote;
-        log_debug("Thaw of %s: cleared %zu flags of groups not followed for their names.", b->top, k);
+                b->odd_writes += b->odd.items[i].wrote;
+        log_debug("%s%s: cleared %zu flags of groups not followed for their names.", b->top ? "Thaw of " : "Batch",
+                  b->top ?: "", b->odd_writes);
         return 0;
 }
 
@@ -577,7 +579,7 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         if (error && sd_bus_error_is_set(error))
                 r = sd_bus_reply_method_error(b->call, error);
         else if (b->kind == REPLY_COUNTS)
-                r = sd_bus_reply_method_return(b->call, "uu", op->writes, op->skipped);
+                r = sd_bus_reply_method_return(b->call, "uu", op->writes + (uint32_t) b->odd_writes, op->skipped);
         else if (b->kind == REPLY_PATHS) {
                 r = sd_bus_message_new_method_return(b->call, &reply);
                 if (r >= 0)
@@ -711,28 +713,50 @@ static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchI
  * listed (GroupData.odd_children): a thaw of a big slice lists none.  An
  * untracked ancestor kept for its flag holds groups freezerd does not
  * follow anyway, whatever their names: left alone, as by the batch. */
+static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_error *error) {
+        GroupData *d = group_data(c);
+        int r;
+
+        if (!c->tracked || !d || !d->odd_children)
+                return 0;
+        r = odd_groups_collect(m->root_fd, c->path, c->depth, GROUP_DEPTH_MAX, odd);
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Cannot thaw the groups below %s that freezerd does not follow for their "
+                                         "names: more than %d, or deeper than %u levels below the cgroup root; "
+                                         "nothing was written",
+                                         c->path, ODD_GROUPS_MAX, GROUP_DEPTH_MAX);
+        if (r == -ENOENT)
+                return 0; /* removed meanwhile: its rmdir is on its way */
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot list the groups below %s: %s; nothing was written",
+                                               c->path, strerror(-r));
+        return 0;
+}
+
 static int collect_odd_groups(Manager *m, Group *g, OddGroups *odd, sd_bus_error *error) {
         for (Group *c = g; c; c = tree_next_preorder(g, c)) {
-                GroupData *d = group_data(c);
-                int r;
-
-                if (!c->tracked || !d || !d->odd_children)
-                        continue;
-                r = odd_groups_collect(m->root_fd, c->path, c->depth, GROUP_DEPTH_MAX, odd);
-                if (r == -E2BIG)
-                        return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                                 "Cannot thaw the groups below %s that freezerd does not follow for "
-                                                 "their names: more than %d, or deeper than %u levels below the "
-                                                 "cgroup root; nothing was written",
-                                                 c->path, ODD_GROUPS_MAX, GROUP_DEPTH_MAX);
-                if (r == -ENOENT)
-                        continue; /* removed meanwhile: its rmdir is on its way */
+                int r = collect_odd_children(m, c, odd, error);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, r,
-                                                       "Cannot list the groups below %s: %s; nothing was written",
-                                                       c->path, strerror(-r));
+                        return r;
         }
         return 0;
+}
+
+/* The same for a RECURSIVE ApplyBatch: the odd children of each group it
+ * thaws.  Such a group is decided by the request that decides its followed
+ * parent (the last one whose subtree holds it: none can name it), and the
+ * expanded items name each followed group once, with that request's value;
+ * all but the root, which no item names: root_thawed says whether the last
+ * request of "/" thaws. */
+static int collect_odd_batch(Manager *m, const BatchItem *items, size_t n, bool root_thawed, OddGroups *odd,
+                             sd_bus_error *error) {
+        int r = root_thawed ? collect_odd_children(m, tree_root(m->tree), odd, error) : 0;
+
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (!items[i].freeze)
+                        r = collect_odd_children(m, items[i].group, odd, error);
+        return r;
 }
 
 /* check_access_groups() for the groups of odd: every one, or nothing. */
@@ -1070,6 +1094,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         Manager *m = userdata;
         Caller c = CALLER(msg);
         _cleanup_free_ BatchItem *items = NULL;
+        _cleanup_(odd_groups_clear) OddGroups odd = {};
         size_t n = 0, cap = 0, index = 0, n_requests = 0;
         const char *order_str;
         uint64_t timeout_usec, flags;
@@ -1127,13 +1152,25 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         if (flags & FREEZER_FLAG_RECURSIVE) {
                 BatchItem *expanded = NULL;
                 size_t en = 0;
+                bool root_thawed = false;
+
+                for (size_t i = n; i > 0; i--)
+                        if (!items[i - 1].group->parent) {
+                                root_thawed = !items[i - 1].freeze;
+                                break;
+                        }
                 r = expand_recursive(m, items, n, &expanded, &en);
                 if (r < 0)
                         return r;
                 free(items);
                 items = expanded;
                 n = en;
-                if (n == 0)
+                /* A thaw clears the groups not followed for their names too,
+                 * as Thaw RECURSIVE does (start_freeze()). */
+                r = collect_odd_batch(m, items, n, root_thawed, &odd, error);
+                if (r < 0)
+                        return r;
+                if (n == 0 && odd.n == 0)
                         return sd_bus_reply_method_return(msg, "uu", 0, 0);
         } else
                 for (size_t i = 0; i < n; i++)
@@ -1146,12 +1183,25 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         /* Every group the batch names, or nothing; of a RECURSIVE one's subtrees, every
          * group whose flag changes. */
         r = check_access_groups(m, &c, items, NULL, n, flags & FREEZER_FLAG_RECURSIVE, error);
+        if (r >= 0)
+                r = check_access_odd(m, &c, &odd, error);
         if (r < 0)
                 return r;
 
         r = batch_reply_new(msg, REPLY_COUNTS, &b);
         if (r < 0)
                 return r;
+        b->m = m;
+        b->odd = odd;
+        odd = (OddGroups) {};
+        if (n == 0) {
+                /* Only groups freezerd does not follow (below "/"). */
+                r = odd_groups_thaw(m, b, error);
+                if (r >= 0)
+                        r = sd_bus_reply_method_return(msg, "uu", (uint32_t) b->odd_writes, 0);
+                batch_reply_free(b);
+                return r;
+        }
         return start_batch(m, TAKE_PTR(items), n, order, timeout_usec, flags, b, error);
 }
 

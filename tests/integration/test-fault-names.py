@@ -26,11 +26,13 @@ Checks:
     then it replied [/pods/b], the odd siblings left running);
   * FreezeExcept("/q", ["/q/keep"]) replies [/q/other]: odd groups inside
     the excluded subtree and inside the cover are no matter;
-  * Thaw("/pods", RECURSIVE) and `freezectl thaw --recursive /pods` clear
-    the flags of /pods/bad\\xff, of /pods/bad\\xff/inner and /pods/ctl\\x01,
-    each frozen by its own flag, and at the reply their cgroup.events read
-    frozen 0; the sleeper runs again (before, they stayed frozen and the
-    call succeeded);
+  * Thaw("/pods", RECURSIVE), `freezectl thaw --recursive /pods` and
+    ApplyBatch([thaw /pods] or [thaw /], RECURSIVE) clear the flags of
+    /pods/bad\\xff, of /pods/bad\\xff/inner and /pods/ctl\\x01, each frozen by
+    its own flag, after the flags freezerd follows, and at the reply their
+    cgroup.events read frozen 0; the sleeper runs again (before, they stayed
+    frozen and the call succeeded); the batch counts their writes; a batch
+    whose last request over /pods freezes leaves their flags;
   * Freeze("/pods") and Thaw("/pods") each bring one GroupsChanged entry for
     /pods (frozen, then running): before, one odd entry dropped the whole
     signal; the kernel froze the sleeper of /pods/bad\\xff with it."""
@@ -159,7 +161,7 @@ def test():
             # group below it) stayed frozen, its sleeper stopped, and the call succeeded.
             inner = bad + b'/inner'
             os.mkdir(inner)
-            for how in ('Thaw', 'freezectl'):
+            for how in ('Thaw', 'freezectl', 'ApplyBatch', 'ApplyBatch of /'):
                 c.call('Freeze', '/pods/a', 0, 0)
                 for d in (inner, bad, pods + b'/' + ODD[2]):
                     with open(d + b'/cgroup.freeze', 'w') as f:
@@ -182,9 +184,15 @@ def test():
                     ft.check(order and order[0] == wd_a and wd_bad in order,
                              'Thaw RECURSIVE of /pods writes /pods/a\'s flag before /pods/bad\\xff\'s',
                              order)
-                else:
+                elif how == 'freezectl':
                     r = ft.freezectl('thaw', '--recursive', '/pods', address=bus.address, check=False)
                     ft.check(r.returncode == 0, 'freezectl thaw --recursive /pods exits 0', r)
+                else:
+                    # ApplyBatch with RECURSIVE does the same (it left them frozen), and
+                    # counts their writes: /pods/a and the three odd groups.
+                    top = '/pods' if how == 'ApplyBatch' else '/'
+                    writes, _skipped = c.call('ApplyBatch', [(top, False)], 'auto', 0, ft.FLAG_RECURSIVE)
+                    ft.check_equal(writes, 4, f'{how} [thaw {top}] RECURSIVE: 4 writes (/pods/a, 3 odd groups)')
                 for d, name in ((inner, 'bad\\xff/inner'), (bad, 'bad\\xff'), (pods + b'/' + ODD[2], 'ctl\\x01')):
                     ft.check(not events_frozen(d) and read_flag(d) == 0,
                              f'{how} RECURSIVE of /pods: /pods/{name} reads cgroup.freeze 0 and frozen 0 at its reply')
@@ -192,6 +200,17 @@ def test():
                 ft.wait_for(lambda: not ft.task_frozen(ft.proc_state(sleeper.pid)),
                             what='the sleeper of /pods/bad\\xff to run again')
                 ft.check(True, f'{how} RECURSIVE of /pods: the sleeper of /pods/bad\\xff runs again')
+
+            # Of a RECURSIVE batch, the request that decides a group decides the odd groups
+            # below it: the last one over /pods freezes, so their own flags stay.
+            for d in (bad, pods + b'/' + ODD[2]):
+                with open(d + b'/cgroup.freeze', 'w') as f:
+                    f.write('1')
+            c.call('ApplyBatch', [('/pods', False), ('/pods', True)], 'auto', 0, ft.FLAG_RECURSIVE)
+            ft.check_equal([read_flag(bad), read_flag(pods + b'/' + ODD[2])], [1, 1],
+                           'ApplyBatch [thaw /pods, freeze /pods] RECURSIVE: the odd groups\' own flags stay 1')
+            c.call('Thaw', '/pods', 0, ft.FLAG_RECURSIVE)
+            ft.check_equal([read_flag(bad), read_flag(pods + b'/' + ODD[2])], [0, 0], 'and Thaw RECURSIVE clears them')
 
             rec = c.record(subscribe='groups')
             for freeze, state in ((True, 'frozen'), (False, 'running')):
