@@ -470,16 +470,19 @@ static void trigger_fire(PressureTrigger *t) {
                 psi_clamp(clamp, &reading);
         line = reading.line[t->kind];
         t->n_events++;
-        log_debug("Pressure trigger %" PRIu32 ": event %" PRIu64 ", %s total %" PRIu64 " us", t->id, t->n_events,
-                  psi_kind_to_string(t->kind), line.total_usec);
+        /* "kernel event": what the kernel sent, signalled or dropped below
+         * (a reader of the log counted the drops as signals). */
+        log_debug("Pressure trigger %" PRIu32 ": kernel event %" PRIu64 ", %s total %" PRIu64 " us", t->id,
+                  t->n_events, psi_kind_to_string(t->kind), line.total_usec);
 
         /* See pressure.h: the kernel's spurious events of a fresh unprivileged trigger. */
         if (!p->privileged && now_usec() < t->armed_usec + psi_trigger_settle_usec(t->window_usec) &&
             !psi_event_plausible(t->last_total, line.total_usec, t->threshold_usec)) {
                 t->n_dropped++;
-                log_debug("Pressure trigger %" PRIu32 ": dropping a spurious event (%s total grew "
-                          "%" PRIu64 " us since the previous event or arming, threshold %" PRIu64 " us)",
-                          t->id, psi_kind_to_string(t->kind),
+                log_debug("Pressure trigger %" PRIu32 ": dropping a spurious event, kernel event %" PRIu64
+                          ", not signalled (%s total grew %" PRIu64 " us since the previous event or arming, "
+                          "threshold %" PRIu64 " us)",
+                          t->id, t->n_events, psi_kind_to_string(t->kind),
                           line.total_usec >= t->last_total ? line.total_usec - t->last_total : 0,
                           t->threshold_usec);
                 t->last_total = line.total_usec;
