@@ -271,7 +271,8 @@ def _unescape_mountinfo(s):
 
 
 def require(*what):
-    """Skip (exit 77) unless each of: 'root', 'cgroup2', 'fuse', 'dbus', 'freezerd', 'freezectl', 'busctl'."""
+    """Skip (exit 77) unless each of: 'root', 'cgroup2', 'fuse', 'dbus', 'freezerd', 'freezectl', 'busctl',
+    'psi'."""
     for w in what:
         if w == 'root':
             if os.geteuid() != 0:
@@ -301,6 +302,9 @@ def require(*what):
         elif w == 'busctl':
             if shutil.which('busctl') is None:
                 skip('no busctl (apt-get install systemd)')
+        elif w == 'psi':
+            if not os.path.exists('/proc/pressure/cpu'):
+                skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
         else:
             raise ValueError(f'unknown requirement {w!r}')
 

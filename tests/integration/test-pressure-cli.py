@@ -703,9 +703,7 @@ def check_trigger_ends(sc, bus, d):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
-    if not os.path.exists('/proc/pressure/cpu'):
-        ft.skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'psi')
     ncpu = os.cpu_count() or 1
 
     with ft.Scratch('pressure-cli') as sc, ft.Bus() as bus:

@@ -44,9 +44,7 @@ def exceeded(client, tid):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    if not os.path.exists('/proc/pressure/cpu'):
-        ft.skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
     ncpu = os.cpu_count() or 1
 
     with ft.Scratch('pressure-disarmed') as sc, ft.Bus() as bus:

@@ -33,9 +33,7 @@ def remake(sc, path):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    if not os.path.exists('/proc/pressure/cpu'):
-        ft.skip('no /proc/pressure: the kernel has no PSI (CONFIG_PSI) or it is disabled (psi=0)')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
 
     with ft.Scratch('pressure-recreated') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
