@@ -4335,9 +4335,23 @@ static void manager_load_tracked(Manager *m) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 if (!json_object_is_type(v, json_type_string))
                         continue;
-                if (manager_track(m, json_object_get_string(v), NULL, &error) < 0)
-                        log_warning("Subtree %s tracked before the restart is gone: %s", json_object_get_string(v),
-                                    error.message);
+                if (manager_track(m, json_object_get_string(v), NULL, &error) >= 0)
+                        continue;
+                if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
+                        log_warning("Cannot track %s again, tracked before the restart: %s",
+                                    json_object_get_string(v), error.message);
+                        continue;
+                }
+                /* As a configured entry made later, and as a tracked subtree
+                 * removed while freezerd runs: it waits (manager_track_pending()). */
+                _cleanup_free_ char *norm = NULL;
+                sd_bus_error_free(&error);
+                if (normalize_path(json_object_get_string(v), &norm, &error) < 0 || track_root_add(m, norm) < 0)
+                        log_warning("Cannot keep %s, tracked before the restart, waiting to be made: out of memory.",
+                                    json_object_get_string(v));
+                else
+                        log_notice("%s, tracked before the restart, does not exist now: it is tracked again once "
+                                   "it is made.", norm);
         }
         json_object_put(root);
 }

@@ -20,12 +20,17 @@ Checks:
   * SIGHUP with /gone and /q/z dropped from the file (and /late kept): mkdir /gone
     and /q/z publishes neither, /q (kept before for /q/z) leaves the model ("/"'s
     Descendants), and mkdir /late after the reload is still tracked.
+  * A subtree given to Track() (/t, kept in the state directory) and removed while
+    freezerd was stopped waits after the restart (it was dropped with a warning):
+    mkdir /t publishes it.
 "Not published" is checked after a group made later below a tracked one came out:
 freezerd reads the kernel's inotify events in order."""
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -119,8 +124,28 @@ def test():
                      rec.interfaces_added())
             ft.check_equal(listed(), ['/', '/late', '/m/n', '/pods', '/pods/s2', '/x/y'],
                            'after the reload only the configured entries are listed')
+
+        # A subtree given to Track() (kept in the state directory) that is gone at a
+        # restart waits as well: it was dropped with a warning.
+        state = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}pending-state-{os.getpid()}-')
+        try:
+            sc.mkdir('/t')
+            with ft.Daemon(bus, sc.root, config={'track': ['/pods']}, state_dir=state) as d:
+                d.client.call('Track', '/t')
+            sc.rmdir('/t')
+            with ft.Daemon(bus, sc.root, config={'track': ['/pods']}, state_dir=state) as d:
+                ft.check('/t, tracked before the restart, does not exist now: it is tracked again once it is made'
+                         in d.log(), 'the log says /t waits', d.log())
+                rec = d.client.record()
+                sc.mkdir('/t')
+                rec.wait_for(lambda r: ft.group_object('/t') in [o for o, _i in r.interfaces_added()],
+                             what='InterfacesAdded for /t')
+                ft.check_equal(d.client.call('GetGroup', '/t')[0], ft.group_object('/t'),
+                               '/t, tracked before the restart and made after it, is tracked')
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
     print('# checked: missing track entries tracked once made (plain, nested in two steps and in one go, made '
-          'again after an rmdir), SIGHUP drops waiting entries')
+          'again after an rmdir), SIGHUP drops waiting entries, a Track()ed subtree gone at a restart waits')
 
 
 ft.run(test)
