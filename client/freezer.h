@@ -72,7 +72,10 @@ typedef struct freezer freezer;
 /* freezer_freeze(), freezer_thaw(), freezer_apply_batch(): the request applies
  * to every group of the subtree below its path (the path's group included), as
  * one batch: freezes top-down, thaws bottom-up. freezer_thaw() with it clears
- * every own flag in the subtree. freezer_freeze_except() refuses it (-EINVAL).
+ * every own flag in the subtree, also those of the groups the daemon does not
+ * follow (odd names, too deep, the inotify watch limit), or fails with -ENOBUFS
+ * (LimitsExceeded) with nothing written where it cannot reach them all.
+ * freezer_freeze_except() refuses it (-EINVAL).
  * Daemons before the batch interface refuse it, too. */
 #define FREEZER_RECURSIVE (UINT64_C(1) << 2)
 
@@ -269,7 +272,10 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * must lie strictly below path (-EINVAL otherwise); the daemon takes at most
  * 4096 of them. An excluded group that cannot keep running fails the call
  * with nothing written: -EINVAL if its own flag is set, -EBUSY
- * (FrozenByParent) if an ancestor's is. With none, path itself is frozen (for "/", which cannot be
+ * (FrozenByParent) if an ancestor's is. So does a group the cover would
+ * freeze on its own that the daemon does not follow: -EOPNOTSUPP
+ * (NotSupported) for its name, -ENOBUFS (LimitsExceeded) when the daemon
+ * could not watch it. With none, path itself is frozen (for "/", which cannot be
  * frozen, every group directly below it). Processes directly in path or in
  * another ancestor of an excluded group keep running: the kernel cannot
  * freeze a group without its descendants.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include "config-build.h"
@@ -514,7 +515,7 @@ typedef struct BatchReply {
         char **paths; /* FreezeExcept: the groups it froze */
         size_t n_paths;
         /* Thaw RECURSIVE: the groups below it that freezerd does not follow
-         * for their names (odd-groups.h), cleared once the batch succeeded
+         * (odd-groups.h), cleared once the batch succeeded
          * (reply_batch_done()); top is the call's path, for messages. */
         Manager *m;
         OddGroups odd;
@@ -547,14 +548,14 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                 odd_groups_restore(m->root_fd, &b->odd);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "The flags of the groups freezerd follows are written, but %s, which it "
-                                         "does not follow for its name, cannot be thawed: %s; the flags of the "
-                                         "groups freezerd does not follow are left as they were",
+                                         "does not follow, cannot be thawed: %s; the flags of the groups freezerd "
+                                         "does not follow are left as they were",
                                          b->odd.items[failed].shown, strerror(-r));
         }
         b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
                 b->odd_writes += b->odd.items[i].wrote;
-        log_debug("%s%s: cleared %zu flags of groups not followed for their names.", b->top ? "Thaw of " : "Batch",
+        log_debug("%s%s: cleared %zu flags of groups freezerd does not follow.", b->top ? "Thaw of " : "Batch",
                   b->top ?: "", b->odd_writes);
         return 0;
 }
@@ -707,30 +708,47 @@ static int expand_recursive(Manager *m, const BatchItem *items, size_t n, BatchI
         return 0;
 }
 
-/* The groups below g's subtree that freezerd does not follow for their
- * names (odd-groups.h), bottom-up: the odd children of its tracked groups
- * and everything below them.  Only the groups that had such a child are
- * listed (GroupData.odd_children): a thaw of a big slice lists none.  An
+/* odd-groups.h's question: whether parent/name is in the model. */
+static int child_in_model(const char *parent, const char *name, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", streq(parent, "/") ? "" : parent, name) < 0)
+                return -ENOMEM;
+        return !!tree_get(m->tree, p);
+}
+
+/* The groups below g's subtree that freezerd does not follow (odd-groups.h),
+ * bottom-up: the children of its tracked groups the model lacks, for their
+ * names, their depth or a watch that could not be armed, and everything
+ * below them.  Only the groups that had such a child are listed
+ * (GroupData.unfollowed_children): a thaw of a big slice lists none.  An
  * untracked ancestor kept for its flag holds groups freezerd does not
  * follow anyway, whatever their names: left alone, as by the batch. */
 static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_error *error) {
         GroupData *d = group_data(c);
+        _cleanup_free_ char *where = NULL;
         int r;
 
-        if (!c->tracked || !d || !d->odd_children)
+        if (!c->tracked || !d || !d->unfollowed_children)
                 return 0;
-        r = odd_groups_collect(m->root_fd, c->path, c->depth, GROUP_DEPTH_MAX, odd);
+        r = odd_groups_collect(m->root_fd, c->path, child_in_model, m, odd, &where);
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot thaw the groups below %s that freezerd does not follow for their "
-                                         "names: more than %d, or deeper than %u levels below the cgroup root; "
-                                         "nothing was written",
-                                         c->path, ODD_GROUPS_MAX, GROUP_DEPTH_MAX);
+                                         "Cannot thaw the groups below %s that freezerd does not follow: more than "
+                                         "%d; nothing was written",
+                                         c->path, ODD_GROUPS_MAX);
+        if (r == -ENAMETOOLONG)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Cannot thaw the groups below %s, which freezerd does not follow: a group "
+                                         "there is nested so deep that its path is longer than the kernel opens "
+                                         "(PATH_MAX, %d bytes); nothing was written",
+                                         where ?: c->path, PATH_MAX);
         if (r == -ENOENT)
                 return 0; /* removed meanwhile: its rmdir is on its way */
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot list the groups below %s: %s; nothing was written",
-                                               c->path, strerror(-r));
+                                               where ?: c->path, strerror(-r));
         return 0;
 }
 
@@ -815,10 +833,11 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                         free(items);
                         return r;
                 }
-                /* A thaw clears the groups not followed for their names too:
-                 * "thaw everything below" must not leave one frozen, its tasks
-                 * stopped, with a success.  A freeze needs nothing of them:
-                 * the flags of their ancestors freeze them. */
+                /* A thaw clears the groups freezerd does not follow too (for
+                 * their names, their depth, the watch limit): "thaw everything
+                 * below" must not leave one frozen, its tasks stopped, with a
+                 * success.  A freeze needs nothing of them: the flags of their
+                 * ancestors freeze them. */
                 if (!freeze) {
                         r = collect_odd_groups(m, g, &odd, error);
                         if (r < 0) {
@@ -1165,8 +1184,8 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 free(items);
                 items = expanded;
                 n = en;
-                /* A thaw clears the groups not followed for their names too,
-                 * as Thaw RECURSIVE does (start_freeze()). */
+                /* A thaw clears the groups freezerd does not follow too, as
+                 * Thaw RECURSIVE does (start_freeze()). */
                 r = collect_odd_batch(m, items, n, root_thawed, &odd, error);
                 if (r < 0)
                         return r;
@@ -1207,16 +1226,19 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 /* FreezeExcept leaves an excluded branch running by freezing, at each
  * level from top down to it, the siblings of the branch, each by its own
- * flag (batch_cover_except()).  A sibling freezerd does not follow for its
- * name (odd-groups.h) would be left out of that cover, its tasks running,
- * and its path could not go into the reply either (a D-Bus string is
- * UTF-8): refuse, before anything is written, naming the group that holds
- * it.  Odd groups elsewhere are no matter: inside an excluded subtree they
+ * flag (batch_cover_except()).  A sibling freezerd does not follow
+ * (odd-groups.h) would be left out of that cover, its tasks running: for its
+ * name, its path could not go into the reply either (a D-Bus string is
+ * UTF-8); for a watch that could not be armed (the inotify watch limit), it
+ * has no watch to confirm its freeze by.  Refuse, before anything is
+ * written, naming it.  (Not for its depth: a group the cover splits is an
+ * ancestor of a followed one, its children at most GROUP_DEPTH_MAX deep.)
+ * Unfollowed groups elsewhere are no matter: inside an excluded subtree they
  * are meant to run, inside a group of the cover they freeze with it.  The
  * groups split so are the ancestors of the excluded ones, from top down,
  * that no exclusion holds; each is listed once (expand_gen marks the
  * excluded groups, then the ones listed), and only if it ever had such a
- * child (GroupData.odd_children). */
+ * child (GroupData.unfollowed_children). */
 static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded,
                                sd_bus_error *error) {
         uint64_t gen_x = ++m->expand_gen, gen_done;
@@ -1228,7 +1250,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
         for (size_t i = 0; i < n_excluded; i++)
                 for (Group *a = excluded[i]->parent; a; a = a == top ? NULL : a->parent) {
                         _cleanup_free_ char *odd = NULL;
-                        bool reached = true;
+                        bool reached = true, by_name;
                         int r;
 
                         if (group_data(a)->expand_gen == gen_done)
@@ -1243,21 +1265,31 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                         group_data(a)->expand_gen = gen_done;
                         if (!a->tracked)
                                 continue; /* kept for its flag: holds unfollowed groups anyway (README) */
-                        if (!group_data(a)->odd_children)
+                        if (!group_data(a)->unfollowed_children)
                                 continue; /* never had one: no listing, as collect_odd_groups() */
-                        r = odd_child_find(m->root_fd, a->path, &odd);
+                        r = odd_child_find(m->root_fd, a->path, child_in_model, m, &odd, &by_name);
                         if (r < 0)
                                 return sd_bus_error_set_errnof(error, r,
                                                                "Cannot list the groups below %s: %s; nothing was "
                                                                "written",
                                                                a->path, strerror(-r));
-                        if (odd)
+                        if (odd && by_name)
                                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
                                                          "not follow it, as its name is not UTF-8 that D-Bus can "
                                                          "carry, or holds a control character; freeze %s as a whole "
                                                          "(or rename that group); nothing was written",
                                                          streq(a->path, "/") ? "" : a->path, "/", odd, a->path);
+                        if (odd)
+                                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                                         "Cannot freeze %s%s%s apart from its siblings: freezerd does "
+                                                         "not follow it, as it could not watch it (the inotify watch "
+                                                         "limit, fs.inotify.max_user_watches, was reached, or no file "
+                                                         "descriptor was left: see its log), or it was made a moment "
+                                                         "ago; freeze %s as a whole, or raise the limit and "
+                                                         "Track(\"%s\") to follow it; nothing was written",
+                                                         streq(a->path, "/") ? "" : a->path, "/", odd, a->path,
+                                                         a->path);
                 }
         return 0;
 }

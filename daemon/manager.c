@@ -859,6 +859,19 @@ static bool add_error_logged(int r) {
         return r == -ENOENT || r == -ENODEV || r == -ENOSPC || r == -E2BIG || r == -EILSEQ;
 }
 
+/* A child of parent that could not be added, with r, is left out of the
+ * model (unless it went away meanwhile): parent's hint, which the calls over
+ * a subtree that must not forget it go by (GroupData.unfollowed_children,
+ * odd-groups.h).  Whatever the cause, a name, the depth, the inotify watch
+ * limit (a big node can reach it): the kernel's flags reach that child all
+ * the same. */
+static void note_unfollowed(Group *parent, int r) {
+        GroupData *pd = group_data(parent);
+
+        if (pd && r < 0 && r != -ENOENT && r != -ENODEV)
+                pd->unfollowed_children = true;
+}
+
 /* A watch we could not arm: the watch limit gets a message that names its cause. */
 static int watch_error(const char *parent_path, const char *name, int r) {
         if (r == -ENOSPC)
@@ -1045,8 +1058,10 @@ static int manager_scan_child_at(Manager *m, Group *c, int parent_dirfd) {
         if (fstatat(parent_dirfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_nlink == 2)
                 return 0;
         dirfd = cg_openat_beneath(parent_dirfd, c->name, O_RDONLY | O_DIRECTORY, 0);
-        if (dirfd < 0)
+        if (dirfd < 0) {
+                note_unfollowed(c, dirfd); /* its children are not followed */
                 return dirfd;
+        }
         return manager_list_children(m, c, dirfd);
 }
 
@@ -1133,6 +1148,7 @@ static void manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, si
                 }
                 int k = manager_add_opened(m, g, c[i].name, c[i].ino, true, dirfd, true, cover, -1, -1, c[i].w,
                                            &c[i].flag, NULL);
+                note_unfollowed(g, k);
                 if (k < 0 && !add_error_logged(k))
                         log_warning_errno(k, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path, c[i].name);
         }
@@ -1168,8 +1184,10 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
         int r = 0;
 
         childpath = malloc(plen + 1 + NAME_MAX + 1);
-        if (!childpath || !buf)
+        if (!childpath || !buf) {
+                note_unfollowed(g, -ENOMEM);
                 return -ENOMEM;
+        }
         memcpy(childpath, g->path, plen);
         childpath[plen] = '/';
 
@@ -1177,6 +1195,7 @@ static int manager_list_children(Manager *m, Group *g, int dirfd) {
                 ssize_t n = getdents64(dirfd, buf, sizeof *buf);
                 if (n < 0) {
                         r = -errno;
+                        note_unfollowed(g, r); /* the rest of its children are not followed */
                         fresh = false;
                         break;
                 }
@@ -1466,8 +1485,8 @@ static int read_freeze_file(int fd, bool *ret) {
  * lists: the child is then looked up by name below it, and a leaf's
  * directory is never opened.  dir_ino: the d_ino that listing gave for
  * name, 0 if none. */
-static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
-                           int parent_dirfd, Group **ret) {
+static int manager_add_new_unnoted(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                                   int parent_dirfd, Group **ret) {
         _cleanup_close_ int dirfd = -1, fd = -1;
         Watches w = { -1, -1 };
         bool by_name;
@@ -1477,10 +1496,9 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
         /* Every group's path goes into replies and signals: one that D-Bus
          * cannot carry would fail them all (a listing, a batch's reply, a
          * whole GroupsChanged).  The kernel's flags still reach it through
-         * its ancestors. */
+         * its ancestors (and the calls over a subtree through its parent's
+         * hint: manager_add_new()), as they do the groups too deep. */
         if (!cg_name_is_publishable(name)) {
-                if (group_data(parent))
-                        group_data(parent)->odd_children = true; /* for good: a hint, lists cost little */
                 odd_name_log(group_data(parent), parent->path, name);
                 return -EILSEQ;
         }
@@ -1534,6 +1552,22 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
         }
         return manager_add_opened(m, parent, name, dir_ino, tracked, parent_dirfd, by_name, cover, TAKE_FD(dirfd),
                                   TAKE_FD(fd), w, NULL, ret);
+}
+
+/* manager_add_new_unnoted(), and a child left out of the model noted in
+ * its parent's hint (note_unfollowed()). */
+static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t dir_ino, bool tracked,
+                           int parent_dirfd, Group **ret) {
+        Group *g = NULL;
+        int r = manager_add_new_unnoted(m, parent, name, dir_ino, tracked, parent_dirfd, &g);
+
+        /* g is set once it is in the model, also when its own listing failed
+         * after (its children were noted by their own additions). */
+        if (g && ret)
+                *ret = g;
+        if (!g)
+                note_unfollowed(parent, r);
+        return r;
 }
 
 /* The rest of manager_add_new(), once parent/name is open and watched: dirfd

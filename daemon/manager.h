@@ -90,7 +90,12 @@ typedef struct GroupData {
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
-        bool odd_children; /* a child was not followed for its name (manager_add_new()): Thaw RECURSIVE lists it */
+        /* A child was left out of the model, for its name, its depth or a
+         * failure to watch it (note_unfollowed()): Thaw RECURSIVE and
+         * FreezeExcept list this group's directory for such children
+         * (odd-groups.h).  For good: a hint, lists cost little; never set,
+         * the calls list nothing. */
+        bool unfollowed_children;
         size_t announce_slot; /* 1 + its index in Manager.announce while its InterfacesAdded waits, else 0 */
         OpEntry *entries; /* operations waiting on this group */
         /* The last RECURSIVE batch expansion (or FreezeExcept check) that

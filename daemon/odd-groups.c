@@ -71,30 +71,67 @@ static char *join_rel(const char *parent, const char *name) {
         return s;
 }
 
-/* Below the group at rel (open as parent_fd), at depth: its subdirectory name,
- * then everything below it, appended bottom-up. */
-static int collect_subtree(int parent_fd, const char *parent_rel, const char *parent_shown, const char *name,
-                           unsigned depth, unsigned max_depth, OddGroups *o) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        _cleanup_free_ char *rel = NULL, *shown = NULL;
-        const char *sub;
+/* The whole cgroup.freeze path of the group at rel must fit PATH_MAX, or no
+ * open(2) takes it (ENAMETOOLONG): refused before anything is written. */
+static bool rel_fits(const char *rel) {
+        return strlen(rel) + sizeof "/cgroup.freeze" <= PATH_MAX;
+}
 
-        if (depth > max_depth || o->n >= ODD_GROUPS_MAX)
-                return -E2BIG;
-        rel = join_rel(parent_rel, name);
-        shown = join_shown(parent_shown, name);
-        if (!rel || !shown)
-                return -ENOMEM;
-        d = open_listing(parent_fd, name);
+/* The names of the subdirectories of the group at rel (beneath root_fd),
+ * NUL-separated in *ret (*ret_size bytes), the directory closed again: the
+ * walk below enters them after, holding no fd, nor a DIR's buffer, per
+ * level. */
+static int list_subdirs(int root_fd, const char *rel, char **ret, size_t *ret_size) {
+        _cleanup_(closedirp) DIR *d = open_listing(root_fd, rel);
+        _cleanup_free_ char *names = NULL;
+        size_t size = 0, cap = 0;
+        const char *name;
+
         if (!d)
-                return errno == ENOENT ? 0 : -errno; /* removed meanwhile: nothing to do there */
-        while ((sub = next_subdir(d))) {
-                int r = collect_subtree(dirfd(d), rel, shown, sub, depth + 1, max_depth, o);
-                if (r < 0)
-                        return r;
+                return -errno;
+        while ((name = next_subdir(d))) {
+                size_t l = strlen(name) + 1;
+                if (size + l > cap) {
+                        size_t c = cap * 2 > size + l ? cap * 2 : size + l + 256;
+                        char *p = realloc(names, c);
+                        if (!p)
+                                return -ENOMEM;
+                        names = p;
+                        cap = c;
+                }
+                memcpy(names + size, name, l);
+                size += l;
         }
         if (errno != 0)
                 return -errno;
+        *ret = TAKE_PTR(names);
+        *ret_size = size;
+        return 0;
+}
+
+/* The group at rel (shown: its API path escaped), both taken over, and
+ * everything below it, appended bottom-up. */
+static int collect_subtree(int root_fd, char *rel_in, char *shown_in, OddGroups *o) {
+        _cleanup_free_ char *rel = rel_in, *shown = shown_in, *names = NULL;
+        size_t size = 0;
+        int r;
+
+        if (!rel || !shown)
+                return -ENOMEM;
+        if (!rel_fits(rel))
+                return -ENAMETOOLONG;
+        if (o->n >= ODD_GROUPS_MAX)
+                return -E2BIG;
+        r = list_subdirs(root_fd, rel, &names, &size);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0; /* removed meanwhile: nothing to do there */
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < size; i += strlen(names + i) + 1) {
+                r = collect_subtree(root_fd, join_rel(rel, names + i), join_shown(shown, names + i), o);
+                if (r < 0)
+                        return r;
+        }
 
         if (o->n == o->cap) {
                 size_t cap = o->cap ? o->cap * 2 : 8;
@@ -108,37 +145,62 @@ static int collect_subtree(int parent_fd, const char *parent_rel, const char *pa
         return 0;
 }
 
-int odd_groups_collect(int root_fd, const char *path, unsigned depth, unsigned max_depth, OddGroups *o) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        const char *rel = cg_path_relative(path), *name;
-
-        d = open_listing(root_fd, rel);
-        if (!d)
-                return -errno;
-        while ((name = next_subdir(d))) {
-                if (cg_name_is_publishable(name))
-                        continue; /* followed: in the model, with its own listing */
-                int r = collect_subtree(dirfd(d), rel, path, name, depth + 1, max_depth, o);
-                if (r < 0)
-                        return r;
-        }
-        return errno != 0 ? -errno : 0;
+/* Whether the child name of the group at path is followed: 1, 0 or -errno. */
+static int child_followed(const char *path, const char *name, OddFollowedFn followed, void *userdata) {
+        if (!cg_name_is_publishable(name))
+                return 0;
+        return followed(path, name, userdata);
 }
 
-int odd_child_find(int root_fd, const char *path, char **ret) {
+int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, void *userdata, OddGroups *o,
+                       char **ret_where) {
+        _cleanup_free_ char *names = NULL;
+        const char *rel = cg_path_relative(path);
+        size_t size = 0;
+        int r;
+
+        *ret_where = NULL;
+        r = list_subdirs(root_fd, rel, &names, &size);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < size; i += strlen(names + i) + 1) {
+                const char *name = names + i;
+
+                r = child_followed(path, name, followed, userdata);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue; /* in the model, with its own listing */
+                r = collect_subtree(root_fd, join_rel(rel, name), join_shown(path, name), o);
+                if (r < 0) {
+                        *ret_where = join_shown(path, name);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *userdata, char **ret,
+                   bool *ret_by_name) {
         _cleanup_(closedirp) DIR *d = NULL;
         const char *name;
 
         *ret = NULL;
+        *ret_by_name = false;
         d = open_listing(root_fd, cg_path_relative(path));
         if (!d)
                 return -errno;
-        while ((name = next_subdir(d)))
-                if (!cg_name_is_publishable(name)) {
+        while ((name = next_subdir(d))) {
+                int r = child_followed(path, name, followed, userdata);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
                         char esc[4 * NAME_MAX + 8];
+                        *ret_by_name = !cg_name_is_publishable(name);
                         *ret = strdup(cg_escape(name, true, esc, sizeof esc));
                         return *ret ? 0 : -ENOMEM;
                 }
+        }
         return errno != 0 ? -errno : 0;
 }
 

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Groups freezerd does not follow for their names: not UTF-8 that D-Bus can
- * carry, or with a control character (cg_name_is_publishable(); manager.c
- * leaves them out of the model, since every listing, reply and signal naming
- * them would fail).  The kernel's flags still reach them, so the calls over a
- * subtree must not forget them: Thaw RECURSIVE clears their flags too, and
- * FreezeExcept refuses a cover that would leave one out.  They are found by
- * listing their parents' directories and reached by name beneath the cgroup
- * root's fd, never through the model, which does not hold them.  System
- * calls only: no bus, no model. */
+/* Groups freezerd does not follow ("odd" groups here), below groups it
+ * follows: those whose names are not UTF-8 that D-Bus can carry, or hold a
+ * control character (cg_name_is_publishable(): every listing, reply and
+ * signal naming them would fail), those deeper than GROUP_DEPTH_MAX below
+ * the root, and those it could not watch (the inotify watch limit, no fd
+ * left: manager_add_new()); manager.c leaves them out of the model.  The
+ * kernel's flags still reach them, so the calls over a subtree must not
+ * forget them: Thaw RECURSIVE clears their flags too, and FreezeExcept
+ * refuses a cover that would leave one out.  They are found by listing their
+ * parents' directories (a child the model lacks; the caller says which, see
+ * OddFollowedFn) and reached by name beneath the cgroup root's fd, never
+ * through the model, which does not hold them.  System calls only: no bus,
+ * no model. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,19 +35,32 @@ typedef struct OddGroups {
  * odd names by the million must not make freezerd's memory grow with them. */
 #define ODD_GROUPS_MAX 65536
 
+/* Whether the child name (raw bytes, a name D-Bus can carry) of the group at
+ * the API path parent is followed, i.e. in the caller's model: 1 if so, 0 if
+ * not, or -errno.  A name D-Bus cannot carry is never followed, and not
+ * asked about. */
+typedef int (*OddFollowedFn)(const char *parent, const char *name, void *userdata);
+
 void odd_groups_clear(OddGroups *o);
 
-/* The first child of the group at the API path (normalized) whose name is
- * odd, escaped, malloc'ed into *ret (NULL if there is none): 0, or -errno
- * (the group's directory cannot be read). */
-int odd_child_find(int root_fd, const char *path, char **ret);
+/* The first child of the group at the API path (normalized) that is not
+ * followed, escaped, malloc'ed into *ret (NULL if there is none), and
+ * whether it is not followed for its name (else for another cause): 0, or
+ * -errno (the group's directory cannot be read). */
+int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *userdata, char **ret,
+                   bool *ret_by_name);
 
-/* Append to o the odd children of the group at the API path (normalized),
- * at depth levels below the root, and everything below them (whatever its
- * names: none of it is followed), bottom-up.  -E2BIG if that goes deeper
- * than max_depth levels below the root or past ODD_GROUPS_MAX groups; a
- * group removed meanwhile is left out. */
-int odd_groups_collect(int root_fd, const char *path, unsigned depth, unsigned max_depth, OddGroups *o);
+/* Append to o the children of the group at the API path (normalized) that
+ * are not followed, and everything below them (whatever its names: none of
+ * it is followed), bottom-up.  Fails, o's new items to be dropped by the
+ * caller, with -E2BIG past ODD_GROUPS_MAX groups and -ENAMETOOLONG for a
+ * group whose cgroup.freeze's path (relative to the root) does not fit
+ * PATH_MAX, which no open(2) takes; *ret_where then names (escaped,
+ * malloc'ed) the child of path whose subtree it is in.  A group removed
+ * meanwhile is left out.  The walk holds no fd between levels: a subtree
+ * below the depth freezerd follows can nest thousands of levels. */
+int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, void *userdata, OddGroups *o,
+                       char **ret_where);
 
 /* Write v to the cgroup.freeze of each group of o whose flag differs, in o's
  * order, noting what each had.  On the first failure returns -errno with

@@ -18,7 +18,16 @@ Checks:
   * a group made below level 256 while freezerd runs is not followed either,
     and the log says nothing more;
   * Freeze("/deep") confirms, and the kernel froze the sleeper at level 600
-    (the flag covers the whole subtree, followed or not); Thaw likewise."""
+    (the flag covers the whole subtree, followed or not); Thaw likewise;
+  * Thaw("/deep", RECURSIVE) clears the own flags of the groups below level
+    256 too (levels 300 and 600, frozen by someone else), after those of the
+    groups freezerd follows, and they read frozen 0 at its reply, the
+    sleeper running; ApplyBatch([thaw /deep], RECURSIVE) likewise, counting
+    their writes (before, both left them frozen and succeeded);
+  * a group below level 256 nested so deep that its cgroup.freeze's path
+    passes PATH_MAX (no open(2) takes it) fails the RECURSIVE thaw with
+    LimitsExceeded naming the group below level 256 that holds it, nothing
+    written (neither level 300's flag nor level 2's, which freezerd follows)."""
 
 import os
 import sys
@@ -29,6 +38,8 @@ import freezertest as ft  # noqa: E402
 LEVELS = 600
 DEPTH_MAX = 256
 WARNING = 'Not following the groups below'
+LONG_NAME = 'x' * 250
+LONG_LEVELS = 15  # below level 256 ("deep" and 255 "/d": 514 bytes): 4,279 bytes, past PATH_MAX (4,096)
 
 
 def level(n):
@@ -69,6 +80,51 @@ def test():
             c.call('Thaw', '/deep', 0, 0)
             sc.wait_tasks_frozen(level(LEVELS), frozen=False)
             ft.check_equal(sc.read_events('/deep').get('frozen'), 0, 'Thaw(/deep) confirmed, the sleeper runs')
+
+            # A RECURSIVE thaw clears the flags below level 256 too: "thaw everything
+            # under /deep" must not leave the sleeper stopped with a success.
+            unfollowed = [level(300), level(LEVELS)]
+            for how in ('Thaw', 'ApplyBatch'):
+                for g in unfollowed:
+                    sc.write_freeze(g, 1)
+                sc.wait_tasks_frozen(level(LEVELS), frozen=True)
+                if how == 'Thaw':
+                    c.call('Thaw', '/deep', 0, ft.FLAG_RECURSIVE)
+                else:
+                    writes, _skipped = c.call('ApplyBatch', [('/deep', False)], 'auto', 0, ft.FLAG_RECURSIVE)
+                    ft.check_equal(writes, len(unfollowed), f'{how} RECURSIVE counts the {len(unfollowed)} writes '
+                                                            f'below level {DEPTH_MAX}')
+                ft.check_equal([(sc.read_freeze(g), sc.read_events(g).get('frozen')) for g in unfollowed],
+                               [(0, 0)] * len(unfollowed),
+                               f'{how} RECURSIVE of /deep: levels 300 and {LEVELS} read cgroup.freeze 0 and frozen 0 '
+                               f'at its reply')
+                sc.wait_tasks_frozen(level(LEVELS), frozen=False)
+                ft.check(True, f'{how} RECURSIVE of /deep: the sleeper at level {LEVELS} runs again')
+
+            # A branch below level 256 whose cgroup.freeze no open(2) takes (its path
+            # passes PATH_MAX): made and removed through dir fds, as no path reaches it.
+            fds = [os.open(sc.abspath(level(DEPTH_MAX)), os.O_RDONLY | os.O_DIRECTORY)]
+            try:
+                for _ in range(LONG_LEVELS):
+                    os.mkdir(LONG_NAME, dir_fd=fds[-1])
+                    fds.append(os.open(LONG_NAME, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+                c.call('Freeze', level(2), 0, 0)
+                sc.write_freeze(level(300), 1)
+                e = ft.expect_dbus_error(ft.ERROR_LIMITS_EXCEEDED, c.call, 'Thaw', '/deep', 0, ft.FLAG_RECURSIVE)
+                ft.check(f'{level(DEPTH_MAX)}/{LONG_NAME}' in e.message and 'PATH_MAX' in e.message
+                         and 'nothing was written' in e.message,
+                         'a group too deep to open fails the RECURSIVE thaw, naming the group below level '
+                         f'{DEPTH_MAX} that holds it', e.message)
+                ft.check_equal((sc.read_freeze(level(2)), sc.read_freeze(level(300))), (1, 1),
+                               'and nothing was written (levels 2 and 300 keep their flags)')
+            finally:
+                for i in range(len(fds) - 1, 0, -1):
+                    os.close(fds[i])
+                    os.rmdir(LONG_NAME, dir_fd=fds[i - 1])
+                os.close(fds[0])
+            c.call('Thaw', '/deep', 0, ft.FLAG_RECURSIVE)
+            ft.check_equal((sc.read_freeze(level(2)), sc.read_freeze(level(300))), (0, 0),
+                           'with that branch gone the RECURSIVE thaw clears both')
             ft.check(d.proc.poll() is None, 'freezerd is still running')
 
 

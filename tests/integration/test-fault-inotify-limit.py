@@ -28,6 +28,13 @@ Then:
   3. Freeze("/w/n1"), GetGroup("/w/n2"), Track("/w/n3"), ApplyBatch([/w/g1 freeze,
      /w/n2 freeze]) each fail with an error that names the group and says the
      inotify watch limit is reached (LimitsExceeded); the batch writes nothing.
+  3b. The calls over /w do not leave out the groups it could not watch:
+     Thaw("/w", RECURSIVE) and ApplyBatch([thaw /w], RECURSIVE) clear the own
+     flags of /w/n2, /w/deep and /w/deep/a (set by someone else) after the
+     ones freezerd follows, and they read frozen 0 at the reply (before, they
+     stayed frozen and the calls succeeded); FreezeExcept("/w", ["/w/g0"])
+     fails with LimitsExceeded naming one of them and the inotify watch limit,
+     writing nothing (before, it froze /w/g1../w/g4 and left them running).
   4. The rest keeps working: Freeze/Thaw of /w/g0..g4, an ApplyBatch of them,
      ListGroups (without the untracked groups), GetAll; no watch leaked.
   5. rmdir /w/n0 frees its watch: Freeze("/w/n1") now works.  With the limit
@@ -254,6 +261,31 @@ def test():
                                'the batch wrote nothing')
                 expect_limit_error('Freeze', '/w/deep/a', LONG_USEC, 0, path='/w/deep/a')
                 fig.checked['groups whose calls were refused'] += 5
+
+                # 3b. The groups it could not watch are not left out of the calls over /w:
+                # "thaw everything under /w" must not leave one frozen with a success.
+                left_out = ['/w/n2', '/w/deep', '/w/deep/a']
+                for how in ('Thaw', 'ApplyBatch'):
+                    for g in left_out:
+                        sc.write_freeze(g, 1)
+                    if how == 'Thaw':
+                        call('Thaw', '/w', LONG_USEC, ft.FLAG_RECURSIVE)
+                    else:
+                        writes, _skipped = call('ApplyBatch', [('/w', False)], 'auto', LONG_USEC, ft.FLAG_RECURSIVE)
+                        ft.check_equal(writes, len(left_out), f'{how} RECURSIVE counts their {len(left_out)} writes')
+                    ft.check_equal([(sc.read_freeze(g), sc.read_events(g)['frozen']) for g in left_out],
+                                   [(0, 0)] * len(left_out),
+                                   f'{how} RECURSIVE of /w: {", ".join(left_out)}, not watched, read cgroup.freeze 0 '
+                                   f'and frozen 0 at its reply')
+                e = ft.expect_dbus_error(LIMIT_ERRORS[0], c.call, 'FreezeExcept', '/w', [GROUPS[0]], LONG_USEC, 0)
+                ft.check(any(f'{g} apart from its siblings' in e.message for g in NEW_FAIL)
+                         and re.search(r'inotify', e.message) and 'nothing was written' in e.message,
+                         f'FreezeExcept(/w, [{GROUPS[0]}]) names a sibling not watched, and the inotify watch limit',
+                         e.message)
+                ft.check_equal([sc.read_freeze(g) for g in GROUPS[1:]], [0] * (len(GROUPS) - 1),
+                               'the refused FreezeExcept wrote nothing')
+                ft.check_equal(inotify_watches(d.pid), usage + WATCHES_PER_GROUP, 'these calls took no watch')
+                fig.checked['groups not watched, thawed by RECURSIVE calls'] += 2 * len(left_out)
 
                 # 4. The rest keeps working.
                 works('limit reached')
