@@ -46,6 +46,7 @@ static void operation_recheck_arm(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) _printf_(4, 5);
 static void group_flag_changed(Manager *m, Group *g);
+static void operations_frozen_by_parent(Manager *m);
 static void entry_unlink(OpEntry *e);
 static int group_write_freeze(Manager *m, Group *g, bool v);
 static void manager_find_self(Manager *m);
@@ -714,6 +715,7 @@ static void manager_settle_written(Manager *m, Group *const *groups, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (groups[i])
                         group_settle_subtree(m, groups[i], deduce);
+        operations_frozen_by_parent(m); /* a Thaw of a group below one we froze (another call) */
 }
 
 /* Re-read g's cgroup.freeze; if it changed behind our back, settle g's
@@ -734,8 +736,10 @@ static void group_reread_freeze(Manager *m, Group *g, bool deduce) {
                 m->settle_gen++;
                 group_settle_subtree(m, g, deduce);
                 group_flag_changed(m, g);
-                if (v)
+                if (v) {
                         holdback_watch_external(m, g);
+                        operations_frozen_by_parent(m);
+                }
         }
 }
 
@@ -769,8 +773,10 @@ static void manager_reread_outer(Manager *m, bool deduce) {
                 return; /* at start: the root is read once attached */
         m->settle_gen++;
         group_settle_subtree(m, root, deduce);
-        if (any)
+        if (any) {
                 holdback_watch_external(m, root);
+                operations_frozen_by_parent(m);
+        }
 }
 
 const char *manager_frozen_by(Manager *m, const Group *g, bool *ret_outer) {
@@ -2260,6 +2266,24 @@ static bool operation_check(Operation *op) {
         }
         operation_conclude(op);
         return true;
+}
+
+/* An ancestor's flag was set (by another call, behind our back, or above
+ * our root): a Thaw waiting for its group to read thawed fails now with
+ * FrozenByParent, naming it, as operation_check() says.  Its group's frozen
+ * may never change to tell it: a freeze of the ancestor whose write came
+ * between the Thaw's drain of inotify and its read of the group (see
+ * manager_settle_written()) left it reading frozen 1 already, and the Thaw
+ * waited for its whole timeout.  Only a Thaw (freeze_start()) waits for
+ * OP_WANT_THAWED, with one entry: a look at each operation, none at a
+ * batch's entries; nothing at all while no call waits. */
+static void operations_frozen_by_parent(Manager *m) {
+        for (Operation *op = m->operations; op; op = op->next) {
+                const OpEntry *e = &op->entries[0];
+
+                if (op->n_entries == 1 && e->want == OP_WANT_THAWED && e->group && e->group->e_freeze)
+                        (void) operation_check(op); /* dooms it: its reply is queued, op stays listed */
+        }
 }
 
 /* e's group has the other flag now than e asked for: its operation fails. */
