@@ -777,14 +777,22 @@ static int collect_odd_batch(Manager *m, const BatchItem *items, size_t n, bool 
         return r;
 }
 
-/* check_access_groups() for the groups of odd: every one, or nothing. */
-static int check_access_odd(Manager *m, Caller *c, const OddGroups *odd, sd_bus_error *error) {
+/* check_access_groups() for the groups of odd, which a thaw clears: every
+ * one whose flag would change, or nothing.  As for the groups of the model
+ * (check_access_groups()), one the caller may not change whose flag is clear
+ * already needs no permission: it is marked to be left alone, also should
+ * someone set its flag before the thaw comes to it (odd_groups_write() runs
+ * once the batch is confirmed): a "thaw everything below" of a delegated
+ * user's subtree is not refused for a group of root's inside it that runs,
+ * nor clears root's flag on it set meanwhile. */
+static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error *error) {
         uid_t caller = caller_uid(c);
 
         if (!access_needs_owner(ACCESS_FREEZE, caller))
                 return 0; /* the caller decides alone */
         for (size_t i = 0; i < odd->n; i++) {
                 uid_t owner = ACCESS_UID_INVALID;
+                bool flag = true;
                 int r = odd_group_owner(m->root_fd, &odd->items[i], &owner);
 
                 if (r == -ENOENT)
@@ -792,11 +800,16 @@ static int check_access_odd(Manager *m, Caller *c, const OddGroups *odd, sd_bus_
                 if (r < 0)
                         return sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s",
                                                        odd->items[i].shown, strerror(-r));
-                if (!access_allowed(ACCESS_FREEZE, caller, owner)) {
-                        r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : odd->items[i].shown,
-                                          false, error);
-                        return r < 0 ? r : -EACCES;
+                if (access_allowed(ACCESS_FREEZE, caller, owner))
+                        continue;
+                r = odd_group_read_flag(m->root_fd, &odd->items[i], &flag);
+                if (r == -ENOENT || r == -ENODEV || (r >= 0 && !flag)) {
+                        odd->items[i].skip = true;
+                        continue;
                 }
+                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : odd->items[i].shown, false,
+                                  error);
+                return r < 0 ? r : -EACCES;
         }
         return 0;
 }

@@ -215,12 +215,15 @@ static int open_file(int root_fd, const OddGroup *g, const char *file, int flags
 int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed) {
         for (size_t i = 0; i < o->n; i++) {
                 OddGroup *g = &o->items[i];
-                _cleanup_close_ int fd = open_file(root_fd, g, "cgroup.freeze", O_RDWR);
+                _cleanup_close_ int fd = -1;
                 char buf[16];
                 ssize_t n;
                 int r;
 
                 g->wrote = false;
+                if (g->skip)
+                        continue;
+                fd = open_file(root_fd, g, "cgroup.freeze", O_RDWR);
                 if (fd == -ENOENT || fd == -ENODEV)
                         continue; /* removed since it was listed */
                 if (fd < 0) {
@@ -271,4 +274,17 @@ int odd_group_owner(int root_fd, const OddGroup *g, uid_t *ret) {
                 return -errno;
         *ret = S_ISREG(st.st_mode) ? st.st_uid : (uid_t) -1;
         return 0;
+}
+
+int odd_group_read_flag(int root_fd, const OddGroup *g, bool *ret) {
+        _cleanup_close_ int fd = open_file(root_fd, g, "cgroup.freeze", O_RDONLY);
+        char buf[16];
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        n = cg_read_fd(fd, buf, sizeof buf);
+        if (n < 0)
+                return (int) n;
+        return cg_parse_freeze(buf, (size_t) n, ret);
 }

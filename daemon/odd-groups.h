@@ -24,6 +24,8 @@ typedef struct OddGroup {
         char *shown; /* its API path with the odd bytes escaped (\xNN): ASCII, for messages */
         bool prev;   /* its cgroup.freeze before odd_groups_write() */
         bool wrote;  /* odd_groups_write() changed it */
+        bool skip;   /* left alone by odd_groups_write(): its flag had the value already when the
+                      * caller, who may not change it, was checked (check_access_odd()) */
 } OddGroup;
 
 typedef struct OddGroups {
@@ -62,8 +64,8 @@ int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *
 int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, void *userdata, OddGroups *o,
                        char **ret_where);
 
-/* Write v to the cgroup.freeze of each group of o whose flag differs, in o's
- * order, noting what each had.  On the first failure returns -errno with
+/* Write v to the cgroup.freeze of each group of o whose flag differs (but
+ * those marked skip), in o's order, noting what each had.  On the first failure returns -errno with
  * *ret_failed its index (the ones before it are written; a group removed
  * meanwhile is no failure: -ENOENT is skipped). */
 int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed);
@@ -75,3 +77,6 @@ void odd_groups_restore(int root_fd, OddGroups *o);
 /* The owner (st_uid) of the group's cgroup.freeze, for the access check
  * (access.h), as manager_freeze_owner() finds it for a group of the model. */
 int odd_group_owner(int root_fd, const OddGroup *g, uid_t *ret);
+
+/* The group's cgroup.freeze, read. */
+int odd_group_read_flag(int root_fd, const OddGroup *g, bool *ret);

@@ -32,7 +32,8 @@ Checked, as U:
     frozen, then running);
   * RECURSIVE over /own (which holds root's /own/rc): a freeze refused whole, a thaw
     done while /own/rc's flag is 0 (nothing to write there) and refused whole while root
-    froze it; over /own/a: done;
+    froze it; likewise with root's /own/rodd\xff, which freezerd does not follow (it
+    was refused at flag 0 too); over /own/a: done;
   * ApplyBatch mixing an owned and a foreign group (either order): refused whole,
     nothing written; an all-owned batch: done; RECURSIVE batch over /own: refused;
   * FreezeExcept whose cover holds /own/rc: refused, nothing written; one whose
@@ -320,6 +321,25 @@ def test():
                 ft.check_equal(sc.read_freeze('/own/b'), 1, 'refused: /own/b still frozen')
                 sc.write_freeze('/own/rc', 0)
                 ft.wait_for(lambda: not root.group_property('/own/rc', 'Freeze'), what='freezerd to see /own/rc thawed')
+                u.call('Thaw', '/own/b', tmo, 0)
+                ft.check_equal(flags(), all_zero, 'and all thawed again')
+                # So is a group of root's that freezerd does not follow (for its name; the
+                # RECURSIVE thaw clears those too): its flag 0 needs no permission (the
+                # thaw was refused naming it), set by root it refuses the thaw whole.
+                rodd = os.fsencode(sc.abspath('/own')) + b'/rodd\xff'
+                os.mkdir(rodd)
+                root.call('ListGroups')  # a round trip after freezerd read the IN_CREATE
+                u.call('Freeze', '/own/b', tmo, 0)
+                u.group_call('/own', 'Thaw', tmo, R)
+                ft.check_equal(flags(), all_zero, 'U: Group.Thaw /own RECURSIVE with root\'s unfollowed '
+                                                  '/own/rodd\\xff running: done')
+                u.call('Freeze', '/own/b', tmo, 0)
+                with open(rodd + b'/cgroup.freeze', 'w') as f:
+                    f.write('1')
+                denied(u.group_call, '/own', 'Thaw', tmo, R, path='/own/rodd\\xff',
+                       what='Group.Thaw /own RECURSIVE with /own/rodd\\xff frozen by root')
+                ft.check_equal(sc.read_freeze('/own/b'), 1, 'refused: /own/b still frozen')
+                os.rmdir(rodd)
                 u.call('Thaw', '/own/b', tmo, 0)
                 ft.check_equal(flags(), all_zero, 'and all thawed again')
                 u.call('Freeze', '/own/a', tmo, R)
