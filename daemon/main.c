@@ -365,35 +365,68 @@ static int resolve_cgroup_root(const Config *config, char **ret) {
         return 0;
 }
 
+/* The address sd_bus_open_system() and sd_bus_open_user() connect to (their
+ * rules, as in libsystemd): freezerd sets the connection up by itself, for
+ * sd_bus_negotiate_fds() must come before it starts, and those start it. */
+static int default_bus_address(char **ret) {
+        _cleanup_free_ char *a = NULL;
+        const char *e;
+        size_t n = 0;
+
+        if (arg_bus == BUS_SYSTEM) {
+                e = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
+                *ret = strdup(e ?: "unix:path=/run/dbus/system_bus_socket");
+                return *ret ? 0 : -ENOMEM;
+        }
+        e = secure_getenv("DBUS_SESSION_BUS_ADDRESS");
+        if (e) {
+                *ret = strdup(e);
+                return *ret ? 0 : -ENOMEM;
+        }
+        e = secure_getenv("XDG_RUNTIME_DIR");
+        if (!e)
+                return -ENOMEDIUM;
+        /* "unix:path=" + $XDG_RUNTIME_DIR escaped as D-Bus addresses are + "/bus". */
+        a = malloc(strlen("unix:path=") + strlen(e) * 3 + strlen("/bus") + 1);
+        if (!a)
+                return -ENOMEM;
+        n = stpcpy(a, "unix:path=") - a;
+        for (const char *c = e; *c; c++)
+                if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                    strchr("-_/.", *c))
+                        a[n++] = *c;
+                else
+                        n += sprintf(a + n, "%%%02x", (unsigned char) *c);
+        strcpy(a + n, "/bus");
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
 static int connect_bus(sd_bus **ret) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL; /* a failed setup has nothing worth waiting to send */
+        _cleanup_free_ char *address = NULL;
         int r;
 
-        switch (arg_bus) {
-        case BUS_SYSTEM:
-                r = sd_bus_open_system_with_description(&bus, "freezerd");
-                break;
-        case BUS_USER:
-                r = sd_bus_open_user_with_description(&bus, "freezerd");
-                break;
-        case BUS_ADDRESS:
-                r = sd_bus_new(&bus);
-                if (r < 0)
-                        break;
-                r = sd_bus_set_address(bus, arg_address);
-                if (r < 0)
-                        break;
+        r = sd_bus_new(&bus);
+        if (r >= 0 && arg_bus != BUS_ADDRESS)
+                r = default_bus_address(&address);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, address ?: arg_address);
+        if (r >= 0)
                 r = sd_bus_set_bus_client(bus, 1);
-                if (r < 0)
-                        break;
+        /* freezerd takes no file descriptors: a call that carried them would
+         * keep them open in freezerd while it waits (a Freeze that waits for
+         * the kernel, a call held for its sender's uid), and any client could
+         * so use up its RLIMIT_NOFILE.  dbus-daemon refuses to pass them. */
+        if (r >= 0)
+                r = sd_bus_negotiate_fds(bus, false);
+        /* As sd_bus_open_user() does: a user's bus has no one to keep out. */
+        if (r >= 0 && arg_bus == BUS_USER)
+                r = sd_bus_set_trusted(bus, true);
+        if (r >= 0)
                 r = sd_bus_set_description(bus, "freezerd");
-                if (r < 0)
-                        break;
+        if (r >= 0)
                 r = sd_bus_start(bus);
-                break;
-        default:
-                r = -EINVAL;
-        }
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the %s bus%s%s: %m",
                                        arg_bus == BUS_SYSTEM ? "system" : arg_bus == BUS_USER ? "user" : "given",

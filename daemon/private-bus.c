@@ -72,6 +72,11 @@ static int connection_new(PrivateBus *pb, int fd) {
         r = sd_bus_set_description(bus, "private");
         if (r < 0)
                 return r;
+        /* No file descriptors, as on the bus (main.c): a peer that sends some
+         * anyway is disconnected by sd-bus, its descriptors closed. */
+        r = sd_bus_negotiate_fds(bus, false);
+        if (r < 0)
+                return r;
         r = manager_bus_add_objects(pb->manager, bus);
         if (r < 0)
                 return r;
