@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "bus-errors.h"
 #include "bus-event.h"
@@ -17,6 +19,8 @@ struct BusEvent {
         uint64_t timer_until; /* absolute; UINT64_MAX when not armed */
         bool peer;   /* a connection of the private socket: its failure is the peer leaving */
         bool broken; /* a peer's connection failed: idle from then on */
+        int fd, out_fd; /* a peer's socket and sd-bus's output fd, -1 when not known */
+        bool deaf;      /* out_fd points at /dev/null: the peer closed its end */
 };
 
 /* How long a dispatch goes on before it looks for a stop request. */
@@ -30,6 +34,38 @@ static bool stop_requested(void) {
         return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
 }
 
+/* A client that sends calls without waiting for their replies and then
+ * closes its socket: what it sent is still there to read, but the first reply
+ * freezerd writes fails (EPIPE), and sd-bus drops the connection with the
+ * calls it had not read yet (the peer that closed can read nothing anyway).
+ * As dbus-broker does when its output hangs up, freezerd then stops writing
+ * and reads on: the output goes to /dev/null, and sd-bus ends the connection
+ * when it reads the end of the input.  POLLHUP: the peer shut both ways (a
+ * peer that shut only its sending side still reads its replies).  Looked at
+ * before each message: a peer that closes while freezerd answers one loses
+ * the rest as before. */
+static void peer_check_hangup(BusEvent *be) {
+        struct pollfd p = { .fd = be->fd };
+        int null;
+
+        if (be->deaf || be->fd < 0 || be->out_fd < 0)
+                return;
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLHUP))
+                return;
+        null = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (null < 0) {
+                log_debug_errno(errno, "Cannot open /dev/null for a private connection that closed: %m");
+                return; /* as before: its first reply ends it */
+        }
+        if (dup3(null, be->out_fd, O_CLOEXEC) < 0)
+                log_debug_errno(errno, "Cannot point a private connection that closed at /dev/null: %m");
+        else {
+                be->deaf = true;
+                log_debug("A private connection closed: carrying out what it sent, without replies.");
+        }
+        close(null);
+}
+
 static void bus_dispatch(BusEvent *be) {
         uint64_t checked = now_usec();
 
@@ -38,6 +74,9 @@ static void bus_dispatch(BusEvent *be) {
         for (;;) {
                 uint64_t n = now_usec();
                 int r;
+
+                if (be->peer)
+                        peer_check_hangup(be);
 
                 /* A long run of messages (a flood, or freezerd stopped and
                  * continued in the middle of one) gives way to a stop: the
@@ -87,6 +126,7 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret) {
         be->bus = sd_bus_ref(bus);
         be->base = base;
         be->timer_until = UINT64_MAX;
+        be->fd = be->out_fd = -1;
         be->timer = evtimer_new(base, on_timer, be);
         if (!be->timer) {
                 bus_event_free(be);
@@ -98,6 +138,11 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret) {
 
 void bus_event_set_peer(BusEvent *be) {
         be->peer = true;
+}
+
+void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd) {
+        be->fd = fd;
+        be->out_fd = out_fd;
 }
 
 bool bus_event_is_broken(const BusEvent *be) {
@@ -128,7 +173,8 @@ int bus_event_prepare(BusEvent *be) {
         if (be->broken)
                 return -ENOTCONN;
 
-        fd = sd_bus_get_fd(be->bus);
+        /* sd_bus_get_fd() fails where input and output fds differ. */
+        fd = be->fd >= 0 ? be->fd : sd_bus_get_fd(be->bus);
         if (fd < 0)
                 return fd;
         r = sd_bus_get_events(be->bus);

@@ -22,6 +22,12 @@ int bus_event_new(sd_bus *bus, struct event_base *base, BusEvent **ret);
  * outside of the dispatch.  Otherwise (the daemon's bus) a broken connection
  * ends the loop (event_base_loopbreak()). */
 void bus_event_set_peer(BusEvent *be);
+/* The peer's socket is fd for sd-bus's input and out_fd, a dup of it, for its
+ * output (sd_bus_set_fd(bus, fd, out_fd)).  Once the peer closed its end,
+ * dispatching points out_fd at /dev/null: sd-bus fails a write the peer cannot
+ * read (EPIPE) by dropping the connection, with the calls the peer sent that
+ * it had not read yet; without that write, it reads them to the end. */
+void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd);
 bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -53,19 +54,29 @@ static PrivateConnection *connection_free(PrivateConnection *c) {
 static int connection_new(PrivateBus *pb, int fd) {
         _cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
         PrivateConnection *c;
-        int r;
+        int out_fd, r;
 
+        /* Output on a fd of its own, which bus-event.c can point at
+         * /dev/null once the peer closed (bus_event_set_peer_fds()). */
+        out_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (out_fd < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
         r = sd_bus_new(&bus);
         if (r < 0) {
                 close(fd);
+                close(out_fd);
                 return r;
         }
-        r = sd_bus_set_fd(bus, fd, fd);
+        r = sd_bus_set_fd(bus, fd, out_fd);
         if (r < 0) {
                 close(fd);
+                close(out_fd);
                 return r;
         }
-        /* From here on the bus owns fd. */
+        /* From here on the bus owns fd and out_fd. */
         r = sd_bus_set_server(bus, true, pb->id);
         if (r < 0)
                 return r;
@@ -93,6 +104,7 @@ static int connection_new(PrivateBus *pb, int fd) {
                 return r;
         }
         bus_event_set_peer(c->event);
+        bus_event_set_peer_fds(c->event, fd, out_fd);
         c->bus = TAKE_PTR(bus);
         c->next = pb->connections;
         pb->connections = c;

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A client of the private socket that sends calls and closes its socket at once.
+
+What it sent is still in freezerd's end of the socket, but it can read no
+reply.  Before session 33, the first reply freezerd wrote failed (EPIPE),
+sd-bus dropped the connection, and the calls behind that one were never read:
+a fire-and-forget Freeze (NO_REPLY_EXPECTED) behind a Get was lost, without a
+word.  freezerd now points the connection's output at /dev/null once the peer
+has hung up, and carries out the rest.
+
+  /a /b /c   one sleeper each
+
+freezerd is stopped (SIGSTOP) while the client writes and closes, so that it
+finds the peer gone before it reads anything: the order in which a quick
+client's close and freezerd's first reply come is otherwise a race.
+
+Checks:
+  * A direct connection sends Properties.Get (a reply wanted), Freeze /a
+    without NO_REPLY_EXPECTED, Freeze /b with it, Freeze /c NO_WAIT, and
+    closes.  Once freezerd runs again, /a, /b and /c all end frozen (the
+    kernel's cgroup.events), and the sockets and /dev/null among
+    freezerd's fds (/proc/PID/fd) are as many as before the connection.
+  * The same with 100 such connections at once, each freezing its own empty
+    group: every group ends frozen, the fd count returns.
+  * A client that shuts only its sending side (shutdown(SHUT_WR)) still gets
+    every reply, then EOF: the hang-up check does not take a half-closed peer
+    for gone.  Thaw of /a, /b and /c that way.
+  * freezerd logged no warning."""
+
+import os
+import signal
+import socket
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+from jeepney import DBusAddress, HeaderFields, MessageType, Parser, new_method_call  # noqa: E402
+
+NO_REPLY_EXPECTED = 1
+NO_WAIT = 2
+TIMEOUT_USEC = 10_000_000
+MANY = 100
+
+
+def fd_count(pid):
+    """freezerd's sockets and /dev/null fds: what a connection holds (the cgroup
+    files it opens for the groups it wrote stay open, by design)."""
+    n = 0
+    for f in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            target = os.readlink(f'/proc/{pid}/fd/{f}')
+        except FileNotFoundError:
+            continue
+        n += target.startswith('socket:') or target == '/dev/null'
+    return n
+
+
+def message(serial, member, signature, body, no_reply=False, iface=ft.MANAGER_IFACE):
+    msg = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, iface), member, signature, body)
+    if no_reply:
+        msg.header.flags = NO_REPLY_EXPECTED
+    return msg.serialise(serial)
+
+
+def calls(paths, freeze=True):
+    """Get, then a Freeze (or Thaw) of each path: waiting, NO_REPLY_EXPECTED, NO_WAIT in turn."""
+    data = message(1, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version'), iface=ft.PROPERTIES_IFACE)
+    for i, path in enumerate(paths):
+        flags = NO_WAIT if i % 3 == 2 else 0
+        data += message(2 + i, 'Freeze' if freeze else 'Thaw', 'stt', (path, TIMEOUT_USEC, flags),
+                        no_reply=i % 3 == 1)
+    return data
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-private-close') as sc, ft.Bus() as bus:
+        for g in ('/a', '/b', '/c'):
+            sc.mkdir(g)
+            sc.spawn_sleepers(g, 1)
+        for i in range(MANY):
+            sc.mkdir(f'/m/e{i}')
+        with ft.Daemon(bus, sc.root) as daemon:
+            path = os.path.join(daemon.runtime_dir, 'private')
+            pid = daemon.pid
+            before = fd_count(pid)
+
+            conn = ft._direct_connection(f'unix:path={path}')
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                conn.sock.sendall(calls(['/a', '/b', '/c']))
+                conn.close()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            for g in ('/a', '/b', '/c'):
+                sc.wait_events(g, frozen=1)
+            ft.check(True, 'a client that closed right after sending: each of its freezes was carried out')
+            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
+                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+
+            conns = [ft._direct_connection(f'unix:path={path}') for _ in range(MANY)]
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                for i, c in enumerate(conns):
+                    c.sock.sendall(calls([f'/m/e{i}']))
+                    c.close()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            ft.wait_for(lambda: all(sc.read_events(f'/m/e{i}').get('frozen') == 1 for i in range(MANY)),
+                        what=f'the {MANY} groups frozen')
+            ft.check(True, f'{MANY} such clients at once: every freeze was carried out')
+            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
+                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+
+            conn = ft._direct_connection(f'unix:path={path}')
+            try:
+                conn.sock.sendall(calls(['/a', '/b', '/c'], freeze=False))
+                conn.sock.shutdown(socket.SHUT_WR)
+                parser, replies = Parser(), {}
+                while data := conn.sock.recv(1 << 16):
+                    parser.add_data(data)
+                    while (msg := parser.get_next_message()) is not None:
+                        replies[msg.header.fields.get(HeaderFields.reply_serial)] = msg.header.message_type
+            finally:
+                conn.close()
+            # Serial 3 said NO_REPLY_EXPECTED.
+            ft.check_equal(replies, {1: MessageType.method_return, 2: MessageType.method_return,
+                                     4: MessageType.method_return},
+                           'a client that shut its sending side got every reply, then EOF')
+            for g in ('/a', '/b', '/c'):
+                sc.wait_events(g, frozen=0)
+            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
+                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            warnings = [line for line in daemon.log().splitlines() if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')]
+            ft.check_equal(warnings, [], 'freezerd logged no warning')
+
+
+if __name__ == '__main__':
+    ft.run(test)
