@@ -26,6 +26,13 @@ struct BusEvent {
 /* How long a dispatch goes on before it looks for a stop request. */
 #define STOP_CHECK_USEC 1000
 
+/* sd_bus_process() calls in one dispatch: then the loop's other events have
+ * their turn (the socket is still readable, or what sd-bus read already makes
+ * its timeout 0: bus_event_prepare()).  Without a bound, one client that
+ * sends calls as fast as freezerd answers them kept freezerd in its dispatch:
+ * the bus, the other connections and the kernel's events waited for ever. */
+#define DISPATCH_MAX 64
+
 /* SIGTERM or SIGINT waiting to be read (main.c blocks them and reads them
  * from a signalfd, ahead of everything else). */
 static bool stop_requested(void) {
@@ -71,7 +78,7 @@ static void bus_dispatch(BusEvent *be) {
 
         if (be->broken)
                 return;
-        for (;;) {
+        for (unsigned i = 0; i < DISPATCH_MAX; i++) {
                 uint64_t n = now_usec();
                 int r;
 

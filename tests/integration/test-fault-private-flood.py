@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""One client that sends calls on the private socket as fast as freezerd answers them.
+
+freezerd dispatched a connection until nothing was left to read on it.  A
+client that kept its socket full (calls sent in batches of 1,000, its replies
+read by a second process) kept freezerd there for as long as it went on: the
+bus, the other connections and the kernel's events waited, and another
+client's Get timed out (before session 33).  freezerd now gives way to the
+loop after 64 messages of one connection (bus-event.c, DISPATCH_MAX).
+
+  /g   one sleeper
+
+Checks, while the flooder runs (a separate process, so that its writes do not
+take turns with the test's own calls):
+  * 20 rounds of: Get on the bus, Get on another private connection, and
+    `freezectl --socket=... freeze /g` then `thaw /g` (each waits for the
+    kernel's cgroup.events, handled in freezerd's loop between the flooder's
+    messages): every call answered, each round within 2 s (0.1 s at most here).
+  * The flooder is served meanwhile too: it read replies.
+  * freezerd logged no warning, and serves on once the flooder is killed."""
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ROUNDS = 20
+ROUND_MAX = 2.0 * ft.TIMEOUT_MULTIPLIER
+
+# argv: the tests directory, the socket.  Prints "ready", then sends Get calls
+# for ever; a forked child reads the replies and keeps the count of their bytes
+# in the file named by argv[3].
+FLOODER = r'''
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import freezertest as ft
+from jeepney import DBusAddress, new_method_call
+conn = ft._direct_connection(f'unix:path={sys.argv[2]}')
+conn.sock.settimeout(None)
+msg = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.PROPERTIES_IFACE), 'Get', 'ss',
+                      (ft.MANAGER_IFACE, 'Version'))
+chunk = b''.join(msg.serialise(i + 1) for i in range(1000))
+if os.fork() == 0:
+    n, fd = 0, os.open(sys.argv[3], os.O_WRONLY | os.O_CREAT, 0o600)
+    while data := conn.sock.recv(1 << 20):
+        n += len(data)
+        os.pwrite(fd, b'%20d' % n, 0)  # in place: a reader never sees it empty
+    os._exit(0)
+print('ready', flush=True)
+while True:
+    conn.sock.sendall(chunk)
+'''
+
+
+def replied(count):
+    with open(count) as f:
+        return int(f.read() or 0)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    with ft.Scratch('fault-private-flood') as sc, ft.Bus() as bus:
+        sc.mkdir('/g')
+        sc.spawn_sleepers('/g', 1)
+        with ft.Daemon(bus, sc.root) as daemon:
+            path = os.path.join(daemon.runtime_dir, 'private')
+            count = os.path.join(daemon.tmpdir, 'flooder-read')
+            other = ft.Client(f'unix:path={path}', direct=True)
+            flooder = subprocess.Popen([sys.executable, '-c', FLOODER, os.path.dirname(ft.__file__), path, count],
+                                       stdout=subprocess.PIPE, start_new_session=True)
+            try:
+                ft.check_equal(flooder.stdout.readline(), b'ready\n', 'the flooder connected')
+                ft.wait_for(lambda: os.path.exists(count) and replied(count) > 0, what='the flooder to get its first replies')
+                worst = 0
+                for _ in range(ROUNDS):
+                    t0 = time.monotonic()
+                    daemon.client.manager_property('Version')
+                    other.manager_property('Version')
+                    ft.freezectl('freeze', '/g', socket=path)
+                    ft.freezectl('thaw', '/g', socket=path)
+                    worst = max(worst, time.monotonic() - t0)
+                ft.check(worst <= ROUND_MAX, f'every round answered within {ROUND_MAX:.1f} s during the flood',
+                         f'the slowest took {worst:.3f} s')
+                print(f'# the slowest round: {worst * 1000:.1f} ms')
+                before = replied(count)
+                ft.wait_for(lambda: replied(count) > before,
+                            what='the flooder to go on getting replies')
+                ft.check(True, 'the flooder is served too')
+            finally:
+                os.killpg(flooder.pid, 9)
+                flooder.wait()
+                flooder.stdout.close()
+            ft.check_equal(daemon.client.manager_property('Version'), other.manager_property('Version'),
+                           'freezerd serves on once the flooder is gone')
+            other.close()
+            warnings = [line for line in daemon.log().splitlines() if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')]
+            ft.check_equal(warnings, [], 'freezerd logged no warning')
+
+
+if __name__ == '__main__':
+    ft.run(test)
