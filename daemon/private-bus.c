@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -225,14 +226,15 @@ fail:
         return r;
 }
 
-/* A subscriber that does not read its signals would have them pile up in
- * freezerd: unlike dbus-daemon for the bus, nothing else bounds it. */
+/* A client that does not read (its signals, or the replies to calls it
+ * sends on regardless) would have them pile up in freezerd: unlike
+ * dbus-daemon for the bus, nothing else bounds it. */
 static bool connection_overflows(PrivateBus *pb, PrivateConnection *c) {
         uint64_t n;
 
         if (sd_bus_get_n_queued_write(c->bus, &n) < 0 || n <= PRIVATE_BUS_QUEUE_MAX)
                 return false;
-        log_warning("A subscriber on %s does not read its signals (%" PRIu64 " messages queued): closing it.",
+        log_warning("A client on %s does not read its replies or signals (%" PRIu64 " messages queued): closing it.",
                     pb->path, n);
         return true;
 }
@@ -242,8 +244,9 @@ void private_bus_prepare(PrivateBus *pb) {
                 return;
         for (PrivateConnection **p = &pb->connections; *p;) {
                 PrivateConnection *c = *p;
+                bool overflowed = connection_overflows(pb, c);
 
-                if (!connection_overflows(pb, c) && bus_event_prepare(c->event) >= 0) {
+                if (!overflowed && bus_event_prepare(c->event) >= 0) {
                         p = &c->next;
                         continue;
                 }
@@ -252,6 +255,10 @@ void private_bus_prepare(PrivateBus *pb) {
                 connection_free(c);
                 pb->n_connections--;
                 pb->warned_full = false;
+                /* Its tens of thousands of messages were freed in the middle
+                 * of the heap, which glibc does not give back by itself. */
+                if (overflowed)
+                        (void) malloc_trim(0);
         }
 }
 

@@ -12,7 +12,7 @@ connection, freezerd logs why and closes it.
 Checks:
   * A direct connection calls Subscribe() (a PropertiesChanged per changed group
     object) and then never reads.  Freeze / Thaw of /big from the bus, over and
-    over: freezerd logs "does not read its signals" within at most 60 rounds
+    over: freezerd logs "does not read its replies or signals" within at most 60 rounds
     (about 4,000 messages each), and closes that connection (EOF once its socket
     buffer is read).
   * Meanwhile a direct connection subscribed with SubscribeGroups() that reads
@@ -31,7 +31,7 @@ import freezertest as ft  # noqa: E402
 
 CHILDREN = 2000
 MAX_ROUNDS = 60
-CLOSED = 'does not read its signals'
+CLOSED = 'does not read its replies or signals'
 
 
 def test():

@@ -18,7 +18,13 @@ take turns with the test's own calls):
     kernel's cgroup.events, handled in freezerd's loop between the flooder's
     messages): every call answered, each round within 2 s (0.1 s at most here).
   * The flooder is served meanwhile too: it read replies.
-  * freezerd logged no warning, and serves on once the flooder is killed."""
+  * freezerd serves on once the flooder is killed.
+  * A second flooder never reads its replies: once 65,536 wait for it, freezerd
+    logs that it "does not read its replies or signals" (it said "a subscriber
+    ... does not read its signals" before session 33) and closes it, and its
+    RSS returns to within 16 MiB of what it was before (it kept some 70 MB of
+    freed replies before session 33).
+  * freezerd logged no other warning."""
 
 import os
 import subprocess
@@ -30,10 +36,12 @@ import freezertest as ft  # noqa: E402
 
 ROUNDS = 20
 ROUND_MAX = 2.0 * ft.TIMEOUT_MULTIPLIER
+CLOSED = 'does not read its replies or signals'
+RSS_SLACK_KIB = 16 * 1024
 
-# argv: the tests directory, the socket.  Prints "ready", then sends Get calls
-# for ever; a forked child reads the replies and keeps the count of their bytes
-# in the file named by argv[3].
+# argv: the tests directory, the socket, a file, "read" or "noread".  Prints
+# "ready", then sends Get calls for ever; with "read", a forked child reads the
+# replies and keeps the count of their bytes in the file.
 FLOODER = r'''
 import os, sys
 sys.path.insert(0, sys.argv[1])
@@ -44,16 +52,38 @@ conn.sock.settimeout(None)
 msg = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.PROPERTIES_IFACE), 'Get', 'ss',
                       (ft.MANAGER_IFACE, 'Version'))
 chunk = b''.join(msg.serialise(i + 1) for i in range(1000))
-if os.fork() == 0:
+if sys.argv[4] == 'read' and os.fork() == 0:
     n, fd = 0, os.open(sys.argv[3], os.O_WRONLY | os.O_CREAT, 0o600)
     while data := conn.sock.recv(1 << 20):
         n += len(data)
         os.pwrite(fd, b'%20d' % n, 0)  # in place: a reader never sees it empty
     os._exit(0)
 print('ready', flush=True)
-while True:
-    conn.sock.sendall(chunk)
+try:
+    while True:
+        conn.sock.sendall(chunk)
+except OSError:  # freezerd closed it
+    pass
 '''
+
+
+def start_flooder(path, count, how):
+    return subprocess.Popen([sys.executable, '-c', FLOODER, os.path.dirname(ft.__file__), path, count, how],
+                            stdout=subprocess.PIPE, start_new_session=True)
+
+
+def stop_flooder(flooder):
+    os.killpg(flooder.pid, 9)
+    flooder.wait()
+    flooder.stdout.close()
+
+
+def rss_kib(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
 
 
 def replied(count):
@@ -70,11 +100,11 @@ def test():
             path = os.path.join(daemon.runtime_dir, 'private')
             count = os.path.join(daemon.tmpdir, 'flooder-read')
             other = ft.Client(f'unix:path={path}', direct=True)
-            flooder = subprocess.Popen([sys.executable, '-c', FLOODER, os.path.dirname(ft.__file__), path, count],
-                                       stdout=subprocess.PIPE, start_new_session=True)
+            flooder = start_flooder(path, count, 'read')
             try:
                 ft.check_equal(flooder.stdout.readline(), b'ready\n', 'the flooder connected')
-                ft.wait_for(lambda: os.path.exists(count) and replied(count) > 0, what='the flooder to get its first replies')
+                ft.wait_for(lambda: os.path.exists(count) and replied(count) > 0, poll=0.1,
+                            what='the flooder to get its first replies')
                 worst = 0
                 for _ in range(ROUNDS):
                     t0 = time.monotonic()
@@ -87,18 +117,33 @@ def test():
                          f'the slowest took {worst:.3f} s')
                 print(f'# the slowest round: {worst * 1000:.1f} ms')
                 before = replied(count)
-                ft.wait_for(lambda: replied(count) > before,
+                ft.wait_for(lambda: replied(count) > before, poll=0.1,
                             what='the flooder to go on getting replies')
                 ft.check(True, 'the flooder is served too')
             finally:
-                os.killpg(flooder.pid, 9)
-                flooder.wait()
-                flooder.stdout.close()
+                stop_flooder(flooder)
             ft.check_equal(daemon.client.manager_property('Version'), other.manager_property('Version'),
                            'freezerd serves on once the flooder is gone')
+
+            rss = rss_kib(daemon.pid)
+            flooder = start_flooder(path, count, 'noread')
+            try:
+                ft.check_equal(flooder.stdout.readline(), b'ready\n', 'a flooder that never reads connected')
+                ft.wait_for(lambda: CLOSED in daemon.log(), timeout=6 * ft.DEFAULT_TIMEOUT, poll=0.1,
+                            what=f'freezerd to log that the flooder "{CLOSED}"')
+                ft.check(True, 'freezerd closed the flooder that does not read, and said why')
+            finally:
+                stop_flooder(flooder)
+            ft.wait_for(lambda: rss_kib(daemon.pid) <= rss + RSS_SLACK_KIB, poll=0.1,
+                        what=f"freezerd's RSS back within {RSS_SLACK_KIB} KiB of {rss} KiB "
+                             f"(it has {rss_kib(daemon.pid)} KiB)")
+            ft.check(True, 'freezerd gave the memory of its queued replies back')
+            ft.check_equal(other.manager_property('Version'), daemon.client.manager_property('Version'),
+                           'freezerd serves on')
             other.close()
-            warnings = [line for line in daemon.log().splitlines() if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')]
-            ft.check_equal(warnings, [], 'freezerd logged no warning')
+            warnings = [line for line in daemon.log().splitlines()
+                        if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and CLOSED not in line]
+            ft.check_equal(warnings, [], 'freezerd logged no other warning')
 
 
 if __name__ == '__main__':
