@@ -27,6 +27,7 @@ typedef struct JournalSlot {
 
 struct Journal {
         char *dir;
+        char *cgroup_root; /* what the paths are relative to, recorded in each journal; or NULL */
         JournalSlot *slots;
         size_t n_slots;
 };
@@ -65,7 +66,8 @@ const char *journal_boot_id(void) {
 }
 
 /* The journal's text: one JSON object, then a newline. */
-static char *journal_format(uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n) {
+static char *journal_format(uint64_t id, const char *boot_id, const char *cgroup_root, const JournalEntry *entries,
+                            size_t n) {
         json_object *root, *groups;
         const char *text;
         char *ret = NULL;
@@ -81,6 +83,8 @@ static char *journal_format(uint64_t id, const char *boot_id, const JournalEntry
         json_object_object_add(root, "id", json_object_new_uint64(id));
         if (boot_id)
                 json_object_object_add(root, "boot", json_object_new_string(boot_id));
+        if (cgroup_root)
+                json_object_object_add(root, "root", json_object_new_string(cgroup_root));
         json_object_object_add(root, "groups", groups);
         for (size_t i = 0; i < n; i++) {
                 json_object *g = json_object_new_object();
@@ -91,6 +95,8 @@ static char *journal_format(uint64_t id, const char *boot_id, const JournalEntry
                 json_object_object_add(g, "path", json_object_new_string(entries[i].path));
                 json_object_object_add(g, "prev", json_object_new_boolean(entries[i].prev_freeze));
                 json_object_object_add(g, "new", json_object_new_boolean(entries[i].new_freeze));
+                if (entries[i].cgroup_id != 0)
+                        json_object_object_add(g, "cgroup", json_object_new_uint64(entries[i].cgroup_id));
                 json_object_array_add(groups, g);
         }
         /* NULL: json-c is out of memory (and so were any of the adds above). */
@@ -101,10 +107,12 @@ static char *journal_format(uint64_t id, const char *boot_id, const JournalEntry
         return ret;
 }
 
-int journal_new(const char *dir, Journal **ret) {
+int journal_new(const char *dir, const char *cgroup_root, Journal **ret) {
         Journal *j = calloc(1, sizeof *j);
 
-        if (!j || !(j->dir = strdup(dir))) {
+        if (!j || !(j->dir = strdup(dir)) || (cgroup_root && !(j->cgroup_root = strdup(cgroup_root)))) {
+                if (j)
+                        free(j->dir);
                 free(j);
                 return -ENOMEM;
         }
@@ -135,6 +143,7 @@ Journal *journal_free(Journal *j) {
         }
         free(j->slots);
         free(j->dir);
+        free(j->cgroup_root);
         free(j);
         return NULL;
 }
@@ -191,7 +200,7 @@ found:
 
 int journal_begin(Journal *j, uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n,
                   unsigned *ret_slot) {
-        _cleanup_free_ char *text = journal_format(id, boot_id, entries, n);
+        _cleanup_free_ char *text = journal_format(id, boot_id, j->cgroup_root, entries, n);
         unsigned slot = 0;
         int r;
 
@@ -239,10 +248,10 @@ void journal_entries_free(JournalEntry *e, size_t n) {
 }
 
 int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id,
-                  uint64_t *ret_id) {
+                  char **ret_cgroup_root, uint64_t *ret_id) {
         json_tokener *tok;
-        json_object *root, *groups, *v, *boot = NULL, *id = NULL;
-        char *boot_id = NULL;
+        json_object *root, *groups, *v, *boot = NULL, *id = NULL, *cgroot = NULL;
+        char *boot_id = NULL, *cgroup_root = NULL;
         JournalEntry *entries = NULL;
         size_t n;
 
@@ -289,7 +298,9 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         }
         if ((json_object_object_get_ex(root, "boot", &boot) && !json_object_is_type(boot, json_type_string)) ||
             (json_object_object_get_ex(root, "id", &id) &&
-             (!json_object_is_type(id, json_type_int) || json_object_get_int64(id) < 0))) {
+             (!json_object_is_type(id, json_type_int) || json_object_get_int64(id) < 0)) ||
+            (json_object_object_get_ex(root, "root", &cgroot) &&
+             (!json_object_is_type(cgroot, json_type_string) || json_object_get_string(cgroot)[0] != '/'))) {
                 json_object_put(root);
                 return -EBADMSG;
         }
@@ -297,20 +308,26 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         entries = calloc(n ?: 1, sizeof *entries);
         if (boot && ret_boot_id)
                 boot_id = strdup(json_object_get_string(boot));
-        if (!entries || (boot && ret_boot_id && !boot_id)) {
+        if (cgroot && ret_cgroup_root)
+                cgroup_root = strdup(json_object_get_string(cgroot));
+        if (!entries || (boot && ret_boot_id && !boot_id) || (cgroot && ret_cgroup_root && !cgroup_root)) {
                 free(entries);
                 free(boot_id);
+                free(cgroup_root);
                 json_object_put(root);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
-                json_object *g = json_object_array_get_idx(groups, i), *p, *pr, *nw;
+                json_object *g = json_object_array_get_idx(groups, i), *p, *pr, *nw, *cg = NULL;
                 if (!json_object_is_type(g, json_type_object) || !json_object_object_get_ex(g, "path", &p) ||
                     !json_object_is_type(p, json_type_string) || !json_object_object_get_ex(g, "prev", &pr) ||
                     !json_object_is_type(pr, json_type_boolean) || !json_object_object_get_ex(g, "new", &nw) ||
-                    !json_object_is_type(nw, json_type_boolean) || json_object_get_string(p)[0] != '/') {
+                    !json_object_is_type(nw, json_type_boolean) || json_object_get_string(p)[0] != '/' ||
+                    (json_object_object_get_ex(g, "cgroup", &cg) &&
+                     (!json_object_is_type(cg, json_type_int) || json_object_get_int64(cg) < 0))) {
                         journal_entries_free(entries, i);
                         free(boot_id);
+                        free(cgroup_root);
                         json_object_put(root);
                         return -EBADMSG;
                 }
@@ -318,11 +335,13 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                 if (!entries[i].path) {
                         journal_entries_free(entries, i);
                         free(boot_id);
+                        free(cgroup_root);
                         json_object_put(root);
                         return -ENOMEM;
                 }
                 entries[i].prev_freeze = json_object_get_boolean(pr);
                 entries[i].new_freeze = json_object_get_boolean(nw);
+                entries[i].cgroup_id = cg ? json_object_get_uint64(cg) : 0;
         }
         if (ret_id)
                 *ret_id = id ? json_object_get_uint64(id) : 0;
@@ -331,6 +350,8 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         *ret_n = n;
         if (ret_boot_id)
                 *ret_boot_id = boot_id;
+        if (ret_cgroup_root)
+                *ret_cgroup_root = cgroup_root;
         return 0;
 }
 
@@ -353,6 +374,7 @@ typedef struct Found {
         char *name;
         uint64_t id;
         char *boot;
+        char *cgroup_root;
         JournalEntry *entries;
         size_t n;
 } Found;
@@ -366,13 +388,14 @@ static void found_free(Found *f, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(f[i].name);
                 free(f[i].boot);
+                free(f[i].cgroup_root);
                 journal_entries_free(f[i].entries, f[i].n);
         }
         free(f);
 }
 
-int journal_recover(const char *dir, const char *boot_id, journal_restore_t restore, void *userdata,
-                    uint64_t *ret_max_id) {
+int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
+                    void *userdata, uint64_t *ret_max_id) {
         _cleanup_(closedirp) DIR *d = NULL;
         Found *found = NULL;
         size_t n_found = 0, cap = 0;
@@ -402,7 +425,7 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                         continue;
                 }
                 if (r >= 0)
-                        r = journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.id);
+                        r = journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.cgroup_root, &f.id);
                 if (r == -ENODATA) {
                         log_notice("Batch journal %s/%s was cut short while it was written, before its batch "
                                    "wrote any flag: removed, nothing to restore.",
@@ -451,7 +474,8 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
 
         for (size_t i = 0; i < n_found; i++) {
                 const Found *f = &found[i];
-                unsigned restored = 0, unchanged = 0, gone = 0, failed = 0;
+                unsigned restored = 0, unchanged = 0, gone = 0, replaced = 0, failed = 0;
+                const char *first_replaced = NULL;
                 int r;
 
                 if (f->boot && boot_id && !streq(f->boot, boot_id)) {
@@ -462,10 +486,19 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                         (void) unlinkat(dirfd(d), f->name, 0);
                         continue;
                 }
+                if (f->cgroup_root && cgroup_root && !streq(f->cgroup_root, cgroup_root))
+                        log_notice("Batch journal %s/%s was written by a freezerd with cgroup root %s (now %s): "
+                                   "its groups are restored there.",
+                                   dir, f->name, f->cgroup_root, cgroup_root);
                 for (size_t k = f->n; k > 0; k--) {
-                        r = restore(f->entries[k - 1].path, f->entries[k - 1].prev_freeze, userdata);
+                        r = restore(f->cgroup_root, &f->entries[k - 1], userdata);
                         if (r == -ENOENT)
                                 gone++;
+                        else if (r == -ESTALE) {
+                                gone++;
+                                if (replaced++ == 0)
+                                        first_replaced = f->entries[k - 1].path;
+                        }
                         else if (r > 0)
                                 unchanged++;
                         else if (r < 0) {
@@ -478,6 +511,11 @@ int journal_recover(const char *dir, const char *boot_id, journal_restore_t rest
                 log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
                            "%u had it already (not written before the stop), %u gone, %u failed.",
                            f->id, restored, restored == 1 ? "" : "s", unchanged, gone, failed);
+                if (replaced > 0)
+                        log_notice("Of batch %" PRIu64 "'s gone groups, %u (%s%s) %s removed and made again since "
+                                   "the stop: a new group of that name is left as it is.",
+                                   f->id, replaced, first_replaced, replaced > 1 ? ", ..." : "",
+                                   replaced > 1 ? "were" : "was");
                 (void) unlinkat(dirfd(d), f->name, 0);
                 recovered++;
         }

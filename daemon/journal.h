@@ -31,6 +31,10 @@ typedef struct JournalEntry {
         const char *path; /* API path */
         bool prev_freeze;
         bool new_freeze;
+        /* The kernel's cgroup id of the group (0: unknown, not recorded): a
+         * group removed and made again under that name between the crash and
+         * the restart is another group, and its flag is not the batch's. */
+        uint64_t cgroup_id;
 } JournalEntry;
 
 /* The running kernel's boot id (/proc/sys/kernel/random/boot_id), read once;
@@ -38,10 +42,13 @@ typedef struct JournalEntry {
 const char *journal_boot_id(void);
 
 /* The journal slots of one runtime directory.  journal_new() touches no
- * file: slots are made when first needed. */
+ * file: slots are made when first needed.  cgroup_root (unless NULL) is
+ * recorded in every journal: the entries' paths are relative to it, and a
+ * restart with another --cgroup-root must still restore the groups the
+ * batch wrote, not others of the same names below the new root. */
 typedef struct Journal Journal;
 
-int journal_new(const char *dir, Journal **ret);
+int journal_new(const char *dir, const char *cgroup_root, Journal **ret);
 /* Closes the slots; the free ones (empty) are removed, a busy one stays for
  * the next start to recover. */
 Journal *journal_free(Journal *j);
@@ -58,9 +65,13 @@ int journal_end(Journal *j, unsigned slot);
 /* The path of a slot's file, for messages (valid while j lives). */
 const char *journal_slot_path(const Journal *j, unsigned slot);
 
-/* Callback: restore path to prev_freeze. Returns 0, 1 if it had that flag
- * already (nothing written), or -ENOENT if the group is gone. */
-typedef int (*journal_restore_t)(const char *path, bool prev_freeze, void *userdata);
+/* Callback: restore e->path, relative to cgroup_root (the one the journal
+ * records; NULL: none recorded, the current one), to e->prev_freeze, unless
+ * e->cgroup_id is set and the group of that path now has another id.
+ * Returns 0, 1 if it had that flag already (nothing written), -ENOENT if the
+ * group is gone, or -ESTALE if the group of that path is another one (removed
+ * and made again since): left alone. */
+typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e, void *userdata);
 
 /* Recover every journal in dir (newest id first), calling restore() for each
  * entry in reverse order, then remove it; empty files (free slots) are
@@ -69,18 +80,20 @@ typedef int (*journal_restore_t)(const char *path, bool prev_freeze, void *userd
  * cannot be parsed is renamed to *.broken and logged, never silently
  * dropped.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
- * restoring anything.  Returns the number of journals recovered, or -errno (a
- * missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never
+ * restoring anything.  One that records a cgroup root other than
+ * cgroup_root (freezerd restarted with another --cgroup-root) is logged, and
+ * its groups restored below the root it records.  Returns the number of
+ * journals recovered, or -errno (a missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never
  * collide. */
-int journal_recover(const char *dir, const char *boot_id, journal_restore_t restore, void *userdata,
-                    uint64_t *ret_max_id);
+int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
+                    void *userdata, uint64_t *ret_max_id);
 
 /* Parse a journal's text (for tests and fuzzing).  On success *ret (entries
  * with malloc'ed paths, free with journal_entries_free()), *ret_n and, unless
- * ret_boot_id is NULL, the boot id it records (malloc'ed; NULL if none), and
- * unless ret_id is NULL the batch id.  -ENODATA: the text is a strict prefix
+ * ret_boot_id is NULL, the boot id it records (malloc'ed; NULL if none), so
+ * too the cgroup root, and unless ret_id is NULL the batch id.  -ENODATA: the text is a strict prefix
  * of a journal (cut short); -EPROTONOSUPPORT: a journal of another format
  * version; -EBADMSG: anything else that is not one. */
 int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_n, char **ret_boot_id,
-                  uint64_t *ret_id);
+                  char **ret_cgroup_root, uint64_t *ret_id);
 void journal_entries_free(JournalEntry *e, size_t n);

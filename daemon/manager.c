@@ -1826,6 +1826,7 @@ static void operation_rejournal(Operation *op) {
                                 .path = e->group->path,
                                 .prev_freeze = e->prev_freeze,
                                 .new_freeze = e->new_freeze,
+                                .cgroup_id = e->group->id,
                         };
         }
         if (k > 0) {
@@ -2914,6 +2915,7 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                                 .path = groups[i]->path,
                                 .prev_freeze = groups[i]->freeze,
                                 .new_freeze = new_freeze[i],
+                                .cgroup_id = groups[i]->id,
                         };
         if (k == 0)
                 return 0;
@@ -4246,24 +4248,46 @@ static int manager_apply_track_config(Manager *m, char **track) {
         return 0;
 }
 
-static int restore_flag(const char *path, bool prev, void *userdata) {
+static int restore_flag(const char *cgroup_root, const JournalEntry *e, void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ char *rel = NULL;
-        _cleanup_close_ int fd = -1;
+        _cleanup_close_ int other_root = -1, dirfd = -1, fd = -1;
+        int rootfd = m->root_fd, r;
 
-        if (asprintf(&rel, "%s/cgroup.freeze", cg_path_relative(path)) < 0)
-                return -ENOMEM;
-        fd = cg_openat_beneath(m->root_fd, rel, O_RDWR, 0);
+        /* Written by a freezerd with another --cgroup-root: the path is below
+         * that one.  The same names below ours are other groups. */
+        if (cgroup_root && !streq(cgroup_root, m->cgroup_root)) {
+                other_root = open(cgroup_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (other_root < 0)
+                        return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
+                r = cg_fd_is_cgroup2_dir(other_root);
+                if (r <= 0)
+                        return r < 0 ? r : -ENOENT;
+                rootfd = other_root;
+        }
+        dirfd = cg_openat_beneath(rootfd, cg_path_relative(e->path), O_PATH | O_DIRECTORY, 0);
+        if (dirfd < 0)
+                return dirfd == -ENODEV || dirfd == -ENOTDIR ? -ENOENT : dirfd;
+        /* Removed and made again since the stop (a unit restarted): a new
+         * group, whose flag the batch never wrote. */
+        if (e->cgroup_id != 0) {
+                uint64_t id;
+                r = cg_dir_id(dirfd, NULL, &id);
+                if (r < 0)
+                        return r == -ENODEV ? -ENOENT : r;
+                if (id != e->cgroup_id)
+                        return -ESTALE;
+        }
+        fd = openat(dirfd, "cgroup.freeze", O_RDWR | O_CLOEXEC);
         if (fd < 0)
-                return fd == -ENODEV ? -ENOENT : fd;
+                return errno == ENODEV ? -ENOENT : -errno;
         /* A batch killed halfway wrote some of its flags: the others need
          * nothing (and the summary says how many had it already). */
         bool cur;
-        if (read_freeze_file(fd, &cur) >= 0 && cur == prev)
+        if (read_freeze_file(fd, &cur) >= 0 && cur == e->prev_freeze)
                 return 1;
-        if (pwrite(fd, prev ? "1" : "0", 1, 0) != 1)
+        if (pwrite(fd, e->prev_freeze ? "1" : "0", 1, 0) != 1)
                 return errno == ENODEV ? -ENOENT : -errno;
-        log_debug("Restored %s to freeze=%d.", path, prev);
+        log_debug("Restored %s to freeze=%d.", e->path, e->prev_freeze);
         return 0;
 }
 
@@ -4437,10 +4461,11 @@ int manager_start(Manager *m) {
         }
         if (m->runtime_dir) {
                 /* A batch interrupted by a crash is undone before anything is read. */
-                r = journal_recover(m->runtime_dir, journal_boot_id(), restore_flag, m, &m->journal_seq);
+                r = journal_recover(m->runtime_dir, journal_boot_id(), m->cgroup_root, restore_flag, m,
+                                    &m->journal_seq);
                 if (r < 0)
                         return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
-                r = journal_new(m->runtime_dir, &m->journal);
+                r = journal_new(m->runtime_dir, m->cgroup_root, &m->journal);
                 if (r < 0)
                         return log_error_errno(r, "Out of memory.");
         }

@@ -12,18 +12,24 @@
 
 typedef struct Restored {
         char path[64];
+        char root[64];
         bool prev;
+        uint64_t cgroup_id;
 } Restored;
 
 static Restored restored[64];
 static unsigned n_restored;
 
-static int restore(const char *path, bool prev, void *userdata) {
-        if (strstr(path, "gone"))
+static int restore(const char *cgroup_root, const JournalEntry *e, void *userdata) {
+        if (strstr(e->path, "gone"))
                 return -ENOENT;
+        if (strstr(e->path, "remade"))
+                return -ESTALE;
         if (n_restored < ELEMENTSOF(restored)) {
-                snprintf(restored[n_restored].path, sizeof restored[0].path, "%s", path);
-                restored[n_restored].prev = prev;
+                snprintf(restored[n_restored].path, sizeof restored[0].path, "%s", e->path);
+                snprintf(restored[n_restored].root, sizeof restored[0].root, "%s", cgroup_root ?: "(none)");
+                restored[n_restored].prev = e->prev_freeze;
+                restored[n_restored].cgroup_id = e->cgroup_id;
                 n_restored++;
         }
         return 0;
@@ -64,7 +70,7 @@ static void test_slots_and_recover(void) {
         struct stat st;
 
         CHECK(mkdtemp(dir) != NULL);
-        CHECK(journal_new(dir, &j) == 0);
+        CHECK(journal_new(dir, NULL, &j) == 0);
         CHECK(dir_empty(dir)); /* no file before the first batch */
 
         CHECK(journal_begin(j, 7, "boot-1", a, ELEMENTSOF(a), &s0) == 0);
@@ -84,12 +90,12 @@ static void test_slots_and_recover(void) {
                 uint64_t id = 0;
                 CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &text, &len) >= 0);
                 CHECK(len > 0 && text[len - 1] == '\n');
-                CHECK(journal_parse(text, len, &e, &n, &boot, &id) == 0);
+                CHECK(journal_parse(text, len, &e, &n, &boot, NULL, &id) == 0);
                 CHECK(id == 7 && n == 3 && streq_ptr(boot, "boot-1") && streq(e[1].path, "/a/b") && e[1].prev_freeze);
                 journal_entries_free(e, n);
                 /* Cut short anywhere (freezerd killed inside the pwrite()): a prefix, never taken for a journal. */
                 for (size_t k = 0; k + 1 < len; k++)
-                        CHECK(journal_parse(text, k, &e, &n, NULL, NULL) == -ENODATA);
+                        CHECK(journal_parse(text, k, &e, &n, NULL, NULL, NULL) == -ENODATA);
         }
 
         /* A finished batch's slot is removed (a slot past the first), and the
@@ -114,7 +120,7 @@ static void test_slots_and_recover(void) {
         CHECK(stat(p2, &st) < 0 && errno == ENOENT);
 
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", restore, NULL, &max_id) == 2);
+        CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 2);
         CHECK(max_id == 9);
         /* Newest journal (by its id, not its slot) first, each in reverse order; /gone is skipped. */
         CHECK(n_restored == 3);
@@ -132,13 +138,13 @@ static void test_slots_and_recover(void) {
         /* Nothing left: a second recovery does nothing; a free slot (empty) is removed quietly. */
         write_text(p0, "");
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", restore, NULL, &max_id) == 0);
+        CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
         CHECK(n_restored == 0 && dir_empty(dir));
 
         /* Many batches at once: the slots past the one kept are removed when their batch ends. */
         {
                 unsigned slots[12];
-                CHECK(journal_new(dir, &j) == 0);
+                CHECK(journal_new(dir, NULL, &j) == 0);
                 for (unsigned i = 0; i < ELEMENTSOF(slots); i++)
                         CHECK(journal_begin(j, 100 + i, NULL, b, 1, &slots[i]) == 0 && slots[i] == i);
                 for (unsigned i = 0; i < ELEMENTSOF(slots); i++)
@@ -155,7 +161,7 @@ static void test_slots_and_recover(void) {
          * makes it again, so its journal is where the next start looks. */
         {
                 _cleanup_free_ char *p = slot_file(dir, 0);
-                CHECK(journal_new(dir, &j) == 0);
+                CHECK(journal_new(dir, NULL, &j) == 0);
                 CHECK(journal_begin(j, 20, "boot-1", a, 1, &s0) == 0 && s0 == 0);
                 CHECK(journal_end(j, s0) == 0);
                 CHECK(unlink(p) == 0);
@@ -169,20 +175,20 @@ static void test_slots_and_recover(void) {
 
         /* A journal of another boot is removed unread; one without a boot id,
          * or read where the boot id is unknown, is restored. */
-        CHECK(journal_new(dir, &j) == 0);
+        CHECK(journal_new(dir, NULL, &j) == 0);
         CHECK(journal_begin(j, 11, "boot-1", a, 1, &s0) == 0);
         CHECK(journal_begin(j, 12, NULL, b, 1, &s1) == 0);
         j = journal_free(j);
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-2", restore, NULL, &max_id) == 1);
+        CHECK(journal_recover(dir, "boot-2", NULL, restore, NULL, &max_id) == 1);
         CHECK(max_id == 12);
         CHECK(n_restored == 1 && streq(restored[0].path, "/c"));
         CHECK(dir_empty(dir));
-        CHECK(journal_new(dir, &j) == 0);
+        CHECK(journal_new(dir, NULL, &j) == 0);
         CHECK(journal_begin(j, 13, "boot-1", a, 1, &s0) == 0);
         j = journal_free(j);
         n_restored = 0;
-        CHECK(journal_recover(dir, NULL, restore, NULL, &max_id) == 1);
+        CHECK(journal_recover(dir, NULL, NULL, restore, NULL, &max_id) == 1);
         CHECK(n_restored == 1 && streq(restored[0].path, "/a"));
 
         /* The journals of a freezerd from before the slots (journal-<id>.json, no newline) too. */
@@ -190,12 +196,49 @@ static void test_slots_and_recover(void) {
         CHECK(asprintf(&old, "%s/journal-17.json", dir) > 0);
         write_text(old, "{\"version\":1,\"id\":17,\"groups\":[{\"path\":\"/c\",\"prev\":true,\"new\":false}]}");
         n_restored = 0;
-        CHECK(journal_recover(dir, NULL, restore, NULL, &max_id) == 1);
+        CHECK(journal_recover(dir, NULL, NULL, restore, NULL, &max_id) == 1);
         CHECK(max_id == 17 && n_restored == 1 && streq(restored[0].path, "/c") && restored[0].prev);
+        CHECK(streq(restored[0].root, "(none)") && restored[0].cgroup_id == 0); /* neither recorded then */
         CHECK(rmdir(dir) == 0);
 
+        /* The cgroup root and each group's cgroup id are recorded and handed
+         * back to the restore; a group made again since (-ESTALE) counts as
+         * gone and is not restored. */
+        {
+                JournalEntry c[] = {
+                        { .path = "/r/x", .prev_freeze = true, .new_freeze = false, .cgroup_id = 4242 },
+                        { .path = "/r/remade", .prev_freeze = true, .new_freeze = false, .cgroup_id = 77 },
+                        { .path = "/r/y", .prev_freeze = false, .new_freeze = true }, /* id unknown: none recorded */
+                };
+                _cleanup_free_ char *slot = slot_file(dir, 0), *text = NULL, *root = NULL;
+                JournalEntry *e = NULL;
+                size_t n = 0, len = 0;
+
+                CHECK(mkdir(dir, 0700) == 0);
+                CHECK(journal_new(dir, "/sys/fs/cgroup/old", &j) == 0);
+                CHECK(journal_begin(j, 30, "boot-1", c, ELEMENTSOF(c), &s0) == 0);
+                {
+                        _cleanup_close_ int fd = open(slot, O_RDONLY | O_CLOEXEC);
+                        CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &text, &len) >= 0);
+                }
+                CHECK(journal_parse(text, len, &e, &n, NULL, &root, NULL) == 0);
+                CHECK(n == 3 && streq_ptr(root, "/sys/fs/cgroup/old"));
+                CHECK(e[0].cgroup_id == 4242 && e[1].cgroup_id == 77 && e[2].cgroup_id == 0);
+                CHECK(!strstr(text, "\"/r/y\",\"prev\":false,\"new\":true,\"cgroup\""));
+                journal_entries_free(e, n);
+                j = journal_free(j);
+                n_restored = 0;
+                CHECK(journal_recover(dir, "boot-1", "/sys/fs/cgroup/new", restore, NULL, &max_id) == 1);
+                CHECK(n_restored == 2);
+                CHECK(streq(restored[0].path, "/r/y") && streq(restored[0].root, "/sys/fs/cgroup/old") &&
+                      restored[0].cgroup_id == 0);
+                CHECK(streq(restored[1].path, "/r/x") && restored[1].cgroup_id == 4242);
+                CHECK(dir_empty(dir));
+                CHECK(rmdir(dir) == 0);
+        }
+
         /* A missing directory is not an error. */
-        CHECK(journal_recover("/nonexistent/freezerd", "boot-1", restore, NULL, &max_id) == 0);
+        CHECK(journal_recover("/nonexistent/freezerd", "boot-1", NULL, restore, NULL, &max_id) == 0);
 }
 
 static void test_parse(void) {
@@ -205,7 +248,7 @@ static void test_parse(void) {
 
         char *boot = (char *) "untouched";
         uint64_t id = 0;
-        CHECK(journal_parse(ok, strlen(ok), &e, &n, &boot, &id) == 0);
+        CHECK(journal_parse(ok, strlen(ok), &e, &n, &boot, NULL, &id) == 0);
         CHECK(n == 1 && streq(e[0].path, "/x") && e[0].prev_freeze && !e[0].new_freeze);
         CHECK(boot == NULL && id == 1);
         journal_entries_free(e, n);
@@ -213,18 +256,18 @@ static void test_parse(void) {
         /* With the newline freezerd puts after it; without an id (taken as 0). */
         _cleanup_free_ char *nl = NULL;
         CHECK(asprintf(&nl, "%s\n", ok) > 0);
-        CHECK(journal_parse(nl, strlen(nl), &e, &n, NULL, &id) == 0 && id == 1);
+        CHECK(journal_parse(nl, strlen(nl), &e, &n, NULL, NULL, &id) == 0 && id == 1);
         journal_entries_free(e, n);
         const char *no_id = "{\"version\":1,\"groups\":[]}";
-        CHECK(journal_parse(no_id, strlen(no_id), &e, &n, NULL, &id) == 0 && id == 0);
+        CHECK(journal_parse(no_id, strlen(no_id), &e, &n, NULL, NULL, &id) == 0 && id == 0);
         journal_entries_free(e, n);
 
         const char *with_boot = "{\"version\":1,\"id\":1,\"boot\":\"b-1\",\"groups\":[]}";
-        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, &boot, NULL) == 0);
+        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, &boot, NULL, NULL) == 0);
         CHECK(n == 0 && streq_ptr(boot, "b-1"));
         free(boot);
         journal_entries_free(e, n);
-        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, NULL, NULL) == 0);
+        CHECK(journal_parse(with_boot, strlen(with_boot), &e, &n, NULL, NULL, NULL) == 0);
         journal_entries_free(e, n);
 
         /* What freezerd writes carries the running kernel's boot id. */
@@ -232,9 +275,9 @@ static void test_parse(void) {
         CHECK(boot_id && strlen(boot_id) == 36);
 
         /* Cut short: the empty text, and a prefix; a prefix then a newline is no journal of ours. */
-        CHECK(journal_parse("", 0, &e, &n, NULL, NULL) == -ENODATA);
-        CHECK(journal_parse(ok, strlen(ok) - 1, &e, &n, NULL, NULL) == -ENODATA);
-        CHECK(journal_parse("{\"version\":1\n", 13, &e, &n, NULL, NULL) == -EBADMSG);
+        CHECK(journal_parse("", 0, &e, &n, NULL, NULL, NULL) == -ENODATA);
+        CHECK(journal_parse(ok, strlen(ok) - 1, &e, &n, NULL, NULL, NULL) == -ENODATA);
+        CHECK(journal_parse("{\"version\":1\n", 13, &e, &n, NULL, NULL, NULL) == -EBADMSG);
 
         const char *bad[] = {
                 "[]",
@@ -246,9 +289,13 @@ static void test_parse(void) {
                 "{\"version\":1,\"boot\":5,\"groups\":[]}",
                 "{\"version\":1,\"id\":-1,\"groups\":[]}",
                 "{\"version\":1,\"id\":\"7\",\"groups\":[]}",
+                "{\"version\":1,\"root\":5,\"groups\":[]}",
+                "{\"version\":1,\"root\":\"sys/fs/cgroup\",\"groups\":[]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false,\"cgroup\":-3}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false,\"cgroup\":\"3\"}]}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL, NULL) == -EBADMSG);
+                CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL, NULL, NULL) == -EBADMSG);
 
         /* Another format version is told apart from damage (the log says so);
          * a version that is no integer is damage. */
@@ -259,8 +306,8 @@ static void test_parse(void) {
                 "{\"version\":2,\"entries\":{}}",
         };
         for (size_t i = 0; i < ELEMENTSOF(other); i++)
-                CHECK(journal_parse(other[i], strlen(other[i]), &e, &n, NULL, NULL) == -EPROTONOSUPPORT);
-        CHECK(journal_parse("{\"version\":\"1\",\"groups\":[]}", 27, &e, &n, NULL, NULL) == -EBADMSG);
+                CHECK(journal_parse(other[i], strlen(other[i]), &e, &n, NULL, NULL, NULL) == -EPROTONOSUPPORT);
+        CHECK(journal_parse("{\"version\":\"1\",\"groups\":[]}", 27, &e, &n, NULL, NULL, NULL) == -EBADMSG);
 }
 
 int main(void) {

@@ -28,6 +28,8 @@ static char *serialize(const JournalEntry *e, size_t n, const char *boot) {
                 json_object_object_add(g, "path", json_object_new_string(e[i].path));
                 json_object_object_add(g, "prev", json_object_new_boolean(e[i].prev_freeze));
                 json_object_object_add(g, "new", json_object_new_boolean(e[i].new_freeze));
+                if (e[i].cgroup_id)
+                        json_object_object_add(g, "cgroup", json_object_new_uint64(e[i].cgroup_id));
                 json_object_array_add(groups, g);
         }
         return fuzz_json_text(root);
@@ -40,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t n = 4242, n2 = 0;
         int r;
 
-        r = journal_parse(text, size, &e, &n, &boot, NULL);
+        r = journal_parse(text, size, &e, &n, &boot, NULL, NULL);
         FUZZ_CHECK(r == 0 || r == -ENODATA || r == -EBADMSG || r == -EPROTONOSUPPORT || r == -EFBIG || r == -ENOMEM);
         if (r < 0) {
                 FUZZ_CHECK(e == (JournalEntry *) 0x1 && n == 4242 && boot == (char *) 0x1); /* untouched */
@@ -56,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         /* Round trip: what the writer would write for these entries parses back the same. */
         char *again = serialize(e, n, boot);
-        r = journal_parse(again, strlen(again), &e2, &n2, &boot2, NULL);
+        r = journal_parse(again, strlen(again), &e2, &n2, &boot2, NULL, NULL);
         FUZZ_CHECK(r == 0);
         FUZZ_CHECK(n2 == n);
         FUZZ_CHECK(!boot == !boot2 && (!boot || strcmp(boot, boot2) == 0));
@@ -64,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(strcmp(e[i].path, e2[i].path) == 0);
                 FUZZ_CHECK(e[i].prev_freeze == e2[i].prev_freeze);
                 FUZZ_CHECK(e[i].new_freeze == e2[i].new_freeze);
+                FUZZ_CHECK(e[i].cgroup_id == e2[i].cgroup_id);
         }
 
         journal_entries_free(e2, n2);
