@@ -4398,17 +4398,56 @@ static void manager_save_tracked(Manager *m) {
         json_object_put(root);
 }
 
+/* tracked.json that cannot be used: the message says why, and the file is
+ * kept as tracked.json.broken for a human, since the next save would write
+ * over it (a hand edit's typo lost with the subtrees it named). */
+static void tracked_broken(const char *path, const char *why) {
+        _cleanup_free_ char *broken = NULL;
+
+        if (asprintf(&broken, "%s.broken", path) >= 0 && rename(path, broken) >= 0)
+                log_warning("Cannot read %s: %s; kept as %s, the subtrees it tracked are not tracked again.", path,
+                            why, broken);
+        else
+                log_warning("Cannot read %s: %s; the subtrees it tracked are not tracked again.", path, why);
+}
+
 static void manager_load_tracked(Manager *m) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_close_ int fd = -1;
+        enum json_tokener_error e = json_tokener_success;
         json_object *root, *arr;
+        size_t len = 0;
+        int r;
 
         if (!m->state_dir || asprintf(&path, "%s/tracked.json", m->state_dir) < 0)
                 return;
-        if (access(path, F_OK) < 0)
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+                if (errno != ENOENT)
+                        log_warning_errno(errno, "Cannot read %s, the subtrees it tracked are not tracked again: %m",
+                                          path);
                 return;
-        root = json_object_from_file(path);
+        }
+        r = read_full_fd(fd, 64 * 1024 * 1024, &text, &len);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read %s, the subtrees it tracked are not tracked again: %m", path);
+                return;
+        }
+        if (len == 0) {
+                tracked_broken(path, "it is empty");
+                return;
+        }
+        root = strlen(text) == len ? json_tokener_parse_verbose(text, &e) : NULL;
         if (!root || !json_object_object_get_ex(root, "tracked", &arr) || !json_object_is_type(arr, json_type_array)) {
-                log_warning("Ignoring unreadable %s.", path);
+                _cleanup_free_ char *why = NULL;
+                if (strlen(text) != len)
+                        why = strdup("not JSON: a NUL byte");
+                else if (!root && asprintf(&why, "not JSON: %s",
+                                           e != json_tokener_success ? json_tokener_error_desc(e) : "null") < 0)
+                        why = NULL;
+                else if (root)
+                        why = strdup("no \"tracked\" array in it");
+                tracked_broken(path, why ?: "not JSON");
                 json_object_put(root);
                 return;
         }
