@@ -4314,10 +4314,12 @@ static int mkdir_p(const char *path, mode_t mode) {
  * ends with the process, SIGKILL included: a restart after a crash finds it
  * free.  The file stays: removing it would let a freezerd that opened it just
  * before lock a file that the next one no longer sees. */
-static int lock_dir(const char *dir, const char *what, int held_fd, int *ret_fd) {
+static int lock_dir(const char *dir, const char *what, int held_fd, bool may_be_read_only, bool *ret_read_only,
+                    int *ret_fd) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st, held;
+        bool read_only = false;
         char buf[32];
         int n;
 
@@ -4325,8 +4327,24 @@ static int lock_dir(const char *dir, const char *what, int held_fd, int *ret_fd)
                 return log_error_errno(ENOMEM, "Out of memory.");
         /* 0600: flock() needs no write access, so whoever can open it can hold it. */
         fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EROFS && may_be_read_only) {
+                /* A read-only file system (a read-only /var): nothing can be
+                 * written there, by us or by another freezerd, and what is
+                 * there can still be read.  A lock file made before still
+                 * locks (flock() needs no write access); without one there is
+                 * nothing two of us could overwrite. */
+                read_only = true;
+                fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT) {
+                        *ret_read_only = true;
+                        *ret_fd = -1;
+                        return 0;
+                }
+        }
         if (fd < 0)
                 return log_error_errno(errno, "Cannot open %s: %m", path);
+        if (ret_read_only)
+                *ret_read_only = read_only;
         /* The runtime and state directories may be one: then we hold it already. */
         if (held_fd >= 0 && fstat(fd, &st) == 0 && fstat(held_fd, &held) == 0 && st.st_dev == held.st_dev &&
             st.st_ino == held.st_ino) {
@@ -4339,7 +4357,9 @@ static int lock_dir(const char *dir, const char *what, int held_fd, int *ret_fd)
 
                 if (errno != EWOULDBLOCK)
                         return log_error_errno(errno, "Cannot lock %s: %m", path);
-                k = pread(fd, buf, sizeof buf - 1, 0);
+                /* Read-only, the file holds the PID of whoever could write it
+                 * last, not necessarily the holder's. */
+                k = read_only ? 0 : pread(fd, buf, sizeof buf - 1, 0);
                 if (k > 0) {
                         buf[k] = 0;
                         pid = strtol(buf, NULL, 10);
@@ -4351,7 +4371,9 @@ static int lock_dir(const char *dir, const char *what, int held_fd, int *ret_fd)
         }
         /* The PID is for the message above and for people: the lock is what counts. */
         n = snprintf(buf, sizeof buf, "%d\n", (int) getpid());
-        if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
+        if (read_only)
+                ; /* the PID stays unsaid: the lock is what counts */
+        else if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
                 log_warning_errno(errno, "Cannot write our PID to %s: %m", path);
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -4486,7 +4508,7 @@ int manager_start(Manager *m) {
                 r = mkdir_p(m->runtime_dir, 0755);
                 if (r < 0)
                         return log_error_errno(r, "Cannot create runtime directory %s: %m", m->runtime_dir);
-                r = lock_dir(m->runtime_dir, "runtime directory", -1, &m->runtime_lock_fd);
+                r = lock_dir(m->runtime_dir, "runtime directory", -1, false, NULL, &m->runtime_lock_fd);
                 if (r < 0)
                         return r;
         }
@@ -4494,9 +4516,20 @@ int manager_start(Manager *m) {
                 r = mkdir_p(m->state_dir, 0755);
                 if (r < 0)
                         return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
-                r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, &m->state_lock_fd);
+                /* The state directory only keeps tracked.json: read-only, it
+                 * is read, and freezerd runs, saying that what is tracked from
+                 * now on will not outlive it.  (Before session 33 it did not
+                 * start.)  The runtime directory must be writable: the batch
+                 * journals and the private socket are there. */
+                bool read_only = false;
+                r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, true, &read_only,
+                             &m->state_lock_fd);
                 if (r < 0)
                         return r;
+                if (read_only)
+                        log_warning("State directory %s is on a read-only file system: %s/tracked.json is read, but "
+                                    "subtrees tracked from now on are not kept across a restart.",
+                                    m->state_dir, m->state_dir);
         }
         if (m->runtime_dir) {
                 /* A batch interrupted by a crash is undone before anything is read. */

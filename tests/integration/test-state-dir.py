@@ -1,15 +1,25 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""tracked.json as an operator's machine may leave it.
+"""The state directory (tracked.json) as an operator's machine may leave it.
 
   * tracked.json damaged (cut short by hand, or without its "tracked" array):
     freezerd starts, logs the file and what is wrong with it, and keeps it as
     tracked.json.broken, which a later Track() (that saves tracked.json) leaves
     as it was.  (Before session 33 the log said "Ignoring unreadable FILE." and
-    the next save wrote over it.)"""
+    the next save wrote over it.)
+  * A state directory on a read-only file system (a bind mount made read-only
+    here), with its lock file and tracked.json from before: freezerd starts,
+    says that the directory is read-only, tracks what tracked.json names, and a
+    Track() succeeds (its save fails with a warning naming the directory).  A
+    second freezerd on the same state directory (another runtime directory)
+    still finds it locked (and does not name the PID in the file, which is
+    the start's before, that could write it).  Without a lock file there it starts too.  (Before,
+    freezerd exited 1: "Cannot open DIR/lock: Read-only file system".)"""
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -25,12 +35,20 @@ def tracked(c):
     return sorted(p for p, _o, _s in c.call('ListGroups')[0] if p in ('/a', '/b'))
 
 
+def run_second(bus, sc, runtime_dir, state_dir, config):
+    argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={sc.root}',
+                                  f'--config={config}', f'--runtime-dir={runtime_dir}', f'--state-dir={state_dir}']
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('state-dir') as sc, ft.Bus() as bus:
         for g in ('/a', '/b', '/c'):
             sc.mkdir(g)
         base = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-dir-{os.getpid()}-')
+        mounted = None
         try:
             # ---- tracked.json damaged
             for n, (text, why) in enumerate([('{"tracked": ["/a",\n', 'not JSON: '),
@@ -51,7 +69,47 @@ def test():
                 with open(path) as f:
                     ft.check('"/b"' in f.read(), 'tracked.json saved anew')
 
+            # ---- a read-only state directory
+            state = os.path.join(base, 'ro')
+            os.mkdir(state)
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                d.client.call('Track', '/a')
+            ft.check(os.path.exists(os.path.join(state, 'lock')), 'the lock file made by the first start')
+            subprocess.run(['mount', '--bind', state, state], check=True)
+            mounted = state
+            subprocess.run(['mount', '-o', 'remount,bind,ro', state], check=True)
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                log = d.log()
+                ft.check(f'State directory {state} is on a read-only file system' in log,
+                         'the read-only state directory logged', log)
+                ft.check_equal(tracked(d.client), ['/a'], 'tracked.json read: /a tracked again')
+                d.client.call('Track', '/b')
+                ft.check_equal(tracked(d.client), ['/a', '/b'], 'Track() works')
+                ft.check(re.search(rf'Cannot save tracked subtrees in {re.escape(state)}: Read-only file system',
+                                   d.log()), 'the failed save logged', d.log())
+                other_run = os.path.join(base, 'run2')
+                os.mkdir(other_run)
+                status, out = run_second(bus, sc, other_run, state, d.config_path)
+                ft.check_equal(status, 1, 'a second freezerd on the read-only state directory exits 1')
+                # (Not the PID: the file holds that of the start before, which could write it.)
+                ft.check(f'Another freezerd is running with state directory {state}.' in out,
+                         'it finds the directory locked', out)
+            subprocess.run(['umount', state], check=True)
+            mounted = None
+
+            # ---- read-only, without a lock file
+            state = os.path.join(base, 'ro2')
+            os.mkdir(state)
+            subprocess.run(['mount', '--bind', state, state], check=True)
+            mounted = state
+            subprocess.run(['mount', '-o', 'remount,bind,ro', state], check=True)
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                ft.check_equal(tracked(d.client), [], 'no tracked.json: nothing more tracked')
+            subprocess.run(['umount', state], check=True)
+            mounted = None
         finally:
+            if mounted:
+                subprocess.run(['umount', mounted])
             shutil.rmtree(base, ignore_errors=True)
 
 
