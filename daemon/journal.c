@@ -365,7 +365,7 @@ static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
-                return -EBADMSG;
+                return -EISDIR; /* (or anything else that is no file: said as "not a regular file") */
         r = read_full_fd(fd, 64 * 1024 * 1024, ret, ret_len);
         return r == -EFBIG ? -EBADMSG : r;
 }
@@ -435,18 +435,30 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                 }
                 if (r < 0) {
                         _cleanup_free_ char *broken = NULL;
+                        /* Kept for a human, out of the way of the slot of that
+                         * name: the message says where, or that it could not. */
+                        if (asprintf(&broken, "%s.broken", de->d_name) < 0)
+                                broken = NULL;
+                        int rk = broken && renameat(dirfd(d), de->d_name, dirfd(d), broken) >= 0 ? 0 : -errno;
+                        _cleanup_free_ char *kept = NULL;
+                        if (rk == 0 ? asprintf(&kept, "kept as %s", broken) < 0
+                                   : asprintf(&kept, "left as it is (cannot rename it to %s: %s)",
+                                              broken ?: "*.broken", strerror(-rk)) < 0)
+                                kept = NULL;
                         if (r == -EPROTONOSUPPORT)
                                 log_error("Batch journal %s/%s is in a format other than this freezerd's "
-                                          "(version %d), written by another version of freezerd: kept as "
-                                          "%s.broken, its flags are not restored.",
-                                          dir, de->d_name, JOURNAL_VERSION, de->d_name);
+                                          "(version %d), written by another version of freezerd: %s, its flags "
+                                          "are not restored.",
+                                          dir, de->d_name, JOURNAL_VERSION, kept ?: "kept");
+                        else if (r == -EBADMSG || r == -EISDIR)
+                                log_error("Batch journal %s/%s is damaged (%s): %s, its flags are not restored.",
+                                          dir, de->d_name,
+                                          r == -EISDIR ? "not a regular file"
+                                                       : "not a journal: JSON of another shape, or not JSON",
+                                          kept ?: "kept");
                         else
-                                log_error_errno(r,
-                                                "Cannot read batch journal %s/%s, kept as %s.broken, its flags "
-                                                "are not restored: %m",
-                                                dir, de->d_name, de->d_name);
-                        if (asprintf(&broken, "%s.broken", de->d_name) >= 0)
-                                (void) renameat(dirfd(d), de->d_name, dirfd(d), broken);
+                                log_error_errno(r, "Cannot read batch journal %s/%s, %s, its flags are not restored: %m",
+                                                dir, de->d_name, kept ?: "kept");
                         continue;
                 }
                 if (n_found == cap) {

@@ -16,11 +16,19 @@ that a batch froze a group (prev false, new true) and was interrupted:
   journal-9.json   this boot's id, naming /v, in format version 2 (another
                    freezerd's, before a downgrade)
   journal-0.json   empty: a free slot
+  journal-10.json  a directory, not a file
+  journal-11.json  NUL bytes (a disk's runtime directory after a power loss)
+  journal-12.json  not JSON, where journal-12.json.broken is a directory that
+                   holds a file: it cannot be renamed out of the way
 
 freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
 log that journal-5 is from an earlier boot, that journal-8 was cut short and
 that journal-9 is of another format version, keep journal-9 as
-journal-9.json.broken and remove the five others.  Then a batch
+journal-9.json.broken and remove the five others; log journal-10 as not a
+regular file and journal-11 as damaged (each naming the file), keep them as
+*.broken, and log that journal-12 cannot be renamed and is left as it is
+(before session 33 the three said "Bad message", and "kept as" for
+journal-12, which stayed).  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
 batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
 
@@ -69,6 +77,13 @@ def test():
             open(os.path.join(runtime_dir, 'journal-0.json'), 'w').close()
             with open(os.path.join(runtime_dir, 'journal-9.json'), 'w') as f:
                 json.dump(dict(journal(boot, '/v', 9), version=2), f)
+            os.mkdir(os.path.join(runtime_dir, 'journal-10.json'))
+            with open(os.path.join(runtime_dir, 'journal-11.json'), 'wb') as f:
+                f.write(b'\0' * 4096)
+            with open(os.path.join(runtime_dir, 'journal-12.json'), 'w') as f:
+                f.write('{"version":1,"groups":[{"path":}]}\n')
+            os.mkdir(os.path.join(runtime_dir, 'journal-12.json.broken'))
+            open(os.path.join(runtime_dir, 'journal-12.json.broken', 'x'), 'w').close()
 
             env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
@@ -92,10 +107,20 @@ def test():
                          'written by another version of freezerd' in log and
                          'Recovered interrupted batch 9' not in log,
                          'the journal of another format version logged as such, not recovered', log)
-                ft.check(log.count('.broken') == 1, 'only journal-9 kept as .broken', log)
+                ft.check(f'Batch journal {runtime_dir}/journal-10.json is damaged (not a regular file): kept as '
+                         'journal-10.json.broken' in log, 'the directory logged as not a regular file', log)
+                ft.check(f'Batch journal {runtime_dir}/journal-11.json is damaged (not a journal' in log and
+                         'kept as journal-11.json.broken' in log, 'the NUL bytes logged as damaged', log)
+                ft.check(f'Batch journal {runtime_dir}/journal-12.json is damaged (not a journal' in log and
+                         'left as it is (cannot rename it to journal-12.json.broken: Is a directory)' in log,
+                         'the journal that cannot be renamed logged as left', log)
+                ft.check('Bad message' not in log, 'no "Bad message"', log)
+                ft.check(log.count('.broken') == 4, 'journal-9, 10 and 11 kept as .broken, 12 not', log)
                 ft.check_equal(sc.read_freeze('/v'), 1, 'another format version: nothing restored, /v left frozen')
                 left = sorted(n for n in os.listdir(runtime_dir) if n.startswith('journal-'))
-                ft.check_equal(left, ['journal-9.json.broken'], 'every journal removed but the one kept')
+                ft.check_equal(left, ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json',
+                                      'journal-12.json.broken', 'journal-9.json.broken'],
+                               'every journal removed but those kept, and the one that could not be renamed')
 
                 # A batch of its own records this boot's id.
                 ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
