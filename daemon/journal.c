@@ -65,6 +65,66 @@ const char *journal_boot_id(void) {
         return state > 0 ? id : NULL;
 }
 
+/* A path as a journal holds it.  One of a group freezerd does not follow for
+ * its name (not UTF-8, control characters: odd-groups.h) is no JSON string
+ * (RFC 8259 text is UTF-8): "path" has it escaped as the log shows it, for
+ * people (and for a freezerd before session 33, to which the group is then
+ * gone), and "raw" has its bytes in hex, which journal_parse() prefers. */
+static int journal_format_path(json_object *g, const char *path) {
+        static const char hex[] = "0123456789abcdef";
+        _cleanup_free_ char *shown = NULL, *raw = NULL;
+        size_t len = strlen(path);
+
+        if (cg_name_is_publishable(path)) {
+                json_object_object_add(g, "path", json_object_new_string(path));
+                return 0;
+        }
+        shown = malloc(4 * len + 8);
+        raw = malloc(2 * len + 1);
+        if (!shown || !raw)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                raw[2 * i] = hex[(unsigned char) path[i] >> 4];
+                raw[2 * i + 1] = hex[(unsigned char) path[i] & 15];
+        }
+        raw[2 * len] = 0;
+        json_object_object_add(g, "path", json_object_new_string(cg_escape(path, true, shown, 4 * len + 8)));
+        json_object_object_add(g, "raw", json_object_new_string(raw));
+        return 0;
+}
+
+static int unhexchar(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return -1; /* (upper case is not what journal_format_path() writes) */
+}
+
+/* "raw" back to the path's bytes: -EBADMSG if it is no even run of hex
+ * digits, or the path it holds is not absolute or holds a NUL byte. */
+static int journal_parse_raw(const char *raw, char **ret) {
+        size_t len = strlen(raw);
+        _cleanup_free_ char *p = NULL;
+
+        if (len < 2 || len % 2 != 0)
+                return -EBADMSG;
+        p = malloc(len / 2 + 1);
+        if (!p)
+                return -ENOMEM;
+        for (size_t i = 0; i < len / 2; i++) {
+                int hi = unhexchar(raw[2 * i]), lo = unhexchar(raw[2 * i + 1]);
+                if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                        return -EBADMSG;
+                p[i] = (char) (hi << 4 | lo);
+        }
+        p[len / 2] = 0;
+        if (p[0] != '/')
+                return -EBADMSG;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 /* The journal's text: one JSON object, then a newline. */
 static char *journal_format(uint64_t id, const char *boot_id, const char *cgroup_root, const JournalEntry *entries,
                             size_t n) {
@@ -92,7 +152,11 @@ static char *journal_format(uint64_t id, const char *boot_id, const char *cgroup
                         json_object_put(root);
                         return NULL;
                 }
-                json_object_object_add(g, "path", json_object_new_string(entries[i].path));
+                if (journal_format_path(g, entries[i].path) < 0) {
+                        json_object_put(g);
+                        json_object_put(root);
+                        return NULL;
+                }
                 json_object_object_add(g, "prev", json_object_new_boolean(entries[i].prev_freeze));
                 json_object_object_add(g, "new", json_object_new_boolean(entries[i].new_freeze));
                 if (entries[i].cgroup_id != 0)
@@ -318,20 +382,33 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
-                json_object *g = json_object_array_get_idx(groups, i), *p, *pr, *nw, *cg = NULL;
+                json_object *g = json_object_array_get_idx(groups, i), *p, *pr, *nw, *cg = NULL, *raw = NULL;
                 if (!json_object_is_type(g, json_type_object) || !json_object_object_get_ex(g, "path", &p) ||
                     !json_object_is_type(p, json_type_string) || !json_object_object_get_ex(g, "prev", &pr) ||
                     !json_object_is_type(pr, json_type_boolean) || !json_object_object_get_ex(g, "new", &nw) ||
                     !json_object_is_type(nw, json_type_boolean) || json_object_get_string(p)[0] != '/' ||
                     (json_object_object_get_ex(g, "cgroup", &cg) &&
-                     (!json_object_is_type(cg, json_type_int) || json_object_get_int64(cg) < 0))) {
+                     (!json_object_is_type(cg, json_type_int) || json_object_get_int64(cg) < 0)) ||
+                    (json_object_object_get_ex(g, "raw", &raw) && !json_object_is_type(raw, json_type_string))) {
                         journal_entries_free(entries, i);
                         free(boot_id);
                         free(cgroup_root);
                         json_object_put(root);
                         return -EBADMSG;
                 }
-                entries[i].path = strdup(json_object_get_string(p));
+                if (raw) {
+                        char *path = NULL;
+                        int r = journal_parse_raw(json_object_get_string(raw), &path);
+                        if (r < 0) {
+                                journal_entries_free(entries, i);
+                                free(boot_id);
+                                free(cgroup_root);
+                                json_object_put(root);
+                                return r;
+                        }
+                        entries[i].path = path;
+                } else
+                        entries[i].path = strdup(json_object_get_string(p));
                 if (!entries[i].path) {
                         journal_entries_free(entries, i);
                         free(boot_id);
@@ -368,6 +445,11 @@ static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_
                 return -EISDIR; /* (or anything else that is no file: said as "not a regular file") */
         r = read_full_fd(fd, 64 * 1024 * 1024, ret, ret_len);
         return r == -EFBIG ? -EBADMSG : r;
+}
+
+/* A path for the log: escaped where it is no UTF-8 that can be shown as is. */
+static const char *path_shown(const char *path, char *buf, size_t size) {
+        return cg_escape(path, !cg_name_is_publishable(path), buf, size);
 }
 
 typedef struct Found {
@@ -515,7 +597,9 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                                 unchanged++;
                         else if (r < 0) {
                                 failed++;
-                                log_error_errno(r, "Cannot restore %s to freeze=%d: %m", f->entries[k - 1].path,
+                                char esc[1024];
+                                log_error_errno(r, "Cannot restore %s to freeze=%d: %m",
+                                                path_shown(f->entries[k - 1].path, esc, sizeof esc),
                                                 f->entries[k - 1].prev_freeze);
                         } else
                                 restored++;
@@ -523,10 +607,12 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                 log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
                            "%u had it already (not written before the stop), %u gone, %u failed.",
                            f->id, restored, restored == 1 ? "" : "s", unchanged, gone, failed);
+                char esc[1024];
                 if (replaced > 0)
                         log_notice("Of batch %" PRIu64 "'s gone groups, %u (%s%s) %s removed and made again since "
                                    "the stop: a new group of that name is left as it is.",
-                                   f->id, replaced, first_replaced, replaced > 1 ? ", ..." : "",
+                                   f->id, replaced, path_shown(first_replaced, esc, sizeof esc),
+                                   replaced > 1 ? ", ..." : "",
                                    replaced > 1 ? "were" : "was");
                 (void) unlinkat(dirfd(d), f->name, 0);
                 recovered++;

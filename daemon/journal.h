@@ -28,7 +28,8 @@
 #include <stdint.h>
 
 typedef struct JournalEntry {
-        const char *path; /* API path */
+        const char *path; /* API path; its bytes as they are for a group not followed for its name
+                           * (odd-groups.h), which the journal holds in hex ("raw") */
         bool prev_freeze;
         bool new_freeze;
         /* The kernel's cgroup id of the group (0: unknown, not recorded): a

@@ -535,17 +535,74 @@ static void batch_reply_free(BatchReply *b) {
         free(b);
 }
 
+/* The batch journal (journal.h) of the flags of odd about to be cleared, as a
+ * batch's: a crash in the middle of their writes must not leave some of them
+ * cleared, the others not (the restart writes back the ones cleared, as a
+ * failed write does).  Returns 1 and the slot if it made one, 0 if nothing
+ * is to be written (or freezerd keeps no journals), or -errno. */
+static int odd_groups_journal(Manager *m, OddGroups *odd, unsigned *ret_slot) {
+        _cleanup_free_ JournalEntry *entries = NULL;
+        _cleanup_free_ char **paths = NULL;
+        size_t k = 0;
+        int r;
+
+        if (!m->journal)
+                return 0;
+        r = odd_groups_read(m->root_fd, odd);
+        if (r < 0)
+                return r;
+        entries = calloc(odd->n, sizeof *entries);
+        paths = calloc(odd->n, sizeof *paths);
+        if (!entries || !paths)
+                return -ENOMEM;
+        for (size_t i = 0; i < odd->n; i++) {
+                if (odd->items[i].skip || odd->items[i].id == 0 || !odd->items[i].prev)
+                        continue; /* left alone (check_access_odd()), gone, or nothing to clear */
+                if (asprintf(&paths[k], "/%s", odd->items[i].rel) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                entries[k] = (JournalEntry) {
+                        .path = paths[k],
+                        .prev_freeze = true,
+                        .new_freeze = false,
+                        .cgroup_id = odd->items[i].id,
+                };
+                k++;
+        }
+        if (r >= 0 && k > 0)
+                r = journal_begin(m->journal, ++m->journal_seq, journal_boot_id(), entries, k, ret_slot);
+        for (size_t i = 0; i < k; i++)
+                free(paths[i]);
+        return r < 0 ? r : k > 0;
+}
+
 /* Clear the flags of b->odd, bottom-up.  On a failure the ones written are
  * written back, and the error names the group. */
 static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
         size_t failed = 0;
-        int r;
+        unsigned slot = 0;
+        int r, journaled;
 
         if (b->odd.n == 0)
                 return 0;
-        r = odd_groups_write(m->root_fd, &b->odd, false, &failed);
-        if (r < 0) {
+        journaled = odd_groups_journal(m, &b->odd, &slot);
+        if (journaled < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                         "The flags of the groups freezerd follows are written, but the journal of "
+                                         "the groups below that it does not follow for their names cannot be "
+                                         "recorded in %s: %s; their flags are left as they were",
+                                         m->runtime_dir, strerror(-journaled));
+        r = odd_groups_write(m->root_fd, &b->odd, false, m->test_write_delay_usec, &failed);
+        if (r < 0)
                 odd_groups_restore(m->root_fd, &b->odd);
+        if (journaled > 0) {
+                int k = journal_end(m->journal, slot);
+                if (k < 0)
+                        log_warning_errno(k, "Cannot empty batch journal %s, removed it instead: %m",
+                                          journal_slot_path(m->journal, slot));
+        }
+        if (r < 0) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "The flags of the groups freezerd follows are written, but %s, which it "
                                          "does not follow, cannot be thawed: %s; the flags of the groups freezerd "

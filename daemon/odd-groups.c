@@ -212,7 +212,41 @@ static int open_file(int root_fd, const OddGroup *g, const char *file, int flags
         return cg_openat_beneath(root_fd, p, flags, 0);
 }
 
-int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed) {
+int odd_groups_read(int root_fd, OddGroups *o) {
+        for (size_t i = 0; i < o->n; i++) {
+                OddGroup *g = &o->items[i];
+                _cleanup_close_ int dirfd = cg_openat_beneath(root_fd, g->rel, O_PATH | O_DIRECTORY, 0), fd = -1;
+                char buf[16];
+                ssize_t n;
+                int r;
+
+                g->id = 0;
+                g->prev = false;
+                if (dirfd == -ENOENT || dirfd == -ENODEV)
+                        continue; /* removed since it was listed */
+                if (dirfd < 0)
+                        return dirfd;
+                r = cg_dir_id(dirfd, NULL, &g->id);
+                if (r >= 0) {
+                        fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC);
+                        r = fd < 0 ? -errno : 0;
+                }
+                if (r >= 0) {
+                        n = cg_read_fd(fd, buf, sizeof buf);
+                        r = n < 0 ? (int) n : cg_parse_freeze(buf, (size_t) n, &g->prev);
+                }
+                if (r == -ENOENT || r == -ENODEV) {
+                        g->id = 0;
+                        g->prev = false;
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int odd_groups_write(int root_fd, OddGroups *o, bool v, uint64_t delay_usec, size_t *ret_failed) {
         for (size_t i = 0; i < o->n; i++) {
                 OddGroup *g = &o->items[i];
                 _cleanup_close_ int fd = -1;
@@ -247,6 +281,8 @@ int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed) {
                         return -errno;
                 }
                 g->wrote = true;
+                if (delay_usec > 0)
+                        (void) usleep((useconds_t) delay_usec);
         }
         return 0;
 }

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct OddGroup {
@@ -26,6 +27,7 @@ typedef struct OddGroup {
         bool wrote;  /* odd_groups_write() changed it */
         bool skip;   /* left alone by odd_groups_write(): its flag had the value already when the
                       * caller, who may not change it, was checked (check_access_odd()) */
+        uint64_t id; /* its cgroup id, from odd_groups_read(); 0 if it was gone */
 } OddGroup;
 
 typedef struct OddGroups {
@@ -64,15 +66,21 @@ int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *
 int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, void *userdata, OddGroups *o,
                        char **ret_where);
 
+/* Read each group's flag into prev and its cgroup id into id, for the
+ * batch journal (journal.h) that goes before odd_groups_write(): 0, or
+ * -errno of the first group that cannot be read (a group removed meanwhile is
+ * none: its id is 0). */
+int odd_groups_read(int root_fd, OddGroups *o);
+
 /* Write v to the cgroup.freeze of each group of o whose flag differs (but
  * those marked skip), in o's order, noting what each had.  On the first failure returns -errno with
  * *ret_failed its index (the ones before it are written; a group removed
- * meanwhile is no failure: -ENOENT is skipped). */
-int odd_groups_write(int root_fd, OddGroups *o, bool v, size_t *ret_failed);
+ * meanwhile is no failure: -ENOENT is skipped).  delay_usec: a pause after
+ * each write, for crash tests (FREEZERD_TEST_WRITE_DELAY_USEC), else 0. */
+int odd_groups_write(int root_fd, OddGroups *o, bool v, uint64_t delay_usec, size_t *ret_failed);
 
 /* Write back what odd_groups_write() changed, newest first. */
 void odd_groups_restore(int root_fd, OddGroups *o);
-
 
 /* The owner (st_uid) of the group's cgroup.freeze, for the access check
  * (access.h), as manager_freeze_owner() finds it for a group of the model. */

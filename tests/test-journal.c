@@ -237,6 +237,42 @@ static void test_slots_and_recover(void) {
                 CHECK(rmdir(dir) == 0);
         }
 
+        /* A path that is no UTF-8 JSON can carry (a group freezerd does not
+         * follow for its name): escaped in "path", its bytes in "raw", read
+         * back as they were. */
+        {
+                JournalEntry c[] = {
+                        { .path = "/p/bad\xff/in", .prev_freeze = true, .new_freeze = false, .cgroup_id = 9 },
+                        { .path = "/p/ctl\x01", .prev_freeze = true, .new_freeze = false },
+                        { .path = "/p/caf\xc3\xa9", .prev_freeze = false, .new_freeze = true },
+                };
+                _cleanup_free_ char *slot = slot_file(dir, 0), *text = NULL;
+                JournalEntry *e = NULL;
+                size_t n = 0, len = 0;
+
+                CHECK(mkdir(dir, 0700) == 0);
+                CHECK(journal_new(dir, NULL, &j) == 0);
+                CHECK(journal_begin(j, 31, "boot-1", c, ELEMENTSOF(c), &s0) == 0);
+                {
+                        _cleanup_close_ int fd = open(slot, O_RDONLY | O_CLOEXEC);
+                        CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &text, &len) >= 0);
+                }
+                /* ASCII but for the UTF-8 name, which stays as it is. */
+                CHECK(strstr(text, "\"path\":\"/p/bad\\\\xff/in\",\"raw\":\"2f702f626164ff2f696e\""));
+                CHECK(strstr(text, "\"path\":\"/p/ctl\\\\x01\",\"raw\":\"2f702f63746c01\""));
+                CHECK(strstr(text, "\"path\":\"/p/caf\xc3\xa9\",\"prev\""));
+                CHECK(journal_parse(text, len, &e, &n, NULL, NULL, NULL) == 0);
+                CHECK(n == 3 && streq(e[0].path, c[0].path) && streq(e[1].path, c[1].path) &&
+                      streq(e[2].path, c[2].path) && e[0].cgroup_id == 9);
+                journal_entries_free(e, n);
+                j = journal_free(j);
+                n_restored = 0;
+                CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 1);
+                CHECK(n_restored == 3 && streq(restored[2].path, "/p/bad\xff/in") && streq(restored[1].path, "/p/ctl\x01"));
+                CHECK(dir_empty(dir));
+                CHECK(rmdir(dir) == 0);
+        }
+
         /* A missing directory is not an error. */
         CHECK(journal_recover("/nonexistent/freezerd", "boot-1", NULL, restore, NULL, &max_id) == 0);
 }
@@ -293,6 +329,13 @@ static void test_parse(void) {
                 "{\"version\":1,\"root\":\"sys/fs/cgroup\",\"groups\":[]}",
                 "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false,\"cgroup\":-3}]}",
                 "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"prev\":true,\"new\":false,\"cgroup\":\"3\"}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":5,\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"2f7\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"2f7g\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"2F78\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"78\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"2f0078\",\"prev\":true,\"new\":false}]}",
+                "{\"version\":1,\"groups\":[{\"path\":\"/x\",\"raw\":\"\",\"prev\":true,\"new\":false}]}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 CHECK(journal_parse(bad[i], strlen(bad[i]), &e, &n, NULL, NULL, NULL) == -EBADMSG);

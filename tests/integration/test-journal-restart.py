@@ -19,8 +19,16 @@ ApplyBatch with ROLLBACK_ON_TIMEOUT: its journal is left for the next start.
     (another cgroup id): the restart must leave it running, count it gone and
     log that it was made again.  (Before, the restart froze the new /y.)
   * A journal whose groups were removed for good: counted gone, nothing else
-    written, freezerd starts."""
+    written, freezerd starts.
+  * Groups freezerd does not follow for their names (odd-groups.h): a Thaw
+    RECURSIVE of /p clears the flags of /p/bad\\xff, /p/bad\\xff/in and
+    /p/ctl\\x01 (each frozen by its own flag) after its own; killed after the
+    first of those writes, the restart writes it back: all three frozen again,
+    as a failed write leaves them, /p thawed (its own journal was over).  The
+    journal holds their paths escaped and in hex ("raw").  (Before session 33
+    they were in no journal: the restart left one thawed, two frozen.)"""
 
+import json
 import os
 import re
 import shutil
@@ -31,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 LONG_USEC = 120 * 1000000
+ODD = [b'bad\xff/in', b'bad\xff', b'ctl\x01']
 # Long enough for the kill to land inside the pause after the first write.
 DELAY = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(30 * 1000000)}
 
@@ -38,6 +47,8 @@ DELAY = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(30 * 1000000)}
 def kill_after_first_write(d, sc, runtime_dir, items, path, value):
     """ApplyBatch(items, ROLLBACK) on d; SIGKILL d once path's flag is value (the batch's
     first write landed) and its journal is there.  Returns the journal."""
+    ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
+    ft.loop().watch(sc.abspath(path, 'cgroup.freeze'), ft.Inotify.IN_MODIFY)
     d.client.call_async('ApplyBatch', items, 'auto', LONG_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
     ft.wait_for(lambda: sc.read_freeze(path) == value and ft.live_journals(runtime_dir), timeout=30,
                 what=f'the batch to write {path} with its journal in place')
@@ -46,6 +57,16 @@ def kill_after_first_write(d, sc, runtime_dir, items, path, value):
     names = ft.live_journals(runtime_dir)
     ft.check_equal(len(names), 1, 'one journal left by the kill')
     return ft.read_journal(runtime_dir, names[0])
+
+
+def read_flag(d):
+    with open(d + b'/cgroup.freeze') as f:
+        return int(f.read())
+
+
+def write_flag(d, v):
+    with open(d + b'/cgroup.freeze', 'w') as f:
+        f.write(str(v))
 
 
 def recovered(log):
@@ -108,6 +129,52 @@ def test():
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
                 ft.check_equal(recovered(d.log()), [(str(j['id']), '0', '0', '1', '0')], '/z counted gone')
                 ft.check_equal(ft.live_journals(runtime_dir), [], 'the journal gone')
+
+            # ---- groups not followed for their names
+            sc.mkdir('/p')
+            p = os.fsencode(sc.abspath('/p'))
+            for name in ODD[::-1]:
+                os.makedirs(p + b'/' + name, exist_ok=True)
+            sleeper = ft.subprocess.Popen(['sleep', '1000'])
+            sc.procs.append(sleeper)
+            with open(p + b'/' + ODD[0] + b'/cgroup.procs', 'w') as f:
+                f.write(str(sleeper.pid))
+            for name in ODD:
+                write_flag(p + b'/' + name, 1)
+            sc.write_freeze('/p', 1)
+            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(sleeper.pid)), what='the sleeper of /p/bad\\xff/in to freeze')
+            # The pause is shorter here: /p's own write pauses too, before the odd ones.
+            env = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(3 * 1000000)}
+            for name in ODD:
+                ft.loop().watch(p + b'/' + name + b'/cgroup.freeze', ft.Inotify.IN_MODIFY)
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
+                call = d.client.call_async('Thaw', '/p', LONG_USEC, ft.FLAG_RECURSIVE)
+                # (In the order of the directory's listing, each after the groups below it.)
+                ft.wait_for(lambda: sorted(read_flag(p + b'/' + n) for n in ODD) == [0, 1, 1] or call.done(),
+                            timeout=30, what='the first odd group thawed')
+                ft.check(not call.done(), 'the call waits in the pause after the first odd write',
+                         call.result() if call.done() else None)
+                d.sigkill()
+                d.wait_dead()
+            names = ft.live_journals(runtime_dir)
+            ft.check_equal(len(names), 1, 'the journal of the odd groups left by the kill')
+            with open(os.path.join(runtime_dir, names[0]), 'rb') as f:
+                j = json.loads(f.read())
+            ft.check_equal(sorted((g['path'], bytes.fromhex(g.get('raw', '')), g['prev'], g['new'])
+                                  for g in j['groups']),
+                           [('/p/bad\\xff', b'/p/' + ODD[1], True, False),
+                            ('/p/bad\\xff/in', b'/p/' + ODD[0], True, False),
+                            ('/p/ctl\\x01', b'/p/' + ODD[2], True, False)],
+                           'the journal holds the three, escaped and in hex')
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                ft.check_equal([read_flag(p + b'/' + n) for n in ODD], [1, 1, 1],
+                               'the odd groups all frozen again, as before the call')
+                ft.check_equal(sc.read_freeze('/p'), 0, '/p stays thawed')
+                ft.check_equal(recovered(d.log()), [(str(j['id']), '1', '2', '0', '0')],
+                               'one odd group restored, two had their flag')
+                ft.check_equal(ft.live_journals(runtime_dir), [], 'the journal gone')
+            for name in ODD:
+                write_flag(p + b'/' + name, 0)
         finally:
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
