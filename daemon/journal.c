@@ -433,7 +433,9 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
 }
 
 static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_NONBLOCK: a FIFO of that name must not hold up the start (it is
+         * no regular file, said so below); a file's reads ignore it. */
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
         int r;
 

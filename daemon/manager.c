@@ -4438,16 +4438,22 @@ static void manager_load_tracked(Manager *m) {
         _cleanup_close_ int fd = -1;
         enum json_tokener_error e = json_tokener_success;
         json_object *root, *arr;
+        struct stat st;
         size_t len = 0;
         int r;
 
         if (!m->state_dir || asprintf(&path, "%s/tracked.json", m->state_dir) < 0)
                 return;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_NONBLOCK: a FIFO of that name must not hold up the start. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) {
                 if (errno != ENOENT)
                         log_warning_errno(errno, "Cannot read %s, the subtrees it tracked are not tracked again: %m",
                                           path);
+                return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                tracked_broken(path, "not a regular file");
                 return;
         }
         r = read_full_fd(fd, 64 * 1024 * 1024, &text, &len);

@@ -17,6 +17,7 @@ that a batch froze a group (prev false, new true) and was interrupted:
                    freezerd's, before a downgrade)
   journal-0.json   empty: a free slot
   journal-10.json  a directory, not a file
+  journal-13.json  a FIFO (no writer: an open() that waits for one would hang)
   journal-11.json  NUL bytes (a disk's runtime directory after a power loss)
   journal-12.json  not JSON, where journal-12.json.broken is a directory that
                    holds a file: it cannot be renamed out of the way
@@ -24,11 +25,11 @@ that a batch froze a group (prev false, new true) and was interrupted:
 freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
 log that journal-5 is from an earlier boot, that journal-8 was cut short and
 that journal-9 is of another format version, keep journal-9 as
-journal-9.json.broken and remove the five others; log journal-10 as not a
+journal-9.json.broken and remove the five others; log journal-10 and journal-13 as not a
 regular file and journal-11 as damaged (each naming the file), keep them as
 *.broken, and log that journal-12 cannot be renamed and is left as it is
 (before session 33 the three said "Bad message", and "kept as" for
-journal-12, which stayed).  Then a batch
+journal-12, which stayed; journal-13 held up the start for good).  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
 batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
 
@@ -78,6 +79,7 @@ def test():
             with open(os.path.join(runtime_dir, 'journal-9.json'), 'w') as f:
                 json.dump(dict(journal(boot, '/v', 9), version=2), f)
             os.mkdir(os.path.join(runtime_dir, 'journal-10.json'))
+            os.mkfifo(os.path.join(runtime_dir, 'journal-13.json'))
             with open(os.path.join(runtime_dir, 'journal-11.json'), 'wb') as f:
                 f.write(b'\0' * 4096)
             with open(os.path.join(runtime_dir, 'journal-12.json'), 'w') as f:
@@ -114,12 +116,14 @@ def test():
                 ft.check(f'Batch journal {runtime_dir}/journal-12.json is damaged (not a journal' in log and
                          'left as it is (cannot rename it to journal-12.json.broken: Is a directory)' in log,
                          'the journal that cannot be renamed logged as left', log)
+                ft.check(f'Batch journal {runtime_dir}/journal-13.json is damaged (not a regular file): kept as '
+                         'journal-13.json.broken' in log, 'the FIFO logged as not a regular file', log)
                 ft.check('Bad message' not in log, 'no "Bad message"', log)
-                ft.check(log.count('.broken') == 4, 'journal-9, 10 and 11 kept as .broken, 12 not', log)
+                ft.check(log.count('.broken') == 5, 'journal-9, 10, 11 and 13 kept as .broken, 12 not', log)
                 ft.check_equal(sc.read_freeze('/v'), 1, 'another format version: nothing restored, /v left frozen')
                 left = sorted(n for n in os.listdir(runtime_dir) if n.startswith('journal-'))
                 ft.check_equal(left, ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json',
-                                      'journal-12.json.broken', 'journal-9.json.broken'],
+                                      'journal-12.json.broken', 'journal-13.json.broken', 'journal-9.json.broken'],
                                'every journal removed but those kept, and the one that could not be renamed')
 
                 # A batch of its own records this boot's id.

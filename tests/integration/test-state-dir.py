@@ -6,7 +6,8 @@
     freezerd starts, logs the file and what is wrong with it, and keeps it as
     tracked.json.broken, which a later Track() (that saves tracked.json) leaves
     as it was.  (Before session 33 the log said "Ignoring unreadable FILE." and
-    the next save wrote over it.)
+    the next save wrote over it.)  A FIFO of that name (no writer) is said to
+    be no regular file: it held up the start for good.
   * A state directory on a read-only file system (a bind mount made read-only
     here), with its lock file and tracked.json from before: freezerd starts,
     says that the directory is read-only, tracks what tracked.json names, and a
@@ -68,6 +69,16 @@ def test():
                     ft.check_equal(f.read(), text, 'the damaged file kept as it was')
                 with open(path) as f:
                     ft.check('"/b"' in f.read(), 'tracked.json saved anew')
+
+            # ---- a FIFO: the start must not wait for a writer
+            state = os.path.join(base, 'fifo')
+            os.mkdir(state)
+            path = os.path.join(state, 'tracked.json')
+            os.mkfifo(path)
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state, ready_timeout=30) as d:
+                log = d.log()
+                ft.check(f'Cannot read {path}: not a regular file; kept as {path}.broken' in log,
+                         'the FIFO named as not a regular file', log)
 
             # ---- a read-only state directory
             state = os.path.join(base, 'ro')
