@@ -21,7 +21,10 @@
  * earlier boot is removed unread.  A journal found at start-up belongs to a
  * batch that a crash interrupted: every group in it that still exists gets
  * its previous flag back, newest journal (by the id it records) first, each
- * journal's groups in reverse order. */
+ * journal's groups in reverse order.  It records the cgroup root and each
+ * group's cgroup id: a restart with another --cgroup-root restores the groups
+ * below the recorded one, and a group removed and made again since is
+ * another, left alone. */
 
 #include <stdbool.h>
 #include <stddef.h>
