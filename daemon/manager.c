@@ -4397,6 +4397,8 @@ static void manager_save_tracked(Manager *m) {
                 return;
         }
         json_object_object_add(root, "tracked", arr);
+        /* What the paths are relative to: see manager_load_tracked(). */
+        json_object_object_add(root, "root", json_object_new_string(m->cgroup_root));
         for (size_t i = 0; i < m->n_track_roots; i++) {
                 bool configured = false;
                 for (char **p = m->config.track; p && *p; p++)
@@ -4431,6 +4433,26 @@ static void tracked_broken(const char *path, const char *why) {
                             why, broken);
         else
                 log_warning("Cannot read %s: %s; the subtrees it tracked are not tracked again.", path, why);
+}
+
+/* The API path below new_root of the group at path below old_root (absolute
+ * directories, as realpath() makes them): 1 and *ret, or 0 if it is not
+ * below new_root. */
+static int tracked_path_moved(const char *old_root, const char *path, const char *new_root, char **ret) {
+        _cleanup_free_ char *abs = NULL;
+        size_t n = strlen(new_root);
+        const char *rest;
+
+        if (asprintf(&abs, "%s%s", old_root, streq(path, "/") ? "" : path) < 0)
+                return -ENOMEM;
+        if (streq(new_root, "/"))
+                rest = abs;
+        else if (strncmp(abs, new_root, n) == 0 && (abs[n] == '/' || abs[n] == 0))
+                rest = abs + n;
+        else
+                return 0;
+        *ret = strdup(rest[0] ? rest : "/");
+        return *ret ? 1 : -ENOMEM;
 }
 
 static void manager_load_tracked(Manager *m) {
@@ -4479,25 +4501,50 @@ static void manager_load_tracked(Manager *m) {
                 json_object_put(root);
                 return;
         }
+        /* Saved by a freezerd with another --cgroup-root (none said before
+         * session 33: taken as ours), its paths are below that root: the same
+         * paths below ours are other groups.  Each is tracked where it is below
+         * ours, if it is. */
+        json_object *saved_root = NULL;
+        const char *old_root = NULL;
+        if (json_object_object_get_ex(root, "root", &saved_root) && json_object_is_type(saved_root, json_type_string) &&
+            json_object_get_string(saved_root)[0] == '/' && !streq(json_object_get_string(saved_root), m->cgroup_root)) {
+                old_root = json_object_get_string(saved_root);
+                log_notice("%s was saved by a freezerd with cgroup root %s (now %s): its subtrees are tracked where "
+                           "they are below %s.",
+                           path, old_root, m->cgroup_root, m->cgroup_root);
+        }
         for (size_t i = 0; i < json_object_array_length(arr); i++) {
                 json_object *v = json_object_array_get_idx(arr, i);
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                _cleanup_free_ char *moved = NULL;
+                const char *p;
                 if (!json_object_is_type(v, json_type_string))
                         continue;
-                if (manager_track(m, json_object_get_string(v), NULL, &error) >= 0)
+                p = json_object_get_string(v);
+                if (old_root) {
+                        r = tracked_path_moved(old_root, p, m->cgroup_root, &moved);
+                        if (r == 0)
+                                log_notice("%s, tracked before the restart below cgroup root %s, is not below %s: "
+                                           "not tracked.",
+                                           p, old_root, m->cgroup_root);
+                        if (r <= 0)
+                                continue;
+                        p = moved;
+                }
+                if (manager_track(m, p, NULL, &error) >= 0)
                         continue;
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
-                        log_warning("Cannot track %s again, tracked before the restart: %s",
-                                    json_object_get_string(v), error.message);
+                        log_warning("Cannot track %s again, tracked before the restart: %s", p, error.message);
                         continue;
                 }
                 /* As a configured entry made later, and as a tracked subtree
                  * removed while freezerd runs: it waits (manager_track_pending()). */
                 _cleanup_free_ char *norm = NULL;
                 sd_bus_error_free(&error);
-                if (normalize_path(json_object_get_string(v), &norm, &error) < 0 || track_root_add(m, norm) < 0)
+                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm) < 0)
                         log_warning("Cannot keep %s, tracked before the restart, waiting to be made: out of memory.",
-                                    json_object_get_string(v));
+                                    p);
                 else
                         log_notice("%s, tracked before the restart, does not exist now: it is tracked again once "
                                    "it is made.", norm);

@@ -134,8 +134,8 @@ def test():
                     ft.check_equal(obj, ft.group_object('/u'), 'Track("/u") returns its object')
                     call(c, 'Freeze', '/u/k', LONG_USEC, 0)
                     with open(tracked_json) as f:
-                        ft.check_equal(json.load(f), {'tracked': ['/u']},
-                                       f'{tracked_json} lists /u (not the configured /t)')
+                        ft.check_equal(json.load(f), {'tracked': ['/u'], 'root': sc.root},
+                                       f'{tracked_json} lists /u (not the configured /t), and the cgroup root')
                     want_kernel = {'/t': (0, 0), '/t/a': (1, 1), '/t/a/x': (0, 1), '/t/a/y': (1, 1), '/t/b': (0, 0),
                                    '/t/b/z': (1, 1), '/t/e': (1, 1), '/t/s': (1, 0), '/t/r': (0, 0), '/u': (0, 0),
                                    '/u/k': (1, 1), '/v': (0, 0), '/v/w': (0, 0)}
@@ -197,7 +197,8 @@ def test():
                     # ---- restart 3: Untrack("/u") persists too
                     call(c, 'Untrack', '/u')
                     with open(tracked_json) as f:
-                        ft.check_equal(json.load(f), {'tracked': []}, f'after Untrack("/u") {tracked_json} lists none')
+                        ft.check_equal(json.load(f), {'tracked': [], 'root': sc.root},
+                                       f'after Untrack("/u") {tracked_json} lists none')
                     ft.check_equal(sorted(p for p, _o, _s in call(c, 'ListGroups')[0]), sorted(['/'] + T_GROUPS),
                                    'after Untrack("/u") only /t is tracked')
                 fig.faults['SIGTERM'] += 1

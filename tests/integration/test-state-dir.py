@@ -8,6 +8,13 @@
     as it was.  (Before session 33 the log said "Ignoring unreadable FILE." and
     the next save wrote over it.)  A FIFO of that name (no writer) is said to
     be no regular file: it held up the start for good.
+  * Another --cgroup-root: tracked.json saved by a freezerd over ROOT/sub,
+    tracking its /x (ROOT/sub/x); the next one runs over ROOT, where /x is
+    ROOT/x, another group.  It must track /sub/x (the same group), not /x, and
+    say so; and back over ROOT/sub with a tracked.json saved over ROOT naming
+    /a (outside ROOT/sub) and /sub/x, it tracks /x and says /a is not below
+    its root.  (Before session 33 tracked.json held the paths alone: ROOT/x was
+    tracked, ROOT/sub/x not.)
   * A state directory on a read-only file system (a bind mount made read-only
     here), with its lock file and tracked.json from before: freezerd starts,
     says that the directory is read-only, tracks what tracked.json names, and a
@@ -79,6 +86,27 @@ def test():
                 log = d.log()
                 ft.check(f'Cannot read {path}: not a regular file; kept as {path}.broken' in log,
                          'the FIFO named as not a regular file', log)
+
+            # ---- another --cgroup-root
+            for g in ('/sub/x', '/sub/c', '/x'):
+                sc.mkdir(g)
+            sub = sc.abspath('/sub')
+            state = os.path.join(base, 'moved')
+            os.mkdir(state)
+            with ft.Daemon(bus, sub, config=CONFIG, state_dir=state) as d:
+                d.client.call('Track', '/x')
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                groups = [p for p, _o, _s in d.client.call('ListGroups')[0]]
+                ft.check('/sub/x' in groups and '/x' not in groups, 'over ROOT: /sub/x tracked, /x not', groups)
+                log = d.log()
+                ft.check(f'{state}/tracked.json was saved by a freezerd with cgroup root {sub} (now {sc.root})' in log,
+                         'the other cgroup root logged', log)
+                d.client.call('Track', '/a')  # saved: over ROOT now, /a and /sub/x
+            with ft.Daemon(bus, sub, config=CONFIG, state_dir=state) as d:
+                groups = [p for p, _o, _s in d.client.call('ListGroups')[0]]
+                ft.check('/x' in groups and '/a' not in groups, 'back over ROOT/sub: /x tracked, /a not', groups)
+                ft.check(f'/a, tracked before the restart below cgroup root {sc.root}, is not below {sub}: not tracked'
+                         in d.log(), '/a logged as not below the root', d.log())
 
             # ---- a read-only state directory
             state = os.path.join(base, 'ro')
