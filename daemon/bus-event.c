@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bus-errors.h"
@@ -21,6 +23,8 @@ struct BusEvent {
         bool broken; /* a peer's connection failed: idle from then on */
         int fd, out_fd; /* a peer's socket and sd-bus's output fd, -1 when not known */
         bool deaf;      /* out_fd points at /dev/null: the peer closed its end */
+        bool held;      /* fd points at a socket that never ends: see peer_check_hangup() */
+        unsigned held_calls; /* the peer's calls whose replies are deferred (bus_event_call_held()) */
 };
 
 /* How long a dispatch goes on before it looks for a stop request. */
@@ -41,6 +45,62 @@ static bool stop_requested(void) {
         return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
 }
 
+/* The io event goes: libevent's epoll watches a file by the fd's number and
+ * the file it had when added, so one that stayed added while dup3() put
+ * another file at that number would go on reporting the old one. */
+static void io_drop(BusEvent *be) {
+        if (be->io)
+                event_del(be->io); /* freed by the next bus_event_prepare(), not in its callback */
+        be->io_armed = false;
+}
+
+/* Let sd-bus read the peer's socket again (it was held: see below). */
+static void peer_release(BusEvent *be) {
+        io_drop(be);
+        if (dup3(be->out_fd, be->fd, O_CLOEXEC) < 0) {
+                /* fd still never ends: without the end of its input sd-bus
+                 * would keep the connection as long as freezerd runs. */
+                log_warning_errno(errno, "Cannot give a private connection its socket back, closing it: %m");
+                be->broken = true;
+                evtimer_del(be->timer);
+                return;
+        }
+        be->held = false;
+        log_debug("A private connection that shut its sending side has its replies: closing it.");
+}
+
+/* A peer that shut its sending side (shutdown(SHUT_WR)) and reads its
+ * replies: sd-bus ends the connection as soon as it reads the end of the
+ * input, with the replies still queued and those of the calls that wait (a
+ * Freeze waiting for the kernel) never sent.  So once everything the peer
+ * sent is read (FIONREAD 0) while some of its replies are still to come or to
+ * be written, sd-bus's input fd is pointed at a socket that is never readable
+ * and never ends, and given back (peer_release()) when none is left
+ * (bus_event_prepare()): sd-bus then reads the end and closes.  A peer that
+ * never reads is held as long as one that does not shut down: until its
+ * calls ended (at their timeouts) and their replies were written. */
+static void peer_hold(BusEvent *be) {
+        int n = 0, never;
+
+        if (be->held_calls == 0 && !bus_output_pending(be->bus))
+                return;
+        if (ioctl(be->fd, FIONREAD, &n) < 0 || n > 0)
+                return; /* calls still to read: read on */
+        never = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); /* unbound: nothing comes */
+        if (never < 0) {
+                log_debug_errno(errno, "Cannot hold a private connection that shut its sending side: %m");
+                return; /* as before: sd-bus reads the end and closes */
+        }
+        io_drop(be);
+        if (dup3(never, be->fd, O_CLOEXEC) < 0)
+                log_debug_errno(errno, "Cannot hold a private connection that shut its sending side: %m");
+        else {
+                be->held = true;
+                log_debug("A private connection shut its sending side: holding it until its replies are sent.");
+        }
+        close(never);
+}
+
 /* A client that sends calls without waiting for their replies and then
  * closes its socket: what it sent is still there to read, but the first reply
  * freezerd writes fails (EPIPE), and sd-bus drops the connection with the
@@ -48,17 +108,29 @@ static bool stop_requested(void) {
  * As dbus-broker does when its output hangs up, freezerd then stops writing
  * and reads on: the output goes to /dev/null, and sd-bus ends the connection
  * when it reads the end of the input.  POLLHUP: the peer shut both ways (a
- * peer that shut only its sending side still reads its replies).  Looked at
- * before each message: a peer that closes while freezerd answers one loses
- * the rest as before. */
+ * peer that shut only its sending side still reads its replies:
+ * peer_hold()).  Looked at before each message: a peer that closes while
+ * freezerd answers one loses the rest as before. */
 static void peer_check_hangup(BusEvent *be) {
-        struct pollfd p = { .fd = be->fd };
+        struct pollfd p = { .events = POLLRDHUP };
         int null;
 
         if (be->deaf || be->fd < 0 || be->out_fd < 0)
                 return;
-        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLHUP))
+        /* While held, fd is not the socket: out_fd is. */
+        p.fd = be->held ? be->out_fd : be->fd;
+        if (poll(&p, 1, 0) <= 0)
                 return;
+        if (!(p.revents & POLLHUP)) {
+                if ((p.revents & POLLRDHUP) && !be->held)
+                        peer_hold(be);
+                return;
+        }
+        if (be->held) {
+                peer_release(be); /* to read the rest, to its end */
+                if (be->broken)
+                        return;
+        }
         null = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
         if (null < 0) {
                 log_debug_errno(errno, "Cannot open /dev/null for a private connection that closed: %m");
@@ -82,8 +154,11 @@ static void bus_dispatch(BusEvent *be) {
                 uint64_t n = now_usec();
                 int r;
 
-                if (be->peer)
+                if (be->peer) {
                         peer_check_hangup(be);
+                        if (be->broken)
+                                return;
+                }
 
                 /* A long run of messages (a flood, or freezerd stopped and
                  * continued in the middle of one) gives way to a stop: the
@@ -152,6 +227,13 @@ void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd) {
         be->out_fd = out_fd;
 }
 
+void bus_event_call_held(BusEvent *be, bool add) {
+        if (add)
+                be->held_calls++;
+        else if (be->held_calls > 0)
+                be->held_calls--;
+}
+
 bool bus_event_is_broken(const BusEvent *be) {
         return be->broken;
 }
@@ -179,6 +261,12 @@ int bus_event_prepare(BusEvent *be) {
          * below dispatches them at once. */
         if (be->broken)
                 return -ENOTCONN;
+        /* The last reply of a peer that shut its sending side went out. */
+        if (be->held && be->held_calls == 0 && !bus_output_pending(be->bus)) {
+                peer_release(be);
+                if (be->broken)
+                        return -ENOTCONN;
+        }
 
         /* sd_bus_get_fd() fails where input and output fds differ. */
         fd = be->fd >= 0 ? be->fd : sd_bus_get_fd(be->bus);
@@ -191,6 +279,11 @@ int bus_event_prepare(BusEvent *be) {
                 events |= EV_READ;
         if (r & POLLOUT)
                 events |= EV_WRITE;
+        if (be->held) {
+                /* Only the writes, on the socket (fd never becomes readable). */
+                fd = be->out_fd;
+                events &= EV_WRITE;
+        }
 
         if (!be->io_armed || events != be->io_events) {
                 if (be->io)

@@ -26,8 +26,15 @@ void bus_event_set_peer(BusEvent *be);
  * output (sd_bus_set_fd(bus, fd, out_fd)).  Once the peer closed its end,
  * dispatching points out_fd at /dev/null: sd-bus fails a write the peer cannot
  * read (EPIPE) by dropping the connection, with the calls the peer sent that
- * it had not read yet; without that write, it reads them to the end. */
+ * it had not read yet; without that write, it reads them to the end.  Once a
+ * peer that shut only its sending side has nothing more to read while replies
+ * are due (bus_event_call_held(), or queued), fd points at a socket that never
+ * ends until they are out: sd-bus would close at the end of its input. */
 void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd);
+/* A call of the peer whose reply is deferred (add), or its reply sent
+ * (!add): while any is left, a peer that shut its sending side keeps its
+ * connection, to get them (sd-bus would close it at the end of its input). */
+void bus_event_call_held(BusEvent *be, bool add);
 bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).

@@ -506,6 +506,7 @@ static void reply_operation_done(Operation *op, const sd_bus_error *error, void 
                 r = sd_bus_reply_method_return(call, NULL);
         if (r < 0)
                 reply_failed(call, r);
+        private_bus_call_held(op->manager->private_bus, call, false);
         sd_bus_message_unref(call);
 }
 
@@ -528,6 +529,7 @@ static void batch_reply_free(BatchReply *b) {
                 return;
         odd_groups_clear(&b->odd);
         free(b->top);
+        private_bus_call_held(b->m->private_bus, b->call, false);
         sd_bus_message_unref(b->call);
         for (size_t i = 0; i < b->n_paths; i++)
                 free(b->paths[i]);
@@ -676,11 +678,14 @@ static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order,
         return 1;
 }
 
-static int batch_reply_new(sd_bus_message *call, int kind, BatchReply **ret) {
+static int batch_reply_new(Manager *m, sd_bus_message *call, int kind, BatchReply **ret) {
         BatchReply *b = calloc(1, sizeof *b);
         if (!b)
                 return -ENOMEM;
+        b->m = m;
         b->call = sd_bus_message_ref(call);
+        /* Its reply is deferred: a private connection waits for it (bus-event.c). */
+        private_bus_call_held(m->private_bus, call, true);
         b->kind = kind;
         *ret = b;
         return 0;
@@ -927,12 +932,11 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                         free(items);
                         return r;
                 }
-                r = batch_reply_new(call, REPLY_EMPTY, &b);
+                r = batch_reply_new(m, call, REPLY_EMPTY, &b);
                 if (r < 0) {
                         free(items);
                         return r;
                 }
-                b->m = m;
                 b->odd = odd;
                 odd = (OddGroups) {};
                 b->top = strdup(g->path);
@@ -959,8 +963,11 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 return r;
 
         sd_bus_message_ref(call);
+        /* Its reply is deferred: a private connection waits for it (bus-event.c). */
+        private_bus_call_held(m->private_bus, call, true);
         r = manager_freeze(m, g, freeze, timeout_usec, flags, reply_operation_done, call, error);
         if (r < 0) {
+                private_bus_call_held(m->private_bus, call, false);
                 sd_bus_message_unref(call);
                 return r;
         }
@@ -1277,10 +1284,9 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         if (r < 0)
                 return r;
 
-        r = batch_reply_new(msg, REPLY_COUNTS, &b);
+        r = batch_reply_new(m, msg, REPLY_COUNTS, &b);
         if (r < 0)
                 return r;
-        b->m = m;
         b->odd = odd;
         odd = (OddGroups) {};
         if (n == 0) {
@@ -1471,7 +1477,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         items = calloc(n_cover, sizeof *items);
         if (!items)
                 return -ENOMEM;
-        r = batch_reply_new(msg, REPLY_PATHS, &b);
+        r = batch_reply_new(m, msg, REPLY_PATHS, &b);
         if (r < 0) {
                 free(items);
                 return r;

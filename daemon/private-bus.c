@@ -285,6 +285,18 @@ int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, Subscription kind, bool a
         return 0;
 }
 
+void private_bus_call_held(PrivateBus *pb, sd_bus_message *call, bool add) {
+        sd_bus *bus = sd_bus_message_get_bus(call);
+        PrivateConnection *c;
+
+        /* Not the bus's calls (nor the scan for them), nor those that want no reply. */
+        if (!pb || sd_bus_is_bus_client(bus) > 0 || !sd_bus_message_get_expect_reply(call))
+                return;
+        c = connection_find(pb, bus);
+        if (c) /* else it is gone: its replies fail */
+                bus_event_call_held(c->event, add);
+}
+
 sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_kinds) {
         PrivateConnection *c = *iter ? ((PrivateConnection *) *iter)->next : pb ? pb->connections : NULL;
 

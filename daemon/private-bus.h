@@ -48,6 +48,10 @@ PrivateBus *private_bus_free(PrivateBus *pb);
  * Unsubscribe*().  -ENOENT: bus is none of ours; -ESRCH: unsubscribing what
  * was not subscribed. */
 int private_bus_subscribe(PrivateBus *pb, sd_bus *bus, Subscription kind, bool add);
+/* A call on bus (any connection) whose reply is deferred, or with
+ * add=false its reply sent: a private connection whose peer shut its
+ * sending side is closed once none is left (bus_event_call_held()). */
+void private_bus_call_held(PrivateBus *pb, sd_bus_message *call, bool add);
 /* The subscribed connections, for sending signals: start with *iter = NULL;
  * NULL at the end.  *ret_kinds: the bits 1 << Subscription it subscribed to. */
 sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_kinds);
