@@ -2404,6 +2404,10 @@ static bool emit_changed_groups(Manager *m, size_t max) {
                 n_sent++;
                 if (any_states)
                         group_states_add(&states, m->tree, g, sinks, n);
+                /* Only its state bit 2 moved: no property of GroupsChanged or
+                 * PropertiesChanged did. */
+                if (changed == GROUP_CHANGED_PARENT_FREEZES)
+                        continue;
                 for (size_t i = 0; i < n; i++) {
                         if (sinks[i].groups)
                                 sink_add_group(&sinks[i], g);

@@ -426,6 +426,10 @@ static void update_effective(Tree *t, Group *g) {
         for (Group *d = g->children; d;) {
                 e = d->freeze || d->parent->e_freeze;
                 if (e == d->e_freeze) {
+                        /* It freezes itself: its state and its subtree stay,
+                         * but its parent's effective flag moved, which
+                         * GroupStatesChanged carries (bit 2). */
+                        mark_changed(t, d, GROUP_CHANGED_PARENT_FREEZES);
                         d = tree_next_preorder_skip(g, d);
                         continue;
                 }
@@ -450,6 +454,8 @@ void tree_set_outer_freeze(Tree *t, bool freeze) {
                 return;
 
         t->outer_freeze = freeze;
+        if (t->root->freeze)
+                mark_changed(t, t->root, GROUP_CHANGED_PARENT_FREEZES); /* as for a child, below */
         update_effective(t, t->root);
 }
 

@@ -49,6 +49,10 @@ enum {
         GROUP_CHANGED_POPULATED = 1u << 3,
         GROUP_CHANGED_DESCENDANTS = 1u << 4,
         GROUP_CHANGED_FROZEN_DESCENDANTS = 1u << 5,
+        /* Whether an ancestor's flag freezes it (tree_parent_freezes()) moved,
+         * while its FreezerState did not (it freezes itself): no property
+         * changed, but GroupStatesChanged's bit 2 did. */
+        GROUP_CHANGED_PARENT_FREEZES = 1u << 6,
 };
 
 struct Group {

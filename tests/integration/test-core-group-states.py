@@ -16,6 +16,9 @@ named by their Id, sent only while a client called SubscribeGroupStates().
     each group's last entry agrees with Get: the bits 1 Freeze, 2 an ancestor
     freezes it, 4 Frozen, 8 Populated, and Descendants, FrozenDescendants; /d
     is not in them.  A thaw likewise.
+  * A group that freezes itself (/a/b): a freeze and a thaw of /a send its entry with
+    bit 2 set and cleared, though its properties did not change (no GroupsChanged entry
+    or PropertiesChanged of it).
   * A new group: its InterfacesAdded carries an Id not seen before, the one Get
     and ListGroupIds() say and its directory's inode number; removed and made
     again, it gets another (the kernel's new cgroup's).
@@ -198,6 +201,8 @@ def check_bus(sc, c, ids):
     wait_entries(c, rec, ids, frozen_paths, 'thaw of /a')
     ft.check_equal(last_states(rec).get(ids['/a/b']), (POPULATED, 0, 0), '/a/b after the thaw: populated only')
 
+    check_parent_freezes(c, rec, ids)
+
     # ---- a new group's Id comes with its InterfacesAdded; never given twice
     rec.clear()
     sc.mkdir('/a/e')
@@ -237,6 +242,36 @@ def check_bus(sc, c, ids):
              'after as many UnsubscribeGroupStates as SubscribeGroupStates, none', group_signals(rec))
     c.call('UnsubscribeGroups')
     ft.expect_dbus_error(NOT_SUBSCRIBED, c.call, 'UnsubscribeGroupStates')
+
+
+def check_parent_freezes(c, rec, ids):
+    """Bit 2 of a group that freezes itself follows its ancestor's flag, though none of its
+    properties (FreezerState stays "frozen") changes: until session 33 its entry did not
+    come, and a client of GroupStatesChanged kept the old bit 2 (the soak found it)."""
+    with ft.Client(c.address) as full:
+        frec = full.record()  # Subscribe(): GroupsChanged and PropertiesChanged
+        c.call('Freeze', '/a/b', 0, 0)
+        wait_entries(c, rec, ids, ['/a/b'], 'freeze of /a/b')
+        for what, method, want in (('freeze', 'Freeze', FREEZE | ANCESTOR_FREEZES | FROZEN | POPULATED),
+                                   ('thaw', 'Thaw', FREEZE | FROZEN | POPULATED)):
+            rec.clear()
+            frec.clear()
+            c.call(method, '/a', 0, 0)
+            # /a's entry comes in the turn's message, with /a/b's if it comes at all.
+            rec.wait_for(lambda r: ids['/a'] in last_states(r), timeout=10, what=f'{what} of /a: its entry')
+            frec.wait_for(lambda r: '/a' in [p for b in r.groups_changed() for p, _ in b], timeout=10,
+                          what=f'{what} of /a: GroupsChanged naming /a')
+            ft.check_equal(last_states(rec).get(ids['/a/b']), (want, 0, 0),
+                           f'{what} of /a: GroupStatesChanged brings /a/b (own flag set) with bit 2 as /a says')
+            ft.check_equal(expected_bits(c, '/a/b'), (want, 0, 0), '... as Get and the flags above say')
+            settled(full)
+            ft.check('/a/b' not in [p for b in frec.groups_changed() for p, _ in b],
+                     f'{what} of /a: no GroupsChanged entry of /a/b (no property of it changed)',
+                     frec.groups_changed())
+            ft.check_equal(frec.properties_changed(ft.group_object('/a/b')), [],
+                           f'{what} of /a: no PropertiesChanged of /a/b')
+        c.call('Thaw', '/a/b', 0, 0)
+        full.call('Unsubscribe')
 
 
 def check_private(sc, c, ids, path):
