@@ -3834,6 +3834,27 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         return 0;
 }
 
+/* Whether the nearest group of the model above path (not in the model) is
+ * tracked: every group below a tracked one is tracked (tree.h). */
+static bool in_tracked_subtree(Manager *m, const char *path) {
+        _cleanup_free_ char *up = strdup(path);
+        char *s;
+
+        if (!up)
+                return false;
+        while ((s = strrchr(up, '/'))) {
+                Group *a;
+
+                if (s == up)
+                        return tree_root(m->tree)->tracked;
+                *s = 0;
+                a = tree_get(m->tree, up);
+                if (a)
+                        return a->tracked;
+        }
+        return false;
+}
+
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g;
@@ -3847,7 +3868,20 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
                 *ret = g;
                 return 0;
         }
-        /* Outside the tracked subtrees (or not seen yet): track it if it exists. */
+        if (!g && in_tracked_subtree(m, norm)) {
+                /* Made a moment ago in a tracked subtree: its parent's IN_CREATE
+                 * is not read yet.  It is added as that event would add it, not
+                 * made a track root of its own, which an Untrack of the subtree
+                 * would leave tracked, and tracked.json keep for good (a group
+                 * made and frozen at once, as a container manager does). */
+                r = manager_ensure_path(m, norm, true, &g, error);
+                manager_announce(m);
+                if (r < 0)
+                        return r;
+                *ret = g;
+                return 0;
+        }
+        /* Outside the tracked subtrees: track it if it exists. */
         return manager_track(m, norm, ret, error);
 }
 

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A call about a group just made in a tracked subtree, read before freezerd read the
+mkdir's inotify event, does not make that group a track root of its own.
+
+  /t (the "track" setting), /t/nI made during the test
+
+A container manager makes a group and freezes it at once.  Until session 33, when the
+Freeze came before freezerd had read the IN_CREATE, the lookup took the group for one
+outside the tracked subtrees and tracked it as a root of its own (found by test-soak):
+it went into tracked.json for good, an Untrack of /t left it published, and, removed,
+it stayed a root waiting to be made again.
+
+The order is made certain: freezerd is stopped (SIGSTOP), the Freeze of /t/nI is
+written into its private socket (a direct connection: no dbus-daemon in between), then
+/t/nI is made, then freezerd goes on (SIGCONT).  Its epoll reports the socket first,
+ready first, and the inotify instance after it, so the call is read first.
+
+  * each Freeze succeeds and /t/nI is frozen and published;
+  * tracked.json lists none of them, and Untrack("/t/nI") fails with NoSuchGroup
+    (it is not a tracked subtree);
+  * Untrack("/t") unpublishes every /t/nI with /t (InterfacesRemoved), as the groups
+    freezerd found by their mkdir; Track("/t") brings them back."""
+
+import json
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+N = 4
+
+
+def tracked_json(d):
+    try:
+        with open(os.path.join(d.state_dir, 'tracked.json')) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('core-track-new') as sc, ft.Bus() as bus:
+        sc.mkdir('/t')
+        sc.mkdir('/u')
+        with ft.Daemon(bus, sc.root, config={'track': ['/t']}) as d:
+            c = d.client
+            new = [f'/t/n{i}' for i in range(N)]
+            with ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as priv:
+                for p in new:
+                    os.kill(d.pid, signal.SIGSTOP)
+                    try:
+                        call = priv.call_async('Freeze', p, 0, 0)
+                        sc.mkdir(p)
+                    finally:
+                        os.kill(d.pid, signal.SIGCONT)
+                    call.result()
+                    ft.check_equal(sc.read_events(p).get('frozen'), 1, f'Freeze of {p}, made as it came: frozen')
+            listed = {p for p, _o, _s in c.call('ListGroups')[0]}
+            ft.check(set(new) <= listed, 'every /t/nI is published', sorted(listed))
+            roots = tracked_json(d)
+            ft.check(not roots or not any(p in json.dumps(roots) for p in new),
+                     'tracked.json lists none of the /t/nI', roots)
+            for p in new:
+                ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'Untrack', p)
+
+            rec = c.record(subscribe=False)
+            c.call('Untrack', '/t')
+            listed = {p for p, _o, _s in c.call('ListGroups')[0]}
+            ft.check_equal(sorted(listed), ['/'], 'after Untrack("/t") only "/" is published')
+            gone = {ft.path_decode(ft.GROUP_PREFIX, o) for o, _i in rec.interfaces_removed()}
+            ft.check_equal(sorted(gone & set(new + ['/t'])), sorted(new + ['/t']),
+                           'InterfacesRemoved of /t and every /t/nI')
+            c.call('Track', '/t')
+            listed = {p for p, _o, _s in c.call('ListGroups')[0]}
+            ft.check(set(new) | {'/t'} <= listed, 'Track("/t") publishes them again', sorted(listed))
+            for p in new:
+                c.call('Thaw', p, 0, 0)
+
+
+ft.run(test)
