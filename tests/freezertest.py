@@ -1215,6 +1215,18 @@ def thread_count(pid):
     return len(os.listdir(f'/proc/{pid}/task'))
 
 
+def proc_uids(pid):
+    """(real, effective, saved, filesystem) uid of a process (/proc/PID/status).  Read as
+    bytes: the task's name there may be any bytes (prctl(PR_SET_NAME)), and a scan of every
+    process on the machine must not stop at one that is not UTF-8.  OSError once the
+    process is gone."""
+    with open(f'/proc/{pid}/status', 'rb') as f:
+        for line in f:
+            if line.startswith(b'Uid:'):
+                return tuple(int(x) for x in line.split()[1:5])
+    raise ProcessLookupError(f'no Uid: line in /proc/{pid}/status')
+
+
 def rss_kib(pid):
     """VmRSS of a process, in KiB."""
     with open(f'/proc/{pid}/status') as f:

@@ -98,11 +98,10 @@ def root_watches():
         if not pid.isdigit():
             continue
         try:
-            with open(f'/proc/{pid}/status') as f:
-                uid = next(line.split()[2] for line in f if line.startswith('Uid:'))
-        except (OSError, StopIteration):
+            uid = ft.proc_uids(pid)[1]  # inotify charges the effective uid
+        except OSError:
             continue
-        if uid == '0':
+        if uid == 0:
             total += inotify_watches(int(pid))
     return total
 
