@@ -21,7 +21,12 @@ Checked: the kernel fired at least twice during the hold (a raw trigger of the
 test's own, armed next to freezerd's, says so) and freezerd sent no signal
 meanwhile (its main loop was held); the hogs were gone at least three windows
 before the hold ended (no later pressure can stand in for the second event);
-after the hold freezerd sends PressureExceeded twice.
+after the hold freezerd sends PressureExceeded twice, or more: as many as its
+log says the kernel sent its trigger.  freezerd's trigger is not the raw one:
+unprivileged, it is updated by another aggregator of the kernel, every 2 s,
+with windows of its own, and can fire a third time during the hold (the
+hogs' last tenth of a second, or the kernel's interpolation of the previous
+window: seen under load, "got 3, expected 2").
 No sleeps: every wait is on D-Bus messages, inotify or the raw trigger's
 thread, with a deadline."""
 
@@ -41,6 +46,14 @@ SLACK = 1.0 * ft.TIMEOUT_MULTIPLIER
 
 def exceeded(client, tid):
     return [s for s in client.signals if s.member == 'PressureExceeded' and s.body[0] == tid]
+
+
+def kernel_events(d, tid):
+    """The kernel's events of freezerd's trigger tid that freezerd read and did not drop as
+    spurious, from its debug log (pressure.c, trigger_fire())."""
+    log = d.log()
+    return (log.count(f'Pressure trigger {tid}: kernel event ') -
+            log.count(f'Pressure trigger {tid}: dropping a spurious event'))
 
 
 def test():
@@ -88,10 +101,14 @@ def test():
                          'the hogs were gone three windows before the hold ended (no later event '
                          'can stand in for the second)', f'{released - cooled:.2f} s')
                 deadline = released + WINDOW / 1e6 + SLACK
-                while len(exceeded(c, tid)) < 2 and time.monotonic() < deadline:
-                    ft.loop().run_once(deadline - time.monotonic())
-                ft.check_equal(len(exceeded(c, tid)), 2,
-                               'PressureExceeded for both events the kernel signalled during the hold')
+                while (len(exceeded(c, tid)) < max(2, kernel_events(d, tid)) and
+                       time.monotonic() < deadline):
+                    ft.loop().run_once(min(0.1, max(0, deadline - time.monotonic())))
+                n = len(exceeded(c, tid))
+                ft.check(n >= 2, 'PressureExceeded for both events the kernel signalled during the hold',
+                         f'{n} signal(s)')
+                ft.check_equal(n, kernel_events(d, tid),
+                               'a PressureExceeded for each kernel event of its trigger that freezerd read')
             finally:
                 raw.close()
 
