@@ -1362,6 +1362,7 @@ class EventsLog:
 
     def __init__(self, scratch, relpath):
         self.scratch, self.relpath, self.seen = scratch, relpath, []
+        self.together = False  # see wait_reply_and_frozen()
         self.ino = Inotify()
         self.ino.add_watch(scratch.abspath(relpath, 'cgroup.events'), Inotify.IN_MODIFY)
         loop().add_reader(self.ino.fd, self._on_event)
@@ -1381,16 +1382,28 @@ class EventsLog:
 
     def wait_reply_and_frozen(self, call, since):
         """Wait until `call` (a PendingCall) is answered and a notification at `since`
-        or later read frozen 1; returns (when the reply was seen, that notification's time)."""
+        or later read frozen 1; returns (when the reply was seen, that notification's time).
+        self.together then says whether one look of the loop found both waiting (the test
+        was not running when they came, on a busy machine): which came first is not known
+        then, and the times say nothing of it (the notification's is taken while the loop
+        dispatches, the reply's after).  The loop is driven here, one look at a time."""
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
         t_reply = None
-
-        def done():
-            nonlocal t_reply
+        self.together = False
+        while True:
+            had_note = self.first_frozen(since) is not None
+            if t_reply is None and call.done():  # answered before this wait: only on entry
+                t_reply = time.monotonic()
+                self.together = had_note
+            if t_reply is not None and had_note:
+                return t_reply, self.first_frozen(since)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                fail(f'timed out waiting for the reply and the notification of {self.relpath} frozen')
+            loop().run_once(remaining)
             if t_reply is None and call.done():
                 t_reply = time.monotonic()
-            return t_reply is not None and self.first_frozen(since) is not None
-        wait_for(done, what=f'the reply and the notification of {self.relpath} frozen')
-        return t_reply, self.first_frozen(since)
+                self.together = not had_note and self.first_frozen(since) is not None
 
     def close(self):
         if self.ino.fd >= 0:
@@ -1414,12 +1427,16 @@ class HeldBackRounds:
         self.held_back = held_back
         self.conclusive = self.first = 0
 
-    def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply'):
-        """Count one round started at `since`; print its figures; return whether it was conclusive."""
+    def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply',
+            together=False):
+        """Count one round started at `since`; print its figures; return whether it was conclusive.
+        together: the test found the reply and the notification waiting at once
+        (EventsLog.together), so it does not know which came first: not conclusive."""
         held = t_note - since
         print(f'# {label}: {reply} {1e3 * (t_reply - since):.1f} ms after {start}, '
-              f'{note} {1e3 * held:.1f} ms after it', flush=True)
-        if held < self.held_back:
+              f'{note} {1e3 * held:.1f} ms after it' +
+              (' (found together by the test: which came first is not known)' if together else ''), flush=True)
+        if held < self.held_back or together:
             return False
         self.conclusive += 1
         self.first += t_reply < t_note

@@ -63,7 +63,7 @@ def test():
                     call.result()  # raises if the call failed
                     ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel: /g frozen')
                     ft.check_equal(d.client.group_property('/g', 'Frozen'), True, 'Frozen of /g')
-                    rounds.add(f'round {rnd}', t_call, t_reply, t_note)
+                    rounds.add(f'round {rnd}', t_call, t_reply, t_note, together=notes.together)
             d.client.call('Thaw', '/g', TIMEOUT_USEC, 0)
             ft.check(rounds.conclusive > 0, 'in at least one round the kernel held back the notification of /g',
                      f'none of {ROUNDS} rounds')
