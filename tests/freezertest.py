@@ -1227,6 +1227,13 @@ def proc_uids(pid):
     raise ProcessLookupError(f'no Uid: line in /proc/{pid}/status')
 
 
+def run_queue_wait(pid):
+    """Seconds the process's main thread has waited for a CPU while runnable, in all
+    (/proc/PID/schedstat, its second field)."""
+    with open(f'/proc/{pid}/schedstat') as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def rss_kib(pid):
     """VmRSS of a process, in KiB."""
     with open(f'/proc/{pid}/status') as f:
@@ -1428,15 +1435,21 @@ class HeldBackRounds:
         self.conclusive = self.first = 0
 
     def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply',
-            together=False):
+            together=False, cpu_wait=0.0):
         """Count one round started at `since`; print its figures; return whether it was conclusive.
         together: the test found the reply and the notification waiting at once
-        (EventsLog.together), so it does not know which came first: not conclusive."""
+        (EventsLog.together), so it does not know which came first: not conclusive.
+        cpu_wait: seconds freezerd's main thread waited for a CPU in the round
+        (run_queue_wait()); a reply later than the notification by no more than that
+        was held up by the machine's load, not by what freezerd waited for: not
+        conclusive either."""
         held = t_note - since
+        starved = t_reply >= t_note and cpu_wait >= t_reply - t_note
         print(f'# {label}: {reply} {1e3 * (t_reply - since):.1f} ms after {start}, '
               f'{note} {1e3 * held:.1f} ms after it' +
-              (' (found together by the test: which came first is not known)' if together else ''), flush=True)
-        if held < self.held_back or together:
+              (' (found together by the test: which came first is not known)' if together else '') +
+              (f' (freezerd waited {1e3 * cpu_wait:.1f} ms for a CPU meanwhile)' if starved else ''), flush=True)
+        if held < self.held_back or together or starved:
             return False
         self.conclusive += 1
         self.first += t_reply < t_note

@@ -57,13 +57,15 @@ def test():
                     # freeze comes, it would stay frozen and /g read frozen at once.
                     tokens = [(e, e.send()) for e in echoes]
                     ft.wait_for(lambda: all(t in e.buf for e, t in tokens), what='an echo from every task of /g')
+                    waited = ft.run_queue_wait(d.pid)
                     t_call = time.monotonic()
                     call = d.client.call_async('Freeze', '/g', TIMEOUT_USEC, 0)
                     t_reply, t_note = notes.wait_reply_and_frozen(call, t_call)
+                    waited = ft.run_queue_wait(d.pid) - waited
                     call.result()  # raises if the call failed
                     ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel: /g frozen')
                     ft.check_equal(d.client.group_property('/g', 'Frozen'), True, 'Frozen of /g')
-                    rounds.add(f'round {rnd}', t_call, t_reply, t_note, together=notes.together)
+                    rounds.add(f'round {rnd}', t_call, t_reply, t_note, together=notes.together, cpu_wait=waited)
             d.client.call('Thaw', '/g', TIMEOUT_USEC, 0)
             ft.check(rounds.conclusive > 0, 'in at least one round the kernel held back the notification of /g',
                      f'none of {ROUNDS} rounds')
