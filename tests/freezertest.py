@@ -1215,6 +1215,26 @@ def thread_count(pid):
     return len(os.listdir(f'/proc/{pid}/task'))
 
 
+def anon_fd_items(pid, kind, prefix):
+    """Lines starting with prefix (bytes) in the /proc/PID/fdinfo of each fd of a process
+    that is an anon_inode:KIND ("[eventpoll]": epoll items, b'tfd:'; "inotify": watches,
+    b'inotify wd:'); 0 once the process is gone, and an fd closed meanwhile counts none."""
+    n = 0
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if os.readlink(f'/proc/{pid}/fd/{fd}') != f'anon_inode:{kind}':
+                continue
+            with open(f'/proc/{pid}/fdinfo/{fd}', 'rb') as f:
+                n += sum(1 for line in f if line.startswith(prefix))
+        except OSError:
+            continue
+    return n
+
+
 def proc_uids(pid):
     """(real, effective, saved, filesystem) uid of a process (/proc/PID/status).  Read as
     bytes: the task's name there may be any bytes (prctl(PR_SET_NAME)), and a scan of every

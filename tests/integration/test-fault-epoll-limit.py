@@ -59,20 +59,7 @@ IDLE_WINDOWS = 5
 
 def epoll_items(pid):
     """Items in the epoll instances of one process (/proc/PID/fdinfo); what is gone is not counted."""
-    n = 0
-    try:
-        fds = os.listdir(f'/proc/{pid}/fd')
-    except OSError:
-        return 0
-    for fd in fds:
-        try:
-            if os.readlink(f'/proc/{pid}/fd/{fd}') != 'anon_inode:[eventpoll]':
-                continue
-            with open(f'/proc/{pid}/fdinfo/{fd}', 'rb') as f:
-                n += sum(1 for line in f if line.startswith(b'tfd:'))
-        except OSError:
-            continue
-    return n
+    return ft.anon_fd_items(pid, '[eventpoll]', b'tfd:')
 
 
 def epoll_watches(uid):

@@ -75,20 +75,7 @@ BIG_ROOM = 5
 
 def inotify_watches(pid):
     """Watches held by the inotify instances of a process (/proc/PID/fdinfo)."""
-    n = 0
-    try:
-        fds = os.listdir(f'/proc/{pid}/fd')
-    except OSError:
-        return 0
-    for fd in fds:
-        try:
-            if os.readlink(f'/proc/{pid}/fd/{fd}') != 'anon_inode:inotify':
-                continue
-            with open(f'/proc/{pid}/fdinfo/{fd}') as f:
-                n += sum(1 for line in f if line.startswith('inotify wd:'))
-        except OSError:
-            pass
-    return n
+    return ft.anon_fd_items(pid, 'inotify', b'inotify wd:')
 
 
 def root_watches():
