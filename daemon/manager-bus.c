@@ -540,8 +540,9 @@ static void batch_reply_free(BatchReply *b) {
 /* The batch journal (journal.h) of the flags of odd about to be cleared, as a
  * batch's: a crash in the middle of their writes must not leave some of them
  * cleared, the others not (the restart writes back the ones cleared, as a
- * failed write does).  Returns 1 and the slot if it made one, 0 if nothing
- * is to be written (or freezerd keeps no journals), or -errno. */
+ * failed write does).  The groups it leaves out are marked skip, so that the
+ * writes leave them out too.  Returns 1 and the slot if it made one, 0 if
+ * nothing is to be written (or freezerd keeps no journals), or -errno. */
 static int odd_groups_journal(Manager *m, OddGroups *odd, unsigned *ret_slot) {
         _cleanup_free_ JournalEntry *entries = NULL;
         _cleanup_free_ char **paths = NULL;
@@ -558,8 +559,15 @@ static int odd_groups_journal(Manager *m, OddGroups *odd, unsigned *ret_slot) {
         if (!entries || !paths)
                 return -ENOMEM;
         for (size_t i = 0; i < odd->n; i++) {
-                if (odd->items[i].skip || odd->items[i].id == 0 || !odd->items[i].prev)
-                        continue; /* left alone (check_access_odd()), gone, or nothing to clear */
+                if (odd->items[i].skip || odd->items[i].id == 0 || !odd->items[i].prev) {
+                        /* Left alone (check_access_odd()), gone, or nothing to
+                         * clear: left alone by the writes too, for a flag set
+                         * meanwhile would be cleared with no journal to put it
+                         * back after a crash (a later freeze of its owner's,
+                         * kept as check_access_odd() keeps one). */
+                        odd->items[i].skip = true;
+                        continue;
+                }
                 if (asprintf(&paths[k], "/%s", odd->items[i].rel) < 0) {
                         r = -ENOMEM;
                         break;
@@ -592,7 +600,7 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
         if (journaled < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "The flags of the groups freezerd follows are written, but the journal of "
-                                         "the groups below that it does not follow for their names cannot be "
+                                         "the groups below that it does not follow cannot be "
                                          "recorded in %s: %s; their flags are left as they were",
                                          m->runtime_dir, strerror(-journaled));
         r = odd_groups_write(m->root_fd, &b->odd, false, m->test_write_delay_usec, &failed);

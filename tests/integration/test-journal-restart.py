@@ -26,7 +26,10 @@ ApplyBatch with ROLLBACK_ON_TIMEOUT: its journal is left for the next start.
     first of those writes, the restart writes it back: all three frozen again,
     as a failed write leaves them, /p thawed (its own journal was over).  The
     journal holds their paths escaped and in hex ("raw").  (Before session 33
-    they were in no journal: the restart left one thawed, two frozen.)"""
+    they were in no journal: the restart left one thawed, two frozen.)  An odd
+    group whose flag was 0 when that journal was made and that its owner sets
+    while the thaw writes the others is left frozen: no journal could put it
+    back after a crash.  (Before, the thaw cleared it.)"""
 
 import json
 import os
@@ -175,6 +178,26 @@ def test():
                 ft.check_equal(ft.live_journals(runtime_dir), [], 'the journal gone')
             for name in ODD:
                 write_flag(p + b'/' + name, 0)
+
+            # ---- an odd group whose flag was 0 when the journal was made, set by its
+            # owner while the thaw writes the others: left alone (before, the thaw
+            # cleared it, with no journal to put it back after a crash)
+            # (bad\xff/in is written before bad\xff, its parent: bottom-up.)
+            write_flag(p + b'/' + ODD[0], 1)
+            write_flag(p + b'/' + ODD[2], 1)
+            sc.write_freeze('/p', 1)
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
+                call = d.client.call_async('Thaw', '/p', LONG_USEC, ft.FLAG_RECURSIVE)
+                ft.wait_for(lambda: read_flag(p + b'/' + ODD[0]) == 0 or call.done(),
+                            timeout=30, what='/p/bad\\xff/in thawed')
+                ft.check(not call.done(), 'the call waits in the pause after that write',
+                         call.result() if call.done() else None)
+                write_flag(p + b'/' + ODD[1], 1)
+                call.result(timeout=30)
+                ft.check_equal([read_flag(p + b'/' + n) for n in ODD], [0, 1, 0],
+                               'the two journaled cleared, /p/bad\\xff, set meanwhile, left frozen')
+                ft.check_equal(ft.live_journals(runtime_dir), [], 'the journal gone')
+            write_flag(p + b'/' + ODD[1], 0)
         finally:
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
