@@ -713,6 +713,15 @@ int cg_parse_freeze(const char *buf, size_t len, bool *ret) {
         return 0;
 }
 
+int cg_read_freeze_fd(int fd, bool *ret) {
+        char buf[16];
+        ssize_t n = cg_read_fd(fd, buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return cg_parse_freeze(buf, (size_t) n, ret);
+}
+
 int cg_parse_keyed_u64(const char *buf, size_t len, const char *key, uint64_t *ret) {
         const char *p, *end;
         uint64_t v = 0;

@@ -69,6 +69,8 @@ ssize_t cg_read_fd(int fd, char *buf, size_t size);
 int cg_parse_events(const char *buf, size_t len, bool *ret_populated, bool *ret_frozen);
 /* cgroup.freeze: "0\n" or "1\n" (the newline optional). */
 int cg_parse_freeze(const char *buf, size_t len, bool *ret);
+/* cg_read_fd() of an open cgroup.freeze, then cg_parse_freeze(): 0 or -errno. */
+int cg_read_freeze_fd(int fd, bool *ret);
 /* A flat keyed file (cgroup.stat, cgroup.stat.local): the decimal value of key;
  * -ENODATA if the key is absent. */
 int cg_parse_keyed_u64(const char *buf, size_t len, const char *key, uint64_t *ret);

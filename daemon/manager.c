@@ -52,7 +52,6 @@ static int group_write_freeze(Manager *m, Group *g, bool v);
 static void manager_find_self(Manager *m);
 static void group_reread_freeze(Manager *m, Group *g, bool deduce);
 static void manager_reread_outer(Manager *m, bool deduce);
-static int read_freeze_file(int fd, bool *ret);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
 static void manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
@@ -409,8 +408,6 @@ static int group_open_freeze(Manager *m, Group *g) {
 static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
         GroupData *d = group_data(g);
         _cleanup_close_ int tmp = -1;
-        char buf[16];
-        ssize_t n;
         int fd = d ? d->freeze_fd : -1;
 
         if (fd < 0) {
@@ -421,10 +418,7 @@ static int group_read_freeze_flag(Manager *m, Group *g, bool *ret) {
                         return tmp;
                 fd = tmp;
         }
-        n = cg_read_fd(fd, buf, sizeof buf);
-        if (n < 0)
-                return (int) n;
-        return cg_parse_freeze(buf, (size_t) n, ret);
+        return cg_read_freeze_fd(fd, ret);
 }
 
 /* After g's own flag changed (our write or one behind our back), bring the
@@ -506,10 +500,8 @@ static void group_settle_subtree(Manager *m, Group *g, bool deduce) {
  * deduced. */
 static bool manager_outer_frozen(Manager *m) {
         for (size_t i = 0; i < m->n_outer; i++) {
-                char buf[16];
                 bool v;
-                ssize_t n = cg_read_fd(m->outer[i].freeze_fd, buf, sizeof buf);
-                if (n >= 0 && cg_parse_freeze(buf, (size_t) n, &v) >= 0 && v)
+                if (cg_read_freeze_fd(m->outer[i].freeze_fd, &v) >= 0 && v)
                         return true;
         }
         return false;
@@ -756,7 +748,7 @@ static void manager_reread_outer(Manager *m, bool deduce) {
         for (size_t i = 0; i < m->n_outer; i++) {
                 struct OuterGroup *o = &m->outer[i];
                 bool v;
-                int r = read_freeze_file(o->freeze_fd, &v);
+                int r = cg_read_freeze_fd(o->freeze_fd, &v);
 
                 if (r >= 0)
                         o->freeze = v;
@@ -1105,7 +1097,7 @@ static void child_prepare(void *items, size_t i, void *userdata) {
         c->w = (Watches) { -1, -1 };
         c->r = child_open_and_watch(j->inotify_fd, j->parent_dirfd, c->name, false, &fd, &c->w, &in_watch);
         if (c->r >= 0)
-                c->flag.r = read_freeze_file(fd, &c->flag.freeze);
+                c->flag.r = cg_read_freeze_fd(fd, &c->flag.freeze);
 }
 
 /* A listed child of g (open at dirfd) added by manager_add_new(), its failure
@@ -1476,16 +1468,6 @@ static int watch_group_fd(Manager *m, const char *parent_path, const char *name,
         return watch_freeze_file(m, wd, p, is_root, parent_path, name, ret); /* the mount's root has none */
 }
 
-static int read_freeze_file(int fd, bool *ret) {
-        char buf[16];
-        ssize_t n;
-
-        n = cg_read_fd(fd, buf, sizeof buf);
-        if (n < 0)
-                return (int) n;
-        return cg_parse_freeze(buf, (size_t) n, ret);
-}
-
 /* parent/name, absent from the model: add it (untracked until complete).
  * parent_dirfd, when >= 0, is the parent's open directory, which a scan
  * lists: the child is then looked up by name below it, and a leaf's
@@ -1622,7 +1604,7 @@ static int manager_add_opened(Manager *m, Group *parent, const char *name, uint6
                 deduced = pre->r >= 0;
                 freeze = pre->freeze;
         } else if (cover)
-                deduced = read_freeze_file(fd, &freeze) >= 0;
+                deduced = cg_read_freeze_fd(fd, &freeze) >= 0;
         if (deduced) {
                 tree_set_freeze(m->tree, g, freeze);
                 group_apply_events(m, g, false, g->e_freeze);
@@ -1641,7 +1623,7 @@ static int manager_add_opened(Manager *m, Group *parent, const char *name, uint6
                         fd = cg_openat_beneath(parent_dirfd, rel, O_RDONLY, 0);
                 } else
                         fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                if (fd >= 0 && read_freeze_file(fd, &freeze) >= 0)
+                if (fd >= 0 && cg_read_freeze_fd(fd, &freeze) >= 0)
                         tree_set_freeze(m->tree, g, freeze);
         }
         r = group_start_following(m, g, read_ok);
@@ -4317,7 +4299,7 @@ static int restore_flag(const char *cgroup_root, const JournalEntry *e, void *us
         /* A batch killed halfway wrote some of its flags: the others need
          * nothing (and the summary says how many had it already). */
         bool cur;
-        if (read_freeze_file(fd, &cur) >= 0 && cur == e->prev_freeze)
+        if (cg_read_freeze_fd(fd, &cur) >= 0 && cur == e->prev_freeze)
                 return 1;
         if (pwrite(fd, e->prev_freeze ? "1" : "0", 1, 0) != 1)
                 return errno == ENODEV ? -ENOENT : -errno;

@@ -216,8 +216,6 @@ int odd_groups_read(int root_fd, OddGroups *o) {
         for (size_t i = 0; i < o->n; i++) {
                 OddGroup *g = &o->items[i];
                 _cleanup_close_ int dirfd = cg_openat_beneath(root_fd, g->rel, O_PATH | O_DIRECTORY, 0), fd = -1;
-                char buf[16];
-                ssize_t n;
                 int r;
 
                 g->id = 0;
@@ -231,10 +229,8 @@ int odd_groups_read(int root_fd, OddGroups *o) {
                         fd = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC);
                         r = fd < 0 ? -errno : 0;
                 }
-                if (r >= 0) {
-                        n = cg_read_fd(fd, buf, sizeof buf);
-                        r = n < 0 ? (int) n : cg_parse_freeze(buf, (size_t) n, &g->prev);
-                }
+                if (r >= 0)
+                        r = cg_read_freeze_fd(fd, &g->prev);
                 if (r == -ENOENT || r == -ENODEV) {
                         g->id = 0;
                         g->prev = false;
@@ -250,8 +246,6 @@ int odd_groups_write(int root_fd, OddGroups *o, bool v, uint64_t delay_usec, siz
         for (size_t i = 0; i < o->n; i++) {
                 OddGroup *g = &o->items[i];
                 _cleanup_close_ int fd = -1;
-                char buf[16];
-                ssize_t n;
                 int r;
 
                 g->wrote = false;
@@ -264,8 +258,7 @@ int odd_groups_write(int root_fd, OddGroups *o, bool v, uint64_t delay_usec, siz
                         *ret_failed = i;
                         return fd;
                 }
-                n = cg_read_fd(fd, buf, sizeof buf);
-                r = n < 0 ? (int) n : cg_parse_freeze(buf, (size_t) n, &g->prev);
+                r = cg_read_freeze_fd(fd, &g->prev);
                 if (r == -ENODEV)
                         continue;
                 if (r < 0) {
@@ -314,13 +307,8 @@ int odd_group_owner(int root_fd, const OddGroup *g, uid_t *ret) {
 
 int odd_group_read_flag(int root_fd, const OddGroup *g, bool *ret) {
         _cleanup_close_ int fd = open_file(root_fd, g, "cgroup.freeze", O_RDONLY);
-        char buf[16];
-        ssize_t n;
 
         if (fd < 0)
                 return fd;
-        n = cg_read_fd(fd, buf, sizeof buf);
-        if (n < 0)
-                return (int) n;
-        return cg_parse_freeze(buf, (size_t) n, ret);
+        return cg_read_freeze_fd(fd, ret);
 }
