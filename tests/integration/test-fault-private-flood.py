@@ -23,7 +23,8 @@ take turns with the test's own calls):
     logs that it "does not read its replies or signals" (it said "a subscriber
     ... does not read its signals" before session 33) and closes it, and its
     RSS returns to within 16 MiB of what it was before (it kept some 70 MB of
-    freed replies before session 33).
+    freed replies before session 33; not compared under AddressSanitizer, whose
+    quarantine keeps freed memory resident).
   * freezerd logged no other warning."""
 
 import os
@@ -78,14 +79,6 @@ def stop_flooder(flooder):
     flooder.stdout.close()
 
 
-def rss_kib(pid):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1])
-    return 0
-
-
 def replied(count):
     with open(count) as f:
         return int(f.read() or 0)
@@ -125,7 +118,7 @@ def test():
             ft.check_equal(daemon.client.manager_property('Version'), other.manager_property('Version'),
                            'freezerd serves on once the flooder is gone')
 
-            rss = rss_kib(daemon.pid)
+            rss = ft.rss_kib(daemon.pid)
             flooder = start_flooder(path, count, 'noread')
             try:
                 ft.check_equal(flooder.stdout.readline(), b'ready\n', 'a flooder that never reads connected')
@@ -134,10 +127,16 @@ def test():
                 ft.check(True, 'freezerd closed the flooder that does not read, and said why')
             finally:
                 stop_flooder(flooder)
-            ft.wait_for(lambda: rss_kib(daemon.pid) <= rss + RSS_SLACK_KIB, poll=0.1,
-                        what=f"freezerd's RSS back within {RSS_SLACK_KIB} KiB of {rss} KiB "
-                             f"(it has {rss_kib(daemon.pid)} KiB)")
-            ft.check(True, 'freezerd gave the memory of its queued replies back')
+            if ft.under_asan(daemon.pid):
+                # ASan's quarantine keeps freed memory resident by design: RSS says
+                # nothing there (LeakSanitizer checks for leaks at exit).
+                print(f'# RSS not compared under AddressSanitizer: {rss} -> {ft.rss_kib(daemon.pid)} KiB',
+                      flush=True)
+            else:
+                ft.wait_for(lambda: ft.rss_kib(daemon.pid) <= rss + RSS_SLACK_KIB, poll=0.1,
+                            what=f"freezerd's RSS back within {RSS_SLACK_KIB} KiB of {rss} KiB "
+                                 f"(it has {ft.rss_kib(daemon.pid)} KiB)")
+                ft.check(True, 'freezerd gave the memory of its queued replies back')
             ft.check_equal(other.manager_property('Version'), daemon.client.manager_property('Version'),
                            'freezerd serves on')
             other.close()
