@@ -281,34 +281,22 @@ class Soak:
             if not self.tracked(path):
                 self.track_root(path)
 
-        if r < 0.22:
-            fl = self.random_flags()
-            desc = f'Freeze {p} flags={fl}{" (object)" if group_obj else ""}'
-
-            def send():
-                track_if_outside(p)
-                if group_obj:
-                    return client.group_call_async(p, 'Freeze', CALL_TIMEOUT_USEC, fl)
-                return client.call_async('Freeze', p, CALL_TIMEOUT_USEC, fl)
-
-            def apply(m, reply):
-                m[p] = 1
-            self.confirm = None if fl & ft.FLAG_NO_WAIT else lambda reply: self.frozen_as([p], 1)
-            return 'Freeze', desc, send, apply
         if r < 0.44:
+            v = 1 if r < 0.22 else 0
+            method = 'Freeze' if v else 'Thaw'
             fl = self.random_flags()
-            desc = f'Thaw {p} flags={fl}{" (object)" if group_obj else ""}'
+            desc = f'{method} {p} flags={fl}{" (object)" if group_obj else ""}'
 
             def send():
                 track_if_outside(p)
                 if group_obj:
-                    return client.group_call_async(p, 'Thaw', CALL_TIMEOUT_USEC, fl)
-                return client.call_async('Thaw', p, CALL_TIMEOUT_USEC, fl)
+                    return client.group_call_async(p, method, CALL_TIMEOUT_USEC, fl)
+                return client.call_async(method, p, CALL_TIMEOUT_USEC, fl)
 
             def apply(m, reply):
-                m[p] = 0
-            self.confirm = None if fl & ft.FLAG_NO_WAIT else lambda reply: self.frozen_as([p], 0)
-            return 'Thaw', desc, send, apply
+                m[p] = v
+            self.confirm = None if fl & ft.FLAG_NO_WAIT else lambda reply: self.frozen_as([p], v)
+            return method, desc, send, apply
         if r < 0.55:
             q = '/' if self.rng.random() < 0.15 else p
             fl = self.random_flags() | ft.FLAG_RECURSIVE
