@@ -453,18 +453,14 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
 /* manager_resolve_group() on behalf of a caller.  A path outside the tracked
  * subtrees is tracked on the way: a Track, which only root and the owner of
  * the group may cause (AccessDenied otherwise, with nothing tracked).  "/" is
- * always an object (group_published()): its lookup tracks nothing. */
+ * always an object (group_published()): its lookup tracks nothing; nor does
+ * that of a group made a moment ago in a tracked subtree, before freezerd
+ * read its inotify event: anyone may read it, as a moment later. */
 static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
-        Group *g;
         int r;
 
-        if (cg_path_normalize(path, &norm, NULL) >= 0) {
-                g = tree_get(m->tree, norm);
-                if (g && group_published(g)) {
-                        *ret = g;
-                        return 0;
-                }
+        if (cg_path_normalize(path, &norm, NULL) >= 0 && manager_resolve_tracks(m, norm)) {
                 r = check_access_path(m, c, ACCESS_TRACK, norm, true, error);
                 if (r < 0)
                         return r;

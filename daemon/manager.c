@@ -3837,6 +3837,14 @@ static bool in_tracked_subtree(Manager *m, const char *path) {
         return false;
 }
 
+bool manager_resolve_tracks(Manager *m, const char *norm) {
+        Group *g = tree_get(m->tree, norm);
+
+        if (g)
+                return !group_published(g);
+        return !in_tracked_subtree(m, norm);
+}
+
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g;

@@ -341,6 +341,12 @@ int manager_reload(Manager *m, const Config *config);
  * returns -errno. */
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error);
 
+/* Whether manager_resolve_group() of norm (a normalized path) would track it
+ * as a new track root: false for a published group, and for one made a
+ * moment ago in a tracked subtree (added to the model as its mkdir's inotify
+ * event would add it).  The access check of a Track applies only when true. */
+bool manager_resolve_tracks(Manager *m, const char *norm);
+
 /* Track(): follow path's subtree and publish it (Track() of a group in the
  * model already also looks for the groups it lacks below).  Untrack(): drop a
  * root of manager_track() or of the configuration; the groups no remaining
