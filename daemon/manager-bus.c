@@ -784,6 +784,29 @@ static int child_in_model(const char *parent, const char *name, void *userdata) 
         return !!tree_get(m->tree, p);
 }
 
+/* odd_child_find()'s question for FreezeExcept (refuse_odd_in_cover()): a
+ * child the model lacks, with a name D-Bus can carry, may be one made a moment
+ * ago, its IN_CREATE not read yet: it is added as that event would add it
+ * (manager_resolve_group()), and followed if that works.  One freezerd could
+ * not watch before (the inotify watch limit) fails again and stays out. */
+static int child_in_model_or_added(const char *parent, const char *name, void *userdata) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Manager *m = userdata;
+        _cleanup_free_ char *p = NULL;
+        Group *g;
+        int r;
+
+        r = child_in_model(parent, name, userdata);
+        if (r != 0)
+                return r;
+        if (asprintf(&p, "%s/%s", streq(parent, "/") ? "" : parent, name) < 0)
+                return -ENOMEM;
+        r = manager_resolve_group(m, p, &g, &error);
+        if (r == -ENOMEM)
+                return r;
+        return r >= 0;
+}
+
 /* The groups below g's subtree that freezerd does not follow (odd-groups.h),
  * bottom-up: the children of its tracked groups the model lacks, for their
  * names, their depth or a watch that could not be armed, and everything
@@ -1318,8 +1341,11 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
  * groups split so are the ancestors of the excluded ones, from top down,
  * that no exclusion holds; each is listed once (expand_gen marks the
  * excluded groups, then the ones listed), and only if it ever had such a
- * child (GroupData.unfollowed_children). */
-static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded,
+ * child (GroupData.unfollowed_children).  adopt: the pass before the cover is
+ * made, which adds the children made a moment ago (child_in_model_or_added())
+ * so that the cover holds them, as it would a moment later; the refusal is
+ * left to the pass after the other checks (the XML's "Order of checks"). */
+static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, size_t n_excluded, bool adopt,
                                sd_bus_error *error) {
         uint64_t gen_x = ++m->expand_gen, gen_done;
 
@@ -1347,7 +1373,10 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                 continue; /* kept for its flag: holds unfollowed groups anyway (README) */
                         if (!group_data(a)->unfollowed_children)
                                 continue; /* never had one: no listing, as collect_odd_groups() */
-                        r = odd_child_find(m->root_fd, a->path, child_in_model, m, &odd, &by_name);
+                        r = odd_child_find(m->root_fd, a->path, adopt ? child_in_model_or_added : child_in_model, m,
+                                           &odd, &by_name);
+                        if (adopt && r != -ENOMEM)
+                                continue; /* whatever it found is refused by the next pass */
                         if (r < 0)
                                 return sd_bus_error_set_errnof(error, r,
                                                                "Cannot list the groups below %s: %s; nothing was "
@@ -1365,9 +1394,9 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
                                                          "not follow it, as it could not watch it (the inotify watch "
                                                          "limit, fs.inotify.max_user_watches, was reached, or no file "
-                                                         "descriptor was left: see its log), or it was made a moment "
-                                                         "ago; freeze %s as a whole, or raise the limit and "
-                                                         "Track(\"%s\") to follow it; nothing was written",
+                                                         "descriptor was left: see its log); freeze %s as a whole, "
+                                                         "or raise the limit and Track(\"%s\") to follow it; nothing "
+                                                         "was written",
                                                          streq(a->path, "/") ? "" : a->path, "/", odd, a->path,
                                                          a->path);
                 }
@@ -1435,6 +1464,9 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         if (r < 0)
                 return r;
 
+        r = refuse_odd_in_cover(m, top, excluded, n_excluded, true, error);
+        if (r < 0)
+                return r;
         r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
         if (r < 0)
                 return r;
@@ -1472,7 +1504,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                                          x->path, a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
                                          a ?: "that ancestor");
         }
-        r = refuse_odd_in_cover(m, top, excluded, n_excluded, error);
+        r = refuse_odd_in_cover(m, top, excluded, n_excluded, false, error);
         if (r < 0)
                 return r;
         if (n_cover == 0)
