@@ -234,54 +234,57 @@ int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret) {
  * API paths
  * ------------------------------------------------------------------------- */
 
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
+/* The length of the UTF-8 character at s (not at its NUL), or 0 if it is none:
+ * strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
  * U+10FFFF, no truncated sequences; with refuse_noncharacters, also none of
  * U+FDD0..U+FDEF, U+xFFFE, U+xFFFF, which sd-bus refuses in a string. */
-static bool utf8_check(const char *str, bool refuse_noncharacters) {
-        const unsigned char *s = (const unsigned char *) str;
+static size_t utf8_char_len(const unsigned char *s, bool refuse_noncharacters) {
+        unsigned char c = *s;
+        size_t n;
+        uint32_t cp, min;
 
-        while (*s) {
-                unsigned char c = *s;
-                size_t n;
-                uint32_t cp, min;
+        if (c < 0x80)
+                return 1;
+        else if ((c & 0xe0) == 0xc0) {
+                n = 1;
+                cp = c & 0x1f;
+                min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+                n = 2;
+                cp = c & 0x0f;
+                min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+                n = 3;
+                cp = c & 0x07;
+                min = 0x10000;
+        } else
+                return 0;
 
-                if (c < 0x80) {
-                        s++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0) {
-                        n = 1;
-                        cp = c & 0x1f;
-                        min = 0x80;
-                } else if ((c & 0xf0) == 0xe0) {
-                        n = 2;
-                        cp = c & 0x0f;
-                        min = 0x800;
-                } else if ((c & 0xf8) == 0xf0) {
-                        n = 3;
-                        cp = c & 0x07;
-                        min = 0x10000;
-                } else
-                        return false;
-
-                for (size_t i = 1; i <= n; i++) {
-                        /* Also stops at the terminating NUL, which is not a continuation byte. */
-                        if ((s[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i] & 0x3f);
-                }
-
-                if (cp < min)
-                        return false; /* overlong */
-                if (cp >= 0xd800 && cp <= 0xdfff)
-                        return false; /* surrogate */
-                if (cp > 0x10ffff)
-                        return false;
-                if (refuse_noncharacters && ((cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe))
-                        return false;
-
-                s += n + 1;
+        for (size_t i = 1; i <= n; i++) {
+                /* Also stops at the terminating NUL, which is not a continuation byte. */
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
         }
 
+        if (cp < min)
+                return 0; /* overlong */
+        if (cp >= 0xd800 && cp <= 0xdfff)
+                return 0; /* surrogate */
+        if (cp > 0x10ffff)
+                return 0;
+        if (refuse_noncharacters && ((cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe))
+                return 0;
+        return n + 1;
+}
+
+static bool utf8_check(const char *str, bool refuse_noncharacters) {
+        for (const unsigned char *s = (const unsigned char *) str; *s;) {
+                size_t n = utf8_char_len(s, refuse_noncharacters);
+                if (n == 0)
+                        return false;
+                s += n;
+        }
         return true;
 }
 
@@ -314,6 +317,34 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
                         buf[k++] = (char) *p;
         }
         buf[k] = 0;
+        return buf;
+}
+
+const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t k = 0;
+
+        for (;;) {
+                size_t used = (size_t) ((const char *) p - s), n;
+
+                if (!*p) {
+                        buf[k] = 0;
+                        return buf;
+                }
+                n = utf8_char_len(p, true);
+                if (used + (n ?: 1) > CG_QUOTE_MAX)
+                        break; /* cut before the character that would pass the bound */
+                if (n == 0 || *p < 0x20 || *p == 0x7f) {
+                        /* No character D-Bus can carry, or a control one: as cg_escape(). */
+                        k += (size_t) snprintf(buf + k, CG_QUOTE_SIZE - k, "\\x%02x", *p);
+                        p++;
+                        continue;
+                }
+                memcpy(buf + k, p, n);
+                k += n;
+                p += n;
+        }
+        snprintf(buf + k, CG_QUOTE_SIZE - k, "... (%zu bytes)", strlen(s));
         return buf;
 }
 

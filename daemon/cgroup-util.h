@@ -39,6 +39,20 @@ bool cg_name_is_publishable(const char *name);
  * size (at least 8).  Returns buf. */
 const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
 
+/* A string of the caller's (a path, an order, a resource...) as an error
+ * message quotes it: its first CG_QUOTE_MAX bytes at most, cut before the
+ * character that would pass them and followed by "... (N bytes)" (N: its
+ * whole length), so that a 100 MB argument does not make a 100 MB error;
+ * control characters and bytes that are no UTF-8 D-Bus can carry escaped
+ * (\xNN), so that the message is always a valid D-Bus string.  Every error
+ * message that quotes such a string goes through here.  Returns buf;
+ * CG_QUOTE(s) gives it a buffer of its own, valid to the end of the full
+ * expression's block (a compound literal): for an argument of a printf. */
+#define CG_QUOTE_MAX 256
+#define CG_QUOTE_SIZE (4 * CG_QUOTE_MAX + 40)
+const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
+#define CG_QUOTE(s) cg_quote((s), (char[CG_QUOTE_SIZE]) { 0 })
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

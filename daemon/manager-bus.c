@@ -382,11 +382,11 @@ static int access_denied(AccessAction a, const char *path, bool outside, sd_bus_
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "%s lies outside the tracked subtrees, and only root and the owner of its "
                                          "cgroup.freeze may have it tracked",
-                                         path);
+                                         CG_QUOTE(path));
         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                  "Not allowed to %s %s: only root and the owner of its cgroup.freeze may; "
                                  "nothing was %s",
-                                 access_action_to_string(a), path, what);
+                                 access_action_to_string(a), CG_QUOTE(path), what);
 }
 
 /* May the caller do a to the group at path? 0, or -errno with error set:
@@ -1270,7 +1270,8 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         order = batch_order_from_string(order_str);
         if (order < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown order \"%s\" (expected auto, top-down or bottom-up)", order_str);
+                                         "Unknown order \"%s\" (expected auto, top-down or bottom-up)",
+                                         CG_QUOTE(order_str));
 
         if (flags & FREEZER_FLAG_RECURSIVE) {
                 BatchItem *expanded = NULL;
@@ -1446,7 +1447,8 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                                 below = a == top;
                         if (!below)
                                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Excluded group %s is not below %s", g->path, top->path);
+                                                         "Excluded group %s is not below %s", CG_QUOTE(g->path),
+                                                         CG_QUOTE(top->path));
                 }
                 Group **l = realloc(excluded, (n_excluded + 1) * sizeof *l);
                 if (!l)
@@ -1496,12 +1498,12 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Cannot keep %s running: its own cgroup.freeze is 1; thaw it first; "
                                                  "nothing was written",
-                                                 x->path);
+                                                 CG_QUOTE(x->path));
                 a = manager_frozen_by(m, x, &outer);
                 return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
                                          "Cannot keep %s running: its ancestor %s%s freezes it "
                                          "(cgroup.freeze 1 there); thaw %s first; nothing was written",
-                                         x->path, a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
+                                         CG_QUOTE(x->path), a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
                                          a ?: "that ancestor");
         }
         r = refuse_odd_in_cover(m, top, excluded, n_excluded, false, error);

@@ -2857,8 +2857,8 @@ static int operation_arm(Operation *op) {
 
 static int errno_to_bus_error(int r, const Group *g, const char *what, sd_bus_error *error) {
         if (r == -ENOENT || r == -ENODEV)
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", g->path);
-        return sd_bus_error_set_errnof(error, r, "Cannot %s %s: %s", what, g->path, strerror(-r));
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_QUOTE(g->path));
+        return sd_bus_error_set_errnof(error, r, "Cannot %s %s: %s", what, CG_QUOTE(g->path), strerror(-r));
 }
 
 /* Freezing the group freezerd runs in (or an ancestor) would stop freezerd
@@ -2873,7 +2873,7 @@ static int refuse_self_freeze(Manager *m, const Group *g, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Refusing to freeze %s: it contains freezerd itself (%s), which could then "
                                          "never confirm or undo the freeze",
-                                         g->path, m->self_path);
+                                         CG_QUOTE(g->path), m->self_path);
         return 0;
 }
 
@@ -2920,7 +2920,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         if (flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 " for %s (known: 1 ROLLBACK_ON_TIMEOUT, 2 NO_WAIT, 4 RECURSIVE)",
                                          flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT),
-                                         g->path);
+                                         CG_QUOTE(g->path));
         if (g == tree_root(m->tree)) {
                 bool outer;
                 const char *a = manager_frozen_by(m, g, &outer);
@@ -3476,27 +3476,21 @@ static void on_inotify_resume(evutil_socket_t fd, short what, void *userdata) {
         on_inotify(m->inotify_fd, EV_READ, m);
 }
 
-/* A path as it may appear in a message: control characters escaped, cut
- * after a reasonable length (a 4000-byte path helps nobody in a log). */
-#define PATH_MESSAGE_MAX 160
-static const char *path_for_message(const char *path, char buf[static PATH_MESSAGE_MAX]) {
-        return cg_escape(path, false, buf, PATH_MESSAGE_MAX);
-}
-
 /* Normalize an API path or say why not (InvalidPath, the path escaped). */
 static int normalize_path(const char *path, char **ret, sd_bus_error *error) {
-        char pbuf[PATH_MESSAGE_MAX];
         const char *reason = NULL;
         int r = cg_path_normalize(path, ret, &reason);
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "Invalid path \"%s\": %s",
-                                         path_for_message(path, pbuf), reason ?: strerror(-r));
+                                         CG_QUOTE(path), reason ?: strerror(-r));
         return 0;
 }
 
 /* ---- tracking ----------------------------------------------------------------------------------------- */
 
-static int path_error(sd_bus_error *error, int r, const char *path) {
+static int path_error(sd_bus_error *error, int r, const char *raw) {
+        const char *path = CG_QUOTE(raw);
+
         switch (r) {
         case -ENOENT:
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist", path);
@@ -3778,7 +3772,8 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                 return r;
         if (!manager_is_track_root(m, norm))
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
-                                         "%s is not a tracked subtree (see Track() and the \"track\" setting)", norm);
+                                         "%s is not a tracked subtree (see Track() and the \"track\" setting)",
+                                         CG_QUOTE(norm));
 
         for (size_t i = 0; i < m->n_track_roots; i++)
                 if (streq(m->track_roots[i], norm)) {

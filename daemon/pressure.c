@@ -603,15 +603,16 @@ static int validate(Pressure *p, bool system, const char *resource, const char *
                 return 0;
         case PSI_TRIGGER_UNKNOWN_RESOURCE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown resource \"%s\": expected %s", resource,
+                                         "Unknown resource \"%s\": expected %s", CG_QUOTE(resource),
                                          system ? "cpu, memory, io or irq"
                                                 : "cpu, memory or io (irq is system-wide only: use the Manager)");
         case PSI_TRIGGER_UNKNOWN_KIND:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown kind \"%s\": expected some or full", kind);
+                                         "Unknown kind \"%s\": expected some or full", CG_QUOTE(kind));
         case PSI_TRIGGER_KIND_UNAVAILABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Resource %s has no \"%s\" pressure: use full", resource, kind);
+                                         "Resource %s has no \"%s\" pressure: use full", CG_QUOTE(resource),
+                                         CG_QUOTE(kind));
         case PSI_TRIGGER_THRESHOLD_ZERO:
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
                                         "The threshold must not be 0: give the stall time (usec) per window that "

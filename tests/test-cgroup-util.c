@@ -343,6 +343,48 @@ static void test_path_relative(void) {
         CHECK_STR(cg_path_relative(""), ".");
 }
 
+/* A caller's string in an error message: bounded, cut on a character, valid UTF-8. */
+static void test_quote(void) {
+        char buf[CG_QUOTE_SIZE], want[CG_QUOTE_SIZE];
+        _cleanup_free_ char *big = malloc((1 << 20) + 1), *e = malloc(2 * 200 + 2);
+
+        CHECK(big && e);
+        if (!big || !e)
+                return;
+        CHECK_STR(cg_quote("/a/b", buf), "/a/b");
+        CHECK_STR(cg_quote("", buf), "");
+        CHECK_STR(cg_quote("a\x01" "b\x7f", buf), "a\\x01b\\x7f");
+        CHECK_STR(cg_quote("x\xffy", buf), "x\\xffy");                 /* no UTF-8 */
+        CHECK_STR(cg_quote("x\xef\xbf\xbfy", buf), "x\\xef\\xbf\\xbfy"); /* U+FFFF, which sd-bus refuses */
+        CHECK_STR(cg_quote("\xc3\xa9t\xc3\xa9", buf), "\xc3\xa9t\xc3\xa9");
+
+        memset(big, 'a', CG_QUOTE_MAX);
+        big[CG_QUOTE_MAX] = 0;
+        CHECK_STR(cg_quote(big, buf), big); /* exactly the bound: whole */
+        memset(big, 'a', 1 << 20);
+        big[1 << 20] = 0;
+        memset(want, 'a', CG_QUOTE_MAX);
+        strcpy(want + CG_QUOTE_MAX, "... (1048576 bytes)");
+        CHECK_STR(cg_quote(big, buf), want);
+        CHECK_STR(CG_QUOTE(big), want);
+
+        /* "/" and 200 "é": the cut falls inside one, which goes whole. */
+        e[0] = '/';
+        for (size_t i = 0; i < 200; i++)
+                memcpy(e + 1 + 2 * i, "\xc3\xa9", 2);
+        e[401] = 0;
+        cg_quote(e, buf);
+        CHECK(strncmp(buf, e, 255) == 0);
+        CHECK_STR(buf + 255, "... (401 bytes)");
+        CHECK(cg_name_is_publishable(buf)); /* valid UTF-8, no control character */
+
+        /* The worst case: every byte escaped, and the longest suffix, fits. */
+        memset(big, 1, 1 << 20);
+        cg_quote(big, buf);
+        CHECK(strlen(buf) == 4 * CG_QUOTE_MAX + strlen("... (1048576 bytes)"));
+        CHECK(strlen("... (18446744073709551615 bytes)") + 4 * CG_QUOTE_MAX < CG_QUOTE_SIZE);
+}
+
 /* ------------------------------------------------------------------------- */
 
 static int write_file_at(int dirfd, const char *name, const char *content, size_t len) {
@@ -623,6 +665,7 @@ int main(void) {
         test_mountinfo_synthetic();
         test_path_normalize();
         test_path_relative();
+        test_quote();
         test_openat_and_read();
         test_parse_events();
         test_parse_freeze();

@@ -14,13 +14,45 @@ Checks (each error's message names the path it is about):
   * org.freedesktop.DBus.Error.InvalidArgs for flags 8, 16 and 1<<63 (Freeze,
     Thaw, Group.Freeze).
   * After all of these every cgroup.freeze is still 0 and FreezerState "running".
-  * A path without the leading "/" is accepted: Freeze("g") freezes /g."""
+  * A path without the leading "/" is accepted: Freeze("g") freezes /g.
+  * Huge arguments: the error quotes at most 256 bytes of each, cut on a character,
+    then "... (N bytes)": Freeze of a 1 MB path, ApplyBatch with a 1 MB order, a
+    pressure trigger with a 200 kB resource, NoSuchGroup for a 3 kB path (until
+    session 34 the order and the resource came back whole, a 1 MB message); a path of
+    3000 "é" gets its InvalidPath (until session 34 the cut fell inside a character,
+    sd-bus could not send the error, and the call went unanswered)."""
 
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+
+
+def check_huge(c):
+    quoted = 256  # bytes of a caller's string an error message quotes at most
+    for what, arg, err, call in (
+            ('Freeze of a 1 MB path', '/' + 'a' * (1 << 20), ft.ERROR_INVALID_PATH,
+             lambda a: c.call('Freeze', a, 0, 0)),
+            ('GetGroup of "/g/" and 3000 "é"', '/g/' + 'é' * 3000, ft.ERROR_INVALID_PATH,
+             lambda a: c.call('GetGroup', a)),
+            ('Track of a missing 2 kB path', '/g/missing' + ('/' + 'c' * 20) * 100, ft.ERROR_NO_SUCH_GROUP,
+             lambda a: c.call('Track', a)),
+            ('ApplyBatch with a 1 MB order', 'x' * (1 << 20), ft.ERROR_INVALID_ARGS,
+             lambda a: c.call('ApplyBatch', [('/g', True)], a, 0, 0)),
+            ('AddPressureTrigger of a 200 kB resource', 'é' * 100000, None,
+             lambda a: c.call('AddPressureTrigger', a, 'some', 100000, 2000000))):
+        try:  # (not expect_dbus_error(), whose check would print the argument)
+            call(arg)
+            ft.fail(f'{what} succeeded')
+        except ft.DBusError as x:
+            e = x
+        ft.check(err is None or e.name == err, f'{what}: {err or "an error"}', e.name)
+        size = len(arg.encode())
+        head = arg.encode()[:quoted - 4].decode(errors='ignore')
+        ft.check(len(e.message.encode()) < quoted + 200 and head in e.message and f'... ({size} bytes)' in e.message,
+                 f'{what}: the message quotes the start of it, and its size ({len(e.message.encode())} bytes)',
+                 repr(e.message[:100] + ' ... ' + e.message[-100:]))
 
 
 def test():
@@ -79,6 +111,9 @@ def test():
             ft.check_equal((sc.read_freeze('/g'), sc.read_freeze('/g/h')), (0, 0), 'nothing was written')
             ft.check_equal((c.group_property('/g', 'FreezerState'), c.group_property('/g/h', 'FreezerState')),
                            ('running', 'running'), 'both groups are running')
+
+            check_huge(c)
+            ft.check_equal(sc.read_freeze('/g'), 0, 'the calls with huge arguments wrote nothing')
 
             c.call('Freeze', 'g', 0, 0)
             ft.check_equal(sc.read_events('/g').get('frozen'), 1, 'Freeze("g") (no leading "/") froze /g')
