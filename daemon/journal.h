@@ -81,8 +81,8 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * entry in reverse order, then remove it; empty files (free slots) are
  * removed.  A journal cut short while it was written (a strict prefix of
  * one) is removed with a notice: its batch wrote nothing.  Any other that
- * cannot be parsed is renamed to *.broken and logged, never silently
- * dropped.  One that names a
+ * cannot be parsed is renamed to *.broken (*.2.broken... where one is kept
+ * already) and logged, never silently dropped.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything.  One that records a cgroup root other than
  * cgroup_root (freezerd restarted with another --cgroup-root) is logged, and

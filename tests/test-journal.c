@@ -132,6 +132,18 @@ static void test_slots_and_recover(void) {
         CHECK(stat(cut, &st) < 0 && errno == ENOENT);
         CHECK(asprintf(&kept, "%s.broken", broken) > 0);
         CHECK(stat(kept, &st) == 0);
+        /* A second damaged journal in that slot is kept next to the first
+         * (until session 34 it replaced it). */
+        {
+                _cleanup_free_ char *kept2 = NULL;
+                write_text(broken, "not json\n");
+                CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
+                CHECK(stat(broken, &st) < 0 && errno == ENOENT);
+                CHECK(stat(kept, &st) == 0 && st.st_size == (off_t) strlen("{\"version\":1,\"groups\":[{\"path\":}]}\n"));
+                CHECK(asprintf(&kept2, "%s.2.broken", broken) > 0);
+                CHECK(stat(kept2, &st) == 0 && st.st_size == (off_t) strlen("not json\n"));
+                unlink(kept2);
+        }
         unlink(kept);
         CHECK(dir_empty(dir));
 

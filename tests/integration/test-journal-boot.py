@@ -20,16 +20,20 @@ that a batch froze a group (prev false, new true) and was interrupted:
   journal-13.json  a FIFO (no writer: an open() that waits for one would hang)
   journal-11.json  NUL bytes (a disk's runtime directory after a power loss)
   journal-12.json  not JSON, where journal-12.json.broken is a directory that
-                   holds a file: it cannot be renamed out of the way
+                   holds a file (a damaged journal of an earlier start kept)
+  journal-14.json  not JSON, immutable (chattr +i, where the file system has
+                   it): it cannot be renamed out of the way
 
 freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
 log that journal-5 is from an earlier boot, that journal-8 was cut short and
 that journal-9 is of another format version, keep journal-9 as
 journal-9.json.broken and remove the five others; log journal-10 and journal-13 as not a
 regular file and journal-11 as damaged (each naming the file), keep them as
-*.broken, and log that journal-12 cannot be renamed and is left as it is
-(before session 33 the three said "Bad message", and "kept as" for
-journal-12, which stayed; journal-13 held up the start for good).  Then a batch
+*.broken, keep journal-12 as journal-12.json.2.broken, next to the
+journal-12.json.broken there (until session 34 it could not be renamed, and a
+file there was replaced), and log that journal-14 cannot be renamed and is
+left as it is (before session 33 the three said "Bad message", and "kept as"
+for such a one, which stayed; journal-13 held up the start for good).  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
 batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
 
@@ -86,6 +90,10 @@ def test():
                 f.write('{"version":1,"groups":[{"path":}]}\n')
             os.mkdir(os.path.join(runtime_dir, 'journal-12.json.broken'))
             open(os.path.join(runtime_dir, 'journal-12.json.broken', 'x'), 'w').close()
+            j14 = os.path.join(runtime_dir, 'journal-14.json')
+            with open(j14, 'w') as f:
+                f.write('{"version":1,"groups":[{"path":}]}\n')
+            immutable = ft.subprocess.run(['chattr', '+i', j14], stderr=ft.subprocess.DEVNULL).returncode == 0
 
             env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
@@ -114,17 +122,25 @@ def test():
                 ft.check(f'Batch journal {runtime_dir}/journal-11.json is damaged (not a journal' in log and
                          'kept as journal-11.json.broken' in log, 'the NUL bytes logged as damaged', log)
                 ft.check(f'Batch journal {runtime_dir}/journal-12.json is damaged (not a journal' in log and
-                         'left as it is (cannot rename it to journal-12.json.broken: Is a directory)' in log,
-                         'the journal that cannot be renamed logged as left', log)
+                         'kept as journal-12.json.2.broken' in log,
+                         'the journal kept next to the one kept before', log)
+                if immutable:
+                    ft.check(f'Batch journal {runtime_dir}/journal-14.json is damaged (not a journal' in log and
+                             'left as it is (cannot rename it to journal-14.json.broken: Operation not permitted)'
+                             in log, 'the journal that cannot be renamed logged as left', log)
                 ft.check(f'Batch journal {runtime_dir}/journal-13.json is damaged (not a regular file): kept as '
                          'journal-13.json.broken' in log, 'the FIFO logged as not a regular file', log)
                 ft.check('Bad message' not in log, 'no "Bad message"', log)
-                ft.check(log.count('.broken') == 5, 'journal-9, 10, 11 and 13 kept as .broken, 12 not', log)
+                ft.check(log.count('.broken') == 6, 'journal-9, 10, 11, 12 and 13 kept as .broken, 14 not', log)
                 ft.check_equal(sc.read_freeze('/v'), 1, 'another format version: nothing restored, /v left frozen')
                 left = sorted(n for n in os.listdir(runtime_dir) if n.startswith('journal-'))
-                ft.check_equal(left, ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json',
-                                      'journal-12.json.broken', 'journal-13.json.broken', 'journal-9.json.broken'],
+                ft.check_equal(left, ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json.2.broken',
+                                      'journal-12.json.broken', 'journal-13.json.broken']
+                               + (['journal-14.json'] if immutable else ['journal-14.json.broken'])
+                               + ['journal-9.json.broken'],
                                'every journal removed but those kept, and the one that could not be renamed')
+                ft.check(os.path.exists(os.path.join(runtime_dir, 'journal-12.json.broken', 'x')),
+                         'the one kept before is still there')
 
                 # A batch of its own records this boot's id.
                 ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
@@ -138,6 +154,8 @@ def test():
                 sc.write_freeze('/c', 0)
                 sc.write_freeze('/v', 0)
         finally:
+            if os.path.exists(os.path.join(runtime_dir, 'journal-14.json')):
+                ft.subprocess.run(['chattr', '-i', os.path.join(runtime_dir, 'journal-14.json')])
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
