@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -479,6 +480,33 @@ static int keep_broken(int dfd, const char *name, char **ret_kept) {
         return -EEXIST;
 }
 
+/* The boot id at the head of a journal that cannot be parsed whole: one cut
+ * short, or with NUL bytes where a disk's blocks were never written (a power
+ * loss on a --runtime-dir that outlives a reboot).  journal_format() writes
+ * the members in the order it adds them, "boot" third, in the first bytes of
+ * the file; NULL if the text does not start so. */
+static char *journal_head_boot(const char *text, size_t len) {
+        char head[64];
+        size_t k, n;
+
+        n = (size_t) snprintf(head, sizeof head, "{\"version\":%d,\"id\":", JOURNAL_VERSION);
+        if (len < n || memcmp(text, head, n) != 0)
+                return NULL;
+        for (k = n; k < len && text[k] >= '0' && text[k] <= '9'; k++)
+                ;
+        if (k == n)
+                return NULL;
+        n = strlen(",\"boot\":\"");
+        if (len - k < n || memcmp(text + k, ",\"boot\":\"", n) != 0)
+                return NULL;
+        k += n;
+        for (n = 0; k + n < len && n < 64 && (isalnum((unsigned char) text[k + n]) || text[k + n] == '-'); n++)
+                ;
+        if (n == 0 || k + n >= len || text[k + n] != '"')
+                return NULL;
+        return strndup(text + k, n);
+}
+
 typedef struct Found {
         char *name;
         uint64_t id;
@@ -535,6 +563,22 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                 }
                 if (r >= 0)
                         r = journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.cgroup_root, &f.id);
+                if (r == -ENODATA || r == -EBADMSG) {
+                        /* A journal of an earlier boot is removed unread, whole
+                         * or not: its groups went with that boot.  A damaged
+                         * one is told by the boot id at its head (until session
+                         * 34 it was kept as *.broken with an error). */
+                        _cleanup_free_ char *head_boot = boot_id && text ? journal_head_boot(text, len) : NULL;
+                        if (head_boot && !streq(head_boot, boot_id)) {
+                                log_notice("Batch journal %s/%s is from an earlier boot (%s) and %s: removed, "
+                                           "nothing restored.",
+                                           dir, de->d_name, head_boot,
+                                           r == -ENODATA ? "was cut short"
+                                                         : "damaged (a power loss?)");
+                                (void) unlinkat(dirfd(d), de->d_name, 0);
+                                continue;
+                        }
+                }
                 if (r == -ENODATA) {
                         log_notice("Batch journal %s/%s was cut short while it was written, before its batch "
                                    "wrote any flag: removed, nothing to restore.",

@@ -17,8 +17,9 @@
  * notice.  Not fsync'd: it serves a crash of the process, which the page
  * cache outlives, and never one of the machine, after which the cgroups it
  * names are gone (as is /run, its usual home).  For a --runtime-dir that does
- * survive a reboot, it records the kernel's boot id, and a journal of an
- * earlier boot is removed unread.  A journal found at start-up belongs to a
+ * survive a reboot, it records the kernel's boot id, at the head of the file,
+ * and a journal of an earlier boot is removed unread, even one cut short or
+ * damaged by a power loss whose head holds that id.  A journal found at start-up belongs to a
  * batch that a crash interrupted: every group in it that still exists gets
  * its previous flag back, newest journal (by the id it records) first, each
  * journal's groups in reverse order.  It records the cgroup root and each
@@ -84,7 +85,7 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * cannot be parsed is renamed to *.broken (*.2.broken... where one is kept
  * already) and logged, never silently dropped.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
- * restoring anything.  One that records a cgroup root other than
+ * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
  * cgroup_root (freezerd restarted with another --cgroup-root) is logged, and
  * its groups restored below the root it records.  Returns the number of
  * journals recovered, or -errno (a missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never

@@ -196,6 +196,36 @@ static void test_slots_and_recover(void) {
         CHECK(max_id == 12);
         CHECK(n_restored == 1 && streq(restored[0].path, "/c"));
         CHECK(dir_empty(dir));
+
+        /* Damaged (cut short, or NUL bytes after its head: a power loss on a
+         * disk), the boot id at its head still tells a journal of another
+         * boot: removed, not kept as *.broken (until session 34).  One of
+         * this boot so damaged is kept. */
+        {
+                static const char head[] = "{\"version\":1,\"id\":14,\"boot\":\"boot-0\",\"groups\":[{\"pa";
+                static const char mine[] = "{\"version\":1,\"id\":15,\"boot\":\"boot-2\",\"groups\":[{\"pa";
+                char buf[sizeof head - 1 + 4096] = {};
+                _cleanup_free_ char *cut5 = NULL, *nul = NULL, *nul2 = NULL, *kept2 = NULL;
+                CHECK(asprintf(&cut5, "%s/journal-5.json", dir) > 0);
+                CHECK(asprintf(&nul, "%s/journal-6.json", dir) > 0);
+                CHECK(asprintf(&nul2, "%s/journal-7.json", dir) > 0);
+                write_text(cut5, head);
+                memcpy(buf, head, sizeof head - 1);
+                _cleanup_close_ int fd = open(nul, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                CHECK(fd >= 0 && write(fd, buf, sizeof buf) == (ssize_t) sizeof buf);
+                memcpy(buf, mine, sizeof mine - 1);
+                _cleanup_close_ int fd2 = open(nul2, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                CHECK(fd2 >= 0 && write(fd2, buf, sizeof buf) == (ssize_t) sizeof buf);
+                n_restored = 0;
+                CHECK(journal_recover(dir, "boot-2", NULL, restore, NULL, &max_id) == 0);
+                CHECK(n_restored == 0);
+                CHECK(stat(cut5, &st) < 0 && errno == ENOENT);
+                CHECK(stat(nul, &st) < 0 && errno == ENOENT);
+                CHECK(asprintf(&kept2, "%s.broken", nul2) > 0);
+                CHECK(stat(kept2, &st) == 0);
+                CHECK(unlink(kept2) == 0);
+                CHECK(dir_empty(dir));
+        }
         CHECK(journal_new(dir, NULL, &j) == 0);
         CHECK(journal_begin(j, 13, "boot-1", a, 1, &s0) == 0);
         j = journal_free(j);

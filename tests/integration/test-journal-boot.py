@@ -21,11 +21,16 @@ that a batch froze a group (prev false, new true) and was interrupted:
   journal-11.json  NUL bytes (a disk's runtime directory after a power loss)
   journal-12.json  not JSON, where journal-12.json.broken is a directory that
                    holds a file (a damaged journal of an earlier start kept)
+  journal-15.json  another boot's id, naming /g, cut short after its boot id
+  journal-16.json  another boot's id, naming /g, NUL bytes after the first
+                   bytes (the blocks a power loss left unwritten on a disk)
   journal-14.json  not JSON, immutable (chattr +i, where the file system has
                    it): it cannot be renamed out of the way
 
 freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
-log that journal-5 is from an earlier boot, that journal-8 was cut short and
+log that journal-5, journal-15 and journal-16 are from an earlier boot and
+remove them (until session 34 journal-15 was logged as cut short in its
+writing, and journal-16 as damaged, kept as *.broken), that journal-8 was cut short and
 that journal-9 is of another format version, keep journal-9 as
 journal-9.json.broken and remove the five others; log journal-10 and journal-13 as not a
 regular file and journal-11 as damaged (each naming the file), keep them as
@@ -89,6 +94,14 @@ def test():
             with open(os.path.join(runtime_dir, 'journal-12.json'), 'w') as f:
                 f.write('{"version":1,"groups":[{"path":}]}\n')
             os.mkdir(os.path.join(runtime_dir, 'journal-12.json.broken'))
+            # As freezerd writes them: no spaces, "boot" in the first bytes.
+            other = json.dumps({'version': 1, 'id': 15, 'boot': OTHER_BOOT,
+                                'groups': [{'path': '/g' + '/x' * 100, 'prev': False, 'new': True}]},
+                               separators=(',', ':')) + '\n'
+            with open(os.path.join(runtime_dir, 'journal-15.json'), 'w') as f:
+                f.write(other[:len(other) // 2])
+            with open(os.path.join(runtime_dir, 'journal-16.json'), 'wb') as f:
+                f.write(other.replace('15', '16', 1).encode()[:80] + b'\0' * 4096)
             open(os.path.join(runtime_dir, 'journal-12.json.broken', 'x'), 'w').close()
             j14 = os.path.join(runtime_dir, 'journal-14.json')
             with open(j14, 'w') as f:
@@ -106,6 +119,9 @@ def test():
                 log = d.log()
                 ft.check('journal-5.json is from an earlier boot' in log and OTHER_BOOT in log,
                          'the earlier boot logged', log)
+                ft.check(f'journal-15.json is from an earlier boot ({OTHER_BOOT}) and was cut short: removed' in log
+                         and f'journal-16.json is from an earlier boot ({OTHER_BOOT}) and damaged' in log,
+                         'the earlier boot of the journals cut short and damaged logged', log)
                 ft.check('Recovered interrupted batch 6' in log and 'Recovered interrupted batch 7' in log,
                          'journals 6 and 7 recovered', log)
                 ft.check_equal(sc.read_freeze('/c'), 1, 'a journal cut short: nothing restored, /c left frozen')
