@@ -521,13 +521,16 @@ static int cmp_found_desc(const void *a, const void *b) {
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static void found_done(Found *f) {
+        free(f->name);
+        free(f->boot);
+        free(f->cgroup_root);
+        journal_entries_free(f->entries, f->n);
+}
+
 static void found_free(Found *f, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(f[i].name);
-                free(f[i].boot);
-                free(f[i].cgroup_root);
-                journal_entries_free(f[i].entries, f[i].n);
-        }
+        for (size_t i = 0; i < n; i++)
+                found_done(&f[i]);
         free(f);
 }
 
@@ -616,7 +619,7 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                         size_t c = cap ? cap * 2 : 8;
                         Found *l = realloc(found, c * sizeof *l);
                         if (!l) {
-                                found_free(&f, 1);
+                                found_done(&f); /* (on the stack: until session 34 it was freed) */
                                 found_free(found, n_found);
                                 return -ENOMEM;
                         }
