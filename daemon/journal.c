@@ -534,6 +534,55 @@ static void found_free(Found *f, size_t n) {
         free(f);
 }
 
+/* A journal's name: a slot's, journal-K.json, or the groups of batch K that
+ * a start could not restore, journal-retry-K.json (keep_failed()). */
+static bool journal_name(const char *name) {
+        uint64_t k;
+        char tail[8];
+
+        return (sscanf(name, "journal-%" SCNu64 ".%5s", &k, tail) == 2 ||
+                sscanf(name, "journal-retry-%" SCNu64 ".%5s", &k, tail) == 2) &&
+               streq(tail, "json");
+}
+
+/* The groups of journal f that could not be restored (a cgroup.freeze write
+ * refused: a cgroup file system mounted read-only, say) are not dropped with
+ * it: they are written to journal-retry-<id>.json, a name no batch's slot
+ * takes (a slot's file is truncated when a batch takes it), and the next
+ * start restores them as any journal's; f is removed.  The groups restored
+ * are not kept: written again at the next start, they would undo what was
+ * asked of them since.  Should that file not be written, f itself is renamed
+ * so, all its groups kept.  *ret_name is the name kept. */
+static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size_t n, const char *boot_id,
+                       const char *cgroup_root, char **ret_name) {
+        _cleanup_free_ char *name = NULL, *tmp = NULL, *text = NULL;
+        int r = -ENOMEM;
+
+        if (asprintf(&name, "journal-retry-%" PRIu64 ".json", f->id) < 0) {
+                name = NULL;
+                return -ENOMEM;
+        }
+        /* (A journal of before boot ids or cgroup roots were recorded is of
+         * this boot, and its paths are below this cgroup root.) */
+        text = journal_format(f->id, f->boot ?: boot_id, f->cgroup_root ?: cgroup_root, failed, n);
+        if (text && asprintf(&tmp, ".%s.tmp", name) >= 0) {
+                _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                r = fd < 0 ? -errno : pwrite_all(fd, text, strlen(text));
+                if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+                        r = -errno;
+                if (r < 0 && fd >= 0)
+                        (void) unlinkat(dfd, tmp, 0);
+        } else
+                tmp = NULL;
+        if (r >= 0) {
+                if (!streq(f->name, name))
+                        (void) unlinkat(dfd, f->name, 0);
+        } else if (!streq(f->name, name) && renameat(dfd, f->name, dfd, name) < 0)
+                return -errno;
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
 int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
                     void *userdata, uint64_t *ret_max_id) {
         _cleanup_(closedirp) DIR *d = NULL;
@@ -551,13 +600,18 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
          * name says nothing of its batch's age). */
         for (struct dirent *de; (de = readdir(d));) {
                 _cleanup_free_ char *text = NULL;
-                uint64_t k;
-                char tail[8];
                 size_t len = 0;
                 Found f = {};
                 int r;
 
-                if (sscanf(de->d_name, "journal-%" SCNu64 ".%5s", &k, tail) != 2 || !streq(tail, "json"))
+                size_t nl = strlen(de->d_name);
+                if (strncmp(de->d_name, ".journal-retry-", 15) == 0 && nl > 4 && streq(de->d_name + nl - 4, ".tmp")) {
+                        /* keep_failed() stopped by a crash: the journal it
+                         * kept the groups of is still there */
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+                        continue;
+                }
+                if (!journal_name(de->d_name))
                         continue;
                 r = read_small_file(dirfd(d), de->d_name, &text, &len);
                 if (r >= 0 && len == 0) { /* a free slot */
@@ -641,6 +695,7 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
         for (size_t i = 0; i < n_found; i++) {
                 const Found *f = &found[i];
                 unsigned restored = 0, unchanged = 0, gone = 0, replaced = 0, failed = 0;
+                _cleanup_free_ JournalEntry *failed_entries = NULL;
                 const char *first_replaced = NULL;
                 int r;
 
@@ -668,6 +723,10 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                         else if (r > 0)
                                 unchanged++;
                         else if (r < 0) {
+                                if (!failed_entries)
+                                        failed_entries = calloc(f->n, sizeof *failed_entries);
+                                if (failed_entries) /* (else the whole journal is kept) */
+                                        failed_entries[failed] = f->entries[k - 1];
                                 failed++;
                                 char esc[1024];
                                 log_error_errno(r, "Cannot restore %s to freeze=%d: %m",
@@ -686,7 +745,30 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                                    f->id, replaced, path_shown(first_replaced, esc, sizeof esc),
                                    replaced > 1 ? ", ..." : "",
                                    replaced > 1 ? "were" : "was");
-                (void) unlinkat(dirfd(d), f->name, 0);
+                if (failed > 0) {
+                        _cleanup_free_ char *kept = NULL;
+                        /* (In the journal's order, which a restore goes through backwards.) */
+                        for (size_t a = 0; failed_entries && a < failed / 2; a++) {
+                                JournalEntry t = failed_entries[a];
+                                failed_entries[a] = failed_entries[failed - 1 - a];
+                                failed_entries[failed - 1 - a] = t;
+                        }
+                        /* Not dropped with the journal: the next start tries
+                         * again (until session 34 they were lost). */
+                        r = keep_failed(dirfd(d), f, failed_entries ?: f->entries, failed_entries ? failed : f->n,
+                                        boot_id, cgroup_root, &kept);
+                        if (r < 0)
+                                log_error_errno(r, "Cannot keep the %u group%s of batch %" PRIu64 " that could not be "
+                                                "restored in %s/journal-retry-%" PRIu64 ".json: %s/%s left as it "
+                                                "is, which a batch writes over: %m",
+                                                failed, failed == 1 ? "" : "s", f->id, dir, f->id, dir, f->name);
+                        else
+                                log_error("The %u group%s of batch %" PRIu64 " that could not be restored %s kept in "
+                                          "%s/%s: the next start tries again.",
+                                          failed, failed == 1 ? "" : "s", f->id, failed == 1 ? "is" : "are", dir,
+                                          kept);
+                } else
+                        (void) unlinkat(dirfd(d), f->name, 0);
                 recovered++;
         }
         found_free(found, n_found);

@@ -87,7 +87,10 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
  * cgroup_root (freezerd restarted with another --cgroup-root) is logged, and
- * its groups restored below the root it records.  Returns the number of
+ * its groups restored below the root it records.  The entries whose
+ * restore() fails (other than -ENOENT, -ESTALE) are kept in
+ * journal-retry-<id>.json, which no slot takes and the next call reads as
+ * any journal, so that they are tried again.  Returns the number of
  * journals recovered, or -errno (a missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never
  * collide. */
 int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,

@@ -19,12 +19,15 @@ typedef struct Restored {
 
 static Restored restored[64];
 static unsigned n_restored;
+static bool refuse; /* a path with "refused" in it fails to be restored (EROFS) */
 
 static int restore(const char *cgroup_root, const JournalEntry *e, void *userdata) {
         if (strstr(e->path, "gone"))
                 return -ENOENT;
         if (strstr(e->path, "remade"))
                 return -ESTALE;
+        if (refuse && strstr(e->path, "refused"))
+                return -EROFS;
         if (n_restored < ELEMENTSOF(restored)) {
                 snprintf(restored[n_restored].path, sizeof restored[0].path, "%s", e->path);
                 snprintf(restored[n_restored].root, sizeof restored[0].root, "%s", cgroup_root ?: "(none)");
@@ -395,8 +398,69 @@ static void test_parse(void) {
         CHECK(journal_parse("{\"version\":\"1\",\"groups\":[]}", 27, &e, &n, NULL, NULL, NULL) == -EBADMSG);
 }
 
+/* The groups that could not be restored are kept in journal-retry-<id>.json
+ * (until session 34 they were lost with their journal), with the boot id and
+ * cgroup root of this start where the journal had none; the next start
+ * restores them, and a batch's slot never takes that file. */
+static void test_keep_failed(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *slot = NULL, *retry = NULL, *text = NULL;
+        JournalEntry *e = NULL;
+        char *boot = NULL, *root = NULL;
+        size_t n = 0, len = 0;
+        uint64_t max_id = 0, id = 0;
+        Journal *j = NULL;
+        unsigned s0 = 0;
+        struct stat st;
+
+        CHECK(dir);
+        CHECK(asprintf(&slot, "%s/journal-0.json", dir) > 0);
+        CHECK(asprintf(&retry, "%s/journal-retry-8.json", dir) > 0);
+        write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false},"
+                         "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
+                         "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
+        refuse = true;
+        n_restored = 0;
+        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(max_id == 8 && n_restored == 1 && streq(restored[0].path, "/ok"));
+        CHECK(stat(slot, &st) < 0 && errno == ENOENT);
+        {
+                _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
+                CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &text, &len) >= 0);
+        }
+        CHECK(text && journal_parse(text, len, &e, &n, &boot, &root, &id) == 0);
+        CHECK(id == 8 && boot && streq(boot, "boot-1") && root && streq(root, "/cg"));
+        CHECK(n == 2 && streq(e[0].path, "/refused") && e[0].prev_freeze && e[0].cgroup_id == 5 &&
+              streq(e[1].path, "/refused2") && !e[1].prev_freeze && e[1].new_freeze);
+        journal_entries_free(e, n);
+        free(boot);
+        free(root);
+
+        /* A batch takes the slot, a crash leaves it: the kept file is not written over. */
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        CHECK(journal_begin(j, 9, "boot-1", &(JournalEntry) { .path = "/x", .new_freeze = true }, 1, &s0) == 0);
+        j = journal_free(j);
+        CHECK(file_size(retry) == (off_t) len);
+
+        /* Refused again, then restored: the next starts try again until it is. */
+        n_restored = 0;
+        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 2);
+        CHECK(max_id == 9 && n_restored == 1 && streq(restored[0].path, "/x"));
+        CHECK(file_size(retry) == (off_t) len);
+        refuse = false;
+        n_restored = 0;
+        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(max_id == 8);
+        CHECK(n_restored == 2 && streq(restored[0].path, "/refused2") && streq(restored[1].path, "/refused"));
+        CHECK(streq(restored[0].root, "/cg"));
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
         test_slots_and_recover();
+        test_keep_failed();
         test_parse();
         return test_summary("test-journal");
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The groups of a batch journal that a start cannot restore are kept, and
+the next start restores them.
+
+The cgroup root a journal records is a read-only bind mount of the scratch
+cgroup (as a container's /sys/fs/cgroup is): the kernel refuses every
+cgroup.freeze write there (EROFS, root or not).  journal-0.json (a slot's name)
+says that batch 7 froze /a (prev false), and /a needs a write, which fails.
+
+The first start must log the failure, leave /a frozen and keep /a in
+journal-retry-7.json, under the root the journal
+records, which a batch of its own must not write over.  Once the mount is
+made writable, the next start must thaw /a and remove the file.  (Before
+session 34 the first start removed the journal: /a stayed frozen for good.)"""
+
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+LONG_USEC = 60 * 1000000
+
+
+def mount(*args):
+    ft.subprocess.run(['mount', *args], check=True)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with open('/proc/sys/kernel/random/boot_id') as f:
+        boot = f.read().strip()
+    with ft.Scratch('journal-retry') as sc, ft.Bus() as bus:
+        for g in ('/a', '/h'):
+            sc.mkdir(g)
+            sc.spawn_sleepers(g, 1)
+            sc.write_freeze(g, 1)
+            sc.wait_events(g, frozen=1)
+        sc.mkdir('/b')
+        runtime_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}journal-retry-{os.getpid()}-')
+        # (Named as fuse-hang's, so that reap_stale() unmounts it after a SIGKILL.)
+        mnt_dir = tempfile.mkdtemp(prefix=f'{ft.FUSE_TMP_PREFIX}{os.getpid()}-journal-retry-')
+        ro = os.path.join(mnt_dir, 'mnt')
+        os.mkdir(ro)
+        mounted = False
+        try:
+            mount('--bind', sc.root, ro)
+            mounted = True
+            mount('-o', 'remount,bind,ro', ro)
+            try:
+                with open(os.path.join(ro, 'a', 'cgroup.freeze'), 'w') as f:
+                    f.write('0')
+                ft.check(False, 'a read-only mount refuses the write')
+            except OSError as e:
+                ft.check_equal(e.errno, ft.errno.EROFS, 'the write refused')
+            j = ('{"version":1,"id":7,"boot":"%s","root":"%s","groups":[{"path":"/a","prev":false,"new":true}]}\n' % (boot, ro))
+            with open(os.path.join(runtime_dir, 'journal-0.json'), 'w') as f:
+                f.write(j)
+            retry = os.path.join(runtime_dir, 'journal-retry-7.json')
+
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                log = d.log()
+                ft.check('Cannot restore /a to freeze=0: Read-only file system' in log, 'the failure logged', log)
+                ft.check('Recovered interrupted batch 7: 0 groups restored to their previous flag, 0 had it already '
+                         '(not written before the stop), 0 gone, 1 failed.' in log, 'the summary', log)
+                ft.check(f'The 1 group of batch 7 that could not be restored is kept in {retry}: the next start '
+                         'tries again.' in log, 'where it is kept logged', log)
+                ft.check_equal(sc.read_freeze('/a'), 1, '/a still frozen')
+                kept = ft.read_journal(runtime_dir, 'journal-retry-7.json')
+                ft.check_equal(kept and (kept['id'], kept['boot'], kept['root'], kept['groups']),
+                               (7, boot, ro, [{'path': '/a', 'prev': False, 'new': True}]),
+                               'the group that failed kept, with the batch id, boot and root')
+                ft.check_equal(ft.live_journals(runtime_dir), [], 'the slot free')
+                # A batch of its own takes the slot: the kept file stays as it is.
+                d.client.call('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                ft.check_equal(ft.read_journal(runtime_dir, 'journal-retry-7.json'), kept,
+                               'the kept file untouched by a batch')
+            ft.check(os.path.exists(retry), 'the kept file outlives a clean stop')
+
+            # The cause mended: the next start restores /a.
+            mount('-o', 'remount,bind,rw', ro)
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                log = d.log()
+                ft.check('Recovered interrupted batch 7: 1 group restored to their previous flag, 0 had it already '
+                         '(not written before the stop), 0 gone, 0 failed.' in log, 'the retry restores /a', log)
+                ft.check_equal(sc.read_freeze('/a'), 0, '/a thawed')
+                ft.check_equal(sc.read_freeze('/h'), 1, '/h still frozen')
+                ft.check(not os.path.exists(retry), 'the kept file removed')
+            sc.wait_events('/a', frozen=0)
+            sc.write_freeze('/h', 0)
+            sc.write_freeze('/b', 0)
+        finally:
+            if mounted:
+                ft.umount2(ro)
+            os.rmdir(ro)
+            os.rmdir(mnt_dir)
+            shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    ft.run(test)
