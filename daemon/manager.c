@@ -4297,6 +4297,17 @@ static int restore_flag(const char *cgroup_root, const JournalEntry *e, void *us
                         return -ESTALE;
         }
         fd = openat(dirfd, "cgroup.freeze", O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno != ENODEV && errno != ENOENT) {
+                /* Not to be written (a read-only mount, say): one that has
+                 * its flag needs no write, and is no failure to keep for the
+                 * next start (until session 34 it was counted failed). */
+                int err = errno;
+                _cleanup_close_ int ro = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC);
+                bool had;
+                if (ro >= 0 && cg_read_freeze_fd(ro, &had) >= 0 && had == e->prev_freeze)
+                        return 1;
+                errno = err;
+        }
         if (fd < 0)
                 return errno == ENODEV ? -ENOENT : -errno;
         /* A batch killed halfway wrote some of its flags: the others need

@@ -6,10 +6,12 @@ the next start restores them.
 The cgroup root a journal records is a read-only bind mount of the scratch
 cgroup (as a container's /sys/fs/cgroup is): the kernel refuses every
 cgroup.freeze write there (EROFS, root or not).  journal-0.json (a slot's name)
-says that batch 7 froze /a (prev false), and /a needs a write, which fails.
+says that batch 7 froze /a (prev false) and thawed /h (prev true); both are
+frozen now, so /h has its previous flag already and /a needs a write, which
+fails.
 
-The first start must log the failure, leave /a frozen and keep /a in
-journal-retry-7.json, under the root the journal
+The first start must log the failure, leave /a frozen and keep /a (and /a
+alone: /h was restored) in journal-retry-7.json, under the root the journal
 records, which a batch of its own must not write over.  Once the mount is
 made writable, the next start must thaw /a and remove the file.  (Before
 session 34 the first start removed the journal: /a stayed frozen for good.)"""
@@ -56,7 +58,8 @@ def test():
                 ft.check(False, 'a read-only mount refuses the write')
             except OSError as e:
                 ft.check_equal(e.errno, ft.errno.EROFS, 'the write refused')
-            j = ('{"version":1,"id":7,"boot":"%s","root":"%s","groups":[{"path":"/a","prev":false,"new":true}]}\n' % (boot, ro))
+            j = ('{"version":1,"id":7,"boot":"%s","root":"%s","groups":[{"path":"/a","prev":false,"new":true},'
+                 '{"path":"/h","prev":true,"new":false}]}\n' % (boot, ro))
             with open(os.path.join(runtime_dir, 'journal-0.json'), 'w') as f:
                 f.write(j)
             retry = os.path.join(runtime_dir, 'journal-retry-7.json')
@@ -64,7 +67,7 @@ def test():
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
                 log = d.log()
                 ft.check('Cannot restore /a to freeze=0: Read-only file system' in log, 'the failure logged', log)
-                ft.check('Recovered interrupted batch 7: 0 groups restored to their previous flag, 0 had it already '
+                ft.check('Recovered interrupted batch 7: 0 groups restored to their previous flag, 1 had it already '
                          '(not written before the stop), 0 gone, 1 failed.' in log, 'the summary', log)
                 ft.check(f'The 1 group of batch 7 that could not be restored is kept in {retry}: the next start '
                          'tries again.' in log, 'where it is kept logged', log)
@@ -72,7 +75,7 @@ def test():
                 kept = ft.read_journal(runtime_dir, 'journal-retry-7.json')
                 ft.check_equal(kept and (kept['id'], kept['boot'], kept['root'], kept['groups']),
                                (7, boot, ro, [{'path': '/a', 'prev': False, 'new': True}]),
-                               'the group that failed kept, with the batch id, boot and root')
+                               'the group that failed kept, alone, with the batch id, boot and root')
                 ft.check_equal(ft.live_journals(runtime_dir), [], 'the slot free')
                 # A batch of its own takes the slot: the kept file stays as it is.
                 d.client.call('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
