@@ -31,7 +31,11 @@ struct Journal {
         char *cgroup_root; /* what the paths are relative to, recorded in each journal; or NULL */
         JournalSlot *slots;
         size_t n_slots;
+        struct Found *retries; /* the journal-retry-K.json files (journal_load_retries()) */
+        size_t n_retries;
 };
+
+static void found_free(struct Found *f, size_t n);
 
 static int pwrite_all(int fd, const char *buf, size_t n) {
         off_t off = 0;
@@ -207,6 +211,7 @@ Journal *journal_free(Journal *j) {
                 free(s->path);
         }
         free(j->slots);
+        found_free(j->retries, j->n_retries);
         free(j->dir);
         free(j->cgroup_root);
         free(j);
@@ -545,6 +550,27 @@ static bool journal_name(const char *name) {
                streq(tail, "json");
 }
 
+/* dfd/name holds text, whole, or what it held: written as .NAME.tmp and
+ * renamed (a start removes such a file that a crash left). */
+static int write_replace(int dfd, const char *name, const char *text) {
+        _cleanup_free_ char *tmp = NULL;
+        int r;
+
+        if (asprintf(&tmp, ".%s.tmp", name) < 0) {
+                tmp = NULL;
+                return -ENOMEM;
+        }
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        r = pwrite_all(fd, text, strlen(text));
+        if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(dfd, tmp, 0);
+        return r;
+}
+
 /* The groups of journal f that could not be restored (a cgroup.freeze write
  * refused: a cgroup file system mounted read-only, say) are not dropped with
  * it: they are written to journal-retry-<id>.json, a name no batch's slot
@@ -555,7 +581,7 @@ static bool journal_name(const char *name) {
  * so, all its groups kept.  *ret_name is the name kept. */
 static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size_t n, const char *boot_id,
                        const char *cgroup_root, char **ret_name) {
-        _cleanup_free_ char *name = NULL, *tmp = NULL, *text = NULL;
+        _cleanup_free_ char *name = NULL, *text = NULL;
         int r = -ENOMEM;
 
         if (asprintf(&name, "journal-retry-%" PRIu64 ".json", f->id) < 0) {
@@ -565,15 +591,8 @@ static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size
         /* (A journal of before boot ids or cgroup roots were recorded is of
          * this boot, and its paths are below this cgroup root.) */
         text = journal_format(f->id, f->boot ?: boot_id, f->cgroup_root ?: cgroup_root, failed, n);
-        if (text && asprintf(&tmp, ".%s.tmp", name) >= 0) {
-                _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-                r = fd < 0 ? -errno : pwrite_all(fd, text, strlen(text));
-                if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
-                        r = -errno;
-                if (r < 0 && fd >= 0)
-                        (void) unlinkat(dfd, tmp, 0);
-        } else
-                tmp = NULL;
+        if (text)
+                r = write_replace(dfd, name, text);
         if (r >= 0) {
                 if (!streq(f->name, name))
                         (void) unlinkat(dfd, f->name, 0);
@@ -775,4 +794,83 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
         if (ret_max_id)
                 *ret_max_id = max_id;
         return recovered;
+}
+
+int journal_load_retries(Journal *j) {
+        _cleanup_(closedirp) DIR *d = opendir(j->dir);
+
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *text = NULL;
+                uint64_t k;
+                char tail[8];
+                size_t len = 0;
+                Found f = {};
+
+                if (sscanf(de->d_name, "journal-retry-%" SCNu64 ".%5s", &k, tail) != 2 || !streq(tail, "json"))
+                        continue;
+                /* (One that cannot be read now was kept by no start: let be.) */
+                if (read_small_file(dirfd(d), de->d_name, &text, &len) < 0 ||
+                    journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.cgroup_root, &f.id) < 0)
+                        continue;
+                Found *l = realloc(j->retries, (j->n_retries + 1) * sizeof *l);
+                if (!l || !(f.name = strdup(de->d_name))) {
+                        if (l)
+                                j->retries = l;
+                        found_done(&f);
+                        return -ENOMEM;
+                }
+                j->retries = l;
+                j->retries[j->n_retries++] = f;
+        }
+        return 0;
+}
+
+void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
+        for (size_t i = 0; i < j->n_retries; i++) {
+                Found *f = &j->retries[i];
+                size_t k = 0;
+
+                /* (Paths below another cgroup root are other groups.) */
+                if (!f->cgroup_root || !j->cgroup_root || !streq(f->cgroup_root, j->cgroup_root))
+                        continue;
+                for (size_t a = 0; a < f->n; a++) {
+                        JournalEntry *e = &f->entries[a];
+                        if (streq(e->path, path) && (e->cgroup_id == 0 || cgroup_id == 0 || e->cgroup_id == cgroup_id))
+                                free((char *) e->path);
+                        else
+                                f->entries[k++] = *e;
+                }
+                if (k == f->n)
+                        continue;
+                f->n = k;
+
+                _cleanup_close_ int dfd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_free_ char *text = NULL;
+                char esc[1024];
+                int r = 0;
+                if (dfd < 0)
+                        r = -errno;
+                else if (k == 0) {
+                        if (unlinkat(dfd, f->name, 0) < 0 && errno != ENOENT)
+                                r = -errno;
+                } else {
+                        text = journal_format(f->id, f->boot, f->cgroup_root, f->entries, k);
+                        r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
+                }
+                if (r < 0)
+                        log_warning_errno(r, "The flag of %s was written since the start, but %s/%s, which would "
+                                          "write it back at the next start, cannot be changed: %m",
+                                          path_shown(path, esc, sizeof esc), j->dir, f->name);
+                else
+                        log_notice("The flag of %s was written since the start: the next start does not write it "
+                                   "back from %s/%s%s.",
+                                   path_shown(path, esc, sizeof esc), j->dir, f->name,
+                                   k == 0 ? " (removed: nothing left in it)" : "");
+                if (k == 0) {
+                        found_done(f);
+                        j->retries[i--] = j->retries[--j->n_retries];
+                }
+        }
 }

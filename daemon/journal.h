@@ -96,6 +96,16 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
 int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
                     void *userdata, uint64_t *ret_max_id);
 
+/* Reads the journal-retry-<id>.json files of j's directory that
+ * journal_recover() kept (the groups it could not restore), for
+ * journal_forget(). */
+int journal_load_retries(Journal *j);
+/* The flag of the group of that path (relative to j's cgroup root) and id
+ * was written since the start (by freezerd or behind its back): its entry is
+ * dropped from the journal-retry files, lest the next start undo that write;
+ * a file left without entries is removed.  Cheap where there are none. */
+void journal_forget(Journal *j, const char *path, uint64_t cgroup_id);
+
 /* Parse a journal's text (for tests and fuzzing).  On success *ret (entries
  * with malloc'ed paths, free with journal_entries_free()), *ret_n and, unless
  * ret_boot_id is NULL, the boot id it records (malloc'ed; NULL if none), so

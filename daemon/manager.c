@@ -2283,6 +2283,11 @@ static void entry_reversed(OpEntry *e) {
 static void group_flag_changed(Manager *m, Group *g) {
         GroupData *d = group_data(g);
 
+        /* A flag set since the start is what its writer wants now: a start
+         * that could not restore it does not write it back at the next. */
+        if (m->journal)
+                journal_forget(m->journal, g->path, g->id);
+
         for (OpEntry *e = d->entries, *next; e; e = next) {
                 next = e->gnext;
                 if (e->new_freeze != g->freeze)
@@ -4623,6 +4628,10 @@ int manager_start(Manager *m) {
                 r = journal_new(m->runtime_dir, m->cgroup_root, &m->journal);
                 if (r < 0)
                         return log_error_errno(r, "Out of memory.");
+                r = journal_load_retries(m->journal);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot read the kept batch journals of %s: a flag written since "
+                                          "is written back at the next start: %m", m->runtime_dir);
         }
 
         r = manager_attach_root(m);

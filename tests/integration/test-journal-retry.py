@@ -14,7 +14,14 @@ The first start must log the failure, leave /a frozen and keep /a (and /a
 alone: /h was restored) in journal-retry-7.json, under the root the journal
 records, which a batch of its own must not write over.  Once the mount is
 made writable, the next start must thaw /a and remove the file.  (Before
-session 34 the first start removed the journal: /a stayed frozen for good.)"""
+session 34 the first start removed the journal: /a stayed frozen for good.)
+
+A flag set since the start is not written back at the next: freezerd runs
+in a mount namespace of its own where the cgroup2 mount is read-only, and
+cannot restore /c (prev false, frozen now), kept as above.  Someone else then thaws /c and freezes it
+again (through the writable path), while freezerd runs: freezerd must drop /c
+from the kept file (removed, as nothing is left in it), and the next start
+must leave /c frozen, as its owner wants it now."""
 
 import os
 import shutil
@@ -95,6 +102,32 @@ def test():
             sc.wait_events('/a', frozen=0)
             sc.write_freeze('/h', 0)
             sc.write_freeze('/b', 0)
+
+            # ---- a flag set since the start
+            sc.mkdir('/c')
+            sc.spawn_sleepers('/c', 1)
+            sc.write_freeze('/c', 1)
+            sc.wait_events('/c', frozen=1)
+            with open(os.path.join(runtime_dir, 'journal-0.json'), 'w') as f:
+                f.write('{"version":1,"id":8,"boot":"%s","root":"%s","groups":[{"path":"/c","prev":false,"new":true}]}\n'
+                        % (boot, sc.root))
+            retry = os.path.join(runtime_dir, 'journal-retry-8.json')
+            wrapper = ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c',
+                       'mount -o remount,bind,ro "$0" && exec "$@"', sc.mount]
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, wrapper=wrapper) as d:
+                ft.check(f'kept in {retry}' in d.log(), '/c kept', d.log())
+                ft.check_equal(sc.read_freeze('/c'), 1, '/c still frozen')
+                sc.write_freeze('/c', 0)
+                ft.wait_for(lambda: 'The flag of /c was written since the start' in d.log(), timeout=30,
+                            what='freezerd to see /c thawed')
+                sc.write_freeze('/c', 1)
+                ft.check(f'does not write it back from {retry} (removed: nothing left in it)' in d.log(),
+                         'the kept file removed', d.log())
+                ft.check(not os.path.exists(retry), 'no kept file')
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                ft.check('batch 8' not in d.log(), 'nothing of batch 8 restored', d.log())
+                ft.check_equal(sc.read_freeze('/c'), 1, '/c left frozen, as its owner set it')
+            sc.write_freeze('/c', 0)
         finally:
             if mounted:
                 ft.umount2(ro)
