@@ -860,11 +860,11 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                         r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
                 }
                 if (r < 0)
-                        log_warning_errno(r, "The flag of %s was written since the start, but %s/%s, which would "
+                        log_warning_errno(r, "The flag of %s was set or asked for since the start, but %s/%s, which would "
                                           "write it back at the next start, cannot be changed: %m",
                                           path_shown(path, esc, sizeof esc), j->dir, f->name);
                 else
-                        log_notice("The flag of %s was written since the start: the next start does not write it "
+                        log_notice("The flag of %s was set or asked for since the start: the next start does not write it "
                                    "back from %s/%s%s.",
                                    path_shown(path, esc, sizeof esc), j->dir, f->name,
                                    k == 0 ? " (removed: nothing left in it)" : "");

@@ -101,9 +101,10 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
  * journal_forget(). */
 int journal_load_retries(Journal *j);
 /* The flag of the group of that path (relative to j's cgroup root) and id
- * was written since the start (by freezerd or behind its back): its entry is
- * dropped from the journal-retry files, lest the next start undo that write;
- * a file left without entries is removed.  Cheap where there are none. */
+ * was set since the start (by freezerd or behind its back), or asked for
+ * as it was by a batch: its entry is dropped from the journal-retry files,
+ * lest the next start undo that choice; a file left without entries is
+ * removed.  Cheap where there are none. */
 void journal_forget(Journal *j, const char *path, uint64_t cgroup_id);
 
 /* Parse a journal's text (for tests and fuzzing).  On success *ret (entries

@@ -3141,6 +3141,11 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
                 if (!to_write[i]) {
                         op->skipped++;
+                        /* Asked for as it is (no write, no group_flag_changed()):
+                         * what the caller wants now too, which a group kept for
+                         * a retry at the next start must not undo. */
+                        if (m->journal)
+                                journal_forget(m->journal, g->path, g->id);
                         continue;
                 }
                 r = results[i];

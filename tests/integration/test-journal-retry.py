@@ -21,7 +21,8 @@ in a mount namespace of its own where the cgroup2 mount is read-only, and
 cannot restore /c (prev false, frozen now), kept as above.  Someone else then thaws /c and freezes it
 again (through the writable path), while freezerd runs: freezerd must drop /c
 from the kept file (removed, as nothing is left in it), and the next start
-must leave /c frozen, as its owner wants it now."""
+must leave /c frozen, as its owner wants it now.  So too for /e, kept so, for
+which an ApplyBatch asks the flag it has (frozen: nothing written)."""
 
 import os
 import shutil
@@ -118,7 +119,7 @@ def test():
                 ft.check(f'kept in {retry}' in d.log(), '/c kept', d.log())
                 ft.check_equal(sc.read_freeze('/c'), 1, '/c still frozen')
                 sc.write_freeze('/c', 0)
-                ft.wait_for(lambda: 'The flag of /c was written since the start' in d.log(), timeout=30,
+                ft.wait_for(lambda: 'The flag of /c was set or asked for since the start' in d.log(), timeout=30,
                             what='freezerd to see /c thawed')
                 sc.write_freeze('/c', 1)
                 ft.check(f'does not write it back from {retry} (removed: nothing left in it)' in d.log(),
@@ -128,6 +129,25 @@ def test():
                 ft.check('batch 8' not in d.log(), 'nothing of batch 8 restored', d.log())
                 ft.check_equal(sc.read_freeze('/c'), 1, '/c left frozen, as its owner set it')
             sc.write_freeze('/c', 0)
+
+            # ---- a flag asked for as it is since the start
+            sc.mkdir('/e')
+            sc.spawn_sleepers('/e', 1)
+            sc.write_freeze('/e', 1)
+            sc.wait_events('/e', frozen=1)
+            with open(os.path.join(runtime_dir, 'journal-0.json'), 'w') as f:
+                f.write('{"version":1,"id":9,"boot":"%s","root":"%s","groups":[{"path":"/e","prev":false,"new":true}]}\n'
+                        % (boot, sc.root))
+            retry = os.path.join(runtime_dir, 'journal-retry-9.json')
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, wrapper=wrapper) as d:
+                ft.check(f'kept in {retry}' in d.log(), '/e kept', d.log())
+                d.client.call('ApplyBatch', [('/e', True)], 'auto', LONG_USEC, 0)
+                ft.check('The flag of /e was set or asked for since the start' in d.log() and not os.path.exists(retry),
+                         '/e dropped from the kept file', d.log())
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                ft.check('batch 9' not in d.log(), 'nothing of batch 9 restored', d.log())
+                ft.check_equal(sc.read_freeze('/e'), 1, '/e left frozen, as the batch asked')
+            sc.write_freeze('/e', 0)
         finally:
             if mounted:
                 ft.umount2(ro)
