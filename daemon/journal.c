@@ -874,3 +874,7 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 }
         }
 }
+
+bool journal_has_retries(const Journal *j) {
+        return j && j->n_retries > 0;
+}

@@ -106,6 +106,8 @@ int journal_load_retries(Journal *j);
  * lest the next start undo that choice; a file left without entries is
  * removed.  Cheap where there are none. */
 void journal_forget(Journal *j, const char *path, uint64_t cgroup_id);
+/* Whether there is anything for journal_forget() to drop (j may be NULL). */
+bool journal_has_retries(const Journal *j);
 
 /* Parse a journal's text (for tests and fuzzing).  On success *ret (entries
  * with malloc'ed paths, free with journal_entries_free()), *ret_n and, unless

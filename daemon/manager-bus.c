@@ -618,6 +618,14 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
         b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
                 b->odd_writes += b->odd.items[i].wrote;
+        /* Each is thawed now, as the caller asked, written or not: one kept
+         * for a retry at the next start is not written back there (as
+         * group_flag_changed() does for the groups freezerd follows). */
+        for (size_t i = 0; journal_has_retries(m->journal) && i < b->odd.n; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "/%s", b->odd.items[i].rel) >= 0)
+                        journal_forget(m->journal, p, b->odd.items[i].id);
+        }
         log_debug("%s%s: cleared %zu flags of groups freezerd does not follow.", b->top ? "Thaw of " : "Batch",
                   b->top ?: "", b->odd_writes);
         return 0;

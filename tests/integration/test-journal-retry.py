@@ -22,7 +22,10 @@ cannot restore /c (prev false, frozen now), kept as above.  Someone else then th
 again (through the writable path), while freezerd runs: freezerd must drop /c
 from the kept file (removed, as nothing is left in it), and the next start
 must leave /c frozen, as its owner wants it now.  So too for /e, kept so, for
-which an ApplyBatch asks the flag it has (frozen: nothing written)."""
+which an ApplyBatch asks the flag it has (frozen: nothing written), and for
+/q/bad\\xff, a group freezerd does not follow for its name (thawed, its
+journal's entry in hex: "raw"), for which a Thaw RECURSIVE of /q asks the
+flag it has."""
 
 import os
 import shutil
@@ -148,6 +151,26 @@ def test():
                 ft.check('batch 9' not in d.log(), 'nothing of batch 9 restored', d.log())
                 ft.check_equal(sc.read_freeze('/e'), 1, '/e left frozen, as the batch asked')
             sc.write_freeze('/e', 0)
+
+            # ---- the same for a group not followed for its name
+            sc.mkdir('/q')
+            odd = os.fsencode(sc.abspath('/q')) + b'/bad\xff'
+            os.mkdir(odd)
+            raw = b'/q/bad\xff'.hex()
+            with open(os.path.join(runtime_dir, 'journal-0.json'), 'w') as f:
+                f.write('{"version":1,"id":10,"boot":"%s","root":"%s","groups":[{"path":"/q/bad\\\\xff","raw":"%s",'
+                        '"prev":true,"new":false}]}\n' % (boot, sc.root, raw))
+            retry = os.path.join(runtime_dir, 'journal-retry-10.json')
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, wrapper=wrapper) as d:
+                ft.check(f'kept in {retry}' in d.log(), '/q/bad\\xff kept', d.log())
+                d.client.call('Thaw', '/q', LONG_USEC, ft.FLAG_RECURSIVE)
+                ft.check('The flag of /q/bad\\xff was set or asked for since the start' in d.log()
+                         and not os.path.exists(retry), '/q/bad\\xff dropped from the kept file', d.log())
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
+                ft.check('batch 10' not in d.log(), 'nothing of batch 10 restored', d.log())
+                with open(odd + b'/cgroup.freeze') as f:
+                    ft.check_equal(f.read().strip(), '0', '/q/bad\\xff left thawed, as the Thaw asked')
+            os.rmdir(odd)
         finally:
             if mounted:
                 ft.umount2(ro)
