@@ -165,6 +165,27 @@ int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret) {
         return -ENOENT;
 }
 
+int rename_broken(int dfd, const char *name, char **ret_kept) {
+        for (unsigned k = 1; k <= 1000; k++) {
+                _cleanup_free_ char *broken = NULL;
+                if ((k == 1 ? asprintf(&broken, "%s.broken", name) : asprintf(&broken, "%s.%u.broken", name, k)) < 0)
+                        return -ENOMEM;
+                int r = renameat2(dfd, name, dfd, broken, RENAME_NOREPLACE) >= 0 ? 0 : -errno;
+                if (r == -EINVAL) { /* a file system without RENAME_NOREPLACE: ours is the only writer */
+                        struct stat st;
+                        if (fstatat(dfd, broken, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                                r = -EEXIST;
+                        else
+                                r = renameat(dfd, name, dfd, broken) >= 0 ? 0 : -errno;
+                }
+                free(*ret_kept);
+                *ret_kept = TAKE_PTR(broken);
+                if (r != -EEXIST)
+                        return r;
+        }
+        return -EEXIST;
+}
+
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t allocated = 0, n = 0;

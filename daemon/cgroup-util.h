@@ -69,6 +69,13 @@ int cg_fd_is_cgroup2_dir(int fd);
  * ControlGroupId and bpf uses, unique among the cgroups of one boot. */
 int cg_dir_id(int dirfd, const char *name, uint64_t *ret);
 
+/* Renames a damaged file (a batch journal, tracked.json) out of the way, to
+ * NAME.broken or, where one of an earlier start is kept already,
+ * NAME.2.broken, NAME.3.broken...: never over one kept before (until session
+ * 34 a second one took the first's place).  *ret_kept names the one tried
+ * last (free it; NULL if none was). */
+int rename_broken(int dfd, const char *name, char **ret_kept);
+
 /* Read from fd to its end (the size may be unknown in advance, as in procfs)
  * into a NUL-terminated malloc'ed buffer.  -EFBIG beyond max bytes. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);

@@ -460,31 +460,6 @@ static const char *path_shown(const char *path, char *buf, size_t size) {
         return cg_escape(path, !cg_name_is_publishable(path), buf, size);
 }
 
-/* Renames a damaged journal out of the way of its slot, to NAME.broken or,
- * where a damaged journal of an earlier start is kept already, NAME.2.broken,
- * NAME.3.broken...: never over one kept before (until session 34 a second
- * one took the first's place).  *ret_kept names the one tried last. */
-static int keep_broken(int dfd, const char *name, char **ret_kept) {
-        for (unsigned k = 1; k <= 1000; k++) {
-                _cleanup_free_ char *broken = NULL;
-                if ((k == 1 ? asprintf(&broken, "%s.broken", name) : asprintf(&broken, "%s.%u.broken", name, k)) < 0)
-                        return -ENOMEM;
-                int r = renameat2(dfd, name, dfd, broken, RENAME_NOREPLACE) >= 0 ? 0 : -errno;
-                if (r == -EINVAL) { /* a file system without RENAME_NOREPLACE: ours is the only writer */
-                        struct stat st;
-                        if (fstatat(dfd, broken, &st, AT_SYMLINK_NOFOLLOW) >= 0)
-                                r = -EEXIST;
-                        else
-                                r = renameat(dfd, name, dfd, broken) >= 0 ? 0 : -errno;
-                }
-                free(*ret_kept);
-                *ret_kept = TAKE_PTR(broken);
-                if (r != -EEXIST)
-                        return r;
-        }
-        return -EEXIST;
-}
-
 /* The boot id at the head of a journal that cannot be parsed whole: one cut
  * short, or with NUL bytes where a disk's blocks were never written (a power
  * loss on a --runtime-dir that outlives a reboot).  journal_format() writes
@@ -666,7 +641,7 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                         _cleanup_free_ char *broken = NULL;
                         /* Kept for a human, out of the way of the slot of that
                          * name: the message says where, or that it could not. */
-                        int rk = keep_broken(dirfd(d), de->d_name, &broken);
+                        int rk = rename_broken(dirfd(d), de->d_name, &broken);
                         _cleanup_free_ char *kept = NULL;
                         if (rk == 0 ? asprintf(&kept, "kept as %s", broken) < 0
                                    : asprintf(&kept, "left as it is (cannot rename it to %s: %s)",

@@ -4468,7 +4468,8 @@ static void manager_save_tracked(Manager *m) {
 static void tracked_broken(const char *path, const char *why) {
         _cleanup_free_ char *broken = NULL;
 
-        if (asprintf(&broken, "%s.broken", path) >= 0 && rename(path, broken) >= 0)
+        /* Next to one kept by an earlier start, not over it (until session 34). */
+        if (rename_broken(AT_FDCWD, path, &broken) >= 0)
                 log_warning("Cannot read %s: %s; kept as %s, the subtrees it tracked are not tracked again.", path,
                             why, broken);
         else

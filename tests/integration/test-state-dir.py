@@ -6,7 +6,9 @@
     freezerd starts, logs the file and what is wrong with it, and keeps it as
     tracked.json.broken, which a later Track() (that saves tracked.json) leaves
     as it was.  (Before session 33 the log said "Ignoring unreadable FILE." and
-    the next save wrote over it.)  A FIFO of that name (no writer) is said to
+    the next save wrote over it.)  Damaged again at a later start, it is kept
+    as tracked.json.2.broken, the first one as it was (before session 34 the
+    second replaced it).  A FIFO of that name (no writer) is said to
     be no regular file: it held up the start for good.
   * Another --cgroup-root: tracked.json saved by a freezerd over ROOT/sub,
     tracking its /x (ROOT/sub/x); the next one runs over ROOT, where /x is
@@ -76,6 +78,17 @@ def test():
                     ft.check_equal(f.read(), text, 'the damaged file kept as it was')
                 with open(path) as f:
                     ft.check('"/b"' in f.read(), 'tracked.json saved anew')
+
+            # ---- damaged again: kept next to the first
+            path = os.path.join(base, 'state0', 'tracked.json')
+            with open(path, 'w') as f:
+                f.write('not json\n')
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=os.path.dirname(path)) as d:
+                ft.check(f'kept as {path}.2.broken' in d.log(), 'the second damaged one kept as .2.broken', d.log())
+            with open(path + '.broken') as f:
+                ft.check_equal(f.read(), '{"tracked": ["/a",\n', 'the first one kept as it was')
+            with open(path + '.2.broken') as f:
+                ft.check_equal(f.read(), 'not json\n', 'the second one kept')
 
             # ---- a FIFO: the start must not wait for a writer
             state = os.path.join(base, 'fifo')
