@@ -608,7 +608,11 @@ int config_load(const char *path, Config *ret, char **ret_error) {
         if (!path)
                 path = CONFIG_DEFAULT_PATH;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: the open of a FIFO without a writer would block, and
+         * with it freezerd's start or, at SIGHUP, its whole loop (calls,
+         * SIGTERM) until someone opened the FIFO for writing.  It is refused
+         * below, as anything but a regular file is. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return config_init_defaults(ret);
@@ -619,6 +623,11 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                 return set_file_error(ret_error, -errno, "%s: failed to stat: %m", path);
         if (S_ISDIR(st.st_mode))
                 return set_file_error(ret_error, -EISDIR, "%s: failed to read: %s", path, strerror(EISDIR));
+        if (!S_ISREG(st.st_mode))
+                return set_file_error(ret_error, -EINVAL, "%s: not a regular file (%s)", path,
+                                      S_ISFIFO(st.st_mode)   ? "a FIFO"
+                                      : S_ISSOCK(st.st_mode) ? "a socket"
+                                                             : "a device");
 
         /* Read at most one byte more than allowed, to notice a file that is too large. */
         buf = malloc(CONFIG_SIZE_MAX + 1);

@@ -38,5 +38,6 @@ void config_done(Config *c);
 int config_parse(const char *text, size_t len, const char *filename, Config *ret, char **ret_error);
 
 /* Load a file; -ENOENT is not an error (defaults).  Errors as config_parse(),
- * plus I/O errors with a message. */
+ * plus I/O errors with a message; anything but a regular file (a FIFO, a
+ * device) is -EINVAL, without waiting on it. */
 int config_load(const char *path, Config *ret, char **ret_error);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "util.h"
@@ -469,6 +470,28 @@ static void test_load(void) {
                 free(error);
                 error = NULL;
         }
+
+        /* A FIFO without a writer: refused at once.  Its open() blocked until
+         * someone opened it for writing, and freezerd with it (the alarm ends
+         * this test instead). */
+        {
+                char fifo[sizeof dir + 16];
+                snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+                CHECK(mkfifo(fifo, 0600) == 0);
+                alarm(10);
+                CHECK_R(config_load(fifo, &c, &error), -EINVAL);
+                alarm(0);
+                CHECK(error && strstr(error, fifo) && strstr(error, "not a regular file (a FIFO)"));
+                free(error);
+                error = NULL;
+                CHECK(unlink(fifo) == 0);
+        }
+
+        /* A device: refused as well (/dev/zero read "larger than 1 MiB"). */
+        CHECK_R(config_load("/dev/zero", &c, &error), -EINVAL);
+        CHECK(error && strstr(error, "/dev/zero: not a regular file (a device)"));
+        free(error);
+        error = NULL;
 
         CHECK(unlink(path) == 0);
         CHECK(unlink(big) == 0);

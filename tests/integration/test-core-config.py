@@ -19,7 +19,9 @@ Checks:
   * A missing configuration file means the defaults.
   * freezerd refuses to start (non-zero exit, no READY=1, bus name never owned)
     on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
-    relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key)."""
+    relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key).
+  * A FIFO in the file's place is refused at start and on SIGHUP (the old
+    configuration stays), at once: freezerd waited in open() for a writer."""
 
 import os
 import signal
@@ -51,9 +53,12 @@ def write(path, text):
 
 
 def start_bad(bus, sc, tmpdir, i, text):
-    """Run freezerd on a bad configuration; returns (exit status, output, READY seen)."""
+    """Run freezerd on a bad configuration (text None: a FIFO); returns (exit status, output, READY seen)."""
     cfg = os.path.join(tmpdir, f'bad-{i}.json')
-    write(cfg, text)
+    if text is None:
+        os.mkfifo(cfg)
+    else:
+        write(cfg, text)
     notify = os.path.join(tmpdir, f'notify-{i}')
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(notify)
@@ -109,6 +114,17 @@ def test():
             ft.check(f'{d.config_path}:2' in d.log(), 'the reload failure is logged with file:line', d.log())
             ft.check_equal(c.call('GetGroup', '/g')[0], ft.group_object('/g'), 'freezerd still answers')
             ft.check_equal(d.exit_status, None, 'freezerd is still running')
+
+            # A FIFO in the file's place (no writer): refused at once, the old value stays.
+            # Its open() blocked freezerd's loop until someone wrote to it: no READY=1,
+            # no answer, not even to SIGTERM.
+            os.unlink(d.config_path)
+            os.mkfifo(d.config_path)
+            d.reload()
+            ft.check(f'{d.config_path}: not a regular file (a FIFO)' in d.log(),
+                     'a FIFO on SIGHUP is refused, naming the file', d.log()[-500:])
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 7000000, '... and the old value stays')
+            os.unlink(d.config_path)
 
             rec.clear()
             write(d.config_path, '{}\n')
@@ -181,8 +197,12 @@ def test():
                 owned = busc.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's',
                                          (ft.BUS_NAME,))[0]
                 ft.check_equal(owned, False, '  ... and the bus name is not owned')
+            # A FIFO: refused at once (freezerd waited in open() for a writer).
+            rc, out, cfg, ready = start_bad(bus, sc, tmpdir, len(BAD), None)
+            ft.check(rc != 0 and not ready and f'{cfg}: not a regular file (a FIFO)' in out,
+                     'a FIFO as the configuration: freezerd refuses to start, naming it', f'exit {rc}: {out}')
     print('# checked: SIGHUP reload (new value signalled, bad file keeps the old one, empty file resets), missing '
-          f'file = defaults, {len(BAD)} bad files refused at start with file:line')
+          f'file = defaults, {len(BAD)} bad files refused at start with file:line, a FIFO at start and on SIGHUP')
 
 
 ft.run(test)
