@@ -3760,9 +3760,13 @@ static void manager_prune(Manager *m, Group *top, const char *untracked) {
                 }
                 if (g->parent && !is_ancestor_of_root(m, g->path, NULL)) {
                         next = tree_next_preorder_skip(top, g);
-                        if (untracked)
+                        if (untracked) {
                                 subtree_fail_waiting(g, untracked);
-                        else
+                                /* Their triggers end "untracked": the removal below
+                                 * would say "group-removed" of cgroups that exist. */
+                                for (Group *c = g; c; c = tree_next_preorder(g, c))
+                                        pressure_group_release(m->pressure, c, false);
+                        } else
                                 manager_remove_group(m, g);
                         continue;
                 }

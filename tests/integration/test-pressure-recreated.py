@@ -6,12 +6,20 @@ name (a unit restarted, a container made again) ends with PressureTriggerRemoved
 
   /g   empty; removed and made again
 
+And one whose group is untracked, its cgroup still there, ends with
+"untracked" (it said "group-removed": the untracked groups leave the model as
+removed ones do):
+
+  /t, /t/x  a track root and its child; Untrack("/t")
+  /h        a track root that a SIGHUP's configuration no longer names
+
 Checked with freezerd stopped meanwhile (it then sees both at once, and the
 path exists again: it said "untracked") and with freezerd running (the
 kernel's error on the trigger's fd may come first, and the path be back when
 freezerd looks: it could say "error").
 No sleeps: every wait is on D-Bus messages, with a deadline."""
 
+import json
 import os
 import signal
 import sys
@@ -61,6 +69,40 @@ def test():
             ft.wait_for(lambda: removed(c, tid), what='PressureTriggerRemoved of the trigger on the new /g')
             ft.check_equal(removed(c, tid), [(tid, 'group-removed')],
                            '/g removed and made again, freezerd running: "group-removed"')
+
+
+        # -- untracked, the cgroups still there: "untracked", before InterfacesRemoved
+        sc.mkdir('/t/x')
+        sc.mkdir('/h')
+        with ft.Daemon(bus, sc.root, config={'track': ['/t', '/h']}) as d:
+            c = d.client
+            c.add_match(type='signal', sender=ft.BUS_NAME)
+            ids = {p: c.group_call(p, 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+                   for p in ('/t', '/t/x', '/h')}
+
+            def order_ok(path):
+                def kinds():
+                    return [('trigger' if s.member == 'PressureTriggerRemoved' else 'object', s.body[0])
+                            for s in c.signals if s.member in ('PressureTriggerRemoved', 'InterfacesRemoved')]
+                ft.wait_for(lambda: ('object', ft.group_object(path)) in kinds(),
+                            what=f'InterfacesRemoved of {path}')
+                k = kinds()
+                return k.index(('trigger', ids[path])) < k.index(('object', ft.group_object(path)))
+
+            c.call('Untrack', '/t')
+            for p in ('/t', '/t/x'):
+                ft.wait_for(lambda: removed(c, ids[p]), what=f'PressureTriggerRemoved of the trigger on {p}')
+                ft.check_equal(removed(c, ids[p]), [(ids[p], 'untracked')], f'Untrack("/t"): {p}\'s trigger '
+                               'ends "untracked"')
+                ft.check(order_ok(p), f'  ... before the InterfacesRemoved of {p}')
+
+            with open(d.config_path, 'w') as f:
+                json.dump({'track': ['/t']}, f)
+            d.reload()
+            ft.wait_for(lambda: removed(c, ids['/h']), what='PressureTriggerRemoved of the trigger on /h')
+            ft.check_equal(removed(c, ids['/h']), [(ids['/h'], 'untracked')],
+                           'SIGHUP without /h in "track": its trigger ends "untracked"')
+            ft.check(order_ok('/h'), '  ... before the InterfacesRemoved of /h')
 
 
 ft.run(test)
