@@ -45,6 +45,7 @@ typedef struct Daemon {
         BusEvent *bus_event;
         PrivateBus *private_bus;
         Manager *manager;
+        const char *config_cgroup_root; /* the configuration's cgroup_root at start (run()'s config) */
         int signal_fd;
         struct event *signal_event;
         bool exit;
@@ -453,7 +454,10 @@ static void on_reload_signal(Daemon *d) {
         if (r < 0)
                 log_error("Not reloading: %s", error ?: strerror(-r));
         else {
-                if (!streq_ptr(config.cgroup_root, d->manager->config.cgroup_root) && !arg_cgroup_root)
+                /* Against the one the start used: the manager keeps none (its
+                 * config.cgroup_root is NULL), which warned at every SIGHUP of a
+                 * file that sets one, and never when it was taken out. */
+                if (!streq_ptr(config.cgroup_root, d->config_cgroup_root) && !arg_cgroup_root)
                         log_warning("A new cgroup_root takes effect only on restart.");
                 r = manager_reload(d->manager, &config);
                 if (r < 0)
@@ -536,6 +540,7 @@ static int run(void) {
         r = resolve_cgroup_root(&config, &root);
         if (r < 0)
                 goto finish;
+        d.config_cgroup_root = config.cgroup_root;
 
         {
                 /* libevent's default clock is CLOCK_MONOTONIC_COARSE (4 ms steps

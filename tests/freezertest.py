@@ -920,6 +920,7 @@ class Daemon:
     """The built freezerd on a Bus over a cgroup root, with NOTIFY_SOCKET on a datagram
     socket of ours; __enter__ returns once it sent READY=1 (and connects self.client).
 
+    cgroup_root: its --cgroup-root (None: none given, the configuration's cgroup_root applies).
     config: dict written as the JSON configuration file (default {}).
     args: extra command-line arguments.
     wrapper: a command freezerd runs under (before FREEZERD_WRAPPER's), e.g. setpriv.
@@ -988,9 +989,10 @@ class Daemon:
                     os.chown(d, self.user, gid)
             user_wrapper = ['setpriv', f'--reuid={self.user}', f'--regid={gid}', '--clear-groups', '--']
 
-        argv = self.wrapper + user_wrapper + FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}',
-                                   f'--cgroup-root={self.cgroup_root}', f'--config={self.config_path}',
-                                   f'--runtime-dir={self.runtime_dir}', f'--state-dir={self.state_dir}'] + self.args
+        argv = self.wrapper + user_wrapper + FREEZERD_WRAPPER + [FREEZERD_BIN, f'--address={self.bus.address}'] + \
+            ([f'--cgroup-root={self.cgroup_root}'] if self.cgroup_root is not None else []) + \
+            [f'--config={self.config_path}', f'--runtime-dir={self.runtime_dir}',
+             f'--state-dir={self.state_dir}'] + self.args
         env = dict(os.environ, NOTIFY_SOCKET=notify_path, **self.extra_env)
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         env.pop('DBUS_SYSTEM_BUS_ADDRESS', None)

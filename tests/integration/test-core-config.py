@@ -20,6 +20,9 @@ Checks:
   * freezerd refuses to start (non-zero exit, no READY=1, bus name never owned)
     on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
     relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key).
+  * cgroup_root from the file (no --cgroup-root): SIGHUP warns that a new one
+    takes effect only on restart when it changed (taken out), not when it is
+    the same (it warned at every SIGHUP, and never for one taken out).
   * A FIFO in the file's place is refused at start and on SIGHUP (the old
     configuration stays), at once: freezerd waited in open() for a writer."""
 
@@ -180,6 +183,19 @@ def test():
             ft.check_equal((sc.read_freeze('/b'), sc.frozen('/b')), (1, True), 'Untrack leaves /b frozen')
             c.call('Thaw', '/b', 0, 0)
             ft.check_equal(sc.read_events('/b').get('frozen'), 0, 'Thaw of the untracked /b works')
+
+        # ---- cgroup_root from the file (no --cgroup-root): a SIGHUP warns only when it changed.
+        # freezerd compared with a root it never kept: the same file warned at every SIGHUP,
+        # and one whose cgroup_root was taken out never did.
+        restart = 'A new cgroup_root takes effect only on restart.'
+        with ft.Daemon(bus, None, config={'cgroup_root': sc.root}) as d:
+            ft.check_equal(d.client.manager_property('CgroupRoot'), sc.root, 'cgroup_root from the file')
+            d.reload()
+            ft.check(restart not in d.log(), 'SIGHUP, cgroup_root unchanged: no warning', d.log())
+            write(d.config_path, '{}\n')
+            d.reload()
+            ft.check(restart in d.log(), 'SIGHUP, cgroup_root taken out: it takes effect only on restart', d.log())
+            ft.check_equal(d.client.manager_property('CgroupRoot'), sc.root, '... and the root stays')
 
         # ---- a missing file means the defaults
         with ft.Daemon(bus, sc.root, args=[f'--config={tmpdir}/does-not-exist.json']) as d:
