@@ -670,6 +670,11 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                          "The kernel does not let freezerd arm pressure triggers (it needs "
                                          "CAP_SYS_RESOURCE on kernels before 6.5)");
+        case -EMFILE:
+        case -ENFILE:
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "freezerd has no file descriptor left for a pressure trigger (%s)",
+                                         r == -EMFILE ? "RLIMIT_NOFILE" : "the system's fs.file-max");
         default:
                 return g ? group_error(p, g, res, r, error) : system_error(res, r, error);
         }
@@ -711,10 +716,13 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                                          "This user has %u pressure triggers already (over all its "
                                          "connections), the most one user but root may have",
                                          PRESSURE_TRIGGERS_PER_UID_MAX);
-        if (p->n_triggers >= PRESSURE_TRIGGERS_MAX)
+        if (p->n_triggers >= p->max_triggers)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "freezerd has %u pressure triggers already, the most it keeps",
-                                         p->n_triggers);
+                                         "freezerd has %u pressure triggers already, the most it keeps%s",
+                                         p->n_triggers,
+                                         p->max_triggers < PRESSURE_TRIGGERS_MAX
+                                                 ? " (a quarter of its RLIMIT_NOFILE: each trigger holds an fd)"
+                                                 : "");
 
         /* Open and read the start total before arming: see pressure.h. */
         if (g)
@@ -881,10 +889,19 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
 
         p->privileged = have_cap_sys_resource();
         p->max_kept_fds = 256;
-        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY)
+        p->max_triggers = PRESSURE_TRIGGERS_MAX;
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY) {
                 p->max_kept_fds = (unsigned) (rl.rlim_cur / 4 < 16      ? 16
                                               : rl.rlim_cur / 4 > 65536 ? 65536
                                                                         : rl.rlim_cur / 4);
+                /* Until session 34 only PRESSURE_TRIGGERS_MAX: under a limit of
+                 * 1,024, one user's 256 triggers took a quarter of the table, and
+                 * a few clients all of it (new groups then went unfollowed). */
+                p->max_triggers = (unsigned) (rl.rlim_cur / 4 < PRESSURE_TRIGGERS_MIN ? PRESSURE_TRIGGERS_MIN
+                                              : rl.rlim_cur / 4 > PRESSURE_TRIGGERS_MAX
+                                                      ? PRESSURE_TRIGGERS_MAX
+                                                      : rl.rlim_cur / 4);
+        }
 
         p->stop_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -904,9 +921,11 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         if (!p->pipe_event || event_add(p->pipe_event, NULL) < 0)
                 return pressure_setup_failed(p, -ENOMEM, "event_new()");
 
-        log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s; keeping up to %u pressure fds open",
+        log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s, at most %u; keeping up to %u pressure "
+                  "fds open",
                   p->privileged ? "with" : "without",
-                  p->privileged ? "from 500 ms to 10 s" : "of 2, 4, 6, 8 or 10 s", p->max_kept_fds);
+                  p->privileged ? "from 500 ms to 10 s" : "of 2, 4, 6, 8 or 10 s", p->max_triggers,
+                  p->max_kept_fds);
         *ret = p;
         return 0;
 }

@@ -64,6 +64,11 @@
  * connections must not take every trigger freezerd keeps from the others. */
 #define PRESSURE_TRIGGERS_PER_UID_MAX 256u
 #define PRESSURE_TRIGGERS_MAX 1024u
+/* Each trigger holds an fd: in all at most a quarter of RLIMIT_NOFILE (as the
+ * kept fds of readings), so that triggers cannot take the fds that groups
+ * (their cgroup.events), the private socket's connections and the journal
+ * need.  Under a limit of 256 or less that is 64 or fewer, 16 at least. */
+#define PRESSURE_TRIGGERS_MIN 16u
 
 typedef struct Pressure Pressure;
 typedef struct PressureTrigger PressureTrigger;
@@ -130,6 +135,7 @@ struct Pressure {
         PsiClamp system_clamp[_PSI_RESOURCE_MAX];
 
         unsigned n_kept_fds, max_kept_fds;
+        unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE */
 
         int epoll_fd;              /* the trigger fds, and stop_fd with data 0 */
         int stop_fd;               /* eventfd: ends the watcher thread */
@@ -157,7 +163,7 @@ int pressure_read(Pressure *p, Group *g, PsiResource resource, PsiReading *ret, 
 /* AddPressureTrigger of the group g (NULL: the Manager, system-wide) by the
  * sender of call, whose uid is uid.  Validates (InvalidArgs naming the rule),
  * enforces the limits (LimitsExceeded: per client, per uid but root's, in
- * all), opens and arms the file. */
+ * all, and no fd left), opens and arms the file. */
 int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
                          const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
                          sd_bus_error *error);

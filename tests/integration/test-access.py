@@ -66,6 +66,7 @@ another interface and for owning the name."""
 import json
 import os
 import pwd
+import resource
 import selectors
 import subprocess
 import sys
@@ -196,7 +197,7 @@ TRIGGERS_PER_CLIENT = 64
 TRIGGERS_PER_UID = 256
 
 
-def check_uid_trigger_cap(bus, u, root):
+def check_uid_trigger_cap(bus, u, root, pid):
     """All the connections of one uid but root together hold at most 256 triggers."""
     agents = [as_user(bus.address, U, f'U, connection {i}') for i in range(TRIGGERS_PER_UID // TRIGGERS_PER_CLIENT)]
     try:
@@ -207,6 +208,12 @@ def check_uid_trigger_cap(bus, u, root):
                                  WINDOW)
         ft.check('one user' in e.message, f'U: a trigger beyond {TRIGGERS_PER_UID} over its connections is refused '
                  'on a connection that has none', e.message)
+        if resource.prlimit(pid, resource.RLIMIT_NOFILE)[0] // 4 <= TRIGGERS_PER_UID:
+            # freezerd keeps at most a quarter of its RLIMIT_NOFILE in triggers.
+            e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, root.call, 'AddPressureTrigger', 'cpu', 'some',
+                                     THRESHOLD, WINDOW)
+            ft.check('RLIMIT_NOFILE' in e.message, 'root is bound by freezerd\'s fd budget for triggers', e.message)
+            return
         rid = root.call('AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
         ft.check(rid > 0, 'root is not bound by U\'s triggers', rid)
         root.call('RemovePressureTrigger', rid)
@@ -466,7 +473,7 @@ def test():
                     else:
                         print('# freezerd lacks CAP_SYS_RESOURCE: 1-s windows are refused to root too '
                               f'({e.message})', flush=True)
-                    check_uid_trigger_cap(bus, u, root)
+                    check_uid_trigger_cap(bus, u, root, d.pid)
                 else:
                     print('# no pressure stall information: trigger checks left out', flush=True)
 

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Pressure triggers under a low RLIMIT_NOFILE: each trigger holds an fd, and
+triggers must not take the fds that freezerd needs for its groups.
+
+  /g     the triggers' group
+  /new   made once the triggers are in place, with a sleeper (it needs an fd)
+
+Checks, freezerd started under `prlimit --nofile=64`:
+  * one client's triggers stop at 16 (a quarter of the limit) with
+    LimitsExceeded naming RLIMIT_NOFILE; until session 34 they went on to
+    freezerd's last fd (43 here, then System.Error.EMFILE);
+  * /new, made then, is followed (GetGroup finds it; it failed with
+    LimitsExceeded "freezerd has no file descriptors left"), and a reading of
+    /g's pressure still works;
+  * with the triggers removed and the limit lowered at run time to freezerd's
+    lowest free fd, AddPressureTrigger fails with LimitsExceeded "no file
+    descriptor left" (it was System.Error.EMFILE "Cannot read ..."); once the
+    limit is back, it works.
+No sleeps: every wait is on D-Bus replies."""
+
+import os
+import resource
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
+WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
+THRESHOLD = 100_000         # usec
+NOFILE = 64
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
+    with ft.Scratch('pressure-fds') as sc, ft.Bus() as bus:
+        sc.mkdir('/g')
+        if not os.path.exists(sc.abspath('/g', 'cpu.pressure')):
+            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        with ft.Daemon(bus, sc.root, wrapper=['prlimit', f'--nofile={NOFILE}:{NOFILE}', '--']) as d:
+            c = d.client
+            add = lambda: c.group_call('/g', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]  # noqa: E731
+
+            ids = []
+            while len(ids) < NOFILE:
+                try:
+                    ids.append(add())
+                except ft.DBusError as e:
+                    error = e
+                    break
+            ft.check_equal(len(ids), NOFILE // 4, f'RLIMIT_NOFILE {NOFILE}: at most {NOFILE // 4} triggers')
+            ft.check_equal(error.name, ERROR_LIMITS_EXCEEDED, '  ... then LimitsExceeded')
+            ft.check('RLIMIT_NOFILE' in error.message, '  ... naming RLIMIT_NOFILE', error.message)
+
+            sc.mkdir('/new')
+            sc.spawn_sleepers('/new', 1)
+            ft.check_equal(c.call('GetGroup', '/new')[0], ft.group_object('/new'),
+                           'a group made with the triggers in place is followed')
+            ft.check_equal(len(c.group_property('/g', 'CpuPressure')), 2, '/g\'s pressure still reads')
+
+            for tid in ids:
+                c.group_call('/g', 'RemovePressureTrigger', tid)
+            old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
+            try:
+                # The limit caps fd numbers: set it to the lowest free one (the removed
+                # triggers left holes).
+                used = {int(fd) for fd in os.listdir(f'/proc/{d.pid}/fd')}
+                resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (min(set(range(len(used) + 1)) - used), old[1]))
+                e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, add)
+                ft.check('no file descriptor left' in e.message and 'RLIMIT_NOFILE' in e.message,
+                         'no fd left: LimitsExceeded naming RLIMIT_NOFILE', e.message)
+            finally:
+                resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
+            c.group_call('/g', 'RemovePressureTrigger', add())
+            ft.check(True, 'with the limit back, AddPressureTrigger works')
+
+
+ft.run(test)
