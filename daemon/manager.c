@@ -4256,6 +4256,15 @@ static int manager_apply_track_config(Manager *m, char **track) {
                  * missing groups in the whole subtree, a Track()'s job). */
                 if (manager_is_track_root(m, *p))
                         continue;
+                g = tree_get(m->tree, *p);
+                if (g && g->tracked) {
+                        /* In a subtree tracked already (["/a"] to ["/a/x"]): a root
+                         * now, with no scan, before the old root is dropped. */
+                        r = track_root_add(m, *p);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot track %s: %m", *p);
+                        continue;
+                }
                 if (streq(*p, "/")) {
                         r = track_root_add(m, "/");
                         if (r < 0)
@@ -4656,24 +4665,38 @@ int manager_start(Manager *m) {
 }
 
 int manager_reload(Manager *m, const Config *config) {
+        Config old = { .track = m->config.track, .n_track = m->config.n_track };
         int r;
+
+        m->config.track = NULL;
+        m->config.n_track = 0;
+        if (config_copy_track(&m->config, config) < 0) {
+                m->config.track = old.track;
+                m->config.n_track = old.n_track;
+                return -ENOMEM;
+        }
+        m->config.default_timeout_usec = config->default_timeout_usec;
+        m->config.realtime_writes = config->realtime_writes;
+
+        /* The new roots first, then the old ones dropped: a group that both
+         * cover stays tracked through the change.  The other way round (until
+         * session 34), ["/a"] to ["/a/x"] removed /a/x with /a (its pressure
+         * triggers ended, the calls waiting on it were cancelled, its object
+         * went) and published it again. */
+        r = manager_apply_track_config(m, m->config.track);
 
         /* Subtrees the old configuration tracked and the new one does not are dropped;
          * those added through Track() stay. */
-        for (char **p = m->config.track; p && *p; p++) {
+        for (char **p = old.track; p && *p; p++) {
                 bool kept = false;
-                for (char **q = config->track; q && *q; q++)
+                for (char **q = m->config.track; q && *q; q++)
                         kept = kept || streq(*p, *q);
                 if (!kept && manager_is_track_root(m, *p)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                         (void) manager_untrack(m, *p, &error);
                 }
         }
-        m->config.default_timeout_usec = config->default_timeout_usec;
-        m->config.realtime_writes = config->realtime_writes;
-        if (config_copy_track(&m->config, config) < 0)
-                return -ENOMEM;
-        r = manager_apply_track_config(m, m->config.track);
+        config_done(&old);
         manager_announce(m); /* as Track() does: complete, before anything else is read */
         return r;
 }

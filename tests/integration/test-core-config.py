@@ -20,6 +20,9 @@ Checks:
   * freezerd refuses to start (non-zero exit, no READY=1, bus name never owned)
     on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
     relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key).
+  * SIGHUP from "track" ["/a"] to ["/a/x"] and back: /a/x stays published
+    through both (no InterfacesRemoved or InterfacesAdded of it; it was
+    removed with the old root and published again).
   * cgroup_root from the file (no --cgroup-root): SIGHUP warns that a new one
     takes effect only on restart when it changed (taken out), not when it is
     the same (it warned at every SIGHUP, and never for one taken out).
@@ -196,6 +199,30 @@ def test():
             d.reload()
             ft.check(restart in d.log(), 'SIGHUP, cgroup_root taken out: it takes effect only on restart', d.log())
             ft.check_equal(d.client.manager_property('CgroupRoot'), sc.root, '... and the root stays')
+
+        # ---- SIGHUP from "track": ["/a"] to ["/a/x"] and back: /a/x, covered by both, stays
+        # published through both changes (it was removed with /a, and published again).
+        sc.mkdir('/a/z')
+        with ft.Daemon(bus, sc.root, config={'track': ['/a']}) as d:
+            c = d.client
+            rec = c.record()
+            write(d.config_path, '{"track": ["/a/x"]}\n')
+            d.reload()
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/', '/a/x'],
+                           'SIGHUP, track ["/a"] to ["/a/x"]: /a/x is tracked')
+            ft.check_equal(sorted(o for o, _i in rec.interfaces_removed()),
+                           sorted([ft.group_object('/a'), ft.group_object('/a/z')]),
+                           '  ... InterfacesRemoved for /a and /a/z, not /a/x')
+            ft.check_equal(rec.interfaces_added(), [], '  ... and no InterfacesAdded')
+            rec.clear()
+            write(d.config_path, '{"track": ["/a"]}\n')
+            d.reload()
+            ft.check_equal(sorted(p for p, _o, _s in c.call('ListGroups')[0]), ['/', '/a', '/a/x', '/a/z'],
+                           'SIGHUP, track back to ["/a"]: /a\'s subtree is tracked')
+            ft.check_equal(sorted(o for o, _i in rec.interfaces_added()),
+                           sorted([ft.group_object('/a'), ft.group_object('/a/z')]),
+                           '  ... InterfacesAdded for /a and /a/z, not /a/x')
+            ft.check_equal(rec.interfaces_removed(), [], '  ... and no InterfacesRemoved')
 
         # ---- a missing file means the defaults
         with ft.Daemon(bus, sc.root, args=[f'--config={tmpdir}/does-not-exist.json']) as d:
