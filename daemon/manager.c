@@ -4442,6 +4442,10 @@ static void manager_save_tracked(Manager *m) {
 
         if (!m->state_dir || !m->started)
                 return;
+        if (m->reloading) {
+                m->save_pending = true;
+                return;
+        }
         root = json_object_new_object();
         arr = json_object_new_array();
         if (!root || !arr) {
@@ -4678,6 +4682,12 @@ int manager_reload(Manager *m, const Config *config) {
         m->config.default_timeout_usec = config->default_timeout_usec;
         m->config.realtime_writes = config->realtime_writes;
 
+        /* tracked.json once, at the end: a save (an fsync, and a look at every
+         * root) for each root added and each dropped held the loop for 7 s
+         * when a SIGHUP replaced 500 roots, 67 s for 2,000. */
+        m->reloading = true;
+        m->save_pending = false;
+
         /* The new roots first, then the old ones dropped: a group that both
          * cover stays tracked through the change.  The other way round (until
          * session 34), ["/a"] to ["/a/x"] removed /a/x with /a (its pressure
@@ -4697,6 +4707,9 @@ int manager_reload(Manager *m, const Config *config) {
                 }
         }
         config_done(&old);
+        m->reloading = false;
+        if (m->save_pending)
+                manager_save_tracked(m);
         manager_announce(m); /* as Track() does: complete, before anything else is read */
         return r;
 }

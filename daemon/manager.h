@@ -194,6 +194,8 @@ struct Manager {
         uint64_t journal_seq;
         uint64_t expand_gen; /* one per RECURSIVE batch expansion (GroupData.expand_gen); never wraps */
         bool started; /* initial tracking done: track changes are persisted from now on */
+        bool reloading; /* in manager_reload(): tracked.json is saved once, at its end */
+        bool save_pending;
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */

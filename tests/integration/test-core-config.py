@@ -23,12 +23,16 @@ Checks:
   * SIGHUP from "track" ["/a"] to ["/a/x"] and back: /a/x stays published
     through both (no InterfacesRemoved or InterfacesAdded of it; it was
     removed with the old root and published again).
+  * SIGHUP replacing 50 (waiting) track roots saves tracked.json once, and it
+    drops a Track()ed root that the configuration names now (one save, with
+    an fsync, per root added or dropped held the loop for seconds).
   * cgroup_root from the file (no --cgroup-root): SIGHUP warns that a new one
     takes effect only on restart when it changed (taken out), not when it is
     the same (it warned at every SIGHUP, and never for one taken out).
   * A FIFO in the file's place is refused at start and on SIGHUP (the old
     configuration stays), at once: freezerd waited in open() for a writer."""
 
+import json
 import os
 import signal
 import socket
@@ -38,6 +42,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+
+IN_MOVED_TO = 0x00000080
 
 BAD = [
     # (text, line, words the message must contain)
@@ -223,6 +229,28 @@ def test():
                            sorted([ft.group_object('/a'), ft.group_object('/a/z')]),
                            '  ... InterfacesAdded for /a and /a/z, not /a/x')
             ft.check_equal(rec.interfaces_removed(), [], '  ... and no InterfacesRemoved')
+
+        # ---- SIGHUP replacing 50 roots saves tracked.json once (it saved, with an fsync,
+        # at each root added or dropped: seconds of a held loop for a few hundred)
+        with ft.Daemon(bus, sc.root, config={'track': [f'/p{i}' for i in range(50)]}) as d:
+            c = d.client
+            c.call('Track', '/g')
+            tracked = os.path.join(d.state_dir, 'tracked.json')
+            with open(tracked) as f:
+                ft.check_equal(json.load(f)['tracked'], ['/g'], 'Track("/g") is saved in tracked.json')
+            ino = ft.Inotify()
+            try:
+                # IN_CREATE too: the kernel merges an event into the one queued
+                # before it when they are alike (every rename, on its own).
+                ino.add_watch(d.state_dir, IN_MOVED_TO | ft.Inotify.IN_CREATE)
+                write(d.config_path, json.dumps({'track': [f'/q{i}' for i in range(50)] + ['/g']}) + '\n')
+                d.reload()
+                saves = [e for e in ino.read() if e[1] & IN_MOVED_TO and e[2] == 'tracked.json']
+            finally:
+                ino.close()
+            ft.check_equal(len(saves), 1, 'SIGHUP replacing 50 roots saves tracked.json once')
+            with open(tracked) as f:
+                ft.check_equal(json.load(f)['tracked'], [], '  ... without /g, which the configuration names now')
 
         # ---- a missing file means the defaults
         with ft.Daemon(bus, sc.root, args=[f'--config={tmpdir}/does-not-exist.json']) as d:
