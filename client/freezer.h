@@ -626,11 +626,12 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  * within window_usec (AddPressureTrigger). The kernel signals at most once per
  * window. The daemon's rules, each refused with -EINVAL and a message naming
  * it: threshold_usec not 0 and not above window_usec; window_usec from 500 ms
- * to 10 s and, unless freezerd has CAP_SYS_RESOURCE, a whole multiple of 2 s;
- * IRQ only for the system and only full. At most 64 triggers per connection,
- * 256 per uid but root's over all its connections and 1024 in all, at most a
- * quarter of freezerd's RLIMIT_NOFILE (-ENOBUFS beyond, LimitsExceeded). -EOPNOTSUPP when the kernel hides or
- * disables the pressure file. On success *ret_id (if not NULL) receives the
+ * to 10 s and, unless freezerd has CAP_SYS_RESOURCE and the caller is root, a
+ * whole multiple of 2 s; IRQ only for the system and only full. At most 64
+ * triggers per connection, 256 per uid but root's over all its connections
+ * and 1024 in all, at most a quarter of freezerd's RLIMIT_NOFILE (-ENOBUFS
+ * beyond, LimitsExceeded). -EOPNOTSUPP when the kernel hides or disables the
+ * pressure file. On success *ret_id (if not NULL) receives the
  * trigger's id, unique in freezerd.
  *
  * A trigger belongs to this handle's bus connection: freezer_close() (or a
