@@ -454,6 +454,13 @@ static int parse_json(const char *text, size_t len, const char *filename, struct
         size_t end;
         const char *nul;
 
+        /* json-c says "invalid utf-8 string" of a byte order mark, which an
+         * editor's "UTF-8 with BOM" writes: say what it is. */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+                return set_error(ret_error, filename, 1, 1,
+                                 "invalid JSON: the file starts with a byte order mark (BOM): save it as UTF-8 "
+                                 "without one");
+
         /* json-c would stop at a NUL byte and silently ignore the rest. */
         nul = memchr(text, '\0', len);
         if (nul) {

@@ -302,6 +302,12 @@ static void test_errors(void) {
         ERR("{\"default_timeout_usec\": NaN}",
             "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got a floating-point number");
 
+        /* A UTF-8 byte order mark (an editor's "UTF-8 with BOM"): said so, at 1:1
+         * (json-c's "invalid utf-8 string" blamed the encoding, which is UTF-8). */
+        ERR("\xef\xbb\xbf{\"track\": [\"/\"]}",
+            "freezerd.json:1:1: invalid JSON: the file starts with a byte order mark (BOM): save it as UTF-8 "
+            "without one");
+
         /* NUL bytes: not visible to strlen(), so test with explicit lengths. */
         {
                 static const char nul1[] = "{}\0garbage";
