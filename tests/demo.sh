@@ -31,21 +31,32 @@ ROOT=$CG2/freezerd-demo-$$
 BUS_PID='' DAEMON_PID=''
 
 cleanup() {
-        local rc=$?
+        local rc=$? i
         trap - EXIT INT TERM
         set +e
         if [ -n "$DAEMON_PID" ]; then
                 kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
         fi
-        if [ -d "$ROOT" ]; then
-                # SIGKILL everything below ROOT (frozen tasks too), wait until empty, rmdir bottom-up.
-                echo 1 > "$ROOT/cgroup.kill"
-                for _ in $(seq 100); do
-                        grep -q '^populated 0' "$ROOT/cgroup.events" && break
-                        sleep 0.1
-                done
-                find "$ROOT" -depth -type d -exec rmdir {} +
+        # The READY=1 listener: a signal to this script alone (kill PID,
+        # timeout(1)) does not reach it, and it would wait out its 20 s.
+        if [ -n "${NOTIFY_PID:-}" ]; then
+                kill -TERM "$NOTIFY_PID" 2>/dev/null && wait "$NOTIFY_PID" 2>/dev/null
         fi
+        # SIGKILL everything below ROOT (frozen tasks too), and once it is
+        # empty rmdir bottom-up; again while ROOT stays: a sleeper that spawn()
+        # started but that joined its group only after the kill (^C right
+        # after the start) keeps the group busy.  Once the groups are gone, a
+        # late one cannot join and exits.
+        for ((i = 0; i < 100; i++)); do
+                [ -d "$ROOT" ] || break
+                echo 1 > "$ROOT/cgroup.kill"
+                if grep -q '^populated 0' "$ROOT/cgroup.events"; then
+                        find "$ROOT" -depth -type d -exec rmdir {} + 2>/dev/null
+                else
+                        sleep 0.1
+                fi
+        done
+        [ -d "$ROOT" ] && echo "demo: could not remove $ROOT" >&2
         if [ -n "$BUS_PID" ]; then
                 kill -TERM "$BUS_PID" 2>/dev/null && wait "$BUS_PID" 2>/dev/null
         fi
@@ -91,7 +102,7 @@ spawn /demo/app2 2
 # first; the listener exits once READY=1 arrives (freezerd owns its bus name then).
 echo '{}' > "$TMP/freezerd.json"
 coproc NOTIFY {
-        /usr/bin/python3 -c '
+        exec /usr/bin/python3 -c '
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
