@@ -26,7 +26,7 @@ command -v busctl >/dev/null || die "busctl not found (apt-get install systemd)"
 CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$CG2" ] || die "no cgroup2 file system mounted"
 
-TMP=$(mktemp -d /tmp/freezerd-demo.XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/freezerd-demo.XXXXXX")
 ROOT=$CG2/freezerd-demo-$$
 BUS_PID='' DAEMON_PID=''
 
