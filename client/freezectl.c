@@ -304,7 +304,8 @@ static void help(void) {
                "  1  failure: freezerd refused or failed a request, or could not be reached,\n"
                "     or a batch file could not be read\n"
                "  2  usage error, or a malformed batch file\n"
-               "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost.\n"
+               "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost or its\n"
+               "output cannot be written (a reader gone, with SIGPIPE ignored; a full disk).\n"
                "SIGINT or SIGTERM while freeze, thaw or batch waits ends freezectl, not the\n"
                "call: freezerd goes on with it (with --rollback it still restores the flags\n"
                "if the kernel does not confirm in time). freezectl says so in one line on\n"
@@ -446,6 +447,28 @@ static void log_error(const char *fmt, ...) {
         va_start(ap, fmt);
         vlog_error("", fmt, ap);
         va_end(ap);
+}
+
+/* Whether everything printed reached standard output; if not, says so.
+ * stdio drops what a failed write(2) did not take, so a failure inside an
+ * earlier printf() leaves nothing for fflush() to fail on, only the error
+ * flag (and no errno: the one at hand would be some later call's). */
+static bool stdout_flushed(void) {
+        static bool said = false; /* once: the watch, then its exit */
+
+        if (fflush(stdout) != 0) {
+                if (!said)
+                        log_error("cannot write output: %s", strerror(errno));
+                said = true;
+                return false;
+        }
+        if (ferror(stdout)) {
+                if (!said)
+                        log_error("cannot write output");
+                said = true;
+                return false;
+        }
+        return true;
 }
 
 _printf_(1, 2)
@@ -2378,8 +2401,12 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
 
                 /* Also what arrived during the blocking calls above. */
                 r = freezer_dispatch(f);
-                /* What the callbacks printed, before we sleep. */
-                fflush(stdout);
+                /* What the callbacks printed, before we sleep.  Output that
+                 * cannot be written (a reader gone, with SIGPIPE ignored as
+                 * systemd's services have it; a full disk) ends the watch:
+                 * it went on for ever, printing to nobody. */
+                if (!stdout_flushed())
+                        break;
                 if (r == -ECONNRESET || r == -ENOTCONN) {
                         /* Said once: log_failure() would add "lost the connection to freezerd". */
                         log_error("watch: %s (%s)", lost, strerror(-r));
@@ -2974,7 +3001,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return EXIT_USAGE;
         if (r == 0)
-                return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+                return stdout_flushed() ? EXIT_SUCCESS : EXIT_FAILURE; /* --help, --version */
 
         if (optind >= argc) {
                 usage_error("missing command");
@@ -3081,10 +3108,8 @@ static int run(int argc, char *argv[]) {
         }
         batch_json_free(requests);
 
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, PROGRAM ": cannot write output: %s\n", strerror(errno));
+        if (!stdout_flushed())
                 return EXIT_FAILURE;
-        }
 
         return ret;
 }
