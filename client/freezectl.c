@@ -1634,11 +1634,20 @@ static char *format_total(char *buf, size_t size, uint64_t usec) {
         return buf;
 }
 
-/* An average as the kernel prints it (two decimals), as a JSON number. */
+/* An average as the kernel prints it (two decimals), as a JSON number.  In
+ * the "C" locale: pressure and watch take the user's locale for their text,
+ * and where its decimal point is a comma (de_DE, fr_FR, ...) "%.2f" gave
+ * "0,50", which is no JSON.  NULL (no memory) as json-c's constructors. */
 static struct json_object *json_avg(double v) {
+        locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t) 0), old;
         char buf[32];
 
+        if (!c)
+                return NULL;
+        old = uselocale(c);
         snprintf(buf, sizeof(buf), "%.2f", v);
+        (void) uselocale(old);
+        freelocale(c);
         return json_object_new_double_s(v, buf);
 }
 

@@ -1,10 +1,16 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""freezectl's standard output failing: every command says so and exits 1.
+"""freezectl's output: valid JSON in every locale, and a standard output that fails
+is said and exits 1.
 
   /g   (no process)
 
 Checks:
+  * --json pressure of the system and of /g in a locale whose decimal point is a
+    comma (de_DE.UTF-8, made with localedef into a temporary LOCPATH; the check
+    is left out where localedef cannot make it): the output parses as JSON and
+    the averages are numbers (they were printed "0,00": no JSON), while the text
+    output has the locale's comma.
   * --help and --version with standard output on /dev/full: exit 1, one line on
     stderr "cannot write output" (--help exited 0 in silence: its text fills the
     stdio buffer, and the write that failed inside printf() left nothing for the
@@ -17,10 +23,14 @@ Checks:
     printing to nobody, and said "Resource temporarily unavailable" when it was
     finally stopped)."""
 
+import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -78,6 +88,47 @@ def check_watch_reader_gone(bus, args):
         p.stderr.close()
 
 
+def comma_locale(tmp):
+    """Environment variables for de_DE.UTF-8 made in tmp, or None if localedef cannot."""
+    try:
+        r = subprocess.run(['localedef', '-i', 'de_DE', '-f', 'UTF-8', os.path.join(tmp, 'de_DE.UTF-8')],
+                           capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if not os.path.isdir(os.path.join(tmp, 'de_DE.UTF-8')):
+        print(f'# localedef made no de_DE.UTF-8 ({r.returncode}: {r.stderr.strip()[-200:]})', flush=True)
+        return None
+    return {'LOCPATH': tmp, 'LC_ALL': 'de_DE.UTF-8'}
+
+
+def check_json_in_comma_locale(bus):
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}locale-{os.getpid()}-')
+    try:
+        env = comma_locale(tmp)
+        if env is None:
+            print('# no de_DE locale could be made: the JSON locale check is left out', flush=True)
+            return
+        env = dict(os.environ, **env)
+        for args in (['pressure'], ['pressure', '/g']):
+            what = f'LC_ALL=de_DE.UTF-8 freezectl {" ".join(args)}'
+            text = subprocess.run([ft.FREEZECTL_BIN, f'--address={bus.address}', *args], env=env,
+                                  capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(text.returncode == 0 and re.search(r'\d,\d\d ', text.stdout),
+                     f'{what}: the text has the decimal comma', (text.returncode, text.stdout, text.stderr))
+            r = subprocess.run([ft.FREEZECTL_BIN, f'--address={bus.address}', '--json', *args], env=env,
+                               capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            ft.check_equal(r.returncode, 0, f'{what} --json: exit status 0')
+            try:
+                out = json.loads(r.stdout)
+            except ValueError as e:
+                ft.fail(f'{what} --json: not JSON ({e}): {r.stdout[:300]}')
+            avgs = [line[k] for res in ('cpu', 'memory', 'io') for kind in ('some', 'full')
+                    for line in [out[res][kind]] for k in ('avg10', 'avg60', 'avg300')]
+            ft.check(all(isinstance(a, (int, float)) for a in avgs), f'{what} --json: the averages are numbers', avgs)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-freezectl-output') as sc, ft.Bus() as bus:
@@ -85,6 +136,7 @@ def test():
         check_full(bus, ['--help'], [])
         check_full(bus, ['--version'], [])
         with ft.Daemon(bus, sc.root):
+            check_json_in_comma_locale(bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
