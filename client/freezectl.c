@@ -262,7 +262,10 @@ static void help(void) {
                "when freezerd exits (daemon-exited); watch goes on. The triggers freezerd's\n"
                "exit ended are added again once a freezerd is back, and the watching line\n"
                "printed again names them with their new IDs. On SIGINT or SIGTERM watch\n"
-               "removes its triggers and exits 0. If freezerd refuses a trigger, nothing is\n"
+               "removes its triggers and exits 0 (a freezerd that does not answer the first\n"
+               "removal within the method-call timeout, 25 s, is asked no more, and one more\n"
+               "SIGINT or SIGTERM meanwhile exits 0 at once: the triggers end with the\n"
+               "connection all the same). If freezerd refuses a trigger, nothing is\n"
                "watched and watch exits 1; so it does if a new freezerd refuses one that\n"
                "watch adds again, and when the connection is lost (over --socket=, when\n"
                "freezerd exits), after a trigger-removed line for each of its triggers\n"
@@ -2193,20 +2196,39 @@ static void watch_emit_watching(watch_context *c) {
 }
 
 /* Remove the triggers still in place; the daemon would drop them when we
- * disconnect, but say goodbye properly. */
+ * disconnect, but say goodbye properly.  Not past the first failure: a
+ * freezerd that does not answer (stopped, stuck) would not answer the next
+ * call either, and each waited the method-call timeout (25 s) in turn, for
+ * every trigger; the others end with the connection all the same. */
 static void watch_remove_triggers(freezer *f, const char *path) {
+        bool failed = false;
+
         for (size_t i = 0; i < n_arg_triggers; i++) {
                 int r;
 
                 if (!arg_triggers[i].active)
                         continue;
+                arg_triggers[i].active = false;
+                if (failed)
+                        continue;
 
                 r = freezer_remove_pressure_trigger(f, path, arg_triggers[i].id);
                 /* -EINVAL: it ended meanwhile (its signal is still on the way). */
-                if (r < 0 && r != -EINVAL)
-                        log_failure(f, r, "warning: cannot remove pressure trigger %" PRIu32, arg_triggers[i].id);
-                arg_triggers[i].active = false;
+                if (r < 0 && r != -EINVAL) {
+                        log_failure(f, r, "warning: cannot remove pressure trigger %" PRIu32
+                                    " (the others end with the connection)", arg_triggers[i].id);
+                        failed = true;
+                }
         }
+}
+
+/* The exit status of a watch that removes its triggers: a second SIGINT or
+ * SIGTERM meanwhile ends it at once with it (the triggers end with the
+ * connection), rather than wait for a freezerd that may not answer. */
+static volatile sig_atomic_t watch_exit_status = EXIT_FAILURE;
+
+static void on_watch_second_signal(_unused_ int sig) {
+        _exit(watch_exit_status);
 }
 
 /* Whether the last call failed because no freezerd owns its name on the bus. */
@@ -2458,7 +2480,15 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 }
         }
 
+        /* The signals are blocked, and one more would wait for the end of the
+         * removal: let it end watch instead.  (Killed by it, watch would not
+         * exit 0.) */
+        watch_exit_status = ret;
+        (void) sigaction(SIGINT, &(struct sigaction) { .sa_handler = on_watch_second_signal }, NULL);
+        (void) sigaction(SIGTERM, &(struct sigaction) { .sa_handler = on_watch_second_signal }, NULL);
+        (void) sigprocmask(SIG_UNBLOCK, &mask, NULL);
         watch_remove_triggers(f, c.path);
+        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
 finish:
         fflush(stdout);
