@@ -2821,7 +2821,12 @@ static const char *connect_hint(int r) {
 static const char *connect_error(int r) {
         static char buf[256];
 
-        if (r == -ENOMEDIUM) /* sd-bus has no address for the user bus ("No medium found") */
+        /* sd-bus has no address for the user bus: it says ENOMEDIUM ("No medium
+         * found"), which libfreezer reports as ENOENT since 0.4.0; that read
+         * "No such file or directory (is dbus-daemon running?)", say under
+         * sudo, which drops both variables. */
+        if (r == -ENOMEDIUM || (r == -ENOENT && arg_bus == BUS_USER && !getenv_set("DBUS_SESSION_BUS_ADDRESS") &&
+                                !getenv_set("XDG_RUNTIME_DIR")))
                 return "there is no user bus (neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set)";
         snprintf(buf, sizeof buf, "%s%s", strerror(-r), connect_hint(r));
         return buf;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""freezectl's output: valid JSON in every locale, and a standard output that fails
-is said and exits 1.
+"""freezectl's output: valid JSON in every locale, a standard output that fails is
+said and exits 1, and a missing user bus is named as such.
 
   /g   (no process)
 
@@ -21,7 +21,11 @@ Checks:
     and a pipe whose reader has gone: once an event comes (a freeze of /g), it
     exits 1 with one line "cannot write output: Broken pipe" (it ran on for ever,
     printing to nobody, and said "Resource temporarily unavailable" when it was
-    finally stopped)."""
+    finally stopped).
+  * --user (status, and freeze) with neither DBUS_SESSION_BUS_ADDRESS nor
+    XDG_RUNTIME_DIR set (as under sudo): exit 1, one line saying there is no user
+    bus and naming both (it said "No such file or directory (is dbus-daemon
+    running?)" since libfreezer 0.4.0 reports sd-bus' ENOMEDIUM as ENOENT)."""
 
 import json
 import os
@@ -129,12 +133,25 @@ def check_json_in_comma_locale(bus):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_no_user_bus():
+    env = {k: v for k, v in os.environ.items() if k not in ('DBUS_SESSION_BUS_ADDRESS', 'XDG_RUNTIME_DIR')}
+    for args in (['status'], ['freeze', '/g']):
+        what = f'freezectl --user {" ".join(args)} without a user bus in the environment'
+        r = subprocess.run([ft.FREEZECTL_BIN, '--user', *args], env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and 'there is no user bus' in lines[0] and 'DBUS_SESSION_BUS_ADDRESS' in lines[0]
+                 and 'XDG_RUNTIME_DIR' in lines[0], f'{what}: one line saying there is no user bus', lines)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-freezectl-output') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
         check_full(bus, ['--help'], [])
         check_full(bus, ['--version'], [])
+        check_no_user_bus()
         with ft.Daemon(bus, sc.root):
             check_json_in_comma_locale(bus)
             check_full(bus, ['list'], ['No space left on device'])
