@@ -265,11 +265,11 @@ static void help(void) {
                "removes its triggers and exits 0 (a freezerd that does not answer the first\n"
                "removal within the method-call timeout, 25 s, is asked no more, and one more\n"
                "SIGINT or SIGTERM meanwhile exits 0 at once: the triggers end with the\n"
-               "connection all the same). If freezerd refuses a trigger, nothing is\n"
-               "watched and watch exits 1; so it does if a new freezerd refuses one that\n"
-               "watch adds again, and when the connection is lost (over --socket=, when\n"
-               "freezerd exits), after a trigger-removed line for each of its triggers\n"
-               "(disconnected).\n"
+               "connection all the same); before the watching line, it exits 0 at once.\n"
+               "If freezerd refuses a trigger, nothing is watched and watch exits 1; so it\n"
+               "does if a new freezerd refuses one that watch adds again, and when the\n"
+               "connection is lost (over --socket=, when freezerd exits), after a\n"
+               "trigger-removed line for each of its triggers (disconnected).\n"
                "\n"
                "JSON output (--json):\n"
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
@@ -2222,13 +2222,23 @@ static void watch_remove_triggers(freezer *f, const char *path) {
         }
 }
 
-/* The exit status of a watch that removes its triggers: a second SIGINT or
- * SIGTERM meanwhile ends it at once with it (the triggers end with the
- * connection), rather than wait for a freezerd that may not answer. */
-static volatile sig_atomic_t watch_exit_status = EXIT_FAILURE;
+/* What SIGINT or SIGTERM end watch with outside its loop: while it sets up
+ * and while it removes its triggers, where it waits in calls (up to 25 s
+ * each, for a freezerd that does not answer) and the loop does not read the
+ * signal.  At once, with this status: the triggers end with the connection. */
+static volatile sig_atomic_t watch_exit_status = EXIT_SUCCESS;
+/* SIGINT and SIGTERM. */
+static sigset_t watch_signals;
 
-static void on_watch_second_signal(_unused_ int sig) {
+static void on_watch_signal(_unused_ int sig) {
         _exit(watch_exit_status);
+}
+
+static void watch_signals_exit(const sigset_t *mask, int status) {
+        watch_exit_status = status;
+        (void) sigaction(SIGINT, &(struct sigaction) { .sa_handler = on_watch_signal }, NULL);
+        (void) sigaction(SIGTERM, &(struct sigaction) { .sa_handler = on_watch_signal }, NULL);
+        (void) sigprocmask(SIG_UNBLOCK, mask, NULL);
 }
 
 /* Whether the last call failed because no freezerd owns its name on the bus. */
@@ -2315,6 +2325,10 @@ static int watch_start(freezer *f, watch_context *c) {
                 if (arg_triggers[i].pending)
                         return 0; /* freezerd left meanwhile */
 
+        /* From the watching line on a signal is the loop's to read (it
+         * removes the triggers first): one that came after the line ended
+         * watch at once. */
+        (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
         c->started = true;
         watch_emit_watching(c);
         return 1;
@@ -2383,15 +2397,15 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
         sigset_t mask;
         int sfd = -1, ret = EXIT_FAILURE, r;
 
-        /* SIGINT and SIGTERM end the watch through the loop, so that the
-         * triggers are removed first. Blocked before anything is set up. */
+        /* SIGINT and SIGTERM end the watch through the loop (blocked there,
+         * read from sfd), so that the triggers are removed first.  During the
+         * setup they end it at once (blocked from the start, they waited for
+         * every call of it: a freezerd that does not answer took 25 s each). */
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
-                fprintf(stderr, PROGRAM ": cannot block signals: %s\n", strerror(errno));
-                return EXIT_FAILURE;
-        }
+        watch_signals = mask;
+        watch_signals_exit(&mask, EXIT_SUCCESS);
         sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0) {
                 fprintf(stderr, PROGRAM ": cannot create a signalfd: %s\n", strerror(errno));
@@ -2424,6 +2438,11 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 /* Not an error: watch starts once one comes (on_watch_resync()). */
                 log_error("freezerd is not running (nobody owns " FREEZER_SERVICE
                           " on the bus): watch waits for it");
+
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, PROGRAM ": cannot block signals: %s\n", strerror(errno));
+                goto finish;
+        }
 
         const char *lost = arg_bus == BUS_PRIVATE ? "lost the connection to freezerd (its private socket)"
                                                   : "lost the connection to the bus";
@@ -2480,17 +2499,13 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 }
         }
 
-        /* The signals are blocked, and one more would wait for the end of the
-         * removal: let it end watch instead.  (Killed by it, watch would not
-         * exit 0.) */
-        watch_exit_status = ret;
-        (void) sigaction(SIGINT, &(struct sigaction) { .sa_handler = on_watch_second_signal }, NULL);
-        (void) sigaction(SIGTERM, &(struct sigaction) { .sa_handler = on_watch_second_signal }, NULL);
-        (void) sigprocmask(SIG_UNBLOCK, &mask, NULL);
+        /* One more signal would wait for the end of the removal: let it end
+         * watch instead. */
+        watch_signals_exit(&mask, ret);
         watch_remove_triggers(f, c.path);
-        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
 finish:
+        watch_exit_status = ret;
         fflush(stdout);
         (void) freezer_set_state_callback(f, NULL, NULL);
         (void) freezer_set_group_callback(f, NULL, NULL);
@@ -2501,8 +2516,8 @@ finish:
         group_table_clear(&c.seen);
         if (sfd >= 0)
                 (void) close(sfd);
-        /* The signals stay blocked: one more ^C while we exit must not
-         * turn the exit status into death by SIGINT. */
+        /* The signals stay blocked, or end watch with ret: one more ^C
+         * while we exit must not turn the exit status into death by SIGINT. */
         return ret;
 }
 
