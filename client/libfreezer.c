@@ -263,6 +263,24 @@ static int path_append_failed(int r, sd_bus_error *error) {
         return r;
 }
 
+/* Manager.member(path), waited for; a path sd-bus would not append fails as
+ * path_append_failed() says it (sd_bus_call_method() set its own "Invalid
+ * argument" first, which Track, Untrack and the pressure calls reported). */
+static int call_manager_path(sd_bus *bus, const char *member, const char *path, sd_bus_error *error,
+                             sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                           FREEZER_MANAGER_INTERFACE, member);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", path);
+        if (r < 0)
+                return path_append_failed(r, error);
+        return sd_bus_call(bus, m, 0, error, ret_reply);
+}
+
 /* A handle of freezer_open_private(): a peer-to-peer connection to freezerd,
  * not to a bus broker. */
 static bool is_direct(freezer *f) {
@@ -1257,11 +1275,9 @@ static int track_or_untrack(freezer *f, const char *member, const char *path) {
         if (!path)
                 return error_set(f, -EINVAL);
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                               FREEZER_MANAGER_INTERFACE, member,
-                               &error, &reply, "s", path);
+        r = call_manager_path(f->bus, member, path, &error, &reply);
         if (r < 0)
-                return error_take(f, &error, path_append_failed(r, &error));
+                return error_take(f, &error, r);
 
         return 0;
 }
@@ -2432,10 +2448,9 @@ static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_err
         char *copy;
         int r;
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
-                               "GetGroup", error, &reply, "s", path);
+        r = call_manager_path(f->bus, "GetGroup", path, error, &reply);
         if (r < 0)
-                return path_append_failed(r, error);
+                return r;
 
         r = sd_bus_message_read(reply, "o", &object);
         if (r < 0)

@@ -344,10 +344,12 @@ def check_batch(sc, daemon, path):
                            timeout=ft.DEFAULT_TIMEOUT)
         ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
                  f'freeze of a path that is not UTF-8 ({how.split("=")[0]}): the same error either way', r)
-        r = subprocess.run([ft.FREEZECTL_BIN, how, 'status', '/\udcff'], capture_output=True,
-                           timeout=ft.DEFAULT_TIMEOUT)
-        ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
-                 f'status of a path that is not UTF-8 ({how.split("=")[0]}): the same words', r)
+        # track, untrack and pressure said "Invalid argument" (sd_bus_call_method()'s words).
+        for verb in ('status', 'track', 'untrack', 'pressure'):
+            r = subprocess.run([ft.FREEZECTL_BIN, how, verb, '/\udcff'], capture_output=True,
+                               timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(r.returncode == 1 and r.stderr.endswith(b': InvalidArgs: The path is not valid UTF-8\n'),
+                     f'{verb} of a path that is not UTF-8 ({how.split("=")[0]}): the same words', r)
 
     # The flags and the timeout arrive: /s cannot finish freezing (a task blocked on FUSE).
     r = ft.freezectl('--rollback', '--timeout=1s', 'batch', '-', socket=path, check=False,
