@@ -1003,6 +1003,15 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
                                                            "or does the bus not let this uid in?)");
                 return;
         }
+        if (c->w && r == -EPERM) {
+                /* Our authentication refused, or the server not the one the
+                 * address' guid= names: the connection never was up, as
+                 * libfreezer's open says it (-EACCES).  It read "cannot freeze
+                 * /a: AccessDenied: Operation not permitted", as if freezerd
+                 * had refused the freeze. */
+                log_connect_failure(-EACCES);
+                return;
+        }
         if (c->w && r == -ECONNRESET && wire_bus_refused(c->w)) {
                 /* Closed before Hello was answered: the connection never was
                  * up, as sd-bus's commands say it. */
@@ -2821,6 +2830,12 @@ static const char *connect_hint(int r) {
                                                                                    : "");
                 return buf;
         }
+        case -EACCES:
+                /* Also what a server other than the one guid= names gets (a bus
+                 * restarted since the address was taken, with a new id). */
+                return arg_bus == BUS_ADDRESS && strstr(arg_address, "guid=")
+                               ? " (does the address' guid= name this bus? A bus gets a new one when it restarts)"
+                               : "";
         case -EPROTO:
                 /* The peer refused Hello, or answered in no D-Bus at all: such as
                  * freezerd's private socket given as a bus. */

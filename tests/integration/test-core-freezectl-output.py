@@ -25,7 +25,11 @@ Checks:
   * --user (status, and freeze) with neither DBUS_SESSION_BUS_ADDRESS nor
     XDG_RUNTIME_DIR set (as under sudo): exit 1, one line saying there is no user
     bus and naming both (it said "No such file or directory (is dbus-daemon
-    running?)" since libfreezer 0.4.0 reports sd-bus' ENOMEDIUM as ENOENT)."""
+    running?)" since libfreezer 0.4.0 reports sd-bus' ENOMEDIUM as ENOENT).
+  * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
+    wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
+    ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
+    freeze /g: AccessDenied: Operation not permitted", as if freezerd refused)."""
 
 import json
 import os
@@ -145,6 +149,20 @@ def check_no_user_bus():
                  and 'XDG_RUNTIME_DIR' in lines[0], f'{what}: one line saying there is no user bus', lines)
 
 
+def check_wrong_guid(bus):
+    address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
+    ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
+    for cmd, stdin in ((['freeze', '/g'], None), (['batch', '-'], '[{"path": "/g", "freeze": true}]'),
+                       (['list'], None)):
+        what = f'{cmd[0]} at an address whose guid= is not the bus\' id'
+        r = ft.freezectl(*cmd, address=address, check=False, input=stdin)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and lines[0].startswith(f'freezectl: cannot connect to the bus at {address}: '
+                                                         'Permission denied') and 'guid=' in lines[0][-80:],
+                 f'{what}: one line "cannot connect ... Permission denied", asking about guid=', lines)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-freezectl-output') as sc, ft.Bus() as bus:
@@ -154,6 +172,7 @@ def test():
         check_no_user_bus()
         with ft.Daemon(bus, sc.root):
             check_json_in_comma_locale(bus)
+            check_wrong_guid(bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
