@@ -112,6 +112,28 @@ static int classify_key(const char *text, size_t start, size_t end, int *ret) {
         return 0;
 }
 
+/* The UTF-16 code unit of the \uXXXX escape starting at text[i] (its
+ * backslash), or -1 if there is none. */
+static int unicode_escape(const char *text, size_t len, size_t i) {
+        int v = 0;
+
+        if (i + 6 > len || text[i] != '\\' || text[i + 1] != 'u')
+                return -1;
+        for (size_t k = i + 2; k < i + 6; k++) {
+                char c = text[k];
+
+                if (c >= '0' && c <= '9')
+                        v = v * 16 + (c - '0');
+                else if (c >= 'a' && c <= 'f')
+                        v = v * 16 + (c - 'a' + 10);
+                else if (c >= 'A' && c <= 'F')
+                        v = v * 16 + (c - 'A' + 10);
+                else
+                        return -1;
+        }
+        return v;
+}
+
 static int scan(const char *text, size_t len, size_t n_expected, scan_result *s, char **ret_error) {
         unsigned depth = 0;
         bool want_element = false, in_object = false, expect_key = false;
@@ -141,9 +163,27 @@ static int scan(const char *text, size_t len, size_t n_expected, scan_result *s,
                         size_t start = i, j = i + 1;
 
                         for (; j < len && text[j] != '"'; j++) {
-                                if (text[j] == '\\')
+                                if (text[j] == '\\') {
+                                        /* A surrogate not in a pair is no character:
+                                         * json-c made U+FFFD of it, another path
+                                         * than the one written. */
+                                        int u = unicode_escape(text, len, j), low;
+
+                                        if (u >= 0xd800 && u <= 0xdbff) {
+                                                low = unicode_escape(text, len, j + 6);
+                                                if (low < 0xdc00 || low > 0xdfff)
+                                                        return fail_at(ret_error, text, len, j,
+                                                                       "lone UTF-16 surrogate \\u%04x in a string "
+                                                                       "(not followed by \\udc00-\\udfff)",
+                                                                       (unsigned) u);
+                                                j += 6; /* the pair's second half */
+                                        } else if (u >= 0xdc00 && u <= 0xdfff)
+                                                return fail_at(ret_error, text, len, j,
+                                                               "lone UTF-16 surrogate \\u%04x in a string "
+                                                               "(not preceded by \\ud800-\\udbff)",
+                                                               (unsigned) u);
                                         j++;
-                                else if ((unsigned char) text[j] < 0x20)
+                                } else if ((unsigned char) text[j] < 0x20)
                                         return fail_at(ret_error, text, len, j,
                                                        "control character 0x%02x in a string (write it as \\u%04x)",
                                                        (unsigned) text[j], (unsigned) text[j]);

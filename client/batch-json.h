@@ -8,8 +8,8 @@
  * each with exactly the keys "path" (a non-empty string without NUL
  * characters) and "freeze" (a boolean). The parser is strict: the text must be
  * one RFC 8259 JSON value in UTF-8 (no byte order mark, comments, single-quoted
- * strings, trailing commas, raw control characters in strings, or trailing
- * data), keys must not repeat, and the array must hold between 1 and
+ * strings, trailing commas, raw control characters in strings, \uXXXX escapes
+ * of UTF-16 surrogates outside a pair, or trailing data), keys must not repeat, and the array must hold between 1 and
  * BATCH_JSON_REQUESTS_MAX requests. The text itself may be at most
  * BATCH_JSON_SIZE_MAX bytes.
  *

@@ -107,6 +107,9 @@ static void test_valid(void) {
         /* Escapes in keys and values. */
         expect_ok("[{\"\\u0070ath\":\"/a\\/b\\u00e9\",\"fr\\u0065eze\":true}]", 1,
                   (const freezer_request[]) { { "/a/b\xc3\xa9", true } });
+        /* A surrogate pair is one character (U+1F600). */
+        expect_ok("[{\"path\":\"/a\\ud83d\\uDE00\\\\ud800\",\"freeze\":true}]", 1,
+                  (const freezer_request[]) { { "/a\xf0\x9f\x98\x80\\ud800", true } });
         /* UTF-8 paths. */
         expect_ok("[{\"path\":\"/p\xc3\xa4th\",\"freeze\":false}]", 1,
                   (const freezer_request[]) { { "/p\xc3\xa4th", false } });
@@ -135,6 +138,12 @@ static void test_syntax(void) {
         expect_fail("[{\"path\":\"/a\\x\",\"freeze\":true}]", "line 1");
         expect_fail("[{\"path\":\"/\xc3\x28\",\"freeze\":true}]", "invalid UTF-8");
         expect_fail("\xef\xbb\xbf[{\"path\":\"/a\",\"freeze\":true}]", "byte order mark");
+        /* Lone surrogates: json-c made U+FFFD of them. */
+        expect_fail("[{\"path\":\"/a\\ud800\",\"freeze\":true}]", "line 1, column 13: lone UTF-16 surrogate \\ud800");
+        expect_fail("[{\"path\":\"/a\\uDBFF\\u0041\",\"freeze\":true}]", "lone UTF-16 surrogate \\udbff");
+        expect_fail("[{\"path\":\"/a\\udc00\",\"freeze\":true}]", "lone UTF-16 surrogate \\udc00");
+        expect_fail("[{\"path\":\"/a\\ud800\\ud800\\udc00\",\"freeze\":true}]", "column 13: lone UTF-16 surrogate");
+        expect_fail("[{\"path\":\"/a\\ud83d\\ude00\\ude00\",\"freeze\":true}]", "column 25: lone UTF-16 surrogate \\ude00");
         expect_fail_len("[{\"path\":\"/a\",\"freeze\":true}]\0", 30, -EINVAL, "NUL byte");
         expect_fail_len("[{\"path\":\"/a\0b\",\"freeze\":true}]", 31, -EINVAL, "line 1, column 13: NUL byte");
         expect_fail("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
