@@ -52,6 +52,7 @@ struct wire {
         int fd;
         uint32_t serial;
         bool authenticated;
+        bool begin_pending;      /* authenticated apart (guid=): BEGIN goes with the first call */
         const char *destination; /* on a bus: the service called; NULL on a peer connection */
         uint32_t hello_serial;   /* on a bus: our Hello's, once sent */
         bool hello_answered;     /* on a bus: Hello's reply came (the bus let us in) */
@@ -800,6 +801,46 @@ static const char *errno_bus_name(int e) {
         }
 }
 
+/* A NUL and "AUTH EXTERNAL <our uid, as hex of its decimal digits>\r\n" at
+ * out (64 bytes are plenty); its length. */
+static size_t auth_line(uint8_t *out) {
+        char uid[16];
+        int l = snprintf(uid, sizeof uid, "%u", (unsigned) geteuid());
+        size_t n;
+
+        memcpy(out, "\0AUTH EXTERNAL ", 15);
+        n = 15;
+        for (int i = 0; i < l; i++)
+                n += (size_t) snprintf((char *) out + n, 3, "%02x", (unsigned char) uid[i]);
+        memcpy(out + n, "\r\n", 2);
+        return n + 2;
+}
+
+/* With guid= in the address: AUTH alone, and the server's OK (its id checked)
+ * before anything else goes out.  Pipelined with BEGIN and the call, the call
+ * reached whatever server answered and was carried out there, while we said
+ * we could not connect.  One more round trip, only where guid= is given. */
+static int authenticate_apart(wire *w, uint64_t deadline) {
+        uint64_t auth_deadline = usec_add(now_usec(), AUTH_TIMEOUT_USEC);
+        uint8_t out[64];
+        int r;
+
+        if (auth_deadline < deadline)
+                deadline = auth_deadline;
+        r = send_all(w->fd, out, auth_line(out), deadline);
+        if (r == -ETIMEDOUT)
+                w->unsent = true;
+        if (r == -EPIPE || r == -ECONNRESET)
+                w->cut = true;
+        if (r < 0)
+                return r == -EPIPE ? -ECONNRESET : r;
+        r = read_auth_reply(w, deadline);
+        if (r < 0)
+                return r;
+        w->begin_pending = true;
+        return 0;
+}
+
 static int call_once(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
                      size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
@@ -824,16 +865,18 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         out = malloc(size);
         if (!out)
                 return -ENOMEM;
+        if (!w->authenticated && w->guid[0] && wire_check_utf8(args, n_args, &bad_arg, &bad_index) >= 0) {
+                r = authenticate_apart(w, deadline);
+                if (r < 0)
+                        return r;
+        }
         if (!w->authenticated) {
-                char uid[16];
-                int l = snprintf(uid, sizeof uid, "%u", (unsigned) geteuid());
-
-                memcpy(out, "\0AUTH EXTERNAL ", 15);
-                n = 15;
-                for (int i = 0; i < l; i++)
-                        n += (size_t) snprintf((char *) out + n, 3, "%02x", (unsigned char) uid[i]);
-                memcpy(out + n, "\r\nBEGIN\r\n", 9);
-                n += 9;
+                n = auth_line(out);
+                memcpy(out + n, "BEGIN\r\n", 7);
+                n += 7;
+        } else if (w->begin_pending) {
+                memcpy(out, "BEGIN\r\n", 7);
+                n = 7;
         }
         if (w->destination && !w->hello_serial) {
                 /* A bus takes nothing before Hello(); its reply (our unique
@@ -878,6 +921,7 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                 return r == -EPIPE ? -ECONNRESET : r;
         if (hello_serial)
                 w->hello_serial = hello_serial;
+        w->begin_pending = false;
 
         if (!w->authenticated) {
                 uint64_t auth_deadline = usec_add(now_usec(), AUTH_TIMEOUT_USEC);

@@ -40,8 +40,9 @@ int wire_open(const char *path, wire **ret);
 
 /* Connect to the bus at address (D-Bus address syntax), whose calls go to
  * destination (kept, not copied): the first call's write carries the
- * handshake and Hello() too (and a guid= in address must be the server's, or
- * the call fails with -EPERM).  -EAFNOSUPPORT for an address the wire does
+ * handshake and Hello() too; but with a guid= in address AUTH goes alone
+ * first, and the server's OK must name that id, or the call fails with -EPERM
+ * with nothing of it sent.  -EAFNOSUPPORT for an address the wire does
  * not speak (anything but one unix:path= or unix:abstract=: libsystemd's to
  * handle), -EINVAL for a malformed one, else as wire_open(). */
 int wire_open_bus(const char *address, const char *destination, wire **ret);

@@ -29,7 +29,9 @@ Checks:
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
-    freeze /g: AccessDenied: Operation not permitted", as if freezerd refused)."""
+    freeze /g: AccessDenied: Operation not permitted", as if freezerd refused); and
+    /g was not frozen (the wire sent its call with AUTH and BEGIN in one write, the
+    bus routed it, and freezerd froze /g while freezectl said it failed)."""
 
 import json
 import os
@@ -149,7 +151,7 @@ def check_no_user_bus():
                  and 'XDG_RUNTIME_DIR' in lines[0], f'{what}: one line saying there is no user bus', lines)
 
 
-def check_wrong_guid(bus):
+def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
     for cmd, stdin in ((['freeze', '/g'], None), (['batch', '-'], '[{"path": "/g", "freeze": true}]'),
@@ -161,6 +163,9 @@ def check_wrong_guid(bus):
         ft.check(len(lines) == 1 and lines[0].startswith(f'freezectl: cannot connect to the bus at {address}: '
                                                          'Permission denied') and 'guid=' in lines[0][-80:],
                  f'{what}: one line "cannot connect ... Permission denied", asking about guid=', lines)
+    # A call of ours that the bus had routed would be in freezerd's hands before this one.
+    ft.freezectl('status', '/g', address=bus.address)
+    ft.check_equal(sc.read_freeze('/g'), 0, 'no freeze reached freezerd from the wrong guid=')
 
 
 def test():
@@ -172,7 +177,7 @@ def test():
         check_no_user_bus()
         with ft.Daemon(bus, sc.root):
             check_json_in_comma_locale(bus)
-            check_wrong_guid(bus)
+            check_wrong_guid(sc, bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
