@@ -566,6 +566,17 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 return;
         }
 
+        /* A file system path given as PATH: "/sys/fs/cgroup/x does not exist"
+         * is true in freezerd's terms only, and read as if /sys/fs/cgroup/x
+         * were missing. */
+        if (streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup") && message &&
+            strstr(message, "/sys/fs/cgroup/")) {
+                log_error("%s: NoSuchGroup: %s (PATH names a cgroup relative to freezerd's cgroup root, its "
+                          "CgroupRoot property, not a file system path: /pods/a, not /sys/fs/cgroup/.../pods/a)",
+                          what, message);
+                return;
+        }
+
         if (name) {
                 if ((s = startswith(name, "org.freezerd.Freezer1.Error.")) ||
                     (s = startswith(name, "org.freedesktop.DBus.Error.")))

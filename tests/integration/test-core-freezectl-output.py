@@ -31,7 +31,11 @@ Checks:
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
     freeze /g: AccessDenied: Operation not permitted", as if freezerd refused); and
     /g was not frozen (the wire sent its call with AUTH and BEGIN in one write, the
-    bus routed it, and freezerd froze /g while freezectl said it failed)."""
+    bus routed it, and freezerd froze /g while freezectl said it failed).
+  * a file system path as PATH (the scratch group's, under the cgroup2 mount):
+    status, freeze (the wire) and batch exit 1 with one NoSuchGroup line that says
+    PATH is relative to freezerd's cgroup root (they said only that the directory,
+    which exists, "does not exist")."""
 
 import json
 import os
@@ -168,6 +172,23 @@ def check_wrong_guid(sc, bus):
     ft.check_equal(sc.read_freeze('/g'), 0, 'no freeze reached freezerd from the wrong guid=')
 
 
+def check_file_system_path(sc, bus):
+    fs_path = sc.abspath('/g')
+    if not fs_path.startswith('/sys/fs/cgroup/'):
+        print(f'# the cgroup2 mount is not under /sys/fs/cgroup ({fs_path}): the file system path check is left out',
+              flush=True)
+        return
+    for cmd, stdin in ((['status', fs_path], None), (['freeze', fs_path], None),
+                       (['batch', '-'], json.dumps([{'path': fs_path, 'freeze': True}]))):
+        what = f'{cmd[0]} of {fs_path}'
+        r = ft.freezectl(*cmd, address=bus.address, check=False, input=stdin)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and 'NoSuchGroup' in lines[0] and "relative to freezerd's cgroup root" in lines[0],
+                 f'{what}: one NoSuchGroup line saying PATH is relative to the cgroup root', lines)
+    ft.check_equal(sc.read_freeze('/g'), 0, 'nothing was frozen')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-freezectl-output') as sc, ft.Bus() as bus:
@@ -178,6 +199,7 @@ def test():
         with ft.Daemon(bus, sc.root):
             check_json_in_comma_locale(bus)
             check_wrong_guid(sc, bus)
+            check_file_system_path(sc, bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
