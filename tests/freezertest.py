@@ -52,6 +52,7 @@ import argparse
 import collections
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import pwd
@@ -1382,6 +1383,59 @@ def reap_stale():
                 os.rmdir(x)
             except OSError:
                 pass
+
+
+SETTINGS_DIR = '/run/freezerd-tests'
+
+
+class MachineSetting:
+    """A machine-wide setting (a /proc/sys file) that a test lowers for a while.
+
+    Taking it waits for an exclusive lock, so tests of other checkouts running at the
+    same time take turns: each read the value another had lowered as its own "before"
+    and put that back, and fs.epoll.max_user_watches was left at 97.  The value found
+    is recorded in SETTINGS_DIR until release() puts it back, so that a run killed
+    before its finally is mended by the next one, which writes the recorded value
+    first.  .value is the value to put back."""
+
+    def __init__(self, path, timeout=600):
+        os.makedirs(SETTINGS_DIR, exist_ok=True)
+        name = path.strip('/').replace('/', '.')
+        self.path = path
+        self._saved = os.path.join(SETTINGS_DIR, name + '.value')
+        self._lock = open(os.path.join(SETTINGS_DIR, name + '.lock'), 'w')
+        deadline = time.monotonic() + timeout * TIMEOUT_MULTIPLIER
+        while True:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    fail(f'{path} is held by another test run for more than {timeout} s')
+                time.sleep(0.2)  # another run holds the lock: no event tells its release
+        try:
+            with open(self._saved) as f:
+                self.value = int(f.read())
+            print(f'# {path}: a run that died left it lowered: put back to {self.value}', flush=True)
+            self._write(self.value)
+        except FileNotFoundError:
+            with open(path) as f:
+                self.value = int(f.read())
+            with open(self._saved + '.tmp', 'w') as f:
+                f.write(str(self.value))
+            os.rename(self._saved + '.tmp', self._saved)
+
+    def _write(self, value):
+        with open(self.path, 'w') as f:
+            f.write(str(value))
+
+    def release(self):
+        """Put the value back, forget it, and let the next run have the setting."""
+        if self._lock.closed:
+            return
+        self._write(self.value)
+        os.unlink(self._saved)
+        self._lock.close()
 
 
 class EventsLog:

@@ -19,7 +19,8 @@ processes, which are the whole machine's, take more meanwhile).  The limit is th
 exactly nobody's watches (written again until a look after the write agrees:
 other processes of nobody may change theirs): freezerd's next epoll_ctl(ADD)
 fails, root's processes (dbus-daemon, this harness) keep 48 or more to spare.
-What is checked is counted in freezerd's own epoll set, not the uid's.  It is put back in a finally.
+What is checked is counted in freezerd's own epoll set, not the uid's.  It is put back in a finally
+(ft.MachineSetting: runs from other checkouts wait their turn).
 
   /k0 .. /k{K-1}   a sleeper each: polled
   /c               empty at first, so it vouches for /c/x0..x2 (covered, not polled)
@@ -130,9 +131,9 @@ def test():
     # Other processes of nobody's count too: the limit is set to the uid's total,
     # so freezerd's next item is refused all the same (theirs too, for a second).
     others = epoll_watches(uid)
-    before = read_int(SYSCTL)
+    setting = ft.MachineSetting(SYSCTL)  # other checkouts' runs of this test wait
+    before = setting.value
     extra = 0  # groups added while root's processes took more watches (/e0 ..)
-    lowered = False
     violations = []
     fig = ft.Figures('test-fault-epoll-limit')
 
@@ -183,7 +184,6 @@ def test():
                       f'{k + extra} groups with a sleeper', flush=True)
                 ft.check(mine >= root + SPARE_ROOT, f'freezerd holds {SPARE_ROOT} watches more than root '
                          f'({mine} against {root})')
-                lowered = True
                 lower_limit(uid)
                 fig.faults['fs.epoll.max_user_watches lowered to freezerd\'s watches'] += 1
 
@@ -228,7 +228,6 @@ def test():
 
                 # 4. The limit raised: polled again, the re-reads stop.
                 write_int(SYSCTL, before)
-                lowered = False
                 ft.wait_for(lambda: 'Every group that needs it is polled again' in d.log(),
                             what='the log to say every group is polled again')
                 ft.check_equal(epoll_items(d.pid), own + len(COVERED) + 1,
@@ -251,8 +250,7 @@ def test():
                                f'polled (wake-ups per window: {woken})')
                 fig.checked['groups polled again after the limit'] += len(COVERED) + 1
     finally:
-        if lowered:
-            write_int(SYSCTL, before)
+        setting.release()
         odd.kill()
         odd.wait()
         shutil.rmtree(odd_dir, ignore_errors=True)
