@@ -71,8 +71,8 @@ int cg_dir_id(int dirfd, const char *name, uint64_t *ret);
 
 /* Renames a damaged file (a batch journal, tracked.json) out of the way, to
  * NAME.broken or, where one of an earlier start is kept already,
- * NAME.2.broken, NAME.3.broken...: never over one kept before (until session
- * 34 a second one took the first's place).  *ret_kept names the one tried
+ * NAME.2.broken, NAME.3.broken...: never over one kept before, which an
+ * operator may not have read yet.  *ret_kept names the one tried
  * last (free it; NULL if none was). */
 int rename_broken(int dfd, const char *name, char **ret_kept);
 

@@ -617,8 +617,8 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                 if (r == -ENODATA || r == -EBADMSG) {
                         /* A journal of an earlier boot is removed unread, whole
                          * or not: its groups went with that boot.  A damaged
-                         * one is told by the boot id at its head (until session
-                         * 34 it was kept as *.broken with an error). */
+                         * one (a power loss on a disk-backed runtime
+                         * directory) is told by the boot id at its head. */
                         _cleanup_free_ char *head_boot = boot_id && text ? journal_head_boot(text, len) : NULL;
                         if (head_boot && !streq(head_boot, boot_id)) {
                                 log_notice("Batch journal %s/%s is from an earlier boot (%s) and %s: removed, "
@@ -667,7 +667,7 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                         size_t c = cap ? cap * 2 : 8;
                         Found *l = realloc(found, c * sizeof *l);
                         if (!l) {
-                                found_done(&f); /* (on the stack: until session 34 it was freed) */
+                                found_done(&f); /* f is on the stack: only its members are freed */
                                 found_free(found, n_found);
                                 return -ENOMEM;
                         }
@@ -748,7 +748,7 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                                 failed_entries[failed - 1 - a] = t;
                         }
                         /* Not dropped with the journal: the next start tries
-                         * again (until session 34 they were lost). */
+                         * again. */
                         r = keep_failed(dirfd(d), f, failed_entries ?: f->entries, failed_entries ? failed : f->n,
                                         boot_id, cgroup_root, &kept);
                         if (r < 0)

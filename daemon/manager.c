@@ -4323,7 +4323,7 @@ static int restore_flag(const char *cgroup_root, const JournalEntry *e, void *us
         if (fd < 0 && errno != ENODEV && errno != ENOENT) {
                 /* Not to be written (a read-only mount, say): one that has
                  * its flag needs no write, and is no failure to keep for the
-                 * next start (until session 34 it was counted failed). */
+                 * next start, where it could undo a later change. */
                 int err = errno;
                 _cleanup_close_ int ro = openat(dirfd, "cgroup.freeze", O_RDONLY | O_CLOEXEC);
                 bool had;
@@ -4485,7 +4485,7 @@ static void manager_save_tracked(Manager *m) {
 static void tracked_broken(const char *path, const char *why) {
         _cleanup_free_ char *broken = NULL;
 
-        /* Next to one kept by an earlier start, not over it (until session 34). */
+        /* Next to one kept by an earlier start, not over it: that one may hold hand edits. */
         if (rename_broken(AT_FDCWD, path, &broken) >= 0)
                 log_warning("Cannot read %s: %s; kept as %s, the subtrees it tracked are not tracked again.", path,
                             why, broken);
@@ -4689,10 +4689,10 @@ int manager_reload(Manager *m, const Config *config) {
         m->save_pending = false;
 
         /* The new roots first, then the old ones dropped: a group that both
-         * cover stays tracked through the change.  The other way round (until
-         * session 34), ["/a"] to ["/a/x"] removed /a/x with /a (its pressure
-         * triggers ended, the calls waiting on it were cancelled, its object
-         * went) and published it again. */
+         * cover stays tracked through the change.  The other way round,
+         * ["/a"] to ["/a/x"] would remove /a/x with /a (its pressure triggers
+         * ended, the calls waiting on it cancelled, its object gone) and
+         * publish it again. */
         r = manager_apply_track_config(m, m->config.track);
 
         /* Subtrees the old configuration tracked and the new one does not are dropped;

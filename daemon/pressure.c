@@ -894,9 +894,9 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                 p->max_kept_fds = (unsigned) (rl.rlim_cur / 4 < 16      ? 16
                                               : rl.rlim_cur / 4 > 65536 ? 65536
                                                                         : rl.rlim_cur / 4);
-                /* Until session 34 only PRESSURE_TRIGGERS_MAX: under a limit of
-                 * 1,024, one user's 256 triggers took a quarter of the table, and
-                 * a few clients all of it (new groups then went unfollowed). */
+                /* Not PRESSURE_TRIGGERS_MAX alone: under a limit of 1,024, one
+                 * user's 256 triggers would take a quarter of the fd table, and a
+                 * few clients all of it (new groups then go unfollowed). */
                 p->max_triggers = (unsigned) (rl.rlim_cur / 4 < PRESSURE_TRIGGERS_MIN ? PRESSURE_TRIGGERS_MIN
                                               : rl.rlim_cur / 4 > PRESSURE_TRIGGERS_MAX
                                                       ? PRESSURE_TRIGGERS_MAX
