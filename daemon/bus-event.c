@@ -283,6 +283,14 @@ int bus_event_prepare(BusEvent *be) {
                 /* Only the writes, on the socket (fd never becomes readable). */
                 fd = be->out_fd;
                 events &= EV_WRITE;
+                /* Nothing to write while calls wait: the peer closing its
+                 * socket must still wake us (peer_check_hangup()), to drop
+                 * the connection then rather than at the reply's write.  The
+                 * socket is readable for ever (the end of its input), so
+                 * edge-triggered: one wake-up now, then one per change of its
+                 * state (the close's EPOLLHUP), none for the writes. */
+                if (events == 0)
+                        events = EV_READ | EV_ET;
         }
 
         if (!be->io_armed || events != be->io_events) {

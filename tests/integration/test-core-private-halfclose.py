@@ -25,6 +25,11 @@ Checks:
   * Freeze /s2 with a 1 s timeout, SHUT_WR, and 0.3 s later the client closes,
     having read nothing: the connection is gone once the timeout passed (the
     socket count returns), and freezerd idled until then.
+  * Freeze /u with a 60 s timeout, SHUT_WR, and once freezerd holds the
+    connection (its debug log says so) the client closes, having read nothing:
+    the connection is gone well before the timeout (the socket count returns;
+    before, freezerd noticed only when it wrote the Freeze's reply), and the
+    Freeze goes on: /u ends frozen once the FUSE mount is released (below).
   * Freeze /t with a 60 s timeout, SHUT_WR, and the FUSE mount released 0.5 s
     later: the Freeze succeeds and its reply comes, then EOF.
   * freezerd logged no warning."""
@@ -95,11 +100,11 @@ def send_and_half_close(path, data, before_read=None):
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-private-halfclose') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
-        for g in ('/s1', '/s2', '/t'):
+        for g in ('/s1', '/s2', '/t', '/u'):
             sc.mkdir(g)
             sc.spawn_sleepers(g, 1)
             fuse.spawn_stuck(sc, g)
-        with ft.Daemon(bus, sc.root) as daemon:
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_LOG_LEVEL': 'debug'}) as daemon:
             path = os.path.join(daemon.runtime_dir, 'private')
             pid = daemon.pid
             before = sockets(pid)
@@ -140,11 +145,25 @@ def test():
             ft.check(True, 'a client that shut its sending side and then closed: its connection ended '
                      'with its Freeze')
 
+            holds = daemon.log().count('holding it')
+            conn = ft._direct_connection(f'unix:path={path}')
+            conn.sock.sendall(message(1, 'Freeze', 'stt', ('/u', LONG_USEC, 0)))
+            conn.sock.shutdown(socket.SHUT_WR)
+            ft.wait_for(lambda: daemon.log().count('holding it') > holds, poll=0.05,
+                        what='freezerd holds the half-closed connection')
+            conn.close()
+            t0 = time.monotonic()
+            fds_back()
+            ft.check(time.monotonic() - t0 < LONG_USEC / 1e6 / 2,
+                     'a held client that closed: its connection ended before its Freeze did')
+
             replies = send_and_half_close(path, message(1, 'Freeze', 'stt', ('/t', LONG_USEC, 0)),
                                           before_read=lambda: (time.sleep(0.5), fuse.release()))
             ft.check_equal({k: v[:2] for k, v in replies.items()}, {1: (MessageType.method_return, None)},
                            'SHUT_WR after a Freeze that succeeds later: its reply came, then EOF')
             sc.wait_events('/t', frozen=1)
+            sc.wait_events('/u', frozen=1)
+            ft.check(True, "the closed client's Freeze of /u was carried out")
             fds_back()
 
             warnings = [line for line in daemon.log().splitlines() if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')]
