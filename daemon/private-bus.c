@@ -21,8 +21,11 @@
 
 typedef struct PrivateConnection PrivateConnection;
 struct PrivateConnection {
+        PrivateBus *pb;
         sd_bus *bus;
         BusEvent *event;
+        struct event *auth_timer; /* until it authenticated: PRIVATE_BUS_AUTH_TIMEOUT_USEC */
+        bool auth_expired;
         unsigned subscribed[_SUBSCRIPTION_MAX]; /* Subscribe*() calls not undone, by kind */
         PrivateConnection *next;
 };
@@ -43,6 +46,8 @@ struct PrivateBus {
 static PrivateConnection *connection_free(PrivateConnection *c) {
         if (!c)
                 return NULL;
+        if (c->auth_timer)
+                event_free(c->auth_timer);
         c->event = bus_event_free(c->event);
         /* Operations still hold their calls (and with them the bus): their
          * replies fail with ENOTCONN once it is closed. */
@@ -50,6 +55,21 @@ static PrivateConnection *connection_free(PrivateConnection *c) {
         sd_bus_unref(c->bus);
         free(c);
         return NULL;
+}
+
+/* sd-bus gives a peer 90 s to authenticate, during which it holds one of the
+ * PRIVATE_BUS_CONNECTIONS_MAX slots: a client that connects and sends nothing
+ * (stuck, or just many of them) would keep the rest out that long.  Dropped at
+ * the next private_bus_prepare(). */
+static void on_auth_timeout(evutil_socket_t fd, short what, void *userdata) {
+        PrivateConnection *c = userdata;
+
+        /* A connection that ended meanwhile goes anyway, without this line. */
+        if (sd_bus_is_ready(c->bus) > 0 || bus_event_is_broken(c->event))
+                return;
+        log_notice("A client on %s did not authenticate within %u s: closing it.", c->pb->path,
+                   (unsigned) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC));
+        c->auth_expired = true;
 }
 
 static int connection_new(PrivateBus *pb, int fd) {
@@ -99,10 +119,25 @@ static int connection_new(PrivateBus *pb, int fd) {
         c = calloc(1, sizeof *c);
         if (!c)
                 return -ENOMEM;
+        c->pb = pb;
         r = bus_event_new(bus, pb->base, &c->event);
         if (r < 0) {
                 free(c);
                 return r;
+        }
+        {
+                const struct timeval tv = {
+                        .tv_sec = (time_t) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC),
+                        .tv_usec = (suseconds_t) (PRIVATE_BUS_AUTH_TIMEOUT_USEC % USEC_PER_SEC),
+                };
+                c->auth_timer = evtimer_new(pb->base, on_auth_timeout, c);
+                if (!c->auth_timer || evtimer_add(c->auth_timer, &tv) < 0) {
+                        if (c->auth_timer)
+                                event_free(c->auth_timer);
+                        bus_event_free(c->event);
+                        free(c);
+                        return -ENOMEM;
+                }
         }
         bus_event_set_peer(c->event);
         bus_event_set_peer_fds(c->event, fd, out_fd);
@@ -246,7 +281,7 @@ void private_bus_prepare(PrivateBus *pb) {
                 PrivateConnection *c = *p;
                 bool overflowed = connection_overflows(pb, c);
 
-                if (!overflowed && bus_event_prepare(c->event) >= 0) {
+                if (!overflowed && !c->auth_expired && bus_event_prepare(c->event) >= 0) {
                         p = &c->next;
                         continue;
                 }

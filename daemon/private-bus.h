@@ -32,6 +32,10 @@ typedef struct PrivateBus PrivateBus;
 /* At most this many private connections at once; more are closed at accept
  * (each costs an fd, and groups need theirs). */
 #define PRIVATE_BUS_CONNECTIONS_MAX 256
+/* A connection that has not finished its authentication (sd-bus's SASL
+ * exchange) this long after it was accepted is closed: until then it holds
+ * one of those slots (sd-bus's own limit is 90 s). */
+#define PRIVATE_BUS_AUTH_TIMEOUT_USEC (5 * USEC_PER_SEC)
 
 /* Listen on path (a stale socket there is replaced).  The caller logs. */
 int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret);

@@ -56,8 +56,10 @@ Checks:
   * A caller that dies while waiting (freeze of /s, killed): freezerd goes on
     serving; its call ends at its timeout (rolled back) without harm.
   * At most 256 connections at once: of 266 opened (no authentication), the last
-    10 are closed by freezerd at once, the first 256 kept; once they close,
-    freezectl works again.
+    10 are closed by freezerd at once, the first 256 kept, and freezectl is
+    refused meanwhile.  They never authenticate: freezerd closes each of the 256
+    once 5 s passed since it connected (not before; sd-bus alone waited 90 s),
+    and freezectl works again while the test still holds its ends open.
   * freezerd removes the socket when it exits (exit status 0); a `freezectl
     --socket=... watch` running then exits 1 with one line on stderr."""
 
@@ -84,6 +86,7 @@ WINDOW = 2_000_000   # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RES
 THRESHOLD = 100_000  # usec
 NOT_SUBSCRIBED = 'org.freezerd.Freezer1.Error.NotSubscribed'
 MAX_CONNECTIONS = 256
+AUTH_TIMEOUT = 5.0  # s: PRIVATE_BUS_AUTH_TIMEOUT_USEC
 
 
 def one_line(r, what, *words):
@@ -570,25 +573,35 @@ def check_connection_cap(sc, daemon, path):
     n = MAX_CONNECTIONS + 10
     socks = []
     try:
+        t0 = time.monotonic()
         for _ in range(n):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(path)
             socks.append(s)
-        closed = wait_closed(socks, ft.DEFAULT_TIMEOUT / 2)
+        kept, extra = socks[:MAX_CONNECTIONS], socks[MAX_CONNECTIONS:]
         # Accepted in the order they connected: the first 256 are kept.
-        ft.check_equal(sorted(socks.index(s) for s in closed), list(range(MAX_CONNECTIONS, n)),
+        ft.check_equal(len(wait_closed(extra, ft.DEFAULT_TIMEOUT)), len(extra),
                        f'of {n} connections the last {n - MAX_CONNECTIONS} were closed')
+        ft.check_equal(select.select(kept, [], [], 0)[0], [], f'the first {MAX_CONNECTIONS} are kept')
+        ft.check(ft.freezectl('status', '/g', socket=path, check=False).returncode != 0,
+                 'freezectl is refused while they are open')
         ft.check('256 private connections are open' in daemon.log(), 'freezerd said why it refused them',
                  daemon.log())
+        # None of them authenticates: each goes at the deadline.
+        closed = wait_closed(kept, AUTH_TIMEOUT + ft.DEFAULT_TIMEOUT)
+        elapsed = time.monotonic() - t0
+        ft.check_equal(len(closed), len(kept), f'freezerd closed the {MAX_CONNECTIONS} that never authenticated')
+        ft.check(elapsed >= AUTH_TIMEOUT - 0.1, f'not before {AUTH_TIMEOUT} s', f'{elapsed:.2f} s')
+        ft.check('did not authenticate within 5 s' in daemon.log(), 'freezerd said why it closed them',
+                 daemon.log()[-2000:])
+        # freezerd drops the closed connections at its next loop turn; a new one
+        # accepted in the same turn may still be refused.  No event tells us when,
+        # hence the retries.  Our ends are still open: the slots were freed.
+        ft.wait_for(lambda: ft.freezectl('status', '/g', socket=path, check=False).returncode == 0,
+                    what='freezectl works over the socket again once the connections were closed', poll=0.05)
     finally:
         for s in socks:
             s.close()
-    # freezerd drops the closed connections at its next loop turn; a new one
-    # accepted in the same turn may still be refused.  No event tells us when,
-    # hence the retries.
-    ft.wait_for(lambda: ft.freezectl('status', '/g', socket=path, check=False).returncode == 0,
-                what='freezectl works over the socket again once the connections closed', poll=0.05)
-
 
 if __name__ == '__main__':
     ft.run(test)
