@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -230,8 +231,15 @@ void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd) {
 void bus_event_call_held(BusEvent *be, bool add) {
         if (add)
                 be->held_calls++;
-        else if (be->held_calls > 0)
-                be->held_calls--;
+        else {
+                /* Every reply sent was counted when deferred: a miscount
+                 * would release a half-closed peer with replies still due
+                 * (or hold it for ever).  Unless NDEBUG, it is a bug to catch
+                 * (as tree.c's counts); with NDEBUG, no wrap-around. */
+                assert(be->held_calls > 0);
+                if (be->held_calls > 0)
+                        be->held_calls--;
+        }
 }
 
 bool bus_event_is_broken(const BusEvent *be) {
