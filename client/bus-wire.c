@@ -692,6 +692,19 @@ static int send_all(int fd, const void *p, size_t n, uint64_t deadline) {
         return 0;
 }
 
+/* send_all() on w's socket, noting what went wrong for the error the caller
+ * makes of it: not sent whole by the deadline (unsent), or the peer gone
+ * (cut, reported as ECONNRESET). */
+static int wire_send(wire *w, const void *p, size_t n, uint64_t deadline) {
+        int r = send_all(w->fd, p, n, deadline);
+
+        if (r == -ETIMEDOUT)
+                w->unsent = true;
+        if (r == -EPIPE || r == -ECONNRESET)
+                w->cut = true;
+        return r == -EPIPE ? -ECONNRESET : r;
+}
+
 /* Read what comes, until deadline (CLOCK_MONOTONIC µs). */
 static int receive(wire *w, uint64_t deadline) {
         struct pollfd p = {.fd = w->fd, .events = POLLIN};
@@ -827,13 +840,9 @@ static int authenticate_apart(wire *w, uint64_t deadline) {
 
         if (auth_deadline < deadline)
                 deadline = auth_deadline;
-        r = send_all(w->fd, out, auth_line(out), deadline);
-        if (r == -ETIMEDOUT)
-                w->unsent = true;
-        if (r == -EPIPE || r == -ECONNRESET)
-                w->cut = true;
+        r = wire_send(w, out, auth_line(out), deadline);
         if (r < 0)
-                return r == -EPIPE ? -ECONNRESET : r;
+                return r;
         r = read_auth_reply(w, deadline);
         if (r < 0)
                 return r;
@@ -912,13 +921,9 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         /* Not written within the handshake's time either: the server
          * takes nothing, not even our AUTH. */
         send_deadline = w->authenticated ? deadline : usec_add(now_usec(), AUTH_TIMEOUT_USEC);
-        r = send_all(w->fd, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
-        if (r == -ETIMEDOUT)
-                w->unsent = true;
-        if (r == -EPIPE || r == -ECONNRESET)
-                w->cut = true;
+        r = wire_send(w, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
         if (r < 0)
-                return r == -EPIPE ? -ECONNRESET : r;
+                return r;
         if (hello_serial)
                 w->hello_serial = hello_serial;
         w->begin_pending = false;
