@@ -26,6 +26,7 @@ struct BusEvent {
         bool deaf;      /* out_fd points at /dev/null: the peer closed its end */
         bool held;      /* fd points at a socket that never ends: see peer_check_hangup() */
         unsigned held_calls; /* the peer's calls whose replies are deferred (bus_event_call_held()) */
+        uint64_t io_usec;    /* when its socket last woke us (CLOCK_MONOTONIC), 0 never */
 };
 
 /* How long a dispatch goes on before it looks for a stop request. */
@@ -193,7 +194,9 @@ static void bus_dispatch(BusEvent *be) {
 }
 
 static void on_io(evutil_socket_t fd, short what, void *userdata) {
-        bus_dispatch(userdata);
+        BusEvent *be = userdata;
+        be->io_usec = now_usec();
+        bus_dispatch(be);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *userdata) {
@@ -240,6 +243,17 @@ void bus_event_call_held(BusEvent *be, bool add) {
                 if (be->held_calls > 0)
                         be->held_calls--;
         }
+}
+
+uint64_t bus_event_heard_usec(const BusEvent *be) {
+        int n = 0;
+
+        /* What the peer sent and the loop has not read yet is a sign of life
+         * now: after freezerd was stopped (SIGSTOP), epoll_wait() returns
+         * EINTR and the timers of that turn run before the socket's event. */
+        if (be->fd >= 0 && ioctl(be->fd, FIONREAD, &n) >= 0 && n > 0)
+                return now_usec();
+        return be->io_usec;
 }
 
 bool bus_event_is_broken(const BusEvent *be) {

@@ -35,6 +35,9 @@ void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd);
  * (!add): while any is left, a peer that shut its sending side keeps its
  * connection, to get them (sd-bus would close it at the end of its input). */
 void bus_event_call_held(BusEvent *be, bool add);
+/* The peer's last sign of life (CLOCK_MONOTONIC µs; 0 if none): when its
+ * socket last woke the loop, or now if it holds input not read yet. */
+uint64_t bus_event_heard_usec(const BusEvent *be);
 bool bus_event_is_broken(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).

@@ -57,15 +57,30 @@ static PrivateConnection *connection_free(PrivateConnection *c) {
         return NULL;
 }
 
+static int auth_timer_add(PrivateConnection *c, uint64_t usec) {
+        const struct timeval tv = {
+                .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                .tv_usec = (suseconds_t) (usec % USEC_PER_SEC),
+        };
+        return evtimer_add(c->auth_timer, &tv);
+}
+
 /* sd-bus gives a peer 90 s to authenticate, during which it holds one of the
  * PRIVATE_BUS_CONNECTIONS_MAX slots: a client that connects and sends nothing
  * (stuck, or just many of them) would keep the rest out that long.  Dropped at
  * the next private_bus_prepare(). */
 static void on_auth_timeout(evutil_socket_t fd, short what, void *userdata) {
         PrivateConnection *c = userdata;
+        uint64_t now = now_usec(), seen = bus_event_heard_usec(c->event), quiet = now > seen ? now - seen : 0;
 
         /* A connection that ended meanwhile goes anyway, without this line. */
         if (sd_bus_is_ready(c->bus) > 0 || bus_event_is_broken(c->event))
+                return;
+        /* The time counts from the client's last sign of life that freezerd
+         * saw, not from the accept: after a long turn of freezerd's (a big
+         * SIGHUP, say) the timer fires in the turn that reads the client's
+         * AUTH, and the client has had no time to answer. */
+        if (quiet < PRIVATE_BUS_AUTH_TIMEOUT_USEC && auth_timer_add(c, PRIVATE_BUS_AUTH_TIMEOUT_USEC - quiet) >= 0)
                 return;
         log_notice("A client on %s did not authenticate within %u s: closing it.", c->pb->path,
                    (unsigned) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC));
@@ -125,19 +140,13 @@ static int connection_new(PrivateBus *pb, int fd) {
                 free(c);
                 return r;
         }
-        {
-                const struct timeval tv = {
-                        .tv_sec = (time_t) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC),
-                        .tv_usec = (suseconds_t) (PRIVATE_BUS_AUTH_TIMEOUT_USEC % USEC_PER_SEC),
-                };
-                c->auth_timer = evtimer_new(pb->base, on_auth_timeout, c);
-                if (!c->auth_timer || evtimer_add(c->auth_timer, &tv) < 0) {
-                        if (c->auth_timer)
-                                event_free(c->auth_timer);
-                        bus_event_free(c->event);
-                        free(c);
-                        return -ENOMEM;
-                }
+        c->auth_timer = evtimer_new(pb->base, on_auth_timeout, c);
+        if (!c->auth_timer || auth_timer_add(c, PRIVATE_BUS_AUTH_TIMEOUT_USEC) < 0) {
+                if (c->auth_timer)
+                        event_free(c->auth_timer);
+                bus_event_free(c->event);
+                free(c);
+                return -ENOMEM;
         }
         bus_event_set_peer(c->event);
         bus_event_set_peer_fds(c->event, fd, out_fd);

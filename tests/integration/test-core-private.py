@@ -60,6 +60,9 @@ Checks:
     refused meanwhile.  They never authenticate: freezerd closes each of the 256
     once 5 s passed since it connected (not before; sd-bus alone waited 90 s),
     and freezectl works again while the test still holds its ends open.
+  * The 5 s count from the client's last sign of life, not from the accept: a client
+    that sent its AUTH while freezerd was stopped (SIGSTOP) for longer than that gets
+    its OK after SIGCONT and keeps its connection to go on (BEGIN, Hello).
   * freezerd removes the socket when it exits (exit status 0); a `freezectl
     --socket=... watch` running then exits 1 with one line on stderr."""
 
@@ -143,6 +146,7 @@ def test():
                     check_access(sc, path, run)
                     check_dying_caller(sc, daemon, path)
                     check_connection_cap(sc, daemon, path)
+                    check_auth_after_stall(daemon, path)
                     check_silent_socket(run)
                     # A watch over the socket that outlives freezerd (checked below), with a
                     # system-wide trigger that ends with the connection.
@@ -602,6 +606,29 @@ def check_connection_cap(sc, daemon, path):
     finally:
         for s in socks:
             s.close()
+
+def check_auth_after_stall(daemon, path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        fds = ft.fd_count(daemon.pid)
+        s.connect(path)
+        ft.wait_for(lambda: ft.fd_count(daemon.pid) > fds, what='freezerd to accept the connection', poll=0.01)
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
+            s.sendall(b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n')
+            # freezerd held longer than the timeout: a window, not a wait for an event.
+            time.sleep(AUTH_TIMEOUT + 1)
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        s.settimeout(ft.DEFAULT_TIMEOUT)
+        line = s.recv(4096)
+        ft.check(line.startswith(b'OK '), 'the AUTH sent while freezerd was stopped is answered OK', line)
+        ft.check_equal(wait_closed([s], 1.0), set(),
+                       'the connection is kept after a stall of freezerd longer than the timeout')
+    finally:
+        s.close()
+
 
 if __name__ == '__main__':
     ft.run(test)
