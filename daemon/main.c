@@ -555,6 +555,12 @@ static int run(void) {
                 if (cfg) {
                         (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
                         (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_NO_CACHE_TIME);
+                        /* Edge-triggered events (a held private connection's
+                         * socket, at its end for good: bus-event.c) need epoll;
+                         * a level-triggered backend, chosen through libevent's
+                         * EVENT_NO* variables, would spin on it. */
+                        (void) event_config_set_flag(cfg, EVENT_BASE_FLAG_IGNORE_ENV);
+                        (void) event_config_require_features(cfg, EV_FEATURE_ET);
                         d.base = event_base_new_with_config(cfg);
                         event_config_free(cfg);
                 }
