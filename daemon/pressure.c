@@ -711,11 +711,11 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "%s has %u pressure triggers already, the most one client may have",
                                          c->name, c->n_triggers);
-        if (uid != 0 && uid_triggers(p, uid) >= PRESSURE_TRIGGERS_PER_UID_MAX)
+        if (uid != 0 && uid_triggers(p, uid) >= p->max_triggers_per_uid)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "This user has %u pressure triggers already (over all its "
                                          "connections), the most one user but root may have",
-                                         PRESSURE_TRIGGERS_PER_UID_MAX);
+                                         p->max_triggers_per_uid);
         if (p->n_triggers >= p->max_triggers)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "freezerd has %u pressure triggers already, the most it keeps%s",
@@ -902,6 +902,8 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                                                       ? PRESSURE_TRIGGERS_MAX
                                                       : rl.rlim_cur / 4);
         }
+        p->max_triggers_per_uid = p->max_triggers / 4 < PRESSURE_TRIGGERS_PER_UID_MAX ? p->max_triggers / 4
+                                                                                    : PRESSURE_TRIGGERS_PER_UID_MAX;
 
         p->stop_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

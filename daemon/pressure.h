@@ -61,7 +61,8 @@
 
 #define PRESSURE_TRIGGERS_PER_CLIENT_MAX 64u
 /* All the clients of one uid but root's together: one user opening many
- * connections must not take every trigger freezerd keeps from the others. */
+ * connections must not take every trigger freezerd keeps from the others.
+ * Never more than a quarter of those (a low RLIMIT_NOFILE lowers them). */
 #define PRESSURE_TRIGGERS_PER_UID_MAX 256u
 #define PRESSURE_TRIGGERS_MAX 1024u
 /* Each trigger holds an fd: in all at most a quarter of RLIMIT_NOFILE (as the
@@ -136,6 +137,7 @@ struct Pressure {
 
         unsigned n_kept_fds, max_kept_fds;
         unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE */
+        unsigned max_triggers_per_uid; /* PRESSURE_TRIGGERS_PER_UID_MAX, at most a quarter of max_triggers */
 
         int epoll_fd;              /* the trigger fds, and stop_fd with data 0 */
         int stop_fd;               /* eventfd: ends the watcher thread */

@@ -13,6 +13,8 @@ Checks, freezerd started under `prlimit --nofile=64`:
   * /new, made then, is followed (GetGroup finds it; it failed with
     LimitsExceeded "freezerd has no file descriptors left"), and a reading of
     /g's pressure still works;
+  * a user but root (nobody) gets at most a quarter of them, 4, with LimitsExceeded
+    "one user" (it got all 16), and root still gets one;
   * with the triggers removed and the limit lowered at run time to freezerd's
     lowest free fd, AddPressureTrigger fails with LimitsExceeded "no file
     descriptor left" (it was System.Error.EMFILE "Cannot read ..."); once the
@@ -20,6 +22,7 @@ Checks, freezerd started under `prlimit --nofile=64`:
 No sleeps: every wait is on D-Bus replies."""
 
 import os
+import pwd
 import resource
 import sys
 
@@ -30,6 +33,22 @@ ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
 WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
 THRESHOLD = 100_000         # usec
 NOFILE = 64
+
+
+def as_nobody(bus):
+    """A client of the bus connected as nobody (None where there is no such user)."""
+    try:
+        uid = pwd.getpwnam('nobody').pw_uid
+    except KeyError:
+        print('# no user "nobody": the check of one user\'s share is skipped', flush=True)
+        return None
+    bus.open_to_other_uids()
+    # Connected with nobody's effective uid: the bus learns it from SO_PEERCRED.
+    os.seteuid(uid)
+    try:
+        return ft.Client(bus.address)
+    finally:
+        os.seteuid(0)
 
 
 def test():
@@ -61,6 +80,27 @@ def test():
 
             for tid in ids:
                 c.group_call('/g', 'RemovePressureTrigger', tid)
+
+            # A user but root gets a quarter of them (4 of 16 here), over all its
+            # connections: the others keep the rest.
+            u = as_nobody(bus)
+            if u:
+                with u:
+                    u_ids = []
+                    while len(u_ids) < NOFILE:
+                        try:
+                            u_ids.append(u.call('AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0])
+                        except ft.DBusError as e:
+                            error = e
+                            break
+                    ft.check_equal(len(u_ids), NOFILE // 16, f'nobody: at most {NOFILE // 16} triggers, a quarter')
+                    ft.check(error.name == ERROR_LIMITS_EXCEEDED and 'one user' in error.message,
+                             '  ... then LimitsExceeded for one user', f'{error.name}: {error.message}')
+                    rid = c.call('AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+                    c.call('RemovePressureTrigger', rid)
+                    ft.check(True, '  ... while root still gets one')
+                    for tid in u_ids:
+                        u.call('RemovePressureTrigger', tid)
             old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
             try:
                 # The limit caps fd numbers: set it to the lowest free one (the removed
