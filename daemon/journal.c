@@ -717,7 +717,9 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                         else if (r > 0)
                                 unchanged++;
                         else if (r < 0) {
-                                if (!failed_entries)
+                                /* Once: where it fails, the whole journal is kept, not a
+                                 * list with holes for the failures before. */
+                                if (failed == 0)
                                         failed_entries = calloc(f->n, sizeof *failed_entries);
                                 if (failed_entries) /* (else the whole journal is kept) */
                                         failed_entries[failed] = f->entries[k - 1];

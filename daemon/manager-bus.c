@@ -458,12 +458,20 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
  * read its inotify event: anyone may read it, as a moment later. */
 static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
+        Group *g;
         int r;
 
-        if (cg_path_normalize(path, &norm, NULL) >= 0 && manager_resolve_tracks(m, norm)) {
-                r = check_access_path(m, c, ACCESS_TRACK, norm, true, error);
-                if (r < 0)
-                        return r;
+        if (cg_path_normalize(path, &norm, NULL) >= 0) {
+                g = tree_get(m->tree, norm);
+                if (g && group_published(g)) {
+                        *ret = g; /* every call's case: one lookup */
+                        return 0;
+                }
+                if (manager_resolve_tracks(m, norm)) {
+                        r = check_access_path(m, c, ACCESS_TRACK, norm, true, error);
+                        if (r < 0)
+                                return r;
+                }
         }
         /* Malformed paths get manager_resolve_group()'s own answer. */
         return manager_resolve_group(m, path, ret, error);

@@ -3141,11 +3141,6 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
                 if (!to_write[i]) {
                         op->skipped++;
-                        /* Asked for as it is (no write, no group_flag_changed()):
-                         * what the caller wants now too, which a group kept for
-                         * a retry at the next start must not undo. */
-                        if (m->journal)
-                                journal_forget(m->journal, g->path, g->id);
                         continue;
                 }
                 r = results[i];
@@ -3179,6 +3174,13 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 e->wrote = true;
                 op->writes++;
         }
+        /* The groups asked for as they are (no write, no group_flag_changed()),
+         * once every write landed: what the caller wants now too, which a group
+         * kept for a retry at the next start must not undo. */
+        for (size_t i = 0; journal_has_retries(m->journal) && i < n; i++)
+                if (!to_write[i])
+                        journal_forget(m->journal, items[i].group->path, items[i].group->id);
+
         bool stale = false;
         for (size_t i = 0; i < n; i++)
                 stale = group_adopt(items[i].group, &op->entries[i]) || stale;
@@ -3918,7 +3920,8 @@ int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error 
                 }
                 if (fd < 0 || fstat(fd, &st) < 0) {
                         r = -errno;
-                        sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s", norm, strerror(-r));
+                        sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s", CG_QUOTE(norm),
+                                                strerror(-r));
                         return r;
                 }
         }
@@ -4696,8 +4699,9 @@ int manager_reload(Manager *m, const Config *config) {
         r = manager_apply_track_config(m, m->config.track);
 
         /* Subtrees the old configuration tracked and the new one does not are dropped;
-         * those added through Track() stay. */
-        for (char **p = old.track; p && *p; p++) {
+         * those added through Track() stay.  Not when a new root could not be
+         * added (out of memory): the groups it would cover stay tracked. */
+        for (char **p = old.track; r >= 0 && p && *p; p++) {
                 bool kept = false;
                 for (char **q = m->config.track; q && *q; q++)
                         kept = kept || streq(*p, *q);
