@@ -1663,15 +1663,13 @@ static char *format_total(char *buf, size_t size, uint64_t usec) {
  * and where its decimal point is a comma (de_DE, fr_FR, ...) "%.2f" gave
  * "0,50", which is no JSON.  NULL (no memory) as json-c's constructors. */
 static struct json_object *json_avg(double v) {
-        locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t) 0), old;
+        /* Two decimals, as the kernel gives them, with a '.' whatever the
+         * locale: by integer arithmetic, no printf("%f") (a decimal comma in
+         * de_DE is no JSON) and no locale switch per number. */
+        long long cents = (long long) ((v < 0 ? -v : v) * 100 + 0.5);
         char buf[32];
 
-        if (!c)
-                return NULL;
-        old = uselocale(c);
-        snprintf(buf, sizeof(buf), "%.2f", v);
-        (void) uselocale(old);
-        freelocale(c);
+        snprintf(buf, sizeof(buf), "%s%lld.%02lld", v < 0 && cents > 0 ? "-" : "", cents / 100, cents % 100);
         return json_object_new_double_s(v, buf);
 }
 
