@@ -804,6 +804,10 @@ int journal_load_retries(Journal *j) {
         return 0;
 }
 
+static bool retry_entry_is(const JournalEntry *e, const char *path, uint64_t cgroup_id) {
+        return streq(e->path, path) && (e->cgroup_id == 0 || cgroup_id == 0 || e->cgroup_id == cgroup_id);
+}
+
 void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
         for (size_t i = 0; i < j->n_retries; i++) {
                 Found *f = &j->retries[i];
@@ -812,16 +816,21 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 /* (Paths below another cgroup root are other groups.) */
                 if (!f->cgroup_root || !j->cgroup_root || !streq(f->cgroup_root, j->cgroup_root))
                         continue;
-                for (size_t a = 0; a < f->n; a++) {
-                        JournalEntry *e = &f->entries[a];
-                        if (streq(e->path, path) && (e->cgroup_id == 0 || cgroup_id == 0 || e->cgroup_id == cgroup_id))
-                                free((char *) e->path);
-                        else
-                                f->entries[k++] = *e;
-                }
-                if (k == f->n)
+                _cleanup_free_ JournalEntry *kept = NULL;
+                bool found = false;
+                for (size_t a = 0; a < f->n && !found; a++)
+                        found = retry_entry_is(&f->entries[a], path, cgroup_id);
+                if (!found)
                         continue;
-                f->n = k;
+                /* The file first, from a copy: one that cannot be changed
+                 * stays in memory too, tried again at the group's next
+                 * change. */
+                kept = calloc(f->n, sizeof *kept);
+                if (!kept)
+                        continue; /* (no memory: the entry stays, as for a failed write) */
+                for (size_t a = 0; a < f->n; a++)
+                        if (!retry_entry_is(&f->entries[a], path, cgroup_id))
+                                kept[k++] = f->entries[a];
 
                 _cleanup_close_ int dfd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 _cleanup_free_ char *text = NULL;
@@ -833,18 +842,24 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                         if (unlinkat(dfd, f->name, 0) < 0 && errno != ENOENT)
                                 r = -errno;
                 } else {
-                        text = journal_format(f->id, f->boot, f->cgroup_root, f->entries, k);
+                        text = journal_format(f->id, f->boot, f->cgroup_root, kept, k);
                         r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
                 }
-                if (r < 0)
+                if (r < 0) {
                         log_warning_errno(r, "The flag of %s was set or asked for since the start, but %s/%s, which would "
                                           "write it back at the next start, cannot be changed: %m",
                                           path_shown(path, esc, sizeof esc), j->dir, f->name);
-                else
-                        log_notice("The flag of %s was set or asked for since the start: the next start does not write it "
-                                   "back from %s/%s%s.",
-                                   path_shown(path, esc, sizeof esc), j->dir, f->name,
-                                   k == 0 ? " (removed: nothing left in it)" : "");
+                        continue;
+                }
+                log_notice("The flag of %s was set or asked for since the start: the next start does not write it "
+                           "back from %s/%s%s.",
+                           path_shown(path, esc, sizeof esc), j->dir, f->name,
+                           k == 0 ? " (removed: nothing left in it)" : "");
+                for (size_t a = 0; a < f->n; a++)
+                        if (retry_entry_is(&f->entries[a], path, cgroup_id))
+                                free((char *) f->entries[a].path);
+                memcpy(f->entries, kept, k * sizeof *kept);
+                f->n = k;
                 if (k == 0) {
                         found_done(f);
                         j->retries[i--] = j->retries[--j->n_retries];

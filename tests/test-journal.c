@@ -480,6 +480,14 @@ static void test_keep_failed(void) {
         /* (read again by the next journal_new()) */
         CHECK(journal_new(dir, "/cg", &j) == 0);
         CHECK(journal_load_retries(j) == 0);
+        /* A file that cannot be changed (its directory gone for a moment)
+         * keeps the entry in memory too: the group's next change tries again. */
+        char moved[sizeof tmpl + 8];
+        snprintf(moved, sizeof moved, "%s.moved", dir);
+        CHECK(rename(dir, moved) == 0);
+        journal_forget(j, "/refused2", 0);
+        CHECK(rename(moved, dir) == 0);
+        CHECK(file_size(retry) > 0);
         journal_forget(j, "/refused2", 0);
         CHECK(file_size(retry) < 0);
         journal_forget(j, "/refused2", 0);
