@@ -946,6 +946,13 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
 
                 _cleanup_(odd_groups_clear) OddGroups odd = {};
 
+                /* The group the call names must pass whether its flag would
+                 * change or not, as without RECURSIVE: only the groups below
+                 * it, reached without being named, are checked only where a
+                 * flag changes (check_access_groups()). */
+                r = check_access_groups(m, c, NULL, &g, 1, false, error);
+                if (r < 0)
+                        return r;
                 r = append_subtree(g, freeze, &items, &n, &cap, &index);
                 if (r < 0) {
                         free(items);
@@ -1294,6 +1301,13 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 size_t en = 0;
                 bool root_thawed = false;
 
+                /* Every group the batch names, whether its flag would change
+                 * or not, as without RECURSIVE (also one that a later
+                 * request's subtree decides): the groups below them, reached
+                 * without being named, are checked after the expansion. */
+                r = check_access_groups(m, &c, items, NULL, n, false, error);
+                if (r < 0)
+                        return r;
                 for (size_t i = n; i > 0; i--)
                         if (!items[i - 1].group->parent) {
                                 root_thawed = !items[i - 1].freeze;
@@ -1321,7 +1335,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                                          items[i].index, m->cgroup_root);
 
         /* Every group the batch names, or nothing; of a RECURSIVE one's subtrees, every
-         * group whose flag changes. */
+         * group whose flag changes (the named ones passed above). */
         r = check_access_groups(m, &c, items, NULL, n, flags & FREEZER_FLAG_RECURSIVE, error);
         if (r >= 0)
                 r = check_access_odd(m, &c, &odd, error);

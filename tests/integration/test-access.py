@@ -33,7 +33,9 @@ Checked, as U:
   * RECURSIVE over /own (which holds root's /own/rc): a freeze refused whole, a thaw
     done while /own/rc's flag is 0 (nothing to write there) and refused whole while root
     froze it; likewise with root's /own/rodd\xff, which freezerd does not follow (it
-    was refused at flag 0 too); over /own/a: done;
+    was refused at flag 0 too); over /own/a: done; a RECURSIVE thaw naming root's
+    running /foreign or /own/rc (Thaw, Group.Thaw, ApplyBatch, also one whose named
+    /own/rc a later request's /own decides): refused, as without RECURSIVE;
   * ApplyBatch mixing an owned and a foreign group (either order): refused whole,
     nothing written; an all-owned batch: done; RECURSIVE batch over /own: refused;
   * FreezeExcept whose cover holds /own/rc: refused, nothing written; one whose
@@ -349,6 +351,19 @@ def test():
                 os.rmdir(rodd)
                 u.call('Thaw', '/own/b', tmo, 0)
                 ft.check_equal(flags(), all_zero, 'and all thawed again')
+                # The group a RECURSIVE call names must pass even when its flag would not
+                # change, as without RECURSIVE ("Who may do what"): thawing root's running
+                # /foreign or /own/rc is refused, not a success that wrote nothing.
+                denied(u.call, 'Thaw', '/foreign', tmo, R, path='/foreign', what='Thaw /foreign RECURSIVE')
+                denied(u.group_call, '/foreign', 'Thaw', tmo, R, path='/foreign',
+                       what='Group.Thaw /foreign RECURSIVE')
+                denied(u.call, 'Thaw', '/own/rc', tmo, R, path='/own/rc', what='Thaw /own/rc RECURSIVE')
+                denied(u.call, 'ApplyBatch', [('/foreign', False)], 'auto', tmo, R, path='/foreign',
+                       what='ApplyBatch [thaw /foreign] RECURSIVE')
+                # Also where a later request's subtree decides the named group's flag.
+                denied(u.call, 'ApplyBatch', [('/own/rc', False), ('/own', False)], 'auto', tmo, R,
+                       path='/own/rc', what='ApplyBatch [thaw /own/rc, thaw /own] RECURSIVE')
+                ft.check_equal(flags(), all_zero, 'refused RECURSIVE thaws of named groups: nothing was written')
                 u.call('Freeze', '/own/a', tmo, R)
                 ft.check_equal(flags(['/own/a', '/own/a/x']), {'/own/a': 1, '/own/a/x': 1},
                                'U: Freeze /own/a RECURSIVE')
