@@ -845,6 +845,7 @@ static void group_data_destroy(Group *g, void *userdata) {
                         m->on_group_removed(m, g->path);
         }
         free(d->odd_names);
+        free(d->limit_names);
         free(d);
         g->userdata = NULL;
 }
@@ -870,13 +871,74 @@ static void note_unfollowed(Group *parent, int r) {
                 pd->unfollowed_children = true;
 }
 
-/* A watch we could not arm: the watch limit gets a message that names its cause. */
-static int watch_error(const char *parent_path, const char *name, int r) {
-        if (r == -ENOSPC)
-                return log_warning_errno(r, "Cannot track %s/%s: the inotify watch limit "
-                                            "(fs.inotify.max_user_watches) is reached",
-                                         streq(parent_path, "/") ? "" : parent_path, name);
-        return r;
+/* The children of one group that the inotify watch limit kept out, by the
+ * hash of their names, whose message was logged: each is logged once, not at
+ * every retry, which any caller can cause (GetGroup or Freeze of it,
+ * FreezeExcept over its parent, Track() of the subtree).  A name leaves the set
+ * when its group is removed (its parent's IN_DELETE) or gets into the model,
+ * so that a later failure is logged again.  Allocated with the first: most
+ * groups never have one. */
+struct LimitNames {
+        size_t n, cap;
+        uint64_t hash[];
+};
+
+/* Whether name is new in pd's set, which it is then added to (where memory
+ * allows: else it is logged again next time). */
+static bool limit_name_first(GroupData *pd, const char *name) {
+        struct LimitNames *o = pd ? pd->limit_names : NULL;
+        uint64_t h = string_hash(name);
+
+        if (!pd)
+                return true;
+        for (size_t i = 0; o && i < o->n; i++)
+                if (o->hash[i] == h)
+                        return false;
+        if (!o || o->n == o->cap) {
+                size_t cap = o ? o->cap * 2 : 4;
+                struct LimitNames *l = realloc(o, sizeof *l + cap * sizeof l->hash[0]);
+                if (!l)
+                        return true;
+                if (!o)
+                        l->n = 0;
+                l->cap = cap;
+                pd->limit_names = o = l;
+        }
+        o->hash[o->n++] = h;
+        return true;
+}
+
+static void limit_name_forget(Group *parent, const char *name) {
+        GroupData *pd = parent ? group_data(parent) : NULL;
+        struct LimitNames *o = pd ? pd->limit_names : NULL;
+        uint64_t h;
+
+        if (!o)
+                return;
+        h = string_hash(name);
+        for (size_t i = 0; i < o->n; i++)
+                if (o->hash[i] == h) {
+                        o->hash[i] = o->hash[--o->n];
+                        break;
+                }
+        if (o->n == 0)
+                pd->limit_names = mfree(o);
+}
+
+/* A watch we could not arm for the child name of parent (NULL: the mount's
+ * root): the watch limit gets a message that names its cause, once per group
+ * (limit_name_first()). */
+static int watch_error(Group *parent, const char *name, int r) {
+        const char *parent_path = parent ? parent->path : "/";
+
+        if (r != -ENOSPC)
+                return r;
+        if (!limit_name_first(parent ? group_data(parent) : NULL, name))
+                return log_debug_errno(r, "Cannot track %s/%s: the inotify watch limit is still reached",
+                                       streq(parent_path, "/") ? "" : parent_path, name);
+        return log_warning_errno(r, "Cannot track %s/%s: the inotify watch limit "
+                                    "(fs.inotify.max_user_watches) is reached",
+                                 streq(parent_path, "/") ? "" : parent_path, name);
 }
 
 /* A group's two inotify watches (see DIR_WATCH_MASK); -1 where none. */
@@ -1147,6 +1209,8 @@ static void manager_add_listed(Manager *m, Group *g, int dirfd, ChildPrep *c, si
                 int k = manager_add_opened(m, g, c[i].name, c[i].ino, true, dirfd, true, cover, -1, -1, c[i].w,
                                            &c[i].flag, NULL);
                 note_unfollowed(g, k);
+                if (k >= 0)
+                        limit_name_forget(g, c[i].name);
                 if (k < 0 && !add_error_logged(k))
                         log_warning_errno(k, "Cannot track %s/%s: %m", streq(g->path, "/") ? "" : g->path, c[i].name);
         }
@@ -1387,17 +1451,18 @@ static void odd_name_log(GroupData *pd, const char *parent_path, const char *nam
         o->n++;
 }
 
-/* Watch the cgroup.freeze at path of a group whose directory has the watch
- * wd: both go to *ret.  On failure wd is taken back.  may_lack: the mount's
- * root, which has no cgroup.freeze (its watch is then -1). */
-static int watch_freeze_file(Manager *m, int wd, const char *path, bool may_lack, const char *parent_path,
-                             const char *name, Watches *ret) {
+/* Watch the cgroup.freeze at path of a group (parent's child name, parent
+ * NULL for the mount's root) whose directory has the watch wd: both go to
+ * *ret.  On failure wd is taken back.  may_lack: the mount's root, which has
+ * no cgroup.freeze (its watch is then -1). */
+static int watch_freeze_file(Manager *m, int wd, const char *path, bool may_lack, Group *parent, const char *name,
+                             Watches *ret) {
         int wdf = inotify_add_watch(m->inotify_fd, path, FREEZE_WATCH_MASK | IN_MASK_CREATE);
 
         if (wdf < 0 && !(may_lack && errno == ENOENT)) {
                 int r = -errno;
                 (void) inotify_rm_watch(m->inotify_fd, wd);
-                return watch_error(parent_path, name, r);
+                return watch_error(parent, name, r);
         }
         *ret = (Watches) { wd, wdf };
         return 0;
@@ -1451,21 +1516,21 @@ static int open_and_watch_at(Manager *m, Group *parent, int parent_dirfd, const 
         int r;
 
         r = child_open_and_watch(m->inotify_fd, parent_dirfd, name, events, ret_fd, ret, &in_watch);
-        return r < 0 && in_watch ? watch_error(parent->path, name, r) : r;
+        return r < 0 && in_watch ? watch_error(parent, name, r) : r;
 }
 
 /* The same for a group open at dirfd (its cgroup.freeze watched through
- * /proc/self/fd: the inode we opened, not a path that could be swapped). */
-static int watch_group_fd(Manager *m, const char *parent_path, const char *name, int dirfd, bool is_root,
-                          Watches *ret) {
+ * /proc/self/fd: the inode we opened, not a path that could be swapped);
+ * parent NULL for the mount's root. */
+static int watch_group_fd(Manager *m, Group *parent, const char *name, int dirfd, bool is_root, Watches *ret) {
         char p[64];
         int wd;
 
         wd = watch_fd(m, dirfd, DIR_WATCH_MASK);
         if (wd < 0)
-                return watch_error(parent_path, name, wd);
+                return watch_error(parent, name, wd);
         snprintf(p, sizeof p, "/proc/self/fd/%d/cgroup.freeze", dirfd);
-        return watch_freeze_file(m, wd, p, is_root, parent_path, name, ret); /* the mount's root has none */
+        return watch_freeze_file(m, wd, p, is_root, parent, name, ret); /* the mount's root has none */
 }
 
 /* parent/name, absent from the model: add it (untracked until complete).
@@ -1534,7 +1599,7 @@ static int manager_add_new_unnoted(Manager *m, Group *parent, const char *name, 
                 fd = openat(dirfd, cover ? "cgroup.freeze" : "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0)
                         return -errno;
-                r = watch_group_fd(m, parent->path, name, dirfd, false, &w);
+                r = watch_group_fd(m, parent, name, dirfd, false, &w);
                 if (r < 0)
                         return r;
         }
@@ -1555,6 +1620,8 @@ static int manager_add_new(Manager *m, Group *parent, const char *name, uint64_t
                 *ret = g;
         if (!g)
                 note_unfollowed(parent, r);
+        else
+                limit_name_forget(parent, name); /* logged again should the limit keep it out later */
         return r;
 }
 
@@ -3404,6 +3471,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 } else if (ev->mask & IN_DELETE) {
                         _cleanup_free_ char *cp = NULL;
                         Group *c = NULL;
+                        limit_name_forget(g, ev->name); /* one made again with its name is logged again */
                         if (asprintf(&cp, "%s/%s", streq(g->path, "/") ? "" : g->path, ev->name) >= 0)
                                 c = tree_get(m->tree, cp);
                         if (!c)
@@ -4216,7 +4284,7 @@ static int manager_attach_root(Manager *m) {
                 return dirfd;
         /* The mount's root has no cgroup.events or cgroup.freeze: it can never be frozen. */
         events_fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        r = watch_group_fd(m, "/", "", dirfd, true, &w);
+        r = watch_group_fd(m, NULL, "", dirfd, true, &w);
         if (r < 0) {
                 closep(&events_fd);
                 return r;

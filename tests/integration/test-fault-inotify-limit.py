@@ -35,6 +35,9 @@ Then:
      stayed frozen and the calls succeeded); FreezeExcept("/w", ["/w/g0"])
      fails with LimitsExceeded naming one of them and the inotify watch limit,
      writing nothing (before, it froze /w/g1../w/g4 and left them running).
+  3c. Each group left out is logged once however often calls make freezerd try
+     to watch it again (GetGroup and FreezeExcept, three times more: before, each
+     try logged it again); rmdir and mkdir again of /w/n3 logs it again.
   4. The rest keeps working: Freeze/Thaw of /w/g0..g4, an ApplyBatch of them,
      ListGroups (without the untracked groups), GetAll; no watch leaked.
   5. rmdir /w/n0 frees its watch: Freeze("/w/n1") now works.  With the limit
@@ -271,6 +274,24 @@ def test():
                                'the refused FreezeExcept wrote nothing')
                 ft.check_equal(inotify_watches(d.pid), usage + WATCHES_PER_GROUP, 'these calls took no watch')
                 fig.checked['groups not watched, thawed by RECURSIVE calls'] += 2 * len(left_out)
+
+                # 3c. Each group kept out is logged once, however often callers make freezerd try
+                # it again (3's calls, 3b's FreezeExcept, and here more of them); made again after
+                # an rmdir, it is logged again.
+                def limit_lines(path):
+                    return [ln for ln in d.log().splitlines()
+                            if re.search(re.escape(path) + r':', ln) and 'inotify' in ln]
+
+                for _ in range(3):
+                    ft.expect_dbus_error(LIMIT_ERRORS[0], c.call, 'GetGroup', '/w/n2')
+                    ft.expect_dbus_error(LIMIT_ERRORS[0], c.call, 'FreezeExcept', '/w', [GROUPS[0]], LONG_USEC, 0)
+                for g in NEW_FAIL:
+                    ft.check(len(limit_lines(g)) == 1, f'{g}: its watch limit warning is logged once, not at each '
+                                                       'retry', limit_lines(g))
+                os.rmdir(sc.abspath('/w/n3'))
+                os.mkdir(sc.abspath('/w/n3'))
+                ft.wait_for(lambda: len(limit_lines('/w/n3')) == 2, what='/w/n3, made again, to be logged again')
+                ft.check_equal(inotify_watches(d.pid), usage + WATCHES_PER_GROUP, 'the retries took no watch')
 
                 # 4. The rest keeps working.
                 works('limit reached')
