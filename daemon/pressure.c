@@ -689,6 +689,30 @@ static unsigned uid_triggers(Pressure *p, uid_t uid) {
         return n;
 }
 
+/* The bounds that follow freezerd's RLIMIT_NOFILE, read again at each new
+ * trigger (a getrlimit() is cheap): `prlimit --pid` may raise or lower it
+ * while freezerd runs. */
+static void pressure_read_limits(Pressure *p) {
+        struct rlimit rl;
+
+        p->max_kept_fds = 256;
+        p->max_triggers = PRESSURE_TRIGGERS_MAX;
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY) {
+                p->max_kept_fds = (unsigned) (rl.rlim_cur / 4 < 16      ? 16
+                                              : rl.rlim_cur / 4 > 65536 ? 65536
+                                                                        : rl.rlim_cur / 4);
+                /* Not PRESSURE_TRIGGERS_MAX alone: under a limit of 1,024, one
+                 * user's 256 triggers would take a quarter of the fd table, and a
+                 * few clients all of it (new groups then go unfollowed). */
+                p->max_triggers = (unsigned) (rl.rlim_cur / 4 < PRESSURE_TRIGGERS_MIN ? PRESSURE_TRIGGERS_MIN
+                                              : rl.rlim_cur / 4 > PRESSURE_TRIGGERS_MAX
+                                                      ? PRESSURE_TRIGGERS_MAX
+                                                      : rl.rlim_cur / 4);
+        }
+        p->max_triggers_per_uid = p->max_triggers / 4 < PRESSURE_TRIGGERS_PER_UID_MAX ? p->max_triggers / 4
+                                                                                    : PRESSURE_TRIGGERS_PER_UID_MAX;
+}
+
 int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
                          const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
                          sd_bus_error *error) {
@@ -706,6 +730,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         if (r < 0)
                 return r;
 
+        pressure_read_limits(p);
         c = client_find(p, call);
         if (c && c->n_triggers >= PRESSURE_TRIGGERS_PER_CLIENT_MAX)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
@@ -872,7 +897,6 @@ static int pressure_setup_failed(Pressure *p, int r, const char *what) {
 
 int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure **ret) {
         Pressure *p;
-        struct rlimit rl;
 
         p = calloc(1, sizeof *p);
         if (!p)
@@ -888,22 +912,7 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                 p->system_fd[i] = -1;
 
         p->privileged = have_cap_sys_resource();
-        p->max_kept_fds = 256;
-        p->max_triggers = PRESSURE_TRIGGERS_MAX;
-        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY) {
-                p->max_kept_fds = (unsigned) (rl.rlim_cur / 4 < 16      ? 16
-                                              : rl.rlim_cur / 4 > 65536 ? 65536
-                                                                        : rl.rlim_cur / 4);
-                /* Not PRESSURE_TRIGGERS_MAX alone: under a limit of 1,024, one
-                 * user's 256 triggers would take a quarter of the fd table, and a
-                 * few clients all of it (new groups then go unfollowed). */
-                p->max_triggers = (unsigned) (rl.rlim_cur / 4 < PRESSURE_TRIGGERS_MIN ? PRESSURE_TRIGGERS_MIN
-                                              : rl.rlim_cur / 4 > PRESSURE_TRIGGERS_MAX
-                                                      ? PRESSURE_TRIGGERS_MAX
-                                                      : rl.rlim_cur / 4);
-        }
-        p->max_triggers_per_uid = p->max_triggers / 4 < PRESSURE_TRIGGERS_PER_UID_MAX ? p->max_triggers / 4
-                                                                                    : PRESSURE_TRIGGERS_PER_UID_MAX;
+        pressure_read_limits(p);
 
         p->stop_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

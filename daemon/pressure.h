@@ -136,7 +136,7 @@ struct Pressure {
         PsiClamp system_clamp[_PSI_RESOURCE_MAX];
 
         unsigned n_kept_fds, max_kept_fds;
-        unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE */
+        unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE (read at each new trigger) */
         unsigned max_triggers_per_uid; /* PRESSURE_TRIGGERS_PER_UID_MAX, at most a quarter of max_triggers */
 
         int epoll_fd;              /* the trigger fds, and stop_fd with data 0 */

@@ -6,13 +6,16 @@ triggers must not take the fds that freezerd needs for its groups.
   /g     the triggers' group
   /new   made once the triggers are in place, with a sleeper (it needs an fd)
 
-Checks, freezerd started under `prlimit --nofile=64`:
+Checks, freezerd started under `prlimit --nofile=64:128` (soft 64, hard 128):
   * one client's triggers stop at 16 (a quarter of the limit) with
     LimitsExceeded naming RLIMIT_NOFILE; until session 34 they went on to
     freezerd's last fd (43 here, then System.Error.EMFILE);
   * /new, made then, is followed (GetGroup finds it; it failed with
     LimitsExceeded "freezerd has no file descriptors left"), and a reading of
     /g's pressure still works;
+  * with the limit raised to 128 at run time (prlimit --pid), 32 triggers (it
+    stayed at 16, read at the start only); lowered back to 64 with 16 held: none
+    more;
   * a user but root (nobody) gets at most a quarter of them, 4, with LimitsExceeded
     "one user" (it got all 16), and root still gets one;
   * with the triggers removed and the limit lowered at run time to freezerd's
@@ -57,7 +60,7 @@ def test():
         sc.mkdir('/g')
         if not os.path.exists(sc.abspath('/g', 'cpu.pressure')):
             ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
-        with ft.Daemon(bus, sc.root, wrapper=['prlimit', f'--nofile={NOFILE}:{NOFILE}', '--']) as d:
+        with ft.Daemon(bus, sc.root, wrapper=['prlimit', f'--nofile={NOFILE}:{2 * NOFILE}', '--']) as d:
             c = d.client
             add = lambda: c.group_call('/g', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]  # noqa: E731
 
@@ -78,6 +81,33 @@ def test():
                            'a group made with the triggers in place is followed')
             ft.check_equal(len(c.group_property('/g', 'CpuPressure')), 2, '/g\'s pressure still reads')
 
+            for tid in ids:
+                c.group_call('/g', 'RemovePressureTrigger', tid)
+
+            # The bound follows the limit as it is when a trigger is added: raised at
+            # run time (prlimit --pid), it lets more in; lowered, it lets none more.
+            old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
+            try:
+                resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (2 * NOFILE, old[1]))
+                ids = []
+                while len(ids) < 2 * NOFILE:
+                    try:
+                        ids.append(add())
+                    except ft.DBusError as e:
+                        error = e
+                        break
+                ft.check_equal(len(ids), 2 * NOFILE // 4, f'RLIMIT_NOFILE raised to {2 * NOFILE} at run time: '
+                               f'{2 * NOFILE // 4} triggers (it stayed at {NOFILE // 4})')
+                ft.check(error.name == ERROR_LIMITS_EXCEEDED and 'RLIMIT_NOFILE' in error.message,
+                         '  ... then LimitsExceeded naming RLIMIT_NOFILE', f'{error.name}: {error.message}')
+                resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
+                while ids[NOFILE // 4:]:
+                    c.group_call('/g', 'RemovePressureTrigger', ids.pop())
+                e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, add)
+                ft.check('RLIMIT_NOFILE' in e.message, f'lowered back to {NOFILE}, with {NOFILE // 4} triggers: '
+                         'none more', e.message)
+            finally:
+                resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
             for tid in ids:
                 c.group_call('/g', 'RemovePressureTrigger', tid)
 
