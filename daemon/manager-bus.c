@@ -185,9 +185,11 @@ static struct {
         bool refusing; /* shutting down: calls go on, to be refused */
 } uid_wait;
 
+/* Not RemovePressureTrigger: a trigger is its connection's, whoever it is
+ * (remove_pressure_trigger()), so it waits only behind the same name's held
+ * calls, for their order. */
 static const char *const UID_METHODS[] = {
-        "Freeze", "Thaw", "ApplyBatch", "FreezeExcept", "GetGroup", "Track", "Untrack",
-        "AddPressureTrigger", "RemovePressureTrigger",
+        "Freeze", "Thaw", "ApplyBatch", "FreezeExcept", "GetGroup", "Track", "Untrack", "AddPressureTrigger",
 };
 
 static bool needs_uid(sd_bus_message *msg) {

@@ -29,10 +29,19 @@ dbus-daemon, which passes a connection's messages on in order):
   3. A sends Thaw /a (behind the answer about A); freezerd continued.
   4. A's Freeze is answered before its Thaw, and /a ends thawed (flag 0);
      every other call is answered.
+  5. A call that needs no uid is not held: with `busctl monitor` watching the
+     bus, a new caller W sends RemovePressureTrigger (a trigger is its
+     connection's, whoever it is), then GetGroup /.  freezerd asks the bus who W
+     is (GetConnectionUnixUser) only after W's GetGroup, not before the answer
+     to its RemovePressureTrigger (it did: that call waited for a round trip to
+     dbus-daemon it had no use for).  Left out without busctl.
 """
 
+import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -51,6 +60,94 @@ def round_trip(c):
 
 def ping(c):
     return c.send_call('/', 'org.freedesktop.DBus.Peer', 'Ping')
+
+
+class Monitor:
+    """`busctl monitor` of the whole bus: its messages, parsed, as they arrive."""
+
+    def __init__(self, bus):
+        self.proc = subprocess.Popen(['busctl', f'--address={bus.address}', '--json=short', 'monitor'],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        self.messages, self.err = [], ''
+        self._buf = b''
+        for f in (self.proc.stdout, self.proc.stderr):
+            os.set_blocking(f.fileno(), False)
+        ft.loop().add_reader(self.proc.stdout, self._read)
+        ft.loop().add_reader(self.proc.stderr, self._read_err)
+        ft.wait_for(lambda: 'Monitoring' in self.err or self.proc.poll() is not None, timeout=DEADLINE,
+                    what='busctl monitor to start')
+        ft.check(self.proc.poll() is None, 'busctl monitor runs', self.err)
+
+    def _read(self):
+        data = os.read(self.proc.stdout.fileno(), 65536)
+        if not data:
+            ft.loop().remove_reader(self.proc.stdout)
+            return
+        *done, self._buf = (self._buf + data).split(b'\n')
+        for line in done:
+            try:
+                self.messages.append(json.loads(line))
+            except ValueError:
+                pass
+
+    def _read_err(self):
+        data = os.read(self.proc.stderr.fileno(), 65536)
+        if not data:
+            ft.loop().remove_reader(self.proc.stderr)
+            return
+        self.err += data.decode(errors='replace')
+
+    def index(self, pred):
+        """The index of the first message that pred accepts, or None."""
+        return next((i for i, m in enumerate(self.messages) if pred(m)), None)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+        for f in (self.proc.stdout, self.proc.stderr):
+            ft.loop().remove_reader(f)
+            f.close()
+
+
+def check_remove_trigger_needs_no_uid(bus):
+    """Step 5."""
+    if shutil.which('busctl') is None:
+        print('# no busctl: step 5 left out', flush=True)
+        return
+    mon = Monitor(bus)
+    try:
+        with ft.Client(bus.address) as w:
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, w.call, 'RemovePressureTrigger', 12345, timeout=DEADLINE)
+            ft.check('No pressure trigger 12345' in e.message, 'W: RemovePressureTrigger of an unknown id fails',
+                     e.message)
+            w.call('GetGroup', '/', timeout=DEADLINE)
+
+            def is_call(m, member):
+                return m.get('type') == 'method_call' and m.get('sender') == w.unique_name \
+                    and m.get('member') == member
+
+            def asks_who_w(m):
+                return m.get('type') == 'method_call' and m.get('member') == 'GetConnectionUnixUser' \
+                    and m.get('payload', {}).get('data') == [w.unique_name]
+
+            def replies_to_w(m):  # freezerd's, not dbus-daemon's (Hello's)
+                return m.get('type') in ('method_return', 'error') and m.get('destination') == w.unique_name \
+                    and m.get('sender') != 'org.freedesktop.DBus'
+
+            ft.wait_for(lambda: mon.index(asks_who_w) is not None
+                        and sum(replies_to_w(m) for m in mon.messages) >= 2,
+                        timeout=DEADLINE, what='busctl monitor to show freezerd asking who W is, and W\'s replies')
+            asked = mon.index(asks_who_w)
+            first_reply = mon.index(replies_to_w)
+            get_group = mon.index(lambda m: is_call(m, 'GetGroup'))
+            ft.check(mon.index(lambda m: is_call(m, 'RemovePressureTrigger')) < first_reply,
+                     'busctl monitor shows W\'s RemovePressureTrigger and its answer')
+            ft.check(first_reply < asked and get_group < asked,
+                     'freezerd asked who W is after W\'s GetGroup, not for its RemovePressureTrigger',
+                     f'asked at {asked}, the RemovePressureTrigger answered at {first_reply}, '
+                     f'GetGroup sent at {get_group}')
+    finally:
+        mon.close()
 
 
 def test():
@@ -108,6 +205,7 @@ def test():
             finally:
                 for o in others:
                     o.close()
+            check_remove_trigger_needs_no_uid(bus)
 
 
 ft.run(test)
