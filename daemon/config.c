@@ -258,7 +258,23 @@ typedef struct ParseContext {
         const char *filename;
         unsigned line;          /* of the key being parsed */
         char **ret_error;
+        const char *value, *end; /* the value's text in the file, and the file's end */
 } ParseContext;
+
+/* A number as the file writes it, for messages: json-c clamps what does not
+ * fit in 64 bits (to INT64_MIN, INT64_MAX or UINT64_MAX), so its value would
+ * show another number.  One too long for buf is cut, with its length. */
+static const char *number_as_written(const ParseContext *ctx, char *buf, size_t size) {
+        size_t n = 0;
+
+        while (ctx->value && ctx->value + n < ctx->end && strchr("+-0123456789.eE", ctx->value[n]) && ctx->value[n])
+                n++;
+        if (n < size)
+                snprintf(buf, size, "%.*s", (int) n, ctx->value ?: "");
+        else
+                snprintf(buf, size, "%.20s... (%zu characters)", ctx->value, n);
+        return buf;
+}
 
 static int parse_cgroup_root(ParseContext *ctx, struct json_object *v, Config *c) {
         char qbuf[JSON_QUOTE_BUF_SIZE];
@@ -397,6 +413,7 @@ static int parse_track(ParseContext *ctx, struct json_object *v, Config *c) {
 }
 
 static int parse_default_timeout_usec(ParseContext *ctx, struct json_object *v, Config *c) {
+        char nbuf[64];
         int64_t i;
         uint64_t u;
 
@@ -406,17 +423,19 @@ static int parse_default_timeout_usec(ParseContext *ctx, struct json_object *v, 
                                  json_type_phrase(v));
 
         /* json-c keeps values above INT64_MAX as uint64 (get_int64() then
-         * clamps to INT64_MAX), and clamps what does not fit at all. */
+         * clamps to INT64_MAX), and clamps what does not fit at all: the
+         * messages show the number as written (number_as_written()). */
         i = json_object_get_int64(v);
         if (i <= 0)
                 return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
-                                 "\"default_timeout_usec\" must be a positive integer (microseconds), got %" PRIi64, i);
+                                 "\"default_timeout_usec\" must be a positive integer (microseconds), got %s",
+                                 number_as_written(ctx, nbuf, sizeof nbuf));
 
         u = json_object_get_uint64(v);
         if (u > CONFIG_TIMEOUT_USEC_MAX)
                 return set_error(ctx->ret_error, ctx->filename, ctx->line, 0,
-                                 "\"default_timeout_usec\" must be at most %llu (24 h), got %" PRIu64,
-                                 (unsigned long long) CONFIG_TIMEOUT_USEC_MAX, u);
+                                 "\"default_timeout_usec\" must be at most %llu (24 h), got %s",
+                                 (unsigned long long) CONFIG_TIMEOUT_USEC_MAX, number_as_written(ctx, nbuf, sizeof nbuf));
 
         c->default_timeout_usec = u;
         return 0;
@@ -587,10 +606,18 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
                         return set_error(ret_error, filename, line, 0,
                                          "internal error: key %s not found", json_quote(key, key_len, qbuf));
 
+                /* The key's scan stopped past its closing quote: the value
+                 * follows the colon. */
+                size_t at = scanner.pos;
+                while (at < len && (json_is_space(text[at]) || text[at] == ':'))
+                        at++;
+
                 ParseContext ctx = {
                         .filename = filename,
                         .line = line,
                         .ret_error = ret_error,
+                        .value = text + at,
+                        .end = text + len,
                 };
                 r = config_keys[idx].parse(&ctx, v, &c);
                 if (r < 0)

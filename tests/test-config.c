@@ -205,10 +205,18 @@ static void test_errors(void) {
             "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got -5");
         ERR("{\"default_timeout_usec\": 86400000001}",
             "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 86400000001");
+        /* Numbers json-c clamps are shown as the file writes them. */
         ERR("{\"default_timeout_usec\": 99999999999999999999999}",
-            "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 18446744073709551615");
+            "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 99999999999999999999999");
+        ERR("{\"default_timeout_usec\": 9223372036854775808}",
+            "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 9223372036854775808");
         ERR("{\"default_timeout_usec\": -99999999999999999999999}",
-            "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got -9223372036854775808");
+            "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got -99999999999999999999999");
+        ERR("{\"default_timeout_usec\" :\n\t-9223372036854775809 }",
+            "freezerd.json:1: \"default_timeout_usec\" must be a positive integer (microseconds), got -9223372036854775809");
+        ERR("{\"default_timeout_usec\": 1000000000000000000000000000000000000000000000000000000000000000000000}",
+            "freezerd.json:1: \"default_timeout_usec\" must be at most 86400000000 (24 h), got 10000000000000000000... "
+            "(70 characters)");
 
         /* realtime_writes */
         ERR("{\n  \"realtime_writes\": \"no\"\n}",
