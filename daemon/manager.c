@@ -4752,6 +4752,11 @@ int manager_reload(Manager *m, const Config *config) {
         }
         m->config.default_timeout_usec = config->default_timeout_usec;
         m->config.realtime_writes = config->realtime_writes;
+        /* "realtime_writes": true read again means "try them": the cause of a
+         * refusal may be gone (an RLIMIT_RTPRIO raised with prlimit --pid, a
+         * cgroup given real-time time), and the next big write asks the
+         * kernel again (logging the notice again should it still refuse). */
+        m->realtime_refused = false;
 
         /* tracked.json once, at the end: a save (an fsync, and a look at every
          * root) for each root added and each dropped held the loop for 7 s

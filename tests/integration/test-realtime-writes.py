@@ -28,7 +28,10 @@ level ("Wrote N of M cgroup.freeze from a real-time thread (G groups change)"):
              the message says so.  The same with "realtime_writes": false.
   refused    freezerd under setpriv without CAP_SYS_NICE and RLIMIT_RTPRIO 0:
              one notice that real-time scheduling is refused, however many
-             big calls follow, and the main loop writes them correctly.
+             big calls follow, and the main loop writes them correctly.  After
+             a SIGHUP the next big call asks the kernel again (its refusal
+             stuck until a restart, also once RLIMIT_RTPRIO was raised): one
+             more notice, and only one.
   off        "realtime_writes": false: no thread, no notice, the same results.
 """
 
@@ -153,6 +156,20 @@ def part_refused(sc, bus):
             check_subtree(sc, False, f'refused: Thaw {rnd}')
         ft.check_equal(d.log().count(REFUSED), 1, 'refused: the refusal logged once')
         ft.check_equal(rt_lines(d), [], 'refused: nothing written by a thread')
+
+        # A SIGHUP, which reads "realtime_writes": true again, has the next big write
+        # ask the kernel again: the cause may be gone by then (an RLIMIT_RTPRIO raised
+        # with prlimit --pid, which root here cannot do: it lacks CAP_SYS_RESOURCE for
+        # the hard limit).  Still refused, the notice comes once more, and only once.
+        d.reload()
+        for rnd in range(2):
+            c.call('Freeze', '/big', LONG_USEC, 0)
+            check_subtree(sc, True, f'refused, after a SIGHUP: Freeze {rnd}')
+            c.call('Thaw', '/big', LONG_USEC, 0)
+            check_subtree(sc, False, f'refused, after a SIGHUP: Thaw {rnd}')
+        ft.check_equal(d.log().count(REFUSED), 2, 'refused, after a SIGHUP: the kernel asked again (the refusal '
+                       'stuck until a restart), the refusal logged once more')
+        ft.check_equal(rt_lines(d), [], 'refused, after a SIGHUP: nothing written by a thread')
 
 
 def part_off(sc, bus):
