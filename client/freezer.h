@@ -648,7 +648,8 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  * removed callback gets its path, id, resource, kind and the reason:
  *   "group-removed"    the cgroup was removed
  *   "untracked"        the group's subtree was untracked
- *   "pressure-hidden"  the group's cgroup.pressure was set to 0
+ *   "pressure-hidden"  the group's cgroup.pressure was set to 0 (also when
+ *                      set back to 1 since)
  *   "error"            the kernel reported an error on the trigger
  *   "daemon-exited"    freezerd left the bus (it stopped or restarted): all of
  *                      its triggers are gone (reported by libfreezer)

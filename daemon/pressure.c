@@ -423,7 +423,12 @@ static void trigger_end(PressureTrigger *t, const char *reason) {
 
 /* Why the kernel reported an error on a trigger's fd.  The kernel deactivates
  * the file before it drains its open files (which is what we see), so the
- * file is already gone when we look. */
+ * file is already gone when we look, unless cgroup.pressure was set to 1
+ * again meanwhile: the file is back, the trigger is not (draining the file
+ * released it).  Nothing else errs a group's trigger: the kernel reports
+ * EPOLLERR for a file it deactivated (kernfs_fop_poll()) or whose trigger it
+ * released (psi_trigger_poll()), so a group that still exists had its
+ * pressure hidden. */
 static const char *trigger_error_reason(PressureTrigger *t) {
         int fd;
 
@@ -432,12 +437,11 @@ static const char *trigger_error_reason(PressureTrigger *t) {
         if (group_dir_exists(t->pressure, t->group) == 0)
                 return PRESSURE_REASON_GROUP_REMOVED;
         fd = group_open_file(t->pressure, t->group, resource_file(t->resource), O_RDONLY);
-        if (fd == -ENOENT)
-                return group_dir_exists(t->pressure, t->group) == 0 ? PRESSURE_REASON_GROUP_REMOVED
-                                                                     : PRESSURE_REASON_HIDDEN;
+        if (fd != -ENOENT && fd < 0)
+                return PRESSURE_REASON_ERROR;
         if (fd >= 0)
                 close(fd);
-        return PRESSURE_REASON_ERROR;
+        return group_dir_exists(t->pressure, t->group) == 0 ? PRESSURE_REASON_GROUP_REMOVED : PRESSURE_REASON_HIDDEN;
 }
 
 static PsiClamp *trigger_clamp(PressureTrigger *t) {

@@ -20,7 +20,9 @@ Checked:
     Manager fires; the signals go to the trigger's owner only;
   * removing /doomed (cgroup.kill, rmdir) ends its trigger with
     PressureTriggerRemoved "group-removed" before InterfacesRemoved; hiding
-    /veiled's pressure ends its trigger with "pressure-hidden";
+    /veiled's pressure ends its trigger with "pressure-hidden", also when
+    cgroup.pressure is set to 0 and back to 1 while freezerd is stopped (the file
+    is back, the trigger is not: it said "error"), and a new trigger there works;
   * RemovePressureTrigger of an unknown id, of another client's trigger, or on
     the wrong object fails with InvalidArgs;
   * 64 triggers per client, the 65th fails with LimitsExceeded; a client that
@@ -323,6 +325,26 @@ def test():
                         timeout=5 * ft.TIMEOUT_MULTIPLIER, what='PressureTriggerRemoved of the /veiled trigger')
             ft.check_equal(pressure_signals(c, 'PressureTriggerRemoved', veiled_id)[0].body,
                            (veiled_id, 'pressure-hidden'), 'PressureTriggerRemoved says pressure-hidden')
+
+            # ... also hidden and shown again before freezerd looks (stopped meanwhile): the
+            # file is back, its trigger is not (it said "error")
+            with open(sc.abspath('/veiled', 'cgroup.pressure'), 'w') as f:
+                f.write('1')
+            flicker_id = grp('/veiled', 'AddPressureTrigger', 'memory', 'full', THRESHOLD, WINDOW)[0]
+            os.kill(d.pid, signal.SIGSTOP)
+            try:
+                for v in ('0', '1'):
+                    with open(sc.abspath('/veiled', 'cgroup.pressure'), 'w') as f:
+                        f.write(v)
+            finally:
+                os.kill(d.pid, signal.SIGCONT)
+            ft.wait_for(lambda: pressure_signals(c, 'PressureTriggerRemoved', flicker_id),
+                        timeout=5 * ft.TIMEOUT_MULTIPLIER, what='PressureTriggerRemoved of the second /veiled trigger')
+            ft.check_equal(pressure_signals(c, 'PressureTriggerRemoved', flicker_id)[0].body,
+                           (flicker_id, 'pressure-hidden'), 'cgroup.pressure 0, then 1 at once: PressureTriggerRemoved '
+                           'says pressure-hidden')
+            grp('/veiled', 'RemovePressureTrigger',
+                grp('/veiled', 'AddPressureTrigger', 'memory', 'full', THRESHOLD, WINDOW)[0])
 
             # -- removal: own only, on its object only
             other = ft.Client(bus.address)
