@@ -27,6 +27,8 @@ struct BusEvent {
         bool held;      /* fd points at a socket that never ends: see peer_check_hangup() */
         unsigned held_calls; /* the peer's calls whose replies are deferred (bus_event_call_held()) */
         uint64_t io_usec;    /* when its socket last woke us (CLOCK_MONOTONIC), 0 never */
+        bool (*output_full)(void *userdata); /* bus_event_set_output_check() */
+        void *output_userdata;
 };
 
 /* How long a dispatch goes on before it looks for a stop request. */
@@ -172,6 +174,10 @@ static void bus_dispatch(BusEvent *be) {
                                 return;
                         checked = n;
                 }
+                /* Its owner's bound on what waits for the peer: the rest
+                 * waits for a later turn, or goes with the connection. */
+                if (be->output_full && !be->deaf && be->output_full(be->output_userdata))
+                        return;
                 r = sd_bus_process(be->bus, NULL);
                 if (r < 0) {
                         if (be->peer) {
@@ -231,6 +237,11 @@ void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd) {
         be->out_fd = out_fd;
 }
 
+void bus_event_set_output_check(BusEvent *be, bool (*output_full)(void *userdata), void *userdata) {
+        be->output_full = output_full;
+        be->output_userdata = userdata;
+}
+
 void bus_event_call_held(BusEvent *be, bool add) {
         if (add)
                 be->held_calls++;
@@ -254,6 +265,10 @@ uint64_t bus_event_heard_usec(const BusEvent *be) {
         if (be->fd >= 0 && ioctl(be->fd, FIONREAD, &n) >= 0 && n > 0)
                 return now_usec();
         return be->io_usec;
+}
+
+bool bus_event_is_deaf(const BusEvent *be) {
+        return be->deaf;
 }
 
 bool bus_event_is_broken(const BusEvent *be) {

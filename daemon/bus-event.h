@@ -31,6 +31,12 @@ void bus_event_set_peer(BusEvent *be);
  * are due (bus_event_call_held(), or queued), fd points at a socket that never
  * ends until they are out: sd-bus would close at the end of its input. */
 void bus_event_set_peer_fds(BusEvent *be, int fd, int out_fd);
+/* Before each message a dispatch handles (unless the peer closed its end):
+ * when output_full(userdata) says true, the dispatch stops there (what is left
+ * waits for a later turn).  The private socket's bound on the memory of what
+ * waits for its peers. */
+void bus_event_set_output_check(BusEvent *be, bool (*output_full)(void *userdata), void *userdata);
+
 /* A call of the peer whose reply is deferred (add), or its reply sent
  * (!add): while any is left, a peer that shut its sending side keeps its
  * connection, to get them (sd-bus would close it at the end of its input). */
@@ -39,6 +45,9 @@ void bus_event_call_held(BusEvent *be, bool add);
  * socket last woke the loop, or now if it holds input not read yet. */
 uint64_t bus_event_heard_usec(const BusEvent *be);
 bool bus_event_is_broken(const BusEvent *be);
+/* The peer closed its end: what is queued for it goes to /dev/null at its
+ * next dispatch (bus_event_set_peer_fds()). */
+bool bus_event_is_deaf(const BusEvent *be);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).
  * -ENOTCONN once a peer's connection broke. */

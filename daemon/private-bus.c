@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +12,20 @@
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-id128.h>
+
+#if defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define HAVE_ASAN 1
+#  endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(HAVE_ASAN)
+#  define HAVE_ASAN 1
+#endif
+#ifdef HAVE_ASAN
+/* Its allocator is not malloc's: mallinfo2() would say nothing.  Declared
+ * here (<sanitizer/allocator_interface.h> comes with clang, not gcc). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 #include "bus-errors.h"
 #include "bus-event.h"
@@ -27,6 +42,7 @@ struct PrivateConnection {
         struct event *auth_timer; /* until it authenticated: PRIVATE_BUS_AUTH_TIMEOUT_USEC */
         bool auth_expired;
         unsigned subscribed[_SUBSCRIPTION_MAX]; /* Subscribe*() calls not undone, by kind */
+        uint64_t queued; /* messages waiting to be written, at the last private_bus_prepare() */
         PrivateConnection *next;
 };
 
@@ -41,6 +57,7 @@ struct PrivateBus {
         PrivateConnection *connections;
         unsigned n_connections;
         bool warned_full;
+        size_t heap_floor; /* see heap_above_floor(); SIZE_MAX while no queue holds a message */
 };
 
 static PrivateConnection *connection_free(PrivateConnection *c) {
@@ -56,6 +73,8 @@ static PrivateConnection *connection_free(PrivateConnection *c) {
         free(c);
         return NULL;
 }
+
+static bool connection_output_full(void *userdata);
 
 static int auth_timer_add(PrivateConnection *c, uint64_t usec) {
         const struct timeval tv = {
@@ -149,6 +168,7 @@ static int connection_new(PrivateBus *pb, int fd) {
                 return -ENOMEM;
         }
         bus_event_set_peer(c->event);
+        bus_event_set_output_check(c->event, connection_output_full, c);
         bus_event_set_peer_fds(c->event, fd, out_fd);
         c->bus = TAKE_PTR(bus);
         c->next = pb->connections;
@@ -213,7 +233,7 @@ int private_bus_new(Manager *m, struct event_base *base, const char *path, Priva
         pb = calloc(1, sizeof *pb);
         if (!pb)
                 return -ENOMEM;
-        *pb = (PrivateBus) { .manager = m, .base = base, .fd = -1 };
+        *pb = (PrivateBus) { .manager = m, .base = base, .fd = -1, .heap_floor = SIZE_MAX };
         pb->path = strdup(path);
         if (!pb->path) {
                 r = -ENOMEM;
@@ -272,38 +292,120 @@ fail:
 
 /* A client that does not read (its signals, or the replies to calls it
  * sends on regardless) would have them pile up in freezerd: unlike
- * dbus-daemon for the bus, nothing else bounds it. */
-static bool connection_overflows(PrivateBus *pb, PrivateConnection *c) {
+ * dbus-daemon for the bus (max_outgoing_bytes), nothing else bounds it.
+ *
+ * sd-bus keeps what the socket does not take in its write queue and says how
+ * many messages wait there (sd_bus_get_n_queued_write()), not their size,
+ * which ranges from a hundred bytes (a Get) to megabytes over 10,000 groups
+ * (GetManagedObjects, Introspect, a GroupsChanged).  So besides their count
+ * (PRIVATE_BUS_QUEUE_MAX) freezerd bounds their bytes where they are: in its
+ * heap in use (mallinfo2(), or AddressSanitizer's count under it).  That is
+ * exact for any message, sd-bus's own replies included, where an estimate of
+ * each reply from its call would have to follow sd-bus's formats.  Measuring
+ * walks malloc's free lists (some µs), so it is done only while messages wait
+ * for a connection (its socket is full): before each message that
+ * connection's dispatch handles (connection_output_full()) and once per loop
+ * turn (for the signals queued by other events), never for clients that keep
+ * up.  The floor is the least heap measured since the queues were last all
+ * empty, what the model and everything else held: once the heap is
+ * PRIVATE_BUS_QUEUED_HEAP_MAX above it, the connection with the most messages
+ * queued is closed, then the next, until it is within; for one connection or
+ * many together. */
+static size_t heap_in_use(void) {
+#ifdef HAVE_ASAN
+        return __sanitizer_get_current_allocated_bytes();
+#else
+        struct mallinfo2 mi = mallinfo2();
+
+        return mi.uordblks + mi.hblkhd;
+#endif
+}
+
+static size_t heap_above_floor(PrivateBus *pb) {
+        size_t heap = heap_in_use();
+
+        if (heap < pb->heap_floor)
+                pb->heap_floor = heap;
+        return heap - pb->heap_floor;
+}
+
+/* Before each message of a connection's dispatch: whether to stop there, for
+ * private_bus_prepare() to close a connection. */
+static bool connection_output_full(void *userdata) {
+        PrivateConnection *c = userdata;
         uint64_t n;
 
-        if (sd_bus_get_n_queued_write(c->bus, &n) < 0 || n <= PRIVATE_BUS_QUEUE_MAX)
-                return false;
-        log_warning("A client on %s does not read its replies or signals (%" PRIu64 " messages queued): closing it.",
-                    pb->path, n);
-        return true;
+        return sd_bus_get_n_queued_write(c->bus, &n) >= 0 && n > 0 &&
+               heap_above_floor(c->pb) > PRIVATE_BUS_QUEUED_HEAP_MAX;
+}
+
+static void connection_drop(PrivateBus *pb, PrivateConnection **p) {
+        PrivateConnection *c = *p;
+
+        *p = c->next;
+        manager_bus_connection_closed(pb->manager, c->bus);
+        connection_free(c);
+        pb->n_connections--;
+        pb->warned_full = false;
+}
+
+/* The connections with the most messages queued go until the heap is within
+ * PRIVATE_BUS_QUEUED_HEAP_MAX of its floor.  Whether any went. */
+static bool drop_biggest_queues(PrivateBus *pb) {
+        bool dropped = false;
+
+        for (;;) {
+                size_t above = heap_above_floor(pb);
+                PrivateConnection **biggest = NULL;
+
+                if (above <= PRIVATE_BUS_QUEUED_HEAP_MAX)
+                        return dropped;
+                /* Not one whose peer closed: its queue goes to /dev/null at
+                 * its next dispatch, and it has calls to carry out. */
+                for (PrivateConnection **p = &pb->connections; *p; p = &(*p)->next)
+                        if ((*p)->queued > 0 && !bus_event_is_deaf((*p)->event) &&
+                            (!biggest || (*p)->queued > (*biggest)->queued))
+                                biggest = p;
+                if (!biggest)
+                        return dropped;
+                log_warning("A client on %s does not read its replies or signals (%" PRIu64
+                            " messages queued, freezerd's heap %zu MiB above what it held before): closing it.",
+                            pb->path, (*biggest)->queued, above / (1024 * 1024));
+                connection_drop(pb, biggest);
+                dropped = true;
+        }
 }
 
 void private_bus_prepare(PrivateBus *pb) {
+        bool lagging = false, overflowed = false;
+
         if (!pb)
                 return;
         for (PrivateConnection **p = &pb->connections; *p;) {
                 PrivateConnection *c = *p;
-                bool overflowed = connection_overflows(pb, c);
 
-                if (!overflowed && !c->auth_expired && bus_event_prepare(c->event) >= 0) {
+                if (sd_bus_get_n_queued_write(c->bus, &c->queued) < 0)
+                        c->queued = 0;
+                if (c->queued > PRIVATE_BUS_QUEUE_MAX)
+                        log_warning("A client on %s does not read its replies or signals (%" PRIu64
+                                    " messages queued): closing it.",
+                                    pb->path, c->queued);
+                else if (!c->auth_expired && bus_event_prepare(c->event) >= 0) {
+                        lagging = lagging || c->queued > 0;
                         p = &c->next;
                         continue;
                 }
-                *p = c->next;
-                manager_bus_connection_closed(pb->manager, c->bus);
-                connection_free(c);
-                pb->n_connections--;
-                pb->warned_full = false;
-                /* Its tens of thousands of messages were freed in the middle
-                 * of the heap, which glibc does not give back by itself. */
-                if (overflowed)
-                        (void) malloc_trim(0);
+                overflowed = overflowed || c->queued > PRIVATE_BUS_QUEUE_MAX;
+                connection_drop(pb, p);
         }
+        if (!lagging)
+                pb->heap_floor = SIZE_MAX; /* measured afresh when a queue grows again */
+        else if (drop_biggest_queues(pb))
+                overflowed = true;
+        /* Their messages were freed in the middle of the heap, which glibc
+         * does not give back by itself. */
+        if (overflowed)
+                (void) malloc_trim(0);
 }
 
 static PrivateConnection *connection_find(PrivateBus *pb, sd_bus *bus) {

@@ -40,9 +40,12 @@ typedef struct PrivateBus PrivateBus;
 /* Listen on path (a stale socket there is replaced).  The caller logs. */
 int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret);
 /* Before every loop turn (after the signals of the last one went out): drop
- * the connections that ended, and the subscribers with more than
- * PRIVATE_BUS_QUEUE_MAX messages unread; re-arm the rest. */
+ * the connections that ended, those with more than PRIVATE_BUS_QUEUE_MAX
+ * messages unread, and while freezerd's heap is PRIVATE_BUS_QUEUED_HEAP_MAX
+ * above what it held before messages began to wait, the one with the most
+ * (see heap_above_floor() in private-bus.c); re-arm the rest. */
 #define PRIVATE_BUS_QUEUE_MAX (64u * 1024u) /* messages queued for one connection */
+#define PRIVATE_BUS_QUEUED_HEAP_MAX ((size_t) 64 * 1024 * 1024) /* bytes, all connections together */
 void private_bus_prepare(PrivateBus *pb);
 /* Close the listener (removing its file) and every connection, after sending
  * what is queued on each. */

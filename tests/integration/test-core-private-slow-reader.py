@@ -5,7 +5,8 @@
 On the bus, dbus-daemon bounds what waits for a slow client.  On the private
 socket nothing would: freezerd itself queues what a subscribed connection has
 not read.  Past PRIVATE_BUS_QUEUE_MAX (65,536) messages queued for one
-connection, freezerd logs why and closes it.
+connection, or once they took 64 MiB of its heap (whichever comes first;
+test-fault-private-noread), freezerd logs why and closes it.
 
   /big  with 2,000 empty children
 

@@ -19,7 +19,8 @@ take turns with the test's own calls):
     messages): every call answered, each round within 2 s (0.1 s at most here).
   * The flooder is served meanwhile too: it read replies.
   * freezerd serves on once the flooder is killed.
-  * A second flooder never reads its replies: once 65,536 wait for it, freezerd
+  * A second flooder never reads its replies: once 65,536 wait for it (or they
+    take 64 MiB of freezerd's heap: some 62,000 of these), freezerd
     logs that it "does not read its replies or signals" (it said "a subscriber
     ... does not read its signals" before session 33) and closes it, and its
     RSS returns to within 16 MiB of what it was before (it kept some 70 MB of
