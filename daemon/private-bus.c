@@ -57,6 +57,8 @@ struct PrivateBus {
         PrivateConnection *connections;
         unsigned n_connections;
         bool warned_full;
+        struct event *auth_log_timer; /* while pending, clients that did not authenticate are counted */
+        unsigned auth_unlogged;       /* ... here, for one line when it fires */
         size_t heap_floor; /* see heap_above_floor(); SIZE_MAX while no queue holds a message */
 };
 
@@ -84,6 +86,47 @@ static int auth_timer_add(PrivateConnection *c, uint64_t usec) {
         return evtimer_add(c->auth_timer, &tv);
 }
 
+static void auth_log_timer_add(PrivateBus *pb) {
+        const struct timeval tv = {
+                .tv_sec = (time_t) (PRIVATE_BUS_AUTH_LOG_USEC / USEC_PER_SEC),
+                .tv_usec = (suseconds_t) (PRIVATE_BUS_AUTH_LOG_USEC % USEC_PER_SEC),
+        };
+        (void) evtimer_add(pb->auth_log_timer, &tv); /* failing, the next one logs a line of its own */
+}
+
+static void auth_unlogged_flush(PrivateBus *pb) {
+        if (pb->auth_unlogged == 0)
+                return;
+        log_notice("%u more clients on %s did not authenticate within %u s: closed them.", pb->auth_unlogged,
+                   pb->path, (unsigned) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC));
+        pb->auth_unlogged = 0;
+}
+
+/* The end of a window of PRIVATE_BUS_AUTH_LOG_USEC: one line for those it
+ * counted, and a window more if there were any. */
+static void on_auth_log_timer(evutil_socket_t fd, short what, void *userdata) {
+        PrivateBus *pb = userdata;
+
+        if (pb->auth_unlogged == 0)
+                return;
+        auth_unlogged_flush(pb);
+        auth_log_timer_add(pb);
+}
+
+/* A line for the first client that did not authenticate, then at most one
+ * every PRIVATE_BUS_AUTH_LOG_USEC that counts those since: up to 256 clients
+ * that connect again and again without a word (a stuck client in a loop, a
+ * port scanner) would log 256 lines every 5 s. */
+static void auth_expired_log(PrivateBus *pb) {
+        if (evtimer_pending(pb->auth_log_timer, NULL)) {
+                pb->auth_unlogged++;
+                return;
+        }
+        log_notice("A client on %s did not authenticate within %u s: closing it.", pb->path,
+                   (unsigned) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC));
+        auth_log_timer_add(pb);
+}
+
 /* sd-bus gives a peer 90 s to authenticate, during which it holds one of the
  * PRIVATE_BUS_CONNECTIONS_MAX slots: a client that connects and sends nothing
  * (stuck, or just many of them) would keep the rest out that long.  Dropped at
@@ -101,9 +144,8 @@ static void on_auth_timeout(evutil_socket_t fd, short what, void *userdata) {
          * AUTH, and the client has had no time to answer. */
         if (quiet < PRIVATE_BUS_AUTH_TIMEOUT_USEC && auth_timer_add(c, PRIVATE_BUS_AUTH_TIMEOUT_USEC - quiet) >= 0)
                 return;
-        log_notice("A client on %s did not authenticate within %u s: closing it.", c->pb->path,
-                   (unsigned) (PRIVATE_BUS_AUTH_TIMEOUT_USEC / USEC_PER_SEC));
         c->auth_expired = true;
+        auth_expired_log(c->pb);
 }
 
 static int connection_new(PrivateBus *pb, int fd) {
@@ -276,7 +318,8 @@ int private_bus_new(Manager *m, struct event_base *base, const char *path, Priva
 
         pb->accept_event = event_new(base, pb->fd, EV_READ | EV_PERSIST, on_accept, pb);
         pb->retry_event = evtimer_new(base, on_retry, pb);
-        if (!pb->accept_event || !pb->retry_event || event_add(pb->accept_event, NULL) < 0) {
+        pb->auth_log_timer = evtimer_new(base, on_auth_log_timer, pb);
+        if (!pb->accept_event || !pb->retry_event || !pb->auth_log_timer || event_add(pb->accept_event, NULL) < 0) {
                 r = -ENOMEM;
                 (void) unlink(path);
                 goto fail;
@@ -476,6 +519,10 @@ PrivateBus *private_bus_free(PrivateBus *pb) {
                 event_free(pb->accept_event);
         if (pb->retry_event)
                 event_free(pb->retry_event);
+        if (pb->auth_log_timer) {
+                auth_unlogged_flush(pb);
+                event_free(pb->auth_log_timer);
+        }
         if (pb->fd >= 0) {
                 close(pb->fd);
                 if (pb->path)

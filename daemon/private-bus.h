@@ -36,6 +36,9 @@ typedef struct PrivateBus PrivateBus;
  * exchange) this long after it was accepted is closed: until then it holds
  * one of those slots (sd-bus's own limit is 90 s). */
 #define PRIVATE_BUS_AUTH_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* Of those, the first is logged, then at most one line this often, with the
+ * count of the others. */
+#define PRIVATE_BUS_AUTH_LOG_USEC (5 * USEC_PER_SEC)
 
 /* Listen on path (a stale socket there is replaced).  The caller logs. */
 int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret);

@@ -60,6 +60,8 @@ Checks:
     refused meanwhile.  They never authenticate: freezerd closes each of the 256
     once 5 s passed since it connected (not before; sd-bus alone waited 90 s),
     and freezectl works again while the test still holds its ends open.
+    freezerd logs the first, then the others in a line at the end of 5 s that
+    counts them (3 lines at most, counting 256; 256 lines before session 35).
   * The 5 s count from the client's last sign of life, not from the accept: a client
     that sent its AUTH while freezerd was stopped (SIGSTOP) for longer than that gets
     its OK after SIGCONT and keeps its connection to go on (BEGIN, Hello).
@@ -68,6 +70,7 @@ Checks:
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -576,6 +579,7 @@ def check_dying_caller(sc, daemon, path):
 def check_connection_cap(sc, daemon, path):
     n = MAX_CONNECTIONS + 10
     socks = []
+    log_start = len(daemon.log())
     try:
         t0 = time.monotonic()
         for _ in range(n):
@@ -598,6 +602,15 @@ def check_connection_cap(sc, daemon, path):
         ft.check(elapsed >= AUTH_TIMEOUT - 0.1, f'not before {AUTH_TIMEOUT} s', f'{elapsed:.2f} s')
         ft.check('did not authenticate within 5 s' in daemon.log(), 'freezerd said why it closed them',
                  daemon.log()[-2000:])
+        # In one line for the first and one for the others at the end of the 5 s that
+        # followed (one each before session 35: 256 lines every 5 s from clients that
+        # connect again and again).  Two windows at most: they connected within a second.
+        ft.wait_for(lambda: sum(auth_lines(daemon.log()[log_start:])) >= MAX_CONNECTIONS,
+                    timeout=AUTH_TIMEOUT + ft.DEFAULT_TIMEOUT, poll=0.1,
+                    what=f'freezerd to count the {MAX_CONNECTIONS} that did not authenticate')
+        lines = auth_lines(daemon.log()[log_start:])
+        ft.check(sum(lines) == MAX_CONNECTIONS and len(lines) <= 3,
+                 f'freezerd logged them in 3 lines at most, counting {MAX_CONNECTIONS}', lines)
         # freezerd drops the closed connections at its next loop turn; a new one
         # accepted in the same turn may still be refused.  No event tells us when,
         # hence the retries.  Our ends are still open: the slots were freed.
@@ -606,6 +619,12 @@ def check_connection_cap(sc, daemon, path):
     finally:
         for s in socks:
             s.close()
+
+def auth_lines(log):
+    """For each line of log about clients that did not authenticate, how many it counts."""
+    return [int(m.group(1) or 1) for m in
+            re.finditer(r'^<\d>(?:(\d+) more clients|A client) on \S+ did not authenticate', log, re.M)]
+
 
 def check_auth_after_stall(daemon, path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
