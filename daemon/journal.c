@@ -276,6 +276,12 @@ int journal_begin(Journal *j, uint64_t id, const char *boot_id, const JournalEnt
 
         if (!text)
                 return -ENOMEM;
+        /* Up to 65,536 requests of paths of up to PATH_MAX bytes, and a
+         * RECURSIVE request's whole subtree: more than a start can be asked
+         * to read back.  Refused here, before the first flag is written,
+         * rather than restored by no start. */
+        if (strlen(text) > JOURNAL_SIZE_MAX)
+                return -EFBIG;
         r = slot_acquire(j, &slot);
         if (r < 0)
                 return r;
@@ -451,7 +457,7 @@ static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EISDIR; /* (or anything else that is no file: said as "not a regular file") */
-        r = read_full_fd(fd, 64 * 1024 * 1024, ret, ret_len);
+        r = read_full_fd(fd, JOURNAL_SIZE_MAX, ret, ret_len);
         return r == -EFBIG ? -EBADMSG : r;
 }
 

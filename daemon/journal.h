@@ -58,9 +58,14 @@ int journal_new(const char *dir, const char *cgroup_root, Journal **ret);
  * the next start to recover. */
 Journal *journal_free(Journal *j);
 
+/* The most a journal may hold, which a start reads (a batch's journal over it
+ * is refused before anything is written: a start would not read it back). */
+#define JOURNAL_SIZE_MAX (64u * 1024u * 1024u)
+
 /* Records a batch (its id, boot_id unless NULL, its entries) in a free slot,
  * made if none is; *ret_slot names it for journal_end().  On failure no
- * journal of it is left. */
+ * journal of it is left: -EFBIG if it would hold more than JOURNAL_SIZE_MAX
+ * bytes (no file is touched). */
 int journal_begin(Journal *j, uint64_t id, const char *boot_id, const JournalEntry *entries, size_t n,
                   unsigned *ret_slot);
 /* The batch of that slot is over: the slot is emptied (or removed, past the

@@ -2976,6 +2976,11 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
         r = journal_begin(m->journal, ++m->journal_seq, journal_boot_id(), entries, k, &slot);
         if (r >= 0)
                 op->journal_slot = (int) slot;
+        if (r == -EFBIG)
+                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The batch journal of these %zu groups would be larger than the %u MiB a "
+                                         "start reads back, nothing was written",
+                                         k, JOURNAL_SIZE_MAX / (1024 * 1024));
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
                                                m->runtime_dir, strerror(-r));

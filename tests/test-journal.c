@@ -497,7 +497,66 @@ static void test_keep_failed(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* A journal a start would not read back (more than JOURNAL_SIZE_MAX: until
+ * session 35 nothing limited what a batch wrote, and the next start kept it
+ * as damaged, restoring nothing) is refused before any file is touched; one
+ * of that size exactly is written and restored. */
+static void test_size_limit(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        enum { N = 16 };
+        JournalEntry e[N];
+        _cleanup_free_ char *path = NULL, *paths = NULL;
+        size_t base, extra, len[N];
+        uint64_t max_id = 0;
+        Journal *j = NULL;
+        unsigned s0 = 99;
+
+        CHECK(dir);
+        /* The size of a journal of N entries of paths of 2 bytes, to size
+         * the paths so that the whole is JOURNAL_SIZE_MAX bytes exactly. */
+        for (size_t i = 0; i < N; i++)
+                e[i] = (JournalEntry) { .path = "/a", .prev_freeze = true, .cgroup_id = 1000 + i };
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        CHECK(journal_begin(j, 1, "boot-1", e, N, &s0) == 0 && s0 == 0);
+        CHECK(asprintf(&path, "%s/journal-0.json", dir) > 0);
+        base = (size_t) file_size(path);
+        CHECK(journal_end(j, s0) == 0);
+        extra = JOURNAL_SIZE_MAX - base;
+        paths = malloc(JOURNAL_SIZE_MAX + 2 * N); /* (room for one byte more) */
+        CHECK(paths);
+        if (!paths)
+                return;
+        for (size_t i = 0, off = 0; i < N; i++) {
+                len[i] = 2 + extra / N + (i == N - 1 ? extra % N : 0);
+                memset(paths + off, 'a', len[i] + 1);
+                paths[off] = '/';
+                paths[off + len[i]] = paths[off + len[i] + 1] = 0;
+                e[i].path = paths + off;
+                off += len[i] + 2;
+        }
+        CHECK(journal_begin(j, 2, "boot-1", e, N, &s0) == 0 && s0 == 0);
+        CHECK(file_size(path) == (off_t) JOURNAL_SIZE_MAX);
+        j = journal_free(j); /* a crash: the journal stays */
+
+        /* Read back whole by the next start. */
+        n_restored = 0;
+        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(max_id == 2 && n_restored == N && restored[0].prev);
+        CHECK(dir_empty(dir));
+
+        /* One byte more: refused, the free slot not even made. */
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        paths[len[N - 1] + (size_t) (e[N - 1].path - paths)] = 'a';
+        CHECK_R(journal_begin(j, 3, "boot-1", e, N, &s0), -EFBIG);
+        CHECK(dir_empty(dir));
+        j = journal_free(j);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
+        test_size_limit();
         test_slots_and_recover();
         test_keep_failed();
         test_parse();
