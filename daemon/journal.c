@@ -23,6 +23,9 @@
 typedef struct JournalSlot {
         int fd; /* -1: no file */
         bool busy;
+        /* Its name holds what the start could not move away and this process
+         * cannot write (slot_open()): no slot, skipped. */
+        bool blocked;
         char *path;
 } JournalSlot;
 
@@ -222,6 +225,58 @@ const char *journal_slot_path(const Journal *j, unsigned slot) {
         return slot < j->n_slots ? j->slots[slot].path : "(none)";
 }
 
+/* Whether the slot's file stays between batches: the first
+ * JOURNAL_SLOTS_KEPT slots that are not blocked. */
+static bool slot_kept(const Journal *j, size_t slot) {
+        size_t before = 0;
+
+        for (size_t i = 0; i < slot; i++)
+                before += !j->slots[i].blocked;
+        return !j->slots[slot].blocked && before < JOURNAL_SLOTS_KEPT;
+}
+
+/* Opens the slot's file, made empty.  A name that holds a file already is
+ * one the start could not remove or move away (journal_recover(): a
+ * directory it cannot rename, a damaged journal in a directory that cannot
+ * be changed...): a regular file this process can write is written over, as
+ * the start left it to be, with a notice; anything else (immutable, not a
+ * regular file) is no slot, -EBUSY: it must not hold up every batch for
+ * good.  The usual case, the name free, costs one open(). */
+static int slot_open(JournalSlot *s) {
+        struct stat st;
+        int r;
+
+        s->fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (s->fd >= 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        /* O_NONBLOCK: a FIFO of that name opens at once, and is refused. */
+        s->fd = open(s->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (s->fd < 0)
+                r = -errno;
+        else if (fstat(s->fd, &st) < 0)
+                r = -errno;
+        else if (!S_ISREG(st.st_mode))
+                r = -EISDIR; /* (or anything else that is no file) */
+        else if (st.st_size > 0 && ftruncate(s->fd, 0) < 0)
+                r = -errno;
+        else {
+                if (st.st_size > 0)
+                        log_notice("%s held a batch journal that the start could not move away: written over.",
+                                   s->path);
+                return 0;
+        }
+        closep(&s->fd);
+        s->fd = -1;
+        if (r != -EPERM && r != -EACCES && r != -EISDIR && r != -ELOOP && r != -ENXIO && r != -EROFS && r != -ETXTBSY)
+                return r; /* (no memory...: not the file's doing) */
+        log_warning_errno(r, "%s is there already and cannot hold a batch journal (%s): left as it is, batch journals "
+                          "go to other files: %m",
+                          s->path, r == -EISDIR ? "not a regular file" : "it cannot be written");
+        return -EBUSY;
+}
+
 /* A free slot with its file open (and empty), made if none is.  A kept
  * slot's file removed behind freezerd's back (the runtime directory cleaned
  * by hand) would take the journals written to it out of sight of the next
@@ -229,6 +284,7 @@ const char *journal_slot_path(const Journal *j, unsigned slot) {
 static int slot_acquire(Journal *j, unsigned *ret) {
         struct stat st;
         size_t i;
+        int r;
 
         for (i = 0; i < j->n_slots; i++) {
                 JournalSlot *s = &j->slots[i];
@@ -242,8 +298,9 @@ static int slot_acquire(Journal *j, unsigned *ret) {
                 s->fd = -1;
                 goto open;
         }
+again:
         for (i = 0; i < j->n_slots; i++)
-                if (!j->slots[i].busy)
+                if (!j->slots[i].busy && !j->slots[i].blocked)
                         break;
         if (i == j->n_slots) {
                 JournalSlot *l = realloc(j->slots, (j->n_slots + 1) * sizeof *l);
@@ -258,10 +315,13 @@ static int slot_acquire(Journal *j, unsigned *ret) {
                 j->n_slots++;
         }
 open:
-        /* O_TRUNC: whatever a file of that name held was recovered at start. */
-        j->slots[i].fd = open(j->slots[i].path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (j->slots[i].fd < 0)
-                return -errno;
+        r = slot_open(&j->slots[i]);
+        if (r == -EBUSY) {
+                j->slots[i].blocked = true;
+                goto again;
+        }
+        if (r < 0)
+                return r;
 found:
         j->slots[i].busy = true;
         *ret = (unsigned) i;
@@ -289,7 +349,7 @@ int journal_begin(Journal *j, uint64_t id, const char *boot_id, const JournalEnt
         r = pwrite_all(j->slots[slot].fd, text, strlen(text));
         if (r < 0) {
                 /* Nothing of it may stay: emptied if kept, else removed. */
-                if (slot >= JOURNAL_SLOTS_KEPT || ftruncate(j->slots[slot].fd, 0) < 0)
+                if (!slot_kept(j, slot) || ftruncate(j->slots[slot].fd, 0) < 0)
                         slot_drop(&j->slots[slot]);
                 j->slots[slot].busy = false;
                 return r;
@@ -304,7 +364,7 @@ int journal_end(Journal *j, unsigned slot) {
         if (slot >= j->n_slots || !j->slots[slot].busy)
                 return -EINVAL;
         s = &j->slots[slot];
-        if (slot >= JOURNAL_SLOTS_KEPT) {
+        if (!slot_kept(j, slot)) {
                 slot_drop(s);
                 return 0;
         }

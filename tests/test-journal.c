@@ -555,7 +555,55 @@ static void test_size_limit(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* A slot's name that holds what the start could not move away: written over
+ * if it is a file this process can write (as the start left it to be), else
+ * no slot, and batches take the next name (until session 35 every batch
+ * failed there, at every start, until someone removed the file). */
+static void test_slot_taken(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        JournalEntry a[] = { { "/a", false, true } };
+        _cleanup_free_ char *p0 = NULL, *p1 = NULL, *p2 = NULL;
+        unsigned s0 = 99, s1 = 99;
+        Journal *j = NULL;
+
+        CHECK(dir);
+        p0 = slot_file(dir, 0);
+        p1 = slot_file(dir, 1);
+        p2 = slot_file(dir, 2);
+        CHECK(mkdir(p0, 0700) == 0);
+        CHECK(mkfifo(p1, 0600) == 0);
+        CHECK(journal_new(dir, NULL, &j) == 0);
+        CHECK_R(journal_begin(j, 1, NULL, a, 1, &s0), 0);
+        CHECK(s0 == 2 && streq(journal_slot_path(j, s0), p2) && file_size(p2) > 0);
+        /* The one slot kept between batches is that one now. */
+        CHECK(journal_end(j, s0) == 0);
+        CHECK(file_size(p2) == 0);
+        CHECK(journal_begin(j, 2, NULL, a, 1, &s0) == 0 && s0 == 2);
+        CHECK(journal_begin(j, 3, NULL, a, 1, &s1) == 0 && s1 == 3);
+        CHECK(journal_end(j, s1) == 0);
+        _cleanup_free_ char *p3 = slot_file(dir, 3);
+        CHECK(file_size(p3) < 0);
+        CHECK(journal_end(j, s0) == 0);
+        j = journal_free(j);
+        CHECK(file_size(p2) < 0);
+        struct stat st;
+        CHECK(stat(p0, &st) == 0 && S_ISDIR(st.st_mode));
+        CHECK(stat(p1, &st) == 0 && S_ISFIFO(st.st_mode));
+        CHECK(rmdir(p0) == 0 && unlink(p1) == 0);
+
+        /* A file it can write is written over. */
+        write_text(p0, "{\"version\":1,\"groups\":[{\"path\":}]}\n");
+        CHECK(journal_new(dir, NULL, &j) == 0);
+        CHECK(journal_begin(j, 4, NULL, a, 1, &s0) == 0 && s0 == 0);
+        CHECK(journal_end(j, s0) == 0 && file_size(p0) == 0);
+        j = journal_free(j);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
+        test_slot_taken();
         test_size_limit();
         test_slots_and_recover();
         test_keep_failed();

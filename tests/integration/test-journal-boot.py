@@ -15,7 +15,7 @@ that a batch froze a group (prev false, new true) and was interrupted:
                    its batch wrote nothing; /c is frozen by someone else)
   journal-9.json   this boot's id, naming /v, in format version 2 (another
                    freezerd's, before a downgrade)
-  journal-0.json   empty: a free slot
+  journal-17.json  empty: a free slot
   journal-10.json  a directory, not a file
   journal-13.json  a FIFO (no writer: an open() that waits for one would hang)
   journal-11.json  NUL bytes (a disk's runtime directory after a power loss)
@@ -26,6 +26,7 @@ that a batch froze a group (prev false, new true) and was interrupted:
                    bytes (the blocks a power loss left unwritten on a disk)
   journal-14.json  not JSON, immutable (chattr +i, where the file system has
                    it): it cannot be renamed out of the way
+  journal-0.json   the same, at the name of the slot a batch takes first
 
 freezerd must restore /h and /k (flag 0, thawed), leave /g, /c and /v frozen,
 log that journal-5, journal-15 and journal-16 are from an earlier boot and
@@ -36,11 +37,14 @@ journal-9.json.broken and remove the five others; log journal-10 and journal-13 
 regular file and journal-11 as damaged (each naming the file), keep them as
 *.broken, keep journal-12 as journal-12.json.2.broken, next to the
 journal-12.json.broken there (until session 34 it could not be renamed, and a
-file there was replaced), and log that journal-14 cannot be renamed and is
-left as it is (before session 33 the three said "Bad message", and "kept as"
+file there was replaced), and log that journal-14 and journal-0 cannot be renamed and are
+left as they are (before session 33 the three said "Bad message", and "kept as"
 for such a one, which stayed; journal-13 held up the start for good).  Then a batch
 of its own writes a journal carrying this boot's id (checked from inside the
-batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it)."""
+batch: FREEZERD_TEST_WRITE_DELAY_USEC holds its write long enough to read it), in
+another file than journal-0.json, with a warning that says so (until session 35
+every batch failed, "Cannot record the batch journal ...: Operation not
+permitted", at every start until someone removed the file)."""
 
 import json
 import os
@@ -84,7 +88,7 @@ def test():
             whole = json.dumps(journal(boot, '/c', 8)) + '\n'
             with open(os.path.join(runtime_dir, 'journal-8.json'), 'w') as f:
                 f.write(whole[:len(whole) // 2])
-            open(os.path.join(runtime_dir, 'journal-0.json'), 'w').close()
+            open(os.path.join(runtime_dir, 'journal-17.json'), 'w').close()
             with open(os.path.join(runtime_dir, 'journal-9.json'), 'w') as f:
                 json.dump(dict(journal(boot, '/v', 9), version=2), f)
             os.mkdir(os.path.join(runtime_dir, 'journal-10.json'))
@@ -107,6 +111,10 @@ def test():
             with open(j14, 'w') as f:
                 f.write('{"version":1,"groups":[{"path":}]}\n')
             immutable = ft.subprocess.run(['chattr', '+i', j14], stderr=ft.subprocess.DEVNULL).returncode == 0
+            j0 = os.path.join(runtime_dir, 'journal-0.json')
+            if immutable:
+                shutil.copy(j14, j0)
+                ft.subprocess.run(['chattr', '+i', j0], check=True)
 
             env = {'FREEZERD_TEST_WRITE_DELAY_USEC': '300000'}
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
@@ -128,7 +136,7 @@ def test():
                 ft.check('journal-8.json was cut short while it was written' in log and
                          'Recovered interrupted batch 8' not in log, 'the journal cut short logged, not recovered',
                          log)
-                ft.check('journal-0.json' not in log, 'the empty slot removed quietly', log)
+                ft.check('journal-17.json' not in log, 'the empty slot removed quietly', log)
                 ft.check('journal-9.json is in a format other than this freezerd' in log and
                          'written by another version of freezerd' in log and
                          'Recovered interrupted batch 9' not in log,
@@ -144,13 +152,17 @@ def test():
                     ft.check(f'Batch journal {runtime_dir}/journal-14.json is damaged (not a journal' in log and
                              'left as it is (cannot rename it to journal-14.json.broken: Operation not permitted)'
                              in log, 'the journal that cannot be renamed logged as left', log)
+                    ft.check(f'Batch journal {runtime_dir}/journal-0.json is damaged (not a journal' in log and
+                             'left as it is (cannot rename it to journal-0.json.broken: Operation not permitted)'
+                             in log, "the one at the first slot's name logged as left", log)
                 ft.check(f'Batch journal {runtime_dir}/journal-13.json is damaged (not a regular file): kept as '
                          'journal-13.json.broken' in log, 'the FIFO logged as not a regular file', log)
                 ft.check('Bad message' not in log, 'no "Bad message"', log)
-                ft.check(log.count('.broken') == 6, 'journal-9, 10, 11, 12 and 13 kept as .broken, 14 not', log)
+                ft.check(log.count('.broken') == 6 + immutable,
+                         'journal-9, 10, 11, 12 and 13 kept as .broken, 14 and 0 not', log)
                 ft.check_equal(sc.read_freeze('/v'), 1, 'another format version: nothing restored, /v left frozen')
                 left = sorted(n for n in os.listdir(runtime_dir) if n.startswith('journal-'))
-                ft.check_equal(left, ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json.2.broken',
+                ft.check_equal(left, (['journal-0.json'] if immutable else []) + ['journal-10.json.broken', 'journal-11.json.broken', 'journal-12.json.2.broken',
                                       'journal-12.json.broken', 'journal-13.json.broken']
                                + (['journal-14.json'] if immutable else ['journal-14.json.broken'])
                                + ['journal-9.json.broken'],
@@ -158,20 +170,29 @@ def test():
                 ft.check(os.path.exists(os.path.join(runtime_dir, 'journal-12.json.broken', 'x')),
                          'the one kept before is still there')
 
-                # A batch of its own records this boot's id.
+                # A batch of its own records this boot's id, in another file than the
+                # journal-0.json left there.
                 ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
                 call = d.client.call_async('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, 1)
-                written = ft.wait_for(lambda: next((ft.read_journal(runtime_dir, n)
-                                                    for n in ft.live_journals(runtime_dir)), None),
+                written = ft.wait_for(lambda: next((j for j in (ft.read_journal(runtime_dir, n)
+                                                                for n in ft.live_journals(runtime_dir)) if j), None),
                                       timeout=10, what='the batch journal')
                 ft.check_equal(written.get('boot'), boot, "the journal carries this boot's id")
                 call.result(timeout=30)
+                if immutable:
+                    log = d.log()
+                    ft.check(f'{runtime_dir}/journal-0.json is there already and cannot hold a batch journal (it '
+                             'cannot be written): left as it is, batch journals go to other files' in log,
+                             'the slot it cannot take logged', log)
+                    ft.check_equal(open(j0).read(), open(j14).read(), 'journal-0.json left as it is')
+                    ft.check(os.path.exists(os.path.join(runtime_dir, 'journal-1.json')), 'journal-1.json kept')
                 sc.write_freeze('/g', 0)
                 sc.write_freeze('/c', 0)
                 sc.write_freeze('/v', 0)
         finally:
-            if os.path.exists(os.path.join(runtime_dir, 'journal-14.json')):
-                ft.subprocess.run(['chattr', '-i', os.path.join(runtime_dir, 'journal-14.json')])
+            for name in ('journal-14.json', 'journal-0.json'):
+                if os.path.exists(os.path.join(runtime_dir, name)):
+                    ft.subprocess.run(['chattr', '-i', os.path.join(runtime_dir, name)])
             shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
