@@ -619,7 +619,8 @@ static int write_replace(int dfd, const char *name, const char *text) {
  * start restores them as any journal's; f is removed.  The groups restored
  * are not kept: written again at the next start, they would undo what was
  * asked of them since.  Should that file not be written, f itself is renamed
- * so, all its groups kept.  *ret_name is the name kept. */
+ * so, all its groups kept.  *ret_name is the name kept.  Returns 1 if it
+ * holds failed (and boot_id, cgroup_root where f has none), 0 if f as it is. */
 static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size_t n, const char *boot_id,
                        const char *cgroup_root, char **ret_name) {
         _cleanup_free_ char *name = NULL, *text = NULL;
@@ -640,11 +641,41 @@ static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size
         } else if (!streq(f->name, name) && renameat(dfd, f->name, dfd, name) < 0)
                 return -errno;
         *ret_name = TAKE_PTR(name);
+        return r >= 0;
+}
+
+/* A journal-retry file, as it is now, for journal_forget(): copied. */
+static int retry_add(Journal *j, const char *name, uint64_t id, const char *boot, const char *cgroup_root,
+                     const JournalEntry *entries, size_t n) {
+        Found f = { .id = id, .n = 0 };
+
+        f.entries = calloc(n ?: 1, sizeof *f.entries);
+        if (!f.entries || !(f.name = strdup(name)) || (boot && !(f.boot = strdup(boot))) ||
+            (cgroup_root && !(f.cgroup_root = strdup(cgroup_root)))) {
+                found_done(&f);
+                return -ENOMEM;
+        }
+        for (; f.n < n; f.n++) {
+                f.entries[f.n] = entries[f.n];
+                if (!(f.entries[f.n].path = strdup(entries[f.n].path))) {
+                        found_done(&f);
+                        return -ENOMEM;
+                }
+        }
+        Found *l = realloc(j->retries, (j->n_retries + 1) * sizeof *l);
+        if (!l) {
+                found_done(&f);
+                return -ENOMEM;
+        }
+        j->retries = l;
+        j->retries[j->n_retries++] = f;
         return 0;
 }
 
-int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
-                    void *userdata, uint64_t *ret_max_id) {
+/* journal_recover(), and the files kept for another try recorded in j
+ * (unless NULL) as they are written, not read again. */
+static int recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
+                   void *userdata, uint64_t *ret_max_id, Journal *j) {
         _cleanup_(closedirp) DIR *d = NULL;
         Found *found = NULL;
         size_t n_found = 0, cap = 0;
@@ -819,6 +850,17 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
                          * again. */
                         r = keep_failed(dirfd(d), f, failed_entries ?: f->entries, failed_entries ? failed : f->n,
                                         boot_id, cgroup_root, &kept);
+                        if (r >= 0 && j) {
+                                int k = r > 0 ? retry_add(j, kept, f->id, f->boot ?: boot_id,
+                                                          f->cgroup_root ?: cgroup_root,
+                                                          failed_entries ?: f->entries,
+                                                          failed_entries ? failed : f->n)
+                                              : retry_add(j, kept, f->id, f->boot, f->cgroup_root, f->entries, f->n);
+                                if (k < 0)
+                                        log_warning_errno(k, "Cannot remember %s/%s: a flag written since is written "
+                                                          "back at the next start: %m",
+                                                          dir, kept);
+                        }
                         if (r < 0)
                                 log_error_errno(r, "Cannot keep the %u group%s of batch %" PRIu64 " that could not be "
                                                 "restored in %s/journal-retry-%" PRIu64 ".json: %s/%s left as it "
@@ -837,6 +879,16 @@ int journal_recover(const char *dir, const char *boot_id, const char *cgroup_roo
         if (ret_max_id)
                 *ret_max_id = max_id;
         return recovered;
+}
+
+int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
+                    void *userdata, uint64_t *ret_max_id) {
+        return recover(dir, boot_id, cgroup_root, restore, userdata, ret_max_id, NULL);
+}
+
+int journal_recover_into(Journal *j, const char *boot_id, journal_restore_t restore, void *userdata,
+                         uint64_t *ret_max_id) {
+        return recover(j->dir, boot_id, j->cgroup_root, restore, userdata, ret_max_id, j);
 }
 
 int journal_load_retries(Journal *j) {

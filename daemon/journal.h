@@ -101,9 +101,14 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
 int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
                     void *userdata, uint64_t *ret_max_id);
 
-/* Reads the journal-retry-<id>.json files of j's directory that
- * journal_recover() kept (the groups it could not restore), for
- * journal_forget(). */
+/* journal_recover() of j's directory and cgroup root, which also records in
+ * j the journal-retry-<id>.json files it keeps, for journal_forget(), as it
+ * writes them (what journal_load_retries() would read back). */
+int journal_recover_into(Journal *j, const char *boot_id, journal_restore_t restore, void *userdata,
+                         uint64_t *ret_max_id);
+/* Reads the journal-retry-<id>.json files of j's directory (the groups a
+ * start could not restore) into j, for journal_forget(): for a Journal made
+ * without journal_recover_into(). */
 int journal_load_retries(Journal *j);
 /* The flag of the group of that path (relative to j's cgroup root) and id
  * was set since the start (by freezerd or behind its back), or asked for

@@ -4719,18 +4719,15 @@ int manager_start(Manager *m) {
                                     m->state_dir, m->state_dir);
         }
         if (m->runtime_dir) {
-                /* A batch interrupted by a crash is undone before anything is read. */
-                r = journal_recover(m->runtime_dir, journal_boot_id(), m->cgroup_root, restore_flag, m,
-                                    &m->journal_seq);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
                 r = journal_new(m->runtime_dir, m->cgroup_root, &m->journal);
                 if (r < 0)
                         return log_error_errno(r, "Out of memory.");
-                r = journal_load_retries(m->journal);
+                /* A batch interrupted by a crash is undone before anything is
+                 * read; the groups it cannot restore are kept in m->journal
+                 * for journal_forget(). */
+                r = journal_recover_into(m->journal, journal_boot_id(), restore_flag, m, &m->journal_seq);
                 if (r < 0)
-                        log_warning_errno(r, "Cannot read the kept batch journals of %s: a flag written since "
-                                          "is written back at the next start: %m", m->runtime_dir);
+                        return log_error_errno(r, "Cannot recover batch journals in %s: %m", m->runtime_dir);
         }
 
         r = manager_attach_root(m);

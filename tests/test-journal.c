@@ -492,6 +492,34 @@ static void test_keep_failed(void) {
         CHECK(file_size(retry) < 0);
         journal_forget(j, "/refused2", 0);
         j = journal_free(j);
+
+        /* journal_recover_into() knows the files it keeps as it writes them:
+         * no journal_load_retries(), which would read them back. */
+        write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false},"
+                         "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
+                         "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        CHECK(!journal_has_retries(j));
+        n_restored = 0;
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
+        CHECK(max_id == 8 && n_restored == 1 && journal_has_retries(j));
+        size = file_size(retry);
+        journal_forget(j, "/refused", 5);
+        CHECK(file_size(retry) > 0 && file_size(retry) < size);
+        {
+                _cleanup_free_ char *t = NULL;
+                _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
+                CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &t, &len) >= 0);
+                CHECK(t && journal_parse(t, len, &e, &n, &boot, &root, &id) == 0);
+                CHECK(id == 8 && streq_ptr(boot, "boot-1") && streq_ptr(root, "/cg"));
+                CHECK(n == 1 && streq(e[0].path, "/refused2") && !e[0].prev_freeze && e[0].new_freeze);
+                journal_entries_free(e, n);
+                free(boot);
+                free(root);
+        }
+        journal_forget(j, "/refused2", 0);
+        CHECK(file_size(retry) < 0 && !journal_has_retries(j));
+        j = journal_free(j);
         refuse = false;
         CHECK(dir_empty(dir));
         CHECK(rmdir(dir) == 0);
