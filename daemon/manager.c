@@ -4686,37 +4686,62 @@ static void manager_load_tracked(Manager *m) {
         json_object_put(root);
 }
 
+static int lock_runtime_dir(Manager *m) {
+        int r = mkdir_p(m->runtime_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create runtime directory %s: %m", m->runtime_dir);
+        return lock_dir(m->runtime_dir, "runtime directory", m->state_lock_fd, false, NULL, &m->runtime_lock_fd);
+}
+
+static int lock_state_dir(Manager *m) {
+        bool read_only = false;
+        int r;
+
+        r = mkdir_p(m->state_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
+        /* The state directory only keeps tracked.json: read-only, it is read,
+         * and freezerd runs, saying that what is tracked from now on will not
+         * outlive it.  (Before session 33 it did not start.)  The runtime
+         * directory must be writable: the batch journals and the private
+         * socket are there. */
+        r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, true, &read_only, &m->state_lock_fd);
+        if (r < 0)
+                return r;
+        if (read_only)
+                log_warning("State directory %s is on a read-only file system: %s/tracked.json is read, but "
+                            "subtrees tracked from now on are not kept across a restart.",
+                            m->state_dir, m->state_dir);
+        return 0;
+}
+
 int manager_start(Manager *m) {
         int r;
 
         /* Both directories are ours alone before anything in them is read or
-         * written: journals, the private socket (bound later), tracked.json. */
-        if (m->runtime_dir) {
-                r = mkdir_p(m->runtime_dir, 0755);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot create runtime directory %s: %m", m->runtime_dir);
-                r = lock_dir(m->runtime_dir, "runtime directory", -1, false, NULL, &m->runtime_lock_fd);
+         * written: journals, the private socket (bound later), tracked.json.
+         * A runtime directory that does not exist is made and locked after
+         * a state directory that does, where it is locked first otherwise
+         * (its errors first): the one another freezerd holds exists, so a
+         * freezerd refused makes nothing (until session 35 one refused by
+         * the state directory's lock left the runtime directory it had made,
+         * with its lock file). */
+        bool runtime_later = m->runtime_dir && m->state_dir && access(m->runtime_dir, F_OK) < 0 && errno == ENOENT &&
+                             access(m->state_dir, F_OK) == 0;
+        if (m->runtime_dir && !runtime_later) {
+                r = lock_runtime_dir(m);
                 if (r < 0)
                         return r;
         }
         if (m->state_dir) {
-                r = mkdir_p(m->state_dir, 0755);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
-                /* The state directory only keeps tracked.json: read-only, it
-                 * is read, and freezerd runs, saying that what is tracked from
-                 * now on will not outlive it.  (Before session 33 it did not
-                 * start.)  The runtime directory must be writable: the batch
-                 * journals and the private socket are there. */
-                bool read_only = false;
-                r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, true, &read_only,
-                             &m->state_lock_fd);
+                r = lock_state_dir(m);
                 if (r < 0)
                         return r;
-                if (read_only)
-                        log_warning("State directory %s is on a read-only file system: %s/tracked.json is read, but "
-                                    "subtrees tracked from now on are not kept across a restart.",
-                                    m->state_dir, m->state_dir);
+        }
+        if (runtime_later) {
+                r = lock_runtime_dir(m);
+                if (r < 0)
+                        return r;
         }
         if (m->runtime_dir) {
                 r = journal_new(m->runtime_dir, m->cgroup_root, &m->journal);

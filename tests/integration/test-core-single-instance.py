@@ -18,6 +18,11 @@ Checks:
     frozen), the journal still there with the same bytes, the runtime and state
     directories hold the same files, the private socket is the same inode and
     freezerd 1 answers there.
+  * One on a runtime directory that does not exist and freezerd 1's state
+    directory exits 1, "Another freezerd (PID <freezerd 1>) is running with
+    state directory DIR", and makes nothing: the runtime directory is still
+    not there (until session 35 it was made, with a lock file, before the
+    state directory's lock was found held).  So too the other way round.
   * A third freezerd, on directories of its own but the same bus, exits 1 with
     one line saying that the name org.freezerd.Freezer1 is owned by another
     process (another freezerd?); the flags are still as freezerd 1 wrote them.
@@ -115,6 +120,20 @@ def test():
                                    'freezerd 1 still answers on its private socket')
                 ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'freezerd 1 still says /s freezing')
                 ft.check(not pending.done(), 'the batch still waits: it was not cancelled')
+
+                # ---- a runtime directory that does not exist, the same state directory, and the other
+                # way round
+                for new_run, new_state, held, what in ((os.path.join(dirs, 'new', 'run'), state, state, 'state'),
+                                                       (run, os.path.join(dirs, 'new', 'state'), run, 'runtime')):
+                    status, lines = run_freezerd(bus, sc, d1.config_path, new_run, new_state)
+                    ft.check_equal(status, 1, f'a second freezerd on the same {what} directory exits 1')
+                    want = f'Another freezerd (PID {d1.pid}) is running with {what} directory {held}'
+                    ft.check(len(lines) == 1 and want in lines[0], f'... with one line: "{want}"', lines)
+                    ft.check(not os.path.exists(os.path.join(dirs, 'new')),
+                             '... and makes no directory, no lock file', os.listdir(dirs))
+                    shutil.rmtree(os.path.join(dirs, 'new'), ignore_errors=True)
+                    ft.check_equal((snapshot(run), snapshot(state)), (run_before, state_before),
+                                   "... and freezerd 1's directories are unchanged")
 
                 # ---- directories of its own, the same bus
                 status, lines = run_freezerd(bus, sc, d1.config_path, run3, state3)
