@@ -40,11 +40,13 @@ def session_pids(sid):
         if not name.isdigit():
             continue
         try:
-            with open(f'/proc/{name}/stat') as f:
+            # Bytes: a task's name need not be UTF-8 (other tests name
+            # theirs so), and this looks at every process of the machine.
+            with open(f'/proc/{name}/stat', 'rb') as f:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(')') + 2:].split()
+        fields = stat[stat.rindex(b')') + 2:].split()
         if int(fields[3]) == sid:
             pids.append(int(name))
     return pids
