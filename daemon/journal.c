@@ -192,10 +192,14 @@ int journal_new(const char *dir, const char *cgroup_root, Journal **ret) {
         return 0;
 }
 
-/* Closes the slot's file and removes it. */
+/* Closes the slot's file and removes it.  Where it cannot be removed (the
+ * directory made immutable meanwhile), it is emptied, as a kept slot is: a
+ * finished batch's journal left there would be undone by the next start. */
 static void slot_drop(JournalSlot *s) {
         if (s->fd >= 0) {
-                (void) unlink(s->path);
+                if (unlink(s->path) < 0 && errno != ENOENT && ftruncate(s->fd, 0) < 0)
+                        log_error("Cannot remove or empty the batch journal %s: the next start will restore what it holds.",
+                                  s->path);
                 closep(&s->fd);
                 s->fd = -1;
         }

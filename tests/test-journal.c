@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "cgroup-util.h"
@@ -630,7 +633,52 @@ static void test_slot_taken(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+static int set_immutable(const char *path, bool on) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int flags;
+
+        if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
+                return -errno;
+        flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+        return ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0 ? -errno : 0;
+}
+
+/* A slot's file that cannot be removed when its batch ends (the directory
+ * made immutable meanwhile) is emptied: a finished batch's journal left
+ * there would be undone by the next start. */
+static void test_drop_immutable_dir(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        JournalEntry a[] = { { "/a", false, true } };
+        _cleanup_free_ char *p1 = NULL;
+        unsigned s0 = 99, s1 = 99;
+        Journal *j = NULL;
+        int r;
+
+        CHECK(dir);
+        p1 = slot_file(dir, 1);
+        CHECK(journal_new(dir, NULL, &j) == 0);
+        CHECK(journal_begin(j, 1, NULL, a, 1, &s0) == 0 && s0 == 0);
+        CHECK(journal_begin(j, 2, NULL, a, 1, &s1) == 0 && s1 == 1);
+        CHECK(file_size(p1) > 0);
+        r = set_immutable(dir, true);
+        if (r < 0) {
+                fprintf(stderr, "test-journal: cannot make %s immutable (%s): drop of an immutable slot not checked\n",
+                        dir, strerror(-r));
+        } else {
+                CHECK(journal_end(j, s1) == 0);
+                CHECK(file_size(p1) == 0);
+                CHECK(set_immutable(dir, false) == 0);
+        }
+        CHECK(journal_end(j, s0) == 0);
+        j = journal_free(j);
+        (void) unlink(p1);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
+        test_drop_immutable_dir();
         test_slot_taken();
         test_size_limit();
         test_slots_and_recover();
