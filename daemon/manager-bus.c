@@ -2039,6 +2039,36 @@ static int filter_get_all(sd_bus_message *msg, void *userdata, sd_bus_error *err
                              error);
 }
 
+/* ---- unknown objects ---------------------------------------------------------------------------------- */
+
+/* sd-bus answers a call on an object it does not know with UnknownObject,
+ * "Unknown object '<the whole object path>'.": a call on a 60 kB object path
+ * got a 60 kB error.  A call whose path is longer than a caller's string is
+ * quoted (cg_quote()) and that is no object of freezerd's is answered here,
+ * before sd-bus's own dispatch, with the same error, the path quoted as any
+ * other.  freezerd's objects all have short paths but the groups' (a 4 kB
+ * path encodes to up to 12 kB), which group_find() knows; the Peer interface
+ * sd-bus answers on any path.  (A call on a path over 64 kB never gets here
+ * nor anywhere: sd-bus's reader finds the message invalid and drops it, with
+ * no reply; README, "D-Bus API".) */
+static int filter_unknown_object(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *path = sd_bus_message_get_path(msg);
+        void *found = NULL;
+        int r;
+
+        if (!path || strlen(path) <= CG_QUOTE_MAX || sd_bus_message_is_method_call(msg, NULL, NULL) <= 0 ||
+            streq_ptr(sd_bus_message_get_interface(msg), "org.freedesktop.DBus.Peer"))
+                return 0;
+        r = group_find(sd_bus_message_get_bus(msg), path, GROUP_IFACE, m, &found, error);
+        if (r != 0)
+                return 0; /* one of ours (or no memory to tell): sd-bus answers */
+        r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", CG_QUOTE(path));
+        if (r < 0)
+                log_debug_errno(r, "Cannot reply to a call on an unknown object: %m");
+        return 1;
+}
+
 /* ---- signals ------------------------------------------------------------------------------------------- */
 
 /* Where a signal goes: the bus, and the private connections that subscribed
@@ -2547,6 +2577,9 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
         int r;
 
         r = sd_bus_add_filter(bus, NULL, filter_get_all, m);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_filter(bus, NULL, filter_unknown_object, m);
         if (r < 0)
                 return r;
 

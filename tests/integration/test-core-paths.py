@@ -20,7 +20,15 @@ Checks (each error's message names the path it is about):
     pressure trigger with a 200 kB resource, NoSuchGroup for a 3 kB path (until
     session 34 the order and the resource came back whole, a 1 MB message); a path of
     3000 "é" gets its InvalidPath (until session 34 the cut fell inside a character,
-    sd-bus could not send the error, and the call went unanswered)."""
+    sd-bus could not send the error, and the call went unanswered).
+  * Calls on object paths of no object (on the bus and on the private socket): a
+    missing group's of 3 kB and of 60 kB, one below a group, one outside freezerd's
+    prefix: Group.Freeze, Get, GetAll, Introspect, an unknown method each get
+    UnknownObject, the path quoted as above (until session 35 sd-bus's message quoted
+    the whole object path, 60 kB).  Peer.Ping there is still answered, and a group
+    whose object path is 439 bytes long still answers Get, GetAll, and UnknownMethod.
+    A call on an object path over 64 kB is dropped by sd-bus unanswered (README): the
+    connection serves on."""
 
 import os
 import sys
@@ -55,10 +63,60 @@ def check_huge(c):
                  repr(e.message[:100] + ' ... ' + e.message[-100:]))
 
 
+def check_unknown_objects(c, where):
+    """Calls on object paths of no object: sd-bus's UnknownObject quoted the whole path."""
+    quoted = 256
+    long_group = '/g/' + 'b' * 200 + '/' + 'c' * 200
+    for obj in (ft.GROUP_PREFIX + '/' + 'a' * 3000, ft.GROUP_PREFIX + '/' + 'x' * 60000,
+                ft.group_object('/g/missing' + '/' + 'd' * 250), ft.group_object(long_group) + '/below',
+                '/elsewhere/' + 'e' * 3000):
+        for what, iface, member, sig, body in (
+                ('Group.Freeze', ft.GROUP_IFACE, 'Freeze', 'tt', (0, 0)),
+                ('Get', ft.PROPERTIES_IFACE, 'Get', 'ss', (ft.GROUP_IFACE, 'Path')),
+                ('GetAll', ft.PROPERTIES_IFACE, 'GetAll', 's', (ft.GROUP_IFACE,)),
+                ('Introspect', 'org.freedesktop.DBus.Introspectable', 'Introspect', None, ()),
+                ('an unknown method', ft.GROUP_IFACE, 'NoSuchMethod', None, ())):
+            desc = f'{where}: {what} on a {len(obj)}-byte object path of no object'
+            try:
+                c.call_method(obj, iface, member, sig, body)
+                ft.fail(f'{desc} succeeded')
+            except ft.DBusError as x:
+                e = x
+            ft.check(e.name == 'org.freedesktop.DBus.Error.UnknownObject' and
+                     len(e.message.encode()) < quoted + 200 and obj[:quoted - 4] in e.message and
+                     f'... ({len(obj)} bytes)' in e.message,
+                     f'{desc}: UnknownObject, quoting the start of the path and its size '
+                     f'({len(e.message.encode())} bytes)', f'{e.name}: {e.message[:100]!r} ... {e.message[-100:]!r}')
+    # What freezerd answers itself is only what sd-bus would not have found.
+    obj = ft.GROUP_PREFIX + '/' + 'a' * 3000
+    c.call_method(obj, 'org.freedesktop.DBus.Peer', 'Ping')
+    ft.check(True, f'{where}: Peer.Ping on a {len(obj)}-byte object path of no object is answered')
+    obj = ft.group_object(long_group)
+    ft.check_equal(c.get_property(obj, ft.GROUP_IFACE, 'Path'), long_group,
+                   f'{where}: Path of the group with a {len(obj)}-byte object path')
+    ft.check_equal(c.get_all(obj, ft.GROUP_IFACE)['Path'], long_group, f'{where}: GetAll of it')
+    try:  # (not expect_dbus_error(), whose check would print the path)
+        c.call_method(obj, ft.GROUP_IFACE, 'NoSuchMethod')
+        ft.fail(f'{where}: an unknown method of it succeeded')
+    except ft.DBusError as x:
+        e = x
+    ft.check(e.name == 'org.freedesktop.DBus.Error.UnknownMethod' and len(e.message) < quoted,
+             f'{where}: an unknown method of it: UnknownMethod, a short message', f'{e.name}: {e.message!r}')
+    # Over 64 kB sd-bus's reader finds the message invalid and drops it: freezerd never
+    # sees the call, and cannot answer it (README, "Errors").  The connection serves on.
+    obj = ft.GROUP_PREFIX + '/' + 'a' * 70000
+    dropped = c.send_call(obj, ft.GROUP_IFACE, 'Freeze', 'tt', (0, 0))
+    ft.check_equal(c.call('GetGroup', '/g')[0], ft.group_object('/g'),
+                   f'{where}: a call after one on a {len(obj)}-byte object path')
+    print(f'# {where}: the call on the {len(obj)}-byte object path was '
+          f'{"answered" if dropped.done() else "dropped by sd-bus, unanswered"}')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-paths') as sc, ft.Bus() as bus:
         sc.mkdir('/g/h')
+        sc.mkdir('/g/' + 'b' * 200 + '/' + 'c' * 200)
         sc.spawn_sleepers('/g', 1)
 
         with ft.Daemon(bus, sc.root) as d:
@@ -113,6 +171,9 @@ def test():
                            ('running', 'running'), 'both groups are running')
 
             check_huge(c)
+            check_unknown_objects(c, 'bus')
+            with ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as p:
+                check_unknown_objects(p, 'private socket')
             ft.check_equal(sc.read_freeze('/g'), 0, 'the calls with huge arguments wrote nothing')
 
             c.call('Freeze', 'g', 0, 0)
