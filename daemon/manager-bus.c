@@ -623,7 +623,7 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                                          "The flags of the groups freezerd follows are written, but %s, which it "
                                          "does not follow, cannot be thawed: %s; the flags of the groups freezerd "
                                          "does not follow are left as they were",
-                                         b->odd.items[failed].shown, strerror(-r));
+                                         CG_QUOTE(b->odd.items[failed].shown), strerror(-r));
         }
         b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
@@ -840,22 +840,24 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
         if (!c->tracked || !d || !d->unfollowed_children)
                 return 0;
         r = odd_groups_collect(m->root_fd, c->path, child_in_model, m, odd, &where);
+        /* where comes whole (one path, below PATH_MAX, escaped): the group it
+         * names is at its end, which a quote (cg_quote()) would cut away. */
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s that freezerd does not follow: more than "
                                          "%d; nothing was written",
-                                         c->path, ODD_GROUPS_MAX);
+                                         CG_QUOTE(c->path), ODD_GROUPS_MAX);
         if (r == -ENAMETOOLONG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s, which freezerd does not follow: a group "
                                          "there is nested so deep that its path is longer than the kernel opens "
                                          "(PATH_MAX, %d bytes); nothing was written",
-                                         where ?: c->path, PATH_MAX);
+                                         where ?: CG_QUOTE(c->path), PATH_MAX);
         if (r == -ENOENT)
                 return 0; /* removed meanwhile: its rmdir is on its way */
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot list the groups below %s: %s; nothing was written",
-                                               where ?: c->path, strerror(-r));
+                                               where ?: CG_QUOTE(c->path), strerror(-r));
         return 0;
 }
 
@@ -906,7 +908,7 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                         continue; /* gone: nothing to write */
                 if (r < 0)
                         return sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s",
-                                                       odd->items[i].shown, strerror(-r));
+                                                       CG_QUOTE(odd->items[i].shown), strerror(-r));
                 if (access_allowed(ACCESS_FREEZE, caller, owner))
                         continue;
                 r = odd_group_read_flag(m->root_fd, &odd->items[i], &flag);
@@ -1414,14 +1416,15 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                 return sd_bus_error_set_errnof(error, r,
                                                                "Cannot list the groups below %s: %s; nothing was "
                                                                "written",
-                                                               a->path, strerror(-r));
+                                                               CG_QUOTE(a->path), strerror(-r));
                         if (odd && by_name)
                                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
                                                          "not follow it, as its name is not UTF-8 that D-Bus can "
                                                          "carry, or holds a control character; freeze %s as a whole "
                                                          "(or rename that group); nothing was written",
-                                                         streq(a->path, "/") ? "" : a->path, "/", odd, a->path);
+                                                         streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
+                                                         CG_QUOTE(odd), CG_QUOTE(a->path));
                         if (odd)
                                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
@@ -1430,8 +1433,8 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "descriptor was left: see its log); freeze %s as a whole, "
                                                          "or raise the limit and Track(\"%s\") to follow it; nothing "
                                                          "was written",
-                                                         streq(a->path, "/") ? "" : a->path, "/", odd, a->path,
-                                                         a->path);
+                                                         streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
+                                                         CG_QUOTE(odd), CG_QUOTE(a->path), CG_QUOTE(a->path));
                 }
         return 0;
 }
@@ -1871,8 +1874,8 @@ static int group_property_get(sd_bus *bus, const char *path, const char *interfa
                 uint64_t v = 0;
                 int r = manager_group_frozen_usec(group_manager(g), g, &v);
                 if (r < 0 && r != -ENOENT && r != -ENODEV)
-                        return sd_bus_error_set_errnof(error, r, "Cannot read cgroup.stat.local of %s: %s", g->path,
-                                                       strerror(-r));
+                        return sd_bus_error_set_errnof(error, r, "Cannot read cgroup.stat.local of %s: %s",
+                                                       CG_QUOTE(g->path), strerror(-r));
                 return sd_bus_message_append(reply, "t", v);
         }
         return -EINVAL;

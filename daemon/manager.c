@@ -811,7 +811,7 @@ static void group_data_destroy(Group *g, void *userdata) {
         while (d->entries) {
                 OpEntry *e = d->entries;
                 operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
-                               g->path, e->new_freeze ? "freeze" : "thaw");
+                               CG_QUOTE(g->path), e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
 
@@ -2025,7 +2025,7 @@ void manager_dispatch(Manager *m) {
                 if (op->doom_rollback)
                         restored = operation_rollback(op, &kept, &kept_path);
                 if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
-                                         restored ? ", but" : ". The flag of", kept_path,
+                                         restored ? ", but" : ". The flag of", CG_QUOTE(kept_path),
                                          kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
                         kept_msg = NULL;
                 operation_fail(op, op->doom_name, "%s%s%s", msg ?: "Failed",
@@ -2294,9 +2294,10 @@ static bool operation_check(Operation *op) {
                                 bool outer;
                                 const char *a = manager_frozen_by(op->manager, g, &outer);
                                 operation_doom(op, false, BUS_ERROR_FROZEN_BY_PARENT,
-                                               "%s: its own flag is cleared, but it is still frozen by %s%s%s", g->path,
-                                               a ?: "an ancestor", outer ? ", above freezerd's cgroup root " : "",
-                                               outer ? op->manager->cgroup_root : "");
+                                               "%s: its own flag is cleared, but it is still frozen by %s%s%s",
+                                               CG_QUOTE(g->path), a ? CG_QUOTE(a) : "an ancestor",
+                                               outer ? ", above freezerd's cgroup root " : "",
+                                               outer ? CG_QUOTE(op->manager->cgroup_root) : "");
                                 return true;
                         }
                         e->done = !g->frozen;
@@ -2340,7 +2341,8 @@ static void operations_frozen_by_parent(Manager *m) {
 static void entry_reversed(OpEntry *e) {
         Group *g = e->group;
 
-        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s", g->path,
+        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
+                           CG_QUOTE(g->path),
                            e->new_freeze ? "freeze" : "thaw", g->freeze,
                            e->op->doomed ? "freezerd answered" : "the kernel confirmed it");
 }
@@ -2581,7 +2583,7 @@ static void group_list_blocking(FILE *f, Group *g) {
                 if (!group_holds_back_freeze(c))
                         continue;
                 if (n < 4)
-                        fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", c->path,
+                        fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", CG_QUOTE(c->path),
                                 freezer_state_to_string(c->state));
                 n++;
         }
@@ -2633,7 +2635,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
                         continue;
                 }
                 fprintf(st->f, "%s%d (%s) of %s, %s", st->listed ? "; " : ". Not frozen: task ", (int) t.tid, t.comm,
-                        g->path, task_state_describe(&t, desc, sizeof desc));
+                        CG_QUOTE(g->path), task_state_describe(&t, desc, sizeof desc));
                 st->listed++;
         }
 }
@@ -2657,6 +2659,8 @@ static void operation_list_stuck_tasks(Operation *op, FILE *f) {
                 fputs("; and maybe more (not all read)", f);
 }
 
+#define TIMEOUT_GROUPS_NAMED 4
+
 static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
         Operation *op = userdata;
         Manager *m = op->manager;
@@ -2671,20 +2675,26 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                 manager_dispatch(m);
                 return;
         }
+        /* Each path quoted (cg_quote(): under 300 bytes, as the groups
+         * freezerd follows have UTF-8 names without control characters), at
+         * most TIMEOUT_GROUPS_NAMED groups named, each with up to 4 below it,
+         * and up to STUCK_TASKS_LISTED tasks: a batch of 65,536 groups of 4 kB
+         * paths still gets a message under 10 kB. */
         unsigned n_listed = 0;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
                 if (!e->group || e->done)
                         continue;
-                if (n_listed < 16) {
-                        fprintf(f, "%s%s (%s", n_listed ? ", " : "", e->group->path,
+                if (n_listed < TIMEOUT_GROUPS_NAMED) {
+                        fprintf(f, "%s%s (%s", n_listed ? ", " : "", CG_QUOTE(e->group->path),
                                 freezer_state_to_string(e->group->state));
                         group_list_blocking(f, e->group);
                         fputc(')', f);
-                } else if (n_listed == 16)
-                        fputs(", ...", f);
+                }
                 n_listed++;
         }
+        if (n_listed > TIMEOUT_GROUPS_NAMED)
+                fprintf(f, " and %u more", n_listed - TIMEOUT_GROUPS_NAMED);
         operation_list_stuck_tasks(op, f);
         fclose(f);
 
@@ -2945,7 +2955,7 @@ static int refuse_self_freeze(Manager *m, const Group *g, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Refusing to freeze %s: it contains freezerd itself (%s), which could then "
                                          "never confirm or undo the freeze",
-                                         CG_QUOTE(g->path), m->self_path);
+                                         CG_QUOTE(g->path), CG_QUOTE(m->self_path));
         return 0;
 }
 
@@ -3007,9 +3017,10 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
                         return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
                                                  "%s is frozen by %s, above freezerd's cgroup root %s; nothing was "
                                                  "written",
-                                                 g->path, a, m->cgroup_root);
+                                                 CG_QUOTE(g->path), CG_QUOTE(a), CG_QUOTE(m->cgroup_root));
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                         "%s is freezerd's cgroup root (%s) and cannot be %s", g->path, m->cgroup_root,
+                                         "%s is freezerd's cgroup root (%s) and cannot be %s", CG_QUOTE(g->path),
+                                         CG_QUOTE(m->cgroup_root),
                                          freeze ? "frozen" : "thawed");
         }
 
@@ -3078,7 +3089,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         r = operation_arm(op);
         if (r < 0)
-                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", g->path);
+                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", CG_QUOTE(g->path));
         return 0;
 }
 
@@ -3154,7 +3165,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 if (items[i].group == tree_root(m->tree))
                         return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
                                                  "/ is freezerd's cgroup root (%s) and cannot be frozen or thawed",
-                                                 m->cgroup_root);
+                                                 CG_QUOTE(m->cgroup_root));
 
         for (size_t i = 0, freezes = 0; i < n; i++)
                 if (items[i].freeze) {
@@ -3232,7 +3243,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                                 /* Not settled: the groups it covered follow their own files. */
                                 group_poll_uncovered(m, items[j - 1].group);
                         }
-                        if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw", g->path,
+                        if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw",
+                                     CG_QUOTE(g->path),
                                      r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
                                      rollback ? "the batch was rolled back"
                                               : "the requests before it stay applied") < 0)
@@ -3813,8 +3825,8 @@ static void subtree_fail_waiting(Group *g, const char *untracked) {
         for (Group *c = g; c; c = tree_next_preorder(g, c))
                 for (OpEntry *e = group_data(c)->entries; e; e = e->gnext)
                         operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s", c->path,
-                                       untracked, e->new_freeze ? "freeze" : "thaw");
+                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s",
+                                       CG_QUOTE(c->path), CG_QUOTE(untracked), e->new_freeze ? "freeze" : "thaw");
 }
 
 /* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
