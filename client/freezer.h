@@ -198,7 +198,8 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
  * freezer_cancel_call(), which freezerd carries out all the same), on
  * freezerd's private socket until freezerd has read them all, and on the bus
  * for one round trip to freezerd (it refuses the calls of a caller that left
- * before the bus told it the caller's uid), at most 25 s. It does not wait for ever: once the peer
+ * before the bus told it the caller's uid), at most 25 s; a signal the
+ * program handles does not end the wait. It does not wait for ever: once the peer
  * (freezerd, or the bus) took nothing for 5 s, being stopped or no longer
  * reading, what is left unsent is dropped. */
 FREEZER_EXPORT freezer *freezer_close(freezer *f);

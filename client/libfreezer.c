@@ -652,12 +652,25 @@ static void drain_until_peer_closes(int fd) {
  * may wait for its answer (sd-bus's 25 s): freezerd may take a while over a
  * large call (a 26 MB batch took 0.5 s here, 12 s under AddressSanitizer). */
 static void ping_daemon(sd_bus *bus) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        uint64_t deadline = now_usec() + SD_BUS_DEFAULT_TIMEOUT_USEC;
 
-        if (sd_bus_message_new_method_call(bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                           "org.freedesktop.DBus.Peer", "Ping") < 0)
-                return;
-        (void) sd_bus_call(bus, m, SD_BUS_DEFAULT_TIMEOUT_USEC, NULL, NULL);
+        for (;;) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+                uint64_t now = now_usec();
+
+                if (now >= deadline)
+                        return;
+                if (sd_bus_message_new_method_call(bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                                   "org.freedesktop.DBus.Peer", "Ping") < 0)
+                        return;
+                /* sd-bus before v253 gives up the wait with -EINTR when a
+                 * signal the program handles comes (a container manager's
+                 * SIGCHLD), and the close went on at once: freezerd then
+                 * refused the calls of a caller gone.  Another Ping serves as
+                 * well (the first one's answer is dropped when it comes). */
+                if (sd_bus_call(bus, m, deadline - now, NULL, NULL) != -EINTR)
+                        return;
+        }
 }
 
 FREEZER_EXPORT freezer *freezer_close(freezer *f) {

@@ -47,7 +47,9 @@ two freezer_dispatch() calls (it took one per call).  freezer_close() with a cal
 flight waits for a stopped freezerd to take it also while signals wait in the handle's
 memory (it closed at once then), and freezer_get_events() says POLLIN then (it said 0).  On a bus handle, freezerd killed with a call in flight: the
 call gets -ECONNRESET and org.freedesktop.DBus.Error.Disconnected (the bus's NoReply
-read -ETIMEDOUT).
+read -ETIMEDOUT).  freezer_close() on the bus with a call in flight, freezerd stopped and
+signals (with a handler) coming while it waits for freezerd: freezerd takes the call once
+it goes on (a signal ended the wait, and freezerd refused the call of a caller gone).
 freezer_dispatch() is bounded: with 300 InterfacesAdded waiting on a private handle's
 socket, one call runs at most FREEZER_DISPATCH_MAX (64) callbacks, after which
 freezer_get_timeout() says now and freezer_wait() returns at once; the rest come over
@@ -629,6 +631,34 @@ def check_close_flush(lib, sc, d, bus, label):
     check_close_at_once(open_handle(), 'with no call in flight')
 
 
+def check_close_signal(lib, sc, d, bus):
+    """freezer_close() on the bus, with a call in flight, waits for freezerd to answer a Ping (so
+    that freezerd has the caller's uid, and takes the call, before the caller leaves) also when a
+    signal the program handles comes meanwhile: sd-bus before v253 fails the Ping with -EINTR then,
+    and the close went on at once; freezerd, stopped, later refused the call of a caller gone from
+    the bus, and /g/k stayed thawed.  The signals come while freezer_close() waits in ppoll(), and
+    freezerd goes on only after them."""
+    ignore = CALL_CALLBACK(lambda _f, _res, _ud: None)
+    call_id = ctypes.c_uint64()
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        ft.check_equal(lib.freezer_freeze_async(f, b'/g/k', 0, NO_WAIT, ignore, None, ctypes.byref(call_id)), 0,
+                       'freezer_freeze_async(/g/k, NO_WAIT), freezerd stopped')
+    except BaseException:
+        os.kill(d.pid, signal.SIGCONT)
+        raise
+    _, n = base.interrupted_in_ppoll(lambda: lib.freezer_close(f), d.pid)
+    if os.uname().machine != 'x86_64':
+        ft.check(True, 'freezer_close() and signals: skipped (not x86_64)')
+    else:
+        ft.check(n > 0, 'signals came while freezer_close() waited for freezerd', n)
+    sc.wait_events('/g/k', frozen=1)
+    ft.check(True, 'a signal during freezer_close() does not end its wait: freezerd takes the call in flight')
+    d.client.call('Thaw', '/g/k', 0, 0)
+
+
 def check_bus_daemon_exit(lib, sc, bus):
     """A bus handle whose freezerd exits with a call in flight: -ECONNRESET (the bus says
     NoReply, which read -ETIMEDOUT as if the kernel had not confirmed)."""
@@ -744,6 +774,7 @@ def test():
             check_close_queued(lib, sc, d)
             check_close_flush(lib, sc, d, bus, 'private socket')
             check_close_flush(lib, sc, d, bus, 'bus')
+            check_close_signal(lib, sc, d, bus)
         check_lost_connection(lib, sc, bus)
         check_bus_daemon_exit(lib, sc, bus)
     print('# checked: freezer_freeze/thaw/apply_batch/freeze_except_async on the bus and the private socket, '

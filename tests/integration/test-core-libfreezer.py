@@ -559,6 +559,73 @@ def check_cache_pruned(lib, sc, d, bus):
             sc.rmdir('/c')
 
 
+PPOLL_SYSCALL = 271  # ppoll() on x86_64, where sd-bus waits for an answer
+
+
+def in_ppoll(tid):
+    """Whether thread tid of this process waits in ppoll()."""
+    try:
+        with open(f'/proc/self/task/{tid}/syscall') as fp:
+            return fp.read().split()[0] == str(PPOLL_SYSCALL)
+    except (OSError, IndexError):
+        return False
+
+
+def sigalrm_pending(tid):
+    """Whether a SIGALRM sent to thread tid of this process waits to be delivered."""
+    try:
+        with open(f'/proc/self/task/{tid}/status') as fp:
+            for line in fp:
+                if line.startswith('SigPnd:'):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGALRM - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def interrupted_in_ppoll(fn, stopped_pid, signals=3):
+    """fn() in this (the main) thread while a helper thread sends it SIGALRM, whose handler
+    returns, each time it waits in ppoll() (up to signals times, each once the one before was
+    delivered), then resumes stopped_pid (SIGCONT).  Returns fn()'s
+    result and how many signals came (0 where the machine is not x86_64: there it resumes
+    stopped_pid first, and sends none)."""
+    if os.uname().machine != 'x86_64':
+        os.kill(stopped_pid, signal.SIGCONT)
+        return fn(), 0
+    main = threading.main_thread()
+    done = threading.Event()
+    sent = []
+
+    def wait_while(cond):
+        deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+        while not done.is_set() and cond() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def interrupt():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        try:
+            for _ in range(signals):
+                wait_while(lambda: not in_ppoll(main.native_id))
+                if done.is_set() or not in_ppoll(main.native_id):
+                    break
+                signal.pthread_kill(main.ident, signal.SIGALRM)
+                sent.append(True)
+                wait_while(lambda: sigalrm_pending(main.native_id))
+        finally:
+            os.kill(stopped_pid, signal.SIGCONT)
+
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    t = threading.Thread(target=interrupt, daemon=True)
+    t.start()
+    try:
+        result = fn()
+    finally:
+        done.set()
+        t.join()
+        signal.signal(signal.SIGALRM, previous)
+    return result, len(sent)
+
+
 def check_resync(lib, sc, bus):
     """freezer_set_resync_callback(): a bus handle hears freezerd exit and start again (and its state
     callback works with the new daemon); a private handle hears its connection end."""
