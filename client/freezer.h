@@ -34,7 +34,22 @@
  *     "org.freezerd.Freezer1.Error.Timeout"). freezer_open_*() fail without
  *     a handle and report the errno only.
  *   - A handle is not thread-safe and must not be used after fork(); use one
- *     handle per thread.
+ *     handle per thread. Handles are independent of each other: threads may
+ *     use their own at the same time, and the functions that take no handle
+ *     (freezer_state_to_string(), freezer_strv_free(), freezer_group_clear(),
+ *     ...) may be called from any thread.
+ *   - Signals: the calls that wait for freezerd's answer (all but the
+ *     _async() ones, freezer_dispatch() and the loop functions below) wait in
+ *     ppoll(). With libsystemd before 253 (Debian 12 has 252), a signal that
+ *     the program handles (one with a handler: a container manager's
+ *     SIGCHLD, a timer's; SA_RESTART makes no difference) ends that wait: the
+ *     call fails with -EINTR ("System.Error.EINTR") although it was sent, and
+ *     freezerd carries it out all the same (a freeze still freezes, a trigger
+ *     added stays until the handle is closed); its answer is lost.  Later
+ *     libsystemd waits on.  A program with signal handlers uses the _async()
+ *     forms from its event loop, or blocks the signals it handles while it
+ *     calls (or takes them from a signalfd(2)).  freezer_open_*() and
+ *     freezer_close() wait on through such signals.
  *   - Paths name cgroups relative to freezerd's cgroup root, e.g. "/" or
  *     "/pods/pod1/ctr"; a missing leading "/" and one trailing "/" are
  *     accepted ("pods/pod1/" is "/pods/pod1"). A call on a group outside
@@ -191,9 +206,10 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
  * returns (0); do not use it after freezer_close() either way.
  *
  * Calls started with the _async() functions and still queued are sent before
- * the connection closes (no callback runs for them): the daemon carries them
- * out. For that, freezer_close() (or, after a close from a callback, the
- * freezer_dispatch() that frees the handle) waits while the peer reads them,
+ * the connection closes (no callback runs for them, and their userdata is not
+ * touched again): the daemon carries them out. For that, freezer_close() (or,
+ * after a close from a callback, the freezer_dispatch() that frees the
+ * handle) waits while the peer reads them,
  * however slowly; then, with calls in flight (or cancelled with
  * freezer_cancel_call(), which freezerd carries out all the same), on
  * freezerd's private socket until freezerd has read them all, and on the bus
@@ -201,7 +217,8 @@ FREEZER_EXPORT int freezer_open_private(freezer **ret, const char *path);
  * before the bus told it the caller's uid), at most 25 s; a signal the
  * program handles does not end the wait. It does not wait for ever: once the peer
  * (freezerd, or the bus) took nothing for 5 s, being stopped or no longer
- * reading, what is left unsent is dropped. */
+ * reading, what is left unsent is dropped. freezer_close() runs no
+ * callback. */
 FREEZER_EXPORT freezer *freezer_close(freezer *f);
 
 /* The D-Bus error name/message of the last failed call on f, or NULL if no
@@ -319,9 +336,12 @@ FREEZER_EXPORT void freezer_strv_free(char **l);
  * call itself, with the handle's last error set as for the blocking form;
  * then cb never runs. On success *ret_id (if not NULL) receives the call's id
  * (never 0), and cb runs exactly once, unless the call is cancelled
- * (freezer_cancel_call()) or the handle closed first. When the connection is
- * lost, or freezerd leaves the bus without answering (it exited), every call
- * in flight completes with -ECONNRESET (org.freedesktop.DBus.Error.Disconnected)
+ * (freezer_cancel_call()) or the handle closed first. userdata stays the
+ * caller's (the library never frees it): where cb will not run (cancelled,
+ * or closed, from a callback too), the library does not touch it again, so
+ * free it then. When the connection is lost, or freezerd leaves the bus
+ * without answering (it exited), every call in flight completes with
+ * -ECONNRESET (org.freedesktop.DBus.Error.Disconnected)
  * from the freezer_dispatch() that notices; a call whose method-call timeout
  * passes, with -ETIMEDOUT (org.freedesktop.DBus.Error.Timeout), as the
  * blocking form.
@@ -409,7 +429,21 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * reads messages during blocking calls (freezer_freeze(), freezer_get_group(),
  * ...) and queues signals that arrive meanwhile in memory, where they do not
  * make the fd readable: call freezer_dispatch() after every blocking call, too.
- * The fd belongs to the handle: do not close it or read from it.
+ * The fd is non-blocking and close-on-exec, and belongs to the handle: do not
+ * close it or read from it. It stays the same for the handle's life but for
+ * one thing: when the connection is lost, the library closes it, not
+ * freezer_close(); it is closed by the time freezer_dispatch() reports the
+ * loss (FREEZER_RESYNC_DISCONNECTED to the resync callback, "disconnected" to
+ * the pressure-removed callback, or freezer_dispatch() failing), and from
+ * then on freezer_get_fd(), freezer_get_events() and freezer_get_timeout()
+ * fail with -ENOTCONN.  So drop it from the loop then, before a new handle is
+ * opened (from that callback, say): the new socket may get the same number,
+ * and removing the old registration afterwards (EPOLL_CTL_DEL,
+ * sd_event_source_unref(), event_del()) would remove the new one.  (epoll
+ * forgets a closed fd by itself.)
+ *
+ * Callbacks run only from freezer_dispatch(): never from the blocking calls,
+ * the _async() calls, the freezer_set_*_callback() calls or freezer_close().
  *
  * freezer_dispatch() processes what is pending without blocking and runs
  * the callbacks for it (the callbacks of calls in flight, and the state, group,
@@ -445,15 +479,17 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * blocking call). A loop that also waits for that time needs no other rule;
  * it is how a call of freezer_*_async() whose daemon never answers ends, with
  * -ETIMEDOUT, after its method-call timeout. Returns > 0 if there is a time,
- * 0 if not.
+ * 0 if not, or a negative errno (-ENOTCONN: the connection is lost).
  *
  * freezer_wait() blocks until there is something to dispatch or timeout_usec
  * passed (UINT64_MAX: no timeout), minding both. It returns > 0 if
  * freezer_dispatch() should be called (also at once, when messages are
  * queued already or a call's deadline has passed), 0 on timeout, or a
  * negative errno: -EINTR when a signal the program handles came first (as
- * poll(2); call it again), or the connection's failure. Simple callers loop
- * on freezer_wait() + freezer_dispatch().
+ * poll(2); call it again; with libsystemd 253 or later it returns > 0
+ * instead, and freezer_dispatch() then finds nothing to do), or the
+ * connection's failure. Simple callers loop on freezer_wait() +
+ * freezer_dispatch().
  */
 #define FREEZER_DISPATCH_MAX 64
 FREEZER_EXPORT int freezer_get_fd(freezer *f);

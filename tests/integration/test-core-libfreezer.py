@@ -51,7 +51,10 @@ Checks:
     entry suppressed it).
   * freezer_set_resync_callback(): a bus handle hears daemon-exited and daemon-started
     across a restart, and its state callback then follows the new freezerd; a private
-    handle hears disconnected when its freezerd stops."""
+    handle hears disconnected when its freezerd stops, after which freezer_get_fd() fails with
+    -ENOTCONN and the fd it gave is closed (freezer.h: the library closes it with the connection).
+  * A blocking call (freezer_freeze(), freezerd stopped) while signals with a handler come: 0, or
+    -EINTR with libsystemd before 253 (freezer.h, "Signals"); freezerd carries it out either way."""
 
 import ctypes
 import errno
@@ -85,6 +88,7 @@ GROUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes
 RESYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 RESYNC_REASONS = ['daemon-exited', 'daemon-started', 'disconnected']
 RESOURCE_IRQ = 3
+FREEZER_NO_WAIT = 2
 
 
 class PressureLine(ctypes.Structure):
@@ -279,6 +283,7 @@ def test():
             check_private(lib, sc, d)
             check_open_errors(lib, d, bus)
             check_cache_pruned(lib, sc, d, bus)
+            check_blocking_signal(lib, sc, d)
         check_resubscribe(lib, sc, bus)
         check_resync(lib, sc, bus)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
@@ -626,6 +631,38 @@ def interrupted_in_ppoll(fn, stopped_pid, signals=3):
     return result, len(sent)
 
 
+def check_blocking_signal(lib, sc, d):
+    """A blocking call and a signal the program handles (freezer.h, "Signals"): with libsystemd
+    before 253 the call fails with -EINTR as the signal comes, later ones wait on; either way
+    freezerd carries the call out (it was sent)."""
+    if os.uname().machine != 'x86_64':
+        ft.check(True, 'a blocking call and signals: skipped (not x86_64)')
+        return
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_private(ctypes.byref(f), f'{d.runtime_dir}/private'.encode()), 0,
+                   'freezer_open_private')
+    try:
+        os.kill(d.pid, signal.SIGSTOP)
+        r, n = interrupted_in_ppoll(lambda: lib.freezer_freeze(f, b'/g/k', 0, FREEZER_NO_WAIT), d.pid)
+        name = (lib.freezer_last_error_name(f) or b'').decode()
+        ft.check(n > 0 and (r == 0 or (r == -errno.EINTR and name == 'System.Error.EINTR')),
+                 'freezer_freeze() with signals coming: 0, or -EINTR (System.Error.EINTR)', (r, name, n))
+        sc.wait_events('/g/k', frozen=1)
+        ft.check(True, f'freezerd carried the freeze out (the call returned {r})')
+        ft.check_equal(lib.freezer_thaw(f, b'/g/k', 0, 0), 0, 'freezer_thaw(/g/k)')
+    finally:
+        lib.freezer_close(f)
+
+
+def fd_closed(fd, ino):
+    """Whether fd, which was the socket with inode ino, is closed (or names another file: the
+    number may be reused since)."""
+    try:
+        return os.fstat(fd).st_ino != ino
+    except OSError as e:
+        return e.errno == errno.EBADF
+
+
 def check_resync(lib, sc, bus):
     """freezer_set_resync_callback(): a bus handle hears freezerd exit and start again (and its state
     callback works with the new daemon); a private handle hears its connection end."""
@@ -674,6 +711,7 @@ def check_resync(lib, sc, bus):
                            'freezer_set_resync_callback on a private handle')
             ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, 'freezer_set_state_callback')
             fd = lib.freezer_get_fd(f)
+            ino = os.fstat(fd).st_ino
             results = []
 
             def dispatch():
@@ -687,6 +725,9 @@ def check_resync(lib, sc, bus):
                         what='the private handle\'s resync callback: disconnected')
             ft.check(True, 'freezerd stopped: the private handle\'s resync callback said disconnected, '
                      'freezer_dispatch() failed')
+            # freezer.h: the library closed the fd with the connection, before freezer_close().
+            ft.check_equal((lib.freezer_get_fd(f), fd_closed(fd, ino)), (-errno.ENOTCONN, True),
+                           'after the loss freezer_get_fd() fails with -ENOTCONN, and the fd it gave is closed')
             fd = -1
     finally:
         if fd >= 0:
