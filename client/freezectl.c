@@ -301,7 +301,10 @@ static void help(void) {
                "                     \"trigger-removed\"\n"
                "                                 \"path\", \"id\", \"resource\", \"kind\", \"reason\"\n"
                "                     \"freezerd\"  \"status\": \"exited\" or \"started\"\n"
-               "freeze --except and batch print nothing on standard output when they fail.\n"
+               "freeze --except and batch print nothing on standard output when they fail;\n"
+               "no command prints anything there when it cannot connect (no bus or freezerd\n"
+               "there, or the connection refused: see the error on standard error), so that\n"
+               "freeze and thaw print no \"failed\" object for a path they never sent.\n"
                "\n"
                "Exit status:\n"
                "  0  success\n"
@@ -982,6 +985,15 @@ static const char *caller_error_message(const caller *c) {
 static void log_hello_refused(const char *name, const char *message);
 static void log_connect_failure(int r);
 
+/* Whether the wire's failed call r was the connection's failure, before it
+ * was up (as libfreezer's freezer_open_*() fail, before any call): the bus
+ * refused our Hello, our authentication was refused, or the bus closed the
+ * connection before it answered Hello.  Nothing of the call was done, and it
+ * is said as "cannot connect", as by libfreezer's commands. */
+static bool caller_not_connected(const caller *c, int r) {
+        return c->w && (r == -EPROTO || r == -EPERM || (r == -ECONNRESET && wire_bus_refused(c->w)));
+}
+
 _printf_(3, 4)
 static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
         va_list ap;
@@ -1057,6 +1069,14 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
                         ret = EXIT_FAILURE;
+                        /* No connection, no path handled: nothing on standard
+                         * output, as where libfreezer cannot connect (a
+                         * "failed" object said it for the first path alone,
+                         * and over the wire only). */
+                        if (results && i == 0 && caller_not_connected(c, r)) {
+                                json_object_put(results);
+                                results = NULL;
+                        }
                 } else if (!freeze && arg_recursive && !arg_no_wait && c->f)
                         note_frozen_above(c->f, paths[i]);
 

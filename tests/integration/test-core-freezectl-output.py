@@ -32,6 +32,9 @@ Checks:
     freeze /g: AccessDenied: Operation not permitted", as if freezerd refused); and
     /g was not frozen (the wire sent its call with AUTH and BEGIN in one write, the
     bus routed it, and freezerd froze /g while freezectl said it failed).
+  * --json freeze (the wire), --json thaw --recursive and --json list (libfreezer) at
+    that address: the same line, and nothing on standard output (the wire printed a
+    "failed" JSON object for /g, which libfreezer's commands never did).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
     status, freeze (the wire) and batch exit 1 with one NoSuchGroup line that says
     PATH is relative to freezerd's cgroup root (they said only that the directory,
@@ -158,15 +161,19 @@ def check_no_user_bus():
 def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
+    # --json freeze by the wire, and --json thaw --recursive and list by libfreezer: no
+    # JSON on standard output either way (the wire printed a "failed" object for /g).
     for cmd, stdin in ((['freeze', '/g'], None), (['batch', '-'], '[{"path": "/g", "freeze": true}]'),
-                       (['list'], None)):
-        what = f'{cmd[0]} at an address whose guid= is not the bus\' id'
+                       (['list'], None), (['--json', 'freeze', '/g'], None),
+                       (['--json', 'thaw', '--recursive', '/g'], None), (['--json', 'list'], None)):
+        what = f'{" ".join(cmd)} at an address whose guid= is not the bus\' id'
         r = ft.freezectl(*cmd, address=address, check=False, input=stdin)
         lines = r.stderr.splitlines()
         ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
         ft.check(len(lines) == 1 and lines[0].startswith(f'freezectl: cannot connect to the bus at {address}: '
                                                          'Permission denied') and 'guid=' in lines[0][-80:],
                  f'{what}: one line "cannot connect ... Permission denied", asking about guid=', lines)
+        ft.check_equal(r.stdout, '', f'{what}: nothing on standard output')
     # A call of ours that the bus had routed would be in freezerd's hands before this one.
     ft.freezectl('status', '/g', address=bus.address)
     ft.check_equal(sc.read_freeze('/g'), 0, 'no freeze reached freezerd from the wrong guid=')
