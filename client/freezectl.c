@@ -2876,6 +2876,16 @@ static const char *connect_hint(int r) {
         }
 }
 
+/* The environment variable that gives the address of the bus arg_bus
+ * names, where it is set (sd-bus reads it so); NULL if none. */
+static const char *bus_address_variable(void) {
+        const char *name = arg_bus == BUS_USER                               ? "DBUS_SESSION_BUS_ADDRESS"
+                           : arg_bus == BUS_SYSTEM || arg_bus == BUS_DEFAULT ? "DBUS_SYSTEM_BUS_ADDRESS"
+                                                                             : NULL;
+
+        return name && secure_getenv(name) ? name : NULL;
+}
+
 /* Why a connection failed, in the words an operator needs: the errno's, and
  * what it likely means. */
 static const char *connect_error(int r) {
@@ -2888,6 +2898,16 @@ static const char *connect_error(int r) {
         if (r == -ENOMEDIUM || (r == -ENOENT && arg_bus == BUS_USER && !getenv_set("DBUS_SESSION_BUS_ADDRESS") &&
                                 !getenv_set("XDG_RUNTIME_DIR")))
                 return "there is no user bus (neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set)";
+        /* The address came from the environment: "Invalid argument" named
+         * nothing to fix (and sd-bus said "Connection refused" for an entry
+         * without a transport, as if a bus had refused us). */
+        if (r == -EINVAL && bus_address_variable()) {
+                snprintf(buf, sizeof buf,
+                         "%s is not a valid D-Bus address (e.g. unix:path=%s, the default where it is unset)",
+                         bus_address_variable(),
+                         arg_bus == BUS_USER ? "$XDG_RUNTIME_DIR/bus" : "/run/dbus/system_bus_socket");
+                return buf;
+        }
         snprintf(buf, sizeof buf, "%s%s", strerror(-r), connect_hint(r));
         return buf;
 }

@@ -148,8 +148,10 @@ typedef void (*freezer_state_callback)(freezer *f, const char *path, freezer_sta
  * are reported here. On success *ret holds a new handle; on failure *ret is
  * NULL (unless ret itself is NULL) and the functions below return one of:
  *   -EINVAL        ret is NULL; an address that is NULL, empty, or has an
- *                  entry without a "transport:" (freezer_open_address()); an
- *                  empty path (freezer_open_private())
+ *                  entry without a "transport:" (freezer_open_address(); and
+ *                  $DBUS_SYSTEM_BUS_ADDRESS for freezer_open_system(),
+ *                  $DBUS_SESSION_BUS_ADDRESS for freezer_open_user(), where
+ *                  set); an empty path (freezer_open_private())
  *   -ENOENT        no socket at the address: no bus, or no freezerd, listens
  *                  there; freezer_open_user() also when the environment names
  *                  no user bus (neither $DBUS_SESSION_BUS_ADDRESS nor

@@ -405,6 +405,18 @@ static int freezer_new(freezer **ret, sd_bus *bus) {
         return 0;
 }
 
+static bool address_is_valid(const char *address);
+
+/* The bus address in the environment variable name, as sd-bus reads it: set
+ * and without a "transport:" in an entry ("bogus", a typo, or empty), it is
+ * -EINVAL as for freezer_open_address(), where sd-bus skips the entry and
+ * says ECONNREFUSED, as if a bus had refused us. */
+static int env_address_check(const char *name) {
+        const char *e = secure_getenv(name);
+
+        return e && !address_is_valid(e) ? -EINVAL : 0;
+}
+
 FREEZER_EXPORT int freezer_open_system(freezer **ret) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
@@ -412,6 +424,10 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
         if (!ret)
                 return -EINVAL;
         *ret = NULL;
+
+        r = env_address_check("DBUS_SYSTEM_BUS_ADDRESS");
+        if (r < 0)
+                return r;
 
         r = sd_bus_open_system(&bus);
         if (r < 0)
@@ -432,6 +448,10 @@ FREEZER_EXPORT int freezer_open_user(freezer **ret) {
         if (!ret)
                 return -EINVAL;
         *ret = NULL;
+
+        r = env_address_check("DBUS_SESSION_BUS_ADDRESS");
+        if (r < 0)
+                return r;
 
         r = sd_bus_open_user(&bus);
         if (r < 0)

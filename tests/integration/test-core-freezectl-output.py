@@ -26,6 +26,10 @@ Checks:
     XDG_RUNTIME_DIR set (as under sudo): exit 1, one line saying there is no user
     bus and naming both (it said "No such file or directory (is dbus-daemon
     running?)" since libfreezer 0.4.0 reports sd-bus' ENOMEDIUM as ENOENT).
+  * DBUS_SYSTEM_BUS_ADDRESS=bogus (--system status, freeze) and
+    DBUS_SESSION_BUS_ADDRESS=bogus (--user status, freeze): exit 1, one line saying
+    that the variable is not a valid D-Bus address (they said "Connection refused (is
+    dbus-daemon running?)": sd-bus skips an entry without a transport).
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -158,6 +162,20 @@ def check_no_user_bus():
                  and 'XDG_RUNTIME_DIR' in lines[0], f'{what}: one line saying there is no user bus', lines)
 
 
+def check_bogus_env_address():
+    for var, args in (('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'status']),
+                      ('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'freeze', '/g']),
+                      ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'status']),
+                      ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'freeze', '/g'])):
+        what = f'{var}=bogus freezectl {" ".join(args)}'
+        r = subprocess.run([ft.FREEZECTL_BIN, *args], env=dict(os.environ, **{var: 'bogus'}), stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and f'{var} is not a valid D-Bus address' in lines[0],
+                 f'{what}: one line saying {var} is not a valid address', lines)
+
+
 def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
@@ -203,6 +221,7 @@ def test():
         check_full(bus, ['--help'], [])
         check_full(bus, ['--version'], [])
         check_no_user_bus()
+        check_bogus_env_address()
         with ft.Daemon(bus, sc.root):
             check_json_in_comma_locale(bus)
             check_wrong_guid(sc, bus)
