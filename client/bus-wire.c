@@ -533,6 +533,15 @@ int wire_open(const char *path, wire **ret) {
         return open_sockaddr(&sa, sizeof sa, NULL, ret);
 }
 
+int wire_open_bus_at(const char *path, const char *destination, wire **ret) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        return open_sockaddr(&sa, sizeof sa, destination, ret);
+}
+
 int wire_open_bus(const char *address, const char *destination, wire **ret) {
         char guid[WIRE_GUID_SIZE];
         struct sockaddr_un sa;

@@ -46,6 +46,8 @@ int wire_open(const char *path, wire **ret);
  * not speak (anything but one unix:path= or unix:abstract=: libsystemd's to
  * handle), -EINVAL for a malformed one, else as wire_open(). */
 int wire_open_bus(const char *address, const char *destination, wire **ret);
+/* The same for the bus on the unix socket at path (no address to parse). */
+int wire_open_bus_at(const char *path, const char *destination, wire **ret);
 wire *wire_close(wire *w);
 
 /* One argument of a call: its type, and its value. */

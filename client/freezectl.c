@@ -411,6 +411,28 @@ static const char *socket_peer_comm(const char *path, char *buf, size_t size) {
         return buf;
 }
 
+/* Whether a bus daemon serves the unix socket at path (given to --socket=
+ * as freezerd's): it answers Hello and GetId, which freezerd's private
+ * socket refuses.  Asked only once a call there failed (a bus daemon answers
+ * the wire's call itself, and closes sd-bus' connection, which sends no
+ * Hello).  Its name in buf where its process is known ("dbus-daemon"; not
+ * for one started with --fork, whose listening process has exited), else "a
+ * bus daemon"; NULL if no bus answers there. */
+static const char *socket_bus_daemon(const char *path, char *buf, size_t size) {
+        wire *w = NULL;
+        int r;
+
+        if (!path || wire_open_bus_at(path, "org.freedesktop.DBus", &w) < 0)
+                return NULL;
+        /* Not the 25 s of a call: this is only to word an error. */
+        r = wire_call(w, "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", NULL, 0, 5 * USEC_PER_SEC, NULL,
+                      0);
+        wire_close(w);
+        if (r < 0)
+                return NULL;
+        return socket_peer_comm(path, buf, size) ?: "a bus daemon";
+}
+
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
  * is unbuffered): control characters (a newline in a path we were given, or
@@ -488,6 +510,13 @@ static int usage_error(const char *fmt, ...) {
         return -EINVAL;
 }
 
+/* --socket= was given a bus' socket (peer, its daemon, serves it): said
+ * with what to do instead, in place of the error the bus caused. */
+static void log_bus_as_socket(const char *what, const char *peer) {
+        log_error("%s: %s is a D-Bus bus, served by %s, not freezerd's private socket: use --address=unix:path=%s",
+                  what, arg_socket, peer, arg_socket);
+}
+
 /* Report a failed call: "freezectl: <what>: <Error>: <message>", from the
  * D-Bus error's name and message where there is one, else from r. */
 _printf_(4, 0)
@@ -543,25 +572,30 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                  * the bus daemon itself, which words these errors otherwise
                  * than freezerd's sd-bus ("Unknown method ...", "Unknown
                  * object ...": a group gone between two calls, say). */
-                log_error("%s: %s: %s (is %s a bus? a bus is reached with --address=unix:path=%s)", what,
-                          startswith(name, "org.freedesktop.DBus.Error."), message ?: strerror(-r), arg_socket,
-                          arg_socket);
+                char comm[64];
+                const char *peer = socket_bus_daemon(arg_socket, comm, sizeof comm);
+
+                if (peer)
+                        log_bus_as_socket(what, peer);
+                else
+                        log_error("%s: %s: %s (is %s a bus? a bus is reached with --address=unix:path=%s)", what,
+                                  startswith(name, "org.freedesktop.DBus.Error."), message, arg_socket, arg_socket);
                 return;
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected")) {
                 char comm[64];
                 const char *peer = connected_private && arg_bus == BUS_PRIVATE
-                                           ? socket_peer_comm(arg_socket, comm, sizeof comm)
+                                           ? socket_bus_daemon(arg_socket, comm, sizeof comm)
                                            : NULL;
 
                 /* On a bus it is the bus that went (or refused us: a session
                  * bus closes the connection of another uid, root's too).  On
                  * a private socket that a bus daemon serves, the daemon closed
-                 * a connection that never said Hello. */
-                if (peer && !streq(peer, "freezerd"))
-                        log_error("%s: lost the connection to %s (%s): %s serves it, not freezerd (a bus is reached "
-                                  "with --address=unix:path=%s)",
-                                  what, arg_socket, message ?: strerror(-r), peer, arg_socket);
+                 * a connection that never said Hello: said whether or not its
+                 * process is known (the pid a socket names is the one that
+                 * listened, gone for a dbus-daemon --fork). */
+                if (peer)
+                        log_bus_as_socket(what, peer);
                 else
                         log_error("%s: lost the connection to %s (%s)%s", what,
                                   connected_private ? "freezerd (its private socket)" : "the bus",

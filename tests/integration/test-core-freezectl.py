@@ -36,11 +36,15 @@ Checks:
   * An error line is written whole in one write(2), stderr a SOCK_SEQPACKET
     socket (one message per write): freezectls sharing a log do not mix their
     lines (session 29's freezectl wrote it byte by byte, 66 writes).
-  * --socket= naming the bus's socket: one line with UnknownMethod asking "is
-    it a bus?", without the bus's trailing newline as \x0a.
+  * --socket= naming the bus's socket: one line saying it is a D-Bus bus,
+    served by dbus-daemon, and to use --address= (it asked "is it a bus?",
+    after the bus's UnknownMethod), without the bus's trailing newline as \x0a.
   * --socket= naming the bus's socket for `list` (sd-bus, which the bus
-    daemon disconnects without Hello): one line saying dbus-daemon serves it,
-    not freezerd (it said "lost the connection to freezerd").
+    daemon disconnects without Hello): the same line (it said "lost the
+    connection to freezerd").
+  * the same for the socket of a dbus-daemon --fork, whose listening process
+    has exited (freeze, status, list): status and list said only "lost the
+    connection to freezerd (its private socket)".
   * freezerd killed (SIGKILL) while `freeze --timeout=60s /s` waits, over the
     private socket with --rollback and over the bus without: exit 1, one line
     saying freezerd stopped or crashed during the freeze of /s and what becomes
@@ -128,6 +132,28 @@ def one_line(r, what, *words):
     lines = r.stderr.splitlines()
     ft.check(len(lines) == 1 and all(w in lines[0] for w in words),
              f'{what}: one line on stderr naming {", ".join(words) or "the problem"}', repr(r.stderr))
+
+
+def check_forked_bus_as_socket(sc, tmpdir):
+    """--socket= naming the socket of a dbus-daemon --fork, whose listening process has
+    exited (the socket's peer pid names no process): freeze (the wire), status and list
+    (sd-bus) say that the socket is a bus and to use --address= (status and list said
+    "lost the connection to freezerd (its private socket)", nothing else)."""
+    sock = os.path.join(tmpdir, 'forked-bus')
+    r = subprocess.run(['dbus-daemon', f'--config-file={ft.DBUS_TEST_CONF}', '--fork', '--print-pid',
+                        f'--address=unix:path={sock}'], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=ft.DEFAULT_TIMEOUT)
+    ft.check(r.returncode == 0 and r.stdout.strip().isdigit(), 'dbus-daemon --fork started', (r.stdout, r.stderr))
+    pid = int(r.stdout.strip())
+    try:
+        for cmd in (['freeze', '/g'], ['status', '/g'], ['list']):
+            what = f'{" ".join(cmd)} --socket= naming a dbus-daemon --fork\'s socket'
+            r = ft.freezectl(*cmd, socket=sock, check=False)
+            ft.check_equal(r.returncode, 1, f'{what}: exit 1')
+            one_line(r, what, f'{sock} is a D-Bus bus', f'use --address=unix:path={sock}')
+        ft.check_equal(sc.read_freeze('/g'), 0, 'nothing was frozen through the forked bus')
+    finally:
+        os.kill(pid, signal.SIGTERM)
 
 
 @contextlib.contextmanager
@@ -427,15 +453,16 @@ def test():
             bus_socket = bus.address.split('unix:path=', 1)[1].split(',', 1)[0]
             r = ft.freezectl('freeze', '/g', socket=bus_socket, check=False)
             ft.check_equal(r.returncode, 1, '--socket= naming the bus\'s socket: exit 1')
-            one_line(r, '--socket= naming a bus', 'UnknownMethod', f'is {bus_socket} a bus?',
-                     f'--address=unix:path={bus_socket}')
+            one_line(r, '--socket= naming a bus', f'{bus_socket} is a D-Bus bus, served by dbus-daemon',
+                     f'use --address=unix:path={bus_socket}')
             ft.check('\\x0a' not in r.stderr, 'the bus\'s message ends without its newline as \\x0a', r.stderr)
             ft.check_equal(sc.read_freeze('/g'), 0, 'and nothing was written')
             # A command that goes through sd-bus: the bus daemon closes a connection without Hello.
             r = ft.freezectl('list', socket=bus_socket, check=False)
             ft.check_equal(r.returncode, 1, 'list --socket= naming the bus\'s socket: exit 1')
-            one_line(r, 'list --socket= naming a bus', 'dbus-daemon serves it, not freezerd',
-                     f'--address=unix:path={bus_socket}')
+            one_line(r, 'list --socket= naming a bus', f'{bus_socket} is a D-Bus bus, served by dbus-daemon',
+                     f'use --address=unix:path={bus_socket}')
+            check_forked_bus_as_socket(sc, d.tmpdir)
 
             bad = ft.freezectl('status', '/g', address=f'unix:path={d.tmpdir}/no-such-socket', check=False)
             ft.check_equal(bad.returncode, 1, 'an unreachable bus exits 1')
