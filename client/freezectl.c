@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -411,6 +412,101 @@ static const char *socket_peer_comm(const char *path, char *buf, size_t size) {
         return buf;
 }
 
+/* The PATH the failing call was given, for the hint of a NoSuchGroup that
+ * a file system path caused (vlog_failure()); NULL if none.  For a batch,
+ * its requests instead (freezerd names the failing one by its index). */
+static const char *call_path;
+static const freezer_request *call_requests;
+static size_t n_call_requests;
+
+/* Whether path is dir or below it. */
+static bool path_under(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+
+        while (n > 0 && dir[n - 1] == '/')
+                n--;
+        return n > 0 && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+/* The mount points of cgroup2 in /proc/self/mountinfo, each ending with a
+ * NUL, and then /sys/fs/cgroup, where it usually is (freezectl may run where
+ * freezerd's mount is not), and an empty one; NULL on a failed allocation. */
+static char *cgroup_mounts(void) {
+        _cleanup_free_ char *line = NULL;
+        size_t allocated = 0, n = 0;
+        char *list = NULL, *l;
+        FILE *f;
+
+        f = fopen("/proc/self/mountinfo", "re");
+        while (f && getline(&line, &allocated, f) > 0) {
+                /* ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [FIELDS...] - TYPE SOURCE OPTIONS */
+                const char *sep = strstr(line, " - "), *p = line;
+
+                if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+                        continue;
+                for (int field = 0; field < 4 && p; field++)
+                        if ((p = strchr(p, ' ')))
+                                p++;
+                if (!p)
+                        continue;
+                l = realloc(list, n + strlen(p) + 1);
+                if (!l)
+                        break;
+                list = l;
+                /* The mount point, with its blanks and backslashes as \ooo. */
+                for (; *p && *p != ' '; p++)
+                        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+                            p[3] <= '7') {
+                                list[n++] = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                                p += 3;
+                        } else
+                                list[n++] = *p;
+                list[n++] = 0;
+        }
+        if (f)
+                fclose(f);
+        l = realloc(list, n + sizeof "/sys/fs/cgroup" + 1);
+        if (!l) {
+                free(list);
+                return NULL;
+        }
+        list = l;
+        memcpy(list + n, "/sys/fs/cgroup", sizeof "/sys/fs/cgroup");
+        n += sizeof "/sys/fs/cgroup";
+        list[n] = 0;
+        return list;
+}
+
+/* The mount of mounts (cgroup_mounts()) that path lies in, NULL if none. */
+static const char *mount_of(const char *path, const char *mounts) {
+        for (const char *m = mounts; *m; m += strlen(m) + 1)
+                if (path_under(path, m))
+                        return m;
+        return NULL;
+}
+
+/* The first PATH of the failing call that is a file system path into a
+ * cgroup2 hierarchy (call_path, --except's, the batch's), with the mount it
+ * lies in (in *ret_mount, to free); NULL if none. */
+static const char *call_file_system_path(char **ret_mount) {
+        _cleanup_free_ char *mounts = cgroup_mounts();
+        const char *m = NULL, *path = NULL;
+
+        if (!mounts)
+                return NULL;
+        if (call_path && (m = mount_of(call_path, mounts)))
+                path = call_path;
+        for (size_t i = 0; !path && i < n_arg_except; i++)
+                if ((m = mount_of(arg_except[i], mounts)))
+                        path = arg_except[i];
+        for (size_t i = 0; !path && i < n_call_requests; i++)
+                if ((m = mount_of(call_requests[i].path, mounts)))
+                        path = call_requests[i].path;
+        if (!path || !(*ret_mount = strdup(m)))
+                return NULL;
+        return path;
+}
+
 /* Whether a bus daemon serves the unix socket at path (given to --socket=
  * as freezerd's): it answers Hello and GetId, which freezerd's private
  * socket refuses.  Asked only once a call there failed (a bus daemon answers
@@ -605,12 +701,14 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
 
         /* A file system path given as PATH: "/sys/fs/cgroup/x does not exist"
          * is true in freezerd's terms only, and read as if /sys/fs/cgroup/x
-         * were missing. */
-        if (streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup") && message &&
-            strstr(message, "/sys/fs/cgroup/")) {
+         * were missing.  Told by the path given (not by the message, which
+         * names any path that merely contains "/sys/fs/cgroup/"), against
+         * where cgroup2 is mounted. */
+        _cleanup_free_ char *mount = NULL;
+        if (streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup") && call_file_system_path(&mount)) {
                 log_error("%s: NoSuchGroup: %s (PATH names a cgroup relative to freezerd's cgroup root, its "
-                          "CgroupRoot property, not a file system path: /pods/a, not /sys/fs/cgroup/.../pods/a)",
-                          what, message);
+                          "CgroupRoot property, not a file system path: /pods/a, not %s/.../pods/a)",
+                          what, message ?: "no such group", mount);
                 return;
         }
 
@@ -1098,6 +1196,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 struct json_object *o = NULL;
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
+                call_path = paths[i];
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 interrupt_done();
                 if (r < 0) {
@@ -1368,7 +1467,10 @@ static int group_cmp(const void *a, const void *b) {
  * restarts: untrack is how it goes again. */
 static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
         for (size_t i = 0; i < n_paths; i++) {
-                int r = track ? freezer_track(f, paths[i]) : freezer_untrack(f, paths[i]);
+                int r;
+
+                call_path = paths[i];
+                r = track ? freezer_track(f, paths[i]) : freezer_untrack(f, paths[i]);
                 if (r < 0) {
                         log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", paths[i]);
                         return EXIT_FAILURE;
@@ -3254,6 +3356,12 @@ static int run(int argc, char *argv[]) {
                 if (ret != EXIT_SUCCESS)
                         return ret;
         }
+
+        /* The PATHs a NoSuchGroup may be about, for its hint (freeze, thaw
+         * and track set theirs path by path). */
+        call_path = n_args > 0 && !streq(v->name, "batch") ? args[0] : NULL;
+        call_requests = requests;
+        n_call_requests = n_requests;
 
         ret = run_by_wire(v, args, n_args, requests, n_requests);
         if (ret < 0) {

@@ -40,9 +40,13 @@ Checks:
     that address: the same line, and nothing on standard output (the wire printed a
     "failed" JSON object for /g, which libfreezer's commands never did).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
-    status, freeze (the wire) and batch exit 1 with one NoSuchGroup line that says
-    PATH is relative to freezerd's cgroup root (they said only that the directory,
-    which exists, "does not exist")."""
+    status, freeze (the wire), batch and freeze --except exit 1 with one NoSuchGroup
+    line that says PATH is relative to freezerd's cgroup root, naming the cgroup2
+    mount (they said only that the directory, which exists, "does not exist"; then
+    named /sys/fs/cgroup whatever the mount); a group whose name holds
+    "/sys/fs/cgroup/" gets no such hint (it did: the message text was looked at, not
+    the path), and in a mount namespace with cgroup2 mounted elsewhere a path there
+    gets it (it did not)."""
 
 import json
 import os
@@ -197,20 +201,41 @@ def check_wrong_guid(sc, bus):
     ft.check_equal(sc.read_freeze('/g'), 0, 'no freeze reached freezerd from the wrong guid=')
 
 
+def check_fs_path_hint(bus, cmd, stdin, mount, hint=True, prefix=()):
+    what = f'{" ".join(prefix[-1:])} {cmd[0]} of {cmd[-1] if stdin is None else stdin}'
+    r = ft.freezectl(*cmd, address=bus.address, check=False, input=stdin, prefix=prefix)
+    lines = r.stderr.splitlines()
+    ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+    if hint:
+        ft.check(len(lines) == 1 and 'NoSuchGroup' in lines[0] and "relative to freezerd's cgroup root" in lines[0]
+                 and f'not {mount}/.../pods/a' in lines[0],
+                 f'{what}: one NoSuchGroup line saying PATH is relative to the cgroup root, naming {mount}', lines)
+    else:
+        ft.check(len(lines) == 1 and 'NoSuchGroup' in lines[0] and 'relative to' not in lines[0],
+                 f'{what}: one NoSuchGroup line, without the file system path hint', lines)
+
+
 def check_file_system_path(sc, bus):
+    mount = ft.cgroup2_mount()
     fs_path = sc.abspath('/g')
-    if not fs_path.startswith('/sys/fs/cgroup/'):
-        print(f'# the cgroup2 mount is not under /sys/fs/cgroup ({fs_path}): the file system path check is left out',
-              flush=True)
-        return
     for cmd, stdin in ((['status', fs_path], None), (['freeze', fs_path], None),
-                       (['batch', '-'], json.dumps([{'path': fs_path, 'freeze': True}]))):
-        what = f'{cmd[0]} of {fs_path}'
-        r = ft.freezectl(*cmd, address=bus.address, check=False, input=stdin)
-        lines = r.stderr.splitlines()
-        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
-        ft.check(len(lines) == 1 and 'NoSuchGroup' in lines[0] and "relative to freezerd's cgroup root" in lines[0],
-                 f'{what}: one NoSuchGroup line saying PATH is relative to the cgroup root', lines)
+                       (['batch', '-'], json.dumps([{'path': fs_path, 'freeze': True}])),
+                       (['freeze', '/g', f'--except={fs_path}/x'], None)):
+        check_fs_path_hint(bus, cmd, stdin, mount)
+    # A group whose name merely holds "/sys/fs/cgroup/" is no file system path (the hint
+    # was given for any message holding it).
+    for cmd in (['status', '/g/sys/fs/cgroup/x'], ['freeze', '/g/sys/fs/cgroup/x']):
+        check_fs_path_hint(bus, cmd, None, mount, hint=False)
+    # cgroup2 mounted elsewhere too, where freezectl runs (a mount namespace of its own):
+    # a path there gets the hint, naming that mount (it was given only for /sys/fs/cgroup/).
+    if shutil.which('unshare'):
+        other = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}cgmount-{os.getpid()}-')
+        try:
+            other_path = os.path.join(other, os.path.relpath(fs_path, mount))
+            prefix = ['unshare', '-m', 'sh', '-c', f'mount -t cgroup2 cgroup2 "$0" && exec "$@"', other]
+            check_fs_path_hint(bus, ['status', other_path], None, other, prefix=prefix)
+        finally:
+            os.rmdir(other)
     ft.check_equal(sc.read_freeze('/g'), 0, 'nothing was frozen')
 
 
