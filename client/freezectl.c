@@ -267,7 +267,11 @@ static void help(void) {
                "removes its triggers and exits 0 (a freezerd that does not answer the first\n"
                "removal within the method-call timeout, 25 s, is asked no more, and one more\n"
                "SIGINT or SIGTERM meanwhile exits 0 at once: the triggers end with the\n"
-               "connection all the same); before the watching line, it exits 0 at once.\n"
+               "connection all the same); before the watching line, it exits 0 at once,\n"
+               "and so it does while, a freezerd back, it adds its triggers again and lists\n"
+               "the groups to catch up (calls that a freezerd stuck or stopped as it starts\n"
+               "does not answer), without the lines of that catch-up (\"freezerd started\"\n"
+               "on).\n"
                "If freezerd refuses a trigger, nothing is watched and watch exits 1; so it\n"
                "does if a new freezerd refuses one that watch adds again, and when the\n"
                "connection is lost (over --socket=, when freezerd exits), after a\n"
@@ -2416,6 +2420,23 @@ static void watch_signals_exit(const sigset_t *mask, int status) {
         (void) sigprocmask(SIG_UNBLOCK, mask, NULL);
 }
 
+/* Around the calls watch makes from its loop, once a freezerd took the bus
+ * name (its setup then, or after a restart the triggers added again and the
+ * groups listed to catch up): there SIGINT and SIGTERM, blocked for the
+ * loop, waited for each call, up to the method-call timeout apiece for a
+ * freezerd that does not answer (stuck, or stopped as it starts).  They end
+ * watch at once meanwhile, with status 0, as during the setup: its triggers
+ * end with the connection.  The lines of the unfinished catch-up ("freezerd
+ * started" on) are not flushed before, and go with it: a reader that sees
+ * the started line may take the catch-up for done, as it always was. */
+static void watch_calls_begin(void) {
+        watch_signals_exit(&watch_signals, EXIT_SUCCESS);
+}
+
+static void watch_calls_end(void) {
+        (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
+}
+
 /* Whether the last call failed because no freezerd owns its name on the bus. */
 static bool freezerd_absent(freezer *f) {
         return streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
@@ -2527,8 +2548,12 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
         if (!status)
                 return; /* disconnected: the loop says so, once */
         if (!c->started) {
-                if (reason == FREEZER_RESYNC_DAEMON_STARTED && watch_start(f, c) < 0)
-                        c->ret = EXIT_FAILURE;
+                if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
+                        watch_calls_begin();
+                        if (watch_start(f, c) < 0)
+                                c->ret = EXIT_FAILURE;
+                        watch_calls_end();
+                }
                 return;
         }
         if (!arg_json)
@@ -2545,7 +2570,9 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                 freezer_group *groups = NULL;
                 size_t n_groups = 0;
 
+                watch_calls_begin();
                 r = watch_add_triggers(f, c);
+                watch_calls_end();
                 if (r < 0) {
                         c->ret = EXIT_FAILURE;
                         return;
@@ -2553,7 +2580,10 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                 if (r > 0)
                         watch_emit_watching(c);
 
-                if (freezer_list(f, &groups, &n_groups) >= 0) {
+                watch_calls_begin();
+                r = freezer_list(f, &groups, &n_groups);
+                watch_calls_end();
+                if (r >= 0) {
                         /* Not if no freezerd had listed its groups before:
                          * then none was said, and none changed that watch
                          * would know of. */

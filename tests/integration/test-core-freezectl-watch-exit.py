@@ -13,6 +13,11 @@ Checks, freezerd stopped once watch printed its "watching" line:
   * two triggers, method-call timeout 10 min, SIGINT and then SIGTERM: watch exits
     0 at once, with no warning (the signals were blocked, so the second one waited
     for the removals as well, and Ctrl+C did nothing).
+Checks, freezerd restarted under a watch with a trigger (method-call timeout 10 min):
+  * a stand-in takes freezerd's bus name and answers nothing; once watch has asked
+    it to add the trigger again, SIGINT: exit 0 at once, with the exited line (not
+    the started one, which comes with the catch-up's lines) and no error (the signal
+    was blocked there and waited for each call of the catch-up).
 Checks, freezerd stopped before watch starts (method-call timeout 10 min):
   * watch /g, SIGINT once it handles or blocks SIGINT (it is past connecting, in
     its setup's calls): exit 0 at once, no "watching" line (the signal was
@@ -116,6 +121,42 @@ def run(bus, d):
              (out, lines))
 
 
+def run_catch_up(bus, sc):
+    """SIGINT while watch adds its trigger again after a restart, to a freezerd that does
+    not answer: a stand-in that takes freezerd's bus name and holds every call."""
+    from jeepney import HeaderFields, MessageType
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import open_dbus_connection
+
+    what = 'SIGINT during the catch-up after a restart'
+    with ft.Daemon(bus, sc.root) as d:
+        p = start_watch(bus, TRIGGERS[:1], '600')
+        d.stop()
+    try:
+        with open_dbus_connection(bus.address) as conn:
+            reply = conn.send_and_get_reply(message_bus.RequestName(ft.BUS_NAME), timeout=ft.DEFAULT_TIMEOUT)
+            ft.check_equal(reply.body[0], 1, 'the stand-in owns freezerd\'s bus name')
+            deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+            while True:  # until watch waits for the stand-in's answer to its trigger
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    ft.fail(f'{what}: watch did not add its trigger again')
+                msg = conn.receive(timeout=left)
+                if msg.header.message_type == MessageType.method_call and \
+                        msg.header.fields.get(HeaderFields.member) == 'AddPressureTrigger':
+                    break
+            p.send_signal(signal.SIGINT)
+            # The call would wait for 10 min.
+            status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
+            out = p.stdout.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    ft.check_equal(status, 0, f'{what}: exit status 0')
+    ft.check(b'freezerd exited' in out and b'freezerd started' not in out and lines == [],
+             f'{what}: the exited line, not the started one of the unfinished catch-up, no error', (out, lines))
+
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'psi')
@@ -123,6 +164,7 @@ def test():
         sc.mkdir('/g')
         with ft.Daemon(bus, sc.root) as d:
             run(bus, d)
+        run_catch_up(bus, sc)
 
 
 if __name__ == '__main__':
