@@ -28,6 +28,7 @@
 #include "freezer.h"
 #include "front.h"
 #include "group-table.h"
+#include "psi.h" /* the kernel's trigger limits */
 
 /* 1 in the static front of freezectl (front.h), 0 in the whole program. */
 #ifndef FREEZECTL_FRONT
@@ -2024,6 +2025,10 @@ static int parse_trigger(const char *s, trigger_spec *ret) {
          * made these exit 1, as a failure rather than a usage error). */
         if (ret->threshold_usec == 0 || ret->threshold_usec > ret->window_usec)
                 return -ERANGE;
+        if (ret->window_usec < PSI_WINDOW_MIN_USEC || ret->window_usec > PSI_WINDOW_MAX_USEC)
+                return -EDOM;
+        if (ret->resource == FREEZER_RESOURCE_IRQ && !ret->full)
+                return -EOPNOTSUPP;
 
         return 0;
 }
@@ -2976,6 +2981,12 @@ static int parse_argv(int argc, char *argv[]) {
                         }
                         if (r == -ERANGE)
                                 return usage_error("invalid trigger '%s': THRESHOLD must not be 0 nor above WINDOW",
+                                                   optarg);
+                        if (r == -EDOM)
+                                return usage_error("invalid trigger '%s': WINDOW must lie between 500ms and 10s",
+                                                   optarg);
+                        if (r == -EOPNOTSUPP)
+                                return usage_error("invalid trigger '%s': irq pressure is full only (irq:full:...)",
                                                    optarg);
                         if (r < 0)
                                 return usage_error("invalid trigger '%s' (expected RESOURCE:KIND:THRESHOLD:WINDOW "

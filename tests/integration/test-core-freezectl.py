@@ -27,7 +27,8 @@ Checks:
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
     with --no-wait, an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
-    or above its WINDOW (freezerd refused them: exit 1).
+    or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
+    some (freezerd refused them: exit 1).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -494,7 +495,14 @@ def test():
                                                                                '--help says; freezerd refused it, '
                                                                                'exit 1)'),
                                (['watch', '/g', '--trigger=memory:some:3s:2s'], 'a trigger\'s THRESHOLD above '
-                                                                                'its WINDOW')):
+                                                                                'its WINDOW'),
+                               (['watch', '/g', '--trigger=memory:some:100ms:20s'], 'a trigger\'s WINDOW above '
+                                                                                    '10s (freezerd refused it, '
+                                                                                    'exit 1)'),
+                               (['watch', '/g', '--trigger=memory:some:100ms:400ms'], 'a trigger\'s WINDOW below '
+                                                                                      '500ms'),
+                               (['watch', '--trigger=irq:some:100ms:2s'], 'an irq trigger of KIND some (irq is '
+                                                                         'full only; freezerd refused it, exit 1)')):
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
