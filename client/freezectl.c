@@ -3009,6 +3009,50 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+static const char *system_bus_address(void);
+
+/* Whether connect(2) to the socket arg_bus names is refused for its
+ * permissions (EACCES: the socket, or a directory on its path), which
+ * libfreezer reports as it does a refused authentication. */
+static bool socket_connect_denied(void) {
+        struct sockaddr_un sa;
+        socklen_t len = sizeof sa;
+        char guid[WIRE_GUID_SIZE];
+        const char *path = NULL;
+        int fd, r;
+
+        switch (arg_bus) {
+        case BUS_PRIVATE:
+                path = arg_socket;
+                break;
+        case BUS_ADDRESS:
+                if (wire_parse_address(arg_address, &sa, &len, guid) < 0)
+                        return false;
+                break;
+        case BUS_DEFAULT:
+        case BUS_SYSTEM:
+                if (wire_parse_address(system_bus_address(), &sa, &len, guid) < 0)
+                        return false;
+                break;
+        default:
+                return false;
+        }
+        if (path) {
+                if (strlen(path) >= sizeof sa.sun_path)
+                        return false;
+                sa = (struct sockaddr_un) {.sun_family = AF_UNIX};
+                strcpy(sa.sun_path, path);
+                len = sizeof sa;
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return false;
+        r = connect(fd, (struct sockaddr *) &sa, len);
+        r = r < 0 ? -errno : 0;
+        close(fd);
+        return r == -EACCES;
+}
+
 /* What a connection's failure likely means, as " (...)", or "". */
 static const char *connect_hint(int r) {
         switch (r) {
@@ -3037,12 +3081,26 @@ static const char *connect_hint(int r) {
                                                                                    : "");
                 return buf;
         }
-        case -EACCES:
+        case -EACCES: {
+                static char buf[200];
+
+                /* connect(2) refused by the file system: said as such, not as
+                 * the guid= below, which an address of a bus that is not
+                 * ours to use (a directory of mode 0700) has all the same. */
+                if (socket_connect_denied()) {
+                        snprintf(buf, sizeof buf, " (the socket, or a directory on its path, is not open to uid %u%s)",
+                                 (unsigned) geteuid(),
+                                 arg_bus == BUS_PRIVATE ? ": the private socket is for root, and for the user "
+                                                          "freezerd runs as; others go by the bus"
+                                                        : "");
+                        return buf;
+                }
                 /* Also what a server other than the one guid= names gets (a bus
                  * restarted since the address was taken, with a new id). */
                 return arg_bus == BUS_ADDRESS && strstr(arg_address, "guid=")
                                ? " (does the address' guid= name this bus? A bus gets a new one when it restarts)"
                                : "";
+        }
         case -EPROTO:
                 /* The peer refused Hello, or answered in no D-Bus at all: such as
                  * freezerd's private socket given as a bus. */

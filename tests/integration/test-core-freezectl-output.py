@@ -39,6 +39,11 @@ Checks:
   * --json freeze (the wire), --json thaw --recursive and --json list (libfreezer) at
     that address: the same line, and nothing on standard output (the wire printed a
     "failed" JSON object for /g, which libfreezer's commands never did).
+  * as nobody, status and freeze at the bus (its address has a guid=) and at
+    freezerd's private socket, both in directories of mode 0700: exit 1, one line
+    "Permission denied (the socket, or a directory on its path, is not open to uid
+    65534...)" (at the bus it asked whether guid= named the bus; at the private
+    socket it said nothing more).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
     status, freeze (the wire), batch and freeze --except exit 1 with one NoSuchGroup
     line that says PATH is relative to freezerd's cgroup root, naming the cgroup2
@@ -215,6 +220,24 @@ def check_fs_path_hint(bus, cmd, stdin, mount, hint=True, prefix=()):
                  f'{what}: one NoSuchGroup line, without the file system path hint', lines)
 
 
+def check_socket_denied(bus, d):
+    """freezectl as nobody, whom the bus' and freezerd's socket directories (0700) keep out."""
+    if shutil.which('setpriv') is None:
+        print('# no setpriv: the check of a socket not open to the uid is left out', flush=True)
+        return
+    prefix = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--']
+    private = os.path.join(d.runtime_dir, 'private')
+    for cmd, how in ((['status'], {'address': bus.address}), (['freeze', '/g'], {'address': bus.address}),
+                     (['status'], {'socket': private}), (['freeze', '/g'], {'socket': private})):
+        what = f'{" ".join(cmd)} as nobody at {"the bus" if "address" in how else "the private socket"}'
+        r = ft.freezectl(*cmd, check=False, prefix=prefix, **how)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and 'Permission denied (the socket, or a directory on its path, is not open to '
+                 'uid 65534' in lines[0] and 'guid=' not in lines[0].split('Permission denied')[1],
+                 f'{what}: one line saying the socket is not open to the uid (not asking about guid=)', lines)
+
+
 def check_file_system_path(sc, bus):
     mount = ft.cgroup2_mount()
     fs_path = sc.abspath('/g')
@@ -247,7 +270,8 @@ def test():
         check_full(bus, ['--version'], [])
         check_no_user_bus()
         check_bogus_env_address()
-        with ft.Daemon(bus, sc.root):
+        with ft.Daemon(bus, sc.root) as d:
+            check_socket_denied(bus, d)
             check_json_in_comma_locale(bus)
             check_wrong_guid(sc, bus)
             check_file_system_path(sc, bus)
