@@ -281,7 +281,8 @@ static void help(void) {
                "JSON output (--json):\n"
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
-               "                   and \"message\"\n"
+               "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
+               "                   UTF-8 is U+FFFD)\n"
                "  freeze --except  an array of the paths of the groups frozen\n"
                "  batch            {\"writes\": N, \"skipped\": M}\n"
                "  status           {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
@@ -936,6 +937,56 @@ static int json_append(struct json_object *a, struct json_object *v) {
         return 0;
 }
 
+/* The length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
+ * no surrogates, nothing above U+10FFFF), 0 if it is none. */
+static size_t utf8_sequence_length(const unsigned char *p) {
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[0] == 0xe0 && p[1] < 0xa0) ||
+                    (p[0] == 0xed && p[1] >= 0xa0))
+                        return 0;
+                return 3;
+        }
+        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80 ||
+                    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+/* A JSON string of s, a command-line argument (a PATH), which may be any
+ * bytes: JSON text must be UTF-8, and a parser refuses the whole output for
+ * one invalid byte.  Each byte that begins no valid sequence becomes U+FFFD,
+ * as a decoder that replaces errors shows it.  NULL on a failed allocation. */
+static struct json_object *json_string_of_arg(const char *s) {
+        _cleanup_free_ char *copy = NULL;
+        size_t n = 0;
+
+        copy = malloc(strlen(s) * 3 + 1);
+        if (!copy)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t k = utf8_sequence_length(p);
+
+                if (k == 0) {
+                        memcpy(copy + n, "\xef\xbf\xbd", 3); /* U+FFFD */
+                        n += 3;
+                        p++;
+                } else {
+                        memcpy(copy + n, p, k);
+                        n += k;
+                        p += k;
+                }
+        }
+        copy[n] = 0;
+        return json_object_new_string(copy);
+}
+
 static void log_oom(void) {
         fprintf(stderr, PROGRAM ": out of memory\n");
 }
@@ -1221,7 +1272,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 if (results) {
                         o = json_object_new_object();
                         if (!o ||
-                            json_add(o, "path", json_object_new_string(paths[i])) < 0 ||
+                            json_add(o, "path", json_string_of_arg(paths[i])) < 0 ||
                             json_add(o, "result", json_object_new_string(r < 0 ? "failed" : "done")) < 0 ||
                             (r < 0 && caller_error_name(c) &&
                              json_add(o, "error", json_object_new_string(caller_error_name(c))) < 0) ||

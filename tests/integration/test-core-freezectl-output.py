@@ -44,6 +44,9 @@ Checks:
     "Permission denied (the socket, or a directory on its path, is not open to uid
     65534...)" (at the bus it asked whether guid= named the bus; at the private
     socket it said nothing more).
+  * --json freeze and thaw of a PATH that is not UTF-8 ("/g\\xff\\xc3\\xa9"): the output
+    parses as JSON, with the path "/g\\ufffd\\u00e9" (the byte went out as it was: no
+    JSON parser took the output).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
     status, freeze (the wire), batch and freeze --except exit 1 with one NoSuchGroup
     line that says PATH is relative to freezerd's cgroup root, naming the cgroup2
@@ -238,6 +241,22 @@ def check_socket_denied(bus, d):
                  f'{what}: one line saying the socket is not open to the uid (not asking about guid=)', lines)
 
 
+def check_json_of_non_utf8_path(bus):
+    """A PATH argument that is not UTF-8: the --json output of freeze and thaw parses."""
+    for cmd in ('freeze', 'thaw'):
+        what = f'--json {cmd} of a path that is not UTF-8'
+        r = subprocess.run([ft.FREEZECTL_BIN, f'--address={bus.address}', '--json', cmd, b'/g\xff\xc3\xa9'],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=ft.DEFAULT_TIMEOUT)
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        try:
+            out = json.loads(r.stdout)
+        except ValueError as e:
+            ft.fail(f'{what}: the output is no JSON ({e}): {r.stdout[:300]!r}')
+        ft.check(len(out) == 1 and out[0]['path'] == '/g\ufffd\u00e9' and out[0]['result'] == 'failed' and
+                 out[0]['error'] == 'org.freedesktop.DBus.Error.InvalidArgs',
+                 f'{what}: one failed object, the invalid byte as U+FFFD', out)
+
+
 def check_file_system_path(sc, bus):
     mount = ft.cgroup2_mount()
     fs_path = sc.abspath('/g')
@@ -274,6 +293,7 @@ def test():
             check_socket_denied(bus, d)
             check_json_in_comma_locale(bus)
             check_wrong_guid(sc, bus)
+            check_json_of_non_utf8_path(bus)
             check_file_system_path(sc, bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
