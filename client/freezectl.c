@@ -535,10 +535,33 @@ static const char *socket_bus_daemon(const char *path, char *buf, size_t size) {
         return socket_peer_comm(path, buf, size) ?: "a bus daemon";
 }
 
+/* The length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
+ * no surrogates, nothing above U+10FFFF), 0 if it is none. */
+static size_t utf8_sequence_length(const unsigned char *p) {
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[0] == 0xe0 && p[1] < 0xa0) ||
+                    (p[0] == 0xed && p[1] >= 0xa0))
+                        return 0;
+                return 3;
+        }
+        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80 ||
+                    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
  * is unbuffered): control characters (a newline in a path we were given, or
- * in a message) as \xNN. */
+ * in a message) as \xNN, and so the bytes that are not UTF-8 (of a path we
+ * were given: the journal keeps a line with one as a blob, not as text). */
 static void put_error_line(const char *line) {
         size_t n = strlen(line), k = 0;
         char *buf;
@@ -549,11 +572,16 @@ static void put_error_line(const char *line) {
                 return;
         }
         k = (size_t) sprintf(buf, PROGRAM ": ");
-        for (const unsigned char *p = (const unsigned char *) line; p < (const unsigned char *) line + n; p++)
-                if (*p < 0x20 || *p == 0x7f)
+        for (const unsigned char *p = (const unsigned char *) line; p < (const unsigned char *) line + n;) {
+                size_t l = utf8_sequence_length(p);
+
+                if (l == 0 || *p < 0x20 || *p == 0x7f) {
                         k += (size_t) sprintf(buf + k, "\\x%02x", *p);
-                else
-                        buf[k++] = (char) *p;
+                        p++;
+                } else
+                        for (; l > 0; l--)
+                                buf[k++] = (char) *p++;
+        }
         buf[k++] = '\n';
         (void) fwrite(buf, 1, k, stderr);
         free(buf);
@@ -933,28 +961,6 @@ static int json_append(struct json_object *a, struct json_object *v) {
         if (json_object_array_add(a, v) < 0) {
                 json_object_put(v);
                 return -ENOMEM;
-        }
-        return 0;
-}
-
-/* The length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
- * no surrogates, nothing above U+10FFFF), 0 if it is none. */
-static size_t utf8_sequence_length(const unsigned char *p) {
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (p[0] >= 0xe0 && p[0] <= 0xef) {
-                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[0] == 0xe0 && p[1] < 0xa0) ||
-                    (p[0] == 0xed && p[1] >= 0xa0))
-                        return 0;
-                return 3;
-        }
-        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80 ||
-                    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-                        return 0;
-                return 4;
         }
         return 0;
 }

@@ -46,7 +46,8 @@ Checks:
     socket it said nothing more).
   * --json freeze and thaw of a PATH that is not UTF-8 ("/g\\xff\\xc3\\xa9"): the output
     parses as JSON, with the path "/g\\ufffd\\u00e9" (the byte went out as it was: no
-    JSON parser took the output).
+    JSON parser took the output); its error line is UTF-8, with the byte as \\xff
+    (it went out as it was: the journal keeps such a line as a blob).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
     status, freeze (the wire), batch and freeze --except exit 1 with one NoSuchGroup
     line that says PATH is relative to freezerd's cgroup root, naming the cgroup2
@@ -255,6 +256,12 @@ def check_json_of_non_utf8_path(bus):
         ft.check(len(out) == 1 and out[0]['path'] == '/g\ufffd\u00e9' and out[0]['result'] == 'failed' and
                  out[0]['error'] == 'org.freedesktop.DBus.Error.InvalidArgs',
                  f'{what}: one failed object, the invalid byte as U+FFFD', out)
+        try:
+            err = r.stderr.decode()
+        except UnicodeDecodeError as e:
+            ft.fail(f'{what}: the error line is not UTF-8 ({e}): {r.stderr!r}')
+        ft.check(err.count('\n') == 1 and '/g\\xff\u00e9' in err, f'{what}: the error line has the byte as \\xff',
+                 err)
 
 
 def check_file_system_path(sc, bus):
