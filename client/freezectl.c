@@ -3178,10 +3178,40 @@ static const char *bus_address_variable(void) {
         return name && secure_getenv(name) ? name : NULL;
 }
 
+/* Whether the address of the bus arg_bus names (--address=, or the
+ * variable) is one sd-bus skips whole: no entry of a transport it knows, or
+ * a unix: one that names no socket. */
+static bool address_unusable(void) {
+        static const char *const transports[] = { "unix:", "tcp:", "unixexec:", "x-machine-unix:" };
+        const char *a = arg_bus == BUS_ADDRESS ? arg_address
+                        : bus_address_variable() ? secure_getenv(bus_address_variable())
+                                                  : NULL;
+        struct sockaddr_un sa;
+        socklen_t len;
+        char guid[WIRE_GUID_SIZE];
+
+        if (!a)
+                return false;
+        if (startswith(a, "unix:") && !strchr(a, ';'))
+                return wire_parse_address(a, &sa, &len, guid) == -EINVAL;
+        for (const char *p = a; *p; p += strcspn(p, ";"), p += *p == ';')
+                for (size_t i = 0; i < ELEMENTSOF(transports); i++)
+                        if (strncmp(p, transports[i], strlen(transports[i])) == 0)
+                                return false;
+        return true;
+}
+
 /* Why a connection failed, in the words an operator needs: the errno's, and
  * what it likely means. */
 static const char *connect_error(int r) {
         static char buf[256];
+
+        /* sd-bus skips an entry whose transport it does not know ("foo:",
+         * "unx:path=..."), or whose unix: socket is empty, and then says
+         * ECONNREFUSED, as if a bus had refused us: said as the address it
+         * is (the wire says EINVAL for the empty socket). */
+        if (r == -ECONNREFUSED && address_unusable())
+                r = -EINVAL;
 
         /* sd-bus has no address for the user bus: it says ENOMEDIUM ("No medium
          * found"), which libfreezer reports as ENOENT since 0.4.0; that read

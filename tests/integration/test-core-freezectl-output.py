@@ -30,6 +30,9 @@ Checks:
     DBUS_SESSION_BUS_ADDRESS=bogus (--user status, freeze): exit 1, one line saying
     that the variable is not a valid D-Bus address (they said "Connection refused (is
     dbus-daemon running?)": sd-bus skips an entry without a transport).
+  * the same for the values foo:x=y (a transport sd-bus does not know) and unix:path=
+    (no socket), and --address= with each of the three (status said "Connection
+    refused" for both, freeze "Invalid argument" for unix:path=).
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -176,17 +179,28 @@ def check_no_user_bus():
 
 
 def check_bogus_env_address():
-    for var, args in (('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'status']),
-                      ('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'freeze', '/g']),
-                      ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'status']),
-                      ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'freeze', '/g'])):
-        what = f'{var}=bogus freezectl {" ".join(args)}'
-        r = subprocess.run([ft.FREEZECTL_BIN, *args], env=dict(os.environ, **{var: 'bogus'}), stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
-        lines = r.stderr.splitlines()
-        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
-        ft.check(len(lines) == 1 and f'{var} is not a valid D-Bus address' in lines[0],
-                 f'{what}: one line saying {var} is not a valid address', lines)
+    # bogus: an entry without a transport; foo: a transport sd-bus does not know; unix:path=
+    # no socket (sd-bus skips each, and said "Connection refused").
+    for value in ('bogus', 'foo:x=y', 'unix:path='):
+        for var, args in (('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'status']),
+                          ('DBUS_SYSTEM_BUS_ADDRESS', ['--system', 'freeze', '/g']),
+                          ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'status']),
+                          ('DBUS_SESSION_BUS_ADDRESS', ['--user', 'freeze', '/g'])):
+            what = f'{var}={value} freezectl {" ".join(args)}'
+            r = subprocess.run([ft.FREEZECTL_BIN, *args], env=dict(os.environ, **{var: value}),
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            lines = r.stderr.splitlines()
+            ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+            ft.check(len(lines) == 1 and f'{var} is not a valid D-Bus address' in lines[0],
+                     f'{what}: one line saying {var} is not a valid address', lines)
+        for args in (['status'], ['freeze', '/g']):
+            what = f'freezectl --address={value} {" ".join(args)}'
+            r = subprocess.run([ft.FREEZECTL_BIN, f'--address={value}', *args], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            lines = r.stderr.splitlines()
+            ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+            ft.check(len(lines) == 1 and 'not a D-Bus address this can use' in lines[0],
+                     f'{what}: one line saying it is not a D-Bus address this can use', lines)
 
 
 def check_wrong_guid(sc, bus):
