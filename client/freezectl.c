@@ -2618,6 +2618,12 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                 }
                 return;
         }
+        /* What came before the catch-up (the exit, its triggers' ends, in the
+         * same dispatch) is out before a Ctrl+C there may end watch at once,
+         * dropping only the catch-up's own lines (--help). A failed write is
+         * the loop's to see. */
+        if (reason == FREEZER_RESYNC_DAEMON_STARTED)
+                (void) stdout_flushed();
         if (!arg_json)
                 watch_emit_text(c, "freezerd", "%s", status);
         else {
