@@ -1045,6 +1045,12 @@ class Daemon:
         except (OSError, AttributeError):
             return ''
 
+    def warnings(self, besides=None):
+        """freezerd's log lines at warning level or worse (sd-daemon prefixes <0> to
+        <4>), less those containing the text besides."""
+        return [line for line in self.log().splitlines()
+                if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and (besides is None or besides not in line)]
+
     def _print_log(self):
         _print_log('freezerd', self.log())
 

@@ -132,7 +132,7 @@ def test():
                 sc.wait_events(g, frozen=0)
             ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
                         what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
-            warnings = [line for line in daemon.log().splitlines() if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')]
+            warnings = daemon.warnings()
             ft.check_equal(warnings, [], 'freezerd logged no warning')
 
 

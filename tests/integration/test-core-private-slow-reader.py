@@ -88,8 +88,7 @@ def test():
                 ft.check_equal((sc.read_events('/big').get('frozen'), daemon.client.group_property('/big', 'Frozen')),
                                (1, True), 'freezerd serves on: the kernel and Get agree on /big')
                 daemon.client.call('Thaw', '/big', 0, 0)
-            warnings = [line for line in daemon.log().splitlines()
-                        if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and CLOSED not in line]
+            warnings = daemon.warnings(besides=CLOSED)
             ft.check_equal(warnings, [], 'no other warning from freezerd')
 
 

@@ -141,8 +141,7 @@ def test():
             ft.check_equal(other.manager_property('Version'), daemon.client.manager_property('Version'),
                            'freezerd serves on')
             other.close()
-            warnings = [line for line in daemon.log().splitlines()
-                        if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and CLOSED not in line]
+            warnings = daemon.warnings(besides=CLOSED)
             ft.check_equal(warnings, [], 'freezerd logged no other warning')
 
 
