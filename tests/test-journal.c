@@ -405,6 +405,8 @@ static void test_parse(void) {
  * (until session 34 they were lost with their journal), with the boot id and
  * cgroup root of this start where the journal had none; the next start
  * restores them, and a batch's slot never takes that file. */
+static int set_immutable(const char *path, bool on);
+
 static void test_keep_failed(void) {
         char tmpl[] = "/tmp/test-journal-XXXXXX";
         char *dir = mkdtemp(tmpl);
@@ -523,6 +525,26 @@ static void test_keep_failed(void) {
         journal_forget(j, "/refused2", 0);
         CHECK(file_size(retry) < 0 && !journal_has_retries(j));
         j = journal_free(j);
+
+        /* A retry file that cannot be rewritten (its directory immutable) is
+         * still known to journal_forget(): it stays there, whole. */
+        write_text(retry, "{\"version\":1,\"id\":8,\"boot\":\"boot-1\",\"groups\":["
+                          "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
+                          "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        int r = set_immutable(dir, true);
+        if (r < 0)
+                fprintf(stderr, "test-journal: cannot make %s immutable (%s): a retry file kept as it is not checked\n",
+                        dir, strerror(-r));
+        else {
+                CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
+                CHECK(set_immutable(dir, false) == 0);
+                CHECK(journal_has_retries(j) && file_size(retry) > 0);
+                journal_forget(j, "/refused", 5);
+                journal_forget(j, "/refused2", 0);
+        }
+        j = journal_free(j);
+        (void) unlink(retry);
         refuse = false;
         CHECK(dir_empty(dir));
         CHECK(rmdir(dir) == 0);
