@@ -1965,8 +1965,8 @@ static int group_ids_load(freezer *f, sd_bus_message *reply) {
 }
 
 /* An error that says this freezerd (or the bus policy) has no
- * GroupStatesChanged for us: one from before it (libfreezer 0.4.1 and
- * freezerd of session 16), or a policy that allows only the older calls. */
+ * GroupStatesChanged for us: one from before it (libfreezer 0.4.1 and the
+ * freezerd of its time), or a policy that allows only the older calls. */
 static bool error_no_group_states(const sd_bus_error *e) {
         return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_METHOD, SD_BUS_ERROR_UNKNOWN_INTERFACE,
                                       SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_ACCESS_DENIED);

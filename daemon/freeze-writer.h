@@ -25,7 +25,7 @@
  * pinned to another CPU than the caller's (the next one it may use), so that
  * the kworker runs there too, and the caller, which
  * sleeps until the thread is done, wakes on its own CPU and settles and
- * replies beside it.  Pinned to the caller's CPU (until session 24) the thread
+ * replies beside it.  Pinned to the caller's CPU, the thread
  * first preempted the caller before it slept, and the caller then waited
  * behind the kworker: 4-7 ms a cycle of the batch benchmark at n=1,000, under
  * 0.3 ms now.  The price: a thread may start behind the previous call's kworker,

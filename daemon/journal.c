@@ -76,8 +76,8 @@ const char *journal_boot_id(void) {
 /* A path as a journal holds it.  One of a group freezerd does not follow for
  * its name (not UTF-8, control characters: odd-groups.h) is no JSON string
  * (RFC 8259 text is UTF-8): "path" has it escaped as the log shows it, for
- * people (and for a freezerd before session 33, to which the group is then
- * gone), and "raw" has its bytes in hex, which journal_parse() prefers. */
+ * people (and for an older freezerd, which reads no "raw": to it the group
+ * is then gone), and "raw" has its bytes in hex, which journal_parse() prefers. */
 static int journal_format_path(json_object *g, const char *path) {
         static const char hex[] = "0123456789abcdef";
         _cleanup_free_ char *shown = NULL, *raw = NULL;
@@ -198,8 +198,9 @@ int journal_new(const char *dir, const char *cgroup_root, Journal **ret) {
 static void slot_drop(JournalSlot *s) {
         if (s->fd >= 0) {
                 if (unlink(s->path) < 0 && errno != ENOENT && ftruncate(s->fd, 0) < 0)
-                        log_error("Cannot remove or empty the batch journal %s: the next start will restore what it holds.",
-                                  s->path);
+                        log_error_errno(-errno, "Cannot remove or empty the batch journal %s, the next start will "
+                                        "restore what it holds: %m",
+                                        s->path);
                 closep(&s->fd);
                 s->fd = -1;
         }

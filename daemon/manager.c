@@ -4647,8 +4647,8 @@ static void manager_load_tracked(Manager *m) {
                 json_object_put(root);
                 return;
         }
-        /* Saved by a freezerd with another --cgroup-root (none said before
-         * session 33: taken as ours), its paths are below that root: the same
+        /* Saved by a freezerd with another --cgroup-root (a file that names
+         * none, from an older freezerd: taken as ours), its paths are below that root: the same
          * paths below ours are other groups.  Each is tracked where it is below
          * ours, if it is. */
         json_object *saved_root = NULL;
@@ -4714,7 +4714,8 @@ static int lock_state_dir(Manager *m) {
                 return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
         /* The state directory only keeps tracked.json: read-only, it is read,
          * and freezerd runs, saying that what is tracked from now on will not
-         * outlive it.  (Before session 33 it did not start.)  The runtime
+         * outlive it (a state that cannot be kept is no reason to refuse
+         * to freeze).  The runtime
          * directory must be writable: the batch journals and the private
          * socket are there. */
         r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, true, &read_only, &m->state_lock_fd);
@@ -4735,9 +4736,8 @@ int manager_start(Manager *m) {
          * A runtime directory that does not exist is made and locked after
          * a state directory that does, where it is locked first otherwise
          * (its errors first): the one another freezerd holds exists, so a
-         * freezerd refused makes nothing (until session 35 one refused by
-         * the state directory's lock left the runtime directory it had made,
-         * with its lock file). */
+         * freezerd refused makes nothing: no runtime directory, no lock
+         * file left behind. */
         bool runtime_later = m->runtime_dir && m->state_dir && access(m->runtime_dir, F_OK) < 0 && errno == ENOENT &&
                              access(m->state_dir, F_OK) == 0;
         if (m->runtime_dir && !runtime_later) {

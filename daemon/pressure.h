@@ -29,7 +29,7 @@
  * through a pipe that libevent watches; the main thread handles them.  The
  * thread touches nothing else.  Edge-triggered and never re-armed: a re-arm
  * (EPOLLONESHOT, then EPOLL_CTL_MOD once the main loop had handled the event,
- * as before session 32) polls the file too, and lost an event that came while
+ * the other way) polls the file too, and lost an event that came while
  * the trigger was disarmed (trigger_arm() says how; test-pressure-disarmed).
  *
  * The kernel's spurious first event: an unprivileged trigger's window starts
