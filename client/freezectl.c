@@ -23,6 +23,7 @@
 
 #include "batch-json.h"
 #include "bus-wire.h"
+#include "cgroup-util.h"
 #include "client-util.h"
 #include "config-build.h"
 #include "freezer.h"
@@ -438,39 +439,13 @@ static bool path_under(const char *path, const char *dir) {
  * NUL, and then /sys/fs/cgroup, where it usually is (freezectl may run where
  * freezerd's mount is not), and an empty one; NULL on a failed allocation. */
 static char *cgroup_mounts(void) {
-        _cleanup_free_ char *line = NULL;
-        size_t allocated = 0, n = 0;
         char *list = NULL, *l;
-        FILE *f;
+        size_t n = 0;
 
-        f = fopen("/proc/self/mountinfo", "re");
-        while (f && getline(&line, &allocated, f) > 0) {
-                /* ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [FIELDS...] - TYPE SOURCE OPTIONS */
-                const char *sep = strstr(line, " - "), *p = line;
-
-                if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-                        continue;
-                for (int field = 0; field < 4 && p; field++)
-                        if ((p = strchr(p, ' ')))
-                                p++;
-                if (!p)
-                        continue;
-                l = realloc(list, n + strlen(p) + 1);
-                if (!l)
-                        break;
-                list = l;
-                /* The mount point, with its blanks and backslashes as \ooo. */
-                for (; *p && *p != ' '; p++)
-                        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-                            p[3] <= '7') {
-                                list[n++] = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-                                p += 3;
-                        } else
-                                list[n++] = *p;
-                list[n++] = 0;
+        if (cg_find_cgroup2_mounts(&list, &n) < 0) {
+                list = NULL;
+                n = 0;
         }
-        if (f)
-                fclose(f);
         l = realloc(list, n + sizeof "/sys/fs/cgroup" + 1);
         if (!l) {
                 free(list);
@@ -1349,51 +1324,6 @@ static int verb_freeze_except(freezer *f, const char *path) {
 }
 
 /* ---- batch ---- */
-
-/* Read all of fd, at most max bytes; -EFBIG if there is more. */
-static int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0, allocated = 0;
-
-        for (;;) {
-                ssize_t k;
-
-                if (n >= allocated) {
-                        size_t a;
-                        char *b;
-
-                        if (allocated > max)
-                                return -EFBIG;
-
-                        /* Up to max + 1 bytes, to notice when there is more. */
-                        a = allocated > 0 ? allocated * 2 : 64 * 1024;
-                        if (a > max + 1)
-                                a = max + 1;
-                        b = realloc(buf, a);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        allocated = a;
-                }
-
-                k = read(fd, buf + n, allocated - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-
-        if (n > max)
-                return -EFBIG;
-
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
-        return 0;
-}
 
 /* Read and parse the batch file (before connecting to the bus). Returns an
  * exit status: EXIT_SUCCESS, EXIT_FAILURE (cannot read) or EXIT_USAGE

@@ -165,6 +165,37 @@ int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret) {
         return -ENOENT;
 }
 
+int cg_parse_mountinfo_cgroup2_all(const char *text, size_t len, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *list = NULL;
+        size_t size = 0;
+
+        if (!ret || !ret_size || (!text && len > 0))
+                return -EINVAL;
+        for (const char *p = text, *end = text ? text + len : NULL; p && p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *eol = nl ? nl : end;
+                _cleanup_free_ char *path = NULL;
+                int r = parse_mountinfo_line(p, (size_t) (eol - p), &path);
+
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        size_t n = strlen(path) + 1;
+                        char *l = realloc(list, size + n);
+
+                        if (!l)
+                                return -ENOMEM;
+                        list = l;
+                        memcpy(list + size, path, n);
+                        size += n;
+                }
+                p = nl ? nl + 1 : end;
+        }
+        *ret = TAKE_PTR(list);
+        *ret_size = size;
+        return 0;
+}
+
 int rename_broken(int dfd, const char *name, char **ret_kept) {
         for (unsigned k = 1; k <= 1000; k++) {
                 _cleanup_free_ char *broken = NULL;
@@ -249,6 +280,17 @@ int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret) {
                 return r;
 
         return cg_parse_mountinfo_cgroup2(text, len, ret);
+}
+
+int cg_find_cgroup2_mounts(char **ret, size_t *ret_size) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r;
+
+        r = read_full_file("/proc/self/mountinfo", MOUNTINFO_SIZE_MAX, &text, &len);
+        if (r < 0)
+                return r;
+        return cg_parse_mountinfo_cgroup2_all(text, len, ret, ret_size);
 }
 
 /* ---------------------------------------------------------------------------

@@ -18,6 +18,12 @@ int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret);
 /* The same, from a mountinfo text already in memory (for tests and fuzzing). */
 int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret);
 
+/* Every cgroup2 mount point of /proc/self/mountinfo (of text), decoded, in
+ * its order, each ending with a NUL, in *ret (NULL if none) of *ret_size
+ * bytes: for freezectl, which may run where freezerd's mount is not. */
+int cg_find_cgroup2_mounts(char **ret, size_t *ret_size);
+int cg_parse_mountinfo_cgroup2_all(const char *text, size_t len, char **ret, size_t *ret_size);
+
 /* Validate and normalize an API path ("/pods/pod1", "pods/pod1", "/").
  * Accepts a missing leading '/', and one trailing '/'.
  * Rejects with -EINVAL: empty string, "." or ".." components, "//" (empty

@@ -181,6 +181,35 @@ static void test_mountinfo_synthetic(void) {
         }
 }
 
+/* Every cgroup2 mount, for freezectl's hint: in order, decoded, garbage and
+ * other file systems left out. */
+static void test_mountinfo_all(void) {
+        static const char text[] = "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+                                   "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+                                   "41 30 0:37 / /mnt/my\\040cg rw shared:2 - cgroup2 none rw\n"
+                                   "garbage\n"
+                                   "42 30 0:38 / /x rw - cgroup cgroup rw,cpu";
+        static const char expected[] = "/sys/fs/cgroup/unified\0/mnt/my cg";
+        char *list = NULL;
+        size_t size = 99;
+
+        CHECK_R(cg_parse_mountinfo_cgroup2_all(text, sizeof text - 1, &list, &size), 0);
+        CHECK(size == sizeof expected && list && memcmp(list, expected, size) == 0);
+        free(list), list = NULL;
+        CHECK_R(cg_parse_mountinfo_cgroup2_all("", 0, &list, &size), 0);
+        CHECK(size == 0 && !list);
+        CHECK_R(cg_parse_mountinfo_cgroup2_all(NULL, 0, &list, &size), 0);
+        CHECK(size == 0 && !list);
+        CHECK_R(cg_parse_mountinfo_cgroup2_all(NULL, 1, &list, &size), -EINVAL);
+        /* The real one holds the mount freezerd finds first. */
+        _cleanup_free_ char *first = NULL;
+        if (cg_find_cgroup2_mount(NULL, &first) == 0) {
+                CHECK_R(cg_find_cgroup2_mounts(&list, &size), 0);
+                CHECK(list && size > strlen(first) && streq(list, first));
+                free(list);
+        }
+}
+
 /* ------------------------------------------------------------------------- */
 
 static void check_norm_ok(const char *in, const char *expected, int line) {
@@ -663,6 +692,7 @@ int main(void) {
         probe_openat2();
         test_mountinfo_real();
         test_mountinfo_synthetic();
+        test_mountinfo_all();
         test_path_normalize();
         test_path_relative();
         test_quote();
