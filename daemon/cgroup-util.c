@@ -383,19 +383,16 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
         return buf;
 }
 
-const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
-        const unsigned char *p = (const unsigned char *) s;
-        size_t k = 0;
+/* The bytes [p, end) of a quote into buf at k, whole characters only; with
+ * bound (not 0), stops before the character that would pass p + bound.
+ * Returns the new k. */
+static size_t quote_part(const unsigned char *p, const unsigned char *end, size_t bound, char *buf, size_t k) {
+        const unsigned char *start = p;
 
-        for (;;) {
-                size_t used = (size_t) ((const char *) p - s), n;
+        while (p < end) {
+                size_t n = utf8_char_len(p, true);
 
-                if (!*p) {
-                        buf[k] = 0;
-                        return buf;
-                }
-                n = utf8_char_len(p, true);
-                if (used + (n ?: 1) > CG_QUOTE_MAX)
+                if (bound > 0 && (size_t) (p - start) + (n ?: 1) > bound)
                         break; /* cut before the character that would pass the bound */
                 if (n == 0 || *p < 0x20 || *p == 0x7f) {
                         /* No character D-Bus can carry, or a control one: as cg_escape(). */
@@ -407,7 +404,31 @@ const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
                 k += n;
                 p += n;
         }
-        snprintf(buf + k, CG_QUOTE_SIZE - k, "... (%zu bytes)", strlen(s));
+        return k;
+}
+
+const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
+        const unsigned char *p = (const unsigned char *) s, *end, *tail;
+        size_t len = strlen(s), k;
+
+        end = p + len;
+        if (len <= CG_QUOTE_MAX) {
+                buf[quote_part(p, end, 0, buf, 0)] = 0;
+                return buf;
+        }
+        /* Head and tail: a path's leaf, which tells siblings apart, is at its
+         * end.  The tail starts on the first character that begins in its last
+         * CG_QUOTE_TAIL bytes (a continuation byte there is skipped; at most 3,
+         * as a character has 4 bytes at most: beyond, they are no UTF-8 and
+         * are escaped one by one). */
+        k = quote_part(p, end, CG_QUOTE_HEAD, buf, 0);
+        memcpy(buf + k, "...", 3);
+        k += 3;
+        tail = end - CG_QUOTE_TAIL;
+        for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
+                tail++;
+        k = quote_part(tail, end, 0, buf, k);
+        snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", len);
         return buf;
 }
 

@@ -45,16 +45,22 @@ bool cg_name_is_publishable(const char *name);
  * size (at least 8).  Returns buf. */
 const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
 
-/* A string of the caller's (a path, an order, a resource...) as an error
- * message quotes it: its first CG_QUOTE_MAX bytes at most, cut before the
- * character that would pass them and followed by "... (N bytes)" (N: its
- * whole length), so that a 100 MB argument does not make a 100 MB error;
- * control characters and bytes that are no UTF-8 D-Bus can carry escaped
- * (\xNN), so that the message is always a valid D-Bus string.  Every error
- * message that quotes such a string goes through here.  Returns buf;
- * CG_QUOTE(s) gives it a buffer of its own, valid to the end of the full
- * expression's block (a compound literal): for an argument of a printf. */
+/* A string of the caller's (a path, an order, a resource...) or a group path
+ * as an error message quotes it: whole up to CG_QUOTE_MAX bytes; a longer one
+ * as its first CG_QUOTE_HEAD bytes at most, "...", its last CG_QUOTE_TAIL
+ * bytes at most, each part cut on a character (the head before the one that
+ * would pass it, the tail after the one it starts in), then " (N bytes)" (N:
+ * its whole length).  The tail, because a path's end (its leaf name) is what
+ * tells siblings apart: "/very/long/prefix/a" and ".../b" must not quote the
+ * same.  So a 100 MB argument does not make a 100 MB error; control
+ * characters and bytes that are no UTF-8 D-Bus can carry are escaped (\xNN),
+ * so that the message is always a valid D-Bus string.  Every error message
+ * that quotes such a string goes through here.  Returns buf; CG_QUOTE(s) gives
+ * it a buffer of its own, valid to the end of the full expression's block (a
+ * compound literal): for an argument of a printf. */
 #define CG_QUOTE_MAX 256
+#define CG_QUOTE_HEAD 96
+#define CG_QUOTE_TAIL (CG_QUOTE_MAX - CG_QUOTE_HEAD)
 #define CG_QUOTE_SIZE (4 * CG_QUOTE_MAX + 40)
 const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
 #define CG_QUOTE(s) cg_quote((s), (char[CG_QUOTE_SIZE]) { 0 })

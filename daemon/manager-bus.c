@@ -841,7 +841,8 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
                 return 0;
         r = odd_groups_collect(m->root_fd, c->path, child_in_model, m, odd, &where);
         /* where comes whole (one path, below PATH_MAX, escaped): the group it
-         * names is at its end, which a quote (cg_quote()) would cut away. */
+         * names is at its end, below levels a quote (cg_quote(), its first and
+         * last bytes only) would cut out, and only the whole path finds it. */
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s that freezerd does not follow: more than "

@@ -208,6 +208,20 @@ def expect_dbus_error(name, fn, *args, **kwargs):
     fail(f'{getattr(fn, "__name__", fn)}{args!r} succeeded ({result!r}), expected {name}')
 
 
+QUOTE_MAX, QUOTE_HEAD, QUOTE_TAIL = 256, 96, 160  # daemon/cgroup-util.h, CG_QUOTE_*
+
+
+def quoted(s):
+    """s as an error message quotes it (cg_quote()): whole up to QUOTE_MAX bytes, else its
+    first QUOTE_HEAD and last QUOTE_TAIL bytes, each cut on a character, then its size
+    (for valid UTF-8 with no control characters)."""
+    b = s.encode()
+    if len(b) <= QUOTE_MAX:
+        return s
+    return (f'{b[:QUOTE_HEAD].decode(errors="ignore")}...{b[-QUOTE_TAIL:].decode(errors="ignore")}'
+            f' ({len(b)} bytes)')
+
+
 def _on_terminate(signum, frame):
     # Raise once; further signals only find the cleanup already under way.
     signal.signal(signum, signal.SIG_IGN)

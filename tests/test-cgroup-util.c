@@ -372,10 +372,11 @@ static void test_path_relative(void) {
         CHECK_STR(cg_path_relative(""), ".");
 }
 
-/* A caller's string in an error message: bounded, cut on a character, valid UTF-8. */
+/* A caller's string or a group path in an error message: bounded, its head
+ * and its tail, each cut on a character, valid UTF-8. */
 static void test_quote(void) {
-        char buf[CG_QUOTE_SIZE], want[CG_QUOTE_SIZE];
-        _cleanup_free_ char *big = malloc((1 << 20) + 1), *e = malloc(2 * 200 + 2);
+        char buf[CG_QUOTE_SIZE], want[CG_QUOTE_SIZE], buf2[CG_QUOTE_SIZE];
+        _cleanup_free_ char *big = malloc((1 << 20) + 1), *e = malloc(2 * 200 + 3);
 
         CHECK(big && e);
         if (!big || !e)
@@ -392,20 +393,43 @@ static void test_quote(void) {
         CHECK_STR(cg_quote(big, buf), big); /* exactly the bound: whole */
         memset(big, 'a', 1 << 20);
         big[1 << 20] = 0;
-        memset(want, 'a', CG_QUOTE_MAX);
-        strcpy(want + CG_QUOTE_MAX, "... (1048576 bytes)");
+        memset(want, 'a', CG_QUOTE_HEAD);
+        memcpy(want + CG_QUOTE_HEAD, "...", 3);
+        memset(want + CG_QUOTE_HEAD + 3, 'a', CG_QUOTE_TAIL);
+        strcpy(want + CG_QUOTE_MAX + 3, " (1048576 bytes)");
         CHECK_STR(cg_quote(big, buf), want);
         CHECK_STR(CG_QUOTE(big), want);
 
-        /* "/" and 200 "é": the cut falls inside one, which goes whole. */
+        /* Siblings below a long path: their quotes differ, by their leaves,
+         * which they end with. */
+        memset(big, 'n', 3000);
+        strcpy(big + 3000, "/a");
+        cg_quote(big, buf);
+        big[3001] = 'b';
+        cg_quote(big, buf2);
+        CHECK(!streq(buf, buf2));
+        CHECK(strstr(buf, "n/a (3002 bytes)") && strstr(buf2, "n/b (3002 bytes)"));
+        CHECK(strncmp(buf, big, CG_QUOTE_HEAD) == 0);
+
+        /* "/", 200 "é" and "x": both cuts fall inside an "é"; the head's goes
+         * before it (47 "é", 95 bytes), the tail's after it (79 "é" and "x"). */
         e[0] = '/';
         for (size_t i = 0; i < 200; i++)
                 memcpy(e + 1 + 2 * i, "\xc3\xa9", 2);
-        e[401] = 0;
+        strcpy(e + 401, "x");
         cg_quote(e, buf);
-        CHECK(strncmp(buf, e, 255) == 0);
-        CHECK_STR(buf + 255, "... (401 bytes)");
+        CHECK(strncmp(buf, e, 95) == 0);
+        CHECK(strncmp(buf + 95, "...", 3) == 0);
+        CHECK(strncmp(buf + 98, e + 402 - 159, 159) == 0);
+        CHECK_STR(buf + 98 + 159, " (402 bytes)");
         CHECK(cg_name_is_publishable(buf)); /* valid UTF-8, no control character */
+
+        /* A tail of continuation bytes with no character: escaped one by one. */
+        memset(big, 0x80, 300);
+        big[300] = 0;
+        cg_quote(big, buf);
+        CHECK(cg_name_is_publishable(buf));
+        CHECK(strlen(buf) == 4 * CG_QUOTE_HEAD + 3 + 4 * (CG_QUOTE_TAIL - 3) + strlen(" (300 bytes)"));
 
         /* The worst case: every byte escaped, and the longest suffix, fits. */
         memset(big, 1, 1 << 20);

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The outcome of a call names groups of freezerd's model, whose paths may be 4 kB
-long: each is quoted as a caller's string is (at most 256 bytes, cut on a
-character, then "... (N bytes)"), and a message that names several stays small as
-a whole.  (Until session 35 they came whole: a Timeout of six such groups was 35 kB.)
+long: each is quoted as a caller's string is (its first 96 and last 160 bytes, each
+cut on a character, then " (N bytes)"), and a message that names several stays small
+as a whole.  (Until session 35 they came whole: a Timeout of six such groups was 35 kB;
+then only their first 256 bytes, the same for siblings: the message no longer said
+which groups had timed out.)
 
   L = 14 levels of 250-byte names (3,514 bytes)
   L/a ... L/f   each a task blocked (state D) on a FUSE mount that never answers
 
-Checks (each message under 4 kB, every path in it quoted, none whole):
+Checks (each message under 4 kB, every path in it quoted, none whole, each named
+child told apart by its leaf name):
   * ApplyBatch freezing L/a ... L/f, 300 ms, ROLLBACK_ON_TIMEOUT: Timeout naming
     L/a and three more, then "and 2 more", and up to four tasks.
   * Freeze(L), 300 ms, ROLLBACK_ON_TIMEOUT: Timeout naming L and four of its
@@ -25,13 +28,7 @@ import freezertest as ft  # noqa: E402
 
 L = ''.join('/' + 'n' * 250 for _ in range(14))
 CHILDREN = [L + '/' + k for k in 'abcdef']
-QUOTED = 256     # bytes of a path a message quotes at most
 MESSAGE_MAX = 4096
-
-
-def quoted(path):
-    b = path.encode()
-    return path if len(b) <= QUOTED else b[:QUOTED].decode(errors='ignore') + f'... ({len(b)} bytes)'
 
 
 def check_message(e, name, what, names):
@@ -40,7 +37,10 @@ def check_message(e, name, what, names):
     ft.check(size < MESSAGE_MAX, f'{what}: the message is {size} bytes, under {MESSAGE_MAX}',
              f'{e.message[:300]!r} ... {e.message[-300:]!r}')
     for p in names:
-        ft.check(quoted(p) in e.message, f'{what}: the message quotes {"L" if p == L else "L/" + p[-1]} ({len(p)} bytes)',
+        if p != L:
+            ft.check(f'/{p[-1]} ({len(p.encode())} bytes)' in e.message,
+                     f'{what}: the message names L/{p[-1]} by its leaf', f'{e.message[:300]!r} ... {e.message[-300:]!r}')
+        ft.check(ft.quoted(p) in e.message, f'{what}: the message quotes {"L" if p == L else "L/" + p[-1]} ({len(p)} bytes)',
                  f'{e.message[:300]!r} ... {e.message[-300:]!r}')
     ft.check(L not in e.message, f'{what}: no path comes whole', f'{e.message[:300]!r}')
 
@@ -71,7 +71,9 @@ def test():
             ft.check_equal([sc.read_freeze(p) for p in CHILDREN], [0] * 6, 'a batch of six: rolled back')
 
             e = expect_error(c.call, 'Freeze', L, 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
-            check_message(e, ft.ERROR_TIMEOUT, 'Freeze of their parent', [L] + CHILDREN[:4])
+            named = [p for p in CHILDREN if f'/{p[-1]} ({len(p.encode())} bytes)' in e.message]
+            ft.check_equal(len(named), 4, 'Freeze of their parent: four distinct children named')
+            check_message(e, ft.ERROR_TIMEOUT, 'Freeze of their parent', [L] + named)
             ft.check('not frozen below it: ' in e.message and ' and 2 more' in e.message,
                      'Freeze of their parent: four children named, "and 2 more"', repr(e.message))
             ft.check_equal(sc.read_freeze(L), 0, 'Freeze of their parent: rolled back')

@@ -15,12 +15,13 @@ Checks (each error's message names the path it is about):
     Thaw, Group.Freeze).
   * After all of these every cgroup.freeze is still 0 and FreezerState "running".
   * A path without the leading "/" is accepted: Freeze("g") freezes /g.
-  * Huge arguments: the error quotes at most 256 bytes of each, cut on a character,
-    then "... (N bytes)": Freeze of a 1 MB path, ApplyBatch with a 1 MB order, a
-    pressure trigger with a 200 kB resource, NoSuchGroup for a 3 kB path (until
-    session 34 the order and the resource came back whole, a 1 MB message); a path of
-    3000 "é" gets its InvalidPath (until session 34 the cut fell inside a character,
-    sd-bus could not send the error, and the call went unanswered).
+  * Huge arguments: the error quotes the first 96 and the last 160 bytes of each, each
+    cut on a character, then " (N bytes)" (until session 35 the first 256 bytes):
+    Freeze of a 1 MB path, ApplyBatch with a 1 MB order, a pressure trigger with a
+    200 kB resource, NoSuchGroup for a 3 kB path (until session 34 the order and the
+    resource came back whole, a 1 MB message); a path of 3000 "é" gets its InvalidPath
+    (until session 34 the cut fell inside a character, sd-bus could not send the
+    error, and the call went unanswered).
   * Calls on object paths of no object (on the bus and on the private socket): a
     missing group's of 3 kB and of 60 kB, one below a group, one outside freezerd's
     prefix: Group.Freeze, Get, GetAll, Introspect, an unknown method each get
@@ -38,7 +39,6 @@ import freezertest as ft  # noqa: E402
 
 
 def check_huge(c):
-    quoted = 256  # bytes of a caller's string an error message quotes at most
     for what, arg, err, call in (
             ('Freeze of a 1 MB path', '/' + 'a' * (1 << 20), ft.ERROR_INVALID_PATH,
              lambda a: c.call('Freeze', a, 0, 0)),
@@ -57,15 +57,15 @@ def check_huge(c):
             e = x
         ft.check(err is None or e.name == err, f'{what}: {err or "an error"}', e.name)
         size = len(arg.encode())
-        head = arg.encode()[:quoted - 4].decode(errors='ignore')
-        ft.check(len(e.message.encode()) < quoted + 200 and head in e.message and f'... ({size} bytes)' in e.message,
-                 f'{what}: the message quotes the start of it, and its size ({len(e.message.encode())} bytes)',
+        ft.check(len(e.message.encode()) < ft.QUOTE_MAX + 200 and ft.quoted(arg) in e.message
+                 and f' ({size} bytes)' in e.message,
+                 f'{what}: the message quotes the start and the end of it, and its size '
+                 f'({len(e.message.encode())} bytes)',
                  repr(e.message[:100] + ' ... ' + e.message[-100:]))
 
 
 def check_unknown_objects(c, where):
     """Calls on object paths of no object: sd-bus's UnknownObject quoted the whole path."""
-    quoted = 256
     long_group = '/g/' + 'b' * 200 + '/' + 'c' * 200
     for obj in (ft.GROUP_PREFIX + '/' + 'a' * 3000, ft.GROUP_PREFIX + '/' + 'x' * 60000,
                 ft.group_object('/g/missing' + '/' + 'd' * 250), ft.group_object(long_group) + '/below',
@@ -83,9 +83,8 @@ def check_unknown_objects(c, where):
             except ft.DBusError as x:
                 e = x
             ft.check(e.name == 'org.freedesktop.DBus.Error.UnknownObject' and
-                     len(e.message.encode()) < quoted + 200 and obj[:quoted - 4] in e.message and
-                     f'... ({len(obj)} bytes)' in e.message,
-                     f'{desc}: UnknownObject, quoting the start of the path and its size '
+                     len(e.message.encode()) < ft.QUOTE_MAX + 200 and ft.quoted(obj) in e.message,
+                     f'{desc}: UnknownObject, quoting the start and the end of the path and its size '
                      f'({len(e.message.encode())} bytes)', f'{e.name}: {e.message[:100]!r} ... {e.message[-100:]!r}')
     # What freezerd answers itself is only what sd-bus would not have found.
     obj = ft.GROUP_PREFIX + '/' + 'a' * 3000
@@ -100,7 +99,7 @@ def check_unknown_objects(c, where):
         ft.fail(f'{where}: an unknown method of it succeeded')
     except ft.DBusError as x:
         e = x
-    ft.check(e.name == 'org.freedesktop.DBus.Error.UnknownMethod' and len(e.message) < quoted,
+    ft.check(e.name == 'org.freedesktop.DBus.Error.UnknownMethod' and len(e.message) < ft.QUOTE_MAX,
              f'{where}: an unknown method of it: UnknownMethod, a short message', f'{e.name}: {e.message!r}')
     # Over 64 kB sd-bus's reader finds the message invalid and drops it: freezerd never
     # sees the call, and cannot answer it (README, "Errors").  The connection serves on.
