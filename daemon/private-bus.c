@@ -43,7 +43,6 @@ struct PrivateConnection {
         bool auth_expired;
         unsigned subscribed[_SUBSCRIPTION_MAX]; /* Subscribe*() calls not undone, by kind */
         uint64_t queued; /* messages waiting to be written, at the last private_bus_prepare() */
-        uint64_t measured_queued; /* of them, at the last heap measure before a message (connection_output_full()) */
         PrivateConnection *next;
 };
 
@@ -61,6 +60,7 @@ struct PrivateBus {
         struct event *auth_log_timer; /* while pending, clients that did not authenticate are counted */
         unsigned auth_unlogged;       /* ... here, for one line when it fires */
         size_t heap_floor; /* see heap_above_floor(); SIZE_MAX while no queue holds a message */
+        unsigned unmeasured; /* messages of lagging connections since the last measure (connection_output_full()) */
 };
 
 static PrivateConnection *connection_free(PrivateConnection *c) {
@@ -347,9 +347,9 @@ fail:
  * exact for any message, sd-bus's own replies included, where an estimate of
  * each reply from its call would have to follow sd-bus's formats.  Measuring
  * walks malloc's free lists (some µs), so it is done only while messages wait
- * for a connection (its socket is full): before a message that connection's
- * dispatch handles, once PRIVATE_BUS_MEASURE_STEP more wait than at the last
- * measure (connection_output_full()), and once per loop
+ * for a connection (its socket is full): before every
+ * PRIVATE_BUS_MEASURE_STEP-th message lagging connections send
+ * (connection_output_full()), and once per loop
  * turn (for the signals queued by other events), never for clients that keep
  * up.  The floor is the least heap measured since the queues were last all
  * empty, what the model and everything else held: once the heap is
@@ -369,27 +369,27 @@ static size_t heap_in_use(void) {
 static size_t heap_above_floor(PrivateBus *pb) {
         size_t heap = heap_in_use();
 
+        pb->unmeasured = 0;
         if (heap < pb->heap_floor)
                 pb->heap_floor = heap;
         return heap - pb->heap_floor;
 }
 
 /* Before each message of a connection's dispatch: whether to stop there, for
- * private_bus_prepare() to close a connection.  The heap is measured once
- * PRIVATE_BUS_MEASURE_STEP more messages wait than at the last measure, not
- * before every message: a measure costs µs (more with many free chunks),
- * and every other client's call would pay it while one lags; the bound is
- * passed by at most that many replies. */
+ * private_bus_prepare() to close a connection.  While messages wait for it,
+ * the heap is measured before every PRIVATE_BUS_MEASURE_STEP-th message that
+ * lagging connections (all together) send, not before each: a measure costs
+ * µs (more with many free chunks), and every other client's call would pay
+ * it while one lags; the bound is passed by the replies of at most that many
+ * messages. */
 static bool connection_output_full(void *userdata) {
         PrivateConnection *c = userdata;
         uint64_t n = 0;
 
-        if (sd_bus_get_n_queued_write(c->bus, &n) < 0 || n < c->measured_queued + PRIVATE_BUS_MEASURE_STEP) {
-                if (n < c->measured_queued) /* written out meanwhile */
-                        c->measured_queued = n;
+        if (sd_bus_get_n_queued_write(c->bus, &n) < 0 || n == 0)
                 return false;
-        }
-        c->measured_queued = n;
+        if (++c->pb->unmeasured < PRIVATE_BUS_MEASURE_STEP)
+                return false;
         return heap_above_floor(c->pb) > PRIVATE_BUS_QUEUED_HEAP_MAX;
 }
 

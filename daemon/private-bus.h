@@ -49,7 +49,7 @@ int private_bus_new(Manager *m, struct event_base *base, const char *path, Priva
  * (see heap_above_floor() in private-bus.c); re-arm the rest. */
 #define PRIVATE_BUS_QUEUE_MAX (64u * 1024u) /* messages queued for one connection */
 #define PRIVATE_BUS_QUEUED_HEAP_MAX ((size_t) 64 * 1024 * 1024) /* bytes, all connections together */
-#define PRIVATE_BUS_MEASURE_STEP 8u /* more messages queued before the heap is measured again */
+#define PRIVATE_BUS_MEASURE_STEP 8u /* messages of lagging connections between two heap measures */
 void private_bus_prepare(PrivateBus *pb);
 /* Close the listener (removing its file) and every connection, after sending
  * what is queued on each. */
