@@ -2551,7 +2551,7 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
         /* What came before the catch-up (the exit, its triggers' ends, in the
          * same dispatch) is out before a Ctrl+C there may end watch at once,
          * dropping only the catch-up's own lines (--help). A failed write is
-         * the loop's to see. */
+         * logged there, and the loop exits on it. */
         if (reason == FREEZER_RESYNC_DAEMON_STARTED)
                 (void) stdout_flushed();
         if (!arg_json)
