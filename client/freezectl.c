@@ -510,28 +510,6 @@ static const char *socket_bus_daemon(const char *path, char *buf, size_t size) {
         return socket_peer_comm(path, buf, size) ?: "a bus daemon";
 }
 
-/* The length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
- * no surrogates, nothing above U+10FFFF), 0 if it is none. */
-static size_t utf8_sequence_length(const unsigned char *p) {
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (p[0] >= 0xe0 && p[0] <= 0xef) {
-                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[0] == 0xe0 && p[1] < 0xa0) ||
-                    (p[0] == 0xed && p[1] >= 0xa0))
-                        return 0;
-                return 3;
-        }
-        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80 ||
-                    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-                        return 0;
-                return 4;
-        }
-        return 0;
-}
-
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
  * is unbuffered): control characters (a newline in a path we were given, or
@@ -548,7 +526,7 @@ static void put_error_line(const char *line) {
         }
         k = (size_t) sprintf(buf, PROGRAM ": ");
         for (const unsigned char *p = (const unsigned char *) line; p < (const unsigned char *) line + n;) {
-                size_t l = utf8_sequence_length(p);
+                size_t l = cg_utf8_char_len(p, false);
 
                 if (l == 0 || *p < 0x20 || *p == 0x7f) {
                         k += (size_t) sprintf(buf + k, "\\x%02x", *p);
@@ -952,7 +930,7 @@ static struct json_object *json_string_of_arg(const char *s) {
         if (!copy)
                 return NULL;
         for (const unsigned char *p = (const unsigned char *) s; *p;) {
-                size_t k = utf8_sequence_length(p);
+                size_t k = cg_utf8_char_len(p, false);
 
                 if (k == 0) {
                         memcpy(copy + n, "\xef\xbf\xbd", 3); /* U+FFFD */

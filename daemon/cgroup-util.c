@@ -297,11 +297,7 @@ int cg_find_cgroup2_mounts(char **ret, size_t *ret_size) {
  * API paths
  * ------------------------------------------------------------------------- */
 
-/* The length of the UTF-8 character at s (not at its NUL), or 0 if it is none:
- * strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
- * U+10FFFF, no truncated sequences; with refuse_noncharacters, also none of
- * U+FDD0..U+FDEF, U+xFFFE, U+xFFFF, which sd-bus refuses in a string. */
-static size_t utf8_char_len(const unsigned char *s, bool refuse_noncharacters) {
+size_t cg_utf8_char_len(const unsigned char *s, bool refuse_noncharacters) {
         unsigned char c = *s;
         size_t n;
         uint32_t cp, min;
@@ -343,7 +339,7 @@ static size_t utf8_char_len(const unsigned char *s, bool refuse_noncharacters) {
 
 static bool utf8_check(const char *str, bool refuse_noncharacters) {
         for (const unsigned char *s = (const unsigned char *) str; *s;) {
-                size_t n = utf8_char_len(s, refuse_noncharacters);
+                size_t n = cg_utf8_char_len(s, refuse_noncharacters);
                 if (n == 0)
                         return false;
                 s += n;
@@ -390,7 +386,7 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, size_
         const unsigned char *start = p;
 
         while (p < end) {
-                size_t n = utf8_char_len(p, true);
+                size_t n = cg_utf8_char_len(p, true);
 
                 if (bound > 0 && (size_t) (p - start) + (n ?: 1) > bound)
                         break; /* cut before the character that would pass the bound */

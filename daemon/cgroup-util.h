@@ -15,6 +15,12 @@
  * -ENOENT if there is none. */
 int cg_find_cgroup2_mount(const char *mountinfo_path, char **ret);
 
+/* The length of the UTF-8 character at s (not at its NUL), or 0 if it is none:
+ * strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no truncated sequences); with refuse_noncharacters, also none of
+ * U+FDD0..U+FDEF, U+xFFFE, U+xFFFF, which sd-bus refuses in a string. */
+size_t cg_utf8_char_len(const unsigned char *s, bool refuse_noncharacters);
+
 /* The same, from a mountinfo text already in memory (for tests and fuzzing). */
 int cg_parse_mountinfo_cgroup2(const char *text, size_t len, char **ret);
 
