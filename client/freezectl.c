@@ -1262,6 +1262,42 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
 
 /* ---- freeze --except ---- */
 
+/* An --except= path that is not below PATH: freezerd refuses it
+ * (InvalidArgs, which read as a failure, exit 1), but the arguments alone
+ * tell, so it is a usage error, said before anything is sent.  As freezerd
+ * compares them: normalized (a group's path is its name), so "/pods/" is
+ * "/pods".  A path that does not normalize is left to freezerd, which says
+ * what is wrong with it; so is a file system path into a cgroup2 mount, whose
+ * NoSuchGroup gets the hint that paths are relative to freezerd's root. */
+static int check_except_below(const char *path) {
+        _cleanup_free_ char *top = NULL, *mounts = NULL;
+
+        if (cg_path_normalize(path, &top, NULL) < 0)
+                return EXIT_SUCCESS;
+        mounts = cgroup_mounts();
+        if (!mounts || mount_of(path, mounts))
+                return EXIT_SUCCESS;
+
+        for (size_t i = 0; i < n_arg_except; i++) {
+                _cleanup_free_ char *x = NULL;
+                size_t n = strlen(top);
+                bool below;
+
+                if (mount_of(arg_except[i], mounts) || cg_path_normalize(arg_except[i], &x, NULL) < 0)
+                        continue;
+                if (streq(top, "/"))
+                        below = !streq(x, "/");
+                else
+                        below = strncmp(x, top, n) == 0 && x[n] == '/';
+                if (!below) {
+                        usage_error("--except=%s is not below %s, the PATH to freeze: the excluded subtrees must "
+                                    "lie within it", arg_except[i], path);
+                        return EXIT_USAGE;
+                }
+        }
+        return EXIT_SUCCESS;
+}
+
 static int verb_freeze_except(freezer *f, const char *path) {
         char **frozen = NULL;
         int ret = EXIT_SUCCESS, r;
@@ -3432,6 +3468,9 @@ static int run(int argc, char *argv[]) {
                         usage_error("--recursive cannot be combined with --except");
                         return EXIT_USAGE;
                 }
+                ret = check_except_below(args[0]);
+                if (ret != EXIT_SUCCESS)
+                        return ret;
         }
 
         for (size_t i = 0; i < n_args; i++)

@@ -26,7 +26,8 @@ Checks:
     message.
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
-    with --no-wait, an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
+    with --no-wait, freeze --except= of a path not below PATH (freezerd's InvalidArgs
+    exited 1), an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
     or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
     some (freezerd refused them: exit 1).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
@@ -506,6 +507,13 @@ def test():
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
+            # An --except= that is not below PATH (a sibling, PATH itself, and PATH written with
+            # a trailing "/"): freezerd's InvalidArgs exited 1, for arguments that tell it alone.
+            for path, x in (('/g', '/a-b'), ('/g', '/g'), ('/g/', '/g'), ('/', '/'), ('/g', '/gh')):
+                what = f'freeze {path} --except={x}'
+                r = ft.freezectl('--json', 'freeze', path, f'--except={x}', check=False)
+                ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2, nothing on stdout')
+                one_line(r, what, f'--except={x} is not below {path}')
             ft.check_equal(sc.read_freeze('/g'), 0, 'usage errors changed nothing')
 
             # ---- "--" and a path starting with "-"
