@@ -26,6 +26,7 @@
 #include "cgroup-util.h"
 #include "client-util.h"
 #include "config-build.h"
+#include "duration.h"
 #include "freezer.h"
 #include "front.h"
 #include "group-table.h"
@@ -184,8 +185,10 @@ static void help(void) {
                "Options may be given before or after the command; \"--\" ends the options,\n"
                "so that paths starting with \"-\" can be given.\n"
                "DURATION is a number, optionally with a fraction, and a unit: us (or usec),\n"
-               "ms (msec), s (sec), min (m), h (hr); a number without a unit means seconds:\n"
-               "\"250ms\", \"1.5s\", \"2min\".\n"
+               "ms (msec), s (sec, second, seconds), min (m, minute, minutes), h (hr, hour,\n"
+               "hours); or several such, summed, as in systemd.time(7) and as status prints\n"
+               "them: \"250ms\", \"1.5s\", \"2min\", \"2min 3s\", \"2min3s\", \"1h 30min\". A\n"
+               "lone number without a unit means seconds (\"5\" is \"5s\").\n"
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
                "failure: the paths after it are left alone. They print nothing on success\n"
@@ -725,137 +728,6 @@ static void log_failure(freezer *f, int r, const char *fmt, ...) {
         va_start(ap, fmt);
         vlog_failure(freezer_last_error_name(f), freezer_last_error_message(f), r, fmt, ap);
         va_end(ap);
-}
-
-/* ---- durations ---- */
-
-static int parse_duration(const char *s, uint64_t *ret) {
-        static const struct {
-                const char *suffix;
-                uint64_t usec;
-        } units[] = {
-                { "",     USEC_PER_SEC    },
-                { "us",   1               },
-                { "usec", 1               },
-                { "ms",   USEC_PER_MSEC   },
-                { "msec", USEC_PER_MSEC   },
-                { "s",    USEC_PER_SEC    },
-                { "sec",  USEC_PER_SEC    },
-                { "m",    USEC_PER_MINUTE },
-                { "min",  USEC_PER_MINUTE },
-                { "h",    USEC_PER_HOUR   },
-                { "hr",   USEC_PER_HOUR   },
-        };
-        const char *p = s, *frac = NULL;
-        size_t n_int = 0, n_frac = 0;
-        uint64_t whole = 0, mul = 0, total, m;
-        bool overflow = false;
-
-        for (; *p >= '0' && *p <= '9'; p++, n_int++) {
-                unsigned d = *p - '0';
-
-                if (whole > (UINT64_MAX - d) / 10)
-                        overflow = true;
-                else
-                        whole = whole * 10 + d;
-        }
-
-        if (*p == '.') {
-                frac = ++p;
-                for (; *p >= '0' && *p <= '9'; p++)
-                        n_frac++;
-        }
-
-        if (n_int + n_frac == 0)
-                return -EINVAL;
-
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (streq(p, units[i].suffix)) {
-                        mul = units[i].usec;
-                        break;
-                }
-        if (mul == 0)
-                return -EINVAL;
-
-        if (overflow || whole > UINT64_MAX / mul)
-                return -ERANGE;
-        total = whole * mul;
-
-        /* The fraction, digit by digit, without floating point; digits below
-         * the microsecond are dropped. */
-        m = mul;
-        for (size_t i = 0; i < n_frac && m >= 10; i++) {
-                uint64_t add;
-
-                m /= 10;
-                add = (uint64_t) (frac[i] - '0') * m;
-                if (total > UINT64_MAX - add)
-                        return -ERANGE;
-                total += add;
-        }
-
-        /* A duration that is not zero but below the microsecond would read
-         * as 0, which means "the default" to a timeout: refuse it. */
-        if (total == 0)
-                for (const char *d = s; d < p; d++)
-                        if (*d >= '1' && *d <= '9')
-                                return -ERANGE;
-
-        *ret = total;
-        return 0;
-}
-
-/* "0", "123us", "1.5ms", "1.234s", "2min 3.5s", "1h 2min 0.5s" */
-static char *format_duration(char *buf, size_t size, uint64_t usec) {
-        uint64_t h, min, sec, frac, unit;
-        const char *suffix;
-        int n = 0;
-
-        if (usec == 0) {
-                snprintf(buf, size, "0s"); /* with a unit, as every other duration printed */
-                return buf;
-        }
-
-        if (usec < USEC_PER_MSEC) {
-                snprintf(buf, size, "%" PRIu64 "us", usec);
-                return buf;
-        }
-
-        if (usec < USEC_PER_SEC) {
-                unit = USEC_PER_MSEC;
-                suffix = "ms";
-                sec = usec / USEC_PER_MSEC;
-                frac = usec % USEC_PER_MSEC;
-                h = min = 0;
-        } else {
-                unit = USEC_PER_SEC;
-                suffix = "s";
-                h = usec / USEC_PER_HOUR;
-                min = usec % USEC_PER_HOUR / USEC_PER_MINUTE;
-                sec = usec % USEC_PER_MINUTE / USEC_PER_SEC;
-                frac = usec % USEC_PER_SEC;
-        }
-
-        if (h > 0)
-                n += snprintf(buf + n, size - n, "%" PRIu64 "h ", h);
-        if (h > 0 || min > 0)
-                n += snprintf(buf + n, size - n, "%" PRIu64 "min ", min);
-
-        if (frac == 0)
-                snprintf(buf + n, size - n, "%" PRIu64 "%s", sec, suffix);
-        else {
-                /* unit is 10^3 or 10^6: print all digits, then drop the
-                 * trailing zeros. */
-                int width = unit == USEC_PER_SEC ? 6 : 3;
-                char digits[8];
-
-                snprintf(digits, sizeof(digits), "%0*" PRIu64, width, frac);
-                for (int i = width - 1; i > 0 && digits[i] == '0'; i--)
-                        digits[i] = 0;
-                snprintf(buf + n, size - n, "%" PRIu64 ".%s%s", sec, digits, suffix);
-        }
-
-        return buf;
 }
 
 /* ---- output helpers ---- */
@@ -2948,7 +2820,7 @@ static int parse_argv(int argc, char *argv[]) {
                                 return usage_error("duration out of range: '%s' (from 1us to about "
                                                    "584,000 years; 0 means freezerd's default)", optarg);
                         if (r < 0)
-                                return usage_error("invalid duration '%s' (e.g. 5s, 250ms, 2min, 1.5s)", optarg);
+                                return usage_error("invalid duration '%s' (e.g. 5s, 250ms, 1.5s, 2min 3s)", optarg);
                         arg_timeout_set = true;
                         break;
 

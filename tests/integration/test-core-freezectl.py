@@ -30,6 +30,9 @@ Checks:
     exited 1), an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
     or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
     some (freezerd refused them: exit 1).
+  * `freeze --timeout=` of "2min 3s", "2min3s" (as status prints durations, and as
+    systemd.time(7) takes them), "1min 0.5s", "1 hour", "500ms": exit 0 (the first four
+    were usage errors).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -515,6 +518,12 @@ def test():
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2, nothing on stdout')
                 one_line(r, what, f'--except={x} is not below {path}')
             ft.check_equal(sc.read_freeze('/g'), 0, 'usage errors changed nothing')
+            # Durations as status prints them and systemd.time(7) writes them: --timeout= took one
+            # number and one unit ("2min 3s" and "2min3s" were usage errors).
+            for t in ('2min 3s', '2min3s', '1min 0.5s', '1 hour', '500ms'):
+                r = ft.freezectl('freeze', f'--timeout={t}', '/g', check=False)
+                ft.check_equal((r.returncode, r.stderr), (0, ''), f'freeze --timeout="{t}" /g')
+                ft.freezectl('thaw', '/g')
 
             # ---- "--" and a path starting with "-"
             ft.freezectl('freeze', '--', '-odd')
