@@ -651,6 +651,10 @@ bool wire_call_cut(const wire *w) {
         return w->cut;
 }
 
+bool wire_authenticated(const wire *w) {
+        return w->authenticated;
+}
+
 bool wire_bus_refused(const wire *w) {
         /* Not when it closed while the call was written: a bus reads Hello
          * and the call's header together and drops both, unanswered, when
@@ -931,6 +935,16 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
          * takes nothing, not even our AUTH. */
         send_deadline = w->authenticated ? deadline : usec_add(now_usec(), AUTH_TIMEOUT_USEC);
         r = wire_send(w, out, n + (size_t) k, send_deadline < deadline ? send_deadline : deadline);
+        if (r == -ECONNRESET && !w->authenticated) {
+                /* Whether the server let us in before it closed: what it
+                 * said is in our buffer already (the second is for a peer
+                 * that shut its reading side only).  If not, the connection
+                 * never was up (freezerd at its limit of connections closes
+                 * a new one at once): wire_authenticated() tells. */
+                int q = read_auth_reply(w, usec_add(now_usec(), USEC_PER_SEC));
+                if (q == -EPERM)
+                        return q;
+        }
         if (r < 0)
                 return r;
         if (hello_serial)

@@ -86,6 +86,10 @@ typedef struct wire_arg {
  * the message. */
 int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
               size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret);
+/* Whether the server accepted our authentication (its OK read, also after
+ * the call's write failed): a connection closed before that never was up,
+ * and nothing of a call on it was done. */
+bool wire_authenticated(const wire *w);
 /* On a bus, whether Hello() has not been answered yet: a connection closed
  * then was the bus refusing us (another user's session bus does so after
  * authentication), not the loss of a connection it had let in. */

@@ -1006,11 +1006,14 @@ static void log_connect_failure(int r);
 
 /* Whether the wire's failed call r was the connection's failure, before it
  * was up (as libfreezer's freezer_open_*() fail, before any call): the bus
- * refused our Hello, our authentication was refused, or the bus closed the
- * connection before it answered Hello.  Nothing of the call was done, and it
- * is said as "cannot connect", as by libfreezer's commands. */
+ * refused our Hello, our authentication was refused, the server closed the
+ * connection before it let us in (freezerd at its limit of connections, also
+ * while the call was written), or the bus closed it before it answered Hello.
+ * Nothing of the call was done, and it is said as "cannot connect", as by
+ * libfreezer's commands. */
 static bool caller_not_connected(const caller *c, int r) {
-        return c->w && (r == -EPROTO || r == -EPERM || (r == -ECONNRESET && wire_bus_refused(c->w)));
+        return c->w && (r == -EPROTO || r == -EPERM ||
+                        (r == -ECONNRESET && (!wire_authenticated(c->w) || wire_bus_refused(c->w))));
 }
 
 _printf_(3, 4)
@@ -1019,6 +1022,14 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
 
         if (c->w && r == -EPROTO) { /* the bus refused our Hello, and the call got no answer */
                 log_hello_refused(caller_error_name(c), caller_error_message(c));
+                return;
+        }
+        if (c->w && r == -ECONNRESET && !wire_authenticated(c->w)) {
+                /* Closed before the server let us in, whether or not the call
+                 * was still being written: as libfreezer's commands say it
+                 * (it read "closed the connection while the call was written"
+                 * or "freezerd stopped or crashed during the freeze"). */
+                log_connect_failure(r);
                 return;
         }
         if (c->w && ((r == -ETIMEDOUT && wire_call_unsent(c->w)) || (r == -ECONNRESET && wire_call_cut(c->w)))) {
@@ -2950,8 +2961,11 @@ static const char *connect_hint(int r) {
                  * the uid in (another user's session bus), and sd-bus reports
                  * a refused tcp: connect as this too. */
                 static char buf[160];
-                if (arg_bus == BUS_PRIVATE)
-                        return "";
+                if (arg_bus == BUS_PRIVATE || connected_private)
+                        /* freezerd closes a connection past its 256th at
+                         * once, and says so in its log. */
+                        return " (freezerd closed it before it was up: does its log say it refuses more "
+                               "connections?)";
                 snprintf(buf, sizeof buf,
                          " (the bus closed the connection: does it let uid %u in? A session bus takes only "
                          "its own user%s)",
@@ -3084,6 +3098,12 @@ static void log_connect_failure_why(const char *why, int r) {
                 log_error("cannot connect to freezerd's private socket %s: %s", arg_socket, why);
                 break;
         case BUS_DEFAULT:
+                if (connected_private) { /* root's, which the wire reached */
+                        log_error("cannot connect to freezerd's private socket %s: %s", FREEZER_PRIVATE_SOCKET,
+                                  why);
+                        break;
+                }
+                __attribute__((fallthrough));
         case BUS_SYSTEM:
         default:
                 log_error("cannot connect to the system bus (%s): %s", system_bus_address(), why);

@@ -47,6 +47,13 @@ Checks:
     "Permission denied (the socket, or a directory on its path, is not open to uid
     65534...)" (at the bus it asked whether guid= named the bus; at the private
     socket it said nothing more).
+  * --json freeze, thaw, batch (freezectl's own wire) and status (sd-bus) at a private
+    socket whose server closes each connection before it answers AUTH (as freezerd at
+    its limit of connections), at once or after reading part of a 4 MB batch: exit 1,
+    one line "cannot connect to freezerd's private socket PATH: Connection reset by
+    peer", as status said it, and nothing on standard output (freeze and thaw printed
+    a "failed" object, saying that freezerd closed the connection while the call was
+    written, or that it stopped or crashed during the freeze; batch said the first).
   * --json freeze and thaw of a PATH that is not UTF-8 ("/g\\xff\\xc3\\xa9"): the output
     parses as JSON, with the path "/g\\ufffd\\u00e9" (the byte went out as it was: no
     JSON parser took the output); its error line is UTF-8, with the byte as \\xff
@@ -65,9 +72,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -256,6 +265,51 @@ def check_socket_denied(bus, d):
                  f'{what}: one line saying the socket is not open to the uid (not asking about guid=)', lines)
 
 
+def check_private_closed_before_auth():
+    """A private socket whose server closes each connection before it answers AUTH, as
+    freezerd at its limit of connections does: at once, and once it read part of what
+    came (the call of a 4 MB batch is then cut while freezectl writes it)."""
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}closing-{os.getpid()}-')
+    path = os.path.join(tmp, 'private')
+    batch = os.path.join(tmp, 'big.json')
+    with open(batch, 'w') as f:
+        json.dump([{'path': '/g/' + 'x' * 200 + str(i), 'freeze': True} for i in range(20000)], f)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    mode = ['at once']
+
+    def serve():
+        while True:
+            try:
+                c, _ = listener.accept()
+            except OSError:  # shut down: the check is over
+                return
+            if mode[0] == 'after reading':
+                c.recv(65536)
+            c.close()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        for mode[0] in ('at once', 'after reading'):
+            for cmd in (['--json', 'freeze', '/g'], ['--json', 'thaw', '/g'], ['--json', 'batch', batch],
+                        ['--json', 'status', '/g']):
+                what = f'{" ".join(cmd[:2])} at a private socket closed {mode[0]}, before AUTH was answered'
+                r = ft.freezectl(*cmd, socket=path, check=False)
+                lines = r.stderr.splitlines()
+                ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+                ft.check(len(lines) == 1 and lines[0].startswith(
+                    f"freezectl: cannot connect to freezerd's private socket {path}: Connection reset by peer"),
+                    f'{what}: one line "cannot connect", as status says it', lines)
+                ft.check_equal(r.stdout, '', f'{what}: nothing on standard output')
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        server.join(ft.DEFAULT_TIMEOUT)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def check_json_of_non_utf8_path(bus):
     """A PATH argument that is not UTF-8: the --json output of freeze and thaw parses."""
     for cmd in ('freeze', 'thaw'):
@@ -310,6 +364,7 @@ def test():
         check_full(bus, ['--version'], [])
         check_no_user_bus()
         check_bogus_env_address()
+        check_private_closed_before_auth()
         with ft.Daemon(bus, sc.root) as d:
             check_socket_denied(bus, d)
             check_json_in_comma_locale(bus)

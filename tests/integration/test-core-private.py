@@ -57,11 +57,13 @@ Checks:
     serving; its call ends at its timeout (rolled back) without harm.
   * At most 256 connections at once: of 266 opened (no authentication), the last
     10 are closed by freezerd at once, the first 256 kept, and freezectl is
-    refused meanwhile.  They never authenticate: freezerd closes each of the 256
-    once 5 s passed since it connected (not before; sd-bus alone waited 90 s),
-    and freezectl works again while the test still holds its ends open.
-    freezerd logs the first, then the others in a line at the end of 5 s that
-    counts them (3 lines at most, counting 256; 256 lines before session 35).
+    refused meanwhile: status and --json freeze say they cannot connect, and
+    print nothing on stdout (freeze printed a "failed" object).  They never
+    authenticate: freezerd closes each of the 256 once 5 s passed since it
+    connected (not before; sd-bus alone waited 90 s), and freezectl works again
+    while the test still holds its ends open.  freezerd logs the first, then the
+    others in a line at the end of 5 s that counts them (3 lines at most,
+    counting 256; 256 lines before session 35).
   * The 5 s count from the client's last sign of life, not from the accept: a client
     that sent its AUTH while freezerd was stopped (SIGSTOP) for longer than that gets
     its OK after SIGCONT and keeps its connection to go on (BEGIN, Hello).
@@ -593,6 +595,15 @@ def check_connection_cap(sc, daemon, path):
         ft.check_equal(select.select(kept, [], [], 0)[0], [], f'the first {MAX_CONNECTIONS} are kept')
         ft.check(ft.freezectl('status', '/g', socket=path, check=False).returncode != 0,
                  'freezectl is refused while they are open')
+        # freeze by the wire says so as status does, and prints no "failed" object for a
+        # call freezerd never took (it said "closed the connection while the call was
+        # written", or that freezerd "stopped or crashed during the freeze of /g").
+        for cmd in (['status', '/g'], ['--json', 'freeze', '/g']):
+            r = ft.freezectl(*cmd, socket=path, check=False)
+            ft.check(r.returncode == 1 and r.stdout == '' and r.stderr.startswith(
+                         f"freezectl: cannot connect to freezerd's private socket {path}: Connection reset by peer")
+                     and len(r.stderr.splitlines()) == 1,
+                     f'{" ".join(cmd)} at the cap: exit 1, nothing on stdout, one line "cannot connect"', r)
         ft.check('256 private connections are open' in daemon.log(), 'freezerd said why it refused them',
                  daemon.log())
         # None of them authenticates: each goes at the deadline.
