@@ -4794,8 +4794,12 @@ int manager_reload(Manager *m, const Config *config) {
         /* "realtime_writes": true read again means "try them": the cause of a
          * refusal may be gone (an RLIMIT_RTPRIO raised with prlimit --pid, a
          * cgroup given real-time time), and the next big write asks the
-         * kernel again (logging the notice again should it still refuse). */
+         * kernel again (logging the notice again should it still refuse).
+         * A thread that could not be started otherwise is tried at every big
+         * write anyway: its warning, given once, is given again should the
+         * cause (a task limit, say) still be there after the reload. */
         m->realtime_refused = false;
+        m->realtime_failed = false;
 
         /* tracked.json once, at the end: a save (an fsync, and a look at every
          * root) for each root added and each dropped held the loop for 7 s

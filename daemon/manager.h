@@ -211,7 +211,7 @@ struct Manager {
         int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         bool realtime_refused; /* the kernel refused SCHED_FIFO once (manager_write_freezes()): not asked again until a SIGHUP */
-        bool realtime_failed;  /* the writer thread failed otherwise once: logged, tried again per call */
+        bool realtime_failed;  /* the writer thread failed otherwise once: logged (again after a SIGHUP), tried again per call */
         int root_fd;       /* O_PATH|O_DIRECTORY */
 
         Tree *tree;

@@ -32,6 +32,12 @@ level ("Wrote N of M cgroup.freeze from a real-time thread (G groups change)"):
              a SIGHUP the next big call asks the kernel again (its refusal
              stuck until a restart, also once RLIMIT_RTPRIO was raised): one
              more notice, and only one.
+  failed     freezerd moved (cgroup v1 pids controller, where there is one)
+             into a group of pids.max 1: the writer thread cannot be started
+             (EAGAIN), one warning however many big calls follow, the main
+             loop writes them.  After a SIGHUP the warning comes once more,
+             and only once, as the refusal's notice does (until session 36
+             it was given once per run of freezerd).
   off        "realtime_writes": false: no thread, no notice, the same results.
 """
 
@@ -46,6 +52,8 @@ CHILDREN = 1100
 LONG_USEC = 60 * 1000000
 RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thread \((\d+) groups change\)')
 REFUSED = 'Real-time scheduling is refused'
+FAILED = 'Cannot start the real-time writer thread'
+PIDS_V1 = '/sys/fs/cgroup/pids'
 DEBUG = {'FREEZERD_LOG_LEVEL': 'debug'}
 
 
@@ -172,6 +180,62 @@ def part_refused(sc, bus):
         ft.check_equal(rt_lines(d), [], 'refused, after a SIGHUP: nothing written by a thread')
 
 
+def pids_v1_group(pid):
+    """The cgroup v1 pids group of pid, relative to PIDS_V1 ('' for the root)."""
+    with open(f'/proc/{pid}/cgroup') as f:
+        for line in f:
+            _, controllers, path = line.rstrip('\n').split(':', 2)
+            if 'pids' in controllers.split(','):
+                return path.lstrip('/')
+    return None
+
+
+def part_failed(sc, bus):
+    if not os.path.exists(os.path.join(PIDS_V1, 'pids.max')) and \
+            not os.path.exists(os.path.join(PIDS_V1, 'cgroup.procs')):
+        print(f'# no cgroup v1 pids controller at {PIDS_V1}: a thread that cannot start is not checked', flush=True)
+        return
+    with ft.Daemon(bus, sc.root, env=DEBUG) as d:
+        c = d.client
+        home = pids_v1_group(d.pid)
+        if home is None:
+            print('# freezerd is in no v1 pids group: a thread that cannot start is not checked', flush=True)
+            return
+        # One task only: the writer thread cannot be made (EAGAIN).  Moved back
+        # before freezerd exits: a sanitizer's leak check starts a thread then.
+        limited = os.path.join(PIDS_V1, f'freezerd-test-realtime-{os.getpid()}')
+        os.mkdir(limited)
+        try:
+            ft.wait_for(lambda: ft.thread_count(d.pid) == 1, timeout=10, poll=0.01,
+                        what='failed: freezerd single-threaded')
+            with open(os.path.join(limited, 'pids.max'), 'w') as f:
+                f.write('1')
+            with open(os.path.join(limited, 'cgroup.procs'), 'w') as f:
+                f.write(str(d.pid))
+
+            def rounds(what):
+                for rnd in range(2):
+                    c.call('Freeze', '/big', LONG_USEC, 0)
+                    check_subtree(sc, True, f'{what}: Freeze {rnd}')
+                    c.call('Thaw', '/big', LONG_USEC, 0)
+                    check_subtree(sc, False, f'{what}: Thaw {rnd}')
+
+            rounds('failed')
+            ft.check_equal(d.log().count(FAILED), 1, 'failed: the thread\'s failure logged once')
+            ft.check_equal(rt_lines(d), [], 'failed: nothing written by a thread')
+
+            d.reload()
+            rounds('failed, after a SIGHUP')
+            ft.check_equal(d.log().count(FAILED), 2, 'failed, after a SIGHUP: the failure logged once more (it was '
+                           'not logged again until a restart)')
+            ft.check_equal(rt_lines(d), [], 'failed, after a SIGHUP: nothing written by a thread')
+            ft.check(REFUSED not in d.log(), 'failed: no refusal logged')
+        finally:
+            with open(os.path.join(PIDS_V1, home, 'cgroup.procs'), 'w') as f:
+                f.write(str(d.pid))
+            os.rmdir(limited)
+
+
 def part_off(sc, bus):
     with ft.Daemon(bus, sc.root, env=DEBUG, config={'realtime_writes': False}) as d:
         c = d.client
@@ -197,6 +261,7 @@ def test():
         part_failure(sc, bus, True)
         part_failure(sc, bus, False)
         part_refused(sc, bus)
+        part_failed(sc, bus)
         part_off(sc, bus)
 
 
