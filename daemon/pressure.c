@@ -161,6 +161,8 @@ static int system_open(PsiResource res, int flags) {
 
 /* ---- readings ----------------------------------------------------------------------------------------- */
 
+static void pressure_read_limits(Pressure *p);
+
 static void kept_fd_close(Pressure *p, int *fd) {
         if (*fd < 0)
                 return;
@@ -187,6 +189,11 @@ static int read_kept(Pressure *p, int *slot, PsiResource res, int (*open_fn)(Pre
                         fd = open_fn(p, open_data, res);
                         if (fd < 0)
                                 return fd;
+                        /* The budget as the limit is now, as for a trigger
+                         * (pressure_read_limits()): read at the start only, it
+                         * stayed a quarter of the first limit, however
+                         * prlimit --pid raised or lowered it since. */
+                        pressure_read_limits(p);
                         if (p->n_kept_fds < p->max_kept_fds) {
                                 *slot = fd;
                                 p->n_kept_fds++;
@@ -697,8 +704,8 @@ static unsigned uid_triggers(Pressure *p, uid_t uid) {
 }
 
 /* The bounds that follow freezerd's RLIMIT_NOFILE, read again at each new
- * trigger (a getrlimit() is cheap): `prlimit --pid` may raise or lower it
- * while freezerd runs. */
+ * trigger and each pressure fd that could be kept (a getrlimit() is cheap):
+ * `prlimit --pid` may raise or lower it while freezerd runs. */
 static void pressure_read_limits(Pressure *p) {
         struct rlimit rl;
 

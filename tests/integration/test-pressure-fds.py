@@ -21,7 +21,11 @@ Checks, freezerd started under `prlimit --nofile=64:128` (soft 64, hard 128):
   * with the triggers removed and the limit lowered at run time to freezerd's
     lowest free fd, AddPressureTrigger fails with LimitsExceeded "no file
     descriptor left" (it was System.Error.EMFILE "Cannot read ..."); once the
-    limit is back, it works.
+    limit is back, it works;
+  * the fds kept for readings follow the limit too (a freezerd started under
+    --nofile=128:512, CpuPressure of 40 groups /r*): 32 at 128, 40 once it is
+    raised to 256 at run time (until session 36 they stayed at 32, read at the
+    start only), none more once it is lowered back to 128.
 No sleeps: every wait is on D-Bus replies."""
 
 import os
@@ -52,6 +56,49 @@ def as_nobody(bus):
         return ft.Client(bus.address)
     finally:
         os.seteuid(0)
+
+
+def part_readings(sc, bus):
+    """The fds kept for readings: a quarter of the limit as it is when a file
+    is opened, as for the triggers."""
+    limit = 2 * NOFILE
+    readers = [f'/r{i}' for i in range(limit * 5 // 16)]  # more than a quarter, fds to spare at the limit
+    later = [f'/s{i}' for i in range(4)]
+    for g in readers + later:
+        sc.mkdir(g)
+    files = {sc.abspath(g, 'cpu.pressure') for g in readers + later}
+
+    with ft.Daemon(bus, sc.root, wrapper=['prlimit', f'--nofile={limit}:{4 * limit}', '--']) as d:
+        c = d.client
+
+        def kept():
+            n = 0
+            for fd in os.listdir(f'/proc/{d.pid}/fd'):
+                try:
+                    n += os.readlink(f'/proc/{d.pid}/fd/{fd}') in files
+                except OSError:
+                    pass
+            return n
+
+        def read(groups):
+            for g in groups:
+                if len(c.group_property(g, 'CpuPressure')) != 2:
+                    ft.fail(f'{g}\'s pressure does not read')
+
+        read(readers)
+        ft.check_equal(kept(), limit // 4, f'RLIMIT_NOFILE {limit}: {limit // 4} reading fds kept')
+        old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
+        try:
+            resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (2 * limit, old[1]))
+            read(readers)
+            ft.check_equal(kept(), len(readers), f'RLIMIT_NOFILE raised to {2 * limit} at run time: all '
+                           f'{len(readers)} reading fds kept (they stayed at {limit // 4})')
+            resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
+            read(later)
+            ft.check_equal(kept(), len(readers), f'lowered back to {limit}: none more kept')
+        finally:
+            resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
+        print(f'# freezerd holds {ft.fd_count(d.pid)} fds', flush=True)
 
 
 def test():
@@ -144,6 +191,7 @@ def test():
                 resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
             c.group_call('/g', 'RemovePressureTrigger', add())
             ft.check(True, 'with the limit back, AddPressureTrigger works')
+        part_readings(sc, bus)
 
 
 ft.run(test)
