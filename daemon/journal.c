@@ -617,20 +617,40 @@ static int write_replace(int dfd, const char *name, const char *text) {
         return r;
 }
 
+/* dfd/name, a file that exists, holds text: written in place (its directory
+ * may be one that cannot be changed, where its file can).  Not whole across a
+ * crash: a start removes what is cut short, restoring nothing of it. */
+static int write_in_place(int dfd, const char *name, const char *text) {
+        _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+        if (fd < 0)
+                return -errno;
+        return pwrite_all(fd, text, strlen(text));
+}
+
 /* The groups of journal f that could not be restored (a cgroup.freeze write
  * refused: a cgroup file system mounted read-only, say) are not dropped with
  * it: they are written to journal-retry-<id>.json, a name no batch's slot
  * takes (a slot's file is truncated when a batch takes it), and the next
  * start restores them as any journal's; f is removed.  The groups restored
  * are not kept: written again at the next start, they would undo what was
- * asked of them since.  Should that file not be written, f itself is renamed
- * so, all its groups kept.  *ret_name is the name kept.  Returns 1 if it
- * holds failed (and boot_id, cgroup_root where f has none), 0 if f as it is. */
+ * asked of them since.  Should that file not be made (a directory that
+ * cannot be changed), f is written over in place if it is that file, or else
+ * renamed so, all its groups kept (journal_forget() drops those changed since,
+ * in a directory it can change, as the rename shows).  *ret_name is the name
+ * kept.  Returns 1 if it holds failed (and boot_id, cgroup_root where f has
+ * none), 0 if f as it is.  Where nothing can be kept, -errno: f is removed,
+ * or emptied where it cannot be (*ret_dropped says which, else NULL), its
+ * failed groups not tried again: left whole under a slot's name, which
+ * journal_forget() must not write (a batch may hold that slot), the next
+ * start would write back every group of it, also those restored now,
+ * undoing whatever a batch asked of them since. */
 static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size_t n, const char *boot_id,
-                       const char *cgroup_root, char **ret_name) {
+                       const char *cgroup_root, char **ret_name, const char **ret_dropped) {
         _cleanup_free_ char *name = NULL, *text = NULL;
         int r = -ENOMEM;
 
+        *ret_dropped = NULL;
         if (asprintf(&name, "journal-retry-%" PRIu64 ".json", f->id) < 0) {
                 name = NULL;
                 return -ENOMEM;
@@ -643,10 +663,27 @@ static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size
         if (r >= 0) {
                 if (!streq(f->name, name))
                         (void) unlinkat(dfd, f->name, 0);
-        } else if (!streq(f->name, name) && renameat(dfd, f->name, dfd, name) < 0)
-                return -errno;
-        *ret_name = TAKE_PTR(name);
-        return r >= 0;
+                *ret_name = TAKE_PTR(name);
+                return 1;
+        }
+        if (streq(f->name, name)) {
+                r = text ? write_in_place(dfd, name, text) : -ENOMEM;
+                *ret_name = TAKE_PTR(name);
+                return r >= 0;
+        }
+        if (renameat(dfd, f->name, dfd, name) >= 0) {
+                *ret_name = TAKE_PTR(name);
+                return 0;
+        }
+        r = -errno;
+        if (unlinkat(dfd, f->name, 0) >= 0 || errno == ENOENT)
+                *ret_dropped = "removed";
+        else {
+                _cleanup_close_ int fd = openat(dfd, f->name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+                if (fd >= 0)
+                        *ret_dropped = "emptied";
+        }
+        return r;
 }
 
 /* A journal-retry file, as it is now, for journal_forget(): copied. */
@@ -853,8 +890,9 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                         }
                         /* Not dropped with the journal: the next start tries
                          * again. */
+                        const char *dropped = NULL;
                         r = keep_failed(dirfd(d), f, failed_entries ?: f->entries, failed_entries ? failed : f->n,
-                                        boot_id, cgroup_root, &kept);
+                                        boot_id, cgroup_root, &kept, &dropped);
                         if (r >= 0 && j) {
                                 int k = r > 0 ? retry_add(j, kept, f->id, f->boot ?: boot_id,
                                                           f->cgroup_root ?: cgroup_root,
@@ -866,10 +904,18 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                                                           "back at the next start: %m",
                                                           dir, kept);
                         }
-                        if (r < 0)
+                        if (r < 0 && dropped)
                                 log_error_errno(r, "Cannot keep the %u group%s of batch %" PRIu64 " that could not be "
-                                                "restored in %s/journal-retry-%" PRIu64 ".json: %s/%s left as it "
-                                                "is, which a batch writes over: %m",
+                                                "restored in %s/journal-retry-%" PRIu64 ".json, nor %s/%s as it "
+                                                "is: %s, they are not tried again (the next start would write "
+                                                "back every group of it): %m",
+                                                failed, failed == 1 ? "" : "s", f->id, dir, f->id, dir, f->name,
+                                                dropped);
+                        else if (r < 0)
+                                log_error_errno(r, "Cannot keep the %u group%s of batch %" PRIu64 " that could not be "
+                                                "restored in %s/journal-retry-%" PRIu64 ".json, nor remove or empty "
+                                                "%s/%s: left as it is, the next start writes back every group of it "
+                                                "again: %m",
                                                 failed, failed == 1 ? "" : "s", f->id, dir, f->id, dir, f->name);
                         else
                                 log_error("The %u group%s of batch %" PRIu64 " that could not be restored %s kept in "

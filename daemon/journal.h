@@ -95,7 +95,10 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * its groups restored below the root it records.  The entries whose
  * restore() fails (other than -ENOENT, -ESTALE) are kept in
  * journal-retry-<id>.json, which no slot takes and the next call reads as
- * any journal, so that they are tried again.  Returns the number of
+ * any journal, so that they are tried again.  Where that cannot be (a
+ * directory that cannot be changed), they are given up rather than the
+ * journal left whole, whose groups restored now the next call would write
+ * back again over what was asked of them since.  Returns the number of
  * journals recovered, or -errno (a missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never
  * collide. */
 int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,

@@ -546,6 +546,42 @@ static void test_keep_failed(void) {
         }
         j = journal_free(j);
         (void) unlink(retry);
+
+        /* In a directory that cannot be changed, the groups restored are not
+         * kept either (until session 36 the whole journal stayed, and the
+         * next start wrote every group of it back, undoing what batches
+         * asked of them meanwhile): a slot's journal is emptied (the failed
+         * groups not tried again: journal_forget() must not write a slot's
+         * file), a retry file written over in place with the failed ones. */
+        write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false},"
+                         "{\"path\":\"/refused\",\"prev\":true,\"new\":false}]}\n");
+        write_text(retry, "{\"version\":1,\"id\":7,\"boot\":\"boot-1\",\"groups\":["
+                          "{\"path\":\"/ok2\",\"prev\":true,\"new\":false},"
+                          "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
+        _cleanup_free_ char *retry7 = NULL;
+        CHECK(asprintf(&retry7, "%s/journal-retry-7.json", dir) > 0);
+        CHECK(rename(retry, retry7) == 0);
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        r = set_immutable(dir, true);
+        if (r < 0)
+                fprintf(stderr, "test-journal: cannot make %s immutable (%s): journals that cannot be kept are not "
+                        "checked\n", dir, strerror(-r));
+        else {
+                n_restored = 0;
+                CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 2);
+                clear_immutable(dir);
+                CHECK(n_restored == 2 && streq(restored[0].path, "/ok") && streq(restored[1].path, "/ok2"));
+                CHECK(file_size(slot) == 0);
+                j = journal_free(j);
+                /* The next start: only /refused2 again. */
+                refuse = false;
+                n_restored = 0;
+                CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+                CHECK(n_restored == 1 && streq(restored[0].path, "/refused2"));
+        }
+        j = journal_free(j);
+        (void) unlink(slot);
+        (void) unlink(retry7);
         refuse = false;
         CHECK(dir_empty(dir));
         CHECK(rmdir(dir) == 0);
