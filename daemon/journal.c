@@ -34,7 +34,7 @@ struct Journal {
         char *cgroup_root; /* what the paths are relative to, recorded in each journal; or NULL */
         JournalSlot *slots;
         size_t n_slots;
-        struct Found *retries; /* the journal-retry-K.json files (journal_load_retries()) */
+        struct Found *retries; /* the journal-retry-K.json files kept (journal_recover_into()) */
         size_t n_retries;
 };
 
@@ -241,7 +241,7 @@ static bool slot_kept(const Journal *j, size_t slot) {
 }
 
 /* Opens the slot's file, made empty.  A name that holds a file already is
- * one the start could not remove or move away (journal_recover(): a
+ * one the start could not remove or move away (journal_recover_into(): a
  * directory it cannot rename, a damaged journal in a directory that cannot
  * be changed...): a regular file this process can write is written over, as
  * the start left it to be, with a notice; anything else (immutable, not a
@@ -714,8 +714,8 @@ static int retry_add(Journal *j, const char *name, uint64_t id, const char *boot
         return 0;
 }
 
-/* journal_recover(), and the files kept for another try recorded in j
- * (unless NULL) as they are written, not read again. */
+/* journal_recover_into(), with the files kept for another try recorded in j
+ * as they are written, not read again. */
 static int recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
                    void *userdata, uint64_t *ret_max_id, Journal *j) {
         _cleanup_(closedirp) DIR *d = NULL;
@@ -893,7 +893,7 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                         const char *dropped = NULL;
                         r = keep_failed(dirfd(d), f, failed_entries ?: f->entries, failed_entries ? failed : f->n,
                                         boot_id, cgroup_root, &kept, &dropped);
-                        if (r >= 0 && j) {
+                        if (r >= 0) {
                                 int k = r > 0 ? retry_add(j, kept, f->id, f->boot ?: boot_id,
                                                           f->cgroup_root ?: cgroup_root,
                                                           failed_entries ?: f->entries,
@@ -932,45 +932,9 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
         return recovered;
 }
 
-int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
-                    void *userdata, uint64_t *ret_max_id) {
-        return recover(dir, boot_id, cgroup_root, restore, userdata, ret_max_id, NULL);
-}
-
 int journal_recover_into(Journal *j, const char *boot_id, journal_restore_t restore, void *userdata,
                          uint64_t *ret_max_id) {
         return recover(j->dir, boot_id, j->cgroup_root, restore, userdata, ret_max_id, j);
-}
-
-int journal_load_retries(Journal *j) {
-        _cleanup_(closedirp) DIR *d = opendir(j->dir);
-
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
-        for (struct dirent *de; (de = readdir(d));) {
-                _cleanup_free_ char *text = NULL;
-                uint64_t k;
-                char tail[8];
-                size_t len = 0;
-                Found f = {};
-
-                if (sscanf(de->d_name, "journal-retry-%" SCNu64 ".%5s", &k, tail) != 2 || !streq(tail, "json"))
-                        continue;
-                /* (One that cannot be read now was kept by no start: let be.) */
-                if (read_small_file(dirfd(d), de->d_name, &text, &len) < 0 ||
-                    journal_parse(text, len, &f.entries, &f.n, &f.boot, &f.cgroup_root, &f.id) < 0)
-                        continue;
-                Found *l = realloc(j->retries, (j->n_retries + 1) * sizeof *l);
-                if (!l || !(f.name = strdup(de->d_name))) {
-                        if (l)
-                                j->retries = l;
-                        found_done(&f);
-                        return -ENOMEM;
-                }
-                j->retries = l;
-                j->retries[j->n_retries++] = f;
-        }
-        return 0;
 }
 
 static bool retry_entry_is(const JournalEntry *e, const char *path, uint64_t cgroup_id) {

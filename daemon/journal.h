@@ -83,7 +83,7 @@ const char *journal_slot_path(const Journal *j, unsigned slot);
  * and made again since): left alone. */
 typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e, void *userdata);
 
-/* Recover every journal in dir (newest id first), calling restore() for each
+/* Recover every journal in j's directory (newest id first), calling restore() for each
  * entry in reverse order, then remove it; empty files (free slots) are
  * removed.  A journal cut short while it was written (a strict prefix of
  * one) is removed with a notice: its batch wrote nothing.  Any other that
@@ -91,28 +91,19 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * already) and logged, never silently dropped.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
- * cgroup_root (freezerd restarted with another --cgroup-root) is logged, and
- * its groups restored below the root it records.  The entries whose
+ * j's cgroup root (freezerd restarted with another --cgroup-root) is logged,
+ * and its groups restored below the root it records.  The entries whose
  * restore() fails (other than -ENOENT, -ESTALE) are kept in
  * journal-retry-<id>.json, which no slot takes and the next call reads as
- * any journal, so that they are tried again.  Where that cannot be (a
+ * any journal, so that they are tried again, and which j records, for
+ * journal_forget(), as they are written.  Where that cannot be (a
  * directory that cannot be changed), they are given up rather than the
  * journal left whole, whose groups restored now the next call would write
  * back again over what was asked of them since.  Returns the number of
  * journals recovered, or -errno (a missing dir is 0).  *ret_max_id gets the largest id seen, so new ids never
  * collide. */
-int journal_recover(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore,
-                    void *userdata, uint64_t *ret_max_id);
-
-/* journal_recover() of j's directory and cgroup root, which also records in
- * j the journal-retry-<id>.json files it keeps, for journal_forget(), as it
- * writes them (what journal_load_retries() would read back). */
 int journal_recover_into(Journal *j, const char *boot_id, journal_restore_t restore, void *userdata,
                          uint64_t *ret_max_id);
-/* Reads the journal-retry-<id>.json files of j's directory (the groups a
- * start could not restore) into j, for journal_forget(): for a Journal made
- * without journal_recover_into(). */
-int journal_load_retries(Journal *j);
 /* The flag of the group of that path (relative to j's cgroup root) and id
  * was set since the start (by freezerd or behind its back), or asked for
  * as it was by a batch: its entry is dropped from the journal-retry files,

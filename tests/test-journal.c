@@ -41,6 +41,19 @@ static int restore(const char *cgroup_root, const JournalEntry *e, void *userdat
         return 0;
 }
 
+/* A start's recovery of dir (journal_recover_into() of a Journal of its own). */
+static int recover_dir(const char *dir, const char *boot_id, const char *cgroup_root, journal_restore_t restore_fn,
+                       void *userdata, uint64_t *ret_max_id) {
+        Journal *j = NULL;
+        int r = journal_new(dir, cgroup_root, &j);
+
+        if (r < 0)
+                return r;
+        r = journal_recover_into(j, boot_id, restore_fn, userdata, ret_max_id);
+        journal_free(j);
+        return r;
+}
+
 static char *slot_file(const char *dir, unsigned k) {
         char *p = NULL;
         CHECK(asprintf(&p, "%s/journal-%u.json", dir, k) > 0);
@@ -126,7 +139,7 @@ static void test_slots_and_recover(void) {
         CHECK(stat(p2, &st) < 0 && errno == ENOENT);
 
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 2);
+        CHECK(recover_dir(dir, "boot-1", NULL, restore, NULL, &max_id) == 2);
         CHECK(max_id == 9);
         /* Newest journal (by its id, not its slot) first, each in reverse order; /gone is skipped. */
         CHECK(n_restored == 3);
@@ -143,7 +156,7 @@ static void test_slots_and_recover(void) {
         {
                 _cleanup_free_ char *kept2 = NULL;
                 write_text(broken, "not json\n");
-                CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
+                CHECK(recover_dir(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
                 CHECK(stat(broken, &st) < 0 && errno == ENOENT);
                 CHECK(stat(kept, &st) == 0 && st.st_size == (off_t) strlen("{\"version\":1,\"groups\":[{\"path\":}]}\n"));
                 CHECK(asprintf(&kept2, "%s.2.broken", broken) > 0);
@@ -156,7 +169,7 @@ static void test_slots_and_recover(void) {
         /* Nothing left: a second recovery does nothing; a free slot (empty) is removed quietly. */
         write_text(p0, "");
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
+        CHECK(recover_dir(dir, "boot-1", NULL, restore, NULL, &max_id) == 0);
         CHECK(n_restored == 0 && dir_empty(dir));
 
         /* Many batches at once: the slots past the one kept are removed when their batch ends. */
@@ -198,7 +211,7 @@ static void test_slots_and_recover(void) {
         CHECK(journal_begin(j, 12, NULL, b, 1, &s1) == 0);
         j = journal_free(j);
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-2", NULL, restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, "boot-2", NULL, restore, NULL, &max_id) == 1);
         CHECK(max_id == 12);
         CHECK(n_restored == 1 && streq(restored[0].path, "/c"));
         CHECK(dir_empty(dir));
@@ -223,7 +236,7 @@ static void test_slots_and_recover(void) {
                 _cleanup_close_ int fd2 = open(nul2, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 CHECK(fd2 >= 0 && write(fd2, buf, sizeof buf) == (ssize_t) sizeof buf);
                 n_restored = 0;
-                CHECK(journal_recover(dir, "boot-2", NULL, restore, NULL, &max_id) == 0);
+                CHECK(recover_dir(dir, "boot-2", NULL, restore, NULL, &max_id) == 0);
                 CHECK(n_restored == 0);
                 CHECK(stat(cut5, &st) < 0 && errno == ENOENT);
                 CHECK(stat(nul, &st) < 0 && errno == ENOENT);
@@ -236,7 +249,7 @@ static void test_slots_and_recover(void) {
         CHECK(journal_begin(j, 13, "boot-1", a, 1, &s0) == 0);
         j = journal_free(j);
         n_restored = 0;
-        CHECK(journal_recover(dir, NULL, NULL, restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, NULL, NULL, restore, NULL, &max_id) == 1);
         CHECK(n_restored == 1 && streq(restored[0].path, "/a"));
 
         /* The journals of a freezerd from before the slots (journal-<id>.json, no newline) too. */
@@ -244,7 +257,7 @@ static void test_slots_and_recover(void) {
         CHECK(asprintf(&old, "%s/journal-17.json", dir) > 0);
         write_text(old, "{\"version\":1,\"id\":17,\"groups\":[{\"path\":\"/c\",\"prev\":true,\"new\":false}]}");
         n_restored = 0;
-        CHECK(journal_recover(dir, NULL, NULL, restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, NULL, NULL, restore, NULL, &max_id) == 1);
         CHECK(max_id == 17 && n_restored == 1 && streq(restored[0].path, "/c") && restored[0].prev);
         CHECK(streq(restored[0].root, "(none)") && restored[0].cgroup_id == 0); /* neither recorded then */
         CHECK(rmdir(dir) == 0);
@@ -276,7 +289,7 @@ static void test_slots_and_recover(void) {
                 journal_entries_free(e, n);
                 j = journal_free(j);
                 n_restored = 0;
-                CHECK(journal_recover(dir, "boot-1", "/sys/fs/cgroup/new", restore, NULL, &max_id) == 1);
+                CHECK(recover_dir(dir, "boot-1", "/sys/fs/cgroup/new", restore, NULL, &max_id) == 1);
                 CHECK(n_restored == 2);
                 CHECK(streq(restored[0].path, "/r/y") && streq(restored[0].root, "/sys/fs/cgroup/old") &&
                       restored[0].cgroup_id == 0);
@@ -315,14 +328,14 @@ static void test_slots_and_recover(void) {
                 journal_entries_free(e, n);
                 j = journal_free(j);
                 n_restored = 0;
-                CHECK(journal_recover(dir, "boot-1", NULL, restore, NULL, &max_id) == 1);
+                CHECK(recover_dir(dir, "boot-1", NULL, restore, NULL, &max_id) == 1);
                 CHECK(n_restored == 3 && streq(restored[2].path, "/p/bad\xff/in") && streq(restored[1].path, "/p/ctl\x01"));
                 CHECK(dir_empty(dir));
                 CHECK(rmdir(dir) == 0);
         }
 
         /* A missing directory is not an error. */
-        CHECK(journal_recover("/nonexistent/freezerd", "boot-1", NULL, restore, NULL, &max_id) == 0);
+        CHECK(recover_dir("/nonexistent/freezerd", "boot-1", NULL, restore, NULL, &max_id) == 0);
 }
 
 static void test_parse(void) {
@@ -428,7 +441,7 @@ static void test_keep_failed(void) {
                          "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
         refuse = true;
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
         CHECK(max_id == 8 && n_restored == 1 && streq(restored[0].path, "/ok"));
         CHECK(stat(slot, &st) < 0 && errno == ENOENT);
         {
@@ -451,12 +464,12 @@ static void test_keep_failed(void) {
 
         /* Refused again, then restored: the next starts try again until it is. */
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 2);
+        CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 2);
         CHECK(max_id == 9 && n_restored == 1 && streq(restored[0].path, "/x"));
         CHECK(file_size(retry) == (off_t) len);
         refuse = false;
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
         CHECK(max_id == 8);
         CHECK(n_restored == 2 && streq(restored[0].path, "/refused2") && streq(restored[1].path, "/refused"));
         CHECK(streq(restored[0].root, "/cg"));
@@ -468,24 +481,24 @@ static void test_keep_failed(void) {
         write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/refused\",\"prev\":true,\"new\":false,"
                          "\"cgroup\":5},{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
         refuse = true;
-        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
         CHECK(file_size(retry) > 0);
         CHECK(journal_new(dir, "/other", &j) == 0);
-        CHECK(journal_load_retries(j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
         off_t size = file_size(retry);
         journal_forget(j, "/refused2", 0);
         CHECK(file_size(retry) == size);
         j = journal_free(j);
         CHECK(journal_new(dir, "/cg", &j) == 0);
-        CHECK(journal_load_retries(j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
         journal_forget(j, "/refused", 6);
         CHECK(file_size(retry) == size);
         journal_forget(j, "/refused", 5);
         CHECK(file_size(retry) > 0 && file_size(retry) < size);
         j = journal_free(j);
-        /* (read again by the next journal_new()) */
+        /* (read again by the next start) */
         CHECK(journal_new(dir, "/cg", &j) == 0);
-        CHECK(journal_load_retries(j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
         /* A file that cannot be changed (its directory gone for a moment)
          * keeps the entry in memory too: the group's next change tries again. */
         char moved[sizeof tmpl + 8];
@@ -499,8 +512,7 @@ static void test_keep_failed(void) {
         journal_forget(j, "/refused2", 0);
         j = journal_free(j);
 
-        /* journal_recover_into() knows the files it keeps as it writes them:
-         * no journal_load_retries(), which would read them back. */
+        /* journal_recover_into() knows the files it keeps as it writes them. */
         write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false},"
                          "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
                          "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
@@ -576,7 +588,7 @@ static void test_keep_failed(void) {
                 /* The next start: only /refused2 again. */
                 refuse = false;
                 n_restored = 0;
-                CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+                CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
                 CHECK(n_restored == 1 && streq(restored[0].path, "/refused2"));
         }
         j = journal_free(j);
@@ -631,7 +643,7 @@ static void test_size_limit(void) {
 
         /* Read back whole by the next start. */
         n_restored = 0;
-        CHECK(journal_recover(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+        CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
         CHECK(max_id == 2 && n_restored == N && restored[0].prev);
         CHECK(dir_empty(dir));
 
