@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bus-wire.h"
+#include "cgroup-util.h"
 #include "client-util.h"
 
 /* D-Bus specification, "Message Format". */
@@ -135,33 +136,15 @@ static void put_field_string(builder *b, uint8_t code, char type, const char *s)
 /* Valid UTF-8 as freezerd's sd-bus takes it: no overlong forms, no
  * surrogates, nothing above U+10FFFF, and no noncharacters (U+FDD0..U+FDEF,
  * U+xFFFE, U+xFFFF), which sd-bus refuses although the specification allows
- * them since 0.21: its error for them would be a vague InconsistentMessage. */
+ * them since 0.21: its error for them would be a vague InconsistentMessage.
+ * The decoder is the daemon's (cgroup-util.h), which freezectl links. */
 static bool utf8_valid(const char *s) {
-        for (const uint8_t *p = (const uint8_t *) s; *p;) {
-                uint32_t c;
-                size_t n;
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t n = cg_utf8_char_len(p, true);
 
-                if (*p < 0x80) {
-                        p++;
-                        continue;
-                }
-                if ((*p & 0xe0) == 0xc0)
-                        n = 1, c = *p & 0x1f;
-                else if ((*p & 0xf0) == 0xe0)
-                        n = 2, c = *p & 0x0f;
-                else if ((*p & 0xf8) == 0xf0)
-                        n = 3, c = *p & 0x07;
-                else
+                if (n == 0)
                         return false;
-                for (size_t i = 1; i <= n; i++) {
-                        if ((p[i] & 0xc0) != 0x80)
-                                return false; /* also the NUL that ends s */
-                        c = c << 6 | (p[i] & 0x3f);
-                }
-                if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) || c > 0x10ffff ||
-                    (c >= 0xd800 && c <= 0xdfff) || (c >= 0xfdd0 && c <= 0xfdef) || (c & 0xfffe) == 0xfffe)
-                        return false;
-                p += n + 1;
+                p += n;
         }
         return true;
 }
