@@ -417,9 +417,12 @@ static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *
  * request reaches without naming them: a delegated user's "thaw everything
  * below /" must not fail on a group of root's that is running anyway.  The
  * batch decides what it writes from the same flags in the same loop turn
- * (batch_plan() skips the others), so nothing it skips here is written. */
+ * (batch_plan() skips the others), so nothing it skips here is written.
+ * checked_gen (0: none): the groups whose GroupData.expand_gen holds it passed
+ * already (a RECURSIVE request's named groups, checked before the
+ * expansion), and are not looked up again. */
 static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Group *const *groups, size_t n,
-                               bool changing, sd_bus_error *error) {
+                               bool changing, uint64_t checked_gen, sd_bus_error *error) {
         _cleanup_free_ uid_t *owners = NULL;
         uid_t caller = caller_uid(c);
         bool lookup = access_needs_owner(ACCESS_FREEZE, caller);
@@ -435,8 +438,9 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
                 owners[i] = ACCESS_UID_INVALID;
                 if (!lookup)
                         continue; /* the caller decides alone */
-                if (!g->parent || (changing && items && items[i].freeze == g->freeze)) {
-                        owners[i] = caller; /* the root: left to validation; or nothing to write */
+                if (!g->parent || (changing && items && items[i].freeze == g->freeze) ||
+                    (checked_gen != 0 && g->userdata && group_data(g)->expand_gen == checked_gen)) {
+                        owners[i] = caller; /* the root: left to validation; nothing to write; or passed */
                         continue;
                 }
                 r = manager_freeze_owner(m, g->path, &owners[i], error);
@@ -955,9 +959,13 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                  * change or not, as without RECURSIVE: only the groups below
                  * it, reached without being named, are checked only where a
                  * flag changes (check_access_groups()). */
-                r = check_access_groups(m, c, NULL, &g, 1, false, error);
+                r = check_access_groups(m, c, NULL, &g, 1, false, 0, error);
                 if (r < 0)
                         return r;
+                /* Passed: not looked up again with its subtree below. */
+                uint64_t checked = ++m->expand_gen;
+                if (g->userdata)
+                        group_data(g)->expand_gen = checked;
                 r = append_subtree(g, freeze, &items, &n, &cap, &index);
                 if (r < 0) {
                         free(items);
@@ -980,7 +988,7 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                         return sd_bus_reply_method_return(call, NULL);
                 }
                 /* Every group of the subtree whose flag changes, or nothing. */
-                r = check_access_groups(m, c, items, NULL, n, true, error);
+                r = check_access_groups(m, c, items, NULL, n, true, checked, error);
                 if (r >= 0)
                         r = check_access_odd(m, c, &odd, error);
                 if (r < 0) {
@@ -1013,7 +1021,7 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 return start_batch(m, items, n, BATCH_ORDER_AUTO, timeout_usec, flags, b, error);
         }
 
-        r = check_access_groups(m, c, NULL, &g, 1, false, error);
+        r = check_access_groups(m, c, NULL, &g, 1, false, 0, error);
         if (r < 0)
                 return r;
 
@@ -1248,7 +1256,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         _cleanup_(odd_groups_clear) OddGroups odd = {};
         size_t n = 0, cap = 0, index = 0, n_requests = 0;
         const char *order_str;
-        uint64_t timeout_usec, flags;
+        uint64_t timeout_usec, flags, checked = 0; /* the named groups passed, for RECURSIVE */
         BatchOrder order;
         BatchReply *b;
         int r;
@@ -1310,7 +1318,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                  * or not, as without RECURSIVE (also one that a later
                  * request's subtree decides): the groups below them, reached
                  * without being named, are checked after the expansion. */
-                r = check_access_groups(m, &c, items, NULL, n, false, error);
+                r = check_access_groups(m, &c, items, NULL, n, false, 0, error);
                 if (r < 0)
                         return r;
                 for (size_t i = n; i > 0; i--)
@@ -1321,6 +1329,13 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 r = expand_recursive(m, items, n, &expanded, &en);
                 if (r < 0)
                         return r;
+                /* The named groups passed: not looked up again among the
+                 * expanded ones (marked after the expansion, which marks
+                 * every group it visits). */
+                checked = ++m->expand_gen;
+                for (size_t i = 0; i < n; i++)
+                        if (items[i].group->userdata)
+                                group_data(items[i].group)->expand_gen = checked;
                 free(items);
                 items = expanded;
                 n = en;
@@ -1341,7 +1356,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
 
         /* Every group the batch names, or nothing; of a RECURSIVE one's subtrees, every
          * group whose flag changes (the named ones passed above). */
-        r = check_access_groups(m, &c, items, NULL, n, flags & FREEZER_FLAG_RECURSIVE, error);
+        r = check_access_groups(m, &c, items, NULL, n, flags & FREEZER_FLAG_RECURSIVE, checked, error);
         if (r >= 0)
                 r = check_access_odd(m, &c, &odd, error);
         if (r < 0)
@@ -1510,7 +1525,7 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return r;
         /* The groups it would write, not the excluded ones it leaves alone. */
         if (n_cover > 0) {
-                r = check_access_groups(m, &c, NULL, cover, n_cover, false, error);
+                r = check_access_groups(m, &c, NULL, cover, n_cover, false, 0, error);
                 if (r < 0)
                         return r;
         }
