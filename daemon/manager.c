@@ -21,6 +21,7 @@
 #include "pressure.h"
 #include "scan-helper.h"
 #include "task-state.h"
+#include "u64set.h"
 
 enum {
         WD_KIND_DIR,         /* a group's directory: child mkdir and rmdir */
@@ -845,7 +846,7 @@ static void group_data_destroy(Group *g, void *userdata) {
                         m->on_group_removed(m, g->path);
         }
         free(d->odd_names);
-        free(d->limit_names);
+        u64set_free(d->limit_names);
         free(d);
         g->userdata = NULL;
 }
@@ -876,53 +877,21 @@ static void note_unfollowed(Group *parent, int r) {
  * every retry, which any caller can cause (GetGroup or Freeze of it,
  * FreezeExcept over its parent, Track() of the subtree).  A name leaves the set
  * when its group is removed (its parent's IN_DELETE) or gets into the model,
- * so that a later failure is logged again.  Allocated with the first: most
- * groups never have one. */
-struct LimitNames {
-        size_t n, cap;
-        uint64_t hash[];
-};
+ * so that a later failure is logged again.  A hash set, made with the first:
+ * most groups never have one, and a node with thousands kept out looked each
+ * name up in a list (10 ms at 6,000). */
 
 /* Whether name is new in pd's set, which it is then added to (where memory
  * allows: else it is logged again next time). */
 static bool limit_name_first(GroupData *pd, const char *name) {
-        struct LimitNames *o = pd ? pd->limit_names : NULL;
-        uint64_t h = string_hash(name);
-
-        if (!pd)
-                return true;
-        for (size_t i = 0; o && i < o->n; i++)
-                if (o->hash[i] == h)
-                        return false;
-        if (!o || o->n == o->cap) {
-                size_t cap = o ? o->cap * 2 : 4;
-                struct LimitNames *l = realloc(o, sizeof *l + cap * sizeof l->hash[0]);
-                if (!l)
-                        return true;
-                if (!o)
-                        l->n = 0;
-                l->cap = cap;
-                pd->limit_names = o = l;
-        }
-        o->hash[o->n++] = h;
-        return true;
+        return !pd || u64set_add(&pd->limit_names, string_hash(name)) != 0;
 }
 
 static void limit_name_forget(Group *parent, const char *name) {
         GroupData *pd = parent ? group_data(parent) : NULL;
-        struct LimitNames *o = pd ? pd->limit_names : NULL;
-        uint64_t h;
 
-        if (!o)
-                return;
-        h = string_hash(name);
-        for (size_t i = 0; i < o->n; i++)
-                if (o->hash[i] == h) {
-                        o->hash[i] = o->hash[--o->n];
-                        break;
-                }
-        if (o->n == 0)
-                pd->limit_names = mfree(o);
+        if (pd && pd->limit_names)
+                (void) u64set_remove(&pd->limit_names, string_hash(name));
 }
 
 /* A watch we could not arm for the child name of parent (NULL: the mount's

@@ -90,7 +90,7 @@ typedef struct GroupData {
         bool scan_pending; /* added by a listing of its parent, which has yet to look for its children */
         bool deep_warned;  /* its children were refused for GROUP_DEPTH_MAX, and the log says so */
         struct OddNames *odd_names; /* children not followed for their names (manager.c); NULL until one */
-        struct LimitNames *limit_names; /* children the inotify watch limit kept out, logged (manager.c) */
+        struct U64Set *limit_names; /* children the inotify watch limit kept out, logged (manager.c) */
         /* A child was left out of the model, for its name, its depth or a
          * failure to watch it (note_unfollowed()): Thaw RECURSIVE and
          * FreezeExcept list this group's directory for such children
