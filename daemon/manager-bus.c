@@ -861,8 +861,8 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
         if (r == -ENOENT)
                 return 0; /* removed meanwhile: its rmdir is on its way */
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot list the groups below %s: %s; nothing was written",
-                                               where ?: CG_QUOTE(c->path), strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot list the groups below %s: %s; nothing was written",
+                                            where ?: CG_QUOTE(c->path), strerror(-r));
         return 0;
 }
 
@@ -912,8 +912,8 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                 if (r == -ENOENT)
                         continue; /* gone: nothing to write */
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s",
-                                                       CG_QUOTE(odd->items[i].shown), strerror(-r));
+                        return bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s",
+                                                    CG_QUOTE(odd->items[i].shown), strerror(-r));
                 if (access_allowed(ACCESS_FREEZE, caller, owner))
                         continue;
                 r = odd_group_read_flag(m->root_fd, &odd->items[i], &flag);
@@ -1429,10 +1429,10 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                         if (adopt && r != -ENOMEM)
                                 continue; /* whatever it found is refused by the next pass */
                         if (r < 0)
-                                return sd_bus_error_set_errnof(error, r,
-                                                               "Cannot list the groups below %s: %s; nothing was "
-                                                               "written",
-                                                               CG_QUOTE(a->path), strerror(-r));
+                                return bus_error_set_failed(error, r,
+                                                            "Cannot list the groups below %s: %s; nothing was "
+                                                            "written",
+                                                            CG_QUOTE(a->path), strerror(-r));
                         if (odd && by_name)
                                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
@@ -1890,8 +1890,8 @@ static int group_property_get(sd_bus *bus, const char *path, const char *interfa
                 uint64_t v = 0;
                 int r = manager_group_frozen_usec(group_manager(g), g, &v);
                 if (r < 0 && r != -ENOENT && r != -ENODEV)
-                        return sd_bus_error_set_errnof(error, r, "Cannot read cgroup.stat.local of %s: %s",
-                                                       CG_QUOTE(g->path), strerror(-r));
+                        return bus_error_set_failed(error, r, "Cannot read cgroup.stat.local of %s: %s",
+                                                    CG_QUOTE(g->path), strerror(-r));
                 return sd_bus_message_append(reply, "t", v);
         }
         return -EINVAL;

@@ -2909,7 +2909,7 @@ static int operation_arm(Operation *op) {
 static int errno_to_bus_error(int r, const Group *g, const char *what, sd_bus_error *error) {
         if (r == -ENOENT || r == -ENODEV)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_QUOTE(g->path));
-        return sd_bus_error_set_errnof(error, r, "Cannot %s %s: %s", what, CG_QUOTE(g->path), strerror(-r));
+        return bus_error_set_failed(error, r, "Cannot %s %s: %s", what, CG_QUOTE(g->path), strerror(-r));
 }
 
 /* Freezing the group freezerd runs in (or an ancestor) would stop freezerd
@@ -2961,8 +2961,8 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                                          "start reads back, nothing was written",
                                          k, JOURNAL_SIZE_MAX / (1024 * 1024));
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
-                                               m->runtime_dir, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
+                                            m->runtime_dir, strerror(-r));
         return 0;
 }
 
@@ -3002,7 +3002,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         r = operation_new(m, 1, timeout_usec, flags, done, userdata, &op);
         if (r < 0)
-                return sd_bus_error_set_errno(error, r);
+                return bus_error_set_failed(error, r, "%s", strerror(-r));
 
         if (flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) {
                 const Group *gs[] = { g };
@@ -3147,7 +3147,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
         r = operation_new(m, (unsigned) n, timeout_usec, flags, done, userdata, &op);
         if (r < 0)
-                return sd_bus_error_set_errno(error, r);
+                return bus_error_set_failed(error, r, "%s", strerror(-r));
 
         /* The groups to write (NULL where the flag is as asked: items name
          * distinct groups, batch_plan(), so these are the flags the loop below
@@ -3184,7 +3184,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         r = manager_write_freezes(m, to_write, values, n, results, batch_written, &bw);
         if (r < 0) {
                 operation_free(op);
-                return sd_bus_error_set_errno(error, r);
+                return bus_error_set_failed(error, r, "%s", strerror(-r));
         }
 
         for (size_t i = 0; i < n; i++) {
@@ -3585,7 +3585,7 @@ static int path_error(sd_bus_error *error, int r, const char *raw) {
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot track %s: freezerd has no file descriptors left (RLIMIT_NOFILE)", path);
         default:
-                return sd_bus_error_set_errnof(error, r, "Cannot open %s: %s", path, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot open %s: %s", path, strerror(-r));
         }
 }
 
@@ -3704,7 +3704,7 @@ static int track_path(Manager *m, const char *path, Group **ret, sd_bus_error *e
                 manager_rescan(m, g);
         r = track_root_add(m, norm);
         if (r < 0)
-                return sd_bus_error_set_errno(error, r);
+                return bus_error_set_failed(error, r, "%s", strerror(-r));
         if (ret)
                 *ret = g;
         return 0;
@@ -3974,8 +3974,8 @@ int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error 
                 }
                 if (fd < 0 || fstat(fd, &st) < 0) {
                         r = -errno;
-                        sd_bus_error_set_errnof(error, r, "Cannot look up the owner of %s: %s", CG_QUOTE(norm),
-                                                strerror(-r));
+                        bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s", CG_QUOTE(norm),
+                                             strerror(-r));
                         return r;
                 }
         }

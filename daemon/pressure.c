@@ -121,8 +121,8 @@ static int group_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_err
         case -EBADMSG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "%s of %s is malformed", file, CG_QUOTE(g->path));
         default:
-                return sd_bus_error_set_errnof(error, r, "Cannot read %s of %s: %s", file, CG_QUOTE(g->path),
-                                               strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot read %s of %s: %s", file, CG_QUOTE(g->path),
+                                            strerror(-r));
         }
 }
 
@@ -146,7 +146,7 @@ static int system_error(PsiResource res, int r, sd_bus_error *error) {
         case -EBADMSG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "/proc/pressure/%s is malformed", name);
         default:
-                return sd_bus_error_set_errnof(error, r, "Cannot read /proc/pressure/%s: %s", name, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot read /proc/pressure/%s: %s", name, strerror(-r));
         }
 }
 
@@ -222,8 +222,8 @@ int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bu
         PsiReading reading;
         int r;
 
-        if (res < 0 || res >= _PSI_RESOURCE_MAX)
-                return sd_bus_error_set_errno(error, -EINVAL);
+        if (res < 0 || res >= _PSI_RESOURCE_MAX) /* the property's own: not the caller's to get wrong */
+                return bus_error_set_failed(error, -EINVAL, "Unknown pressure resource %d", (int) res);
 
         if (!g) {
                 r = read_kept(p, &p->system_fd[res], res, open_system_ro, NULL, &reading);
@@ -348,7 +348,7 @@ static int client_get(Pressure *p, sd_bus_message *call, uid_t uid, PressureClie
         r = p->names ? name_track_add(p->names, sender) : -ENOMEM;
         if (r < 0) {
                 client_free(c);
-                return sd_bus_error_set_errnof(error, r, "Cannot follow bus client %s: %s", sender, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot follow bus client %s: %s", sender, strerror(-r));
         }
         *ret = c;
         return 0;
@@ -782,8 +782,8 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 psi_clamp(&p->system_clamp[res], &reading);
 
         n = psi_trigger_format(buf, sizeof buf, k, threshold_usec, window_usec);
-        if (n < 0)
-                return sd_bus_error_set_errno(error, n);
+        if (n < 0) /* the arguments passed the checks above: freezerd's own failure */
+                return bus_error_set_failed(error, n, "Cannot write the pressure trigger: %s", strerror(-n));
         /* With the NUL: psi_write() overwrites the last byte with one. */
         if (write(fd, buf, (size_t) n + 1) != n + 1)
                 return arm_error(p, g, res, errno > 0 ? -errno : -EIO, error);
@@ -822,7 +822,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         if (r < 0) {
                 free(t);
                 client_maybe_free(c);
-                return sd_bus_error_set_errnof(error, r, "Cannot watch the pressure trigger: %s", strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot watch the pressure trigger: %s", strerror(-r));
         }
         t->fd = TAKE_FD(fd);
 
