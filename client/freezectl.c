@@ -702,6 +702,15 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 return;
         }
 
+        /* freezerd's own failure (its runtime directory, a cgroup write the
+         * kernel refused...), whose message may well end with "Permission
+         * denied": said as freezerd's, not as a refusal of the caller's
+         * (AccessDenied). */
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.Failed") && message) {
+                log_error("%s: freezerd failed: %s", what, message);
+                return;
+        }
+
         if (name) {
                 if ((s = startswith(name, "org.freezerd.Freezer1.Error.")) ||
                     (s = startswith(name, "org.freedesktop.DBus.Error.")))

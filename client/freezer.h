@@ -16,8 +16,15 @@
  *         org.freezerd.Freezer1.Error.Cancelled       -ECANCELED
  *         org.freezerd.Freezer1.Error.NotSupported    -EOPNOTSUPP
  *         org.freezerd.Freezer1.Error.LimitsExceeded  -ENOBUFS
- *         org.freedesktop.DBus.Error.AccessDenied     -EACCES
+ *         org.freedesktop.DBus.Error.AccessDenied     -EACCES (the caller may not)
  *         org.freedesktop.DBus.Error.InvalidArgs      -EINVAL
+ *         org.freedesktop.DBus.Error.Failed           -EIO (freezerd failed: a file
+ *                                                     of its runtime directory or
+ *                                                     a cgroup write refused...;
+ *                                                     the message says what, with
+ *                                                     the errno's text; sd-bus
+ *                                                     alone would say -EACCES)
+ *         org.freedesktop.DBus.Error.NoMemory         -ENOMEM (freezerd's memory)
  *         org.freedesktop.DBus.Error.UnknownObject    -ENOENT (a group vanished)
  *     Other D-Bus errors use sd-bus' mapping (e.g. ServiceUnknown -EHOSTUNREACH,
  *     NameHasNoOwner -ENXIO, unknown names -EIO).

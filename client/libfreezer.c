@@ -171,6 +171,10 @@ static const struct {
         { FREEZER_ERROR_PREFIX "LimitsExceeded",            ENOBUFS    },
         { SD_BUS_ERROR_ACCESS_DENIED,                       EACCES     },
         { SD_BUS_ERROR_INVALID_ARGS,                        EINVAL     },
+        /* freezerd's own failure: not sd-bus' -EACCES for Failed, which
+         * would read as the caller's permission (AccessDenied's). */
+        { SD_BUS_ERROR_FAILED,                              EIO        },
+        { SD_BUS_ERROR_NO_MEMORY,                           ENOMEM     },
         /* A group object that went away between GetGroup and GetAll. */
         { SD_BUS_ERROR_UNKNOWN_OBJECT,                      ENOENT     },
 };

@@ -94,6 +94,13 @@ def check_journal(lib, sc, bus):
             e = ft.expect_dbus_error(ERROR_FAILED, c.call, 'Freeze', '/a', CALL_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check_equal(e.message, message, 'the journal that cannot be recorded: its message')
             ft.check_equal(sc.read_freeze('/a'), 0, '/a: nothing was written')
+
+            f = open_lib(lib, bus.address)
+            check_lib_failed(lib, f, '/a', ft.FLAG_ROLLBACK_ON_TIMEOUT, message)
+
+            r = ft.freezectl('freeze', '--rollback', '/a', address=bus.address, check=False)
+            check_freezectl_failed(r, message, 'freezectl freeze --rollback /a')
+            ft.check_equal(sc.read_freeze('/a'), 0, '/a: still nothing was written')
         finally:
             if f is not None:
                 lib.freezer_close(f)
@@ -140,6 +147,13 @@ def check_delegated(lib, sc, bus):
         e = ft.expect_dbus_error(ERROR_FAILED, c.call, 'Freeze', '/rootgrp', CALL_USEC, 0)
         ft.check_equal(e.message, message, "root's freeze of /rootgrp: its message")
         ft.check_equal(sc.read_freeze('/d/rootgrp'), 0, '/rootgrp: nothing was written')
+        f = open_lib(lib, bus.address)
+        try:
+            check_lib_failed(lib, f, '/rootgrp', 0, message)
+        finally:
+            lib.freezer_close(f)
+        r = ft.freezectl('freeze', '/rootgrp', address=bus.address, check=False)
+        check_freezectl_failed(r, message, 'freezectl freeze /rootgrp as root')
 
         # Files of root's that freezerd may not read.
         obj = ft.group_object('/rootgrp')
