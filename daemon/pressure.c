@@ -671,13 +671,15 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
                 /* The file's permissions, not the kernel's trigger rules: a
                  * freezerd running as a user over a delegated subtree may not
                  * write the pressure files of groups root made (or of its
-                 * root's parent). */
+                 * root's parent).  freezerd's failure, not the caller's
+                 * (Failed, as a cgroup.freeze write refused to freezerd):
+                 * AccessDenied is what freezerd's own rules refuse. */
                 if (g)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                                  "freezerd may not write %s of %s (Permission denied): a trigger "
                                                  "needs write access to the file, and it belongs to another user",
                                                  resource_file(res), CG_QUOTE(g->path));
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "freezerd may not write /proc/pressure/%s (Permission denied)",
                                          psi_resource_to_string(res));
         case -EPERM:
