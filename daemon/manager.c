@@ -3647,18 +3647,39 @@ bool manager_is_track_root(Manager *m, const char *path) {
         return false;
 }
 
-static int track_root_add(Manager *m, const char *path) {
+static bool track_root_called(Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                if (streq(m->track_roots[i], path))
+                        return m->track_roots_called[i];
+        return false;
+}
+
+/* called: a call asks for it (see Manager.track_roots_called), not the
+ * configuration.  A configured root a call asks for too is marked so. */
+static int track_root_add(Manager *m, const char *path, bool called) {
+        bool *c;
         char **n;
 
-        if (manager_is_track_root(m, path))
-                return 0;
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                if (streq(m->track_roots[i], path)) {
+                        if (called && !m->track_roots_called[i]) {
+                                m->track_roots_called[i] = true;
+                                manager_save_tracked(m);
+                        }
+                        return 0;
+                }
         n = realloc(m->track_roots, (m->n_track_roots + 2) * sizeof(char *));
         if (!n)
                 return -ENOMEM;
         m->track_roots = n;
+        c = realloc(m->track_roots_called, (m->n_track_roots + 1) * sizeof(bool));
+        if (!c)
+                return -ENOMEM;
+        m->track_roots_called = c;
         n[m->n_track_roots] = strdup(path);
         if (!n[m->n_track_roots])
                 return -ENOMEM;
+        c[m->n_track_roots] = called;
         n[++m->n_track_roots] = NULL;
         manager_save_tracked(m);
         return 0;
@@ -3686,7 +3707,7 @@ static void manager_rescan(Manager *m, Group *top) {
         }
 }
 
-static int track_path(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+static int track_path(Manager *m, const char *path, bool called, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g = NULL;
         bool rescan;
@@ -3702,7 +3723,7 @@ static int track_path(Manager *m, const char *path, Group **ret, sd_bus_error *e
                 return r;
         if (rescan)
                 manager_rescan(m, g);
-        r = track_root_add(m, norm);
+        r = track_root_add(m, norm, called);
         if (r < 0)
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
         if (ret)
@@ -3710,11 +3731,15 @@ static int track_path(Manager *m, const char *path, Group **ret, sd_bus_error *e
         return 0;
 }
 
-int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
-        int r = track_path(m, path, ret, error);
+static int manager_track_root(Manager *m, const char *path, bool called, Group **ret, sd_bus_error *error) {
+        int r = track_path(m, path, called, ret, error);
         /* Failed or not, what it added is announced, complete, before the reply. */
         manager_announce(m);
         return r;
+}
+
+int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
+        return manager_track_root(m, path, true, ret, error);
 }
 
 /* A track root need not exist: a configured one made after the start (a
@@ -3850,6 +3875,8 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                         free(m->track_roots[i]);
                         memmove(m->track_roots + i, m->track_roots + i + 1,
                                 (m->n_track_roots - i) * sizeof(char *));
+                        memmove(m->track_roots_called + i, m->track_roots_called + i + 1,
+                                (m->n_track_roots - i - 1) * sizeof(bool));
                         m->n_track_roots--;
                         break;
                 }
@@ -4317,13 +4344,13 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 if (g && g->tracked) {
                         /* In a subtree tracked already (["/a"] to ["/a/x"]): a root
                          * now, with no scan, before the old root is dropped. */
-                        r = track_root_add(m, *p);
+                        r = track_root_add(m, *p, false);
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", *p);
                         continue;
                 }
                 if (streq(*p, "/")) {
-                        r = track_root_add(m, "/");
+                        r = track_root_add(m, "/", false);
                         if (r < 0)
                                 return r;
                         r = manager_track_existing(m, tree_root(m->tree));
@@ -4331,7 +4358,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                                 return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
                         continue;
                 }
-                r = manager_track(m, *p, &g, &error);
+                r = manager_track_root(m, *p, false, &g, &error);
                 if (r >= 0)
                         continue;
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
@@ -4339,7 +4366,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                         continue;
                 }
                 /* Made later, it is tracked then (manager_track_pending()). */
-                r = track_root_add(m, *p);
+                r = track_root_add(m, *p, false);
                 if (r < 0)
                         return log_error_errno(r, "Cannot track %s: %m", *p);
                 log_notice("%s does not exist yet: it is tracked once it is made.", *p);
@@ -4513,13 +4540,11 @@ static void manager_save_tracked(Manager *m) {
         json_object_object_add(root, "tracked", arr);
         /* What the paths are relative to: see manager_load_tracked(). */
         json_object_object_add(root, "root", json_object_new_string(m->cgroup_root));
-        for (size_t i = 0; i < m->n_track_roots; i++) {
-                bool configured = false;
-                for (char **p = m->config.track; p && *p; p++)
-                        configured = configured || streq(*p, m->track_roots[i]);
-                if (!configured)
+        /* What calls asked for, the configuration's roots among them: a
+         * configuration that drops one later leaves it tracked. */
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                if (m->track_roots_called[i])
                         json_object_array_add(arr, json_object_new_string(m->track_roots[i]));
-        }
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text)
                 log_warning("Cannot save tracked subtrees in %s: out of memory", m->state_dir);
@@ -4647,6 +4672,16 @@ static void manager_load_tracked(Manager *m) {
                                 continue;
                         p = moved;
                 }
+                {
+                        /* Configured too: a call asked for it, which the root
+                         * now says, with no second look through its subtree. */
+                        _cleanup_free_ char *norm = NULL;
+                        if (normalize_path(p, &norm, &error) >= 0 && manager_is_track_root(m, norm)) {
+                                (void) track_root_add(m, norm, true); /* there already: allocates nothing */
+                                continue;
+                        }
+                        sd_bus_error_free(&error);
+                }
                 if (manager_track(m, p, NULL, &error) >= 0)
                         continue;
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
@@ -4657,7 +4692,7 @@ static void manager_load_tracked(Manager *m) {
                  * removed while freezerd runs: it waits (manager_track_pending()). */
                 _cleanup_free_ char *norm = NULL;
                 sd_bus_error_free(&error);
-                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm) < 0)
+                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm, true) < 0)
                         log_warning("Cannot keep %s, tracked before the restart, waiting to be made: out of memory.",
                                     p);
                 else
@@ -4790,7 +4825,16 @@ int manager_reload(Manager *m, const Config *config) {
                 bool kept = false;
                 for (char **q = m->config.track; q && *q; q++)
                         kept = kept || streq(*p, *q);
-                if (!kept && manager_is_track_root(m, *p)) {
+                if (kept || !manager_is_track_root(m, *p))
+                        continue;
+                if (track_root_called(m, *p)) {
+                        /* A call asked for it too (Track(), a lookup): that holds. */
+                        log_info("%s is no longer in the configuration's \"track\", but stays tracked: a call "
+                                 "asked for it (Untrack() drops it).",
+                                 *p);
+                        continue;
+                }
+                {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                         (void) manager_untrack(m, *p, &error);
                 }
@@ -4867,6 +4911,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_track_roots; i++)
                 free(m->track_roots[i]);
         free(m->track_roots);
+        free(m->track_roots_called);
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);

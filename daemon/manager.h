@@ -242,6 +242,11 @@ struct Manager {
         struct ScanHelper *scan_helper; /* its second thread, once a listing was big enough (scan-helper.h) */
 
         char **track_roots; /* subtrees tracked (normalized API paths), NULL-terminated */
+        /* Per root: a call asked for it (Track(), a lookup outside the tracked
+         * subtrees, tracked.json), whether or not "track" names it too.  Such
+         * a root is kept in tracked.json, and a SIGHUP whose "track" drops it
+         * keeps it: only Untrack() drops what a call asked for. */
+        bool *track_roots_called;
         size_t n_track_roots;
 
         Operation *operations;

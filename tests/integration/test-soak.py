@@ -104,6 +104,7 @@ class Soak:
         self.c2 = ft.Client(bus.address)
         self.config_roots = set(CONFIG_ROOTS)
         self.roots = set(CONFIG_ROOTS)  # freezerd's one list: the setting's, Track()'s, lookups'
+        self.called = set()  # the roots a call asked for (Track(), lookups), configured or not
         self.flags = {}  # expected cgroup.freeze of every directory (but "/"): {path: 0|1}
         self.alternatives = None  # concurrent calls: [flags, ...] any of which may come out
         self.procs = []
@@ -140,6 +141,7 @@ class Soak:
 
     def track_root(self, p):
         self.roots.add(p)
+        self.called.add(p)
 
     def alive(self):
         self.procs = [p for p in self.procs if p.poll() is None]
@@ -481,6 +483,7 @@ class Soak:
             self.count('Untrack')
             self.c.call('Untrack', p)
             self.roots.discard(p)
+            self.called.discard(p)
         else:
             cands = [g for g in dirs if not self.tracked(g)]
             if not cands:
@@ -550,9 +553,9 @@ class Soak:
         self.note(f'SIGHUP, "track": {sorted(self.config_roots)}')
         self.count('SIGHUP')
         self.d.reload()
-        # What the old setting tracked and the new one does not is untracked; what the
-        # new one lists is tracked (again, after an Untrack).
-        self.roots = (self.roots - (old - self.config_roots)) | self.config_roots
+        # What the old setting tracked and the new one does not is untracked, unless a
+        # call asked for it too; what the new one lists is tracked (again, after an Untrack).
+        self.roots = (self.roots - (old - self.config_roots - self.called)) | self.config_roots
 
     OPS = [
         (op_mkdir, 12), (op_rmdir, 10), (op_rename, 1), (op_spawn, 2), (op_move, 8),

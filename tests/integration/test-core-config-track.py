@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A subtree both the configuration's "track" and a call ask for: a SIGHUP (or a
+restart) whose configuration drops it keeps it tracked, as the call asked.
+
+  /a (with /a/x) configured, then Track("/a") by a client
+  /b looked up (GetGroup, which tracks it), then configured, then dropped
+  /c configured only
+
+Checks:
+  * tracked.json holds /a and /b (what calls asked for), not /c.
+  * SIGHUP with "track": ["/none"] (never made) keeps /a, /a/x and /b published (no
+    InterfacesRemoved of them), logs that they stay, and drops /c.  freezerd
+    dropped every root the configuration no longer named, Track()ed or not,
+    and did not keep a configured root a client Track()ed in tracked.json.
+  * A restart with the same state directory and that configuration tracks /a and /b.
+  * Untrack("/a") drops it for good: gone from tracked.json too."""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+
+def write_config(d, config):
+    with open(d.config_path, 'w') as f:
+        json.dump(config, f)
+
+
+def tracked_json(state_dir):
+    with open(os.path.join(state_dir, 'tracked.json')) as f:
+        return sorted(json.load(f)['tracked'])
+
+
+def published(c):
+    return sorted(p for p, _o, _s in c.call('ListGroups')[0])
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    state_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-')
+    try:
+        run(state_dir)
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def run(state_dir):
+    with ft.Scratch('core-config-track') as sc, ft.Bus() as bus:
+        for g in ('/a/x', '/b', '/c'):
+            sc.mkdir(g)
+        with ft.Daemon(bus, sc.root, config={'track': ['/a', '/c']}, state_dir=state_dir) as d:
+            c = d.client
+            c.call('Track', '/a')
+            c.call('GetGroup', '/b')
+            write_config(d, {'track': ['/a', '/b', '/c']})
+            d.reload()
+            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b', '/c'], 'all three tracked')
+            ft.check_equal(tracked_json(state_dir), ['/a', '/b'],
+                           'tracked.json holds what calls asked for (/a, /b), configured or not')
+
+            rec = c.record()
+            write_config(d, {'track': ['/none']})
+            d.reload()
+            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b'],
+                           'SIGHUP with track [/none]: /a and /b, which calls asked for, stay; /c goes')
+            ft.check_equal(sorted(o for o, _i in rec.interfaces_removed()), [ft.group_object('/c')],
+                           '  ... InterfacesRemoved for /c alone')
+            for p in ('/a', '/b'):
+                ft.check(f'{p} is no longer in the configuration\'s "track", but stays tracked' in d.log(),
+                         f'  ... the log says {p} stays', d.log()[-2000:])
+            ft.check_equal(tracked_json(state_dir), ['/a', '/b'], '  ... and tracked.json still holds them')
+
+        # A restart: tracked.json brings them back, the configuration naming neither.
+        with ft.Daemon(bus, sc.root, config={'track': ['/none']}, state_dir=state_dir) as d:
+            c = d.client
+            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b'], 'a restart tracks /a and /b again')
+            c.call('Untrack', '/a')
+            ft.check_equal(published(c), ['/', '/b'], 'Untrack("/a") drops it')
+            ft.check_equal(tracked_json(state_dir), ['/b'], '  ... from tracked.json too')
+
+        # Configured and in tracked.json: tracked once, and tracked.json keeps it.
+        with ft.Daemon(bus, sc.root, config={'track': ['/b']}, state_dir=state_dir) as d:
+            ft.check_equal(published(d.client), ['/', '/b'], 'a restart with /b configured and in tracked.json')
+            ft.check_equal(tracked_json(state_dir), ['/b'], '  ... tracked.json unchanged')
+    print('# checked: SIGHUP and restart keep a configured root that a call asked for too')
+
+
+ft.run(test)
