@@ -27,7 +27,7 @@ Checks:
   * /p (a sleeper) with /p/c (a task blocked on FUSE): the kernel reports /p frozen
     once its own sleeper is, while /p/c is still freezing; the Timeout of
     Freeze("/p") and of a batch holding /p names /p/c as what keeps it, and its
-    task."""
+    task; so does the Timeout of FreezeExcept("/q", ["/q/keep"]) for /q/s/c."""
 
 import os
 import sys
@@ -137,6 +137,10 @@ def test():
         sc.mkdir('/p/c')
         sc.spawn_sleepers('/p', 1)
         stuck_c = fuse.spawn_stuck(sc, '/p/c')
+        for g in ('/q/keep', '/q/s/c', '/q/t'):
+            sc.mkdir(g)
+        sc.spawn_sleepers('/q/s', 1)
+        stuck_q = fuse.spawn_stuck(sc, '/q/s/c')
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
             e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/p', 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
@@ -148,6 +152,12 @@ def test():
                                      300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check('/p/c freezing-by-parent' in e.message, 'the same in a batch', repr(e.message))
             ft.check_equal((sc.read_freeze('/p'), sc.frozen('/p/c')), (0, False), 'both rolled back')
+            # FreezeExcept (freezectl freeze --except) names them as Freeze does.
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/q', ['/q/keep'], 300000,
+                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(f'/q/s/c freezing-by-parent). Not frozen: task {stuck_q.pid} (stat) of /q/s/c, in uninterruptible '
+                     'sleep' in e.message, 'FreezeExcept: the Timeout names /q/s/c and its task', repr(e.message))
+            ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (0, 0), '  ... rolled back')
     print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
           'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
 
