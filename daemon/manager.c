@@ -57,6 +57,8 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
 static void manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
 static void manager_track_pending(Manager *m, const char *made);
+static void manager_untracked_prune(Manager *m, const char *norm);
+static void manager_forget_waiting_roots(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -1689,6 +1691,7 @@ static void manager_remove_group(Manager *m, Group *g) {
                 return;
         log_debug("%s: removed", g->path);
         tree_remove(m->tree, g, group_data_destroy, m);
+        m->track_roots_removed = true; /* maybe a root among them: manager_forget_waiting_roots() */
 
         /* Ancestors waiting for their descendants to freeze may be done now
          * that one of them is gone. */
@@ -3500,6 +3503,8 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
                 m->inotify_lost = false;
                 manager_resync(m);
         }
+        if (m->track_roots_removed)
+                manager_forget_waiting_roots(m);
         /* Calls the slice failed (a flag reversed behind our back, a group
          * gone) are answered before the next call is handled. */
         manager_dispatch(m);
@@ -3654,6 +3659,18 @@ static bool track_root_called(Manager *m, const char *path) {
         return false;
 }
 
+/* Root i was tracked again, or made again: it goes last, among the roots a
+ * call asked for the last to be forgotten (manager_forget_waiting_roots()). */
+static void track_root_touch(Manager *m, size_t i) {
+        char *path = m->track_roots[i];
+        bool called = m->track_roots_called[i];
+
+        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i - 1) * sizeof(char *));
+        memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
+        m->track_roots[m->n_track_roots - 1] = path;
+        m->track_roots_called[m->n_track_roots - 1] = called;
+}
+
 /* called: a call asks for it (see Manager.track_roots_called), not the
  * configuration.  A configured root a call asks for too is marked so. */
 static int track_root_add(Manager *m, const char *path, bool called) {
@@ -3666,6 +3683,8 @@ static int track_root_add(Manager *m, const char *path, bool called) {
                                 m->track_roots_called[i] = true;
                                 manager_save_tracked(m);
                         }
+                        if (called)
+                                track_root_touch(m, i);
                         return 0;
                 }
         n = realloc(m->track_roots, (m->n_track_roots + 2) * sizeof(char *));
@@ -3766,9 +3785,15 @@ static void manager_track_pending(Manager *m, const char *made) {
                 g = tree_get(m->tree, root);
                 if (g && g->tracked)
                         continue;
-                if (manager_ensure_path(m, root, true, &g, &error) >= 0)
+                if (manager_ensure_path(m, root, true, &g, &error) >= 0) {
                         log_info("%s was made: tracking it.", root);
-                else if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP))
+                        if (m->track_roots_called[i]) {
+                                /* Last now, tracked (skipped when the loop
+                                 * comes to it); the next root is at i. */
+                                track_root_touch(m, i);
+                                i--;
+                        }
+                } else if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP))
                         log_warning("Cannot track %s: %s", root, error.message);
         }
 }
@@ -3859,7 +3884,6 @@ static void manager_prune(Manager *m, Group *top, const char *untracked) {
 
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
-        Group *g;
         int r;
 
         r = normalize_path(path, &norm, error);
@@ -3881,6 +3905,13 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                         break;
                 }
         manager_save_tracked(m);
+        manager_untracked_prune(m, norm);
+        return 0;
+}
+
+/* norm was taken out of m->track_roots: what it alone needed leaves the model. */
+static void manager_untracked_prune(Manager *m, const char *norm) {
+        Group *g;
 
         g = tree_get(m->tree, norm);
         if (!g) {
@@ -3889,13 +3920,13 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                  * nearest one in the model up. */
                 _cleanup_free_ char *up = strdup(norm);
                 if (!up)
-                        return 0;
+                        return;
                 do
                         *strrchr(up, '/') = 0;
                 while (*up && !(g = tree_get(m->tree, up)));
                 if (!g || !g->parent || g->tracked || covered_by(m, g->path, NULL) ||
                     is_ancestor_of_root(m, g->path, NULL))
-                        return 0;
+                        return;
         }
         /* Ancestors kept for this root alone go too: from the topmost one no
          * remaining root needs, the whole subtree is pruned. */
@@ -3905,7 +3936,76 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         manager_prune(m, g, norm);
         manager_dispatch(m); /* the calls it failed (rolled back), before any later call */
         manager_prune(m, g, NULL);
-        return 0;
+}
+
+static bool track_root_configured(Manager *m, const char *root) {
+        for (char **p = m->config.track; p && *p; p++)
+                if (streq(*p, root))
+                        return true;
+        return false;
+}
+
+/* Whether a call asked for root i alone (not the configuration) and its
+ * group is gone (or not made yet): it waits to be made (manager_track_pending()). */
+static bool track_root_waiting_called(Manager *m, size_t i) {
+        Group *g;
+
+        if (!m->track_roots_called[i] || track_root_configured(m, m->track_roots[i]))
+                return false;
+        g = tree_get(m->tree, m->track_roots[i]);
+        return !g || !g->tracked;
+}
+
+/* A root a call asked for waits, once its cgroup is removed, to be made again
+ * (a user's slice at the next login).  A client that Track()s each pod or
+ * scope by a new name, never made again, would have freezerd keep every one
+ * for good: in memory, in tracked.json (written whole, with an fsync, at
+ * every Track(): 5 ms of the loop a call with 10,000 waiting) and at each
+ * start (10 s for 50,000).  So at most TRACK_ROOTS_WAITING_MAX wait: beyond,
+ * those tracked or made least recently (m->track_roots is in that order) are
+ * forgotten, as by Untrack(). */
+static void manager_forget_waiting_roots(Manager *m) {
+        size_t n_called = 0, n_waiting = 0, n_forget, k = 0;
+        char **forget;
+
+        m->track_roots_removed = false;
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                n_called += m->track_roots_called[i];
+        if (n_called <= TRACK_ROOTS_WAITING_MAX)
+                return; /* the common case: no look at the tree */
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                n_waiting += track_root_waiting_called(m, i);
+        if (n_waiting <= TRACK_ROOTS_WAITING_MAX)
+                return;
+        n_forget = n_waiting - TRACK_ROOTS_WAITING_MAX;
+        forget = calloc(n_forget, sizeof(char *));
+        if (!forget)
+                return; /* the next time */
+        /* Taken out all at once (thousands of them at a start, from an old
+         * tracked.json), then what each one alone needed is pruned. */
+        size_t j = 0;
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                if (k < n_forget && track_root_waiting_called(m, i)) {
+                        forget[k++] = m->track_roots[i];
+                        continue;
+                }
+                m->track_roots[j] = m->track_roots[i];
+                m->track_roots_called[j++] = m->track_roots_called[i];
+        }
+        m->n_track_roots = j;
+        m->track_roots[j] = NULL;
+        /* Logged before tracked.json says so. */
+        for (size_t i = 0; i < k; i++)
+                log_info("%s, tracked at a call's request, is gone and more than %u such subtrees wait to be made "
+                         "again: it was tracked or made the least recently of them, and is no longer tracked "
+                         "(Track() it again to follow it).",
+                         forget[i], TRACK_ROOTS_WAITING_MAX);
+        manager_save_tracked(m);
+        for (size_t i = 0; i < k; i++) {
+                manager_untracked_prune(m, forget[i]);
+                free(forget[i]);
+        }
+        free(forget);
 }
 
 /* Whether the nearest group of the model above path (not in the model) is
@@ -4779,6 +4879,8 @@ int manager_start(Manager *m) {
                 return r;
         manager_load_tracked(m);
         m->started = true;
+        /* A tracked.json of an older freezerd may list any number that wait. */
+        manager_forget_waiting_roots(m);
         return 0;
 }
 

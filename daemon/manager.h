@@ -35,6 +35,11 @@
  * beyond them a call, or a signal, waits for it. */
 #define HOLDBACK_MAX 256
 
+/* Track roots a call asked for whose cgroup is gone, waiting to be made again
+ * (manager.c, manager_forget_waiting_roots()); beyond them the one tracked or
+ * made the least recently is forgotten. */
+#define TRACK_ROOTS_WAITING_MAX 1024U
+
 /* getdents64 buffer of a directory listing. */
 #define SCAN_BUF_SIZE (16 * 1024)
 
@@ -248,6 +253,7 @@ struct Manager {
          * keeps it: only Untrack() drops what a call asked for. */
         bool *track_roots_called;
         size_t n_track_roots;
+        bool track_roots_removed; /* a group left the model: see manager_forget_waiting_roots() */
 
         Operation *operations;
         unsigned n_operations;

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Subtrees given to Track() and removed wait to be made again, but no more than
+1,024 of them: a client that Track()s each pod or scope by a new name does not
+grow freezerd (and tracked.json, and every start) for good.
+
+  "track": ["/other"]; /pods is not tracked, only kept for the roots below it
+  /pods/first Track()ed and removed, /pods/keep Track()ed and left, then 1,030
+  groups /pods/p-N made, Track()ed and removed
+
+Checks:
+  * tracked.json ends with /pods/keep and the 1,024 that waited the least:
+    /pods/first and /pods/p-0 to p-5 are forgotten, each with a log line.
+    freezerd kept all 1,032 (in memory, in tracked.json, at each restart).
+  * /pods/first made again is not tracked; /pods/p-1029 made again is (the
+    wait still holds), and so is /pods/p-6, which goes last: the next root
+    removed past the limit forgets /pods/p-7, not it.
+  * A restart with ten more waiting roots in tracked.json (an older freezerd's)
+    forgets those ten, the least recent, before READY=1."""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+WAITING_MAX = 1024
+IN_MOVED_TO = 0x00000080
+
+
+def tracked_json(state_dir):
+    with open(os.path.join(state_dir, 'tracked.json')) as f:
+        return json.load(f)['tracked']
+
+
+def published(c):
+    return sorted(p for p, _o, _s in c.call('ListGroups')[0])
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    state_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-')
+    try:
+        run(state_dir)
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def run(state_dir):
+    # Each save of tracked.json (a rename) wakes wait_for().
+    ft.loop().watch(state_dir, IN_MOVED_TO)
+    with ft.Scratch('core-track-removed') as sc, ft.Bus() as bus:
+        sc.mkdir('/other')
+        sc.mkdir('/pods')
+        with ft.Daemon(bus, sc.root, config={'track': ['/other']}, state_dir=state_dir) as d:
+            c = d.client
+
+            def track_and_remove(p):
+                os.mkdir(sc.abspath(p))
+                c.call('Track', p)
+                os.rmdir(sc.abspath(p))
+
+            track_and_remove('/pods/first')
+            sc.mkdir('/pods/keep')
+            c.call('Track', '/pods/keep')
+            n = 1030
+            for i in range(n):
+                track_and_remove(f'/pods/p-{i}')
+            waiting = [f'/pods/p-{i}' for i in range(n - WAITING_MAX, n)]
+            expected = ['/pods/keep'] + waiting
+            ft.wait_for(lambda: tracked_json(state_dir) == expected, timeout=30,
+                        what='tracked.json to hold /pods/keep and the 1,024 that waited the least')
+            ft.check(True, 'tracked.json holds /pods/keep and the 1,024 removed roots tracked last, in that order')
+            for p in ['/pods/first'] + [f'/pods/p-{i}' for i in range(n - WAITING_MAX)]:
+                ft.check(f'{p}, tracked at a call\'s request, is gone and more than 1024 such subtrees wait' in d.log(),
+                         f'  ... the log says {p} is no longer tracked', d.log()[-3000:])
+
+            # Made again: a forgotten one is not tracked, a waiting one is.
+            rec = c.record()
+            sc.mkdir('/pods/first')
+            sc.mkdir('/pods/p-1029')
+            sc.mkdir('/pods/p-6')
+            rec.wait_for(lambda r: {ft.group_object('/pods/p-1029'), ft.group_object('/pods/p-6')} <=
+                         {o for o, _i in r.interfaces_added()}, what='InterfacesAdded of /pods/p-1029 and /pods/p-6')
+            ft.check_equal(published(c), ['/', '/other', '/pods/keep', '/pods/p-1029', '/pods/p-6'],
+                           '/pods/p-1029 and /pods/p-6 made again are tracked again, /pods/first is not')
+            # /pods/p-6, made last, goes last: past the limit /pods/p-7 goes first.
+            sc.rmdir('/pods/p-6')
+            sc.rmdir('/pods/first')
+            track_and_remove('/pods/extra-0')  # 1,024 wait: p-7 to p-1028, p-6, extra-0
+            track_and_remove('/pods/extra-1')
+            ft.wait_for(lambda: '/pods/p-7' not in tracked_json(state_dir), timeout=30,
+                        what='/pods/p-7 to leave tracked.json')
+            t = tracked_json(state_dir)
+            ft.check('/pods/p-6' in t and '/pods/extra-1' in t and '/pods/p-8' in t and len(t) == WAITING_MAX + 2,
+                     '  ... /pods/p-7 forgotten, /pods/p-6 (made again since) kept', t[:5])
+
+        # A restart with ten more waiting in tracked.json: those ten go before READY=1.
+        path = os.path.join(state_dir, 'tracked.json')
+        with open(path) as f:
+            saved = json.load(f)
+        before = saved['tracked']
+        saved['tracked'] = [f'/pods/old-{i}' for i in range(10)] + before
+        with open(path, 'w') as f:
+            json.dump(saved, f)
+        with ft.Daemon(bus, sc.root, config={'track': ['/other']}, state_dir=state_dir) as d:
+            ft.check_equal(tracked_json(state_dir), before, 'a restart forgets the ten least recent waiting roots')
+            ft.check_equal(published(d.client), ['/', '/other', '/pods/keep', '/pods/p-1029'],
+                           '  ... and tracks the others as before')
+    print(f'# checked: at most {WAITING_MAX} removed roots that calls asked for wait, the least recent forgotten')
+
+
+ft.run(test)
