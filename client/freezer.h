@@ -396,8 +396,8 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 
 /* Make the daemon follow the subtree at path and publish its group objects
  * (Manager.Track), also after the daemon restarts (it keeps the subtrees
- * tracked beyond its configuration in its state directory). Tracking a group
- * that is tracked already succeeds. */
+ * given to it in its state directory) and after a reload of a configuration
+ * that no longer names it. Tracking a group that is tracked already succeeds. */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
