@@ -47,16 +47,15 @@
  *     ...) may be called from any thread.
  *   - Signals: the calls that wait for freezerd's answer (all but the
  *     _async() ones, freezer_dispatch() and the loop functions below) wait in
- *     ppoll(). With libsystemd before 253 (Debian 12 has 252), a signal that
- *     the program handles (one with a handler: a container manager's
- *     SIGCHLD, a timer's; SA_RESTART makes no difference) ends that wait: the
- *     call fails with -EINTR ("System.Error.EINTR") although it was sent, and
- *     freezerd carries it out all the same (a freeze still freezes, a trigger
- *     added stays until the handle is closed); its answer is lost.  Later
- *     libsystemd waits on.  A program with signal handlers uses the _async()
- *     forms from its event loop, or blocks the signals it handles while it
- *     calls (or takes them from a signalfd(2)).  freezer_open_*() and
- *     freezer_close() wait on through such signals.
+ *     ppoll(). A signal that the program handles (one with a handler: a
+ *     container manager's SIGCHLD, a timer's) runs its handler and the wait
+ *     goes on, until the answer or the call's method-call timeout, with every
+ *     libsystemd (since 0.4.8: before, with libsystemd before 253, such as
+ *     Debian 12's 252, the call failed with -EINTR although freezerd carried
+ *     it out, and its answer was lost).  So a signal does not end a blocking
+ *     call: a program that must stop waiting when one comes uses the _async()
+ *     forms from its event loop.  freezer_open_*() and freezer_close() wait
+ *     on through such signals, too.
  *   - Paths name cgroups relative to freezerd's cgroup root, e.g. "/" or
  *     "/pods/pod1/ctr"; a missing leading "/" and one trailing "/" are
  *     accepted ("pods/pod1/" is "/pods/pod1"). A call on a group outside

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -70,8 +71,38 @@ typedef struct pending_call {
          * its reply comes, so that freezer_close() knows freezerd may not
          * have taken it yet. */
         bool cancelled;
+        /* Its reply came when the connection was lost already (the reply is
+         * sd-bus' own, handled later from freezer_dispatch()). */
+        bool lost;
         struct pending_call *prev, *next;
 } pending_call;
+
+/* A message one of the handle's sd-bus handlers got, to be handled from
+ * freezer_dispatch().  The handlers only queue what they get (deferring
+ * wrappers, see defer()): so the callbacks never run inside sd-bus, where
+ * sd_bus_process() cannot be called again, and a blocking call can wait for
+ * its reply with sd_bus_process() and sd_bus_wait(), which go on through
+ * signals where sd_bus_call() gives up, and run no callback. */
+typedef struct deferred {
+        sd_bus_message *m;
+        sd_bus_message_handler_t handler;
+        void *userdata;
+        /* The slot the message came through (referenced, so that no new slot
+         * gets its address), and where the handle keeps it: the message is
+         * dropped if the handle no longer does, as sd-bus would not have
+         * handed it over. */
+        sd_bus_slot *slot;
+        sd_bus_slot **home;
+        struct deferred *next;
+} deferred;
+
+/* A blocking call's reply (or sd-bus' own error for it), waited for by
+ * wait_reply(). */
+typedef struct reply_wait {
+        sd_bus *bus;
+        sd_bus_message *reply;
+        bool lost;      /* the connection was lost when it came */
+} reply_wait;
 
 struct freezer {
         sd_bus *bus;
@@ -132,6 +163,14 @@ struct freezer {
         /* Calls in flight (freezer_*_async()), newest first. */
         pending_call *calls;
         uint64_t last_call_id;
+
+        /* Messages for the handlers, in the order they came, for the next
+         * freezer_dispatch(). */
+        deferred *deferred;
+        deferred **deferred_tail;
+        size_t n_deferred;
+        /* The blocking installation of a match waits for this. */
+        reply_wait *match_wait;
 
         /* freezer_close() from a callback: the handle is freed once
          * freezer_dispatch() is back out of sd-bus, and no callback runs
@@ -258,6 +297,179 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
         return error_take(f, &e, r);
 }
 
+/* ---- waiting for replies; the handlers' queue ---- */
+
+/* As many messages as sd-bus holds in memory (its BUS_RQUEUE_MAX), where
+ * sd_bus_call() failed with ENOBUFS: a blocking call that waits long under a
+ * flood of signals fails so, too, rather than queue without end. */
+#define DEFERRED_MAX (384U * 1024U)
+
+/* A message for handler, queued by one of the deferring wrappers below: the
+ * slot sd-bus dispatches it through is the one at home.  Fails (and makes
+ * sd_bus_process() fail) for lack of memory, or with ENOBUFS past
+ * DEFERRED_MAX where limited (signals: the replies to calls are as many as
+ * the calls). */
+static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
+                 sd_bus_slot **home, bool limited) {
+        deferred *d;
+
+        if (limited && f->n_deferred >= DEFERRED_MAX)
+                return -ENOBUFS;
+        d = malloc(sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        *d = (deferred) {
+                .m = sd_bus_message_ref(m),
+                .handler = handler,
+                .userdata = userdata,
+                .slot = sd_bus_slot_ref(sd_bus_get_current_slot(f->bus)),
+                .home = home,
+        };
+        *f->deferred_tail = d;
+        f->deferred_tail = &d->next;
+        f->n_deferred++;
+        return 0;
+}
+
+/* The wrapper name_queue() of the handler name(), for a slot the handle keeps
+ * in field: it queues what sd-bus hands it. */
+#define DEFINE_QUEUED(name, field)                                                              \
+        static int name##_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) { \
+                freezer *f = userdata;                                                          \
+                return defer(f, m, name, f, &f->field, true);                                   \
+        }
+
+static deferred *deferred_pop(freezer *f) {
+        deferred *d = f->deferred;
+
+        if (d) {
+                f->n_deferred--;
+                f->deferred = d->next;
+                if (!f->deferred)
+                        f->deferred_tail = &f->deferred;
+        }
+        return d;
+}
+
+static void deferred_free(deferred *d) {
+        sd_bus_message_unref(d->m);
+        sd_bus_slot_unref(d->slot);
+        free(d);
+}
+
+static void deferred_clear(freezer *f) {
+        deferred *d;
+
+        while ((d = deferred_pop(f)))
+                deferred_free(d);
+}
+
+/* Handle the oldest queued message, unless the handle has let go of the slot
+ * it came through since (a callback removed, a reload of Ids started anew). */
+static void deferred_run_one(freezer *f) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        deferred *d = deferred_pop(f);
+
+        if (!d)
+                return;
+        if (d->slot && *d->home == d->slot)
+                (void) d->handler(d->m, d->userdata, &e);
+        deferred_free(d);
+}
+
+static int on_reply_wait(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        reply_wait *w = userdata;
+
+        if (!w->reply) {
+                w->reply = sd_bus_message_ref(m);
+                w->lost = sd_bus_is_open(w->bus) <= 0;
+        }
+        return 1;
+}
+
+/* Until w's reply came (or sd-bus' own error for it: the call's timeout, the
+ * connection lost).  sd_bus_call() waits in ppoll(), and before libsystemd
+ * 253 gives up with -EINTR when a signal the program handles comes (a
+ * container manager's SIGCHLD, a timer's), the call sent and its answer
+ * lost.  sd_bus_wait() says -EINTR for it, too: here the wait goes on.
+ * sd_bus_process() handles what comes meanwhile, where the handlers only
+ * queue it (defer()): no callback runs.  Returns 0, or sd-bus' failure. */
+static int wait_reply(sd_bus *bus, reply_wait *w) {
+        for (;;) {
+                int r = sd_bus_process(bus, NULL);
+
+                /* Checked after every step, whatever it returned: sd-bus
+                 * says 0 for a step that timed a call out, as the call's
+                 * callback returned. */
+                if (w->reply)
+                        return 0;
+                if (r > 0)
+                        continue;
+                if (r == 0)
+                        r = sd_bus_wait(bus, UINT64_MAX);
+                if (r < 0 && r != -EINTR)
+                        return r;
+        }
+}
+
+/* w's reply as sd_bus_call() returns it: the reply (1), or the error and its
+ * errno.  sd-bus' own errors are named as sd_bus_call() names them: the
+ * call's timeout Timeout (ETIMEDOUT), a lost connection Disconnected
+ * (ECONNRESET). */
+static int reply_wait_result(reply_wait *w, sd_bus_error *error, sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = TAKE_PTR(w->reply);
+        const sd_bus_error *e;
+
+        if (!sd_bus_message_is_method_error(reply, NULL)) {
+                if (ret_reply)
+                        *ret_reply = TAKE_PTR(reply);
+                return 1;
+        }
+
+        e = sd_bus_message_get_error(reply);
+        if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY)) {
+                if (w->lost)
+                        return sd_bus_error_set_errno(error, ECONNRESET);
+                if (e->message && streq(e->message, "Method call timed out"))
+                        return sd_bus_error_set_errno(error, ETIMEDOUT);
+        }
+        return sd_bus_error_copy(error, e);
+}
+
+/* sd_bus_call(), waiting on through signals (wait_reply()). */
+static int call_wait(freezer *f, sd_bus_message *m, uint64_t usec, sd_bus_error *error, sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        reply_wait w = { .bus = f->bus };
+        int r;
+
+        r = sd_bus_call_async(f->bus, &slot, m, on_reply_wait, &w, usec);
+        if (r >= 0)
+                r = wait_reply(f->bus, &w);
+        if (r < 0)
+                return sd_bus_error_set_errno(error, r);
+        return reply_wait_result(&w, error, ret_reply);
+}
+
+/* sd_bus_call_method() to freezerd, as call_wait(). */
+static int call_method_wait(freezer *f, const char *path, const char *interface, const char *member,
+                            sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(f->bus, &m, FREEZER_SERVICE, path, interface, member);
+        if (r < 0)
+                return sd_bus_error_set_errno(error, r);
+        if (types && *types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return sd_bus_error_set_errno(error, r);
+        }
+        return call_wait(f, m, 0, error, ret_reply);
+}
+
 /* A path that sd-bus would not append: for a string that is not NULL, -EINVAL
  * means it is not UTF-8. Said as freezer_freeze() says it, instead of a bare
  * "Invalid argument". */
@@ -270,19 +482,19 @@ static int path_append_failed(int r, sd_bus_error *error) {
 /* Manager.member(path), waited for; a path sd-bus would not append fails as
  * path_append_failed() says it (sd_bus_call_method() set its own "Invalid
  * argument" first, which Track, Untrack and the pressure calls reported). */
-static int call_manager_path(sd_bus *bus, const char *member, const char *path, sd_bus_error *error,
+static int call_manager_path(freezer *f, const char *member, const char *path, sd_bus_error *error,
                              sd_bus_message **ret_reply) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+        r = sd_bus_message_new_method_call(f->bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                            FREEZER_MANAGER_INTERFACE, member);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(m, "s", path);
         if (r < 0)
                 return path_append_failed(r, error);
-        return sd_bus_call(bus, m, 0, error, ret_reply);
+        return call_wait(f, m, 0, error, ret_reply);
 }
 
 /* A handle of freezer_open_private(): a peer-to-peer connection to freezerd,
@@ -405,6 +617,7 @@ static int freezer_new(freezer **ret, sd_bus *bus) {
 
         f->bus = bus;
         f->error = SD_BUS_ERROR_NULL;
+        f->deferred_tail = &f->deferred;
         *ret = f;
         return 0;
 }
@@ -715,11 +928,15 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
                 f->pressure_removed_cb = NULL;
                 f->resync_cb = NULL;
                 f->calls_at_close = f->calls != NULL;
+                /* Nor for what was queued (which may name the calls). */
+                deferred_clear(f);
                 while (f->calls)
                         pending_call_free(f->calls);
                 return NULL;
         }
         calls_in_flight = f->calls_at_close || f->calls; /* cancelled ones included */
+
+        deferred_clear(f);
 
         sd_bus_slot_unref(f->match_slot);
         sd_bus_slot_unref(f->ids_slot);
@@ -826,7 +1043,7 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
         if (r < 0)
                 return error_take(f, &error, r);
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), &error, &reply);
+        r = call_wait(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), &error, &reply);
         if (r < 0)
                 return error_take(f, &error, r);
 
@@ -926,7 +1143,7 @@ static int apply_batch(freezer *f, const freezer_request *requests, size_t n, co
         if (r < 0)
                 return r;
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
+        r = call_wait(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
         if (r < 0)
                 return large_message_failed(r, size, error);
 
@@ -1049,7 +1266,7 @@ static int freeze_except(freezer *f, const char *path, const char *const *exclud
         if (r < 0)
                 return r;
 
-        r = sd_bus_call(f->bus, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
+        r = call_wait(f, m, wait_call_timeout_usec(timeout_usec, flags & FREEZER_NO_WAIT), error, &reply);
         if (r < 0)
                 return r;
 
@@ -1124,8 +1341,7 @@ static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_
                         /* sd-bus answers the calls of a lost connection with a
                          * NoReply error of its own ("Connection terminated"):
                          * say what a blocking call would have said. */
-                        if (sd_bus_is_open(f->bus) <= 0 &&
-                            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY)) {
+                        if (c->lost && sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY)) {
                                 sd_bus_error_free(&error);
                                 r = sd_bus_error_set_errno(&error, -ECONNRESET);
                         }
@@ -1156,6 +1372,17 @@ static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_
         return 0;
 }
 
+/* Handled from freezer_dispatch(): whether the connection was lost is known
+ * now. */
+static int on_call_reply_queue(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        pending_call *c = userdata;
+        int r;
+
+        c->lost = sd_bus_is_open(c->f->bus) <= 0;
+        r = defer(c->f, reply, on_call_reply, c, &c->slot, false);
+        return r < 0 ? r : 1;
+}
+
 /* Send m and remember the call; on failure nothing was sent. */
 static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind kind, size_t size,
                       freezer_call_callback cb, void *userdata, uint64_t *ret_id) {
@@ -1174,7 +1401,7 @@ static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind ki
                 .userdata = userdata,
         };
 
-        r = sd_bus_call_async(f->bus, &c->slot, m, on_call_reply, c, usec);
+        r = sd_bus_call_async(f->bus, &c->slot, m, on_call_reply_queue, c, usec);
         if (r < 0) {
                 free(c);
                 return r;
@@ -1289,7 +1516,7 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         if (!ret_usec)
                 return error_set(f, -EINVAL);
 
-        if (f->more_pending) {
+        if (f->more_pending || f->deferred) {
                 *ret_usec = 0;
                 return 1;
         }
@@ -1312,7 +1539,7 @@ static int track_or_untrack(freezer *f, const char *member, const char *path) {
         if (!path)
                 return error_set(f, -EINVAL);
 
-        r = call_manager_path(f->bus, member, path, &error, &reply);
+        r = call_manager_path(f, member, path, &error, &reply);
         if (r < 0)
                 return error_take(f, &error, r);
 
@@ -1485,7 +1712,7 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
         if (r < 0)
                 return path_append_failed(r, error);
 
-        r = sd_bus_call(f->bus, m, 0, error, &reply);
+        r = call_wait(f, m, 0, error, &reply);
         if (r < 0)
                 return r;
 
@@ -1499,9 +1726,9 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
 
         reply = sd_bus_message_unref(reply);
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, g.object,
-                               "org.freedesktop.DBus.Properties", "GetAll",
-                               error, &reply, "s", FREEZER_GROUP_INTERFACE);
+        r = call_method_wait(f, g.object,
+                             "org.freedesktop.DBus.Properties", "GetAll",
+                             error, &reply, "s", FREEZER_GROUP_INTERFACE);
         if (r < 0)
                 return r;
 
@@ -1555,9 +1782,9 @@ static int list_groups(freezer *f, freezer_group **ret, size_t *ret_n, sd_bus_er
         size_t n = 0, n_allocated = 0;
         int r;
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                               FREEZER_MANAGER_INTERFACE, "ListGroups",
-                               error, &reply, NULL);
+        r = call_method_wait(f, FREEZER_MANAGER_PATH,
+                             FREEZER_MANAGER_INTERFACE, "ListGroups",
+                             error, &reply, NULL);
         if (r < 0)
                 return r;
 
@@ -1675,7 +1902,7 @@ FREEZER_EXPORT int freezer_get_fd(freezer *f) {
 static bool messages_queued(freezer *f) {
         uint64_t t;
 
-        return sd_bus_get_timeout(f->bus, &t) > 0 && t == 0;
+        return f->deferred || (sd_bus_get_timeout(f->bus, &t) > 0 && t == 0);
 }
 
 FREEZER_EXPORT int freezer_dispatch(freezer *f) {
@@ -1701,6 +1928,19 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                         f->dispatching = false;
                         return n;
                 }
+                /* What the handlers queued first, in the order it came: the
+                 * callbacks run here, outside sd-bus (defer()). */
+                if (f->deferred) {
+                        deferred_run_one(f);
+                        if (f->closing) {
+                                f->dispatching = false;
+                                (void) freezer_close(f);
+                                return 0;
+                        }
+                        if (n < INT_MAX)
+                                n++;
+                        continue;
+                }
                 r = sd_bus_process(f->bus, NULL);
                 if (f->closing) { /* a callback closed the handle */
                         f->dispatching = false;
@@ -1715,11 +1955,14 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                  * sd_bus_process(), and says 0 after each: that is a step, and
                  * more may be due (the timeout says "now" until the connection
                  * is closed, when sd_bus_process() fails). */
-                if (r == 0 && (sd_bus_is_open(f->bus) > 0 || !messages_queued(f))) {
+                /* (sd-bus says 0, too, for a step that timed a call out:
+                 * its handler queued the error.) */
+                if (r == 0 && !f->deferred && (sd_bus_is_open(f->bus) > 0 || !messages_queued(f))) {
                         f->dispatching = false;
                         return n;
                 }
-                if (n < INT_MAX)
+                /* A message for the handlers counts when they run. */
+                if (!f->deferred && n < INT_MAX)
                         n++;
         }
 }
@@ -1745,7 +1988,9 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
 
         if (!f)
                 return -EINVAL;
-        if (f->more_pending) /* freezer_dispatch() stopped at its bound */
+        /* freezer_dispatch() stopped at its bound, or messages wait for the
+         * handlers (queued by a blocking call). */
+        if (f->more_pending || f->deferred)
                 return 1;
 
         r = sd_bus_wait(f->bus, timeout_usec);
@@ -1837,8 +2082,8 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
         if (!error)
                 return sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                                 FREEZER_MANAGER_INTERFACE, member, NULL, NULL, "");
-        return sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
-                                  error, NULL, "");
+        return call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
+                                error, NULL, "");
 }
 
 static const char *state_unsubscribe_member(freezer *f) {
@@ -1860,6 +2105,7 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
                         return 0;
         return 0;
 }
+DEFINE_QUEUED(on_groups_changed, match_slot)
 
 /* A group's new state and Frozen, told to the state callback if either
  * differs from what the handle knew of it (e NULL, removed or without a
@@ -1941,6 +2187,7 @@ static int on_group_states_changed(sd_bus_message *m, void *userdata, _unused_ s
         group_states_changed(f, m);
         return 0;
 }
+DEFINE_QUEUED(on_group_states_changed, match_slot)
 
 /* ListGroupIds()'s a(st) into the table (the states stay unknown). */
 static int group_ids_load(freezer *f, sd_bus_message *reply) {
@@ -1980,6 +2227,38 @@ static bool error_no_daemon(const sd_bus_error *e) {
         return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
 }
 
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        if (f->match_wait)
+                (void) on_reply_wait(m, f->match_wait, ret_error);
+        return 0;
+}
+
+/* sd_bus_add_match() (callback gets f), waiting for the bus to confirm the
+ * match as call_wait() waits, on through signals. */
+static int add_match_wait(freezer *f, sd_bus_slot **slot, const char *match, sd_bus_message_handler_t callback) {
+        reply_wait w = { .bus = f->bus };
+        int r;
+
+        if (is_direct(f)) /* no bus to ask: sd-bus matches locally */
+                return sd_bus_add_match(f->bus, slot, match, callback, f);
+
+        r = sd_bus_add_match_async(f->bus, slot, match, callback, on_match_installed, f);
+        if (r < 0)
+                return r;
+        f->match_wait = &w;
+        r = wait_reply(f->bus, &w);
+        f->match_wait = NULL;
+        if (r >= 0)
+                r = reply_wait_result(&w, NULL, NULL);
+        if (r < 0) {
+                *slot = sd_bus_slot_unref(*slot);
+                return r;
+        }
+        return 0;
+}
+
 /* The state callback's match, for GroupStatesChanged (compact) or
  * GroupsChanged; replaces one of the other kind.  On the bus only one of the
  * two may be there: a signal that another client subscribed to reaches every
@@ -1990,7 +2269,7 @@ static int state_match_set(freezer *f, bool compact, bool wait) {
                                                    MATCH_SIGNAL_DIRECT MATCH_GROUP_STATES_CHANGED)
                                     : signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUPS_CHANGED,
                                                    MATCH_SIGNAL_DIRECT MATCH_GROUPS_CHANGED);
-        sd_bus_message_handler_t handler = compact ? on_group_states_changed : on_groups_changed;
+        sd_bus_message_handler_t handler = compact ? on_group_states_changed_queue : on_groups_changed_queue;
         int r;
 
         if (f->match_slot && f->compact == compact)
@@ -1998,13 +2277,14 @@ static int state_match_set(freezer *f, bool compact, bool wait) {
         f->match_slot = sd_bus_slot_unref(f->match_slot);
         f->compact = compact;
         if (wait)
-                r = sd_bus_add_match(f->bus, &f->match_slot, match, handler, f);
+                r = add_match_wait(f, &f->match_slot, match, handler);
         else
                 r = sd_bus_add_match_async(f->bus, &f->match_slot, match, handler, NULL, f);
         return r;
 }
 
-static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error);
+static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 /* The reply to a SubscribeGroupStates() sent after freezerd (re)started. */
 static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -2025,11 +2305,12 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         }
         /* Signals wait in held until the list is in. */
         r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids, f, "");
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "");
         if (r < 0)
                 held_drop(f);
         return 0;
 }
+DEFINE_QUEUED(on_states_subscribed, ids_slot)
 
 /* ListGroups()'s a(sos), read after held signals were lost: every group
  * whose state differs from what the handle knew (or that it knew nothing of)
@@ -2059,6 +2340,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         }
         return 0;
 }
+DEFINE_QUEUED(on_states_reread, ids_slot)
 
 static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
@@ -2073,7 +2355,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                 /* Signals go on being dropped until the states are in. */
                 if (!f->state_cb ||
                     sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                             FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread, f, "") < 0)
+                                             FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
                         f->held_lost = false;
                 free(held); /* dropped when they were lost: empty */
                 return 0;
@@ -2088,6 +2370,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         free(held);
         return 0;
 }
+DEFINE_QUEUED(on_group_ids, ids_slot)
 
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
@@ -2102,7 +2385,7 @@ static void state_resubscribe(freezer *f) {
         if (state_match_set(f, true, false) < 0)
                 return;
         r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "SubscribeGroupStates", on_states_subscribed, f,
+                                     FREEZER_MANAGER_INTERFACE, "SubscribeGroupStates", on_states_subscribed_queue, f,
                                      "");
         if (r < 0)
                 f->ids_slot = NULL;
@@ -2141,13 +2424,14 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
                 resync_notify(f, FREEZER_RESYNC_DAEMON_STARTED);
         return 0;
 }
+DEFINE_QUEUED(on_daemon_owner_changed, owner_slot)
 
 /* The NameOwnerChanged match, wanted on the bus while the state or the resync
  * callback or a trigger is there (a direct connection ends with its daemon). */
 static int owner_watch_ensure(freezer *f) {
         if (f->owner_slot || is_direct(f))
                 return 0;
-        return sd_bus_add_match(f->bus, &f->owner_slot, MATCH_DAEMON_OWNER, on_daemon_owner_changed, f);
+        return add_match_wait(f, &f->owner_slot, MATCH_DAEMON_OWNER, on_daemon_owner_changed_queue);
 }
 
 static void owner_watch_update(freezer *f) {
@@ -2155,24 +2439,24 @@ static void owner_watch_update(freezer *f) {
                 f->owner_slot = sd_bus_slot_unref(f->owner_slot);
 }
 
-static int on_filter(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+static int on_filter_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 static int filter_ensure(freezer *f) {
         if (f->filter_slot)
                 return 0;
-        return sd_bus_add_filter(f->bus, &f->filter_slot, on_filter, f);
+        return sd_bus_add_filter(f->bus, &f->filter_slot, on_filter_queue, f);
 }
 
-static int on_interfaces_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+static int on_interfaces_changed_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 /* The InterfacesAdded/Removed match, wanted while the group or the state
  * callback is installed (blocks until the bus confirms it). */
 static int interfaces_match_ensure(freezer *f) {
         if (f->group_slot)
                 return 0;
-        return sd_bus_add_match(f->bus, &f->group_slot,
-                                signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES, MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
-                                on_interfaces_changed, f);
+        return add_match_wait(f, &f->group_slot,
+                              signal_match(f, MATCH_SIGNAL_BUS MATCH_INTERFACES, MATCH_SIGNAL_DIRECT MATCH_INTERFACES),
+                              on_interfaces_changed_queue);
 }
 
 static void interfaces_match_update(freezer *f) {
@@ -2198,8 +2482,8 @@ static int state_subscribe(freezer *f, sd_bus_error *error) {
 
         r = call_subscription(f, "SubscribeGroupStates", error);
         if (r >= 0) {
-                r = sd_bus_call_method(f->bus, FREEZER_SERVICE, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
-                                       "ListGroupIds", error, &reply, "");
+                r = call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
+                                     "ListGroupIds", error, &reply, "");
                 if (r >= 0)
                         r = group_ids_load(f, reply);
                 if (r >= 0)
@@ -2358,6 +2642,7 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
                             f->group_userdata);
         return 0;
 }
+DEFINE_QUEUED(on_interfaces_changed, group_slot)
 
 FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata) {
         int r;
@@ -2485,7 +2770,7 @@ static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_err
         char *copy;
         int r;
 
-        r = call_manager_path(f->bus, "GetGroup", path, error, &reply);
+        r = call_manager_path(f, "GetGroup", path, error, &reply);
         if (r < 0)
                 return r;
 
@@ -2526,8 +2811,8 @@ static int get_pressure_property(freezer *f, const char *object, const char *int
         freezer_pressure p = {};
         int r;
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, object, "org.freedesktop.DBus.Properties", "Get",
-                               error, &reply, "ss", interface, pressure_property_table[res]);
+        r = call_method_wait(f, object, "org.freedesktop.DBus.Properties", "Get",
+                             error, &reply, "ss", interface, pressure_property_table[res]);
         if (r < 0)
                 return r;
 
@@ -2782,6 +3067,7 @@ static int on_filter(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *r
                 pressure_trigger_removed(f, m);
         return 0;
 }
+DEFINE_QUEUED(on_filter, filter_slot)
 
 /* freezerd (old_owner) left the bus: the triggers it held are gone with it. */
 static void pressure_triggers_ended_by(freezer *f, const char *old_owner) {
@@ -2837,10 +3123,10 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
                 }
         }
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, t.object ?: FREEZER_MANAGER_PATH,
-                               t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
-                               "AddPressureTrigger", error, &reply, "sstt",
-                               resource_table[res], full ? "full" : "some", threshold_usec, window_usec);
+        r = call_method_wait(f, t.object ?: FREEZER_MANAGER_PATH,
+                             t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                             "AddPressureTrigger", error, &reply, "sstt",
+                             resource_table[res], full ? "full" : "some", threshold_usec, window_usec);
         if (r < 0)
                 return r;
 
@@ -2856,9 +3142,9 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
 
         if (!t.owner || trigger_remember(f, &t) < 0) {
                 /* Do not leave a trigger behind that nobody can see. */
-                (void) sd_bus_call_method(f->bus, FREEZER_SERVICE, t.object ?: FREEZER_MANAGER_PATH,
-                                          t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
-                                          "RemovePressureTrigger", NULL, NULL, "u", id);
+                (void) call_method_wait(f, t.object ?: FREEZER_MANAGER_PATH,
+                                        t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                                        "RemovePressureTrigger", NULL, NULL, "u", id);
                 return -ENOMEM;
         }
 
@@ -2905,13 +3191,13 @@ static int remove_pressure_trigger(freezer *f, const char *path, uint32_t id, sd
         if (!object)
                 return -ENOMEM;
 
-        r = sd_bus_call_method(f->bus, FREEZER_SERVICE, object,
-                               path ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
-                               "RemovePressureTrigger", error, NULL, "u", id);
+        r = call_method_wait(f, object,
+                             path ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                             "RemovePressureTrigger", error, NULL, "u", id);
         if (r < 0)
                 return r;
 
-        /* sd_bus_call() runs no callbacks: look it up again all the same. */
+        /* The call ran no callback (call_wait()): look it up again all the same. */
         t = trigger_get(f, id);
         if (t && streq(object, t->object ?: FREEZER_MANAGER_PATH))
                 trigger_forget(f, t);
