@@ -1223,6 +1223,21 @@ def read_journal(runtime_dir, name):
         return None
 
 
+def tracked_roots(state_dir):
+    """The roots <state_dir>/tracked.json keeps (its "tracked" array, in the file's order);
+    None if there is no such file."""
+    try:
+        with open(os.path.join(state_dir, 'tracked.json')) as f:
+            return json.load(f)['tracked']
+    except FileNotFoundError:
+        return None
+
+
+def published_paths(client):
+    """The paths of the groups freezerd publishes (ListGroups), sorted."""
+    return sorted(p for p, _o, _s in client.call('ListGroups')[0])
+
+
 # ---- scratch cgroups ----------------------------------------------------------------------------------------
 
 ProcState = namedtuple('ProcState', 'pid state wchan')

@@ -31,15 +31,6 @@ def write_config(d, config):
         json.dump(config, f)
 
 
-def tracked_json(state_dir):
-    with open(os.path.join(state_dir, 'tracked.json')) as f:
-        return sorted(json.load(f)['tracked'])
-
-
-def published(c):
-    return sorted(p for p, _o, _s in c.call('ListGroups')[0])
-
-
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     state_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-')
@@ -59,34 +50,34 @@ def run(state_dir):
             c.call('GetGroup', '/b')
             write_config(d, {'track': ['/a', '/b', '/c']})
             d.reload()
-            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b', '/c'], 'all three tracked')
-            ft.check_equal(tracked_json(state_dir), ['/a', '/b'],
+            ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x', '/b', '/c'], 'all three tracked')
+            ft.check_equal(sorted(ft.tracked_roots(state_dir)), ['/a', '/b'],
                            'tracked.json holds what calls asked for (/a, /b), configured or not')
 
             rec = c.record()
             write_config(d, {'track': ['/none']})
             d.reload()
-            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b'],
+            ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x', '/b'],
                            'SIGHUP with track [/none]: /a and /b, which calls asked for, stay; /c goes')
             ft.check_equal(sorted(o for o, _i in rec.interfaces_removed()), [ft.group_object('/c')],
                            '  ... InterfacesRemoved for /c alone')
             for p in ('/a', '/b'):
                 ft.check(f'{p} is no longer in the configuration\'s "track", but stays tracked' in d.log(),
                          f'  ... the log says {p} stays', d.log()[-2000:])
-            ft.check_equal(tracked_json(state_dir), ['/a', '/b'], '  ... and tracked.json still holds them')
+            ft.check_equal(sorted(ft.tracked_roots(state_dir)), ['/a', '/b'], '  ... and tracked.json still holds them')
 
         # A restart: tracked.json brings them back, the configuration naming neither.
         with ft.Daemon(bus, sc.root, config={'track': ['/none']}, state_dir=state_dir) as d:
             c = d.client
-            ft.check_equal(published(c), ['/', '/a', '/a/x', '/b'], 'a restart tracks /a and /b again')
+            ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x', '/b'], 'a restart tracks /a and /b again')
             c.call('Untrack', '/a')
-            ft.check_equal(published(c), ['/', '/b'], 'Untrack("/a") drops it')
-            ft.check_equal(tracked_json(state_dir), ['/b'], '  ... from tracked.json too')
+            ft.check_equal(ft.published_paths(c), ['/', '/b'], 'Untrack("/a") drops it')
+            ft.check_equal(sorted(ft.tracked_roots(state_dir)), ['/b'], '  ... from tracked.json too')
 
         # Configured and in tracked.json: tracked once, and tracked.json keeps it.
         with ft.Daemon(bus, sc.root, config={'track': ['/b']}, state_dir=state_dir) as d:
-            ft.check_equal(published(d.client), ['/', '/b'], 'a restart with /b configured and in tracked.json')
-            ft.check_equal(tracked_json(state_dir), ['/b'], '  ... tracked.json unchanged')
+            ft.check_equal(ft.published_paths(d.client), ['/', '/b'], 'a restart with /b configured and in tracked.json')
+            ft.check_equal(sorted(ft.tracked_roots(state_dir)), ['/b'], '  ... tracked.json unchanged')
     print('# checked: SIGHUP and restart keep a configured root that a call asked for too')
 
 

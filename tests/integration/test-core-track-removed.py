@@ -31,14 +31,6 @@ WAITING_MAX = 1024
 IN_MOVED_TO = 0x00000080
 
 
-def tracked_json(state_dir):
-    with open(os.path.join(state_dir, 'tracked.json')) as f:
-        return json.load(f)['tracked']
-
-
-def published(c):
-    return sorted(p for p, _o, _s in c.call('ListGroups')[0])
-
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
@@ -71,7 +63,7 @@ def run(state_dir):
                 track_and_remove(f'/pods/p-{i}')
             waiting = [f'/pods/p-{i}' for i in range(n - WAITING_MAX, n)]
             expected = ['/pods/keep'] + waiting
-            ft.wait_for(lambda: tracked_json(state_dir) == expected, timeout=30,
+            ft.wait_for(lambda: ft.tracked_roots(state_dir) == expected, timeout=30,
                         what='tracked.json to hold /pods/keep and the 1,024 that waited the least')
             ft.check(True, 'tracked.json holds /pods/keep and the 1,024 removed roots tracked last, in that order')
             for p in ['/pods/first'] + [f'/pods/p-{i}' for i in range(n - WAITING_MAX)]:
@@ -85,16 +77,16 @@ def run(state_dir):
             sc.mkdir('/pods/p-6')
             rec.wait_for(lambda r: {ft.group_object('/pods/p-1029'), ft.group_object('/pods/p-6')} <=
                          {o for o, _i in r.interfaces_added()}, what='InterfacesAdded of /pods/p-1029 and /pods/p-6')
-            ft.check_equal(published(c), ['/', '/other', '/pods/keep', '/pods/p-1029', '/pods/p-6'],
+            ft.check_equal(ft.published_paths(c), ['/', '/other', '/pods/keep', '/pods/p-1029', '/pods/p-6'],
                            '/pods/p-1029 and /pods/p-6 made again are tracked again, /pods/first is not')
             # /pods/p-6, made last, goes last: past the limit /pods/p-7 goes first.
             sc.rmdir('/pods/p-6')
             sc.rmdir('/pods/first')
             track_and_remove('/pods/extra-0')  # 1,024 wait: p-7 to p-1028, p-6, extra-0
             track_and_remove('/pods/extra-1')
-            ft.wait_for(lambda: '/pods/p-7' not in tracked_json(state_dir), timeout=30,
+            ft.wait_for(lambda: '/pods/p-7' not in ft.tracked_roots(state_dir), timeout=30,
                         what='/pods/p-7 to leave tracked.json')
-            t = tracked_json(state_dir)
+            t = ft.tracked_roots(state_dir)
             ft.check('/pods/p-6' in t and '/pods/extra-1' in t and '/pods/p-8' in t and len(t) == WAITING_MAX + 2,
                      '  ... /pods/p-7 forgotten, /pods/p-6 (made again since) kept', t[:5])
 
@@ -107,8 +99,8 @@ def run(state_dir):
         with open(path, 'w') as f:
             json.dump(saved, f)
         with ft.Daemon(bus, sc.root, config={'track': ['/other']}, state_dir=state_dir) as d:
-            ft.check_equal(tracked_json(state_dir), before, 'a restart forgets the ten least recent waiting roots')
-            ft.check_equal(published(d.client), ['/', '/other', '/pods/keep', '/pods/p-1029'],
+            ft.check_equal(ft.tracked_roots(state_dir), before, 'a restart forgets the ten least recent waiting roots')
+            ft.check_equal(ft.published_paths(d.client), ['/', '/other', '/pods/keep', '/pods/p-1029'],
                            '  ... and tracks the others as before')
     print(f'# checked: at most {WAITING_MAX} removed roots that calls asked for wait, the least recent forgotten')
 
