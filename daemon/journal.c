@@ -637,7 +637,7 @@ static int write_in_place(int dfd, const char *name, const char *text) {
  * asked of them since.  Should that file not be made (a directory that
  * cannot be changed), f is written over in place if it is that file, or else
  * renamed so, all its groups kept (journal_forget() drops those changed since,
- * in a directory it can change, as the rename shows).  *ret_name is the name
+ * writing the file over in place where it cannot replace it).  *ret_name is the name
  * kept.  Returns 1 if it holds failed (and boot_id, cgroup_root where f has
  * none), 0 if f as it is.  Where nothing can be kept, -errno: f is removed,
  * or emptied where it cannot be (*ret_dropped says which, else NULL), its
@@ -968,15 +968,27 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 _cleanup_close_ int dfd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 _cleanup_free_ char *text = NULL;
                 char esc[1024];
+                bool emptied = false;
                 int r = 0;
                 if (dfd < 0)
                         r = -errno;
                 else if (k == 0) {
-                        if (unlinkat(dfd, f->name, 0) < 0 && errno != ENOENT)
+                        /* Where it cannot be removed (a directory that cannot
+                         * be changed), emptied: a start removes an empty file. */
+                        if (unlinkat(dfd, f->name, 0) < 0 && errno != ENOENT) {
                                 r = -errno;
+                                if (write_in_place(dfd, f->name, "") >= 0)
+                                        r = 0, emptied = true;
+                        }
                 } else {
                         text = journal_format(f->id, f->boot, f->cgroup_root, kept, k);
                         r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
+                        /* Where it cannot be replaced, written over in place,
+                         * as keep_failed() does: left as it is, the next start
+                         * would write the flag back, undoing what was asked
+                         * of it since. */
+                        if (r < 0 && text && write_in_place(dfd, f->name, text) >= 0)
+                                r = 0;
                 }
                 if (r < 0) {
                         log_warning_errno(r, "The flag of %s was set or asked for since the start, but %s/%s, which would "
@@ -987,7 +999,7 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 log_notice("The flag of %s was set or asked for since the start: the next start does not write it "
                            "back from %s/%s%s.",
                            path_shown(path, esc, sizeof esc), j->dir, f->name,
-                           k == 0 ? " (removed: nothing left in it)" : "");
+                           k == 0 ? (emptied ? " (emptied: nothing left in it)" : " (removed: nothing left in it)") : "");
                 for (size_t a = 0; a < f->n; a++)
                         if (retry_entry_is(&f->entries[a], path, cgroup_id))
                                 free((char *) f->entries[a].path);

@@ -539,8 +539,11 @@ static void test_keep_failed(void) {
         CHECK(file_size(retry) < 0 && !journal_has_retries(j));
         j = journal_free(j);
 
-        /* A retry file that cannot be rewritten (its directory immutable) is
-         * still known to journal_forget(): it stays there, whole. */
+        /* A retry file that cannot be replaced (its directory immutable) is
+         * still known to journal_forget(), and written over in place: until
+         * session 36 the entry was dropped in memory only, and a stop before
+         * the group changed again left it to the next start, which wrote the
+         * flag back, undoing what was asked since. */
         write_text(retry, "{\"version\":1,\"id\":8,\"boot\":\"boot-1\",\"groups\":["
                           "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
                           "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
@@ -551,10 +554,29 @@ static void test_keep_failed(void) {
                         dir, strerror(-r));
         else {
                 CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
-                clear_immutable(dir);
                 CHECK(journal_has_retries(j) && file_size(retry) > 0);
+                size = file_size(retry);
                 journal_forget(j, "/refused", 5);
+                CHECK(file_size(retry) > 0 && file_size(retry) < size);
+                {
+                        _cleanup_free_ char *t = NULL;
+                        _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
+                        CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &t, &len) >= 0);
+                        CHECK(t && journal_parse(t, len, &e, &n, &boot, &root, &id) == 0);
+                        CHECK(id == 8 && streq_ptr(boot, "boot-1") && streq_ptr(root, "/cg"));
+                        CHECK(n == 1 && streq(e[0].path, "/refused2"));
+                        journal_entries_free(e, n);
+                        free(boot);
+                        free(root);
+                }
                 journal_forget(j, "/refused2", 0);
+                CHECK(file_size(retry) == 0 && !journal_has_retries(j));
+                clear_immutable(dir);
+                j = journal_free(j);
+                /* The next start writes nothing back, and removes the file. */
+                n_restored = 0;
+                CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 0);
+                CHECK(n_restored == 0 && file_size(retry) < 0);
         }
         j = journal_free(j);
         (void) unlink(retry);
