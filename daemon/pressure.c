@@ -189,11 +189,7 @@ static int read_kept(Pressure *p, int *slot, PsiResource res, int (*open_fn)(Pre
                         fd = open_fn(p, open_data, res);
                         if (fd < 0)
                                 return fd;
-                        /* The budget as the limit is now, as for a trigger
-                         * (pressure_read_limits()): read at the start only, it
-                         * stayed a quarter of the first limit, however
-                         * prlimit --pid raised or lowered it since. */
-                        pressure_read_limits(p);
+                        /* Within the budget as pressure_read() read it. */
                         if (p->n_kept_fds < p->max_kept_fds) {
                                 *slot = fd;
                                 p->n_kept_fds++;
@@ -218,12 +214,41 @@ static int open_system_ro(Pressure *p, void *data, PsiResource res) {
         return system_open(res, O_RDONLY);
 }
 
+/* The fds kept for readings beyond the budget, the limit lowered at run time
+ * (prlimit --pid), are closed at the next reading: kept, they would hold the
+ * fds that the budget leaves to the groups' watches.  The groups' first, the
+ * system's (four, read most) last; a file read again is opened again, kept or
+ * transient as the budget says. */
+static void kept_fds_trim(Pressure *p) {
+        Group *root;
+
+        if (p->n_kept_fds <= p->max_kept_fds)
+                return;
+        root = tree_root(p->manager->tree);
+        for (Group *g = root; g && p->n_kept_fds > p->max_kept_fds; g = tree_next_preorder(root, g)) {
+                GroupData *d = group_data(g);
+
+                if (!d || !d->pressure)
+                        continue;
+                for (int i = 0; i < _PSI_RESOURCE_MAX && p->n_kept_fds > p->max_kept_fds; i++)
+                        kept_fd_close(p, &d->pressure->fd[i]);
+        }
+        for (int i = 0; i < _PSI_RESOURCE_MAX && p->n_kept_fds > p->max_kept_fds; i++)
+                kept_fd_close(p, &p->system_fd[i]);
+}
+
 int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bus_error *error) {
         PsiReading reading;
         int r;
 
         if (res < 0 || res >= _PSI_RESOURCE_MAX) /* the property's own: not the caller's to get wrong */
                 return bus_error_set_failed(error, -EINVAL, "Unknown pressure resource %d", (int) res);
+
+        /* The budget as the limit is now, as for a trigger: read at the start
+         * only, it stayed a quarter of the first limit, however prlimit --pid
+         * raised or lowered it since. */
+        pressure_read_limits(p);
+        kept_fds_trim(p);
 
         if (!g) {
                 r = read_kept(p, &p->system_fd[res], res, open_system_ro, NULL, &reading);
