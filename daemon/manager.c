@@ -3645,18 +3645,37 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
         return 0;
 }
 
-bool manager_is_track_root(Manager *m, const char *path) {
+/* The index of root path in m->track_roots, or -1. */
+static ssize_t track_root_find(Manager *m, const char *path) {
+        if (!u64set_contains(m->track_root_hashes, string_hash(path)))
+                return -1;
         for (size_t i = 0; i < m->n_track_roots; i++)
                 if (streq(m->track_roots[i], path))
-                        return true;
-        return false;
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* After roots were taken out: the hashes of those left.  Where memory runs
+ * out, the old set stays, which holds them too. */
+static void track_root_hashes_rebuild(Manager *m) {
+        U64Set *s = NULL;
+
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                if (u64set_add(&s, string_hash(m->track_roots[i])) < 0) {
+                        u64set_free(s);
+                        return;
+                }
+        u64set_free(m->track_root_hashes);
+        m->track_root_hashes = s;
+}
+
+bool manager_is_track_root(Manager *m, const char *path) {
+        return track_root_find(m, path) >= 0;
 }
 
 static bool track_root_called(Manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_track_roots; i++)
-                if (streq(m->track_roots[i], path))
-                        return m->track_roots_called[i];
-        return false;
+        ssize_t i = track_root_find(m, path);
+        return i >= 0 && m->track_roots_called[i];
 }
 
 /* Root i was tracked again, or made again: it goes last, among the roots a
@@ -3674,19 +3693,22 @@ static void track_root_touch(Manager *m, size_t i) {
 /* called: a call asks for it (see Manager.track_roots_called), not the
  * configuration.  A configured root a call asks for too is marked so. */
 static int track_root_add(Manager *m, const char *path, bool called) {
+        ssize_t i = track_root_find(m, path);
         bool *c;
         char **n;
 
-        for (size_t i = 0; i < m->n_track_roots; i++)
-                if (streq(m->track_roots[i], path)) {
-                        if (called && !m->track_roots_called[i]) {
-                                m->track_roots_called[i] = true;
-                                manager_save_tracked(m);
-                        }
-                        if (called)
-                                track_root_touch(m, i);
-                        return 0;
+        if (i >= 0) {
+                if (called && !m->track_roots_called[i]) {
+                        m->track_roots_called[i] = true;
+                        manager_save_tracked(m);
                 }
+                if (called)
+                        track_root_touch(m, (size_t) i);
+                return 0;
+        }
+        /* First: a root whose hash is missing would not be found. */
+        if (u64set_add(&m->track_root_hashes, string_hash(path)) < 0)
+                return -ENOMEM;
         n = realloc(m->track_roots, (m->n_track_roots + 2) * sizeof(char *));
         if (!n)
                 return -ENOMEM;
@@ -3904,6 +3926,7 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                         m->n_track_roots--;
                         break;
                 }
+        track_root_hashes_rebuild(m);
         manager_save_tracked(m);
         manager_untracked_prune(m, norm);
         return 0;
@@ -3994,6 +4017,7 @@ static void manager_forget_waiting_roots(Manager *m) {
         }
         m->n_track_roots = j;
         m->track_roots[j] = NULL;
+        track_root_hashes_rebuild(m);
         /* Logged before tracked.json says so. */
         for (size_t i = 0; i < k; i++)
                 log_info("%s, tracked at a call's request, is gone and more than %u such subtrees wait to be made "
@@ -5014,6 +5038,7 @@ Manager *manager_free(Manager *m) {
                 free(m->track_roots[i]);
         free(m->track_roots);
         free(m->track_roots_called);
+        u64set_free(m->track_root_hashes);
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);

@@ -253,6 +253,12 @@ struct Manager {
          * keeps it: only Untrack() drops what a call asked for. */
         bool *track_roots_called;
         size_t n_track_roots;
+        /* string_hash() of each root (and maybe of some gone since, until the
+         * next removal rebuilds it): a path that is no root is told at once,
+         * where the list alone made a start with thousands of roots in
+         * tracked.json quadratic (2 s at 20,000).  A hash found is confirmed
+         * in the list. */
+        struct U64Set *track_root_hashes;
         bool track_roots_removed; /* a group left the model: see manager_forget_waiting_roots() */
 
         Operation *operations;
