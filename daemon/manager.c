@@ -3366,6 +3366,41 @@ static void manager_root_removed(Manager *m) {
         m->fatal = -ENODEV;
 }
 
+/* A track root's cgroup was removed: said once the slice's events are
+ * handled (roots_gone_log()), when it is known whether it waits to be made
+ * again or, past TRACK_ROOTS_WAITING_MAX, is forgotten at once, which
+ * manager_forget_waiting_roots() says instead. */
+static void root_gone(Manager *m, const char *path) {
+        char **l = realloc(m->roots_gone, (m->n_roots_gone + 1) * sizeof(char *));
+        char *p = strdup(path);
+
+        if (l)
+                m->roots_gone = l;
+        if (!l || !p) {
+                free(p);
+                log_info("%s, a tracked subtree, was removed: it is tracked again once it is made.", path);
+                return;
+        }
+        m->roots_gone[m->n_roots_gone++] = p;
+}
+
+static void roots_gone_log(Manager *m) {
+        for (size_t i = 0; i < m->n_roots_gone; i++) {
+                const char *p = m->roots_gone[i];
+                Group *g = tree_get(m->tree, p);
+
+                if (!manager_is_track_root(m, p))
+                        ; /* forgotten: manager_forget_waiting_roots() said so */
+                else if (g && g->tracked) /* after manager_track_pending()'s "was made" */
+                        log_info("%s, a tracked subtree, was removed, and made again since: tracked.", p);
+                else
+                        log_info("%s, a tracked subtree, was removed: it is tracked again once it is made.", p);
+                free(m->roots_gone[i]);
+        }
+        m->roots_gone = mfree(m->roots_gone);
+        m->n_roots_gone = 0;
+}
+
 static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
         const WdEntry *w;
         Group *g;
@@ -3469,8 +3504,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                          * directory made again with its name is tracked again
                          * (manager_track_pending()). */
                         if (!g->tracked && manager_is_track_root(m, c->path))
-                                log_info("%s, a tracked subtree, was removed: it is tracked again once it is made.",
-                                         c->path);
+                                root_gone(m, c->path);
                         manager_remove_group(m, c);
                 }
         }
@@ -3505,6 +3539,7 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
         }
         if (m->track_roots_removed)
                 manager_forget_waiting_roots(m);
+        roots_gone_log(m);
         /* Calls the slice failed (a flag reversed behind our back, a group
          * gone) are answered before the next call is handled. */
         manager_dispatch(m);
@@ -5039,6 +5074,12 @@ Manager *manager_free(Manager *m) {
         free(m->track_roots);
         free(m->track_roots_called);
         u64set_free(m->track_root_hashes);
+        for (size_t i = 0; i < m->n_roots_gone; i++)
+                free(m->roots_gone[i]);
+        free(m->roots_gone);
+        for (size_t i = 0; i < m->n_roots_gone; i++)
+                free(m->roots_gone[i]);
+        free(m->roots_gone);
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);

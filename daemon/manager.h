@@ -260,6 +260,10 @@ struct Manager {
          * in the list. */
         struct U64Set *track_root_hashes;
         bool track_roots_removed; /* a group left the model: see manager_forget_waiting_roots() */
+        /* Roots whose cgroup was removed in this slice of events, logged after
+         * manager_forget_waiting_roots(): as waiting, or by it as forgotten. */
+        char **roots_gone;
+        size_t n_roots_gone;
 
         Operation *operations;
         unsigned n_operations;

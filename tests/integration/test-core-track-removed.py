@@ -16,7 +16,10 @@ Checks:
     wait still holds), and so is /pods/p-6, which goes last: the next root
     removed past the limit forgets /pods/p-7, not it.
   * A restart with ten more waiting roots in tracked.json (an older freezerd's)
-    forgets those ten, the least recent, before READY=1."""
+    forgets those ten, the least recent, before READY=1.
+  * /pods/keep removed then, the least recent root with 1,024 waiting, is
+    forgotten at once with one log line; it also got "was removed: it is
+    tracked again once it is made" just before."""
 
 import json
 import os
@@ -102,6 +105,16 @@ def run(state_dir):
             ft.check_equal(ft.tracked_roots(state_dir), before, 'a restart forgets the ten least recent waiting roots')
             ft.check_equal(ft.published_paths(d.client), ['/', '/other', '/pods/keep', '/pods/p-1029'],
                            '  ... and tracks the others as before')
+            # /pods/keep removed, with 1,024 waiting: the least recent, it is forgotten
+            # at once, with one log line (until session 36 also "was removed: it is
+            # tracked again once it is made" just before).
+            sc.rmdir('/pods/keep')
+            ft.wait_for(lambda: '/pods/keep' not in tracked_json(state_dir), timeout=30,
+                        what='/pods/keep to leave tracked.json')
+            ft.check('/pods/keep, tracked at a call\'s request, is gone and more than 1024' in d.log() and
+                     '/pods/keep, a tracked subtree, was removed' not in d.log(),
+                     'a root removed and forgotten at once: one log line, that it is no longer tracked',
+                     d.log()[-2000:])
     print(f'# checked: at most {WAITING_MAX} removed roots that calls asked for wait, the least recent forgotten')
 
 
