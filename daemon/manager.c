@@ -2903,8 +2903,11 @@ static int operation_arm(Operation *op) {
         op->timer = evtimer_new(op->manager->event_base, operation_timeout, op);
         if (!op->timer)
                 return -ENOMEM;
+        /* libevent fails a timer's add when its heap cannot grow (errno
+         * ENOMEM from realloc()), else for its own reasons (-EIO here). */
+        errno = 0;
         if (evtimer_add(op->timer, &tv) < 0)
-                return -EIO;
+                return errno == ENOMEM ? -ENOMEM : -EIO;
         operation_watch_holdback(op);
         return 0;
 }
@@ -3061,7 +3064,8 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         r = operation_arm(op);
         if (r < 0)
-                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout for %s", CG_QUOTE(g->path));
+                operation_doom(op, true, r == -ENOMEM ? SD_BUS_ERROR_NO_MEMORY : SD_BUS_ERROR_FAILED,
+                               "Cannot arm the timeout for %s: %s", CG_QUOTE(g->path), strerror(-r));
         return 0;
 }
 
@@ -3288,7 +3292,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 return 0;
         r = operation_arm(op);
         if (r < 0)
-                operation_doom(op, true, SD_BUS_ERROR_NO_MEMORY, "Cannot arm the timeout of the batch");
+                operation_doom(op, true, r == -ENOMEM ? SD_BUS_ERROR_NO_MEMORY : SD_BUS_ERROR_FAILED,
+                               "Cannot arm the timeout of the batch: %s", strerror(-r));
         return 0;
 }
 
