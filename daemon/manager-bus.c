@@ -690,10 +690,10 @@ static int start_batch(Manager *m, BatchItem *items, size_t n, BatchOrder order,
         int r;
 
         r = batch_plan(items, n, order, &planned);
-        if (r < 0) {
+        if (r < 0) { /* (the order is validated before) */
                 free(items);
                 batch_reply_free(b);
-                return r;
+                return bus_error_set_failed(error, r, "Cannot plan the batch: %s", strerror(-r));
         }
         r = manager_apply_batch(m, items, planned, timeout_usec, flags, reply_batch_done, b, error);
         free(items);
@@ -1132,18 +1132,20 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
         if (!bus_sender(msg)) { /* a private connection */
                 r = private_bus_subscribe(s->manager->private_bus, sd_bus_message_get_bus(msg), s->kind, true);
                 if (r < 0)
-                        return r;
+                        return bus_error_set_failed(error, r, "Cannot subscribe: %s", strerror(-r));
                 return sd_bus_reply_method_return(msg, NULL);
         }
         if (!s->names) {
                 r = name_track_new(sd_bus_message_get_bus(msg), NULL, NULL, &s->names);
                 if (r < 0)
-                        return r;
+                        return bus_error_set_failed(error, r, "Cannot subscribe: %s", strerror(-r));
         }
-        /* Each Subscribe() needs its own Unsubscribe(), as in systemd. */
+        /* Each Subscribe() needs its own Unsubscribe(), as in systemd.  A
+         * failure is freezerd's (the match on the caller's name, sent to the
+         * bus: a full queue is ENOBUFS). */
         r = name_track_add(s->names, bus_sender(msg));
         if (r < 0)
-                return r;
+                return bus_error_set_failed(error, r, "Cannot subscribe: %s", strerror(-r));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -1164,7 +1166,7 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
         } else
                 r = name_track_remove(s->names, bus_sender(msg), false);
         if (r < 0)
-                return r;
+                return bus_error_set_failed(error, r, "Cannot unsubscribe: %s", strerror(-r));
         if (r == 0)
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUBSCRIBED, "This client has not called S%s()",
                                          member + strlen("Uns"));
@@ -1521,8 +1523,8 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         if (r < 0)
                 return r;
         r = batch_cover_except(top, excluded, n_excluded, &cover, &n_cover);
-        if (r < 0)
-                return r;
+        if (r < 0) /* (the exclusions are validated before) */
+                return bus_error_set_failed(error, r, "Cannot find the groups to freeze: %s", strerror(-r));
         /* The groups it would write, not the excluded ones it leaves alone. */
         if (n_cover > 0) {
                 r = check_access_groups(m, &c, NULL, cover, n_cover, false, 0, error);
@@ -1651,8 +1653,8 @@ static int read_pressure_property(Manager *m, Group *g, const char *property, Ps
                                   PsiReading *ret, sd_bus_error *error) {
         PsiResource res = pressure_property_resource(property);
 
-        if (res < 0)
-                return -EINVAL;
+        if (res < 0) /* the vtable's own: not the caller's to get wrong */
+                return bus_error_set_failed(error, -EINVAL, "Unknown pressure property %s", property);
         *ret_res = res;
         return pressure_read(m->pressure, g, res, ret, error);
 }
@@ -1894,7 +1896,7 @@ static int group_property_get(sd_bus *bus, const char *path, const char *interfa
                                                     CG_QUOTE(g->path), strerror(-r));
                 return sd_bus_message_append(reply, "t", v);
         }
-        return -EINVAL;
+        return bus_error_set_failed(error, -EINVAL, "Unknown property %s", property); /* the vtable's own */
 }
 
 static int group_method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -1980,8 +1982,8 @@ static int reply_get_all(sd_bus *bus, sd_bus_message *call, const char *path, co
                         continue;
                 if (v->flags & SD_BUS_VTABLE_HIDDEN)
                         continue;
-                if (!v->x.property.get)
-                        return -EOPNOTSUPP; /* every property of ours has a getter */
+                if (!v->x.property.get) /* every property of ours has a getter */
+                        return bus_error_set_failed(error, -EOPNOTSUPP, "Property %s has no getter", member);
 
                 if (is_pressure_getter(v)) {
                         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;

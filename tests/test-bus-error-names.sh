@@ -21,4 +21,21 @@ if [ -n "$found" ]; then
         echo "$found" >&2
         exit 1
 fi
+
+# Nor does a handler's (or a helper's with an sd_bus_error *) return of a plain
+# errno, error left unset: sd-bus names the reply by that errno the same way.
+# Only the literal case is caught (return -EINVAL;), not an r handed up from a
+# function that sets no error.  Definitions start at column 0 and end at "}".
+found=$(awk '
+/^[A-Za-z_].*\(/ && !/;[ \t]*$/ { sig = $0; insig = 1; infn = 0 }
+insig && !/^[A-Za-z_].*\(/ { sig = sig " " $0 }
+insig && /\{[ \t]*$/ { insig = 0; infn = (sig ~ /sd_bus_error \*/) }
+/^}/ { infn = 0 }
+infn && /return -E[A-Z0-9]+[;)]/ && !/return -ENOMEM;/ { print FILENAME ":" FNR ":" $0 }
+' "$dir"/*.c)
+if [ -n "$found" ]; then
+        echo "plain errnos returned with no bus error set (use bus_error_set_failed()):" >&2
+        echo "$found" >&2
+        exit 1
+fi
 exit 0
