@@ -109,7 +109,7 @@ def run(state_dir):
             # at once, with one log line (until session 36 also "was removed: it is
             # tracked again once it is made" just before).
             sc.rmdir('/pods/keep')
-            ft.wait_for(lambda: '/pods/keep' not in tracked_json(state_dir), timeout=30,
+            ft.wait_for(lambda: '/pods/keep' not in ft.tracked_roots(state_dir), timeout=30,
                         what='/pods/keep to leave tracked.json')
             ft.check('/pods/keep, tracked at a call\'s request, is gone and more than 1024' in d.log() and
                      '/pods/keep, a tracked subtree, was removed' not in d.log(),
