@@ -86,7 +86,7 @@ def check_journal(lib, sc, bus):
         c.call('Track', '/a')
         if subprocess.run(['chattr', '+i', d.runtime_dir], stderr=subprocess.DEVNULL).returncode != 0:
             print(f'# chattr +i {d.runtime_dir} failed (no FS_IMMUTABLE_FL here): part 1 skipped', flush=True)
-            return
+            return False
         f = None
         try:
             message = f'Cannot record the batch journal in {d.runtime_dir}, nothing was written: ' \
@@ -115,7 +115,7 @@ def check_delegated(lib, sc, bus):
         nobody = pwd.getpwnam('nobody')
     except KeyError:
         print('# no user "nobody" to run freezerd as: part 2 skipped', flush=True)
-        return
+        return False
     uid, gid = nobody.pw_uid, nobody.pw_gid
     top = sc.mkdir('/d')
     for p in [top] + [os.path.join(top, f) for f in DELEGATE_FILES]:
@@ -177,8 +177,9 @@ def test():
     base.reexec_for_asan(base.libfreezer_path())
     lib = base.load()
     with ft.Scratch('fault-errnames') as sc, ft.Bus() as bus:
-        check_journal(lib, sc, bus)
-        check_delegated(lib, sc, bus)
+        ran = [check_journal(lib, sc, bus) is not False, check_delegated(lib, sc, bus) is not False]
+    if not any(ran):
+        ft.skip('neither part could run here (no chattr +i on the runtime directory, no user "nobody")')
 
 
 if __name__ == '__main__':
