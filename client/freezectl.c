@@ -188,7 +188,8 @@ static void help(void) {
                "ms (msec), s (sec, second, seconds), min (m, minute, minutes), h (hr, hour,\n"
                "hours); or several such, summed, as in systemd.time(7) and as status prints\n"
                "them: \"250ms\", \"1.5s\", \"2min\", \"2min 3s\", \"2min3s\", \"1h 30min\". A\n"
-               "lone number without a unit means seconds (\"5\" is \"5s\").\n"
+               "lone number without a unit means seconds (\"5\" is \"5s\"); one after others\n"
+               "(\"2min 3\") is refused. Days and longer, and \"infinity\", are not taken.\n"
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
                "failure: the paths after it are left alone. They print nothing on success\n"
@@ -1172,16 +1173,11 @@ static int check_except_below(const char *path) {
 
         for (size_t i = 0; i < n_arg_except; i++) {
                 _cleanup_free_ char *x = NULL;
-                size_t n = strlen(top);
-                bool below;
 
                 if (mount_of(arg_except[i], mounts) || cg_path_normalize(arg_except[i], &x, NULL) < 0)
                         continue;
-                if (streq(top, "/"))
-                        below = !streq(x, "/");
-                else
-                        below = strncmp(x, top, n) == 0 && x[n] == '/';
-                if (!below) {
+                /* (path_under() takes no "/", below which every other path is.) */
+                if (streq(x, top) || (!streq(top, "/") && !path_under(x, top))) {
                         usage_error("--except=%s is not below %s, the PATH to freeze: the excluded subtrees must "
                                     "lie within it", arg_except[i], path);
                         return EXIT_USAGE;

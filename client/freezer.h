@@ -396,7 +396,10 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 /* Make the daemon follow the subtree at path and publish its group objects
  * (Manager.Track), also after the daemon restarts (it keeps the subtrees
  * given to it in its state directory) and after a reload of a configuration
- * that no longer names it. Tracking a group that is tracked already succeeds. */
+ * that no longer names it. Tracking a group that is tracked already succeeds.
+ * A subtree removed (rmdir) is followed again once it is made again; of such
+ * removed subtrees the daemon keeps at most 1,024 waiting, and forgets the one
+ * tracked or made the least recently beyond that (track it again then). */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
