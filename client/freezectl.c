@@ -135,6 +135,7 @@ static void help(void) {
                "                       system bus too, but for root, whose commands other\n"
                "                       than watch go over freezerd's private socket\n"
                "                       (" FREEZER_PRIVATE_SOCKET ") while freezerd listens there\n"
+               "                       and lets it in (not at its limit of connections)\n"
                "     --user            Talk to freezerd on the user's session bus\n"
                "     --address=ADDR    Talk to freezerd on the D-Bus bus at ADDR, e.g.\n"
                "                       unix:path=/run/dbus/system_bus_socket\n"
@@ -975,7 +976,21 @@ static void note_frozen_above(freezer *f, const char *path) {
 typedef struct caller {
         freezer *f;
         wire *w;
+        /* The wire is root's default private socket, where a connection that
+         * freezerd did not let in may go to the system bus instead
+         * (caller_may_retry_on_bus()). */
+        bool bus_fallback;
 } caller;
+
+/* What a verb returns when its first call found root's default private
+ * socket closed before freezerd let us in (at its limit of connections, it
+ * closes a new one at once): nothing was done and nothing said, and the verb
+ * runs again on the system bus, as connect_bus() falls back to it. */
+#define EXIT_RETRY_ON_BUS (-2)
+
+static bool caller_may_retry_on_bus(const caller *c, int r) {
+        return c->w && c->bus_fallback && r == -ECONNRESET && !wire_authenticated(c->w);
+}
 
 static int caller_freeze_thaw(caller *c, bool freeze, const char *path, uint64_t flags) {
         if (!c->w)
@@ -1107,6 +1122,11 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 call_path = paths[i];
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 interrupt_done();
+                if (r < 0 && i == 0 && caller_may_retry_on_bus(c, r)) {
+                        if (results) /* (json-c is not loaded without --json) */
+                                json_object_put(results);
+                        return EXIT_RETRY_ON_BUS;
+                }
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
                         ret = EXIT_FAILURE;
@@ -1278,6 +1298,8 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
         interrupt_say("the batch from %s", streq(file, "-") ? "standard input" : file);
         r = caller_apply_batch(c, requests, n, request_flags(), &writes, &skipped);
         interrupt_done();
+        if (r < 0 && caller_may_retry_on_bus(c, r))
+                return EXIT_RETRY_ON_BUS;
         if (r < 0) {
                 log_caller_failure(c, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
                 return EXIT_FAILURE;
@@ -3239,6 +3261,7 @@ static int wire_unreachable(void) {
 static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_request *requests,
                        size_t n_requests) {
         bool freeze = wire_freeze(v), thaw = wire_thaw(v), batch = streq(v->name, "batch");
+        bool bus_fallback = false;
         const char *address;
         wire *w = NULL;
         int ret, r;
@@ -3257,7 +3280,10 @@ static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_
                         /* As connect_bus(): no freezerd listening there leaves
                          * the system bus to have its say. */
                         arg_bus = BUS_SYSTEM;
+                else
+                        bus_fallback = arg_bus == BUS_DEFAULT;
         }
+again:
         if (!w) {
                 address = wire_bus_address();
                 if (!address)
@@ -3272,10 +3298,16 @@ static int run_by_wire(const verb *v, char **args, size_t n_args, const freezer_
         }
 
         if (batch)
-                ret = verb_batch(&(caller) {.w = w}, args[0], requests, n_requests);
+                ret = verb_batch(&(caller) {.w = w, .bus_fallback = bus_fallback}, args[0], requests, n_requests);
         else
-                ret = verb_freeze_thaw(&(caller) {.w = w}, freeze, args, n_args);
+                ret = verb_freeze_thaw(&(caller) {.w = w, .bus_fallback = bus_fallback}, freeze, args, n_args);
         wire_close(w);
+        if (ret == EXIT_RETRY_ON_BUS) {
+                w = NULL;
+                connected_private = bus_fallback = false;
+                arg_bus = BUS_SYSTEM;
+                goto again;
+        }
         return ret;
 }
 

@@ -606,6 +606,12 @@ def check_connection_cap(sc, daemon, path):
                      f'{" ".join(cmd)} at the cap: exit 1, nothing on stdout, one line "cannot connect"', r)
         ft.check('256 private connections are open' in daemon.log(), 'freezerd said why it refused them',
                  daemon.log())
+        # Root's default (no bus option) takes the system bus then, as status does: the
+        # socket's refusal came before freezerd let freezectl in, so nothing was done.
+        for verb, value in (('freeze', 1), ('thaw', 0)):
+            r = freezectl_default_socket(daemon, path, verb, '/g')
+            ft.check(r.returncode == 0 and r.stdout == '' and r.stderr == '' and sc.read_freeze('/g') == value,
+                     f'{verb} /g as root without a bus option, the socket at the cap: done on the bus', r)
         # None of them authenticates: each goes at the deadline.
         closed = wait_closed(kept, AUTH_TIMEOUT + ft.DEFAULT_TIMEOUT)
         elapsed = time.monotonic() - t0
@@ -630,6 +636,17 @@ def check_connection_cap(sc, daemon, path):
     finally:
         for s in socks:
             s.close()
+
+def freezectl_default_socket(daemon, path, *args):
+    """freezectl as root without a bus option, where /run/freezerd is the directory of
+    path, as on a machine where freezerd runs, in a mount namespace of its own (so this
+    machine's /run is left alone); the system bus is the test's."""
+    script = 'mount -t tmpfs none /run && mkdir /run/freezerd && mount --bind "$1" /run/freezerd && shift && exec "$@"'
+    return subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, 'sh',
+                           os.path.dirname(path), ft.FREEZECTL_BIN, *args],
+                          capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT,
+                          env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=daemon.bus.address))
+
 
 def auth_lines(log):
     """For each line of log about clients that did not authenticate, how many it counts."""
