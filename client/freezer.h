@@ -252,9 +252,15 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  *
  * The daemon validates every path before it writes anything: one malformed or
  * missing path fails the whole call (-EINVAL, -ENOENT) with nothing written,
- * and the error message names the request by its index (counted from 0). An
- * empty batch (n == 0) fails with -EINVAL, and so does one above the daemon's
- * limit (65536 requests).
+ * and the error message names the request by its index (counted from 0).
+ * So does a group removed a moment ago, before the daemon read its removal
+ * (-ENOENT, the message naming the path and saying "nothing was written");
+ * one removed while the writes go on is the one case with writes made:
+ * rolled back with FREEZER_ROLLBACK_ON_TIMEOUT, else the message names the
+ * groups written before it, which stay. A group below a FREEZER_RECURSIVE
+ * request that is removed before its write is left out, neither written nor
+ * counted: the call succeeds without it. An empty batch (n == 0) fails with
+ * -EINVAL, and so does one above the daemon's limit (65536 requests).
  *
  * When a path occurs more than once, the last request wins, and the others
  * count neither as written nor as skipped (so writes + skipped is the number
@@ -314,8 +320,9 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * were set already count, too) and, if ret_frozen is not NULL, stores their
  * paths in *ret_frozen as a NULL-terminated array (empty, but not NULL, when
  * there was nothing to freeze), so that one freezer_apply_batch() can thaw
- * them again. Free it with freezer_strv_free(). *ret_frozen is NULL on
- * failure.
+ * them again. A group of the cover removed before its write (its tasks are
+ * gone) is left out of both, and the call succeeds without it. Free it with
+ * freezer_strv_free(). *ret_frozen is NULL on failure.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,

@@ -33,6 +33,10 @@ typedef struct BatchItem {
         Group *group;
         bool freeze;
         size_t index; /* position in the request, for "last one wins" and stable order */
+        /* Reached without being named (a RECURSIVE request's subtree,
+         * FreezeExcept's cover): removed a moment ago, before freezerd read
+         * its IN_DELETE, it is left out instead of failing the call. */
+        bool unnamed;
 } BatchItem;
 
 /* "" and "auto" -> AUTO, "top-down", "bottom-up"; else _BATCH_ORDER_INVALID. */

@@ -73,7 +73,7 @@ static void write_all(FreezeWrite *w, size_t n, uint64_t delay_usec, WriterJob *
                         continue;
                 }
                 w[i].r = pwrite(w[i].fd, w[i].value ? "1" : "0", 1, 0) == 1 ? 0 : errno > 0 ? -errno : -EIO;
-                if (w[i].r < 0)
+                if (w[i].r < 0 && !(w[i].may_vanish && (w[i].r == -ENOENT || w[i].r == -ENODEV)))
                         break;
                 job_publish(job, i + 1, false);
                 if (delay_usec > 0)

@@ -41,6 +41,10 @@ typedef struct FreezeWrite {
         int fd;     /* a cgroup.freeze open for writing; < 0: nothing to write */
         bool value; /* the flag to write */
         int r;      /* out: 0, -errno of the write, or -ECANCELED (an earlier one failed) */
+        /* A failure with -ENOENT or -ENODEV (its cgroup was removed) does not
+         * stop the writes that follow: a group a call reached without naming
+         * it (RECURSIVE, FreezeExcept's cover) is then no longer part of it. */
+        bool may_vanish;
 } FreezeWrite;
 
 /* What the thread ran as, for the unit test (NULL elsewhere). */
@@ -66,7 +70,7 @@ typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
  * CPU after the calling one (see above) and waits for it; the writes stop at
- * the first failure (see r).  delay_usec (crash tests only, else 0) sleeps after each write.  progress
+ * the first failure (see r), but that of a group removed that may_vanish.  delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every
  * r set, also those a failure cancelled); never for more than 2^31 writes.

@@ -670,8 +670,13 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
                 r = sd_bus_message_new_method_return(b->call, &reply);
                 if (r >= 0)
                         r = sd_bus_message_open_container(reply, 'a', "s");
+                /* Not the groups left out, removed a moment ago (OpEntry.vanished). */
+                for (unsigned i = 0; i < op->n_entries; i++)
+                        if (op->entries[i].vanished && op->entries[i].index < b->n_paths)
+                                b->paths[op->entries[i].index] = mfree(b->paths[op->entries[i].index]);
                 for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
-                        r = sd_bus_message_append(reply, "s", b->paths[i]);
+                        if (b->paths[i])
+                                r = sd_bus_message_append(reply, "s", b->paths[i]);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
                 if (r >= 0)
@@ -739,7 +744,8 @@ static int append_subtree(Group *g, bool freeze, BatchItem **items, size_t *n, s
         for (Group *c = g; c; c = tree_next_preorder(g, c)) {
                 if (!c->parent || !c->tracked)
                         continue;
-                if (batch_items_push(items, n, cap, (BatchItem) { .group = c, .freeze = freeze, .index = *index }) < 0)
+                if (batch_items_push(items, n, cap,
+                                     (BatchItem) { .group = c, .freeze = freeze, .index = *index, .unnamed = c != g }) < 0)
                         return -ENOMEM;
                 (*index)++;
         }
@@ -1341,6 +1347,12 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 free(items);
                 items = expanded;
                 n = en;
+                /* The groups below, reached without being named, are left out
+                 * if removed a moment ago (BatchItem.unnamed); the named ones
+                 * fail the call. */
+                for (size_t i = 0; i < n; i++)
+                        items[i].unnamed = !items[i].group->userdata ||
+                                           group_data(items[i].group)->expand_gen != checked;
                 /* A thaw clears the groups freezerd does not follow too, as
                  * Thaw RECURSIVE does (start_freeze()). */
                 r = collect_odd_batch(m, items, n, root_thawed, &odd, error);
@@ -1580,7 +1592,10 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n_cover; i++) {
-                items[i] = (BatchItem) { .group = cover[i], .freeze = true, .index = i };
+                /* A group of the cover removed a moment ago is left out
+                 * (BatchItem.unnamed), and from the reply: but top, the
+                 * cover when nothing is excluded, which the call names. */
+                items[i] = (BatchItem) { .group = cover[i], .freeze = true, .index = i, .unnamed = cover[i] != top };
                 b->paths[i] = strdup(cover[i]->path);
                 if (!b->paths[i]) {
                         free(items);

@@ -2400,6 +2400,7 @@ static unsigned write_reach(const Manager *m, const Group *g, bool v) {
 
 typedef struct WriteProgress {
         FreezeWrite *w;
+        Group *const *gs;
         int *ret;
         size_t copied;
         freeze_progress_t progress;
@@ -2411,7 +2412,8 @@ static bool write_progress(size_t done, void *userdata) {
         WriteProgress *p = userdata;
 
         for (; p->copied < done; p->copied++)
-                p->ret[p->copied] = p->w[p->copied].r;
+                if (!p->gs[p->copied] || p->w[p->copied].fd >= 0) /* else its open failed: ret says how */
+                        p->ret[p->copied] = p->w[p->copied].r;
         return p->progress(done, p->userdata);
 }
 
@@ -2438,8 +2440,14 @@ bool manager_group_waits_for_writes(const Manager *m, const Group *g) {
 
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
  * order, and stops at the first failure: ret[i] is 0, -errno, or -ECANCELED
- * after a failure.  The model is not touched (group_wrote_freeze() is the
- * caller's, in the same order).  Writes that change 1,024 groups or more go
+ * after a failure.  A group where may_vanish[i] (may_vanish may be NULL) that
+ * was removed (-ENOENT, -ENODEV: freezerd has not read its IN_DELETE yet) is
+ * no failure: its ret says so, and the writes go on.  Any other group that
+ * was removed fails before anything is written, where the writes are more
+ * than one: its cgroup.freeze is opened, or the one kept open read, before
+ * the first write (ret[i] its -errno, every other -ECANCELED).  The model is
+ * not touched (group_wrote_freeze() is the caller's, in the same order).
+ * Writes that change 1,024 groups or more go
  * out from a real-time thread (see freeze-writer.h) unless the configuration
  * says "realtime_writes": false or the kernel refused it once.  (A rollback
  * writes from the main loop, group_write_freeze(): it is rare, and what it
@@ -2447,9 +2455,10 @@ bool manager_group_waits_for_writes(const Manager *m, const Group *g) {
  * thread writes groups that are disjoint subtrees, with ret[0..done) set (see
  * batch_written()); not otherwise. */
 static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret,
-                                 freeze_progress_t progress, void *userdata) {
+                                 const bool *may_vanish, freeze_progress_t progress, void *userdata) {
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
+        bool first = true;
 
         if (!w)
                 return -ENOMEM;
@@ -2458,24 +2467,43 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 if (gs[i])
                         group_data(gs[i])->write_gen = m->write_gen;
         for (size_t i = 0; i < n; i++) {
-                w[i] = (FreezeWrite) { .fd = -1, .value = v[i] };
+                bool kept;
+                int fd;
+
+                w[i] = (FreezeWrite) { .fd = -1, .value = v[i], .may_vanish = may_vanish && may_vanish[i] };
                 if (!gs[i])
                         continue;
-                w[i].fd = group_open_freeze(m, gs[i]);
-                if (w[i].fd < 0) {
-                        /* As a failed write: nothing from here on is written. */
-                        ret[i] = w[i].fd;
-                        for (size_t j = i + 1; j < n; j++)
-                                ret[j] = -ECANCELED;
-                        n = i;
-                        break;
+                kept = group_data(gs[i])->freeze_fd >= 0;
+                fd = group_open_freeze(m, gs[i]);
+                if (fd >= 0 && kept && !w[i].may_vanish && !first) {
+                        /* Opened at an earlier write: only a read tells that
+                         * its group is gone (kernfs, -ENODEV), before the
+                         * writes ahead of it are made.  The first write needs
+                         * none: nothing would be written before it. */
+                        bool cur;
+                        int r = cg_read_freeze_fd(fd, &cur);
+                        if (r == -ENODEV)
+                                fd = r;
                 }
+                if (fd < 0 && w[i].may_vanish && (fd == -ENOENT || fd == -ENODEV)) {
+                        ret[i] = fd; /* left out: the writer skips an fd < 0 */
+                        continue;
+                }
+                if (fd < 0) {
+                        /* Nothing is written: the groups before it neither. */
+                        for (size_t j = 0; j < n; j++)
+                                ret[j] = -ECANCELED;
+                        ret[i] = fd;
+                        return 0;
+                }
+                w[i].fd = fd;
+                first = false;
                 reach += write_reach(m, gs[i], v[i]);
         }
 
         bool threaded = false;
         if (reach >= REALTIME_WRITE_MIN_GROUPS && m->config.realtime_writes && !m->realtime_refused) {
-                WriteProgress wp = { .w = w, .ret = ret, .progress = progress, .userdata = userdata };
+                WriteProgress wp = { .w = w, .gs = gs, .ret = ret, .progress = progress, .userdata = userdata };
                 bool follow = progress && writes_disjoint(m, gs, n);
 
                 if (follow)
@@ -2509,7 +2537,8 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 freeze_write_direct(w, n, m->test_write_delay_usec);
         size_t done = 0;
         for (size_t i = 0; i < n; i++) {
-                ret[i] = w[i].r;
+                if (!gs[i] || w[i].fd >= 0)
+                        ret[i] = w[i].r;
                 done += w[i].fd >= 0 && w[i].r >= 0;
         }
         if (threaded)
@@ -3027,7 +3056,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         /* The write cancels operations that asked for the opposite. */
         int result;
-        r = manager_write_freezes(m, &g, &freeze, 1, &result, NULL, NULL);
+        r = manager_write_freezes(m, &g, &freeze, 1, &result, NULL, NULL, NULL);
         if (r >= 0 && (r = result) >= 0)
                 group_wrote_freeze(m, g, freeze);
         if (r < 0) {
@@ -3091,6 +3120,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
  * wait for the loop. */
 typedef struct BatchWritten {
         Manager *m;
+        const BatchItem *items;
         Group *const *gs;
         const bool *v;
         const int *ret;
@@ -3098,6 +3128,16 @@ typedef struct BatchWritten {
         size_t applied; /* gs[0..applied) are in the model */
         bool failed;
 } BatchWritten;
+
+/* Whether the write of a batch's group failed with r because the group was
+ * removed a moment ago (freezerd has not read its IN_DELETE yet) and the
+ * call reached it without naming it (BatchItem.unnamed): it is no longer part
+ * of what the call asks for.  Its tasks are gone with it (the kernel removes
+ * only a cgroup without any), so it is left out, neither written nor waited
+ * for, where failing would leave the rest of the batch half written. */
+static bool batch_write_vanished(bool unnamed, int r) {
+        return unnamed && (r == -ENOENT || r == -ENODEV);
+}
 
 /* Groups sent per look at the writer: two GroupsChanged messages (GROUPS_CHANGED_MAX). */
 #define BATCH_WRITTEN_SIGNALS_MAX 1024u
@@ -3111,7 +3151,7 @@ static bool batch_written(size_t done, void *userdata) {
                 return false; /* batch_start() does the rest, and answers a failure */
         for (; b->applied < done; b->applied++) {
                 Group *g = b->gs[b->applied];
-                if (!g)
+                if (!g || batch_write_vanished(b->items[b->applied].unnamed, b->ret[b->applied]))
                         continue;
                 if (b->ret[b->applied] < 0) {
                         b->failed = true;
@@ -3161,8 +3201,9 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
          * finds), for the journal, the writes and the settling. */
         _cleanup_free_ Group **to_write = calloc(n ?: 1, sizeof(Group *));
         _cleanup_free_ bool *values = calloc(n ?: 1, sizeof(bool));
+        _cleanup_free_ bool *unnamed = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ int *results = calloc(n ?: 1, sizeof(int));
-        if (!to_write || !values || !results) {
+        if (!to_write || !values || !unnamed || !results) {
                 operation_free(op);
                 return sd_bus_error_set_errno(error, -ENOMEM);
         }
@@ -3171,8 +3212,11 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
                 to_write[i] = items[i].group->freeze == items[i].freeze ? NULL : items[i].group;
                 values[i] = items[i].freeze;
+                unnamed[i] = items[i].unnamed;
                 /* Before the writes: batch_written() may put them in the model
                  * while they go on. */
+                e->unnamed = items[i].unnamed;
+                e->index = (unsigned) items[i].index;
                 e->want = OP_WANT_EFFECTIVE;
                 e->new_freeze = items[i].freeze;
                 e->prev_freeze = items[i].group->freeze;
@@ -3187,8 +3231,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
          * the model follows them, in the same order.  A storm's writes (from
          * the real-time writer, disjoint subtrees) are followed as they are
          * done (batch_written()). */
-        BatchWritten bw = { .m = m, .gs = to_write, .v = values, .ret = results, .n = n };
-        r = manager_write_freezes(m, to_write, values, n, results, batch_written, &bw);
+        BatchWritten bw = { .m = m, .items = items, .gs = to_write, .v = values, .ret = results, .n = n };
+        r = manager_write_freezes(m, to_write, values, n, results, unnamed, batch_written, &bw);
         if (r < 0) {
                 operation_free(op);
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
@@ -3203,11 +3247,20 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         continue;
                 }
                 r = results[i];
+                if (r == -ECANCELED)
+                        continue; /* not written: one after it failed before any write (manager_write_freezes()) */
+                if (batch_write_vanished(items[i].unnamed, r)) {
+                        e->vanished = true;
+                        to_write[i] = NULL; /* nothing to settle */
+                        continue;
+                }
                 if (r >= 0 && i >= bw.applied)
                         group_wrote_freeze(m, g, items[i].freeze);
                 if (r < 0) {
-                        _cleanup_free_ char *msg = NULL;
+                        _cleanup_free_ char *msg = NULL, *stay = NULL;
                         bool rollback = flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT;
+                        size_t n_stay = 0, len = 0;
+                        FILE *f = rollback ? NULL : open_memstream(&stay, &len);
 
                         /* All or nothing: undo what this batch wrote, newest first. */
                         for (size_t j = i; j > 0; j--) {
@@ -3218,12 +3271,24 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                                         (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
                                 /* Not settled: the groups it covered follow their own files. */
                                 group_poll_uncovered(m, items[j - 1].group);
+                                n_stay++;
                         }
-                        if (asprintf(&msg, "Cannot %s %s: %s; %s", items[i].freeze ? "freeze" : "thaw",
+                        /* Which stay, in the order written: the caller does not
+                         * know the order the batch was planned in. */
+                        for (size_t j = 0, named = 0; f && j < i; j++)
+                                if (op->entries[j].wrote && named++ < TIMEOUT_GROUPS_NAMED)
+                                        fprintf(f, "%s%s", named > 1 ? ", " : ": ", CG_QUOTE(items[j].group->path));
+                        if (f && n_stay > TIMEOUT_GROUPS_NAMED)
+                                fprintf(f, " and %zu more", n_stay - TIMEOUT_GROUPS_NAMED);
+                        if (f)
+                                fclose(f);
+                        if (asprintf(&msg, "Cannot %s %s: %s; %s%s", items[i].freeze ? "freeze" : "thaw",
                                      CG_QUOTE(g->path),
                                      r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
-                                     rollback ? "the batch was rolled back"
-                                              : "the requests before it stay applied") < 0)
+                                     n_stay == 0 ? "nothing was written"
+                                     : rollback  ? "the batch was rolled back"
+                                                 : "the requests before it stay applied",
+                                     n_stay == 0 || rollback ? "" : stay ?: "") < 0)
                                 msg = NULL;
                         operation_free(op);
                         return sd_bus_error_set(error,
@@ -3238,12 +3303,13 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
          * once every write landed: what the caller wants now too, which a group
          * kept for a retry at the next start must not undo. */
         for (size_t i = 0; journal_has_retries(m->journal) && i < n; i++)
-                if (!to_write[i])
+                if (!to_write[i] && !op->entries[i].vanished)
                         journal_forget(m->journal, items[i].group->path, items[i].group->id);
 
         bool stale = false;
         for (size_t i = 0; i < n; i++)
-                stale = group_adopt(items[i].group, &op->entries[i]) || stale;
+                if (!op->entries[i].vanished)
+                        stale = group_adopt(items[i].group, &op->entries[i]) || stale;
         if (stale) {
                 _cleanup_free_ Group **gs = calloc(n, sizeof *gs);
                 for (size_t i = 0; gs && i < n; i++)
@@ -3273,7 +3339,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                  * rollback of a call it reversed (answered before it) undoes
                  * one of its flags. */
                 for (size_t i = 0; i < n; i++)
-                        entry_link(&op->entries[i], items[i].group);
+                        if (!op->entries[i].vanished)
+                                entry_link(&op->entries[i], items[i].group);
                 operation_conclude(op);
                 manager_dispatch(m);
                 manager_settle_written(m, to_write, n);
@@ -3284,10 +3351,13 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
          * once at every touched group, then link and decide. */
         manager_settle_written(m, to_write, n);
         for (size_t i = 0; i < n; i++)
-                if (!op->entries[i].wrote)
+                if (!op->entries[i].wrote && !op->entries[i].vanished)
                         (void) group_read_events(m, items[i].group);
+        /* A group left out (vanished) is not waited for: its entry keeps
+         * no group, as one whose removal was read (operation_check()). */
         for (size_t i = 0; i < n; i++)
-                entry_link(&op->entries[i], items[i].group);
+                if (!op->entries[i].vanished)
+                        entry_link(&op->entries[i], items[i].group);
         if (operation_check_reversed(op) || operation_check(op))
                 return 0;
         r = operation_arm(op);

@@ -157,6 +157,9 @@ struct OpEntry {
         bool inherited;     /* asked for a flag an earlier ROLLBACK call wrote, and took over its
                              * restoring (prev_freeze is that call's): rollback restores it */
         bool done;          /* the kernel reports what we wait for */
+        bool unnamed;       /* BatchItem.unnamed: its removal leaves it out instead of failing the call */
+        bool vanished;      /* unnamed, and removed before its write: neither written nor waited for */
+        unsigned index;     /* BatchItem.index */
         OpEntry *gnext, *gprev; /* in GroupData.entries */
 };
 

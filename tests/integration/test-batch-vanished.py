@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Calls over groups removed a moment ago, before freezerd read their IN_DELETE.
+
+  /t (tracked), /t/h (excluded, a sleeper), /t/a, /t/b (a sleeper each); /t/x, /t/b/y
+  and /t/z made, looked up (GetGroup: in the model), and removed during the test
+
+The model still holds a group whose rmdir freezerd has not read yet: a call then
+computes its groups with it, and the write of its cgroup.freeze fails (ENOENT at the
+open, or ENODEV through the file freezerd kept open since an earlier write).  Until
+session 36 every such call failed with NoSuchGroup, "the requests before it stay
+applied", and a container manager whose containers come and go hit it (5 times in 40
+FreezeExcept calls of a loop of mkdir, GetGroup, rmdir, FreezeExcept):
+
+  * a group the call reached without naming it (FreezeExcept's cover, a RECURSIVE
+    request's subtree) is no longer part of what it asks for: its tasks went with it.
+    It is left out (and out of FreezeExcept's reply), the call succeeds;
+  * a group an ApplyBatch names fails it with NoSuchGroup as before, but with nothing
+    written (the requests before it were written and stayed).
+
+A storm: FreezeExcept("/v", ["/v/c0"]) over 1,100 children, whose cover of 1,099
+goes out from the real-time writer thread (daemon/freeze-writer.h), each written
+group put in the model as the thread goes on (batch_written()), with /v/c7 removed a
+moment ago: left out as above, the thread's other writes go on.
+
+The order is made certain as in test-batch-except-new: freezerd is stopped (SIGSTOP),
+the group removed, the call written into its private socket, and freezerd goes on:
+it reads both in one turn of its loop, and handles the call before the inotify event.
+Each group is tried with its cgroup.freeze never written by freezerd (the open
+fails) and written before (freezerd keeps the file open: the write, or its check
+before the writes, fails)."""
+
+import os
+import re
+import signal
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+GROUPS = ['/t', '/t/h', '/t/a', '/t/b']
+CHILDREN = 1100  # of /v: a cover of 1,099 groups, >= 1,024, written by the real-time thread
+RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thread')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('batch-vanished') as sc, ft.Bus() as bus:
+        for g in GROUPS:
+            sc.mkdir(g)
+        for g in ('/t/h', '/t/a', '/t/b'):
+            sc.spawn_sleepers(g, 1)
+        for i in range(CHILDREN):
+            sc.mkdir(f'/v/c{i}')
+        with ft.Daemon(bus, sc.root, config={'track': ['/t', '/v']}, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d, \
+                ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as priv:
+            c = d.client
+
+            def made(p, written):
+                sc.mkdir(p)
+                c.call('GetGroup', p)  # in the model
+                if written:  # freezerd keeps its cgroup.freeze open
+                    c.call('Freeze', p, 0, 0)
+                    c.call('Thaw', p, 0, 0)
+
+            def raced(p, method, *args):
+                """method(*args) sent while freezerd is stopped, after p's rmdir."""
+                os.kill(d.pid, signal.SIGSTOP)
+                try:
+                    sc.rmdir(p)
+                    call = priv.call_async(method, *args)
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                return call
+
+            def flags():
+                return {g: sc.read_freeze(g) for g in GROUPS}
+
+            def all_thawed(what):
+                c.call('Thaw', '/t', 0, ft.FLAG_RECURSIVE)
+                ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: every flag cleared after')
+
+            for written in (False, True):
+                how = 'written before' if written else 'never written'
+
+                # FreezeExcept: /t/x in the cover, removed.
+                made('/t/x', written)
+                call = raced('/t/x', 'FreezeExcept', '/t', ['/t/h'], 0, 0)
+                what = f'FreezeExcept(/t, [/t/h]) with /t/x ({how}) removed a moment ago'
+                got = call.result()[0]
+                ft.check_equal(sorted(got), ['/t/a', '/t/b'], f'{what}: the cover frozen, /t/x left out')
+                ft.check_equal(flags(), {'/t': 0, '/t/h': 0, '/t/a': 1, '/t/b': 1}, f'{what}: the flags')
+                for g in ('/t/a', '/t/b'):
+                    ft.check_equal(sc.frozen(g), True, f'{what}: {g} frozen')
+                ft.check_equal(sc.frozen('/t/h'), False, f'{what}: /t/h runs')
+                ft.check_equal(c.call('ApplyBatch', [(g, False) for g in got], 'auto', 0, 0)[0], 2,
+                               f'{what}: one ApplyBatch of the reply thaws it')
+
+                # Thaw RECURSIVE: /t/b/y (frozen by its own flag) in the subtree, removed.
+                made('/t/b/y', written)
+                c.call('Freeze', '/t/b/y', 0, 0)
+                c.call('Freeze', '/t/a', 0, 0)
+                call = raced('/t/b/y', 'Thaw', '/t', 0, ft.FLAG_RECURSIVE)
+                what = f'Thaw(/t, RECURSIVE) with /t/b/y ({how}, frozen) removed a moment ago'
+                call.result()
+                ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: every flag cleared')
+                ft.check_equal(sc.frozen('/t/a'), False, f'{what}: /t/a runs')
+
+                # ApplyBatch RECURSIVE: /t/b/y below the named /t, removed.
+                made('/t/b/y', written)
+                call = raced('/t/b/y', 'ApplyBatch', [('/t', True)], 'auto', 0, ft.FLAG_RECURSIVE)
+                what = f'ApplyBatch([/t freeze], RECURSIVE) with /t/b/y ({how}) removed a moment ago'
+                ft.check_equal(tuple(call.result()), (4, 0), f'{what}: the 4 groups left written, none skipped')
+                ft.check_equal(flags(), {g: 1 for g in GROUPS}, f'{what}: every flag set')
+                all_thawed(what)
+
+                # ApplyBatch naming /t/z, removed: nothing written.
+                for flag in (0, ft.FLAG_RECURSIVE, ft.FLAG_ROLLBACK_ON_TIMEOUT):
+                    made('/t/z', written)
+                    call = raced('/t/z', 'ApplyBatch', [('/t/a', True), ('/t/z', True)], 'top-down', 0, flag)
+                    what = f'ApplyBatch([/t/a, /t/z], flags {flag}) with /t/z ({how}) removed a moment ago'
+                    e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, call.result)
+                    ft.check('/t/z' in e.message and 'nothing was written' in e.message,
+                             f'{what}: NoSuchGroup names /t/z and says nothing was written', e.message)
+                    ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
+                    ft.check_equal(sc.frozen('/t/a'), False, f'{what}: /t/a runs')
+
+            # A storm, written by the real-time thread.
+            kept = [f'/v/c{i}' for i in range(1, CHILDREN) if i != 7]
+            for written in (False, True):
+                how = 'written before' if written else 'never written'
+                what = f'FreezeExcept(/v, [/v/c0]) of {CHILDREN - 1} groups with /v/c7 ({how}) removed a moment ago'
+                made('/v/c7', written)
+                n_rt = len(RT_LINE.findall(d.log()))
+                call = raced('/v/c7', 'FreezeExcept', '/v', ['/v/c0'], 0, 0)
+                got = call.result()[0]
+                ft.check_equal(sorted(got), sorted(kept), f'{what}: the cover frozen, /v/c7 left out')
+                ft.check_equal(RT_LINE.findall(d.log())[n_rt:], [(str(CHILDREN - 2), str(CHILDREN - 1))],
+                               f'{what}: written by the thread, all but /v/c7')
+                wrong = [g for g in kept if sc.read_freeze(g) != 1 or not sc.frozen(g)]
+                ft.check(not wrong, f'{what}: every group of the cover frozen', wrong[:3])
+                ft.check_equal((sc.read_freeze('/v/c0'), sc.frozen('/v/c0')), (0, False), f'{what}: /v/c0 runs')
+                c.call('Thaw', '/v', 0, ft.FLAG_RECURSIVE)
+                wrong = [g for g in kept if sc.read_freeze(g) != 0 or sc.frozen(g)]
+                ft.check(not wrong, f'{what}: every group thawed after', wrong[:3])
+
+            ft.check_equal(d.warnings(), [], 'no warning in the log')
+
+
+ft.run(test)
