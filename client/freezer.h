@@ -258,9 +258,10 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * one removed while the writes go on is the one case with writes made:
  * rolled back with FREEZER_ROLLBACK_ON_TIMEOUT, else the message names the
  * groups written before it, which stay. A group below a FREEZER_RECURSIVE
- * request that is removed before its write is left out, neither written nor
- * counted: the call succeeds without it. An empty batch (n == 0) fails with
- * -EINVAL, and so does one above the daemon's limit (65536 requests).
+ * request that is removed meanwhile is left out: before its write, neither
+ * written nor counted; while the call waits, no longer waited for. The call
+ * succeeds without it. An empty batch (n == 0) fails with -EINVAL, and so
+ * does one above the daemon's limit (65536 requests).
  *
  * When a path occurs more than once, the last request wins, and the others
  * count neither as written nor as skipped (so writes + skipped is the number
@@ -320,9 +321,10 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * were set already count, too) and, if ret_frozen is not NULL, stores their
  * paths in *ret_frozen as a NULL-terminated array (empty, but not NULL, when
  * there was nothing to freeze), so that one freezer_apply_batch() can thaw
- * them again. A group of the cover removed before its write (its tasks are
- * gone) is left out of both, and the call succeeds without it. Free it with
- * freezer_strv_free(). *ret_frozen is NULL on failure.
+ * them again. A group of the cover removed meanwhile (before its write, or
+ * while the call waits: its tasks are gone) is left out of both, and the call
+ * succeeds without it. Free it with freezer_strv_free(). *ret_frozen is NULL
+ * on failure.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,

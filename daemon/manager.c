@@ -810,11 +810,22 @@ static void group_data_destroy(Group *g, void *userdata) {
                 return;
 
         /* Every operation waiting on a removed group fails: its wait can never
-         * end.  (Untrack() failed those on the groups it drops already.) */
+         * end.  (Untrack() failed those on the groups it drops already.)  But
+         * for a group the call reached without naming it (a RECURSIVE
+         * request's subtree, FreezeExcept's cover): it is no longer part of
+         * what the call asks for, its tasks gone with it, and the call goes
+         * on without it (batch_write_vanished()).  It may have waited for that
+         * group alone: manager_dispatch() looks at it again, once the removal
+         * is over (the walk of the model must not run in the middle of it). */
         while (d->entries) {
                 OpEntry *e = d->entries;
-                operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP, "%s was removed while waiting for it to %s",
-                               CG_QUOTE(g->path), e->new_freeze ? "freeze" : "thaw");
+                if (e->unnamed) {
+                        e->vanished = true;
+                        e->op->vanished_check = m->vanished_check = true;
+                } else
+                        operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP,
+                                       "%s was removed while waiting for it to %s", CG_QUOTE(g->path),
+                                       e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
 
@@ -1980,6 +1991,16 @@ static void operation_conclude(Operation *op) {
 void manager_dispatch(Manager *m) {
         Operation *op;
 
+        /* Calls that went on without a group removed (group_data_destroy()):
+         * done now, maybe.  A look at each operation, only after such a removal. */
+        if (m->vanished_check) {
+                m->vanished_check = false;
+                for (op = m->operations; op; op = op->next)
+                        if (op->vanished_check) {
+                                op->vanished_check = false;
+                                (void) operation_check(op);
+                        }
+        }
         while ((op = m->doomed)) {
                 _cleanup_free_ char *msg = TAKE_PTR(op->doom_message);
                 bool restored = false;

@@ -158,7 +158,7 @@ struct OpEntry {
                              * restoring (prev_freeze is that call's): rollback restores it */
         bool done;          /* the kernel reports what we wait for */
         bool unnamed;       /* BatchItem.unnamed: its removal leaves it out instead of failing the call */
-        bool vanished;      /* unnamed, and removed before its write: neither written nor waited for */
+        bool vanished;      /* unnamed, and removed: neither written nor waited for */
         unsigned index;     /* BatchItem.index */
         OpEntry *gnext, *gprev; /* in GroupData.entries */
 };
@@ -184,6 +184,7 @@ struct Operation {
         bool journal_stale; /* a flag of it adopted or inherited since: to be journaled again */
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;
+        bool vanished_check; /* an unnamed group of it was removed: manager_dispatch() looks again */
         const char *doom_name;
         char *doom_message;
         Operation *doomed_next;
@@ -273,6 +274,7 @@ struct Manager {
         unsigned n_operations_peak; /* since the last time few were left */
         bool burst_over;            /* many calls waited, few are left: give their memory back */
         Operation *doomed, *doomed_tail; /* failures waiting for manager_dispatch() */
+        bool vanished_check;             /* some Operation.vanished_check is set */
         /* Groups a waiting call needs, or a freeze written behind our back
          * froze, whose notification the kernel may be holding back
          * (operation_watch_holdback()), re-read from holdback_timer:
