@@ -323,7 +323,9 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * there was nothing to freeze), so that one freezer_apply_batch() can thaw
  * them again. A group of the cover removed meanwhile (before its write, or
  * while the call waits: its tasks are gone) is left out of both, and the call
- * succeeds without it. Free it with freezer_strv_free(). *ret_frozen is NULL
+ * succeeds without it; path or an excluded group removed a moment ago, before
+ * the daemon read its removal, fails the call with -ENOENT (NoSuchGroup),
+ * nothing written, as once the daemon read it. Free it with freezer_strv_free(). *ret_frozen is NULL
  * on failure.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,

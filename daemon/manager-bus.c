@@ -1574,6 +1574,18 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = refuse_odd_in_cover(m, top, excluded, n_excluded, false, error);
         if (r < 0)
                 return r;
+        /* The groups the call names, removed a moment ago (freezerd has not
+         * read their IN_DELETE): NoSuchGroup, as a moment later, with
+         * nothing written.  The cover's groups, which it does not name, are
+         * left out if removed (BatchItem.unnamed); without this, the call
+         * over a top removed so would leave out its whole cover and succeed,
+         * and one excluding a group removed so freeze all around it. */
+        for (size_t i = 0; i <= n_excluded; i++) {
+                Group *g = i < n_excluded ? excluded[i] : top;
+                if (manager_group_check_exists(m, g) < 0)
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
+                                                 "%s no longer exists; nothing was written", CG_QUOTE(g->path));
+        }
         if (n_cover == 0)
                 return sd_bus_reply_method_return(msg, "as", 0);
 

@@ -3119,6 +3119,22 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         return 0;
 }
 
+int manager_group_check_exists(Manager *m, Group *g) {
+        _cleanup_close_ int fd = -1;
+        bool v;
+
+        if (!g->parent)
+                return 0; /* the root: its removal ends freezerd */
+        if (group_data(g) && group_data(g)->freeze_fd >= 0) {
+                /* The file kept open reaches the very cgroup of the model,
+                 * whose removal only a read tells (kernfs, -ENODEV). */
+                int r = cg_read_freeze_fd(group_data(g)->freeze_fd, &v);
+                return r == -ENODEV ? r : 0;
+        }
+        fd = cg_openat_beneath(m->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
+        return fd == -ENOENT || fd == -ENODEV ? fd : 0;
+}
+
 /* A storm: a batch whose writes change so many groups that they go out from
  * the real-time writer (freeze-writer.h), and whose written groups are
  * disjoint subtrees (the 100 top groups of 10,000).  Each write's subtree is

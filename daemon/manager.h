@@ -393,6 +393,11 @@ bool manager_is_track_root(Manager *m, const char *path);
 int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
                    void *userdata, sd_bus_error *error);
 
+/* Whether g's cgroup still exists: one removed a moment ago stays in the model
+ * until freezerd reads its IN_DELETE.  -ENOENT or -ENODEV if it is gone, else
+ * 0 (also where that cannot be told: the write that follows says it). */
+int manager_group_check_exists(Manager *m, Group *g);
+
 /* Apply planned batch items (see batch_plan()): write each flag that differs,
  * then wait until every group's kernel frozen equals its effective flag.
  * With FREEZER_FLAG_ROLLBACK_ON_TIMEOUT a failed write or a timeout restores

@@ -16,7 +16,9 @@ FreezeExcept calls of a loop of mkdir, GetGroup, rmdir, FreezeExcept):
     request's subtree) is no longer part of what it asks for: its tasks went with it.
     It is left out (and out of FreezeExcept's reply), the call succeeds;
   * a group an ApplyBatch names fails it with NoSuchGroup as before, but with nothing
-    written (the requests before it were written and stayed).
+    written (the requests before it were written and stayed);
+  * so does the top or an excluded group of FreezeExcept (which froze all around an
+    excluded group removed so, and replied [] for a top removed so).
 
 The same for a group removed while the call waits for the kernel to confirm: /t/s
 holds a task blocked on a FUSE mount (it cannot freeze), and is killed and removed
@@ -71,10 +73,11 @@ def test():
                     c.call('Thaw', p, 0, 0)
 
             def raced(p, method, *args):
-                """method(*args) sent while freezerd is stopped, after p's rmdir."""
+                """method(*args) sent while freezerd is stopped, after p's rmdir (p: one or a list)."""
                 os.kill(d.pid, signal.SIGSTOP)
                 try:
-                    sc.rmdir(p)
+                    for q in [p] if isinstance(p, str) else p:
+                        sc.rmdir(q)
                     call = priv.call_async(method, *args)
                 finally:
                     os.kill(d.pid, signal.SIGCONT)
@@ -189,6 +192,20 @@ def test():
             ft.check('/t/s' in e.message and 'removed while waiting' in e.message,
                      f'{what}: NoSuchGroup names /t/s, which it names', e.message)
             all_thawed(what)
+
+            # FreezeExcept naming a group removed: its top, or one it excludes.
+            for written in (False, True):
+                how = 'written before' if written else 'never written'
+                for top, removed, excluded in (('/t', ['/t/x'], ['/t/x']),
+                                               ('/t/p', ['/t/p/q', '/t/p'], ['/t/p/q'])):
+                    what = f'FreezeExcept({top}, {excluded}) with {removed[-1]} ({how}) removed a moment ago'
+                    for g in reversed(removed):
+                        made(g, written)
+                    call = raced(removed, 'FreezeExcept', top, excluded, 0, 0)
+                    e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, call.result)
+                    ft.check(removed[-1] in e.message and 'nothing was written' in e.message,
+                             f'{what}: NoSuchGroup names {removed[-1]} and says nothing was written', e.message)
+                    ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: nothing written')
 
             ft.check_equal(d.warnings(), [], 'no warning in the log')
 
