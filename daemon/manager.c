@@ -2459,6 +2459,21 @@ bool manager_group_waits_for_writes(const Manager *m, const Group *g) {
         return m->writes_followed && group_data(g)->above_gen == m->write_gen;
 }
 
+/* Whether a group of the model may be gone without freezerd knowing: an
+ * inotify event queued or stashed, not handled yet.  Every group of the model
+ * is in a watched directory (its parent's, tracked or kept for its flag),
+ * whose watch queues the IN_DELETE within the rmdir itself: with nothing
+ * queued, every removal up to now is in the model.  One look at the queue
+ * (FIONREAD) instead of a read of each group's file (1.6 µs here, as much as
+ * a write that changes nothing). */
+static bool removals_may_be_unread(Manager *m) {
+        int n = 0;
+
+        if (manager_has_stashed_events(m) || !inotify_complete(m))
+                return true;
+        return m->inotify_fd < 0 || ioctl(m->inotify_fd, FIONREAD, &n) < 0 || n > 0;
+}
+
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
  * order, and stops at the first failure: ret[i] is 0, -errno, or -ECANCELED
  * after a failure.  A group where may_vanish[i] (may_vanish may be NULL) that
@@ -2480,6 +2495,7 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
         bool first = true;
+        int unread = -1; /* removals_may_be_unread(), once asked */
 
         if (!w)
                 return -ENOMEM;
@@ -2496,7 +2512,8 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                         continue;
                 kept = group_data(gs[i])->freeze_fd >= 0;
                 fd = group_open_freeze(m, gs[i]);
-                if (fd >= 0 && kept && !w[i].may_vanish && !first) {
+                if (fd >= 0 && kept && !w[i].may_vanish && !first &&
+                    (unread >= 0 ? unread : (unread = removals_may_be_unread(m)))) {
                         /* Opened at an earlier write: only a read tells that
                          * its group is gone (kernfs, -ENODEV), before the
                          * writes ahead of it are made.  The first write needs
@@ -3123,8 +3140,8 @@ int manager_group_check_exists(Manager *m, Group *g) {
         _cleanup_close_ int fd = -1;
         bool v;
 
-        if (!g->parent)
-                return 0; /* the root: its removal ends freezerd */
+        if (!g->parent || !removals_may_be_unread(m))
+                return 0; /* the root's removal ends freezerd; or every removal is read */
         if (group_data(g) && group_data(g)->freeze_fd >= 0) {
                 /* The file kept open reaches the very cgroup of the model,
                  * whose removal only a read tells (kernfs, -ENODEV). */
