@@ -325,8 +325,8 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * while the call waits: its tasks are gone) is left out of both, and the call
  * succeeds without it; path or an excluded group removed a moment ago, before
  * the daemon read its removal, fails the call with -ENOENT (NoSuchGroup),
- * nothing written, as once the daemon read it. Free it with freezer_strv_free(). *ret_frozen is NULL
- * on failure.
+ * nothing written, as once the daemon read it. Free *ret_frozen with
+ * freezer_strv_free(); it is NULL on failure.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,
