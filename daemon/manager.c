@@ -2332,12 +2332,31 @@ static void operations_frozen_by_parent(Manager *m) {
 
 /* e's group has the other flag now than e asked for: its operation fails. */
 static void entry_reversed(OpEntry *e) {
+        Operation *op = e->op;
         Group *g = e->group;
 
-        operation_reversed(e->op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
+        /* The kernel may have confirmed e's group already, while the call
+         * waits for another (a focus switch's thaw, skipped, reversed by the
+         * next switch while a freeze of it waits on a stuck app): name the
+         * group it waits for, not a confirmation that came. */
+        if (e->done && !op->doomed)
+                for (unsigned i = 0; i < op->n_entries; i++) {
+                        const OpEntry *w = &op->entries[i];
+
+                        if (w->group && !w->done) {
+                                operation_reversed(op,
+                                                   "%s: the request to %s was reversed (cgroup.freeze is now %d) "
+                                                   "while the call still waited for %s",
+                                                   CG_QUOTE(g->path), e->new_freeze ? "freeze" : "thaw",
+                                                   g->freeze, CG_QUOTE(w->group->path));
+                                return;
+                        }
+                }
+
+        operation_reversed(op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
                            CG_QUOTE(g->path),
                            e->new_freeze ? "freeze" : "thaw", g->freeze,
-                           e->op->doomed ? "freezerd answered" : "the kernel confirmed it");
+                           op->doomed ? "freezerd answered" : "the kernel confirmed it");
 }
 
 /* A group's own flag changed (by us or by someone else): any operation that

@@ -28,7 +28,9 @@ makes that call fail with Cancelled (dbus/org.freezerd.Freezer1.xml, "conflicts"
    timeout or any failure every flag it changed is restored"): a pending
    ApplyBatch([/s, /u freeze], ROLLBACK) that fails, because another batch reverses
    /s (Cancelled) or because a group of it is removed (NoSuchGroup), must restore
-   /u's flag; /s keeps the value the other batch gave it."""
+   /u's flag; /s keeps the value the other batch gave it.
+8. A focus switch reversed by the next one while it waits for a stuck group: its
+   Cancelled names the group it waited for, not a group the kernel confirmed."""
 
 import os
 import sys
@@ -174,8 +176,24 @@ def test():
                            'case 7: a batch with ROLLBACK that fails (Cancelled, NoSuchGroup) restores the flags it '
                            'changed (all or nothing)')
 
-            print('# summary: 7 conflict cases (pending Freeze/ApplyBatch reversed by ApplyBatch, by a direct '
-                  'write, by Thaw RECURSIVE; not by other groups; repeats in one batch; rollback on failure)',
+            # -- 8. A focus switch (README, "Batches"): the pending switch's thaw of /t,
+            # confirmed at once (it ran), is reversed by the next switch while the
+            # pending one still waits for its freeze of /s: its Cancelled names /s, the
+            # group it waited for, and does not say /t's thaw was unconfirmed.
+            rec.clear()
+            pending = c.call_async('ApplyBatch', [('/t', False), ('/s', True), ('/u', True)], 'auto', long_t, 0)
+            wait_freezing('/s')
+            sc.wait_events('/u', frozen=1)
+            c.call('ApplyBatch', [('/s', False), ('/t', True), ('/u', True)], 'auto', t, 0)
+            msg = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result).message
+            print(f'#   {msg}', flush=True)
+            ft.check(msg.startswith('/s:') or msg.endswith('while the call still waited for /s'),
+                     'case 8: the Cancelled of a switch reversed by the next names /s, the group it waited for',
+                     msg)
+            c.call('ApplyBatch', [(g, False) for g in reset_groups], 'auto', t, 0)
+
+            print('# summary: 8 conflict cases (pending Freeze/ApplyBatch reversed by ApplyBatch, by a direct '
+                  'write, by Thaw RECURSIVE; not by other groups; repeats in one batch; rollback on failure; a focus switch)',
                   flush=True)
 
 
