@@ -1796,13 +1796,16 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                         if (!row->error || !row->message)
                                 goto oom;
                 } else if (r < 0) {
-                        /* The first read fails for the group as a whole (it does
-                         * not exist, access): no resource to name then. */
+                        /* The first read fails for the group, or the system, as a
+                         * whole (it does not exist, access, no freezerd): no
+                         * resource to name then. */
                         if (path && (res == FREEZER_RESOURCE_CPU || r == -ENOENT || r == -EACCES))
                                 log_failure(f, r, "cannot read the pressure of %s", path);
                         else if (path)
                                 log_failure(f, r, "cannot read the %s pressure of %s",
                                             freezer_resource_to_string(res), path);
+                        else if (res == FREEZER_RESOURCE_CPU)
+                                log_failure(f, r, "cannot read the system's pressure");
                         else
                                 log_failure(f, r, "cannot read the system's %s pressure",
                                             freezer_resource_to_string(res));

@@ -328,6 +328,10 @@ def test():
         r = ft.freezectl('status', '/g', address=bus.address, check=False)
         ft.check_equal(r.returncode, 1, 'status with no freezerd on the bus exits 1')
         one_line(r, 'no freezerd', 'freezerd is not running', ft.BUS_NAME)
+        # The system's pressure likewise: no freezerd is no fault of cpu's pressure.
+        r = ft.freezectl('pressure', address=bus.address, check=False)
+        ft.check_equal(r.returncode, 1, 'pressure with no freezerd on the bus exits 1')
+        one_line(r, 'no freezerd: pressure', "cannot read the system's pressure: freezerd is not running")
 
         with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 2000000}) as d:
             c = d.client
