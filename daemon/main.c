@@ -467,7 +467,7 @@ static void on_reload_signal(Daemon *d) {
                 else if (access(arg_config, F_OK) < 0 && errno == ENOENT)
                         /* Not an error (a missing file means defaults), but not what
                          * "reloaded from" would make one think either. */
-                        log_notice("Configuration reloaded: %s is gone, so the defaults apply (track \"/\" "
+                        log_notice("Configuration reloaded: %s does not exist, so the defaults apply (track \"/\" "
                                    "among them).",
                                    arg_config);
                 else
