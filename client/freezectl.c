@@ -2588,8 +2588,14 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 if (!stdout_flushed())
                         break;
                 if (r == -ECONNRESET || r == -ENOTCONN) {
-                        /* Said once: log_failure() would add "lost the connection to freezerd". */
-                        log_error("watch: %s (%s)", lost, strerror(-r));
+                        /* Said once: log_failure() would add "lost the connection to freezerd".
+                         * sd-bus reads a clean close as ECONNRESET too: over the private
+                         * socket that is freezerd gone (its exit, a restart), which
+                         * "Connection reset by peer" made look like a crash. */
+                        if (arg_bus == BUS_PRIVATE)
+                                log_error("watch: %s: freezerd closed it (it exited or restarted)", lost);
+                        else
+                                log_error("watch: %s (%s)", lost, strerror(-r));
                         goto finish; /* the triggers went with the connection */
                 }
                 if (r < 0) {
