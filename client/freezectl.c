@@ -206,10 +206,12 @@ static void help(void) {
                "in a group between PATH and an excluded group, keep running: the kernel\n"
                "cannot freeze a group without its descendants. The groups printed are the\n"
                "ones whose flag is now set (also those that had it set already); feed them\n"
-               "to batch to thaw them again (see the examples). A group it would freeze on\n"
-               "its own that freezerd does not follow fails it, nothing frozen: for its name\n"
-               "(not UTF-8, or a control character) with NotSupported, because freezerd could\n"
-               "not watch it (the inotify watch limit) with LimitsExceeded: freeze PATH whole.\n"
+               "to batch to thaw them again (see the examples). A timeout without --rollback\n"
+               "prints none and leaves the flags set: tree PATH shows them. A group it would\n"
+               "freeze on its own that freezerd does not follow fails it, nothing frozen: for\n"
+               "its name (not UTF-8, or a control character) with NotSupported, because\n"
+               "freezerd could not watch it (the inotify watch limit) with LimitsExceeded:\n"
+               "freeze PATH whole.\n"
                "\n"
                "Batch files hold a JSON array of at most 65536 objects (and at most 64 MiB),\n"
                "each with exactly the keys \"path\" (a string) and \"freeze\" (true to freeze,\n"
@@ -1215,8 +1217,18 @@ static int verb_freeze_except(freezer *f, const char *path) {
                                   arg_timeout_usec, request_flags(), &frozen);
         interrupt_done();
         if (r < 0) {
+                const char *name = freezer_last_error_name(f);
+
                 log_failure(f, r, "cannot freeze %s except %s%s", path, arg_except[0],
                             n_arg_except > 1 ? ", ..." : "");
+                /* The groups it froze are printed on success only: said where
+                 * they are, since the recipe of --help (batch of what was
+                 * printed) cannot undo this one. */
+                if (!arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout"))
+                        log_error("note: without --rollback the flags freezerd set stay set, and the groups are "
+                                  "not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw --recursive "
+                                  "%s' clears every flag below it, also those set before)",
+                                  path, path);
                 return EXIT_FAILURE;
         }
 

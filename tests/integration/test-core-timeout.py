@@ -158,6 +158,17 @@ def test():
             ft.check(f'/q/s/c freezing-by-parent). Not frozen: task {stuck_q.pid} (stat) of /q/s/c, in uninterruptible '
                      'sleep' in e.message, 'FreezeExcept: the Timeout names /q/s/c and its task', repr(e.message))
             ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (0, 0), '  ... rolled back')
+            # Without --rollback the cover's flags stay and none is printed: freezectl says
+            # where to see them.
+            r = ft.freezectl('freeze', '/q', '--except=/q/keep', '--timeout=300ms', address=bus.address,
+                             check=False)
+            ft.check(r.returncode == 1 and r.stdout == '' and 'Timeout' in r.stderr and
+                     "note: without --rollback the flags freezerd set stay set, and the groups are not printed: "
+                     "'freezectl tree /q' shows them" in r.stderr,
+                     'freezectl freeze --except times out without --rollback: exit 1, a note on the flags left',
+                     r)
+            ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (1, 1), '  ... which stay set')
+            c.call('Thaw', '/q', 0, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
     print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
           'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
 
