@@ -300,15 +300,19 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
 /* ---- waiting for replies; the handlers' queue ---- */
 
 /* As many messages as sd-bus holds in memory (its BUS_RQUEUE_MAX), where
- * sd_bus_call() failed with ENOBUFS: a blocking call that waits long under a
- * flood of signals fails so, too, rather than queue without end. */
+ * sd_bus_call() failed with ENOBUFS: signals past it (a blocking call that
+ * waits long under a flood of them, a program that does not dispatch) are
+ * dropped rather than queued without end. */
 #define DEFERRED_MAX (384U * 1024U)
 
 /* A message for handler, queued by one of the deferring wrappers below: the
- * slot sd-bus dispatches it through is the one at home.  Fails (and makes
- * sd_bus_process() fail) for lack of memory, or with ENOBUFS past
- * DEFERRED_MAX where limited (signals: the replies to calls are as many as
- * the calls). */
+ * slot sd-bus dispatches it through is the one at home.  Fails for lack of
+ * memory, or with ENOBUFS past DEFERRED_MAX where limited (signals that can
+ * be lost: never the replies to calls, which are as many as the calls and
+ * which some state waits for, nor the rare signals that say the daemon or
+ * the connection went).  sd-bus takes a handler's failure as handled: the
+ * message is dropped, the loop goes on (states_lost() makes up for the
+ * state callback's). */
 static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                  sd_bus_slot **home, bool limited) {
         deferred *d;
@@ -332,11 +336,11 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
 }
 
 /* The wrapper name_queue() of the handler name(), for a slot the handle keeps
- * in field: it queues what sd-bus hands it. */
-#define DEFINE_QUEUED(name, field)                                                              \
+ * in field: it queues what sd-bus hands it (limited: see defer()). */
+#define DEFINE_QUEUED(name, field, limited)                                                     \
         static int name##_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) { \
                 freezer *f = userdata;                                                          \
-                return defer(f, m, name, f, &f->field, true);                                   \
+                return defer(f, m, name, f, &f->field, limited);                                \
         }
 
 static deferred *deferred_pop(freezer *f) {
@@ -2105,7 +2109,7 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
                         return 0;
         return 0;
 }
-DEFINE_QUEUED(on_groups_changed, match_slot)
+DEFINE_QUEUED(on_groups_changed, match_slot, true)
 
 /* A group's new state and Frozen, told to the state callback if either
  * differs from what the handle knew of it (e NULL, removed or without a
@@ -2187,7 +2191,32 @@ static int on_group_states_changed(sd_bus_message *m, void *userdata, _unused_ s
         group_states_changed(f, m);
         return 0;
 }
-DEFINE_QUEUED(on_group_states_changed, match_slot)
+
+static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* A GroupStatesChanged was dropped (defer()): the states are read again, as
+ * when held signals were lost, and the signals before that reply are dropped
+ * (on_group_states_changed() holds none while held_lost). */
+static void states_lost(freezer *f) {
+        if (!f->state_cb || !f->compact)
+                return;
+        held_drop(f);
+        f->held_lost = true;
+        if (f->ids_slot) /* the Ids are being loaded: on_group_ids() reads the states after them */
+                return;
+        if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
+                f->held_lost = false;
+}
+
+static int on_group_states_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        int r = defer(f, m, on_group_states_changed, f, &f->match_slot, true);
+
+        if (r == -ENOBUFS)
+                states_lost(f);
+        return r;
+}
 
 /* ListGroupIds()'s a(st) into the table (the states stay unknown). */
 static int group_ids_load(freezer *f, sd_bus_message *reply) {
@@ -2310,7 +2339,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                 held_drop(f);
         return 0;
 }
-DEFINE_QUEUED(on_states_subscribed, ids_slot)
+DEFINE_QUEUED(on_states_subscribed, ids_slot, false)
 
 /* ListGroups()'s a(sos), read after held signals were lost: every group
  * whose state differs from what the handle knew (or that it knew nothing of)
@@ -2340,7 +2369,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         }
         return 0;
 }
-DEFINE_QUEUED(on_states_reread, ids_slot)
+DEFINE_QUEUED(on_states_reread, ids_slot, false)
 
 static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
@@ -2370,7 +2399,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         free(held);
         return 0;
 }
-DEFINE_QUEUED(on_group_ids, ids_slot)
+DEFINE_QUEUED(on_group_ids, ids_slot, false)
 
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
@@ -2424,7 +2453,7 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
                 resync_notify(f, FREEZER_RESYNC_DAEMON_STARTED);
         return 0;
 }
-DEFINE_QUEUED(on_daemon_owner_changed, owner_slot)
+DEFINE_QUEUED(on_daemon_owner_changed, owner_slot, false)
 
 /* The NameOwnerChanged match, wanted on the bus while the state or the resync
  * callback or a trigger is there (a direct connection ends with its daemon). */
@@ -2642,7 +2671,7 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
                             f->group_userdata);
         return 0;
 }
-DEFINE_QUEUED(on_interfaces_changed, group_slot)
+DEFINE_QUEUED(on_interfaces_changed, group_slot, true)
 
 FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata) {
         int r;
@@ -3067,7 +3096,18 @@ static int on_filter(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *r
                 pressure_trigger_removed(f, m);
         return 0;
 }
-DEFINE_QUEUED(on_filter, filter_slot)
+
+/* Only what on_filter() acts on: the filter sees every message. */
+static int on_filter_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
+                return defer(f, m, on_filter, f, &f->filter_slot, false);
+        if (sd_bus_message_is_signal(m, NULL, "PressureExceeded") ||
+            sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
+                return defer(f, m, on_filter, f, &f->filter_slot, true);
+        return 0;
+}
 
 /* freezerd (old_owner) left the bus: the triggers it held are gone with it. */
 static void pressure_triggers_ended_by(freezer *f, const char *old_owner) {
