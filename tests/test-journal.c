@@ -414,6 +414,25 @@ static void test_parse(void) {
         CHECK(journal_parse("{\"version\":\"1\",\"groups\":[]}", 27, &e, &n, NULL, NULL, NULL) == -EBADMSG);
 }
 
+/* The retry file of test_keep_failed(), once /refused is forgotten: batch 8's
+ * /refused2 alone, 0 -> 1. */
+static void check_retry_holds_refused2(const char *retry) {
+        _cleanup_free_ char *t = NULL;
+        _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
+        JournalEntry *e = NULL;
+        char *boot = NULL, *root = NULL;
+        uint64_t id = 0;
+        size_t len = 0, n = 0;
+
+        CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &t, &len) >= 0);
+        CHECK(t && journal_parse(t, len, &e, &n, &boot, &root, &id) == 0);
+        CHECK(id == 8 && streq_ptr(boot, "boot-1") && streq_ptr(root, "/cg"));
+        CHECK(n == 1 && streq(e[0].path, "/refused2") && !e[0].prev_freeze && e[0].new_freeze);
+        journal_entries_free(e, n);
+        free(boot);
+        free(root);
+}
+
 /* The groups that could not be restored are kept in journal-retry-<id>.json
  * (until session 34 they were lost with their journal), with the boot id and
  * cgroup root of this start where the journal had none; the next start
@@ -524,17 +543,7 @@ static void test_keep_failed(void) {
         size = file_size(retry);
         journal_forget(j, "/refused", 5);
         CHECK(file_size(retry) > 0 && file_size(retry) < size);
-        {
-                _cleanup_free_ char *t = NULL;
-                _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
-                CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &t, &len) >= 0);
-                CHECK(t && journal_parse(t, len, &e, &n, &boot, &root, &id) == 0);
-                CHECK(id == 8 && streq_ptr(boot, "boot-1") && streq_ptr(root, "/cg"));
-                CHECK(n == 1 && streq(e[0].path, "/refused2") && !e[0].prev_freeze && e[0].new_freeze);
-                journal_entries_free(e, n);
-                free(boot);
-                free(root);
-        }
+        check_retry_holds_refused2(retry);
         journal_forget(j, "/refused2", 0);
         CHECK(file_size(retry) < 0 && !journal_has_retries(j));
         j = journal_free(j);
@@ -558,17 +567,7 @@ static void test_keep_failed(void) {
                 size = file_size(retry);
                 journal_forget(j, "/refused", 5);
                 CHECK(file_size(retry) > 0 && file_size(retry) < size);
-                {
-                        _cleanup_free_ char *t = NULL;
-                        _cleanup_close_ int fd = open(retry, O_RDONLY | O_CLOEXEC);
-                        CHECK(fd >= 0 && read_full_fd(fd, 1 << 20, &t, &len) >= 0);
-                        CHECK(t && journal_parse(t, len, &e, &n, &boot, &root, &id) == 0);
-                        CHECK(id == 8 && streq_ptr(boot, "boot-1") && streq_ptr(root, "/cg"));
-                        CHECK(n == 1 && streq(e[0].path, "/refused2"));
-                        journal_entries_free(e, n);
-                        free(boot);
-                        free(root);
-                }
+                check_retry_holds_refused2(retry);
                 journal_forget(j, "/refused2", 0);
                 CHECK(file_size(retry) == 0 && !journal_has_retries(j));
                 clear_immutable(dir);

@@ -18,7 +18,6 @@ Checks:
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -33,11 +32,8 @@ def write_config(d, config):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    state_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-')
-    try:
+    with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
         run(state_dir)
-    finally:
-        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def run(state_dir):

@@ -23,7 +23,6 @@ Checks:
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -37,11 +36,8 @@ IN_MOVED_TO = 0x00000080
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    state_dir = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-')
-    try:
+    with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
         run(state_dir)
-    finally:
-        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def run(state_dir):
