@@ -983,11 +983,14 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 } else {
                         text = journal_format(f->id, f->boot, f->cgroup_root, kept, k);
                         r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
-                        /* Where it cannot be replaced, written over in place,
-                         * as keep_failed() does: left as it is, the next start
-                         * would write the flag back, undoing what was asked
-                         * of it since. */
-                        if (r < 0 && text && write_in_place(dfd, f->name, text) >= 0)
+                        /* Where it cannot be replaced (a directory that cannot
+                         * be changed), written over in place, as keep_failed()
+                         * does: left as it is, the next start would write the
+                         * flag back, undoing what was asked of it since.  Not
+                         * for other failures (ENOSPC, EIO), where a write in
+                         * place, which truncates first, may fail as well and
+                         * lose the other groups' retries. */
+                        if ((r == -EPERM || r == -EACCES) && text && write_in_place(dfd, f->name, text) >= 0)
                                 r = 0;
                 }
                 if (r < 0) {

@@ -5225,9 +5225,6 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_roots_gone; i++)
                 free(m->roots_gone[i]);
         free(m->roots_gone);
-        for (size_t i = 0; i < m->n_roots_gone; i++)
-                free(m->roots_gone[i]);
-        free(m->roots_gone);
         free(m->announce);
         config_done(&m->config);
         free(m->cgroup_root);
