@@ -3155,12 +3155,13 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         return 0;
 }
 
-int manager_group_check_exists(Manager *m, Group *g) {
+/* manager_group_check_exists(), where removals_may_be_unread() said yes. */
+static int group_check_exists(Manager *m, Group *g) {
         _cleanup_close_ int fd = -1;
         bool v;
 
-        if (!g->parent || !removals_may_be_unread(m))
-                return 0; /* the root's removal ends freezerd; or every removal is read */
+        if (!g->parent)
+                return 0; /* the root's removal ends freezerd */
         if (group_data(g) && group_data(g)->freeze_fd >= 0) {
                 /* The file kept open reaches the very cgroup of the model,
                  * whose removal only a read tells (kernfs, -ENODEV). */
@@ -3169,6 +3170,10 @@ int manager_group_check_exists(Manager *m, Group *g) {
         }
         fd = cg_openat_beneath(m->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
         return fd == -ENOENT || fd == -ENODEV ? fd : 0;
+}
+
+int manager_group_check_exists(Manager *m, Group *g) {
+        return removals_may_be_unread(m) ? group_check_exists(m, g) : 0;
 }
 
 /* A storm: a batch whose writes change so many groups that they go out from
@@ -3276,6 +3281,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         _cleanup_free_ bool *values = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ bool *unnamed = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ int *results = calloc(n ?: 1, sizeof(int));
+        int unread = -1; /* removals_may_be_unread(), once asked */
         if (!to_write || !values || !unnamed || !results) {
                 operation_free(op);
                 return sd_bus_error_set_errno(error, -ENOMEM);
@@ -3293,6 +3299,24 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 e->want = OP_WANT_EFFECTIVE;
                 e->new_freeze = items[i].freeze;
                 e->prev_freeze = items[i].group->freeze;
+                /* A group whose flag is as asked is not written, so no write
+                 * tells that it was removed a moment ago (freezerd has not
+                 * read its IN_DELETE): asked here, as manager_write_freezes()
+                 * asks of those it writes (nothing to ask while no inotify
+                 * event waits).  One the call reached without naming it is
+                 * left out, as a written one would be; a named one fails the
+                 * call, nothing written. */
+                if (!to_write[i] && (unread >= 0 ? unread : (unread = removals_may_be_unread(m))) &&
+                    group_check_exists(m, items[i].group) < 0) {
+                        if (items[i].unnamed) {
+                                e->vanished = true;
+                                continue;
+                        }
+                        operation_free(op);
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
+                                                 "Request %zu: %s no longer exists; nothing was written",
+                                                 items[i].index, CG_QUOTE(items[i].group->path));
+                }
         }
         r = operation_journal(op, (const Group *const *) to_write, values, n, error);
         if (r < 0) {
@@ -3316,7 +3340,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 Group *g = items[i].group;
 
                 if (!to_write[i]) {
-                        op->skipped++;
+                        if (!e->vanished)
+                                op->skipped++;
                         continue;
                 }
                 r = results[i];

@@ -52,13 +52,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 GROUPS = ['/t', '/t/h', '/t/a', '/t/b']
-EPOLL_WAITS = {'232', '281', '441'}  # x86_64 epoll_wait, epoll_pwait, epoll_pwait2
+EPOLL_WAITS = {'232', '281', '441'}  # x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
 CHILDREN = 1100  # of /v: a cover of 1,099 groups, >= 1,024, written by the real-time thread
 RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thread')
 
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    if os.uname().machine != 'x86_64':
+        ft.skip(f'EPOLL_WAITS holds the x86_64 system call numbers, not those of {os.uname().machine}')
     with ft.Scratch('batch-vanished') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         for g in GROUPS:
             sc.mkdir(g)
@@ -164,6 +166,33 @@ def test():
                              f'{what}: NoSuchGroup names /t/z and says nothing was written', e.message)
                     ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
                     ft.check_equal(sc.frozen('/t/a'), False, f'{what}: /t/a runs')
+
+                # The same with the removed group's flag as the call asks already: no
+                # write tells of the removal, the check before the writes does.
+                def made_frozen(p):
+                    made(p, written)
+                    c.call('Freeze', p, 0, 0)
+
+                made_frozen('/t/x')
+                call = raced('/t/x', 'FreezeExcept', '/t', ['/t/h'], 0, 0)
+                what = f'FreezeExcept(/t, [/t/h]) with /t/x ({how}, frozen) removed a moment ago'
+                got = call.result()[0]
+                ft.check_equal(sorted(got), ['/t/a', '/t/b'], f'{what}: /t/x left out of the reply')
+                ft.check_equal(c.call('ApplyBatch', [(g, False) for g in got], 'auto', 0, 0)[0], 2,
+                               f'{what}: one ApplyBatch of the reply thaws it')
+
+                made_frozen('/t/b/y')
+                call = raced('/t/b/y', 'ApplyBatch', [('/t', True)], 'auto', 0, ft.FLAG_RECURSIVE)
+                what = f'ApplyBatch([/t freeze], RECURSIVE) with /t/b/y ({how}, frozen) removed a moment ago'
+                ft.check_equal(tuple(call.result()), (4, 0), f'{what}: 4 written, /t/b/y not counted as skipped')
+                all_thawed(what)
+
+                e = named_raced(lambda: made_frozen('/t/z'), '/t/z', 'ApplyBatch',
+                                [('/t/a', True), ('/t/z', True)], 'top-down', 0, 0)
+                what = f'ApplyBatch([/t/a, /t/z]) with /t/z ({how}, frozen) removed a moment ago'
+                ft.check('/t/z' in e.message and 'nothing was written' in e.message,
+                         f'{what}: NoSuchGroup names /t/z and says nothing was written', e.message)
+                ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
 
             # A storm, written by the real-time thread.
             kept = [f'/v/c{i}' for i in range(1, CHILDREN) if i != 7]
