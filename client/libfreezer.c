@@ -128,6 +128,10 @@ struct freezer {
         /* More than HELD_MAX came (or no memory to hold one): held was
          * dropped, what comes until the states are read again too. */
         bool held_lost;
+        /* The reply of a ListGroups read again (ids_slot) is queued already
+         * (reread_in): a GroupStatesChanged dropped since is newer than it,
+         * and the states are read once more after it (reread_again). */
+        bool reread_in, reread_again;
 
         /* InterfacesAdded/Removed, while the group or the state callback is
          * installed: the latter needs them to drop removed groups from the
@@ -310,9 +314,11 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
  * memory, or with ENOBUFS past DEFERRED_MAX where limited (signals that can
  * be lost: never the replies to calls, which are as many as the calls and
  * which some state waits for, nor the rare signals that say the daemon or
- * the connection went).  sd-bus takes a handler's failure as handled: the
- * message is dropped, the loop goes on (states_lost() makes up for the
- * state callback's). */
+ * the connection or a trigger went).  sd-bus takes a handler's failure as
+ * handled: the message is dropped, the loop goes on.  states_lost() makes up
+ * for a GroupStatesChanged; a GroupsChanged (a freezerd without
+ * GroupStatesChanged), an InterfacesAdded/Removed or a PressureExceeded
+ * dropped so is lost for good. */
 static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                  sd_bus_slot **home, bool limited) {
         deferred *d;
@@ -2202,8 +2208,14 @@ static void states_lost(freezer *f) {
                 return;
         held_drop(f);
         f->held_lost = true;
-        if (f->ids_slot) /* the Ids are being loaded: on_group_ids() reads the states after them */
+        if (f->ids_slot) {
+                /* The Ids are being loaded: on_group_ids() reads the states
+                 * after them.  Or the states are: once more if their reply
+                 * came before this signal. */
+                if (f->reread_in)
+                        f->reread_again = true;
                 return;
+        }
         if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                      FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
                 f->held_lost = false;
@@ -2346,10 +2358,15 @@ DEFINE_QUEUED(on_states_subscribed, ids_slot, false)
  * is reported, as a signal would have. */
 static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        bool again = f->reread_again;
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
-        f->held_lost = false;
+        f->held_lost = f->reread_in = f->reread_again = false;
+        if (again) { /* older than a signal dropped since: read again */
+                states_lost(f);
+                return 0;
+        }
         if (!f->state_cb || sd_bus_message_is_method_error(reply, NULL))
                 return 0;
         r = sd_bus_message_enter_container(reply, 'a', "(sos)");
@@ -2369,7 +2386,13 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         }
         return 0;
 }
-DEFINE_QUEUED(on_states_reread, ids_slot, false)
+
+static int on_states_reread_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        f->reread_in = true; /* see states_lost() */
+        return defer(f, m, on_states_reread, f, &f->ids_slot, false);
+}
 
 static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
@@ -2409,6 +2432,7 @@ static void state_resubscribe(freezer *f) {
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        f->reread_in = f->reread_again = false;
         held_drop(f);
         /* A new freezerd may have what the old one lacked. */
         if (state_match_set(f, true, false) < 0)
@@ -3101,10 +3125,12 @@ static int on_filter(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *r
 static int on_filter_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
 
-        if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected"))
-                return defer(f, m, on_filter, f, &f->filter_slot, false);
-        if (sd_bus_message_is_signal(m, NULL, "PressureExceeded") ||
+        /* A trigger's removal comes once, and the handle would keep the
+         * trigger for good without it: never dropped. */
+        if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Local", "Disconnected") ||
             sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
+                return defer(f, m, on_filter, f, &f->filter_slot, false);
+        if (sd_bus_message_is_signal(m, NULL, "PressureExceeded"))
                 return defer(f, m, on_filter, f, &f->filter_slot, true);
         return 0;
 }
