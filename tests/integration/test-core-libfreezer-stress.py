@@ -36,6 +36,7 @@ callbacks; each scenario on the bus, then on freezerd's private socket:
             flight completes with -ECONNRESET (on the private socket, DISCONNECTED too)."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -70,7 +71,9 @@ def restart(bus, sc, d, args):
                          stderr=subprocess.STDOUT, text=True)
     out = []
     try:
-        line = p.stdout.readline()
+        # Bounded: a helper that hangs before it asks must fail the test, not stall it.
+        ready, _, _ = select.select([p.stdout], [], [], ft.DEFAULT_TIMEOUT * 6)
+        line = p.stdout.readline() if ready else ''
         out.append(line)
         ft.check(line.strip() == 'restart', 'the helper asks for the restart', ''.join(out))
         d.stop()
