@@ -39,6 +39,7 @@ static const char *address, *cgroot;
 static bool in_dispatch;
 static int failures;
 
+__attribute__((format(printf, 1, 2)))
 static void fail(const char *fmt, ...) {
         va_list ap;
 
