@@ -34,9 +34,13 @@ typedef struct BatchItem {
         bool freeze;
         size_t index; /* position in the request, for "last one wins" and stable order */
         /* Reached without being named (a RECURSIVE request's subtree,
-         * FreezeExcept's cover): removed a moment ago, before freezerd read
-         * its IN_DELETE, it is left out instead of failing the call. */
+         * FreezeExcept's cover), or named in an ApplyBatch with SKIP_MISSING:
+         * removed a moment ago, before freezerd read its IN_DELETE, or while
+         * the call goes on, it is left out instead of failing the call. */
         bool unnamed;
+        /* Named (SKIP_MISSING): left out so, before it was written, it counts
+         * in the reply's skipped as a request that needed nothing. */
+        bool counted;
 } BatchItem;
 
 /* "" and "auto" -> AUTO, "top-down", "bottom-up"; else _BATCH_ORDER_INVALID. */

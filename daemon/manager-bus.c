@@ -532,6 +532,7 @@ typedef struct BatchReply {
         OddGroups odd;
         char *top;        /* NULL for ApplyBatch */
         size_t odd_writes; /* flags of odd written, counted in ApplyBatch's writes */
+        unsigned missing;  /* ApplyBatch's SKIP_MISSING: the requests left out before the batch, in skipped */
 } BatchReply;
 
 static void batch_reply_free(BatchReply *b) {
@@ -665,7 +666,8 @@ static void reply_batch_done(Operation *op, const sd_bus_error *error, void *use
         if (error && sd_bus_error_is_set(error))
                 r = sd_bus_reply_method_error(b->call, error);
         else if (b->kind == REPLY_COUNTS)
-                r = sd_bus_reply_method_return(b->call, "uu", op->writes + (uint32_t) b->odd_writes, op->skipped);
+                r = sd_bus_reply_method_return(b->call, "uu", op->writes + (uint32_t) b->odd_writes,
+                                               op->skipped + b->missing);
         else if (b->kind == REPLY_PATHS) {
                 r = sd_bus_message_new_method_return(b->call, &reply);
                 if (r >= 0)
@@ -939,9 +941,11 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
 static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
         if (flags & ~allowed)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown flags 0x%" PRIx64 " (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT%s)",
+                                         "Unknown flags 0x%" PRIx64
+                                         " (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT%s%s)",
                                          flags & ~allowed,
-                                         allowed & FREEZER_FLAG_RECURSIVE ? ", 0x4 RECURSIVE" : "");
+                                         allowed & FREEZER_FLAG_RECURSIVE ? ", 0x4 RECURSIVE" : "",
+                                         allowed & FREEZER_FLAG_SKIP_MISSING ? ", 0x8 SKIP_MISSING" : "");
         return 0;
 }
 
@@ -1257,17 +1261,60 @@ static int method_list_group_ids(sd_bus_message *msg, void *userdata, sd_bus_err
         return reply_group_list(msg, userdata, "(st)", append_id_entry);
 }
 
+static void paths_freep(char ***l) {
+        for (char **i = *l; i && *i; i++)
+                free(*i);
+        free(*l);
+}
+
+static int cmp_paths(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The requests of an ApplyBatch with SKIP_MISSING whose groups do not exist
+ * (NoSuchGroup), each path once, as batch_plan() keeps one request a group. */
+static unsigned count_missing(char **paths, size_t n) {
+        unsigned k = 0;
+
+        if (n == 0)
+                return 0;
+        qsort(paths, n, sizeof *paths, cmp_paths);
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || !streq(paths[i], paths[i - 1])) {
+                        log_debug("Batch: %s does not exist, left out (SKIP_MISSING).", CG_QUOTE(paths[i]));
+                        k++;
+                }
+        return k;
+}
+
 static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
         _cleanup_free_ BatchItem *items = NULL;
         _cleanup_(odd_groups_clear) OddGroups odd = {};
-        size_t n = 0, cap = 0, index = 0, n_requests = 0;
+        _cleanup_(paths_freep) char **missing = NULL; /* SKIP_MISSING: the paths left out */
+        size_t n = 0, cap = 0, n_requests = 0, n_missing = 0;
         const char *order_str;
         uint64_t timeout_usec, flags, checked = 0; /* the named groups passed, for RECURSIVE */
+        unsigned skipped_missing = 0;
+        bool skip_missing;
         BatchOrder order;
         BatchReply *b;
         int r;
+
+        /* The flags come after the requests, but decide what a request whose
+         * group does not exist does: a look at them first (validated below,
+         * where they always were, so that the errors stay as they were). */
+        r = sd_bus_message_skip(msg, "a(sb)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "stt", &order_str, &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+        skip_missing = flags & FREEZER_FLAG_SKIP_MISSING;
+        r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
 
         /* Validate everything before anything is written. */
         r = sd_bus_message_enter_container(msg, 'a', "(sb)");
@@ -1287,6 +1334,27 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
                 r = resolve_group(m, &c, path, &g, error);
+                if (r < 0 && skip_missing && sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP)) {
+                        /* Not there (nor made a moment ago: resolve_group()
+                         * adds such a group): left out, as asked.  Only
+                         * NoSuchGroup: a malformed path, one freezerd does
+                         * not follow, or any other error still fails the
+                         * call, nothing written. */
+                        _cleanup_free_ char *norm = NULL;
+
+                        sd_bus_error_free(error);
+                        if (cg_path_normalize(path, &norm, NULL) < 0)
+                                norm = strdup(path);
+                        if (!norm)
+                                return -ENOMEM;
+                        char **l = reallocarray(missing, n_missing + 2, sizeof *l);
+                        if (!l)
+                                return -ENOMEM;
+                        missing = l;
+                        missing[n_missing++] = TAKE_PTR(norm);
+                        missing[n_missing] = NULL;
+                        continue;
+                }
                 if (r < 0) {
                         /* Name the request as well as the path. */
                         _cleanup_free_ char *msg_copy = strdup(error->message ?: "");
@@ -1296,7 +1364,14 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                                                  "Request %zu: %s; nothing was written", n_requests - 1,
                                                  msg_copy ?: "");
                 }
-                if (batch_items_push(&items, &n, &cap, (BatchItem) { .group = g, .freeze = freeze, .index = index++ }) < 0)
+                /* index: the request's own, for messages, also when some
+                 * before it were left out. */
+                if (batch_items_push(&items, &n, &cap,
+                                     (BatchItem) { .group = g,
+                                                   .freeze = freeze,
+                                                   .index = n_requests - 1,
+                                                   .unnamed = skip_missing,
+                                                   .counted = skip_missing }) < 0)
                         return -ENOMEM;
         }
         r = sd_bus_message_exit_container(msg);
@@ -1306,16 +1381,19 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         if (r < 0)
                 return r;
 
-        r = check_flags(flags, KNOWN_FLAGS, error);
+        r = check_flags(flags, KNOWN_FLAGS | FREEZER_FLAG_SKIP_MISSING, error);
         if (r < 0)
                 return r;
-        if (n == 0)
+        if (n_requests == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
         order = batch_order_from_string(order_str);
         if (order < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown order \"%s\" (expected auto, top-down or bottom-up)",
                                          CG_QUOTE(order_str));
+        skipped_missing = count_missing(missing, n_missing);
+        if (n == 0) /* every request left out */
+                return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
 
         if (flags & FREEZER_FLAG_RECURSIVE) {
                 BatchItem *expanded = NULL;
@@ -1349,17 +1427,20 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 n = en;
                 /* The groups below, reached without being named, are left out
                  * if removed a moment ago (BatchItem.unnamed); the named ones
-                 * fail the call. */
-                for (size_t i = 0; i < n; i++)
-                        items[i].unnamed = !items[i].group->userdata ||
-                                           group_data(items[i].group)->expand_gen != checked;
+                 * fail the call, but with SKIP_MISSING, where they are left
+                 * out too, counted. */
+                for (size_t i = 0; i < n; i++) {
+                        bool named = items[i].group->userdata && group_data(items[i].group)->expand_gen == checked;
+                        items[i].unnamed = !named || skip_missing;
+                        items[i].counted = named && skip_missing;
+                }
                 /* A thaw clears the groups freezerd does not follow too, as
                  * Thaw RECURSIVE does (start_freeze()). */
                 r = collect_odd_batch(m, items, n, root_thawed, &odd, error);
                 if (r < 0)
                         return r;
                 if (n == 0 && odd.n == 0)
-                        return sd_bus_reply_method_return(msg, "uu", 0, 0);
+                        return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
         } else
                 for (size_t i = 0; i < n; i++)
                         if (!items[i].group->parent)
@@ -1381,11 +1462,12 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                 return r;
         b->odd = odd;
         odd = (OddGroups) {};
+        b->missing = skipped_missing;
         if (n == 0) {
                 /* Only groups freezerd does not follow (below "/"). */
                 r = odd_groups_thaw(m, b, error);
                 if (r >= 0)
-                        r = sd_bus_reply_method_return(msg, "uu", (uint32_t) b->odd_writes, 0);
+                        r = sd_bus_reply_method_return(msg, "uu", (uint32_t) b->odd_writes, skipped_missing);
                 batch_reply_free(b);
                 return r;
         }

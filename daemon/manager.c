@@ -3209,10 +3209,11 @@ typedef struct BatchWritten {
 
 /* Whether the write of a batch's group failed with r because the group was
  * removed a moment ago (freezerd has not read its IN_DELETE yet) and the
- * call reached it without naming it (BatchItem.unnamed): it is no longer part
- * of what the call asks for.  Its tasks are gone with it (the kernel removes
- * only a cgroup without any), so it is left out, neither written nor waited
- * for, where failing would leave the rest of the batch half written. */
+ * call reached it without naming it, or named it with SKIP_MISSING
+ * (BatchItem.unnamed): it is no longer part of what the call asks for.  Its
+ * tasks are gone with it (the kernel removes only a cgroup without any), so it
+ * is left out, neither written nor waited for, where failing would leave the
+ * rest of the batch half written. */
 static bool batch_write_vanished(bool unnamed, int r) {
         return unnamed && (r == -ENOENT || r == -ENODEV);
 }
@@ -3251,10 +3252,11 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         Operation *op;
         int r;
 
-        if (flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE))
+        if (flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE |
+                      FREEZER_FLAG_SKIP_MISSING))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                          flags & ~(FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT |
-                                                   FREEZER_FLAG_RECURSIVE));
+                                                   FREEZER_FLAG_RECURSIVE | FREEZER_FLAG_SKIP_MISSING));
         for (size_t i = 0; i < n; i++)
                 if (items[i].group == tree_root(m->tree))
                         return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
@@ -3303,13 +3305,14 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                  * tells that it was removed a moment ago (freezerd has not
                  * read its IN_DELETE): asked here, as manager_write_freezes()
                  * asks of those it writes (nothing to ask while no inotify
-                 * event waits).  One the call reached without naming it is
-                 * left out, as a written one would be; a named one fails the
-                 * call, nothing written. */
+                 * event waits).  One the call reached without naming it (or
+                 * named with SKIP_MISSING) is left out, as a written one would
+                 * be; a named one fails the call, nothing written. */
                 if (!to_write[i] && (unread >= 0 ? unread : (unread = removals_may_be_unread(m))) &&
                     group_check_exists(m, items[i].group) < 0) {
                         if (items[i].unnamed) {
                                 e->vanished = true;
+                                op->skipped += items[i].counted;
                                 continue;
                         }
                         operation_free(op);
@@ -3349,6 +3352,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         continue; /* not written: one after it failed before any write (manager_write_freezes()) */
                 if (batch_write_vanished(items[i].unnamed, r)) {
                         e->vanished = true;
+                        op->skipped += items[i].counted; /* a named request: not written */
                         to_write[i] = NULL; /* nothing to settle */
                         continue;
                 }

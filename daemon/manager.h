@@ -22,6 +22,9 @@
 #define FREEZER_FLAG_ROLLBACK_ON_TIMEOUT (UINT64_C(1) << 0)
 #define FREEZER_FLAG_NO_WAIT (UINT64_C(1) << 1)
 #define FREEZER_FLAG_RECURSIVE (UINT64_C(1) << 2)
+/* ApplyBatch only: a request whose group does not exist is left out, counted
+ * in the reply's skipped, instead of failing the call (BatchItem.counted). */
+#define FREEZER_FLAG_SKIP_MISSING (UINT64_C(1) << 3)
 
 /* How deep below its cgroup root freezerd follows groups.  The kernel sets no
  * limit (cgroup.max.depth is "max" unless someone sets it), and whoever may
@@ -174,7 +177,8 @@ struct Operation {
         unsigned n_entries;
         unsigned n_pending;
         unsigned writes;  /* cgroup.freeze writes done */
-        unsigned skipped; /* requests already satisfied by the current flag */
+        unsigned skipped; /* requests already satisfied by the current flag, and named ones left
+                           * out as missing (SKIP_MISSING, BatchItem.counted) */
         struct event *timer;
         /* Looks again at tasks the kernel may have reported frozen early
          * (operation_tasks_frozen()), every recheck_usec, doubling; NULL until needed. */

@@ -18,7 +18,7 @@ could have caused, so once they are in, the absence of the others is proven.
 Cases: an empty batch (InvalidArgs); 100 000 requests (InvalidArgs naming the limit
 65536; 65536 are accepted); paths with "..", ".", an empty component (InvalidPath);
 a missing group among valid ones (NoSuchGroup naming it and its request index); the
-root "/" (InvalidPath); order "sideways" (InvalidArgs); flag 8 (InvalidArgs); a path
+root "/" (InvalidPath); order "sideways" (InvalidArgs); flag 16 (InvalidArgs); a path
 naming a file, not a cgroup directory (/x/cgroup.procs, InvalidPath); and bad
 FreezeExcept arguments.
 
@@ -123,7 +123,7 @@ def test():
                     bad(ft.ERROR_INVALID_PATH, VALID + [('/x/link', True)], contains=['/x/link', 'symlink'])
                 bad(ft.ERROR_INVALID_ARGS, VALID, order='sideways', contains=['sideways'])
                 bad(ft.ERROR_INVALID_ARGS, VALID, order='Auto', contains=['Auto'])
-                bad(ft.ERROR_INVALID_ARGS, VALID, flags=8, contains=['0x8'])
+                bad(ft.ERROR_INVALID_ARGS, VALID, flags=16, contains=['0x10'])  # bit 3 is SKIP_MISSING
                 bad(ft.ERROR_INVALID_ARGS, VALID, flags=1 << 63, contains=['0x8000000000000000'])
 
                 # FreezeExcept: bad paths, exclusions outside the path, unknown flags.

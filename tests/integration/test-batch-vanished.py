@@ -25,7 +25,10 @@ holds a task blocked on a FUSE mount (it cannot freeze), and is killed and remov
 while FreezeExcept, or a RECURSIVE ApplyBatch over /t, waits for it.  Such a call
 failed with NoSuchGroup ("was removed while waiting for it to freeze"), its flags
 written; it now succeeds without /t/s (left out of FreezeExcept's reply too).  A
-batch that names /t/s still fails so.
+batch that names /t/s still fails so, but with SKIP_MISSING (bit 3), which leaves out
+a named group that does not exist as it does an unnamed one: there it succeeds, and an
+ApplyBatch naming /t/z removed a moment ago writes the others, /t/z counted as skipped
+(test-batch-skip-missing has the rest of SKIP_MISSING).
 
 A storm: FreezeExcept("/v", ["/v/c0"]) over 1,100 children, whose cover of 1,099
 goes out from the real-time writer thread (daemon/freeze-writer.h), each written
@@ -52,6 +55,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 GROUPS = ['/t', '/t/h', '/t/a', '/t/b']
+FLAG_SKIP_MISSING = 1 << 3
+SKIPPED_LINE = 'does not exist, left out (SKIP_MISSING)'  # the validation's, in freezerd's debug log
 EPOLL_WAITS = {'232', '281', '441'}  # x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
 CHILDREN = 1100  # of /v: a cover of 1,099 groups, >= 1,024, written by the real-time thread
 RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thread')
@@ -116,6 +121,20 @@ def test():
                     print(f'# the removal was read before the call, again: {e.message}', flush=True)
                 ft.fail(f'{method}: the removal was read before the call in 5 tries')
 
+            def skipped_raced(make, removed, *args):
+                """raced() of an ApplyBatch with SKIP_MISSING that names a removed group: its
+                reply.  One whose removal freezerd read first after all (its validation left
+                the group out, as it says in the log) is tried again, up to 5 times."""
+                for attempt in range(5):
+                    make()
+                    before = d.log().count(SKIPPED_LINE)
+                    got = tuple(raced(removed, 'ApplyBatch', *args).result())
+                    if d.log().count(SKIPPED_LINE) == before:
+                        return got
+                    print('# the removal was read before the call, again', flush=True)
+                    all_thawed('a batch tried again')
+                ft.fail('ApplyBatch: the removal was read before the call in 5 tries')
+
             def flags():
                 return {g: sc.read_freeze(g) for g in GROUPS}
 
@@ -167,6 +186,16 @@ def test():
                     ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
                     ft.check_equal(sc.frozen('/t/a'), False, f'{what}: /t/a runs')
 
+                # With SKIP_MISSING: /t/z left out, counted as skipped, /t/a written.
+                for flag in (0, ft.FLAG_RECURSIVE, ft.FLAG_ROLLBACK_ON_TIMEOUT):
+                    what = f'ApplyBatch([/t/a, /t/z], flags {flag | FLAG_SKIP_MISSING:#x}) with /t/z ({how}) removed'
+                    got = skipped_raced(lambda: made('/t/z', written), '/t/z', [('/t/a', True), ('/t/z', True)],
+                                        'top-down', 0, flag | FLAG_SKIP_MISSING)
+                    ft.check_equal(got, (1, 1), f'{what}: /t/a written, /t/z skipped')
+                    ft.check_equal(flags(), {'/t': 0, '/t/h': 0, '/t/a': 1, '/t/b': 0}, f'{what}: /t/a set')
+                    ft.check_equal(sc.frozen('/t/a'), True, f'{what}: /t/a frozen')
+                    all_thawed(what)
+
                 # The same with the removed group's flag as the call asks already: no
                 # write tells of the removal, the check before the writes does.
                 def made_frozen(p):
@@ -193,6 +222,13 @@ def test():
                 ft.check('/t/z' in e.message and 'nothing was written' in e.message,
                          f'{what}: NoSuchGroup names /t/z and says nothing was written', e.message)
                 ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
+
+                what = f'ApplyBatch([/t/a, /t/z], SKIP_MISSING) with /t/z ({how}, frozen) removed a moment ago'
+                got = skipped_raced(lambda: made_frozen('/t/z'), '/t/z', [('/t/a', True), ('/t/z', True)],
+                                    'top-down', 0, FLAG_SKIP_MISSING)
+                ft.check_equal(got, (1, 1), f'{what}: /t/a written, /t/z skipped')
+                ft.check_equal(flags(), {'/t': 0, '/t/h': 0, '/t/a': 1, '/t/b': 0}, f'{what}: /t/a set')
+                all_thawed(what)
 
             # A storm, written by the real-time thread.
             kept = [f'/v/c{i}' for i in range(1, CHILDREN) if i != 7]
@@ -250,6 +286,12 @@ def test():
             e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, call.result)
             ft.check('/t/s' in e.message and 'removed while waiting' in e.message,
                      f'{what}: NoSuchGroup names /t/s, which it names', e.message)
+            all_thawed(what)
+
+            call = stuck_call('ApplyBatch', [('/t/a', True), ('/t/s', True)], 'auto', 0, FLAG_SKIP_MISSING)
+            what = 'ApplyBatch([/t/a, /t/s], SKIP_MISSING) waiting for /t/s, removed'
+            ft.check_equal(tuple(call.result()), (2, 0), f'{what}: both written (/t/s before its removal)')
+            ft.check_equal(sc.frozen('/t/a'), True, f'{what}: /t/a frozen')
             all_thawed(what)
 
             # FreezeExcept naming a group removed: its top, or one it excludes.
