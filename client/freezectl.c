@@ -59,6 +59,7 @@ static uint64_t arg_timeout_usec = 0;
 static bool arg_timeout_set = false;
 static bool arg_no_wait = false;
 static bool arg_rollback = false;
+static bool arg_skip_missing = false;
 static bool arg_recursive = false;
 static freezer_order arg_order = FREEZER_ORDER_AUTO;
 static bool arg_order_set = false;
@@ -171,6 +172,14 @@ static void help(void) {
                "                       freezes top-down, then all thaws bottom-up, so that no\n"
                "                       group changes its state twice), \"top-down\" (shallowest\n"
                "                       first) or \"bottom-up\" (deepest first)\n"
+               "     --skip-missing    batch: leave out the requests whose group does not exist\n"
+               "                       (removed since the file was made, or removed while the\n"
+               "                       batch goes on), count them as skipped, and apply the\n"
+               "                       others, instead of failing with nothing written. A\n"
+               "                       malformed path, \"/\" or any other error still fails it.\n"
+               "                       Which requests were left out is not told (freezerd's\n"
+               "                       reply holds the counts only). A freezerd older than\n"
+               "                       the option refuses it (Unknown flags 0x8)\n"
                "     --trigger=RESOURCE:KIND:THRESHOLD:WINDOW\n"
                "                       watch: add a pressure trigger for the session on the\n"
                "                       group at PATH (without PATH: system-wide), which fires\n"
@@ -224,10 +233,12 @@ static void help(void) {
                "element by its index, counted from 0, and its line, and exit status 2.\n"
                "freezerd then checks every path before it writes anything: one malformed or\n"
                "missing path and nothing changes; its message names the request by the same\n"
-               "index. When a path occurs more than once, the last request wins. batch\n"
-               "waits until every requested group reaches the state its flags imply;\n"
-               "without --rollback a timeout leaves the flags as requested, and the message\n"
-               "names the groups that did not finish.\n"
+               "index (with --skip-missing a missing one is left out instead, as saved lists\n"
+               "of groups to thaw need: \"freeze --except\"'s output, thawed after some of\n"
+               "its groups were removed). When a path occurs more than once, the last\n"
+               "request wins. batch waits until every requested group reaches the state its\n"
+               "flags imply; without --rollback a timeout leaves the flags as requested, and\n"
+               "the message names the groups that did not finish.\n"
                "The bus may refuse very large batches: dbus-daemon's default limit is 32 MiB\n"
                "per message, about 65536 paths of 500 bytes.\n"
                "\n"
@@ -292,7 +303,8 @@ static void help(void) {
                "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
                "                   UTF-8 is U+FFFD)\n"
                "  freeze --except  an array of the paths of the groups frozen\n"
-               "  batch            {\"writes\": N, \"skipped\": M}\n"
+               "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
+               "                   left out by --skip-missing too)\n"
                "  status           {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
                "                    \"descendants\", \"frozen_descendants\", \"frozen_usec\"}\n"
                "  list             an array of {\"path\", \"object\", \"state\"}\n"
@@ -932,6 +944,8 @@ static uint64_t request_flags(void) {
                 flags |= FREEZER_ROLLBACK_ON_TIMEOUT;
         if (arg_recursive)
                 flags |= FREEZER_RECURSIVE;
+        if (arg_skip_missing)
+                flags |= FREEZER_SKIP_MISSING;
         return flags;
 }
 
@@ -1313,7 +1327,16 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
         if (r < 0 && caller_may_retry_on_bus(c, r))
                 return EXIT_RETRY_ON_BUS;
         if (r < 0) {
+                const char *name = caller_error_name(c), *message = caller_error_message(c);
+
                 log_caller_failure(c, r, "cannot apply the batch from %s", streq(file, "-") ? "standard input" : file);
+                /* A freezerd from before SKIP_MISSING refuses its bit as any
+                 * unknown one, nothing written: said in the option's words. */
+                if (arg_skip_missing && name && streq(name, "org.freedesktop.DBus.Error.InvalidArgs") && message &&
+                    startswith(message, "Unknown flags 0x8 "))
+                        log_error("note: this freezerd does not know --skip-missing (it is older than the option): "
+                                  "nothing was written; leave out the groups that no longer exist and run it "
+                                  "without --skip-missing");
                 return EXIT_FAILURE;
         }
 
@@ -2678,6 +2701,7 @@ typedef enum verb_option {
         VERB_OPT_EXCEPT    = 1 << 2,
         VERB_OPT_ORDER     = 1 << 3,
         VERB_OPT_TRIGGER   = 1 << 4,
+        VERB_OPT_SKIP_MISSING = 1 << 5,
 } verb_option;
 
 typedef struct verb {
@@ -2691,7 +2715,8 @@ typedef struct verb {
 static const verb verbs[] = {
         { "freeze", 1, SIZE_MAX, "PATH", VERB_OPT_WAIT | VERB_OPT_RECURSIVE | VERB_OPT_EXCEPT },
         { "thaw",   1, SIZE_MAX, "PATH", VERB_OPT_WAIT | VERB_OPT_RECURSIVE                   },
-        { "batch",  1, 1,        "FILE", VERB_OPT_WAIT | VERB_OPT_RECURSIVE | VERB_OPT_ORDER  },
+        { "batch",  1, 1,        "FILE", VERB_OPT_WAIT | VERB_OPT_RECURSIVE | VERB_OPT_ORDER |
+                                         VERB_OPT_SKIP_MISSING                                },
         { "status", 0, 1,        "PATH", 0                                                    },
         { "list",   0, 0,        NULL,   0                                                    },
         { "tree",   0, 1,        "PATH", 0                                                    },
@@ -2731,6 +2756,9 @@ static const char *verb_unwanted_option(const verb *v, unsigned *ret_option) {
         } else if (!(v->options & VERB_OPT_TRIGGER) && n_arg_triggers > 0) {
                 *ret_option = VERB_OPT_TRIGGER;
                 name = "--trigger";
+        } else if (!(v->options & VERB_OPT_SKIP_MISSING) && arg_skip_missing) {
+                *ret_option = VERB_OPT_SKIP_MISSING;
+                name = "--skip-missing";
         }
 
         return name;
@@ -2744,6 +2772,7 @@ static const char *verbs_taking(unsigned option) {
         case VERB_OPT_EXCEPT:
                 return "freeze";
         case VERB_OPT_ORDER:
+        case VERB_OPT_SKIP_MISSING:
                 return "batch";
         case VERB_OPT_TRIGGER:
                 return "watch";
@@ -2789,6 +2818,7 @@ enum {
         ARG_EXCEPT,
         ARG_ORDER,
         ARG_TRIGGER,
+        ARG_SKIP_MISSING,
 };
 
 /* --system, --user, --address=, --socket=: one way to freezerd. Given two,
@@ -2841,6 +2871,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "except",   required_argument, NULL, ARG_EXCEPT   },
                 { "order",    required_argument, NULL, ARG_ORDER    },
                 { "trigger",  required_argument, NULL, ARG_TRIGGER  },
+                { "skip-missing", no_argument,   NULL, ARG_SKIP_MISSING },
                 {}
         };
         int c, r;
@@ -2893,6 +2924,10 @@ static int parse_argv(int argc, char *argv[]) {
 
                 case ARG_RECURSIVE:
                         arg_recursive = true;
+                        break;
+
+                case ARG_SKIP_MISSING:
+                        arg_skip_missing = true;
                         break;
 
                 case ARG_EXCEPT:

@@ -99,6 +99,19 @@ typedef struct freezer freezer;
  * freezer_freeze_except() refuses it (-EINVAL).
  * Daemons before the batch interface refuse it, too. */
 #define FREEZER_RECURSIVE (UINT64_C(1) << 2)
+/* freezer_apply_batch() only (since libfreezer 0.5): a request whose group
+ * does not exist is left out (not written, not waited for) and counted in
+ * *ret_skipped, and the call succeeds for the others, where it would fail with
+ * -ENOENT, nothing written. "Does not exist" is exactly the daemon's
+ * NoSuchGroup: a path never made or removed (also a moment ago, before the
+ * daemon read the removal, or while the batch writes or waits), inside or
+ * outside the tracked subtrees. A malformed path, "/", a conflict or any other
+ * error still fails the call as without it. Which requests were left out is
+ * not told: the reply holds the two counts only. freezer_freeze(),
+ * freezer_thaw() and freezer_freeze_except() refuse it (-EINVAL), and so does
+ * a daemon older than the flag (-EINVAL, its message "Unknown flags 0x8 ..."),
+ * nothing written. */
+#define FREEZER_SKIP_MISSING (UINT64_C(1) << 3)
 
 /* The order in which freezer_apply_batch() writes the flags.
  *   FREEZER_ORDER_AUTO       all freezes top-down (shallowest first), then all
@@ -260,8 +273,10 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * groups written before it, which stay. A group below a FREEZER_RECURSIVE
  * request that is removed meanwhile is left out: before its write, neither
  * written nor counted; while the call waits, no longer waited for. The call
- * succeeds without it. An empty batch (n == 0) fails with -EINVAL, and so
- * does one above the daemon's limit (65536 requests).
+ * succeeds without it. With FREEZER_SKIP_MISSING a named group that does not
+ * exist, for any of these reasons, is left out too, counted in *ret_skipped
+ * (once per path), instead of failing the call. An empty batch (n == 0) fails
+ * with -EINVAL, and so does one above the daemon's limit (65536 requests).
  *
  * When a path occurs more than once, the last request wins, and the others
  * count neither as written nor as skipped (so writes + skipped is the number
@@ -315,13 +330,14 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  *
  * The groups are frozen as one top-down batch; flags, timeout_usec and the
  * method-call timeout are as for freezer_apply_batch(), except that
- * FREEZER_RECURSIVE is refused (-EINVAL).
+ * FREEZER_RECURSIVE and FREEZER_SKIP_MISSING are refused (-EINVAL).
  *
  * On success returns the number of groups frozen (their flags set; those that
  * were set already count, too) and, if ret_frozen is not NULL, stores their
  * paths in *ret_frozen as a NULL-terminated array (empty, but not NULL, when
  * there was nothing to freeze), so that one freezer_apply_batch() can thaw
- * them again. A group of the cover removed meanwhile (before its write, or
+ * them again (with FREEZER_SKIP_MISSING, also once some of them were removed).
+ * A group of the cover removed meanwhile (before its write, or
  * while the call waits: its tasks are gone) is left out of both, and the call
  * succeeds without it; path or an excluded group removed a moment ago, before
  * the daemon read its removal, fails the call with -ENOENT (NoSuchGroup),

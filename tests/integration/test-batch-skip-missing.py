@@ -23,25 +23,62 @@ out, counted in the reply's `skipped`, and the others are thawed:
    cgroup root "/" (InvalidPath), an empty batch, and unknown flag bits (0x10, named
    with the known ones, 0x8 SKIP_MISSING among them).  Freeze, Thaw (also RECURSIVE)
    and FreezeExcept refuse bit 3 as an unknown flag.
-4. busctl, as a script calls it.
+4. busctl, as a script calls it; libfreezer's freezer_apply_batch() with
+   FREEZER_SKIP_MISSING (freezer.h's bit 3; -ENOENT without it, -EINVAL from
+   freezer_freeze()); and `freezectl batch --skip-missing FILE|-` (text and --json), and
+   without --skip-missing the failure as before.
+5. A freezerd older than the flag refuses bit 3 (InvalidArgs "Unknown flags 0x8"):
+   `freezectl batch --skip-missing` prints that and a note saying the option is not
+   known there and nothing was written.
 
 The groups removed a moment ago (before freezerd read their IN_DELETE) or while the
 batch waits are in test-batch-vanished."""
 
+import ctypes
+import errno
+import importlib.util
+import json
 import os
+import re
 import sys
+import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+from jeepney import MessageType, new_error  # noqa: E402
+from jeepney.bus_messages import message_bus  # noqa: E402
+from jeepney.io.blocking import open_dbus_connection  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
+
+
+class Request(ctypes.Structure):
+    _fields_ = [('path', ctypes.c_char_p), ('freeze', ctypes.c_bool)]
+
 
 FLAG_SKIP_MISSING = 1 << 3
 GROUPS = ['/p', '/p/a', '/p/b', '/p/c', '/p/h']
 COVER = ['/p/a', '/p/b', '/p/c']
+# What freezerd answered to bit 3 before it knew it (daemon/manager-bus.c, check_flags()).
+OLD_UNKNOWN = 'Unknown flags 0x8 (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT, 0x4 RECURSIVE)'
+
+
+def header_flag(name):
+    with open(os.path.join(ft.SRCDIR, 'client', 'freezer.h')) as f:
+        m = re.search(rf'^#define {name} \(UINT64_C\(1\) << (\d+)\)$', f.read(), re.M)
+    ft.check(m, f'freezer.h defines {name}')
+    return 1 << int(m.group(1))
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'busctl')
-    with ft.Scratch('batch-skip-missing') as sc, ft.Bus() as bus:
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'busctl')
+    base.reexec_for_asan(base.libfreezer_path())
+    with ft.Scratch('batch-skip-missing') as sc, ft.Bus() as bus, \
+            tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}skipmissing-') as tmp:
         def make():
             for g in GROUPS:
                 if not sc.exists(g):
@@ -149,17 +186,89 @@ def test():
                          f'{method}{args}: bit 3 unknown there', e.message)
                 ft.check_equal(flags(), {g: 0 for g in present()}, f'{method}{args}: nothing written')
 
-            # 4. busctl.
+            # 4. busctl, and freezectl batch --skip-missing.
             r = ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt', '2',
                           '/p/a', 'true', '/p/b', 'true', 'auto', '0', str(FLAG_SKIP_MISSING))
             ft.check_equal(r.stdout.strip(), 'uu 1 1', 'busctl ApplyBatch with SKIP_MISSING: 1 written, 1 skipped')
             check_state('/p/a', True, 'busctl ApplyBatch with SKIP_MISSING')
 
-            c.call('Thaw', '/p/a', 0, 0)
+            # libfreezer: FREEZER_SKIP_MISSING is the daemon's bit 3.
+            ft.check_equal(header_flag('FREEZER_SKIP_MISSING'), FLAG_SKIP_MISSING, 'FREEZER_SKIP_MISSING is bit 3')
+            lib = base.load()
+            lib.freezer_apply_batch.restype = ctypes.c_int
+            lib.freezer_apply_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Request), ctypes.c_size_t,
+                                                ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64,
+                                                ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32)]
+            f = ctypes.c_void_p()
+            ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+            try:
+                req = (Request * 2)(Request(b'/p/a', False), Request(b'/p/b', False))
+                writes, skipped = ctypes.c_uint32(), ctypes.c_uint32()
+                r = lib.freezer_apply_batch(f, req, 2, 0, 0, 0, ctypes.byref(writes), ctypes.byref(skipped))
+                ft.check_equal((r, lib.freezer_last_error_name(f)), (-errno.ENOENT, ft.ERROR_NO_SUCH_GROUP.encode()),
+                               'freezer_apply_batch([/p/a, /p/b gone]): -ENOENT')
+                check_state('/p/a', True, 'freezer_apply_batch([/p/a, /p/b gone])')
+                r = lib.freezer_apply_batch(f, req, 2, 0, 0, FLAG_SKIP_MISSING, ctypes.byref(writes),
+                                            ctypes.byref(skipped))
+                ft.check_equal((r, writes.value, skipped.value), (0, 1, 1),
+                               'freezer_apply_batch([/p/a, /p/b gone], FREEZER_SKIP_MISSING): 1 written, 1 skipped')
+                check_state('/p/a', False, 'freezer_apply_batch(FREEZER_SKIP_MISSING)')
+                r = lib.freezer_freeze(f, b'/p/a', 0, FLAG_SKIP_MISSING)
+                ft.check_equal(r, -errno.EINVAL, 'freezer_freeze(FREEZER_SKIP_MISSING): -EINVAL')
+            finally:
+                lib.freezer_close(f)
+            c.call('Freeze', '/p/a', 0, 0)
+
+            path = os.path.join(tmp, 'thaw.json')
+            with open(path, 'w') as f:
+                json.dump([{'path': g, 'freeze': False} for g in COVER], f)
+            r = ft.freezectl('batch', path, check=False)
+            ft.check(r.returncode == 1 and '/p/b' in r.stderr, 'freezectl batch FILE (/p/b gone): fails naming /p/b',
+                     r)
+            check_state('/p/a', True, 'freezectl batch FILE (/p/b gone)')
+            r = ft.freezectl('batch', path, '--skip-missing')
+            ft.check_equal(r.stdout, '1 write, 2 skipped\n', 'freezectl batch FILE --skip-missing: the counts')
+            check_state('/p/a', False, 'freezectl batch FILE --skip-missing')
+            c.call('Freeze', '/p/c', 0, 0)
+            r = ft.freezectl('--json', 'batch', '-', '--skip-missing', input=open(path).read())
+            ft.check_equal(json.loads(r.stdout), {'writes': 1, 'skipped': 2},
+                           'freezectl --json batch - --skip-missing: the counts')
+            check_state('/p/c', False, 'freezectl --json batch - --skip-missing')
             for g in ('/p/a', '/p/c', '/p/h'):
                 ft.check_equal(sc.frozen(g), False, f'at the end: {g} runs')
 
             ft.check_equal(d.warnings(), [], 'no warning in the log')
+
+        # 5. A freezerd older than SKIP_MISSING, which refuses bit 3 as it refuses any
+        # unknown bit: a stand-in on a bus of its own answers as freezerd did before.
+        with ft.Bus() as old_bus:
+            conn = open_dbus_connection(old_bus.address)
+            conn.send_and_get_reply(message_bus.RequestName(ft.BUS_NAME), timeout=ft.DEFAULT_TIMEOUT)
+            calls = []
+
+            def serve():
+                while True:
+                    try:
+                        msg = conn.receive(timeout=ft.DEFAULT_TIMEOUT + 5)
+                    except (TimeoutError, OSError):
+                        return
+                    if msg.header.message_type != MessageType.method_call:
+                        continue
+                    calls.append(msg.body)
+                    conn.send(new_error(msg, ft.ERROR_INVALID_ARGS, 's', (OLD_UNKNOWN,)))
+                    return
+
+            t = threading.Thread(target=serve, daemon=True)
+            t.start()
+            r = ft.freezectl('batch', '-', '--skip-missing', address=old_bus.address, check=False,
+                             input=json.dumps([{'path': '/p/a', 'freeze': False}]))
+            t.join(ft.DEFAULT_TIMEOUT)
+            conn.close()
+            what = 'freezectl batch --skip-missing against a freezerd older than it'
+            ft.check_equal([b[3] for b in calls], [FLAG_SKIP_MISSING], f'{what}: the call had bit 3')
+            ft.check(r.returncode == 1 and OLD_UNKNOWN in r.stderr and
+                     'does not know --skip-missing' in r.stderr and 'nothing was written' in r.stderr,
+                     f'{what}: exit 1, its error and a note that it does not know the option', r)
 
 
 ft.run(test)
