@@ -1318,6 +1318,26 @@ def proc_state(pid):
     return ProcState(pid, state, wchan)
 
 
+# x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
+EPOLL_WAITS = {'232', '281', '441'}
+
+
+def stop_in_epoll_wait(pid):
+    """SIGSTOP pid (freezerd) while it waits in epoll_wait() for its next loop turn, so that
+    what comes meanwhile (a call, inotify events) is read together in one turn (x86_64 only:
+    EPOLL_WAITS).  Stopped in the middle of a turn, it would go on handling what it read
+    first: stopped again until it is stopped waiting.  The caller sends SIGCONT."""
+    def stopped_waiting():
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'T',
+                 poll=0.001, what='freezerd stopped')
+        if open(f'/proc/{pid}/syscall').read().split()[0] in EPOLL_WAITS:
+            return True
+        os.kill(pid, signal.SIGCONT)
+        return False
+    wait_for(stopped_waiting, poll=0.001, what='freezerd stopped in epoll_wait()')
+
+
 def task_frozen(st):
     """Whether a ProcState shows a task parked in the cgroup v2 freezer trap."""
     return st is not None and st.state == 'S' and st.wchan in FROZEN_WCHANS

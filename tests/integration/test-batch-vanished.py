@@ -57,7 +57,6 @@ import freezertest as ft  # noqa: E402
 GROUPS = ['/t', '/t/h', '/t/a', '/t/b']
 FLAG_SKIP_MISSING = 1 << 3
 SKIPPED_LINE = 'does not exist, left out (SKIP_MISSING)'  # the validation's, in freezerd's debug log
-EPOLL_WAITS = {'232', '281', '441'}  # x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
 CHILDREN = 1100  # of /v: a cover of 1,099 groups, >= 1,024, written by the real-time thread
 RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thread')
 
@@ -65,7 +64,7 @@ RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thre
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     if os.uname().machine != 'x86_64':
-        ft.skip(f'EPOLL_WAITS holds the x86_64 system call numbers, not those of {os.uname().machine}')
+        ft.skip(f'ft.EPOLL_WAITS holds the x86_64 system call numbers, not those of {os.uname().machine}')
     with ft.Scratch('batch-vanished') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         for g in GROUPS:
             sc.mkdir(g)
@@ -86,15 +85,7 @@ def test():
 
             def stop_waiting():
                 """SIGSTOP freezerd while it waits in epoll_wait() for its next loop turn."""
-                def stopped_waiting():
-                    os.kill(d.pid, signal.SIGSTOP)
-                    ft.wait_for(lambda: open(f'/proc/{d.pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'T',
-                                poll=0.001, what='freezerd stopped')
-                    if open(f'/proc/{d.pid}/syscall').read().split()[0] in EPOLL_WAITS:
-                        return True
-                    os.kill(d.pid, signal.SIGCONT)
-                    return False
-                ft.wait_for(stopped_waiting, poll=0.001, what='freezerd stopped in epoll_wait()')
+                ft.stop_in_epoll_wait(d.pid)
 
             def raced(p, method, *args):
                 """method(*args) sent while freezerd is stopped, after p's rmdir (p: one or a list)."""
