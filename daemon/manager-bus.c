@@ -444,6 +444,18 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
                         continue;
                 }
                 r = manager_freeze_owner(m, g->path, &owners[i], error);
+                if (r < 0 && items && items[i].unnamed && sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP)) {
+                        /* Removed a moment ago (freezerd has not read its
+                         * IN_DELETE), and one the batch leaves out if so
+                         * (BatchItem.unnamed: below a RECURSIVE request, or
+                         * named with SKIP_MISSING): nothing of it is written,
+                         * its write fails as its lookup did
+                         * (batch_write_vanished()); failing the call here
+                         * would fail it for the caller that may not look. */
+                        sd_bus_error_free(error);
+                        owners[i] = caller;
+                        continue;
+                }
                 if (r < 0)
                         return r;
         }

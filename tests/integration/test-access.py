@@ -68,8 +68,10 @@ another interface and for owning the name."""
 import json
 import os
 import pwd
+import re
 import resource
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -154,14 +156,21 @@ class Agent:
             ft.fail(f'{self.what}: the client said nothing (exit status {self.proc.poll()})')
         return json.loads(line)
 
-    def call_method(self, path, iface, member, sig='', args=(), dest=ft.BUS_NAME):
+    def send_method(self, path, iface, member, sig='', args=(), dest=ft.BUS_NAME):
+        """The call, without waiting for its answer (result())."""
         self.proc.stdin.write(json.dumps({'path': path, 'iface': iface, 'member': member, 'sig': sig,
                                           'args': list(args), 'dest': dest,
                                           'timeout': ft.DEFAULT_TIMEOUT * 2}) + '\n')
+
+    def result(self):
         out = self._read()
         if 'error' in out:
             raise ft.DBusError(out['error'], out['message'])
         return out['ok']
+
+    def call_method(self, path, iface, member, sig='', args=(), dest=ft.BUS_NAME):
+        self.send_method(path, iface, member, sig, args, dest)
+        return self.result()
 
     def call(self, member, *args):
         return self.call_method(ft.MANAGER_PATH, ft.MANAGER_IFACE, member,
@@ -189,6 +198,22 @@ class Agent:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def unix_recv_queued(pid):
+    """The bytes waiting in the receive queues of the unix sockets pid holds (ss -x)."""
+    inodes = set()
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            m = re.fullmatch(r'socket:\[(\d+)\]', os.readlink(f'/proc/{pid}/fd/{fd}'))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    out = subprocess.run(['ss', '-x', '-a', '-n'], capture_output=True, text=True, check=True,
+                         timeout=ft.DEFAULT_TIMEOUT).stdout
+    return sum(int(f[2]) for f in (line.split() for line in out.splitlines()[1:])
+               if len(f) >= 6 and f[5] in inodes)
 
 
 def as_user(address, uid, what=None):
@@ -491,6 +516,32 @@ def test():
                     check_uid_trigger_cap(bus, u, root, d.pid)
                 else:
                     print('# no pressure stall information: trigger checks left out', flush=True)
+
+                # -- SKIP_MISSING: U's /own/gone, removed a moment ago (freezerd has not
+                # read its IN_DELETE), its flag never written by freezerd (the owner's
+                # lookup opens it by path, and finds nothing): left out, as for root,
+                # not NoSuchGroup from the access check.  The call is in freezerd's socket
+                # before it goes on (stopped in epoll_wait(): see test-batch-vanished).
+                if os.uname().machine == 'x86_64':
+                    what = 'U: ApplyBatch([/own/a, /own/gone], SKIP_MISSING), /own/gone removed a moment ago'
+                    sc.mkdir('/own/gone')
+                    sc.delegate('/own/gone', U)
+                    root.call('GetGroup', '/own/gone')  # in the model
+                    ft.stop_in_epoll_wait(d.pid)
+                    try:
+                        sc.rmdir('/own/gone')
+                        queued = unix_recv_queued(d.pid)
+                        u.send_method(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt',
+                                      ([('/own/a', True), ('/own/gone', True)], 'auto', tmo, 1 << 3))
+                        ft.wait_for(lambda: unix_recv_queued(d.pid) > queued, poll=0.001,
+                                    what='the call waits in freezerd\'s socket')
+                    finally:
+                        os.kill(d.pid, signal.SIGCONT)
+                    ft.check_equal(tuple(u.result()), (1, 1), f'{what}: /own/a written, /own/gone skipped')
+                    ft.check_equal(sc.read_freeze('/own/a'), 1, f'{what}: /own/a set')
+                    root.call('Thaw', '/own/a', tmo, 0)
+                else:
+                    print('# not x86_64 (ft.EPOLL_WAITS): the SKIP_MISSING race left out', flush=True)
 
                 # -- another uid, and an effective uid alone
                 with as_user(bus.address, U2) as u2:
