@@ -41,6 +41,7 @@ struct PrivateConnection {
         BusEvent *event;
         struct event *auth_timer; /* until it authenticated: PRIVATE_BUS_AUTH_TIMEOUT_USEC */
         bool auth_expired;
+        bool auth_extended; /* its timeout was given once more: see on_auth_timeout() */
         unsigned subscribed[_SUBSCRIPTION_MAX]; /* Subscribe*() calls not undone, by kind */
         uint64_t queued; /* messages waiting to be written, at the last private_bus_prepare() */
         PrivateConnection *next;
@@ -60,6 +61,7 @@ struct PrivateBus {
         struct event *auth_log_timer; /* while pending, clients that did not authenticate are counted */
         unsigned auth_unlogged;       /* ... here, for one line when it fires */
         size_t heap_floor; /* see heap_above_floor(); SIZE_MAX while no queue holds a message */
+        uint64_t turn_usec; /* when the loop's turn began (the end of private_bus_prepare()) */
         unsigned unmeasured; /* messages of lagging connections since the last measure (connection_output_full()) */
 };
 
@@ -134,17 +136,23 @@ static void auth_expired_log(PrivateBus *pb) {
  * the next private_bus_prepare(). */
 static void on_auth_timeout(evutil_socket_t fd, short what, void *userdata) {
         PrivateConnection *c = userdata;
-        uint64_t now = now_usec(), seen = bus_event_heard_usec(c->event), quiet = now > seen ? now - seen : 0;
 
         /* A connection that ended meanwhile goes anyway, without this line. */
         if (sd_bus_is_ready(c->bus) > 0 || bus_event_is_broken(c->event))
                 return;
-        /* The time counts from the client's last sign of life that freezerd
-         * saw, not from the accept: after a long turn of freezerd's (a big
-         * SIGHUP, say) the timer fires in the turn that reads the client's
-         * AUTH, and the client has had no time to answer. */
-        if (quiet < PRIVATE_BUS_AUTH_TIMEOUT_USEC && auth_timer_add(c, PRIVATE_BUS_AUTH_TIMEOUT_USEC - quiet) >= 0)
-                return;
+        /* The time counts from the accept.  Only a delay of freezerd's own
+         * earns more: after freezerd was held up (stopped, or a long turn: a
+         * big SIGHUP, say) the timer fires in the turn that reads the AUTH the
+         * client sent meanwhile (or has it still unread), and the client has
+         * had no time to answer the OK.  So a client heard in this very turn
+         * gets the time once more, once: counting from its every sign of life
+         * let one that sends a byte now and then hold its slot for sd-bus's
+         * 90 s. */
+        if (!c->auth_extended && bus_event_heard_usec(c->event) >= c->pb->turn_usec) {
+                c->auth_extended = true;
+                if (auth_timer_add(c, PRIVATE_BUS_AUTH_TIMEOUT_USEC) >= 0)
+                        return;
+        }
         c->auth_expired = true;
         auth_expired_log(c->pb);
 }
@@ -460,6 +468,7 @@ void private_bus_prepare(PrivateBus *pb) {
          * does not give back by itself. */
         if (overflowed)
                 (void) malloc_trim(0);
+        pb->turn_usec = now_usec();
 }
 
 static PrivateConnection *connection_find(PrivateBus *pb, sd_bus *bus) {

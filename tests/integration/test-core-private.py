@@ -64,9 +64,11 @@ Checks:
     while the test still holds its ends open.  freezerd logs the first, then the
     others in a line at the end of 5 s that counts them (3 lines at most,
     counting 256; 256 lines before session 35).
-  * The 5 s count from the client's last sign of life, not from the accept: a client
+  * The 5 s count from the accept, and only freezerd's own delay earns more: a client
     that sent its AUTH while freezerd was stopped (SIGSTOP) for longer than that gets
-    its OK after SIGCONT and keeps its connection to go on (BEGIN, Hello).
+    its OK after SIGCONT and keeps its connection to go on (BEGIN, Hello); one that
+    sends its AUTH a byte a second is closed 5 s after the accept all the same (it
+    kept its slot for sd-bus's 90 s before session 37: each byte started the 5 s again).
   * freezerd removes the socket when it exits (exit status 0); a `freezectl
     --socket=... watch` running then exits 1 with one line on stderr."""
 
@@ -152,6 +154,7 @@ def test():
                     check_dying_caller(sc, daemon, path)
                     check_connection_cap(sc, daemon, path)
                     check_auth_after_stall(daemon, path)
+                    check_auth_dribble(daemon, path)
                     check_silent_socket(run)
                     # A watch over the socket that outlives freezerd (checked below), with a
                     # system-wide trigger that ends with the connection.
@@ -689,6 +692,41 @@ def check_auth_after_stall(daemon, path):
         ft.check(line.startswith(b'OK '), 'the AUTH sent while freezerd was stopped is answered OK', line)
         ft.check_equal(wait_closed([s], 1.0), set(),
                        'the connection is kept after a stall of freezerd longer than the timeout')
+    finally:
+        s.close()
+
+
+def check_auth_dribble(daemon, path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        before = socket_fds(daemon.pid)
+        s.connect(path)
+        ft.wait_for(lambda: socket_fds(daemon.pid) - before, what='freezerd to accept the connection', poll=0.01)
+        accepted = time.monotonic()
+        uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
+        line = b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n'  # 20 s and more at a byte a second
+        # A byte every second, half a second off the whole seconds from the accept (the
+        # timeout's): not in the loop turn of the timer.  Between two, a wait for the end.
+        limit = accepted + AUTH_TIMEOUT + 3.0
+        closed = False
+        for i, b in enumerate(line):
+            left = accepted + 0.5 + i - time.monotonic()
+            if left > 0 and wait_closed([s], left):
+                closed = True
+                break
+            if time.monotonic() > limit:
+                break
+            try:
+                s.send(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+        if not closed:
+            closed = bool(wait_closed([s], max(limit - time.monotonic(), 0)))
+        elapsed = time.monotonic() - accepted
+        ft.check(closed and AUTH_TIMEOUT - 0.1 <= elapsed <= AUTH_TIMEOUT + 3.0,
+                 f'a client that sends its AUTH a byte a second is closed {AUTH_TIMEOUT} s after the accept '
+                 '(within 3 s more)', f'{elapsed:.2f} s, closed {closed}')
     finally:
         s.close()
 
