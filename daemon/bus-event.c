@@ -371,12 +371,11 @@ static int refuse_during_shutdown(sd_bus_message *msg, void *userdata, sd_bus_er
         return 1;
 }
 
-#define FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
+void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
 
-void bus_shutdown_flush(sd_bus *bus) {
-        uint64_t deadline = now_usec() + FLUSH_TIMEOUT_USEC;
-
-        if (sd_bus_add_filter(bus, NULL, refuse_during_shutdown, NULL) < 0)
+        /* Each call its own (nothing is dispatched between two calls). */
+        if (sd_bus_add_filter(bus, &slot, refuse_during_shutdown, NULL) < 0)
                 return; /* no memory: what came meanwhile gets no answer */
         for (;;) {
                 uint64_t n;
@@ -396,7 +395,7 @@ void bus_shutdown_flush(sd_bus *bus) {
                 if (r > 0)
                         continue;
                 r = sd_bus_get_events(bus);
-                if (r <= 0 || !(r & POLLOUT))
+                if (r <= 0 || !(r & POLLOUT) || !wait)
                         return;
                 if (sd_bus_wait(bus, deadline - n) < 0)
                         return;

@@ -53,13 +53,19 @@ BusEvent *bus_event_free(BusEvent *be);
  * -ENOTCONN once a peer's connection broke. */
 int bus_event_prepare(BusEvent *be);
 
+/* How long a shutdown gives its connections' flushes (bus_shutdown_flush()):
+ * for the bus, and once for all private connections together. */
+#define BUS_FLUSH_TIMEOUT_USEC (100 * USEC_PER_MSEC)
+
 /* At shutdown, before the objects' userdata is freed: sends what is queued
  * (the errors of the calls that waited) and refuses, with Cancelled "freezerd
  * is shutting down; nothing was done", every call that came meanwhile, until
- * nothing is left to read or write or FLUSH_TIMEOUT_USEC (100 ms) passed: a
+ * nothing is left to read or write or deadline (CLOCK_MONOTONIC µs) passed: a
  * peer that does not read, or goes on sending, does not hold the daemon up.
+ * With !wait it returns rather than wait for the socket to take more: a caller
+ * with many connections first gives each what its socket takes at once.
  * Other messages are dispatched as usual (signals to their matches). */
-void bus_shutdown_flush(sd_bus *bus);
+void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait);
 
 /* Whether messages wait in the connection's queue, unsent (the socket full). */
 bool bus_output_pending(sd_bus *bus);

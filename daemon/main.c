@@ -699,7 +699,7 @@ finish:
         /* Calls held until the bus says who sent them: refused as the rest. */
         manager_bus_release_callers(true);
         if (d.bus && d.manager && d.manager->bus_ready)
-                bus_shutdown_flush(d.bus);
+                bus_shutdown_flush(d.bus, now_usec() + BUS_FLUSH_TIMEOUT_USEC, true);
         d.private_bus = private_bus_free(d.private_bus);
         d.manager = manager_free(d.manager);
         /* What the flush held again (none: it refuses), and the bus's references. */

@@ -526,13 +526,22 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_k
 }
 
 PrivateBus *private_bus_free(PrivateBus *pb) {
+        /* One deadline for all the connections: one each made a shutdown
+         * wait 100 ms for every peer that does not read, one after the other
+         * (25.6 s with 256 of them).  First each gets what its socket takes at
+         * once (and the refusals of what it sent meanwhile), then the waits
+         * for the sockets to take the rest, until the deadline. */
+        uint64_t deadline = now_usec() + BUS_FLUSH_TIMEOUT_USEC;
+
         if (!pb)
                 return NULL;
+        for (int pass = 0; pass < 2; pass++)
+                for (PrivateConnection *c = pb->connections; c; c = c->next)
+                        if (!bus_event_is_broken(c->event))
+                                bus_shutdown_flush(c->bus, deadline, pass > 0);
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;
-                if (!bus_event_is_broken(c->event))
-                        bus_shutdown_flush(c->bus);
                 connection_free(c);
         }
         if (pb->accept_event)

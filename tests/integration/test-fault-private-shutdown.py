@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""SIGTERM with private connections whose peers do not read.
+
+At its exit freezerd flushes each private connection: what is queued goes out
+and what the peer sent meanwhile is refused, until nothing is left or the
+flush's 100 ms passed.  Each connection had 100 ms of its own, one after the
+other: 256 peers that do not read held a stop 25.6 s (before session 37).  Now
+the 100 ms are for all of them together.
+
+  /g0 ... /g39   empty groups (a GetManagedObjects reply of some 17 KB)
+
+Checks:
+  * A reading direct connection, opened first (freezerd flushes it last), and
+    20 that send GetManagedObjects and read nothing, in batches of 100 until
+    their sockets are full (16 MB: sd-bus's SO_SNDBUFFORCE) and replies wait
+    in freezerd (at most a batch's replies each, 1.7 MB: within the bound of
+    the heap that queues take, and no connection is closed for it).  Once
+    freezerd has read all, it is stopped (SIGSTOP), the reading connection
+    sends 3 calls in one write, and SIGTERM and SIGCONT follow:
+    - freezerd exits 0 within 1.5 s of the SIGTERM (20 x 100 ms is 2 s: it
+      took 2.03 s before; 0.13 s now, 0.75 s under AddressSanitizer, whose
+      leak check runs at the exit);
+    - the reading connection still gets each of its 3 calls refused with
+      Cancelled "freezerd is shutting down; nothing was done" before freezerd
+      closes it (a flush in one pass, the deadline shared, refused only the
+      first: the connections before it had used up the time)."""
+
+import fcntl
+import os
+import select
+import signal
+import sys
+import termios
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call  # noqa: E402
+from jeepney.low_level import Parser  # noqa: E402
+
+GROUPS = 40
+CLIENTS = 20
+BATCH = 100     # calls sent at once
+MAX_BATCHES = 40
+EXIT_BOUND = 1.5  # s, from the SIGTERM: one 100 ms flush for all, well below CLIENTS x 100 ms
+REFUSED = 'freezerd is shutting down; nothing was done'
+SIOCOUTQ = termios.TIOCOUTQ  # for a socket: what was sent and the peer has not read yet
+
+
+def unread_by_peer(sock):
+    return fcntl.ioctl(sock.fileno(), SIOCOUTQ, b'\0\0\0\0') != b'\0\0\0\0'
+
+
+def unread_by_us(sock):
+    return int.from_bytes(fcntl.ioctl(sock.fileno(), termios.FIONREAD, b'\0\0\0\0'), sys.byteorder)
+
+
+def replies_until_closed(sock, timeout):
+    """The messages freezerd sends on sock until it closes it."""
+    parser = Parser()
+    messages = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            ft.fail('freezerd did not close the reading connection on its way out')
+        if not select.select([sock], [], [], left)[0]:
+            continue
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            data = b''
+        if not data:
+            return messages
+        parser.add_data(data)
+        while (msg := parser.get_next_message()) is not None:
+            messages.append(msg)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('fault-private-shutdown') as sc, ft.Bus() as bus:
+        for i in range(GROUPS):
+            sc.mkdir(f'/g{i}')
+        socks = []
+        try:
+            with ft.Daemon(bus, sc.root) as daemon:
+                address = f'unix:path={os.path.join(daemon.runtime_dir, "private")}'
+                reader = ft._direct_connection(address)
+                version = ft.Client(address, direct=True)
+                ft.check(version.manager_property('Version'), 'a direct connection is served')
+                version.close()
+                manager = DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.OBJECT_MANAGER_IFACE)
+                batch = b''.join(new_method_call(manager, 'GetManagedObjects').serialise(i + 1)
+                                 for i in range(BATCH))
+                for _ in range(CLIENTS):
+                    socks.append(ft._direct_connection(address).sock)
+                reply_size = None
+                for n, sock in enumerate(socks):
+                    # Batches until the socket is full: freezerd's sd-bus makes it hold some
+                    # 16 MB (SO_SNDBUFFORCE), and only then queues what is left, which is
+                    # what the flush waits on.  Little more than that: the heap that the
+                    # queues of all take together is bounded (64 MiB), past which freezerd
+                    # closes the connections (test-fault-private-noread).
+                    for _ in range(MAX_BATCHES):
+                        before = unread_by_us(sock)
+                        sock.sendall(batch)
+                        # sd-bus reads a message at a time and answers it before the next:
+                        # once the socket holds nothing freezerd did not read, it has answered
+                        # all but the last (at most).
+                        ft.wait_for(lambda: not unread_by_peer(sock), poll=0.01,
+                                    what='freezerd to read the calls of a connection that does not read')
+                        grown = unread_by_us(sock) - before
+                        if reply_size is None:
+                            reply_size = grown // BATCH
+                        if grown < (BATCH - 1) * reply_size:
+                            break
+                    else:
+                        ft.fail(f'the socket of connection {n} took {MAX_BATCHES} x {BATCH} replies of '
+                                f'{reply_size} bytes: freezerd queued nothing')
+                print(f'# replies of {reply_size} bytes; in the non-readers\' sockets: '
+                      f'{min(map(unread_by_us, socks))} to {max(map(unread_by_us, socks))} bytes', flush=True)
+                ft.check_equal(daemon.warnings(), [], 'no connection was closed for its queue (nor other warning)')
+
+                os.kill(daemon.pid, signal.SIGSTOP)
+                try:
+                    specs = [(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()),
+                             (ft.MANAGER_PATH, ft.PROPERTIES_IFACE, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version')),
+                             (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ())]
+                    reader.sock.sendall(b''.join(
+                        new_method_call(DBusAddress(path, ft.BUS_NAME, iface), member, sig, body).serialise(i + 1)
+                        for i, (path, iface, member, sig, body) in enumerate(specs)))
+                    t0 = time.monotonic()
+                    os.kill(daemon.pid, signal.SIGTERM)
+                finally:
+                    os.kill(daemon.pid, signal.SIGCONT)
+                ft.wait_for(lambda: daemon.exit_status is not None, what='freezerd to exit')
+                took = time.monotonic() - t0
+                print(f'# freezerd exited {took:.3f} s after SIGTERM', flush=True)
+                ft.check_equal(daemon.exit_status, 0, 'freezerd exits 0')
+                ft.check(took <= EXIT_BOUND,
+                         f'with {CLIENTS} connections that do not read, freezerd exits within {EXIT_BOUND} s of '
+                         f'SIGTERM (one flush of 100 ms for all, not 100 ms each)', f'{took:.3f} s')
+                replies = {m.header.fields.get(HeaderFields.reply_serial):
+                           (m.header.message_type, m.header.fields.get(HeaderFields.error_name), m.body)
+                           for m in replies_until_closed(reader.sock, ft.DEFAULT_TIMEOUT)}
+                ft.check_equal([replies.get(i + 1) for i in range(len(specs))],
+                               [(MessageType.error, ft.ERROR_CANCELLED, (REFUSED,))] * len(specs),
+                               'the reading connection, flushed last, has each of its 3 calls refused')
+                reader.close()
+        finally:
+            for s in socks:
+                s.close()
+
+
+if __name__ == '__main__':
+    ft.run(test)
