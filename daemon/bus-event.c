@@ -149,6 +149,22 @@ static void peer_check_hangup(BusEvent *be) {
         close(null);
 }
 
+/* A peer's connection failed, or sd-bus ended it: idle from now on, for its
+ * owner to free at its next bus_event_prepare().  Its io event goes at once:
+ * once sd-bus closed fd and out_fd, the loop turn that goes on may give their
+ * numbers to other files (the next connection's accept4()), and libevent,
+ * which counts events by the fd's number, would not add one of those to epoll
+ * while this one is there (the new connection's socket would never wake the
+ * loop).  Nor are they looked at again (peer_check_hangup(), FIONREAD). */
+static void peer_broken(BusEvent *be) {
+        be->broken = true;
+        if (be->io)
+                event_del(be->io);
+        be->io_armed = false;
+        evtimer_del(be->timer);
+        be->fd = be->out_fd = -1;
+}
+
 static void bus_dispatch(BusEvent *be) {
         uint64_t checked = now_usec();
 
@@ -183,15 +199,22 @@ static void bus_dispatch(BusEvent *be) {
                         if (be->peer) {
                                 /* Usually the client's exit: its owner drops it at the next prepare. */
                                 log_debug_errno(r, "A private connection ended: %m");
-                                be->broken = true;
-                                if (be->io)
-                                        event_del(be->io);
-                                evtimer_del(be->timer);
+                                peer_broken(be);
                                 return;
                         }
                         log_error_errno(r, "Processing the bus failed: %m");
                         /* A broken connection ends the daemon: the loop sees no more events. */
                         event_base_loopbreak(be->base);
+                        return;
+                }
+                /* The end of the peer's input, or a write it cannot take:
+                 * sd-bus returns 1 as it begins to close, and its next call
+                 * closes fd and out_fd (returning 1 again), before it fails.
+                 * Those calls may not come in this dispatch (a stop request,
+                 * DISPATCH_MAX), and the loop turn goes on. */
+                if (be->peer && sd_bus_is_open(be->bus) <= 0) {
+                        log_debug("A private connection ended.");
+                        peer_broken(be);
                         return;
                 }
                 if (r == 0)

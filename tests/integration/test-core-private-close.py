@@ -26,6 +26,16 @@ Checks:
   * A client that shuts only its sending side (shutdown(SHUT_WR)) still gets
     every reply, then EOF: the hang-up check does not take a half-closed peer
     for gone.  Thaw of /a, /b and /c that way.
+  * A connection whose end falls on the last message of a dispatch (64: sd-bus
+    reads the end of its input at one sd_bus_process() call and closes the
+    socket at the next): a client sends N Get calls and closes while freezerd
+    is stopped, and another connects then; once freezerd accepted it (in the
+    loop turn of that dispatch, given the numbers of the fds just closed), it
+    authenticates and gets the reply to a Get.  For N from 56 to 67 (62 is the
+    one; the others in case sd-bus takes a step more or less).  Before session
+    37, with 62, freezerd never read the new connection (libevent did not add
+    its socket while the closed one's event was there) and closed it 5 s later
+    as one that did not authenticate.
   * freezerd logged no warning."""
 
 import os
@@ -132,8 +142,77 @@ def test():
                 sc.wait_events(g, frozen=0)
             ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
                         what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            check_end_on_dispatch_max(daemon, path)
             warnings = daemon.warnings()
             ft.check_equal(warnings, [], 'freezerd logged no warning')
+
+
+def socket_fds(pid):
+    """The sockets (as "socket:[INODE]") among a process's fds."""
+    links = set()
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            links.add(os.readlink(f'/proc/{pid}/fd/{fd}'))
+        except FileNotFoundError:  # closed meanwhile
+            pass
+    return {link for link in links if link.startswith('socket:')}
+
+
+def next_message(sock, parser):
+    """The next message freezerd sends on sock, None if it closes it first."""
+    while (msg := parser.get_next_message()) is None:
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            data = b''
+        if not data:
+            return None
+        parser.add_data(data)
+    return msg
+
+
+def check_end_on_dispatch_max(daemon, path):
+    pid = daemon.pid
+    get = message(1, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version'), iface=ft.PROPERTIES_IFACE)
+    uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
+    outcomes = {}
+    for n in range(56, 68):
+        conn = ft._direct_connection(f'unix:path={path}')
+        conn.sock.sendall(get)
+        if next_message(conn.sock, Parser()) is None:  # it runs, and freezerd waits on it
+            ft.fail(f'N={n}: freezerd closed a new connection at its first call')
+        other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                ft.wait_for(lambda: ft.proc_state(pid).state == 'T', poll=0.005, what='freezerd to stop')
+                conn.sock.sendall(b''.join(message(2 + i, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version'),
+                                                   iface=ft.PROPERTIES_IFACE) for i in range(n)))
+                conn.close()
+                before = socket_fds(pid)
+                other.connect(path)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            # Accepted before it sends a byte: sd-bus reads nothing at the accept then.
+            ft.wait_for(lambda: socket_fds(pid) - before, poll=0.005, what='freezerd to accept the connection')
+            other.settimeout(ft.DEFAULT_TIMEOUT)
+            other.sendall(b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n')
+            line = other.recv(4096)
+            if line.startswith(b'OK '):
+                other.sendall(b'BEGIN\r\n' + get)
+                reply = next_message(other, Parser())
+                outcomes[n] = 'reply' if reply is not None else 'closed'
+            else:
+                outcomes[n] = f'auth answered {line!r}'
+        except socket.timeout:
+            outcomes[n] = 'timeout'
+        except (ConnectionResetError, BrokenPipeError):
+            outcomes[n] = 'reset'
+        finally:
+            other.close()
+    ft.check_equal({n: o for n, o in outcomes.items() if o != 'reply'}, {},
+                   'a connection accepted in the loop turn where another ended on the 64th message of a dispatch '
+                   'is served (authenticates, gets its reply), for each N')
 
 
 if __name__ == '__main__':
