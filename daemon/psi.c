@@ -299,3 +299,42 @@ int psi_parse_cap_eff(const char *status, size_t len, unsigned cap) {
         }
         return -EBADMSG;
 }
+
+int psi_read_cap_eff_fd(int fd, unsigned cap) {
+        char buf[4096];
+        size_t have = 0;
+        bool skip = false; /* in the rest of a line longer than buf: not CapEff's */
+
+        if (fd < 0)
+                return -EBADF;
+        for (;;) {
+                ssize_t k = read(fd, buf + have, sizeof buf - have);
+                size_t start = 0;
+                const char *nl;
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0) /* a last line without its newline */
+                        return !skip && have > 7 && memcmp(buf, "CapEff:", 7) == 0
+                                       ? psi_parse_cap_eff(buf, have, cap)
+                                       : -EBADMSG;
+                have += (size_t) k;
+                while ((nl = memchr(buf + start, '\n', have - start))) {
+                        size_t len = (size_t) (nl - (buf + start)) + 1;
+
+                        if (!skip && len > 7 && memcmp(buf + start, "CapEff:", 7) == 0)
+                                return psi_parse_cap_eff(buf + start, len, cap);
+                        skip = false;
+                        start += len;
+                }
+                memmove(buf, buf + start, have - start);
+                have -= start;
+                if (have == sizeof buf) {
+                        skip = true;
+                        have = 0;
+                }
+        }
+}

@@ -136,3 +136,8 @@ bool psi_event_plausible(uint64_t prev_total, uint64_t now_total, uint64_t thres
 /* CapEff from a /proc/PID/status text: whether capability cap is effective.
  * -EBADMSG if the line is missing or malformed. */
 int psi_parse_cap_eff(const char *status, size_t len, unsigned cap);
+/* The same, read from fd (/proc/self/status) line by line: the file has no
+ * bound on its size (Groups, and Cpus_allowed with many possible CPUs, can
+ * take it beyond 4 KiB; a whole-file read of a fixed size then failed), and
+ * CapEff comes early.  -errno of the read. */
+int psi_read_cap_eff_fd(int fd, unsigned cap);

@@ -259,6 +259,51 @@ static void test_cap_eff(void) {
         CHECK_R(psi_parse_cap_eff("CapEff:\t00000000000000000\n", 26, 24), -EBADMSG);
 }
 
+/* status text in a pipe, read by psi_read_cap_eff_fd() (the writer end closed:
+ * the reader sees the end of the file). */
+static int read_cap_eff(const char *status, unsigned cap) {
+        int fds[2];
+        int r;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        CHECK(write(fds[1], status, strlen(status)) == (ssize_t) strlen(status));
+        close(fds[1]);
+        r = psi_read_cap_eff_fd(fds[0], cap);
+        close(fds[0]);
+        return r;
+}
+
+/* /proc/self/status beyond 4 KiB (a long Groups line; Cpus_allowed with many
+ * possible CPUs): CapEff is still found (a whole-file read into 4 KiB failed
+ * with EFBIG, and freezerd took itself for unprivileged). */
+static void test_cap_eff_fd(void) {
+        char big[16384], *p = big;
+
+        CHECK_R(read_cap_eff("Name:\tx\nCapEff:\t000001fffeffffff\nSeccomp:\t0\n", 24), 0);
+        CHECK_R(read_cap_eff("Name:\tx\nCapEff:\t000001ffffffffff\n", 24), 1);
+        CHECK_R(read_cap_eff("Name:\tx\nCapEff:\t000001ffffffffff", 24), 1); /* no last newline */
+        CHECK_R(read_cap_eff("Name:\tx\n", 24), -EBADMSG);
+        CHECK_R(read_cap_eff("", 24), -EBADMSG);
+        CHECK_R(psi_read_cap_eff_fd(-1, 24), -EBADF);
+
+        /* Groups longer than the reader's buffer (its rest must not be taken
+         * for a line of its own), CapEff beyond 8 KiB, a long tail. */
+        p += sprintf(p, "Name:\tfreezerd\nGroups:\t");
+        while (p - big < 6000)
+                p += sprintf(p, "CapEff:\t0 ");
+        p += sprintf(p, "\n");
+        while (p - big < 8180)
+                p += sprintf(p, "X:\t1\n");
+        p += sprintf(p, "CapEff:\t000001ffffffffff\nCpus_allowed:\t");
+        while (p - big < 16000)
+                p += sprintf(p, "ffffffff,");
+        sprintf(p, "\n");
+        CHECK(strlen(big) > 8192);
+        CHECK_R(read_cap_eff(big, 24), 1);
+        CHECK_R(read_cap_eff(big, 63), 0);
+}
+
 /* The parser against the running kernel's own files, where it has them. */
 static void test_live(void) {
         static const char *const files[] = { "/proc/pressure/cpu", "/proc/pressure/memory", "/proc/pressure/io",
@@ -287,6 +332,7 @@ int main(void) {
         test_settle();
         test_plausible();
         test_cap_eff();
+        test_cap_eff_fd();
         test_live();
 
         return test_summary("test-psi");
