@@ -406,6 +406,73 @@ static PressureTrigger **trigger_owner_list(PressureTrigger *t) {
         return d && d->pressure ? &d->pressure->triggers : NULL;
 }
 
+static void watch_thread_wake(Pressure *p) {
+        while (eventfd_write(p->wake_fd, 1) < 0 && errno == EINTR)
+                ;
+}
+
+/* A trigger's fd, out of the epoll set (watched: it was in it), goes to the
+ * watcher thread to close.  The kernel's close of a trigger waits for an RCU
+ * grace period (psi_trigger_destroy(): synchronize_rcu()), 40-60 us and up to
+ * 17 ms under load: a client that left with its 256 triggers, or one that
+ * sent Add/Remove pairs without end, held the main loop (every Freeze, every
+ * kernel event) for all of them.  The thread runs while any trigger does; the
+ * main thread closes the fd itself only when none runs (it ended on an error
+ * of its epoll_wait() or of the pipe). */
+static void trigger_fd_release(Pressure *p, int fd, bool watched) {
+        bool queued = false;
+
+        pthread_mutex_lock(&p->lock);
+        if (watched && p->n_watched > 0)
+                p->n_watched--;
+        /* Queued in the same step: the thread never sees itself idle with a close pending. */
+        if (p->thread_state == PRESSURE_THREAD_RUNNING && p->n_queued < ELEMENTSOF(p->closing)) {
+                p->closing[p->n_queued++] = fd;
+                p->n_closing++;
+                queued = true;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (queued)
+                watch_thread_wake(p);
+        else
+                close(fd);
+}
+
+/* The trigger fds the thread has yet to close: they still hold fds, and
+ * count against the triggers' bound until closed. */
+static unsigned pending_closes(Pressure *p) {
+        unsigned n;
+
+        pthread_mutex_lock(&p->lock);
+        n = p->n_closing;
+        pthread_mutex_unlock(&p->lock);
+        return n;
+}
+
+/* At the triggers' bound with fds still to close: one closed now, by the main
+ * thread (taken from the queue, or the one the thread is closing waited for).
+ * So a removal then an add at the bound works as before, and the bound still
+ * counts the fds held.  One per call as long as the limit was not lowered:
+ * that costs a call what a removal cost it before, and no more.  The thread
+ * does nothing else between taking an fd and its close (no write to the
+ * pipe), so the wait does not depend on the main loop. */
+static void pending_close_one(Pressure *p) {
+        int fd = -1;
+
+        pthread_mutex_lock(&p->lock);
+        if (p->n_queued > 0) {
+                fd = p->closing[--p->n_queued];
+                p->n_closing--;
+        } else if (p->n_closing > 0) {
+                unsigned n = p->n_closing;
+                while (p->n_closing == n)
+                        pthread_cond_wait(&p->closed, &p->lock);
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (fd >= 0)
+                close(fd);
+}
+
 static void trigger_free(PressureTrigger *t) {
         Pressure *p = t->pressure;
         PressureTrigger **head;
@@ -435,10 +502,12 @@ static void trigger_free(PressureTrigger *t) {
         if (t->gnext)
                 t->gnext->gprev = t->gprev;
 
-        if (t->fd >= 0) {
+        if (t->fd >= 0 && !p->stopping) {
                 (void) epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, t->fd, NULL);
-                close(t->fd);
+                trigger_fd_release(p, t->fd, true);
         }
+        /* At shutdown (stopping) the fds are left to exit(): closing up to
+         * 1,024 of them here, each a grace period, would only delay it. */
         p->n_triggers--;
         free(t);
 }
@@ -554,52 +623,117 @@ static int trigger_arm(PressureTrigger *t) {
         return epoll_ctl(t->pressure->epoll_fd, EPOLL_CTL_ADD, t->fd, &ev) < 0 ? -errno : 0;
 }
 
-/* The watcher thread (see pressure.h): the only epoll_wait() on the set. */
+/* The watcher thread (see pressure.h): the only epoll_wait() on the set, and
+ * the closes of the trigger fds (trigger_fd_release()).  It leaves once it had
+ * nothing to watch or close for PRESSURE_THREAD_LINGER_USEC, or at once when
+ * stopping. */
 static void *watch_thread(void *userdata) {
         Pressure *p = userdata;
         struct epoll_event evs[32];
+        uint64_t idle_since = 0; /* since when it has had nothing to do; 0: busy */
 
         for (;;) {
-                int n = epoll_wait(p->epoll_fd, evs, (int) ELEMENTSOF(evs), -1);
+                int n, timeout = -1;
+
+                pthread_mutex_lock(&p->lock);
+                /* A few at a time, between looks at the triggers: behind a
+                 * client's 256, the others' events would wait 256 grace periods. */
+                for (unsigned i = 0; !p->stopping && p->n_queued > 0; i++) {
+                        if (i == 8) {
+                                timeout = 0;
+                                break;
+                        }
+                        int fd = p->closing[--p->n_queued];
+
+                        pthread_mutex_unlock(&p->lock);
+                        close(fd); /* a grace period: see trigger_fd_release() */
+                        pthread_mutex_lock(&p->lock);
+                        p->n_closing--;
+                        pthread_cond_broadcast(&p->closed);
+                }
+                if (p->stopping) {
+                        pthread_mutex_unlock(&p->lock);
+                        return NULL;
+                }
+                if (p->n_watched == 0 && p->n_closing == 0) {
+                        uint64_t now = now_usec();
+
+                        if (idle_since == 0)
+                                idle_since = now;
+                        if (now >= idle_since + PRESSURE_THREAD_LINGER_USEC) {
+                                /* Decided under the lock: a trigger added from now on finds
+                                 * LEFT, joins this thread and starts another. */
+                                p->thread_state = PRESSURE_THREAD_LEFT;
+                                pthread_mutex_unlock(&p->lock);
+                                return NULL;
+                        }
+                        timeout = (int) ((idle_since + PRESSURE_THREAD_LINGER_USEC - now + USEC_PER_MSEC - 1) /
+                                         USEC_PER_MSEC);
+                } else
+                        idle_since = 0;
+                pthread_mutex_unlock(&p->lock);
+
+                n = epoll_wait(p->epoll_fd, evs, (int) ELEMENTSOF(evs), timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return NULL;
+                        break;
                 }
                 for (int i = 0; i < n; i++) {
-                        if (evs[i].data.u64 == 0)
-                                return NULL; /* stop_fd */
+                        if (evs[i].data.u64 == 0) { /* wake_fd: looked at above */
+                                eventfd_t v;
+                                (void) eventfd_read(p->wake_fd, &v);
+                                continue;
+                        }
                         PressureWakeup w = { .id = (uint32_t) evs[i].data.u64, .events = evs[i].events };
                         /* 8 bytes < PIPE_BUF: atomic.  A full pipe blocks us, which is fine;
                          * EPIPE means the main thread is shutting down. */
                         while (write(p->pipe_fd[1], &w, sizeof w) < 0)
                                 if (errno != EINTR)
-                                        return NULL;
+                                        goto out;
                 }
         }
+out:
+        /* Its fds to close, if any, are closed by the next thread, or left to exit(). */
+        pthread_mutex_lock(&p->lock);
+        p->thread_state = PRESSURE_THREAD_LEFT;
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
 }
 
-/* The watcher thread starts with the first trigger, not with the daemon: a
+/* Before a trigger's fd goes into the epoll set: the watcher thread runs (one
+ * that left is joined and another started), and counts that fd as watched.
+ * The thread runs only while there are triggers, not with the daemon: a
  * process with a second thread pays for it in every system call on an fd
  * (fdget() takes a reference on the file once the fd table is shared), and a
  * daemon that follows thousands of groups makes thousands of them per storm. */
-static int watch_thread_start(Pressure *p) {
+static int watch_thread_hold(Pressure *p) {
         sigset_t all, old;
-        int r;
+        int r = 0;
 
-        if (p->thread_started)
-                return 0;
-        /* Signals stay with the main thread. */
-        sigfillset(&all);
-        r = pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (r == 0) {
-                r = pthread_create(&p->thread, NULL, watch_thread, p);
-                (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_mutex_lock(&p->lock);
+        if (p->thread_state == PRESSURE_THREAD_LEFT) {
+                /* It set LEFT as its last step: the join does not wait. */
+                pthread_mutex_unlock(&p->lock);
+                (void) pthread_join(p->thread, NULL);
+                pthread_mutex_lock(&p->lock);
+                p->thread_state = PRESSURE_THREAD_NONE;
         }
-        if (r != 0)
-                return -r;
-        p->thread_started = true;
-        return 0;
+        if (p->thread_state == PRESSURE_THREAD_NONE) {
+                /* Signals stay with the main thread. */
+                sigfillset(&all);
+                r = pthread_sigmask(SIG_SETMASK, &all, &old);
+                if (r == 0) {
+                        r = pthread_create(&p->thread, NULL, watch_thread, p);
+                        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+                }
+                if (r == 0)
+                        p->thread_state = PRESSURE_THREAD_RUNNING;
+        }
+        if (r == 0)
+                p->n_watched++;
+        pthread_mutex_unlock(&p->lock);
+        return -r;
 }
 
 static void on_wakeups(evutil_socket_t fd, short what, void *userdata) {
@@ -754,6 +888,12 @@ static void pressure_read_limits(Pressure *p) {
                                                                                     : PRESSURE_TRIGGERS_PER_UID_MAX;
 }
 
+static int trigger_open(Pressure *p, Group *g, PsiResource res) {
+        if (g)
+                return group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK);
+        return system_open(res, O_RDWR | O_NONBLOCK);
+}
+
 int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
                          const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
                          sd_bus_error *error) {
@@ -764,6 +904,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         PsiResource res;
         PsiKind k;
         char buf[64];
+        unsigned closing;
         uint32_t id;
         int n, r;
 
@@ -782,19 +923,33 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                                          "This user has %u pressure triggers already (over all its "
                                          "connections), the most one user but root may have",
                                          p->max_triggers_per_uid);
-        if (p->n_triggers >= p->max_triggers)
+        /* The fds of removed triggers that the thread has yet to close count:
+         * they are still open.  At the bound, as many are closed now as make
+         * room for this one: one, as the bound held when they were triggers;
+         * more only once RLIMIT_NOFILE was lowered since. */
+        closing = pending_closes(p);
+        while (closing > 0 && p->n_triggers + closing >= p->max_triggers) {
+                pending_close_one(p);
+                closing = pending_closes(p);
+        }
+        if (p->n_triggers + closing >= p->max_triggers)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "freezerd has %u pressure triggers already, the most it keeps%s",
-                                         p->n_triggers,
+                                         "freezerd has %u pressure triggers already%s, the most it keeps%s",
+                                         p->n_triggers, closing > 0 ? " (and the fds of removed ones to close)" : "",
                                          p->max_triggers < PRESSURE_TRIGGERS_MAX
                                                  ? " (a quarter of its RLIMIT_NOFILE: each trigger holds an fd)"
                                                  : "");
 
         /* Open and read the start total before arming: see pressure.h. */
-        if (g)
-                fd = group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK);
-        else
-                fd = system_open(res, O_RDWR | O_NONBLOCK);
+        fd = trigger_open(p, g, res);
+        if ((fd == -EMFILE || fd == -ENFILE) && pending_closes(p) > 0) {
+                /* No fd left, with fds of removed triggers still open (more
+                 * than the bound allows once RLIMIT_NOFILE was lowered at run
+                 * time): all closed now, by the main thread, as before. */
+                while (pending_closes(p) > 0)
+                        pending_close_one(p);
+                fd = trigger_open(p, g, res);
+        }
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
         r = psi_read_fd(fd, res, &reading);
@@ -843,9 +998,12 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         };
 
         t->fd = fd;
-        r = watch_thread_start(p);
-        if (r >= 0)
+        r = watch_thread_hold(p);
+        if (r >= 0) {
                 r = trigger_arm(t);
+                if (r < 0) /* the thread closes it, as any trigger's */
+                        trigger_fd_release(p, TAKE_FD(fd), true);
+        }
         if (r < 0) {
                 free(t);
                 client_maybe_free(c);
@@ -948,15 +1106,17 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         p->privileged = have_cap_sys_resource();
         pressure_read_limits(p);
 
-        p->stop_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
+        (void) pthread_mutex_init(&p->lock, NULL);
+        (void) pthread_cond_init(&p->closed, NULL);
+        p->wake_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (p->epoll_fd < 0)
                 return pressure_setup_failed(p, -errno, "epoll_create1()");
-        p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (p->stop_fd < 0)
+        p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->wake_fd < 0)
                 return pressure_setup_failed(p, -errno, "eventfd()");
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
-        if (epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->stop_fd, &ev) < 0)
+        if (epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->wake_fd, &ev) < 0)
                 return pressure_setup_failed(p, -errno, "epoll_ctl()");
         if (pipe2(p->pipe_fd, O_CLOEXEC) < 0)
                 return pressure_setup_failed(p, -errno, "pipe2()");
@@ -976,17 +1136,25 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
 }
 
 Pressure *pressure_free(Pressure *p) {
+        bool started;
+
         if (!p)
                 return NULL;
         /* The thread first: closing the read end of the pipe unblocks a write
-         * to a full pipe (EPIPE), stop_fd ends its epoll_wait(). */
+         * to a full pipe (EPIPE), wake_fd ends its epoll_wait(), stopping its
+         * closes (it finishes the one it is in).  The fds it had yet to close,
+         * and those of the triggers freed below, are left to exit(). */
         if (p->pipe_event)
                 event_free(p->pipe_event);
         closep(&p->pipe_fd[0]);
-        if (p->thread_started) {
-                while (eventfd_write(p->stop_fd, 1) < 0 && errno == EINTR)
-                        ;
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        started = p->thread_state != PRESSURE_THREAD_NONE;
+        pthread_mutex_unlock(&p->lock);
+        if (started) {
+                watch_thread_wake(p);
                 (void) pthread_join(p->thread, NULL);
+                p->thread_state = PRESSURE_THREAD_NONE;
         }
         closep(&p->pipe_fd[1]);
 
@@ -997,8 +1165,10 @@ Pressure *pressure_free(Pressure *p) {
                 trigger_free(p->triggers); /* none should be left: every trigger has a client */
         for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
                 kept_fd_close(NULL, &p->system_fd[i]);
-        closep(&p->stop_fd);
+        closep(&p->wake_fd);
         closep(&p->epoll_fd);
+        pthread_cond_destroy(&p->closed);
+        pthread_mutex_destroy(&p->lock);
         sd_bus_unref(p->bus);
         free(p);
         return NULL;

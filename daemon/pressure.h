@@ -23,11 +23,13 @@
  * set whether it is ready (ep_eventpoll_poll() polls the first ready trigger,
  * clearing its event), then our epoll_wait() polls it again and finds nothing.
  * Seen on 6.18: of two triggers firing together one was never reported, a
- * lone trigger in the daemon never at all.  So a small watcher thread (started
- * with the first trigger) does the only epoll_wait() on the set
- * (EPOLLPRI|EPOLLET, data = trigger id) and forwards (id, events) records
- * through a pipe that libevent watches; the main thread handles them.  The
- * thread touches nothing else.  Edge-triggered and never re-armed: a re-arm
+ * lone trigger in the daemon never at all.  So a small watcher thread (running
+ * while there are triggers, and PRESSURE_THREAD_LINGER_USEC after the last)
+ * does the only epoll_wait() on the set (EPOLLPRI|EPOLLET, data = trigger id)
+ * and forwards (id, events) records through a pipe that libevent watches; the
+ * main thread handles them.  The thread also closes the fds of the triggers
+ * that end (a close waits for an RCU grace period: trigger_fd_release()); it
+ * touches nothing else.  Edge-triggered and never re-armed: a re-arm
  * (EPOLLONESHOT, then EPOLL_CTL_MOD once the main loop had handled the event,
  * the other way) polls the file too, and lost an event that came while
  * the trigger was disarmed (trigger_arm() says how; test-pressure-disarmed).
@@ -116,6 +118,18 @@ struct GroupPressure {
         PressureTrigger *triggers;
 };
 
+/* The watcher thread. */
+typedef enum PressureThreadState {
+        PRESSURE_THREAD_NONE,    /* none was started, or the last one was joined */
+        PRESSURE_THREAD_RUNNING,
+        PRESSURE_THREAD_LEFT,    /* it found nothing to do for its linger and left: join it */
+} PressureThreadState;
+
+/* How long the watcher thread waits, with no trigger left and no fd to close,
+ * before it leaves (as the writer thread lingers): a client that replaces its
+ * only trigger does not make a thread each time. */
+#define PRESSURE_THREAD_LINGER_USEC (100 * USEC_PER_MSEC)
+
 typedef struct PressureHooks {
         /* A trigger fired: reading is the current line of its kind. */
         void (*exceeded)(Pressure *p, const PressureTrigger *t, const PsiLine *reading, void *userdata);
@@ -139,12 +153,23 @@ struct Pressure {
         unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE (read at each new trigger) */
         unsigned max_triggers_per_uid; /* PRESSURE_TRIGGERS_PER_UID_MAX, at most a quarter of max_triggers */
 
-        int epoll_fd;              /* the trigger fds, and stop_fd with data 0 */
-        int stop_fd;               /* eventfd: ends the watcher thread */
+        int epoll_fd;              /* the trigger fds, and wake_fd with data 0 */
+        int wake_fd;               /* eventfd: wakes the watcher thread (fds to close, stopping) */
         int pipe_fd[2];            /* watcher thread -> main loop: PressureWakeup records */
         struct event *pipe_event;
         pthread_t thread;
-        bool thread_started;
+
+        /* Shared with the watcher thread, under lock.  The thread runs while
+         * there are trigger fds to watch or to close, and PRESSURE_THREAD_LINGER_USEC
+         * after: freezerd is single-threaded at rest. */
+        pthread_mutex_t lock;
+        pthread_cond_t closed;     /* the thread closed a trigger fd */
+        PressureThreadState thread_state;
+        bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
+        unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
+        unsigned n_closing;        /* trigger fds not yet closed: those queued, and the one being closed */
+        unsigned n_queued;
+        int closing[PRESSURE_TRIGGERS_MAX]; /* the queue: n_triggers + n_closing <= PRESSURE_TRIGGERS_MAX */
 
         PressureTrigger *triggers;        /* all of them */
         PressureTrigger *system_triggers; /* those of the Manager object */

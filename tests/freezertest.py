@@ -1253,6 +1253,24 @@ def thread_count(pid):
     return len(os.listdir(f'/proc/{pid}/task'))
 
 
+def pressure_trigger_fd_count(pid):
+    """How many fds freezerd has open read-write on pressure files: its triggers', and the removed
+    triggers' that its watcher thread has yet to close (the readings' are read-only)."""
+    n = 0
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            target = os.readlink(f'/proc/{pid}/fd/{fd}')
+            if not (target.endswith('.pressure') or target.startswith('/proc/pressure/')):
+                continue
+            with open(f'/proc/{pid}/fdinfo/{fd}') as f:
+                flags = int(re.search(r'^flags:\s+(\d+)', f.read(), re.M).group(1), 8)
+            n += (flags & os.O_ACCMODE) == os.O_RDWR
+        except (OSError, AttributeError):
+            pass
+    return n
+
+
+
 def anon_fd_items(pid, kind, prefix):
     """Lines starting with prefix (bytes) in the /proc/PID/fdinfo of each fd of a process
     that is an anon_inode:KIND ("[eventpoll]": epoll items, b'tfd:'; "inotify": watches,

@@ -180,6 +180,10 @@ def test():
                     ft.check(True, '  ... while root still gets one')
                     for tid in u_ids:
                         u.call('RemovePressureTrigger', tid)
+            # The removed triggers' fds are closed by the watcher thread: all closed
+            # before the fds are listed below.
+            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
+                        poll=0.02, what='the removed triggers\' fds closed')
             old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
             try:
                 # The limit caps fd numbers: set it to the lowest free one (the removed

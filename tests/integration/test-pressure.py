@@ -367,6 +367,9 @@ def test():
             c.add_match(type='signal', sender='org.freedesktop.DBus', interface='org.freedesktop.DBus',
                         member='NameOwnerChanged')
             c.manager_property('Version')  # a round trip: freezerd has handled everything before
+            # ... and its watcher thread closed the removed triggers' fds
+            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
+                        what='the removed triggers\' fds closed')
             fds_before = fd_count(d.pid)
             greedy = ft.Client(bus.address)
             for i in range(64):
@@ -381,7 +384,10 @@ def test():
             ft.wait_for(lambda: any(x.member == 'NameOwnerChanged' and x.body[0] == name and not x.body[2]
                                     for x in c.signals), what=f'NameOwnerChanged of {name}')
             c.manager_property('Version')  # freezerd got the same NameOwnerChanged before this call
-            ft.check_equal(fd_count(d.pid), fds_before, 'the disconnected client left no trigger behind')
+            # The watcher thread closes the fds, after the main loop dropped the triggers.
+            ft.wait_for(lambda: fd_count(d.pid) == fds_before, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
+                        what=f"freezerd's fd count back to {fds_before}")
+            ft.check(True, 'the disconnected client left no trigger behind')
             ft.check(f'Bus client {name} disconnected: dropping its 64 pressure trigger(s)' in d.log(),
                      'freezerd dropped the 64 triggers of the disconnected client')
 
