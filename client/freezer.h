@@ -467,6 +467,11 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * reads messages during blocking calls (freezer_freeze(), freezer_get_group(),
  * ...) and queues signals that arrive meanwhile in memory, where they do not
  * make the fd readable: call freezer_dispatch() after every blocking call, too.
+ * That queue holds up to 393,216 messages (as many as sd-bus holds); past
+ * that, signals are dropped (never a call's reply, nor a signal that a
+ * daemon, the connection or a trigger went) until freezer_dispatch() makes
+ * room, and the handle makes up for what it can: see the state and group
+ * callbacks.
  * The fd is non-blocking and close-on-exec, and belongs to the handle: do not
  * close it or read from it. It stays the same for the handle's life but for
  * one thing: when the connection is lost, the library closes it, not
@@ -555,7 +560,12 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * past that they are dropped and, once the Ids are in, every group's state is
  * read again with Manager.ListGroups() and those that differ from what the
  * handle knew are reported: a change in between may go unreported, the state
- * it led to is not); a daemon that is not running yet is no error.  The call blocks until the daemon confirms, so
+ * it led to is not); a daemon that is not running yet is no error.  So
+ * too when signals are dropped past the handle's queue (see "Event loop
+ * integration"): the states are read again, and for a dropped
+ * InterfacesAdded or InterfacesRemoved the Ids first (a group made meanwhile
+ * is reported once, with its state).  (With GroupsChanged, from an older
+ * daemon, a dropped signal's changes go unreported.)  The call blocks until the daemon confirms, so
  * changes after it returns are not missed: to follow a group, install the
  * callback first, then read the initial state with freezer_get_group().
  * Removing the callback ends the subscription.
@@ -592,7 +602,10 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * subtree, or a subtree given to freezer_track()) with its FreezerState
  * (FREEZER_STATE_UNKNOWN if the signal did not carry it), or of one it stopped
  * publishing (added false, state FREEZER_STATE_UNKNOWN: the cgroup was removed
- * or its subtree untracked). path is only valid during the call.
+ * or its subtree untracked). path is only valid during the call.  A group
+ * made or removed while its signal was dropped past the handle's queue (see
+ * "Event loop integration") is not reported here: after a long blocking call
+ * under a flood, read the groups afresh (freezer_list()) to be sure.
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);

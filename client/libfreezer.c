@@ -128,10 +128,16 @@ struct freezer {
         /* More than HELD_MAX came (or no memory to hold one): held was
          * dropped, what comes until the states are read again too. */
         bool held_lost;
-        /* The reply of a ListGroups read again (ids_slot) is queued already
-         * (reread_in): a GroupStatesChanged dropped since is newer than it,
-         * and the states are read once more after it (reread_again). */
+        /* The reply of a ListGroups read again or of ListGroupIds (ids_slot)
+         * is queued already (reread_in): a GroupStatesChanged dropped since is
+         * newer than it, and the states are read once more after it
+         * (reread_again). */
         bool reread_in, reread_again;
+        /* ids_slot is SubscribeGroupStates() or ListGroupIds(): the Ids are
+         * being loaded.  An InterfacesAdded/Removed dropped after their reply
+         * came, or during a ListGroups, asks for the Ids once more after it
+         * (ids_again; ids_lost()). */
+        bool ids_loading, ids_again;
 
         /* InterfacesAdded/Removed, while the group or the state callback is
          * installed: the latter needs them to drop removed groups from the
@@ -306,8 +312,11 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
 /* As many messages as sd-bus holds in memory (its BUS_RQUEUE_MAX), where
  * sd_bus_call() failed with ENOBUFS: signals past it (a blocking call that
  * waits long under a flood of them, a program that does not dispatch) are
- * dropped rather than queued without end. */
+ * dropped rather than queued without end.  A test build sets a small one
+ * (tests/meson.build), to reach it. */
+#ifndef DEFERRED_MAX
 #define DEFERRED_MAX (384U * 1024U)
+#endif
 
 /* A message for handler, queued by one of the deferring wrappers below: the
  * slot sd-bus dispatches it through is the one at home.  Fails for lack of
@@ -316,9 +325,10 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
  * which some state waits for, nor the rare signals that say the daemon or
  * the connection or a trigger went).  sd-bus takes a handler's failure as
  * handled: the message is dropped, the loop goes on.  states_lost() makes up
- * for a GroupStatesChanged; a GroupsChanged (a freezerd without
- * GroupStatesChanged), an InterfacesAdded/Removed or a PressureExceeded
- * dropped so is lost for good. */
+ * for a GroupStatesChanged, ids_lost() for an InterfacesAdded/Removed in what
+ * the state callback knows (the group callback misses it); a GroupsChanged
+ * (a freezerd without GroupStatesChanged) or a PressureExceeded dropped so is
+ * lost for good. */
 static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                  sd_bus_slot **home, bool limited) {
         deferred *d;
@@ -2216,9 +2226,41 @@ static void states_lost(freezer *f) {
                         f->reread_again = true;
                 return;
         }
+        f->ids_loading = false;
         if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                      FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
                 f->held_lost = false;
+}
+
+static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* ListGroupIds() anew, on ids_slot: on_group_ids() loads them and, as
+ * held_lost is set, reads the states again after them. */
+static void ids_reload(freezer *f) {
+        f->reread_in = f->reread_again = f->ids_again = false;
+        f->ids_loading = true;
+        if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "") < 0)
+                f->held_lost = false;
+}
+
+/* An InterfacesAdded/Removed was dropped (defer()): the state callback would
+ * not know the new group's Id (its GroupStatesChanged would be skipped for
+ * good), or would keep a removed one.  The Ids are loaded again, then the
+ * states read again (the signals until then dropped, as in states_lost()):
+ * a group made meanwhile is reported with its state once. */
+static void ids_lost(freezer *f) {
+        if (!f->state_cb || !f->compact)
+                return;
+        held_drop(f);
+        f->held_lost = true;
+        if (!f->ids_slot)
+                ids_reload(f);
+        else if (!f->ids_loading || f->reread_in)
+                /* A ListGroups, or Ids older than the signal: load them once
+                 * more when that reply is handled. */
+                f->ids_again = true;
+        /* else the Ids on their way are newer than the signal. */
 }
 
 static int on_group_states_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -2227,6 +2269,17 @@ static int on_group_states_changed_queue(sd_bus_message *m, void *userdata, _unu
 
         if (r == -ENOBUFS)
                 states_lost(f);
+        return r;
+}
+
+static int on_interfaces_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+static int on_interfaces_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        int r = defer(f, m, on_interfaces_changed, f, &f->group_slot, true);
+
+        if (r == -ENOBUFS)
+                ids_lost(f);
         return r;
 }
 
@@ -2344,7 +2397,10 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                         (void) call_subscription(f, "SubscribeGroups", NULL);
                 return 0;
         }
-        /* Signals wait in held until the list is in. */
+        /* Signals wait in held until the list is in (newer than any
+         * signal dropped so far). */
+        f->ids_loading = true;
+        f->ids_again = false;
         r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                      FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "");
         if (r < 0)
@@ -2362,6 +2418,11 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        if (f->ids_again) { /* an InterfacesAdded/Removed dropped meanwhile */
+                if (f->state_cb)
+                        ids_reload(f);
+                return 0;
+        }
         f->held_lost = f->reread_in = f->reread_again = false;
         if (again) { /* older than a signal dropped since: read again */
                 states_lost(f);
@@ -2401,10 +2462,18 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
 
         f->n_held = 0;
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        f->reread_in = false;
         if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL))
                 (void) group_ids_load(f, reply);
+        if (f->ids_again && f->state_cb) { /* older than an InterfacesAdded/Removed dropped since */
+                ids_reload(f);
+                free(held); /* dropped when they were lost: empty */
+                return 0;
+        }
         if (f->held_lost) {
-                /* Signals go on being dropped until the states are in. */
+                /* Signals go on being dropped until the states are in (read
+                 * after any signal dropped so far). */
+                f->ids_loading = f->reread_again = false;
                 if (!f->state_cb ||
                     sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                              FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
@@ -2422,7 +2491,13 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         free(held);
         return 0;
 }
-DEFINE_QUEUED(on_group_ids, ids_slot, false)
+
+static int on_group_ids_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        f->reread_in = true; /* see states_lost(), ids_lost() */
+        return defer(f, m, on_group_ids, f, &f->ids_slot, false);
+}
 
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
@@ -2432,7 +2507,8 @@ static void state_resubscribe(freezer *f) {
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
-        f->reread_in = f->reread_again = false;
+        f->reread_in = f->reread_again = f->ids_again = false;
+        f->ids_loading = true;
         held_drop(f);
         /* A new freezerd may have what the old one lacked. */
         if (state_match_set(f, true, false) < 0)
@@ -2695,7 +2771,6 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
                             f->group_userdata);
         return 0;
 }
-DEFINE_QUEUED(on_interfaces_changed, group_slot, true)
 
 FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata) {
         int r;

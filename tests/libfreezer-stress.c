@@ -983,6 +983,243 @@ static void scenario_lost(pid_t daemon) {
         freezer_close(f);
 }
 
+/* ---- the queue's bound reached (a build with a small DEFERRED_MAX) ---- */
+
+#define BOUND_OLD 100   /* /b/g0.. made before the state callback */
+#define BOUND_NEW 30    /* /b/n0.. made while signals are dropped */
+#define BOUND_FILL 40   /* calls whose replies fill the queue */
+
+typedef struct bound {
+        freezer_state last[BOUND_OLD + BOUND_NEW];
+        bool frozen[BOUND_OLD + BOUND_NEW];
+        unsigned reports, outside;
+        int fill_calls, fill_done, call_done, call_error;
+        freezer_state want;
+} bound;
+
+/* /b/gN is N, /b/nN is BOUND_OLD + N. */
+static int bound_index(const char *path) {
+        int i;
+
+        if (sscanf(path, "/b/g%d", &i) == 1 && i >= 0 && i < BOUND_OLD)
+                return i;
+        if (sscanf(path, "/b/n%d", &i) == 1 && i >= 0 && i < BOUND_NEW)
+                return BOUND_OLD + i;
+        return -1;
+}
+
+static void bound_path(int i, char *p, size_t n) {
+        if (i < BOUND_OLD)
+                snprintf(p, n, "/b/g%d", i);
+        else
+                snprintf(p, n, "/b/n%d", i - BOUND_OLD);
+}
+
+static void bound_state_cb(freezer *f, const char *path, freezer_state state, bool frozen, void *userdata) {
+        bound *b = userdata;
+        int i = bound_index(path);
+
+        (void) f;
+        if (!in_dispatch)
+                b->outside++;
+        b->reports++;
+        if (i >= 0) {
+                b->last[i] = state;
+                b->frozen[i] = frozen;
+        }
+}
+
+static void bound_fill_cb(freezer *f, const freezer_call_result *r, void *userdata) {
+        bound *b = userdata;
+
+        (void) f;
+        if (!in_dispatch)
+                b->outside++;
+        b->fill_done++;
+}
+
+static void bound_call_cb(freezer *f, const freezer_call_result *r, void *userdata) {
+        bound *b = userdata;
+
+        (void) f;
+        if (!in_dispatch)
+                b->outside++;
+        b->call_done++;
+        b->call_error = r->error;
+}
+
+static bool bound_done(void *userdata) {
+        bound *b = userdata;
+
+        if (b->call_done == 0 || b->fill_done < b->fill_calls)
+                return false;
+        for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++)
+                if (b->last[i] != b->want)
+                        return false;
+        return true;
+}
+
+/* A blocking freezer_get_group() whose reply must be the group's. */
+static bool bound_get(freezer *f, const char *path, freezer_group *g) {
+        int r = freezer_get_group(f, path, g);
+
+        if (r < 0 || !g->path || strcmp(g->path, path) != 0) {
+                fail("get_group(%s) while the queue is full: %s, path %s", path, strerror(-r),
+                     g->path ? g->path : "(none)");
+                return false;
+        }
+        return true;
+}
+
+/* Calls whose replies wait in the queue (as many as the bound and more):
+ * what comes after them past the bound is dropped. */
+static void bound_fill(freezer *f, bound *b) {
+        freezer_group g = {};
+        char p[64];
+
+        for (int k = 0; k < BOUND_FILL; k++) {
+                int r;
+
+                bound_path(k % BOUND_OLD, p, sizeof p);
+                /* No change (each is as /b has it): an answer at once. */
+                r = freezer_thaw_async(f, p, 0, FREEZER_NO_WAIT, bound_fill_cb, b, NULL);
+                CHECK(r == 0, "thaw_async(%s): %s", p, strerror(-r));
+                b->fill_calls++;
+        }
+        if (bound_get(f, "/b", &g))
+                freezer_group_clear(&g);
+}
+
+/* The kernel's "frozen" of a group (cgroup.events), -1 if unreadable. */
+static int kernel_frozen(const char *rel) {
+        char p[4096], line[256];
+        FILE *e;
+        int frozen = -1;
+
+        snprintf(p, sizeof p, "%s%s/cgroup.events", cgroot, rel);
+        e = fopen(p, "re");
+        if (!e)
+                return -1;
+        while (fgets(line, sizeof line, e))
+                if (sscanf(line, "frozen %d", &frozen) == 1)
+                        break;
+        fclose(e);
+        return frozen;
+}
+
+/* Freeze or thaw /b with the queue full, a blocking call after the other
+ * until freezerd says it is done: every signal meanwhile comes past the
+ * bound.  Then a loop gets the callbacks: every group's last report is its
+ * state, which is the kernel's. */
+static void bound_round(freezer *f, bound *b, bool freeze) {
+        freezer_state top = freeze ? FREEZER_STATE_FROZEN : FREEZER_STATE_RUNNING;
+        uint64_t deadline = now_usec() + DEADLINE_SEC * 1000000ULL;
+        unsigned gets = 0, settled = 0;
+        char p[64];
+        int r;
+
+        b->want = freeze ? FREEZER_STATE_FROZEN_BY_PARENT : FREEZER_STATE_RUNNING;
+        b->call_done = 0;
+        bound_fill(f, b);
+        r = (freeze ? freezer_freeze_async : freezer_thaw_async)(f, "/b", 0, 0, bound_call_cb, b, NULL);
+        CHECK(r == 0, "%s_async(/b): %s", freeze ? "freeze" : "thaw", strerror(-r));
+        for (;;) {
+                freezer_group g = {};
+                bool done;
+
+                if (!bound_get(f, "/b", &g))
+                        return;
+                gets++;
+                done = g.state == top && g.frozen_descendants == (freeze ? g.descendants : 0);
+                freezer_group_clear(&g);
+                /* And two more: freezerd sends a turn's GroupStatesChanged
+                 * before it answers a call of a later turn. */
+                if (done && ++settled > 2)
+                        break;
+                if (!done && now_usec() > deadline) {
+                        fail("/b not %s", freezer_state_to_string(top));
+                        return;
+                }
+        }
+        if (!loop_until(f, bound_done, b, freeze ? "every child reported frozen-by-parent"
+                                                 : "every child reported running")) {
+                for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++)
+                        if (b->last[i] != b->want) {
+                                bound_path(i, p, sizeof p);
+                                fail("%s: last reported %s", p, freezer_state_to_string(b->last[i]));
+                                break;
+                        }
+                fail("fill callbacks %d/%d, call callbacks %d", b->fill_done, b->fill_calls, b->call_done);
+                return;
+        }
+        CHECK(b->call_done == 1 && b->call_error == 0, "/b's call: callback ran %d times, error %d", b->call_done,
+              b->call_error);
+        /* (Thawing a child of a frozen /b fails: FrozenByParent.  A reply
+         * all the same.) */
+        CHECK(b->fill_done == b->fill_calls, "fill calls: %d callbacks for %d", b->fill_done, b->fill_calls);
+        /* What the callback said last is the kernel's. */
+        for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++) {
+                bound_path(i, p, sizeof p);
+                CHECK(kernel_frozen(p) == (int) freeze && b->frozen[i] == freeze,
+                      "%s: kernel frozen %d, reported %d", p, kernel_frozen(p), b->frozen[i]);
+        }
+        printf("# bound %s: %u blocking calls meanwhile, %u reports\n", freeze ? "freeze" : "thaw", gets, b->reports);
+}
+
+static void scenario_bound(void) {
+        freezer *f = open_handle();
+        bound *b = calloc(1, sizeof *b);
+        freezer_group *a = NULL, g = {};
+        size_t n = 0;
+        char p[64];
+
+        cg_mkdir("/b");
+        for (int i = 0; i < BOUND_OLD; i++) {
+                bound_path(i, p, sizeof p);
+                cg_mkdir(p);
+        }
+        CHECK(freezer_track(f, "/b") == 0, "freezer_track(/b): %s", freezer_last_error_name(f));
+        CHECK(freezer_set_state_callback(f, bound_state_cb, b) == 0, "set_state_callback");
+        CHECK(freezer_list(f, &a, &n) == 0 && n > BOUND_OLD, "freezer_list: %zu groups", n);
+        freezer_group_array_free(a, n);
+        for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++)
+                b->last[i] = FREEZER_STATE_RUNNING;
+
+        /* Groups made with the queue full: their InterfacesAdded past the
+         * bound.  (Not asked for by path: that would tell their Ids.) */
+        bound_fill(f, b);
+        for (int i = BOUND_OLD; i < BOUND_OLD + BOUND_NEW; i++) {
+                bound_path(i, p, sizeof p);
+                cg_mkdir(p);
+        }
+        for (uint64_t deadline = now_usec() + DEADLINE_SEC * 1000000ULL;;) {
+                bool done;
+
+                if (!bound_get(f, "/b", &g))
+                        break;
+                done = g.descendants == BOUND_OLD + BOUND_NEW;
+                freezer_group_clear(&g);
+                if (done)
+                        break;
+                if (now_usec() > deadline) {
+                        fail("freezerd did not see the new groups");
+                        break;
+                }
+        }
+
+        bound_round(f, b, true);
+        bound_round(f, b, false);
+        CHECK(b->outside == 0, "%u callbacks ran outside freezer_dispatch()", b->outside);
+
+        freezer_close(f);
+        for (int i = BOUND_OLD + BOUND_NEW - 1; i >= 0; i--) {
+                bound_path(i, p, sizeof p);
+                cg_rmdir(p);
+        }
+        cg_rmdir("/b");
+        free(b);
+}
+
 int main(int argc, char **argv) {
         const char *scenario;
 
@@ -1010,6 +1247,8 @@ int main(int argc, char **argv) {
                 scenario_triggers();
         else if (strcmp(scenario, "restart") == 0)
                 scenario_restart();
+        else if (strcmp(scenario, "bound") == 0)
+                scenario_bound();
         else if (strcmp(scenario, "timeout") == 0 && argc > 5)
                 scenario_timeout((pid_t) atoi(argv[5]));
         else if (strcmp(scenario, "lost") == 0 && argc > 5)
