@@ -469,9 +469,9 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * make the fd readable: call freezer_dispatch() after every blocking call, too.
  * That queue holds up to 393,216 messages (as many as sd-bus holds); past
  * that, signals are dropped (never a call's reply, nor a signal that a
- * daemon, the connection or a trigger went) until freezer_dispatch() makes
- * room, and the handle makes up for what it can: see the state and group
- * callbacks.
+ * daemon, the connection or a trigger went, nor a trigger's firing: see the
+ * pressure callback) until freezer_dispatch() makes room, and the handle
+ * makes up for what it can: see the state and group callbacks.
  * The fd is non-blocking and close-on-exec, and belongs to the handle: do not
  * close it or read from it. It stays the same for the handle's life but for
  * one thing: when the connection is lost, the library closes it, not
@@ -748,6 +748,13 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  *                      which then fails with -ECONNRESET)
  * The trigger is forgotten before that callback runs. path and reading (and
  * reason) are only valid during the call.
+ *
+ * A trigger's firings that wait to be dispatched (the handle not dispatched
+ * for a while, or a blocking call under a flood of signals) come as one call
+ * of the pressure callback, with the latest reading: the callback says that
+ * the trigger fired, at least once, since the last call for it.  So no firing
+ * is lost, however long the handle waits (they are never dropped past the
+ * queue's bound, see "Event loop integration").
  *
  * The daemon sends the pressure signals to the trigger's owner only, which
  * receives them without any bus match: the handle picks them out of what it

@@ -50,6 +50,9 @@ typedef struct trigger_entry {
         char *owner;    /* unique bus name of the freezerd that holds it */
         freezer_resource resource;
         bool full;
+        /* Its PressureExceeded waiting in the handle's queue, if any: a
+         * later one takes its place (defer_pressure_exceeded()). */
+        struct deferred *exceeded;
 } trigger_entry;
 
 /* A method call of freezer_*_async() waiting for its reply. */
@@ -93,6 +96,10 @@ typedef struct deferred {
          * handed it over. */
         sd_bus_slot *slot;
         sd_bus_slot **home;
+        /* A PressureExceeded of trigger trigger_id (the trigger's exceeded
+         * points here while it waits). */
+        bool exceeded;
+        uint32_t trigger_id;
         struct deferred *next;
 } deferred;
 
@@ -323,14 +330,15 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
  * memory, or with ENOBUFS past DEFERRED_MAX where limited (signals that can
  * be lost: never the replies to calls, which are as many as the calls and
  * which some state waits for, nor the rare signals that say the daemon or
- * the connection or a trigger went).  sd-bus takes a handler's failure as
- * handled: the message is dropped, the loop goes on.  states_lost() makes up
- * for a GroupStatesChanged, ids_lost() for an InterfacesAdded/Removed in what
- * the state callback knows (the group callback misses it); a GroupsChanged
- * (a freezerd without GroupStatesChanged) or a PressureExceeded dropped so is
- * lost for good. */
-static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
-                 sd_bus_slot **home, bool limited) {
+ * the connection or a trigger went, nor a trigger's PressureExceeded, of
+ * which at most one waits: defer_pressure_exceeded()).  sd-bus takes a
+ * handler's failure as handled: the message is dropped, the loop goes on.
+ * states_lost() makes up for a GroupStatesChanged, ids_lost() for an
+ * InterfacesAdded/Removed in what the state callback knows (the group
+ * callback misses it); a GroupsChanged (a freezerd without
+ * GroupStatesChanged) dropped so is lost for good. */
+static int defer_full(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
+                      sd_bus_slot **home, bool limited, deferred **ret) {
         deferred *d;
 
         if (limited && f->n_deferred >= DEFERRED_MAX)
@@ -348,7 +356,14 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
         *f->deferred_tail = d;
         f->deferred_tail = &d->next;
         f->n_deferred++;
+        if (ret)
+                *ret = d;
         return 0;
+}
+
+static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
+                 sd_bus_slot **home, bool limited) {
+        return defer_full(f, m, handler, userdata, home, limited, NULL);
 }
 
 /* The wrapper name_queue() of the handler name(), for a slot the handle keeps
@@ -359,6 +374,8 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
                 return defer(f, m, name, f, &f->field, limited);                                \
         }
 
+static trigger_entry *trigger_get(freezer *f, uint32_t id);
+
 static deferred *deferred_pop(freezer *f) {
         deferred *d = f->deferred;
 
@@ -367,6 +384,15 @@ static deferred *deferred_pop(freezer *f) {
                 f->deferred = d->next;
                 if (!f->deferred)
                         f->deferred_tail = &f->deferred;
+                if (d->exceeded) {
+                        /* No longer waiting: the trigger's next one is queued
+                         * anew.  (The trigger may be gone, or one of the same
+                         * Id added since, which does not point here.) */
+                        trigger_entry *t = trigger_get(f, d->trigger_id);
+
+                        if (t && t->exceeded == d)
+                                t->exceeded = NULL;
+                }
         }
         return d;
 }
@@ -3196,6 +3222,39 @@ static int on_filter(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *r
         return 0;
 }
 
+/* A PressureExceeded: at most one per trigger waits in the queue, the latest
+ * (whose reading is the newest), so that however long the handle is not
+ * dispatched they never fill the queue, and a trigger's firing is never
+ * dropped: the pressure callback says that it fired, once for all the
+ * firings that waited.  One that is no trigger's of ours is dropped here, as
+ * on_filter() would drop it (a trigger is known from the reply that made it,
+ * which comes before its signals). */
+static int defer_pressure_exceeded(freezer *f, sd_bus_message *m) {
+        trigger_entry *t;
+        deferred *d;
+        uint32_t id;
+        int r;
+
+        r = sd_bus_message_read(m, "u", &id);
+        if (r < 0 || sd_bus_message_rewind(m, true) < 0)
+                return 0; /* malformed: on_filter() would ignore it */
+        t = trigger_of_signal(f, m, id);
+        if (!t)
+                return 0;
+        if (t->exceeded) {
+                sd_bus_message_unref(t->exceeded->m);
+                t->exceeded->m = sd_bus_message_ref(m);
+                return 0;
+        }
+        r = defer_full(f, m, on_filter, f, &f->filter_slot, false, &d);
+        if (r < 0)
+                return r;
+        d->exceeded = true;
+        d->trigger_id = id;
+        t->exceeded = d;
+        return 0;
+}
+
 /* Only what on_filter() acts on: the filter sees every message. */
 static int on_filter_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
@@ -3206,7 +3265,7 @@ static int on_filter_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_er
             sd_bus_message_is_signal(m, NULL, "PressureTriggerRemoved"))
                 return defer(f, m, on_filter, f, &f->filter_slot, false);
         if (sd_bus_message_is_signal(m, NULL, "PressureExceeded"))
-                return defer(f, m, on_filter, f, &f->filter_slot, true);
+                return defer_pressure_exceeded(f, m);
         return 0;
 }
 

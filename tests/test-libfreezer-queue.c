@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * libfreezer's queue of messages at its bound, against a stand-in for
+ * freezerd (a child process serving a socket in a temporary directory, as
+ * freezerd serves its private socket) that sends PressureExceeded at will.
+ * Built with libfreezer's sources and a queue of 16 messages (DEFERRED_MAX,
+ * tests/meson.build).  No bus daemon, no cgroups, no real pressure.  Exit
+ * status 0 if all pass, 1 otherwise.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-bus.h>
+
+#include "freezer.h"
+#include "test-util.h"
+
+#define PATH "/org/freezerd/Freezer1"
+#define INTERFACE "org.freezerd.Freezer1.Manager"
+#define TRIGGER_ID 7
+#define N_CALLS 20      /* replies that fill the queue (16) */
+#define N_SIGNALS 50    /* PressureExceeded sent at once */
+
+/* ---- the stand-in (child process) ---- */
+
+/* Freeze(s, t, t): an empty reply. */
+static int method_freeze(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+/* Thaw(s, t, t): N_SIGNALS PressureExceeded of the trigger, the k-th with a
+ * total stall of k, then an empty reply. */
+static int method_thaw(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        sd_bus *bus = sd_bus_message_get_bus(m);
+        int r;
+
+        for (unsigned k = 1; k <= N_SIGNALS; k++) {
+                r = sd_bus_emit_signal(bus, PATH, INTERFACE, "PressureExceeded", "uss(dddt)", (uint32_t) TRIGGER_ID,
+                                       "cpu", "some", 1.0, 2.0, 3.0, (uint64_t) k);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+/* AddPressureTrigger(s, s, t, t): always the same id. */
+static int method_add_trigger(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, "u", (uint32_t) TRIGGER_ID);
+}
+
+static int method_remove_trigger(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static const sd_bus_vtable vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Freeze", "stt", "", method_freeze, 0),
+        SD_BUS_METHOD("Thaw", "stt", "", method_thaw, 0),
+        SD_BUS_METHOD("AddPressureTrigger", "sstt", "u", method_add_trigger, 0),
+        SD_BUS_METHOD("RemovePressureTrigger", "u", "", method_remove_trigger, 0),
+        SD_BUS_SIGNAL("PressureExceeded", "uss(dddt)", 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* Serve each connection in turn until it closes. */
+_Noreturn static void serve(int listen_fd) {
+        sd_id128_t id;
+
+        if (sd_id128_randomize(&id) < 0)
+                _exit(2);
+        for (;;) {
+                sd_bus *bus = NULL;
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+                if (fd < 0)
+                        _exit(2);
+                if (sd_bus_new(&bus) < 0 || sd_bus_set_fd(bus, fd, fd) < 0 || sd_bus_set_server(bus, true, id) < 0 ||
+                    sd_bus_add_object_vtable(bus, NULL, PATH, INTERFACE, vtable, NULL) < 0 || sd_bus_start(bus) < 0)
+                        _exit(2);
+                for (;;) {
+                        int r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                break; /* the client went away */
+                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                                break;
+                }
+                sd_bus_close_unref(bus);
+        }
+}
+
+/* ---- the client ---- */
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static unsigned calls_done, fired;
+static uint64_t last_total;
+
+static void call_cb(_unused_ freezer *f, const freezer_call_result *r, _unused_ void *userdata) {
+        CHECK(r->error == 0);
+        calls_done++;
+}
+
+static void pressure_cb(_unused_ freezer *f, const char *path, uint32_t id, freezer_resource res, bool full,
+                        const freezer_pressure_line *reading, _unused_ void *userdata) {
+        CHECK(!path && id == TRIGGER_ID && res == FREEZER_RESOURCE_CPU && !full);
+        fired++;
+        last_total = reading->total_usec;
+}
+
+/* Until every call's callback ran and nothing is left to dispatch. */
+static void drain(freezer *f, unsigned calls) {
+        for (uint64_t deadline = mono_usec() + 10 * USEC_PER_SEC; mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                CHECK(r >= 0);
+                if (r < 0)
+                        return;
+                if (r == 0 && calls_done >= calls)
+                        return;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        fprintf(stderr, "the calls' callbacks did not all run: %u of %u\n", calls_done, calls);
+        CHECK(false);
+}
+
+/* N_CALLS replies wait in the queue, then N_SIGNALS PressureExceeded come
+ * during a blocking call: past the bound, they were dropped. */
+static void flood(freezer *f) {
+        calls_done = fired = 0;
+        last_total = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_thaw(f, "/x", 0, 0), 0);
+        CHECK(calls_done == 0 && fired == 0); /* nothing ran in the blocking call */
+}
+
+static void test_pressure_coalesced(const char *socket_path) {
+        freezer *f = NULL;
+        uint32_t id = 0;
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        CHECK_R(freezer_set_pressure_callback(f, pressure_cb, NULL), 0);
+        CHECK_R(freezer_add_pressure_trigger(f, NULL, FREEZER_RESOURCE_CPU, false, 100000, 2000000, &id), 0);
+        CHECK(id == TRIGGER_ID);
+
+        /* The firings that waited come as one, with the latest reading. */
+        flood(f);
+        drain(f, N_CALLS);
+        CHECK(fired == 1);
+        CHECK(last_total == N_SIGNALS);
+
+        /* Again: the trigger's next one is queued anew. */
+        flood(f);
+        drain(f, N_CALLS);
+        CHECK(fired == 1);
+        CHECK(last_total == N_SIGNALS);
+
+        /* Removed with its signal waiting: no callback; and a trigger of
+         * the same id added since gets its own. */
+        flood(f);
+        CHECK_R(freezer_remove_pressure_trigger(f, NULL, TRIGGER_ID), 0);
+        drain(f, N_CALLS);
+        CHECK(fired == 0);
+        CHECK_R(freezer_add_pressure_trigger(f, NULL, FREEZER_RESOURCE_CPU, false, 100000, 2000000, &id), 0);
+        flood(f);
+        drain(f, N_CALLS);
+        CHECK(fired == 1);
+        CHECK(last_total == N_SIGNALS);
+
+        /* Re-added with the first one's signal still waiting: that one is
+         * the old trigger's (the handle forgot it), the new one's come
+         * after it. */
+        flood(f);
+        CHECK_R(freezer_remove_pressure_trigger(f, NULL, TRIGGER_ID), 0);
+        CHECK_R(freezer_add_pressure_trigger(f, NULL, FREEZER_RESOURCE_CPU, false, 100000, 2000000, &id), 0);
+        CHECK_R(freezer_thaw(f, "/x", 0, 0), 0);
+        drain(f, N_CALLS);
+        /* Each waits on its own: the old trigger's is not the new one's to
+         * take the place of.  (The old one runs for the new trigger, which
+         * has its id: a real freezerd never gives an id twice.) */
+        CHECK(fired == 2);
+        CHECK(last_total == N_SIGNALS);
+
+        freezer_close(f);
+}
+
+int main(void) {
+        char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
+        char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        pid_t pid;
+        int fd;
+
+        if (!mkdtemp(dir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        snprintf(socket_path, sizeof socket_path, "%s/private", dir);
+        memcpy(sa.sun_path, socket_path, sizeof socket_path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
+                perror("socket");
+                return 1;
+        }
+        pid = fork();
+        if (pid < 0) {
+                perror("fork");
+                return 1;
+        }
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                serve(fd);
+        }
+        close(fd);
+
+        test_pressure_coalesced(socket_path);
+
+        kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        unlink(socket_path);
+        rmdir(dir);
+
+        return test_summary("test-libfreezer-queue");
+}
