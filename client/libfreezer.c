@@ -267,21 +267,35 @@ static int error_to_errno(const sd_bus_error *e) {
         return -sd_bus_error_get_errno(e);
 }
 
-/* NoReply stands for two things that are no timeout of freezerd's: the bus
+/* NoReply stands for things that are no timeout of freezerd's: the bus
  * daemon's answer when freezerd left the bus with the call unanswered (it
- * exited), and sd-bus' own when a call's method-call timeout passed (an
- * asynchronous call: the blocking form says Timeout).  Name them as the rest
- * of the library does: -ECONNRESET and -ETIMEDOUT. */
+ * exited), and sd-bus' own when a call's method-call timeout passed
+ * (reply_is_local_timeout()).  Name the first as the rest of the library
+ * does: -ECONNRESET. */
 static void error_normalize(sd_bus_error *e) {
         if (!sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || !e->message)
                 return;
         if (strstr(e->message, "disconnected")) {
                 sd_bus_error_free(e);
                 (void) sd_bus_error_set(e, SD_BUS_ERROR_DISCONNECTED, "freezerd left the bus without replying");
-        } else if (streq(e->message, "Method call timed out")) {
-                sd_bus_error_free(e);
-                (void) sd_bus_error_set_errno(e, -ETIMEDOUT);
         }
+}
+
+/* Whether reply is sd-bus' own NoReply for a call whose method-call timeout
+ * passed (lost: the connection was lost when it came), told without its
+ * words ("Method call timed out", which any peer may send too).  sd-bus
+ * makes it up (process_timeout(), bus_message_new_synthetic_error()) with
+ * the serial it gives every message of its own making, (uint32_t) -1
+ * (bus_seal_synthetic_message(): a peer's counter would reach it once in 4G
+ * messages), and only while the connection is open: for a lost one it
+ * answers the calls in flight so too ("Connection terminated").  Its sender
+ * says nothing: sd-bus gives it the bus driver's name, as dbus-daemon's own
+ * NoReply has (freezerd left without replying). */
+static bool reply_is_local_timeout(sd_bus_message *reply, bool lost) {
+        uint64_t cookie;
+
+        return !lost && sd_bus_message_is_method_error(reply, SD_BUS_ERROR_NO_REPLY) > 0 &&
+               sd_bus_message_get_cookie(reply, &cookie) >= 0 && cookie == UINT32_MAX;
 }
 
 static int error_take(freezer *f, sd_bus_error *e, int r) {
@@ -473,12 +487,10 @@ static int reply_wait_result(reply_wait *w, sd_bus_error *error, sd_bus_message 
         }
 
         e = sd_bus_message_get_error(reply);
-        if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY)) {
-                if (w->lost)
-                        return sd_bus_error_set_errno(error, ECONNRESET);
-                if (e->message && streq(e->message, "Method call timed out"))
-                        return sd_bus_error_set_errno(error, ETIMEDOUT);
-        }
+        if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) && w->lost)
+                return sd_bus_error_set_errno(error, ECONNRESET);
+        if (reply_is_local_timeout(reply, w->lost))
+                return sd_bus_error_set_errno(error, ETIMEDOUT);
         return sd_bus_error_copy(error, e);
 }
 
@@ -1377,7 +1389,9 @@ static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_
         void *cb_userdata = c->userdata;
         int r = 0;
 
-        if (sd_bus_message_is_method_error(reply, NULL)) {
+        if (reply_is_local_timeout(reply, c->lost)) /* named as the blocking form names it */
+                r = sd_bus_error_set_errno(&error, -ETIMEDOUT);
+        else if (sd_bus_message_is_method_error(reply, NULL)) {
                 /* Returns the error's errno, not whether the copy worked (on
                  * ENOMEM, the copy is sd-bus' own NoMemory error). */
                 (void) sd_bus_error_copy(&error, sd_bus_message_get_error(reply));

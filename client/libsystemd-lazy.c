@@ -66,6 +66,7 @@ FORWARD(int, sd_bus_message_exit_container, (sd_bus_message *m), (m))
 FORWARD(const sd_bus_error*, sd_bus_message_get_error, (sd_bus_message *m), (m))
 FORWARD(const char*, sd_bus_message_get_interface, (sd_bus_message *m), (m))
 FORWARD(const char*, sd_bus_message_get_path, (sd_bus_message *m), (m))
+FORWARD(int, sd_bus_message_get_cookie, (sd_bus_message *m, uint64_t *cookie), (m, cookie))
 FORWARD(const char*, sd_bus_message_get_sender, (sd_bus_message *m), (m))
 FORWARD(int, sd_bus_message_is_method_error, (sd_bus_message *m, const char *name), (m, name))
 FORWARD(int, sd_bus_message_is_signal, (sd_bus_message *m, const char *interface, const char *member),

@@ -5,8 +5,9 @@
  * freezerd (a child process serving a socket in a temporary directory, as
  * freezerd serves its private socket) that sends PressureExceeded at will.
  * Built with libfreezer's sources and a queue of 16 messages (DEFERRED_MAX,
- * tests/meson.build).  No bus daemon, no cgroups, no real pressure.  Exit
- * status 0 if all pass, 1 otherwise.
+ * tests/meson.build).  No bus daemon, no cgroups, no real pressure.  And
+ * how sd-bus' own NoReply for a call that timed out is told from a peer's.
+ * Exit status 0 if all pass, 1 otherwise.
  */
 
 #include <errno.h>
@@ -35,8 +36,21 @@
 
 /* ---- the stand-in (child process) ---- */
 
-/* Freeze(s, t, t): an empty reply. */
-static int method_freeze(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+/* Freeze(s, t, t): an empty reply; for /hang none, ever; for /noreply a
+ * NoReply error with the words of sd-bus' own for a call that timed out. */
+static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
+        const char *s;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &s);
+        if (r < 0)
+                return r;
+        if (streq(s, "/hang")) {
+                sd_bus_message_ref(m); /* held: the reply never goes */
+                return 1;
+        }
+        if (streq(s, "/noreply"))
+                return sd_bus_error_set(error, SD_BUS_ERROR_NO_REPLY, "Method call timed out");
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -205,6 +219,47 @@ static void test_pressure_coalesced(const char *socket_path) {
         freezer_close(f);
 }
 
+static int timeout_error;
+static char timeout_name[128];
+
+static void timeout_cb(_unused_ freezer *f, const freezer_call_result *r, _unused_ void *userdata) {
+        timeout_error = r->error;
+        snprintf(timeout_name, sizeof timeout_name, "%s", r->error_name ?: "");
+        calls_done++;
+}
+
+/* sd-bus' own NoReply for a call that timed out is told from a peer's with
+ * the same words by what sd-bus makes it of (no sender, its own serial),
+ * not by the words: -ETIMEDOUT named Timeout, as freezer.h says, for the
+ * first only. */
+static void test_timeout(const char *socket_path) {
+        freezer *f = NULL;
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        calls_done = 0;
+        /* Both time out in the same 5 s (the call's timeout, 1 us, plus the
+         * margin for freezerd's reply): the async one during the blocking
+         * one. */
+        CHECK_R(freezer_freeze_async(f, "/hang", 1, 0, timeout_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/hang", 1, 0), -ETIMEDOUT);
+        CHECK_STR(freezer_last_error_name(f), SD_BUS_ERROR_TIMEOUT);
+        drain(f, 1);
+        CHECK(timeout_error == -ETIMEDOUT);
+        CHECK_STR(timeout_name, SD_BUS_ERROR_TIMEOUT);
+
+        /* A peer's NoReply keeps its name (its errno is sd-bus' for it). */
+        CHECK(freezer_freeze(f, "/noreply", 0, 0) < 0);
+        CHECK_STR(freezer_last_error_name(f), SD_BUS_ERROR_NO_REPLY);
+        calls_done = 0;
+        CHECK_R(freezer_freeze_async(f, "/noreply", 0, 0, timeout_cb, NULL, NULL), 0);
+        drain(f, 1);
+        CHECK(timeout_error < 0);
+        CHECK_STR(timeout_name, SD_BUS_ERROR_NO_REPLY);
+        freezer_close(f);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
         char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
@@ -236,6 +291,7 @@ int main(void) {
         close(fd);
 
         test_pressure_coalesced(socket_path);
+        test_timeout(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
