@@ -564,8 +564,7 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * too when signals are dropped past the handle's queue (see "Event loop
  * integration"): the states are read again, and for a dropped
  * InterfacesAdded or InterfacesRemoved the Ids first (a group made meanwhile
- * is reported once, with its state).  (With GroupsChanged, from an older
- * daemon, a dropped signal's changes go unreported.)  The call blocks until the daemon confirms, so
+ * is reported once, with its state); with GroupsChanged, too.  The call blocks until the daemon confirms, so
  * changes after it returns are not missed: to follow a group, install the
  * callback first, then read the initial state with freezer_get_group().
  * Removing the callback ends the subscription.

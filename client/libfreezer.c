@@ -347,10 +347,10 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
  * the connection or a trigger went, nor a trigger's PressureExceeded, of
  * which at most one waits: defer_pressure_exceeded()).  sd-bus takes a
  * handler's failure as handled: the message is dropped, the loop goes on.
- * states_lost() makes up for a GroupStatesChanged, ids_lost() for an
+ * states_lost() makes up for a GroupStatesChanged or a GroupsChanged (a
+ * freezerd without GroupStatesChanged), ids_lost() for an
  * InterfacesAdded/Removed in what the state callback knows (the group
- * callback misses it); a GroupsChanged (a freezerd without
- * GroupStatesChanged) dropped so is lost for good. */
+ * callback misses it). */
 static int defer_full(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                       sd_bus_slot **home, bool limited, deferred **ret) {
         deferred *d;
@@ -2165,7 +2165,17 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
                         return 0;
         return 0;
 }
-DEFINE_QUEUED(on_groups_changed, match_slot, true)
+
+static void states_lost(freezer *f);
+
+static int on_groups_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        int r = defer(f, m, on_groups_changed, f, &f->match_slot, true);
+
+        if (r == -ENOBUFS)
+                states_lost(f);
+        return r;
+}
 
 /* A group's new state and Frozen, told to the state callback if either
  * differs from what the handle knew of it (e NULL, removed or without a
@@ -2252,9 +2262,12 @@ static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_erro
 
 /* A GroupStatesChanged was dropped (defer()): the states are read again, as
  * when held signals were lost, and the signals before that reply are dropped
- * (on_group_states_changed() holds none while held_lost). */
+ * (on_group_states_changed() holds none while held_lost).  Or a
+ * GroupsChanged: the states are read again, the signals meanwhile handled
+ * (each names its groups by path: the reply, which comes after them, has
+ * the last word). */
 static void states_lost(freezer *f) {
-        if (!f->state_cb || !f->compact)
+        if (!f->state_cb)
                 return;
         held_drop(f);
         f->held_lost = true;
@@ -2477,13 +2490,20 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         while (r >= 0 && f->state_cb && !f->ids_slot) {
                 const char *path, *object, *s;
                 freezer_state state;
+                group_entry *e;
 
                 r = sd_bus_message_read(reply, "(sos)", &path, &object, &s);
                 if (r <= 0)
                         break;
                 state = freezer_state_from_string(s);
-                if (state != FREEZER_STATE_UNKNOWN)
-                        entry_report(f, group_table_get_object(&f->groups, object), state, state_frozen(state));
+                if (state == FREEZER_STATE_UNKNOWN)
+                        continue;
+                e = group_table_get_object(&f->groups, object);
+                /* GroupsChanged reports a group's first mention, and may
+                 * have been what was dropped: so is this. */
+                if (!e && !f->compact)
+                        e = group_table_put(&f->groups, object, 0, path);
+                entry_report(f, e, state, state_frozen(state));
         }
         return 0;
 }

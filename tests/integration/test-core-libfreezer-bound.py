@@ -9,11 +9,15 @@ scenario "bound", on the bus, then on freezerd's private socket, against the rea
   asynchronous call each while blocking calls read the storm of GroupStatesChanged (dropped).
   Once dispatched, the state callback has said of each of the 130 children of /b (the new ones
   too) what the kernel has (cgroup.events "frozen"), each call's callback ran once, and every
-  blocking call got its own reply."""
+  blocking call got its own reply.  And on a bus that refuses SubscribeGroupStates (as an older
+  freezerd lacks it), where the handle follows GroupsChanged: the states are read again after a
+  dropped one."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -27,22 +31,47 @@ def bound_bin():
     return path
 
 
+# A bus that refuses SubscribeGroupStates, as a freezerd without it answers UnknownMethod: the
+# handle follows GroupsChanged.
+DENY_GROUP_STATES = '''        <policy context="default">
+                <deny send_destination="org.freezerd.Freezer1" send_interface="org.freezerd.Freezer1.Manager"
+                      send_member="SubscribeGroupStates"/>
+        </policy>
+</busconfig>'''
+
+
+def run_bound(sc, bus, kind, what):
+    with ft.Daemon(bus, sc.root) as d:
+        address = bus.address if kind == 'bus' else f'{d.runtime_dir}/private'
+        p = subprocess.run([bound_bin(), kind, address, sc.root, 'bound'], capture_output=True, text=True,
+                           timeout=ft.DEFAULT_TIMEOUT * 6)
+        out = p.stdout + p.stderr
+        ft.check(p.returncode == 0 and 'ok bound' in p.stdout, f'{what}: bound', out.strip()[-3000:])
+        for line in p.stdout.splitlines():
+            if line.startswith('#'):
+                print(f'# {what}:{line[1:]}', flush=True)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     bound_bin()
-    with ft.Scratch('core-libfreezer-bound') as sc, ft.Bus() as bus:
-        for kind in ('bus', 'private'):
-            with ft.Daemon(bus, sc.root) as d:
-                address = bus.address if kind == 'bus' else f'{d.runtime_dir}/private'
-                p = subprocess.run([bound_bin(), kind, address, sc.root, 'bound'], capture_output=True, text=True,
-                                   timeout=ft.DEFAULT_TIMEOUT * 6)
-                out = p.stdout + p.stderr
-                ft.check(p.returncode == 0 and 'ok bound' in p.stdout, f'{kind}: bound', out.strip()[-3000:])
-                for line in p.stdout.splitlines():
-                    if line.startswith('#'):
-                        print(f'# {kind}:{line[1:]}', flush=True)
+    with ft.Scratch('core-libfreezer-bound') as sc:
+        with ft.Bus() as bus:
+            for kind in ('bus', 'private'):
+                run_bound(sc, bus, kind, kind)
+        tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}bound-conf-')
+        try:
+            path = os.path.join(tmp, 'deny-group-states.conf')
+            with open(ft.DBUS_TEST_CONF) as f:
+                conf = f.read()
+            with open(path, 'w') as f:
+                f.write(conf.replace('</busconfig>', DENY_GROUP_STATES))
+            with ft.Bus(config=path) as bus:
+                run_bound(sc, bus, 'bus', 'GroupsChanged')
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: signals dropped past the bound (GroupStatesChanged, InterfacesAdded) made up for: the '
-          'state callback ends with the kernel\'s states of every group, new ones too; replies intact')
+          'state callback (GroupStatesChanged, GroupsChanged) ends with the kernel\'s states of every group, new ones too; replies intact')
 
 
 if __name__ == '__main__':
