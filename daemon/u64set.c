@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "u64set.h"
+#include "u64table.h"
 #include "util.h"
 
 /* 0 marks a free slot: the key 0 is kept aside. */
@@ -12,26 +13,12 @@ struct U64Set {
 
 #define U64SET_MIN_SLOTS 8
 
-static size_t home_of(const U64Set *s, uint64_t key) {
-        /* Fibonacci hashing, as wdmap.c: spreads keys that differ in few bits. */
-        return (size_t) ((key * UINT64_C(11400714819323198485)) >> 32) & s->mask;
-}
-
 static U64Set *set_new(size_t slots) {
         U64Set *s = calloc(1, sizeof *s + slots * sizeof s->slot[0]);
 
         if (s)
                 s->mask = slots - 1;
         return s;
-}
-
-/* key (not 0, not in s) into a slot: s has room. */
-static void insert(U64Set *s, uint64_t key) {
-        size_t i = home_of(s, key);
-
-        while (s->slot[i] != 0)
-                i = (i + 1) & s->mask;
-        s->slot[i] = key;
 }
 
 int u64set_add(U64Set **sp, uint64_t key) {
@@ -50,20 +37,17 @@ int u64set_add(U64Set **sp, uint64_t key) {
                 s->n++;
                 return 1;
         }
-        /* At most three quarters full: probe chains stay short. */
-        if ((s->n + 1) * 4 > (s->mask + 1) * 3) {
+        if (u64table_needs_grow(s->n, s->mask)) {
                 U64Set *g = set_new((s->mask + 1) * 2);
                 if (!g)
                         return -ENOMEM;
                 g->n = s->n;
                 g->has_zero = s->has_zero;
-                for (size_t i = 0; i <= s->mask; i++)
-                        if (s->slot[i] != 0)
-                                insert(g, s->slot[i]);
+                u64table_rehash(g->slot, g->mask, s->slot, s->mask, sizeof s->slot[0]);
                 free(s);
                 *sp = s = g;
         }
-        insert(s, key);
+        s->slot[u64table_find(s->slot, sizeof s->slot[0], s->mask, key)] = key;
         s->n++;
         return 1;
 }
@@ -73,39 +57,19 @@ bool u64set_contains(const U64Set *s, uint64_t key) {
                 return false;
         if (key == 0)
                 return s->has_zero;
-        for (size_t i = home_of(s, key);; i = (i + 1) & s->mask) {
-                if (s->slot[i] == key)
-                        return true;
-                if (s->slot[i] == 0)
-                        return false;
-        }
+        return s->slot[u64table_find(s->slot, sizeof s->slot[0], s->mask, key)] == key;
 }
 
 bool u64set_remove(U64Set **sp, uint64_t key) {
         U64Set *s = *sp;
-        size_t i;
 
         if (!u64set_contains(s, key))
                 return false;
         if (key == 0)
                 s->has_zero = false;
-        else {
-                for (i = home_of(s, key); s->slot[i] != key; i = (i + 1) & s->mask)
-                        ;
-                /* Backward-shift deletion, as wdmap_remove(): each key of the
-                 * chain after the hole whose home does not lie after the hole
-                 * moves into it, which moves the hole, so that no chain breaks. */
-                s->slot[i] = 0;
-                for (size_t j = (i + 1) & s->mask; s->slot[j] != 0; j = (j + 1) & s->mask) {
-                        size_t home = home_of(s, s->slot[j]);
-                        bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-                        if (!in_range) {
-                                s->slot[i] = s->slot[j];
-                                s->slot[j] = 0;
-                                i = j;
-                        }
-                }
-        }
+        else
+                u64table_delete(s->slot, sizeof s->slot[0], s->mask,
+                                u64table_find(s->slot, sizeof s->slot[0], s->mask, key));
         if (--s->n == 0)
                 *sp = u64set_free(s);
         return true;

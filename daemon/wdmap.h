@@ -4,14 +4,15 @@
 /* inotify watch descriptor -> owner.  Watch descriptors are allocated
  * cyclically by the kernel and never reused soon, so an array indexed by wd
  * would grow with every group ever seen; this is a small open-addressing hash
- * table instead (linear probing, backward-shift deletion, no tombstones). */
+ * table instead (u64table.h's, as u64set.c's). */
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct WdMap WdMap;
 
 typedef struct WdEntry {
-        int wd;       /* > 0 when used */
+        uint64_t wd;  /* > 0 when used; first, as u64table.h wants its key */
         unsigned kind;
         void *ptr;
 } WdEntry;
