@@ -655,25 +655,26 @@ static int open_errno(int r) {
         }
 }
 
-/* Takes over bus on success. On failure the caller closes bus without
- * flushing it (sd_bus_close_unref()): a flush would wait for the handshake
- * that did not come, for sd-bus' own 90 s. */
-static int freezer_new(freezer **ret, sd_bus *bus) {
+/* Takes over *bus (and sets it NULL) on success. On failure, an errno as
+ * open_errno() names it, the caller closes *bus without flushing it
+ * (sd_bus_close_unref()): a flush would wait for the handshake that did not
+ * come, for sd-bus' own 90 s. */
+static int freezer_new(freezer **ret, sd_bus **bus) {
         freezer *f;
         int r;
 
         /* Finish connecting and authenticating now, so that errors show up
          * here, and so that no handshake is pending when the caller starts to
          * poll the fd for POLLIN only. */
-        r = wait_ready(bus);
+        r = wait_ready(*bus);
         if (r < 0)
-                return r;
+                return open_errno(r);
 
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
 
-        f->bus = bus;
+        f->bus = TAKE_PTR(*bus);
         f->error = SD_BUS_ERROR_NULL;
         f->deferred_tail = &f->deferred;
         *ret = f;
@@ -692,7 +693,9 @@ static int env_address_check(const char *name) {
         return e && !address_is_valid(e) ? -EINVAL : 0;
 }
 
-FREEZER_EXPORT int freezer_open_system(freezer **ret) {
+/* The system or the user bus, which bus_open() opens, unless the environment
+ * variable env_name, which it reads, holds no valid address. */
+static int open_default_bus(freezer **ret, const char *env_name, int (*bus_open)(sd_bus **ret)) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
@@ -700,44 +703,23 @@ FREEZER_EXPORT int freezer_open_system(freezer **ret) {
                 return -EINVAL;
         *ret = NULL;
 
-        r = env_address_check("DBUS_SYSTEM_BUS_ADDRESS");
+        r = env_address_check(env_name);
         if (r < 0)
                 return r;
 
-        r = sd_bus_open_system(&bus);
+        r = bus_open(&bus);
         if (r < 0)
                 return open_errno(r);
 
-        r = freezer_new(ret, bus);
-        if (r < 0)
-                return open_errno(r);
+        return freezer_new(ret, &bus);
+}
 
-        TAKE_PTR(bus);
-        return 0;
+FREEZER_EXPORT int freezer_open_system(freezer **ret) {
+        return open_default_bus(ret, "DBUS_SYSTEM_BUS_ADDRESS", sd_bus_open_system);
 }
 
 FREEZER_EXPORT int freezer_open_user(freezer **ret) {
-        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
-        int r;
-
-        if (!ret)
-                return -EINVAL;
-        *ret = NULL;
-
-        r = env_address_check("DBUS_SESSION_BUS_ADDRESS");
-        if (r < 0)
-                return r;
-
-        r = sd_bus_open_user(&bus);
-        if (r < 0)
-                return open_errno(r);
-
-        r = freezer_new(ret, bus);
-        if (r < 0)
-                return open_errno(r);
-
-        TAKE_PTR(bus);
-        return 0;
+        return open_default_bus(ret, "DBUS_SESSION_BUS_ADDRESS", sd_bus_open_user);
 }
 
 /* direct: the address is freezerd's private socket, a peer-to-peer
@@ -764,12 +746,7 @@ static int open_address(freezer **ret, const char *address, bool direct) {
         if (r < 0)
                 return open_errno(r);
 
-        r = freezer_new(ret, bus);
-        if (r < 0)
-                return open_errno(r);
-
-        TAKE_PTR(bus);
-        return 0;
+        return freezer_new(ret, &bus);
 }
 
 /* Whether every entry of a D-Bus address ("transport:key=value,...", entries
