@@ -241,15 +241,19 @@ FREEZER_EXPORT const char *freezer_state_to_string(freezer_state state) {
         return state_table[state];
 }
 
+/* The index of s in table (n entries), or -1 when s is NULL or not there. */
+static int string_table_index(const char *const *table, size_t n, const char *s) {
+        if (s)
+                for (size_t i = 0; i < n; i++)
+                        if (streq(table[i], s))
+                                return (int) i;
+        return -1;
+}
+
 FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s) {
-        if (!s)
-                return FREEZER_STATE_UNKNOWN;
+        int i = string_table_index(state_table, ELEMENTSOF(state_table), s);
 
-        for (size_t i = 0; i < ELEMENTSOF(state_table); i++)
-                if (streq(state_table[i], s))
-                        return (freezer_state) i;
-
-        return FREEZER_STATE_UNKNOWN;
+        return i < 0 ? FREEZER_STATE_UNKNOWN : (freezer_state) i;
 }
 
 /* ---- errors ---- */
@@ -2917,14 +2921,9 @@ FREEZER_EXPORT const char *freezer_resource_to_string(freezer_resource r) {
 }
 
 FREEZER_EXPORT int freezer_resource_from_string(const char *s) {
-        if (!s)
-                return -EINVAL;
+        int i = string_table_index(resource_table, ELEMENTSOF(resource_table), s);
 
-        for (size_t i = 0; i < ELEMENTSOF(resource_table); i++)
-                if (streq(resource_table[i], s))
-                        return (int) i;
-
-        return -EINVAL;
+        return i < 0 ? -EINVAL : i;
 }
 
 /* The object path of the group at path (Manager.GetGroup, which validates the
