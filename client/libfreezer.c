@@ -541,6 +541,12 @@ static int path_append_failed(int r, sd_bus_error *error) {
         return r;
 }
 
+static int new_manager_call(freezer *f, const char *member, sd_bus_message **ret) {
+        return sd_bus_message_new_method_call(f->bus, ret,
+                                              FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                              FREEZER_MANAGER_INTERFACE, member);
+}
+
 /* Manager.member(path), waited for; a path sd-bus would not append fails as
  * path_append_failed() says it (sd_bus_call_method() set its own "Invalid
  * argument" first, which Track, Untrack and the pressure calls reported). */
@@ -549,8 +555,7 @@ static int call_manager_path(freezer *f, const char *member, const char *path, s
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(f->bus, &m, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                           FREEZER_MANAGER_INTERFACE, member);
+        r = new_manager_call(f, member, &m);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(m, "s", path);
@@ -1042,12 +1047,6 @@ static void cache_remove(freezer *f, const char *object) {
 }
 
 /* ---- method calls ---- */
-
-static int new_manager_call(freezer *f, const char *member, sd_bus_message **ret) {
-        return sd_bus_message_new_method_call(f->bus, ret,
-                                              FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                              FREEZER_MANAGER_INTERFACE, member);
-}
 
 /* The Freeze or Thaw call; a path sd-bus cannot carry fails with InvalidArgs. */
 static int build_freeze_or_thaw(freezer *f, const char *member, const char *path, uint64_t timeout_usec,
@@ -1737,23 +1736,15 @@ static int read_group_property(sd_bus_message *m, const char *name, void *userda
         return 0;
 }
 
-static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        _cleanup_(freezer_group_clear) freezer_group g = {
-                .state = FREEZER_STATE_UNKNOWN,
-        };
+/* The object path of the group at path (Manager.GetGroup, which validates the
+ * path and makes the daemon track the group if it does not yet). */
+static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *object;
+        char *copy;
         int r;
 
-        r = new_manager_call(f, "GetGroup", &m);
-        if (r < 0)
-                return r;
-
-        r = sd_bus_message_append(m, "s", path);
-        if (r < 0)
-                return path_append_failed(r, error);
-
-        r = call_wait(f, m, 0, error, &reply);
+        r = call_manager_path(f, "GetGroup", path, error, &reply);
         if (r < 0)
                 return r;
 
@@ -1761,11 +1752,24 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
         if (r < 0)
                 return r;
 
-        g.object = strdup(object);
-        if (!g.object)
+        copy = strdup(object);
+        if (!copy)
                 return -ENOMEM;
 
-        reply = sd_bus_message_unref(reply);
+        *ret = copy;
+        return 0;
+}
+
+static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(freezer_group_clear) freezer_group g = {
+                .state = FREEZER_STATE_UNKNOWN,
+        };
+        int r;
+
+        r = group_object_get(f, path, &g.object, error);
+        if (r < 0)
+                return r;
 
         r = call_method_wait(f, g.object,
                              "org.freedesktop.DBus.Properties", "GetAll",
@@ -2924,30 +2928,6 @@ FREEZER_EXPORT int freezer_resource_from_string(const char *s) {
         int i = string_table_index(resource_table, ELEMENTSOF(resource_table), s);
 
         return i < 0 ? -EINVAL : i;
-}
-
-/* The object path of the group at path (Manager.GetGroup, which validates the
- * path and makes the daemon track the group if it does not yet). */
-static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *object;
-        char *copy;
-        int r;
-
-        r = call_manager_path(f, "GetGroup", path, error, &reply);
-        if (r < 0)
-                return r;
-
-        r = sd_bus_message_read(reply, "o", &object);
-        if (r < 0)
-                return r;
-
-        copy = strdup(object);
-        if (!copy)
-                return -ENOMEM;
-
-        *ret = copy;
-        return 0;
 }
 
 /* "/" or "/a/b", as the daemon keeps paths: then the group's object path is
