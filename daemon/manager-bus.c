@@ -2106,33 +2106,31 @@ static int reply_get_all(sd_bus *bus, sd_bus_message *call, const char *path, co
                 if (!v->x.property.get) /* every property of ours has a getter */
                         return bus_error_set_failed(error, -EOPNOTSUPP, "Property %s has no getter", member);
 
-                if (is_pressure_getter(v)) {
-                        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-                        PsiReading reading;
-                        PsiResource res;
+                bool pressure = is_pressure_getter(v);
+                PsiReading reading;
+                PsiResource res;
 
+                if (pressure) {
+                        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                        /* Read before anything is appended: one that fails is left out. */
                         r = read_pressure_property(m, g, member, &res, &reading, &e);
                         if (r < 0) {
                                 log_debug("GetAll of %s leaves out %s: %s", path, member, e.message ?: strerror(-r));
                                 continue;
                         }
-                        r = sd_bus_message_open_container(reply, 'e', "sv");
-                        if (r >= 0)
-                                r = sd_bus_message_append(reply, "s", member);
-                        if (r >= 0)
-                                r = sd_bus_message_open_container(reply, 'v', sig);
-                        if (r >= 0)
-                                r = append_pressure(reply, res, &reading);
-                } else {
-                        r = sd_bus_message_open_container(reply, 'e', "sv");
-                        if (r >= 0)
-                                r = sd_bus_message_append(reply, "s", member);
-                        if (r >= 0)
-                                r = sd_bus_message_open_container(reply, 'v', sig);
-                        if (r >= 0)
-                                r = v->x.property.get(bus, path, interface, member, reply, userdata, error);
-                        if (r < 0 || sd_bus_error_is_set(error))
-                                return r < 0 ? r : -sd_bus_error_get_errno(error);
+                }
+                r = sd_bus_message_open_container(reply, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", member);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'v', sig);
+                if (r >= 0 && pressure)
+                        r = append_pressure(reply, res, &reading);
+                else if (r >= 0) {
+                        r = v->x.property.get(bus, path, interface, member, reply, userdata, error);
+                        if (r >= 0 && sd_bus_error_is_set(error))
+                                return -sd_bus_error_get_errno(error);
                 }
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
