@@ -777,21 +777,22 @@ int cg_parse_events(const char *buf, size_t len, bool *ret_populated, bool *ret_
         p = buf;
         end = buf + len;
         while ((r = next_key_value(&p, end, &kv)) > 0) {
+                bool *value, *have;
+
                 if (field_eq(kv.key, kv.key_len, "populated")) {
-                        if (have_populated)
-                                return -EBADMSG;
-                        r = parse_bool01(kv.value, kv.value_len, &populated);
-                        if (r < 0)
-                                return r;
-                        have_populated = true;
+                        value = &populated;
+                        have = &have_populated;
                 } else if (field_eq(kv.key, kv.key_len, "frozen")) {
-                        if (have_frozen)
-                                return -EBADMSG;
-                        r = parse_bool01(kv.value, kv.value_len, &frozen);
-                        if (r < 0)
-                                return r;
-                        have_frozen = true;
-                }
+                        value = &frozen;
+                        have = &have_frozen;
+                } else
+                        continue;
+                if (*have) /* the same key twice */
+                        return -EBADMSG;
+                r = parse_bool01(kv.value, kv.value_len, value);
+                if (r < 0)
+                        return r;
+                *have = true;
         }
         if (r < 0)
                 return r;
