@@ -5198,6 +5198,13 @@ void manager_shutdown(Manager *m) {
         manager_dispatch(m); /* every operation was queued: none is left */
 }
 
+/* Frees *e, if any (libevent's event_free() takes no NULL), and forgets it. */
+static void event_freep(struct event **e) {
+        if (*e)
+                event_free(*e);
+        *e = NULL;
+}
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
@@ -5213,21 +5220,11 @@ Manager *manager_free(Manager *m) {
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */
-        if (m->inotify_event)
-                event_free(m->inotify_event);
-        m->inotify_event = NULL;
-        if (m->inotify_resume)
-                event_free(m->inotify_resume);
-        m->inotify_resume = NULL;
-        if (m->holdback_timer)
-                event_free(m->holdback_timer);
-        m->holdback_timer = NULL;
-        if (m->repoll_timer)
-                event_free(m->repoll_timer);
-        m->repoll_timer = NULL;
-        if (m->events_epoll_event)
-                event_free(m->events_epoll_event);
-        m->events_epoll_event = NULL;
+        event_freep(&m->inotify_event);
+        event_freep(&m->inotify_resume);
+        event_freep(&m->holdback_timer);
+        event_freep(&m->repoll_timer);
+        event_freep(&m->events_epoll_event);
         closep(&m->inotify_fd);
         m->inotify_fd = -1;
         m->inotify_stash = mfree(m->inotify_stash);
