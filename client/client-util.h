@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Private helpers of libfreezer and freezectl. A trimmed copy of the daemon's
- * util.h, so that the client side does not depend on daemon/. Everything here
- * is static inline or a macro: nothing of it may end up in libfreezer's ABI. */
+/* Private helpers of libfreezer and freezectl, on top of those they share
+ * with the daemon (daemon/common-util.h). Everything here is static inline or
+ * a macro: nothing of it may end up in libfreezer's ABI. */
 
 #include <errno.h>
 #include <limits.h>
@@ -13,14 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
-#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#include "daemon/common-util.h"
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-
-#define USEC_PER_SEC ((uint64_t) 1000000ULL)
-#define USEC_PER_MSEC ((uint64_t) 1000ULL)
 #define USEC_PER_MINUTE ((uint64_t) (60ULL * USEC_PER_SEC))
 #define USEC_PER_HOUR ((uint64_t) (60ULL * USEC_PER_MINUTE))
 
@@ -37,33 +31,6 @@ static inline const char *order_to_string(unsigned order) {
 #define MESSAGE_PATH_NOT_UTF8 "The path is not valid UTF-8"
 #define MESSAGE_REQUEST_NOT_UTF8 "Request %zu: the path is not valid UTF-8"
 
-static inline void freep(void *p) {
-        free(*(void **) p);
-}
-#define _cleanup_free_ _cleanup_(freep)
-
-static inline void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
-#define TAKE_PTR(p)                        \
-        ({                                 \
-                __typeof__(p) _tp_ = (p);  \
-                (p) = NULL;                \
-                _tp_;                      \
-        })
-
-static inline bool streq(const char *a, const char *b) {
-        return strcmp(a, b) == 0;
-}
-
-static inline bool streq_ptr(const char *a, const char *b) {
-        if (!a || !b)
-                return a == b;
-        return strcmp(a, b) == 0;
-}
-
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
 
@@ -74,13 +41,6 @@ static inline const char *startswith(const char *s, const char *prefix) {
  * the daemon replies at once; freezectl's wire client and libfreezer's
  * handshake wait as long. */
 #define SD_BUS_DEFAULT_TIMEOUT_USEC (25 * USEC_PER_SEC)
-
-static inline uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 /* poll()'s timeout until deadline (CLOCK_MONOTONIC µs, as now_usec()):
  * milliseconds rounded up, 0 once it passed, -1 (none) for UINT64_MAX. */

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
-#include <time.h>
 
 #include "log.h"
 
@@ -37,10 +36,4 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
         errno = saved;
         return -error;
-}
-
-uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
