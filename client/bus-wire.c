@@ -507,15 +507,6 @@ static int open_sockaddr(const struct sockaddr_un *sa, socklen_t sa_len, const c
         return 0;
 }
 
-int wire_open(const char *path, wire **ret) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-        return open_sockaddr(&sa, sizeof sa, NULL, ret);
-}
-
 int wire_open_bus_at(const char *path, const char *destination, wire **ret) {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
@@ -523,6 +514,11 @@ int wire_open_bus_at(const char *path, const char *destination, wire **ret) {
                 return -ENAMETOOLONG;
         memcpy(sa.sun_path, path, strlen(path) + 1);
         return open_sockaddr(&sa, sizeof sa, destination, ret);
+}
+
+int wire_open(const char *path, wire **ret) {
+        /* No destination: a peer, no Hello. */
+        return wire_open_bus_at(path, NULL, ret);
 }
 
 int wire_open_bus(const char *address, const char *destination, wire **ret) {
