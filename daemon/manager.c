@@ -1762,12 +1762,7 @@ static void operation_free(Operation *op) {
                 event_free(op->timer);
         if (op->recheck)
                 event_free(op->recheck);
-        if (op->prev)
-                op->prev->next = op->next;
-        else if (m->operations == op)
-                m->operations = op->next;
-        if (op->next)
-                op->next->prev = op->prev;
+        LIST_UNLINK(m->operations, op, prev, next);
         m->n_operations--;
         /* Over once few are left, not only none: one call waiting for good
          * (a group stuck on FUSE) must not keep a burst's memory. */

@@ -304,12 +304,7 @@ static void client_free(PressureClient *c) {
         p = c->pressure;
         while (c->triggers)
                 trigger_free(c->triggers);
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (p->clients == c)
-                p->clients = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_UNLINK(p->clients, c, prev, next);
         if (!c->connection)
                 (void) name_track_remove(p->names, c->name, true);
         sd_bus_unref(c->connection);
@@ -475,32 +470,18 @@ static void pending_close_one(Pressure *p) {
 
 static void trigger_free(PressureTrigger *t) {
         Pressure *p = t->pressure;
-        PressureTrigger **head;
+        PressureTrigger **head, *no_head = NULL;
 
-        if (t->prev)
-                t->prev->next = t->next;
-        else if (p->triggers == t)
-                p->triggers = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
+        LIST_UNLINK(p->triggers, t, prev, next);
 
         if (t->client) {
-                if (t->cprev)
-                        t->cprev->cnext = t->cnext;
-                else if (t->client->triggers == t)
-                        t->client->triggers = t->cnext;
-                if (t->cnext)
-                        t->cnext->cprev = t->cprev;
+                LIST_UNLINK(t->client->triggers, t, cprev, cnext);
                 t->client->n_triggers--;
         }
 
+        /* Where the owner's list is gone, only the neighbours are relinked. */
         head = trigger_owner_list(t);
-        if (t->gprev)
-                t->gprev->gnext = t->gnext;
-        else if (head && *head == t)
-                *head = t->gnext;
-        if (t->gnext)
-                t->gnext->gprev = t->gprev;
+        LIST_UNLINK(*(head ?: &no_head), t, gprev, gnext);
 
         if (t->fd >= 0 && !p->stopping) {
                 (void) epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, t->fd, NULL);

@@ -50,6 +50,19 @@ static inline void fclosep(FILE **f) {
                 _tf_;                      \
         })
 
+/* Unlinks item from the doubly linked list whose first element is head (an
+ * lvalue), through item's fields prev and next, named so that one element can
+ * be on several lists.  item's own fields are left as they are. */
+#define LIST_UNLINK(head, item, prev, next)                       \
+        do {                                                      \
+                if ((item)->prev)                                 \
+                        (item)->prev->next = (item)->next;        \
+                else if ((head) == (item))                        \
+                        (head) = (item)->next;                    \
+                if ((item)->next)                                 \
+                        (item)->next->prev = (item)->prev;        \
+        } while (0)
+
 #include <dirent.h>
 static inline void closedirp(DIR **d) {
         if (*d)
