@@ -515,9 +515,16 @@ static bool inotify_complete(const Manager *m) {
         return !m->inotify_lost && !m->inotify_overflow_pending;
 }
 
+/* The events that may tell of a group gone: its parent's IN_DELETE (the watch
+ * of its directory's parent), its own watches' IN_IGNORED (IN_DELETE_SELF, never
+ * sent by kernfs today), and what would lose or hide one (IN_Q_OVERFLOW, a
+ * rename, an unmount).  Counted while stashed, not handled
+ * (Manager.inotify_removals): removals_may_be_unread(). */
+#define INOTIFY_REMOVAL_MASK (IN_DELETE | IN_DELETE_SELF | IN_IGNORED | IN_MOVED_FROM | IN_Q_OVERFLOW | IN_UNMOUNT)
+
 /* Append n bytes of events to the stash; past INOTIFY_STASH_MAX (or out of
  * memory) the stash is dropped and every group will be re-read. */
-static void stash_append(Manager *m, const void *data, size_t n, size_t *start) {
+static void stash_append(Manager *m, const void *data, size_t n) {
         char *p;
 
         if (n == 0 || m->inotify_lost)
@@ -527,13 +534,19 @@ static void stash_append(Manager *m, const void *data, size_t n, size_t *start) 
         if (!p) {
                 log_warning("Too many kernel events waiting (or out of memory), re-reading every group");
                 m->inotify_stash = mfree(m->inotify_stash);
-                m->inotify_stash_len = m->inotify_stash_pos = *start = 0;
+                m->inotify_stash_len = m->inotify_stash_pos = m->inotify_stash_applied = 0;
+                m->inotify_removals = 0; /* inotify_lost says more */
                 m->inotify_overflow_pending = false;
                 m->inotify_lost = true;
                 return;
         }
         m->inotify_stash = p;
         memcpy(m->inotify_stash + m->inotify_stash_len, data, n);
+        for (size_t o = m->inotify_stash_len; o < m->inotify_stash_len + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
+                m->inotify_removals += !!(ev->mask & INOTIFY_REMOVAL_MASK);
+                o += sizeof *ev + ev->len;
+        }
         m->inotify_stash_len += n;
 }
 
@@ -558,7 +571,7 @@ _Static_assert(offsetof(EventsChanged, wd) == offsetof(struct inotify_event, wd)
 /* Move the groups whose cgroup.events changed (the epoll set's ready list) to
  * the stash.  Edge-triggered: each is reported once per change, read or not
  * (a group deduced by group_settle_subtree() needs no read). */
-static void manager_drain_epoll(Manager *m, size_t *start) {
+static void manager_drain_epoll(Manager *m) {
         for (;;) {
                 struct epoll_event evs[EPOLL_BATCH];
                 EventsChanged buf[EPOLL_BATCH];
@@ -578,48 +591,32 @@ static void manager_drain_epoll(Manager *m, size_t *start) {
                                 .len = sizeof buf[i].name,
                                 .name = "cgroup.events",
                         };
-                stash_append(m, buf, (size_t) n * sizeof buf[0], start);
+                stash_append(m, buf, (size_t) n * sizeof buf[0]);
                 if (n < EPOLL_BATCH)
                         return;
         }
 }
 
-/* Read every kernel event so far into the stash, where they are handled in
- * order (manager_handle_stashed_events()), and apply the cgroup.freeze
- * writes among them now: a write behind our back that came before ours
- * changes the effective flags group_settle_subtree() deduces from.  The kernel
- * queues IN_MODIFY inside write(2), so every write that came before ours is
- * queued by now.  A change of cgroup.events may still come before the write
- * that made it (a write of someone else still running): a read of the file is
- * the kernel's state whatever came before, and a deduction from a write not
- * yet seen is redone when it is.  Returns
- * false if events were lost (then nothing can be deduced until every group
- * was re-read).  *outer is manager_outer_frozen() if a write needed it, else
- * left at -1. */
-static bool manager_drain_inotify(Manager *m, int *outer) {
-        size_t start;
+/* Handled events make room, once they are half of the stash (moving the rest
+ * at every read would cost a storm quadratic time). */
+static void stash_compact(Manager *m) {
+        size_t pos = m->inotify_stash_pos;
 
-        /* Handled events make room first, once they are half of it (moving
-         * the rest at every read would cost a storm quadratic time). */
-        if (m->inotify_stash_pos > 0 && m->inotify_stash_pos >= m->inotify_stash_len / 2) {
-                m->inotify_stash_len -= m->inotify_stash_pos;
-                memmove(m->inotify_stash, m->inotify_stash + m->inotify_stash_pos, m->inotify_stash_len);
-                m->inotify_stash_pos = 0;
-        }
-        start = m->inotify_stash_len;
+        if (pos == 0 || pos < m->inotify_stash_len / 2)
+                return;
+        m->inotify_stash_len -= pos;
+        memmove(m->inotify_stash, m->inotify_stash + pos, m->inotify_stash_len);
+        m->inotify_stash_pos = 0;
+        m->inotify_stash_applied = m->inotify_stash_applied > pos ? m->inotify_stash_applied - pos : 0;
+}
 
-        /* The groups whose cgroup.events changed first, then the inotify
-         * queue: kernfs tells pollers inside a write, vfs_write() queues its
-         * IN_MODIFY once the write is done, so reading inotify last gives a
-         * write behind our back that is still running the best chance to be
-         * read along with what it changed (its flag is applied below, before
-         * any of those changes is handled). */
-        manager_drain_epoll(m, &start);
-
-        /* Until a read that does not fill the buffer: that one took all that
-         * was queued (and every write before ours with it).  Not until the
-         * queue is empty: others' writes go on adding theirs while we
-         * read. */
+/* Read the inotify queue into the stash, behind what is there.  Until a read
+ * that does not fill the buffer: that one took all that was queued (and every
+ * write before ours with it).  Not until the queue is empty: others' writes go
+ * on adding theirs while we read.  Nothing is applied: the cgroup.freeze
+ * writes among them are, by manager_drain_inotify(), from
+ * inotify_stash_applied. */
+static void manager_read_inotify(Manager *m) {
         for (bool more = true; more;) {
                 union {
                         struct inotify_event ev;
@@ -637,10 +634,19 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
                         break;
                 }
                 more = (size_t) n > sizeof buf - (sizeof buf.ev + NAME_MAX + 1);
-                stash_append(m, buf.raw, (size_t) n, &start);
+                stash_append(m, buf.raw, (size_t) n);
         }
+}
 
-        for (size_t o = start; o < m->inotify_stash_len;) {
+/* The part of manager_drain_inotify() that applies the cgroup.freeze writes
+ * of the events read since it last did (from inotify_stash_applied: those read
+ * ahead by removals_may_be_unread() too). */
+static bool stash_apply_writes(Manager *m, int *outer) {
+        /* Handled already: each re-read what it changed in its turn. */
+        size_t from = m->inotify_stash_applied > m->inotify_stash_pos ? m->inotify_stash_applied
+                                                                       : m->inotify_stash_pos;
+
+        for (size_t o = from; o < m->inotify_stash_len;) {
                 struct inotify_event *ev = (struct inotify_event *) (m->inotify_stash + o);
                 const WdEntry *w;
 
@@ -677,7 +683,36 @@ static bool manager_drain_inotify(Manager *m, int *outer) {
                  * own writes come here too, one read each instead of two. */
                 ev->mask &= ~IN_MODIFY;
         }
+        m->inotify_stash_applied = m->inotify_stash_len;
         return inotify_complete(m);
+}
+
+/* Read every kernel event so far into the stash, where they are handled in
+ * order (manager_handle_stashed_events()), and apply the cgroup.freeze
+ * writes among them now: a write behind our back that came before ours
+ * changes the effective flags group_settle_subtree() deduces from.  The kernel
+ * queues IN_MODIFY inside write(2), so every write that came before ours is
+ * queued by now.  A change of cgroup.events may still come before the write
+ * that made it (a write of someone else still running): a read of the file is
+ * the kernel's state whatever came before, and a deduction from a write not
+ * yet seen is redone when it is.  The writes applied are those of every event
+ * not handled yet, read since the last drain (here, or ahead by
+ * removals_may_be_unread()).  Returns
+ * false if events were lost (then nothing can be deduced until every group
+ * was re-read).  *outer is manager_outer_frozen() if a write needed it, else
+ * left at -1. */
+static bool manager_drain_inotify(Manager *m, int *outer) {
+        stash_compact(m);
+
+        /* The groups whose cgroup.events changed first, then the inotify
+         * queue: kernfs tells pollers inside a write, vfs_write() queues its
+         * IN_MODIFY once the write is done, so reading inotify last gives a
+         * write behind our back that is still running the best chance to be
+         * read along with what it changed (its flag is applied next, before
+         * any of those changes is handled). */
+        manager_drain_epoll(m);
+        manager_read_inotify(m);
+        return stash_apply_writes(m, outer);
 }
 
 static int cmp_depth(const void *a, const void *b) {
@@ -2474,18 +2509,31 @@ bool manager_group_waits_for_writes(const Manager *m, const Group *g) {
 }
 
 /* Whether a group of the model may be gone without freezerd knowing: an
- * inotify event queued or stashed, not handled yet.  Every group of the model
- * is in a watched directory (its parent's, tracked or kept for its flag),
- * whose watch queues the IN_DELETE within the rmdir itself: with nothing
- * queued, every removal up to now is in the model.  One look at the queue
- * (FIONREAD) instead of a read of each group's file (1.6 µs here, as much as
- * a write that changes nothing). */
+ * inotify event that may tell of it (INOTIFY_REMOVAL_MASK) queued or stashed,
+ * not handled yet, or events lost.  Every group of the model is in a watched
+ * directory (its parent's, tracked or kept for its flag), whose watch queues
+ * the IN_DELETE within the rmdir itself: with none of them queued, every
+ * removal up to now is in the model.  Instead of a read of each group's file
+ * (1.6 µs here, as much as a write that changes nothing): the count of them in
+ * the stash (which holds the events of our own last writes and the changes of
+ * cgroup.events until the loop handles them: whether it is empty said nothing
+ * right after a batch), and one look at the queue (FIONREAD).  Where something
+ * is queued (others' writes, an rmdir), it is read into the stash, behind what
+ * waits there, in order, and counted as the stash takes it; nothing is applied
+ * or handled here (manager_handle_stashed_events() applies the writes among
+ * them first, as manager_drain_inotify() would have). */
 static bool removals_may_be_unread(Manager *m) {
         int n = 0;
 
-        if (manager_has_stashed_events(m) || !inotify_complete(m))
+        if (m->inotify_fd < 0 || !inotify_complete(m) || m->inotify_removals > 0)
                 return true;
-        return m->inotify_fd < 0 || ioctl(m->inotify_fd, FIONREAD, &n) < 0 || n > 0;
+        if (ioctl(m->inotify_fd, FIONREAD, &n) < 0)
+                return true;
+        if (n == 0)
+                return false;
+        stash_compact(m);
+        manager_read_inotify(m);
+        return !inotify_complete(m) || m->inotify_removals > 0;
 }
 
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
@@ -3685,6 +3733,12 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
 void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
 
+        /* Read ahead (removals_may_be_unread()): applied first, as a drain
+         * would have. */
+        if (m->inotify_stash_applied < m->inotify_stash_len) {
+                int outer = -1;
+                (void) stash_apply_writes(m, &outer);
+        }
         /* Everything in this slice was queued before we read: one re-read per
          * file per slice reflects all of it. */
         m->inotify_gen++;
@@ -3699,11 +3753,13 @@ void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {
                 m->inotify_stash_pos += sizeof *ev + ev->len;
                 if (ev->mask & IN_Q_OVERFLOW)
                         m->inotify_overflow_pending = false; /* handled now */
+                if (ev->mask & INOTIFY_REMOVAL_MASK)
+                        m->inotify_removals--;
                 handle_inotify_event(m, ev);
         }
         if (m->inotify_stash_pos >= m->inotify_stash_len) {
                 m->inotify_stash = mfree(m->inotify_stash);
-                m->inotify_stash_len = m->inotify_stash_pos = 0;
+                m->inotify_stash_len = m->inotify_stash_pos = m->inotify_stash_applied = 0;
         }
         if (m->inotify_lost) { /* the stash was dropped with it */
                 m->inotify_lost = false;

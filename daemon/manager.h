@@ -242,6 +242,12 @@ struct Manager {
          * inotify_stash_pos. */
         char *inotify_stash;
         size_t inotify_stash_len, inotify_stash_pos;
+        /* Up to here, manager_drain_inotify() applied the cgroup.freeze
+         * writes of the stash; beyond are events read ahead
+         * (removals_may_be_unread()). */
+        size_t inotify_stash_applied;
+        /* Events of INOTIFY_REMOVAL_MASK in the stash, not handled yet. */
+        size_t inotify_removals;
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;

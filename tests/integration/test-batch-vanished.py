@@ -30,6 +30,13 @@ a named group that does not exist as it does an unnamed one: there it succeeds, 
 ApplyBatch naming /t/z removed a moment ago writes the others, /t/z counted as skipped
 (test-batch-skip-missing has the rest of SKIP_MISSING).
 
+The same behind other events freezerd has not handled either: the rmdir queued after
+a write to cgroup.freeze (/t/a, the same flag again, as someone else), or after the
+call, or with the events of freezerd's own write (a Thaw of /t/w, sent before the
+call): an ApplyBatch naming the group fails with NoSuchGroup, nothing written, and a
+RECURSIVE one leaves it out.  freezerd looks for a removal among the events it has not
+handled (and those queued, read ahead), not only whether some wait.
+
 A storm: FreezeExcept("/v", ["/v/c0"]) over 1,100 children, whose cover of 1,099
 goes out from the real-time writer thread (daemon/freeze-writer.h), each written
 group put in the model as the thread goes on (batch_written()), with /v/c7 removed a
@@ -220,6 +227,69 @@ def test():
                 ft.check_equal(got, (1, 1), f'{what}: /t/a written, /t/z skipped')
                 ft.check_equal(flags(), {'/t': 0, '/t/h': 0, '/t/a': 1, '/t/b': 0}, f'{what}: /t/a set')
                 all_thawed(what)
+
+            # The rmdir's IN_DELETE behind other events, not handled yet: a write to
+            # cgroup.freeze (someone else's, of /t/a, changing nothing) queued before the
+            # rmdir, or before the call and the rmdir after it, or freezerd's own write
+            # (a Thaw of /t/w sent before the call).  freezerd looks for a removal among
+            # all it has not handled, not only whether anything waits.
+            def behind(order, p, method, *args):
+                stop_waiting()
+                try:
+                    if order == 'ours':
+                        own = priv.call_async('Thaw', '/t/w', 0, 0)
+                    else:
+                        sc.write_freeze('/t/a', 0)
+                    if order != 'call, rmdir':
+                        sc.rmdir(p)
+                    call = priv.call_async(method, *args)
+                    if order == 'call, rmdir':
+                        sc.rmdir(p)
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                if order == 'ours':
+                    own.result()
+                return call
+
+            for order in ('rmdir, call', 'call, rmdir', 'ours'):
+                for written in (False, True):
+                    how = 'written before' if written else 'never written'
+                    for z_flag in (0, 1) if written else (0,):
+                        def make():
+                            if order == 'ours':
+                                made('/t/w', True)
+                                c.call('Freeze', '/t/w', 0, 0)
+                            made('/t/z', written)
+                        what = (f'ApplyBatch([/t/a freeze, /t/z {"freeze" if z_flag else "thaw"}]) with /t/z '
+                                f'({how}, thawed) removed a moment ago, behind a write ({order})')
+                        for attempt in range(5):
+                            make()
+                            e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, behind(
+                                order, '/t/z', 'ApplyBatch', [('/t/a', True), ('/t/z', bool(z_flag))], 'top-down',
+                                0, 0).result)
+                            if order == 'ours':
+                                sc.rmdir('/t/w')
+                            if 'does not exist' not in e.message:
+                                break
+                            print(f'# the removal was read before the call, again: {e.message}', flush=True)
+                        else:
+                            ft.fail(f'{what}: the removal was read before the call in 5 tries')
+                        ft.check('/t/z' in e.message and 'nothing was written' in e.message,
+                                 f'{what}: NoSuchGroup names /t/z and says nothing was written', e.message)
+                        ft.check_equal(flags(), {g: 0 for g in GROUPS}, f'{what}: /t/a not written')
+
+                    what = (f'ApplyBatch([/t thaw], RECURSIVE) with /t/z ({how}, thawed) removed a moment ago, '
+                            f'behind a write ({order})')
+                    if order == 'ours':
+                        made('/t/w', True)
+                        c.call('Freeze', '/t/w', 0, 0)
+                    made('/t/z', written)
+                    got = tuple(behind(order, '/t/z', 'ApplyBatch', [('/t', False)], 'auto', 0,
+                                       ft.FLAG_RECURSIVE).result())
+                    ft.check_equal(got, (0, len(GROUPS) + (order == 'ours')),
+                                   f'{what}: nothing written, /t/z not counted as skipped')
+                    if order == 'ours':
+                        sc.rmdir('/t/w')
 
             # A storm, written by the real-time thread.
             kept = [f'/v/c{i}' for i in range(1, CHILDREN) if i != 7]
