@@ -2551,13 +2551,14 @@ static bool removals_may_be_unread(Manager *m) {
  * writes from the main loop, group_write_freeze(): it is rare, and what it
  * restores is not waited for.)  progress (may be NULL) is called while the
  * thread writes groups that are disjoint subtrees, with ret[0..done) set (see
- * batch_written()); not otherwise. */
+ * batch_written()); not otherwise.  unread is removals_may_be_unread() if the
+ * caller asked it (-1 if not): see batch_start(). */
 static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret,
-                                 const bool *may_vanish, freeze_progress_t progress, void *userdata) {
+                                 const bool *may_vanish, int unread, freeze_progress_t progress,
+                                 void *userdata) {
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
         bool first = true;
-        int unread = -1; /* removals_may_be_unread(), once asked */
 
         if (!w)
                 return -ENOMEM;
@@ -3156,7 +3157,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
 
         /* The write cancels operations that asked for the opposite. */
         int result;
-        r = manager_write_freezes(m, &g, &freeze, 1, &result, NULL, NULL, NULL);
+        r = manager_write_freezes(m, &g, &freeze, 1, &result, NULL, -1, NULL, NULL);
         if (r >= 0 && (r = result) >= 0)
                 group_wrote_freeze(m, g, freeze);
         if (r < 0) {
@@ -3375,7 +3376,12 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
          * the real-time writer, disjoint subtrees) are followed as they are
          * done (batch_written()). */
         BatchWritten bw = { .m = m, .items = items, .gs = to_write, .v = values, .ret = results, .n = n };
-        r = manager_write_freezes(m, to_write, values, n, results, unnamed, batch_written, &bw);
+        /* The answer asked above holds for the checks before the writes:
+         * nothing since handled an event (a yes stays one), and a removal
+         * queued since (a no that would turn) is an rmdir concurrent with the
+         * call, as one during the writes is: asking again would narrow that
+         * window by the journal's write, not close it. */
+        r = manager_write_freezes(m, to_write, values, n, results, unnamed, unread, batch_written, &bw);
         if (r < 0) {
                 operation_free(op);
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
