@@ -94,7 +94,8 @@ static void help(void) {
                "                       Freeze everything below PATH except the EXCLUDED\n"
                "                       subtrees, by freezing the fewest groups that cover the\n"
                "                       rest (at each level, the siblings of an excluded\n"
-               "                       branch), as one batch; print the groups it froze\n"
+               "                       branch), as one batch; print the groups it froze,\n"
+               "                       sorted\n"
                "  thaw PATH...         Thaw each group in turn; wait until the kernel reports\n"
                "                       it running. Fails if an ancestor still freezes it (the\n"
                "                       group's own freeze flag is cleared nevertheless)\n"
@@ -302,7 +303,7 @@ static void help(void) {
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
                "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
                "                   UTF-8 is U+FFFD)\n"
-               "  freeze --except  an array of the paths of the groups frozen\n"
+               "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
                "  status           {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
@@ -1222,8 +1223,15 @@ static int check_except_below(const char *path) {
         return EXIT_SUCCESS;
 }
 
+static int str_ptr_cmp(const void *a, const void *b) {
+        const char *const *x = a, *const *y = b;
+
+        return strcmp(*x, *y);
+}
+
 static int verb_freeze_except(freezer *f, const char *path) {
         char **frozen = NULL;
+        size_t n;
         int ret = EXIT_SUCCESS, r;
 
         interrupt_say("the freeze of %s except %s%s", path, arg_except[0], n_arg_except > 1 ? ", ..." : "");
@@ -1245,6 +1253,14 @@ static int verb_freeze_except(freezer *f, const char *path) {
                                   path, path);
                 return EXIT_FAILURE;
         }
+
+        /* freezerd names them in its tree's order, which is no order to a
+         * reader: sorted by their bytes, as list sorts its groups (and tree
+         * its children). */
+        for (n = 0; frozen[n]; n++)
+                ;
+        if (n > 1)
+                qsort(frozen, n, sizeof(char *), str_ptr_cmp);
 
         if (!frozen[0])
                 /* Not a failure (nothing is left to freeze), but not what a

@@ -33,6 +33,9 @@ Checks:
   * `freeze --timeout=` of "2min 3s", "2min3s" (as status prints durations, and as
     systemd.time(7) takes them), "1min 0.5s", "1 hour", "500ms": exit 0 (the first four
     were usage errors).
+  * `freeze /x --except=/x/keep` (text and --json) prints the groups it froze sorted
+    by their bytes (/x/C, /x/a, /x/b), as list sorts (it printed freezerd's tree
+    order).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -542,6 +545,21 @@ def test():
                 r = ft.freezectl('freeze', f'--timeout={t}', '/g', check=False)
                 ft.check_equal((r.returncode, r.stderr), (0, ''), f'freeze --timeout="{t}" /g')
                 ft.freezectl('thaw', '/g')
+
+            # ---- freeze --except prints the groups it froze sorted by their bytes, as list does
+            # (they came in freezerd's tree order). Made while freezerd runs, in an order that is
+            # neither the sorted one nor its reverse; "C" sorts before "a" in byte order only.
+            rec = c.record(subscribe=False)
+            for g in ('/x', '/x/keep', '/x/a', '/x/C', '/x/b'):
+                sc.mkdir(g)
+            rec.wait_for(lambda r: {ft.group_object(g) for g in ('/x/a', '/x/C', '/x/b')} <=
+                         {o for o, _i in r.interfaces_added()}, what='freezerd to add /x/a, /x/C and /x/b')
+            r = ft.freezectl('freeze', '/x', '--except=/x/keep')
+            ft.check_equal(r.stdout, '/x/C\n/x/a\n/x/b\n', 'freeze /x --except=/x/keep prints the groups it froze '
+                                                             'sorted')
+            r = ft.freezectl('--json', 'freeze', '/x', '--except=/x/keep')
+            ft.check_equal(json.loads(r.stdout), ['/x/C', '/x/a', '/x/b'], '--json freeze --except: sorted too')
+            ft.freezectl('thaw', '--recursive', '/x')
 
             # ---- "--" and a path starting with "-"
             ft.freezectl('freeze', '--', '-odd')
