@@ -40,9 +40,7 @@ struct Journal {
 
 static void found_free(struct Found *f, size_t n);
 
-static int pwrite_all(int fd, const char *buf, size_t n) {
-        off_t off = 0;
-
+static int pwrite_all_at(int fd, const char *buf, size_t n, off_t off) {
         while (n > 0) {
                 ssize_t k = pwrite(fd, buf, n, off);
                 if (k < 0) {
@@ -55,6 +53,10 @@ static int pwrite_all(int fd, const char *buf, size_t n) {
                 off += k;
         }
         return 0;
+}
+
+static int pwrite_all(int fd, const char *buf, size_t n) {
+        return pwrite_all_at(fd, buf, n, 0);
 }
 
 const char *journal_boot_id(void) {
@@ -618,14 +620,62 @@ static int write_replace(int dfd, const char *name, const char *text) {
 }
 
 /* dfd/name, a file that exists, holds text: written in place (its directory
- * may be one that cannot be changed, where its file can).  Not whole across a
- * crash: a start removes what is cut short, restoring nothing of it. */
-static int write_in_place(int dfd, const char *name, const char *text) {
-        _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+ * may be one that cannot be changed, where its file can).  Until session 37
+ * it was truncated first: a write that then failed (ENOSPC, the room the
+ * truncation freed taken meanwhile, or too little for a longer text) left it
+ * empty or cut short, which the next start removes, while the caller said
+ * the old text was kept.  Now:
+ *  - the part of text beyond the file's end is written first: where that
+ *    fails, the file is cut back to its old length, as it was (*ret_lost
+ *    false: the caller may count on the old text);
+ *  - then its first byte is made one no JSON starts with, the rest of text is
+ *    written after it, the file cut to text's length, and the first byte
+ *    written last.  A write between that fails (EIO; ENOSPC where a file
+ *    system copies the blocks written over) has spoilt the old text: the
+ *    file is emptied, which a start removes, and *ret_lost is true.
+ * Not whole across a crash, but never part of each text that parses as
+ * another journal: the start keeps what is left as damaged, restoring
+ * nothing of it.  An empty text empties the file. */
+static int write_in_place(int dfd, const char *name, const char *text, bool *ret_lost) {
+        _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        size_t len = strlen(text), head;
+        struct stat st;
+        int r;
 
+        if (ret_lost)
+                *ret_lost = false;
         if (fd < 0)
                 return -errno;
-        return pwrite_all(fd, text, strlen(text));
+        if (len == 0)
+                return ftruncate(fd, 0) < 0 ? -errno : 0;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* (head: the part of text that goes over the old one) */
+        head = (off_t) len < st.st_size ? len : (size_t) st.st_size;
+        if (len > head) {
+                r = pwrite_all_at(fd, text + head, len - head, (off_t) head);
+                if (r < 0) {
+                        (void) ftruncate(fd, st.st_size);
+                        return r;
+                }
+        }
+        r = pwrite_all_at(fd, "#", 1, 0);
+        if (r < 0) {
+                (void) ftruncate(fd, st.st_size);
+                return r;
+        }
+        if (head > 1)
+                r = pwrite_all_at(fd, text + 1, head - 1, 1);
+        if (r >= 0 && (off_t) len < st.st_size && ftruncate(fd, (off_t) len) < 0)
+                r = -errno;
+        if (r >= 0)
+                r = pwrite_all_at(fd, text, 1, 0);
+        if (r < 0) {
+                (void) ftruncate(fd, 0);
+                if (ret_lost)
+                        *ret_lost = true;
+        }
+        return r;
 }
 
 /* The groups of journal f that could not be restored (a cgroup.freeze write
@@ -639,8 +689,10 @@ static int write_in_place(int dfd, const char *name, const char *text) {
  * renamed so, all its groups kept (journal_forget() drops those changed since,
  * writing the file over in place where it cannot replace it).  *ret_name is the name
  * kept.  Returns 1 if it holds failed (and boot_id, cgroup_root where f has
- * none), 0 if f as it is.  Where nothing can be kept, -errno: f is removed,
- * or emptied where it cannot be (*ret_dropped says which, else NULL), its
+ * none), 0 if f as it is (also where f is that file and its write in place
+ * failed before it changed it).  Where nothing can be kept, -errno: f is
+ * removed, or emptied where it cannot be, or where it is that file and its
+ * write in place failed halfway (*ret_dropped says which, else NULL), its
  * failed groups not tried again: left whole under a slot's name, which
  * journal_forget() must not write (a batch may hold that slot), the next
  * start would write back every group of it, also those restored now,
@@ -667,7 +719,13 @@ static int keep_failed(int dfd, const Found *f, const JournalEntry *failed, size
                 return 1;
         }
         if (streq(f->name, name)) {
-                r = text ? write_in_place(dfd, name, text) : -ENOMEM;
+                bool lost = false;
+
+                r = text ? write_in_place(dfd, name, text, &lost) : -ENOMEM;
+                if (r < 0 && lost) {
+                        *ret_dropped = "emptied";
+                        return r;
+                }
                 *ret_name = TAKE_PTR(name);
                 return r >= 0;
         }
@@ -968,7 +1026,7 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 _cleanup_close_ int dfd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 _cleanup_free_ char *text = NULL;
                 char esc[1024];
-                bool emptied = false;
+                bool emptied = false, lost = false;
                 int r = 0;
                 if (dfd < 0)
                         r = -errno;
@@ -977,7 +1035,7 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                          * be changed), emptied: a start removes an empty file. */
                         if (unlinkat(dfd, f->name, 0) < 0 && errno != ENOENT) {
                                 r = -errno;
-                                if (write_in_place(dfd, f->name, "") >= 0)
+                                if (write_in_place(dfd, f->name, "", NULL) >= 0)
                                         r = 0, emptied = true;
                         }
                 } else {
@@ -987,11 +1045,21 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                          * be changed), written over in place, as keep_failed()
                          * does: left as it is, the next start would write the
                          * flag back, undoing what was asked of it since.  Not
-                         * for other failures (ENOSPC, EIO), where a write in
-                         * place, which truncates first, may fail as well and
-                         * lose the other groups' retries. */
-                        if ((r == -EPERM || r == -EACCES) && text && write_in_place(dfd, f->name, text) >= 0)
-                                r = 0;
+                         * for other failures (ENOSPC, EIO), which may pass, and
+                         * where a write in place that fails halfway, emptying
+                         * the file, would lose the other groups' retries. */
+                        if ((r == -EPERM || r == -EACCES) && text) {
+                                int q = write_in_place(dfd, f->name, text, &lost);
+                                if (q >= 0 || lost)
+                                        r = q;
+                        }
+                }
+                if (r < 0 && lost) {
+                        log_error_errno(r, "The flag of %s was set or asked for since the start, but %s/%s, which would "
+                                        "write it back at the next start, could not be written over in place and is "
+                                        "emptied: the next start restores none of its groups: %m",
+                                        path_shown(path, esc, sizeof esc), j->dir, f->name);
+                        continue;
                 }
                 if (r < 0) {
                         log_warning_errno(r, "The flag of %s was set or asked for since the start, but %s/%s, which would "

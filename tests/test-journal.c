@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "cgroup-util.h"
@@ -781,6 +783,122 @@ static void test_drop_immutable_dir(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+static char *read_text(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char *text = NULL;
+        size_t len = 0;
+
+        if (fd < 0 || read_full_fd(fd, 1 << 20, &text, &len) < 0)
+                return NULL;
+        return text;
+}
+
+/* A retry file kept on a full file system (a small tmpfs, in a mount
+ * namespace of this process's own): it cannot be replaced, so it is written
+ * over in place.  A text that needs more room than the file had fails, and
+ * the file must be left as it was, which keep_failed() says it keeps: until
+ * session 37 it was truncated first, the write failed, and the next start
+ * removed the empty (or cut short) file while this one had logged its groups
+ * kept.  A shorter text fits in place and is what the file holds after. */
+static void test_keep_failed_no_space(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        static const char old[] = "{\"version\":1,\"id\":8,\"boot\":\"boot-1\",\"groups\":["
+                                  "{\"path\":\"/ok\",\"prev\":true,\"new\":false},"
+                                  "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
+                                  "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n";
+        _cleanup_free_ char *retry = NULL, *filler = NULL, *text = NULL, *long_root = NULL;
+        JournalEntry *e = NULL;
+        char *boot = NULL, *root = NULL;
+        uint64_t max_id = 0, id = 0;
+        size_t n = 0;
+        Journal *j = NULL;
+
+        CHECK(dir);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700") < 0) {
+                fprintf(stderr, "test-journal: cannot mount a tmpfs on %s (%s): a retry file on a full file system "
+                        "is not checked\n", dir, strerror(errno));
+                (void) rmdir(dir);
+                return;
+        }
+        CHECK(asprintf(&retry, "%s/journal-retry-8.json", dir) > 0);
+        CHECK(asprintf(&filler, "%s/filler", dir) > 0);
+        write_text(retry, old);
+        {
+                static char block[4096];
+                _cleanup_close_ int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                ssize_t k;
+
+                CHECK(fd >= 0);
+                while ((k = write(fd, block, sizeof block)) > 0)
+                        ;
+                CHECK(k < 0 && errno == ENOSPC);
+        }
+        /* The journal has no cgroup root (written before they were
+         * recorded): the one of this start, of 3 pages, is added. */
+        long_root = malloc(3 * 4096);
+        CHECK(long_root);
+        memset(long_root, 'r', 3 * 4096 - 1);
+        long_root[0] = '/';
+        long_root[3 * 4096 - 1] = '\0';
+
+        refuse = true;
+        n_restored = 0;
+        CHECK(journal_new(dir, long_root, &j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
+        CHECK(max_id == 8 && n_restored == 1 && streq(restored[0].path, "/ok"));
+        text = read_text(retry);
+        CHECK(text && streq(text, old));
+        CHECK(journal_has_retries(j));
+        j = journal_free(j);
+        text = mfree(text);
+
+        /* A cgroup root short enough: the two refused groups, in place. */
+        n_restored = 0;
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
+        CHECK(n_restored == 1 && streq(restored[0].path, "/ok"));
+        j = journal_free(j);
+        text = read_text(retry);
+        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
+        CHECK(id == 8 && boot && streq(boot, "boot-1") && root && streq(root, "/cg"));
+        CHECK(n == 2 && streq(e[0].path, "/refused") && streq(e[1].path, "/refused2"));
+        journal_entries_free(e, n);
+        free(boot);
+        free(root);
+        boot = root = NULL;
+        e = NULL;
+
+        /* Room for the longer text in place (3 pages more), but not for a
+         * copy of it (4 pages): written over in place, its end first. */
+        write_text(retry, old);
+        CHECK(truncate(filler, file_size(filler) - 3 * 4096) == 0);
+        n_restored = 0;
+        CHECK(journal_new(dir, long_root, &j) == 0);
+        CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
+        CHECK(n_restored == 1 && streq(restored[0].path, "/ok"));
+        j = journal_free(j);
+        text = mfree(text);
+        text = read_text(retry);
+        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
+        CHECK(id == 8 && boot && streq(boot, "boot-1") && root && streq(root, long_root));
+        CHECK(n == 2 && streq(e[0].path, "/refused") && streq(e[1].path, "/refused2"));
+        journal_entries_free(e, n);
+        free(boot);
+        free(root);
+
+        /* With room again, restored and removed. */
+        CHECK(unlink(filler) == 0);
+        refuse = false;
+        n_restored = 0;
+        CHECK(recover_dir(dir, "boot-1", long_root, restore, NULL, &max_id) == 1);
+        CHECK(n_restored == 2);
+        CHECK(dir_empty(dir));
+        CHECK(umount2(dir, MNT_DETACH) == 0);
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
         test_drop_immutable_dir();
         test_slot_taken();
@@ -788,5 +906,6 @@ int main(void) {
         test_slots_and_recover();
         test_keep_failed();
         test_parse();
+        test_keep_failed_no_space(); /* last: it leaves this process in a mount namespace of its own */
         return test_summary("test-journal");
 }
