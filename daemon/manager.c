@@ -3956,10 +3956,18 @@ static bool track_root_called(Manager *m, const char *path) {
 }
 
 /* Root i was tracked again, or made again: it goes last, among the roots a
- * call asked for the last to be forgotten (manager_forget_waiting_roots()). */
+ * call asked for the last to be forgotten (manager_forget_waiting_roots()).
+ * tracked.json keeps that order for the next start, but is not written for
+ * it here: a client that Track()s what it tracks already each time it looks
+ * would cost a write and an fsync of the whole file per call, for an order
+ * that matters only past TRACK_ROOTS_WAITING_MAX roots waiting.  The next
+ * save takes it along, or the stop saves it (lost by a crash only). */
 static void track_root_touch(Manager *m, size_t i) {
         char *path = m->track_roots[i];
         bool called = m->track_roots_called[i];
+
+        if (called && i + 1 < m->n_track_roots)
+                m->track_order_unsaved = true;
 
         memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i - 1) * sizeof(char *));
         memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
@@ -4931,6 +4939,7 @@ static void manager_save_tracked(Manager *m) {
                 m->save_pending = true;
                 return;
         }
+        m->track_order_unsaved = false;
         root = json_object_new_object();
         arr = json_object_new_array();
         if (!root || !arr) {
@@ -5179,6 +5188,9 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         manager_load_tracked(m);
+        /* The order of the roots is the one tracked.json has: the touches
+         * of its roots configured too (track_root_add()) kept it. */
+        m->track_order_unsaved = false;
         m->started = true;
         /* A tracked.json of an older freezerd may list any number that wait. */
         manager_forget_waiting_roots(m);
@@ -5261,6 +5273,8 @@ void manager_shutdown(Manager *m) {
         for (Operation *op = m->operations; op; op = op->next)
                 operation_doom(op, true, BUS_ERROR_CANCELLED, "freezerd is shutting down");
         manager_dispatch(m); /* every operation was queued: none is left */
+        if (m->track_order_unsaved)
+                manager_save_tracked(m);
 }
 
 /* Frees *e, if any (libevent's event_free() takes no NULL), and forgets it. */

@@ -211,6 +211,9 @@ struct Manager {
         bool started; /* initial tracking done: track changes are persisted from now on */
         bool reloading; /* in manager_reload(): tracked.json is saved once, at its end */
         bool save_pending;
+        /* track_root_touch() reordered the roots calls asked for since
+         * tracked.json was saved: saved at the stop (manager_shutdown()). */
+        bool track_order_unsaved;
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */

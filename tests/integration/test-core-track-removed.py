@@ -19,7 +19,10 @@ Checks:
     forgets those ten, the least recent, before READY=1.
   * /pods/keep removed then, the least recent root with 1,024 waiting, is
     forgotten at once with one log line; it also got "was removed: it is
-    tracked again once it is made" just before."""
+    tracked again once it is made" just before.
+  * Track() of /order/a, /order/b, then /order/a again: at the stop tracked.json
+    holds /order/b, /order/a, the order of the last Track()s (it kept /order/a,
+    /order/b, the order the next start took back)."""
 
 import json
 import os
@@ -111,7 +114,26 @@ def run(state_dir):
                      '/pods/keep, a tracked subtree, was removed' not in d.log(),
                      'a root removed and forgotten at once: one log line, that it is no longer tracked',
                      d.log()[-2000:])
+        check_order_saved_at_stop(sc, bus)
     print(f'# checked: at most {WAITING_MAX} removed roots that calls asked for wait, the least recent forgotten')
+
+
+def check_order_saved_at_stop(sc, bus):
+    """A Track() of a root tracked already makes it the most recent, which tracked.json
+    said only once something else changed: a restart before that brought the old order
+    back.  It is not saved at once (a write and an fsync of the whole file per Track()),
+    but at the stop."""
+    with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
+        for g in ('/order', '/order/a', '/order/b'):
+            sc.mkdir(g)
+        with ft.Daemon(bus, sc.root, config={'track': ['/other']}, state_dir=state_dir) as d:
+            d.client.call('Track', '/order/a')
+            d.client.call('Track', '/order/b')
+            ft.check_equal(ft.tracked_roots(state_dir), ['/order/a', '/order/b'], 'tracked.json: /order/a, /order/b')
+            d.client.call('Track', '/order/a')
+            ft.check_equal(d.stop(), 0, 'freezerd stops')
+        ft.check_equal(ft.tracked_roots(state_dir), ['/order/b', '/order/a'],
+                       'a Track() of /order/a again makes it the most recent in tracked.json once freezerd stops')
 
 
 ft.run(test)
