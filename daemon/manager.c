@@ -4246,7 +4246,11 @@ static void manager_untracked_prune(Manager *m, const char *norm) {
         manager_prune(m, g, NULL);
 }
 
-static bool track_root_configured(Manager *m, const char *root) {
+/* configured: the hashes of the configuration's roots; NULL where there are
+ * none, or no memory for them: then each is compared. */
+static bool track_root_configured(Manager *m, const char *root, const U64Set *configured) {
+        if (configured && !u64set_contains(configured, string_hash(root)))
+                return false;
         for (char **p = m->config.track; p && *p; p++)
                 if (streq(*p, root))
                         return true;
@@ -4255,10 +4259,10 @@ static bool track_root_configured(Manager *m, const char *root) {
 
 /* Whether a call asked for root i alone (not the configuration) and its
  * group is gone (or not made yet): it waits to be made (manager_track_pending()). */
-static bool track_root_waiting_called(Manager *m, size_t i) {
+static bool track_root_waiting_called(Manager *m, size_t i, const U64Set *configured) {
         Group *g;
 
-        if (!m->track_roots_called[i] || track_root_configured(m, m->track_roots[i]))
+        if (!m->track_roots_called[i] || track_root_configured(m, m->track_roots[i], configured))
                 return false;
         g = tree_get(m->tree, m->track_roots[i]);
         return !g || !g->tracked;
@@ -4274,6 +4278,7 @@ static bool track_root_waiting_called(Manager *m, size_t i) {
  * forgotten, as by Untrack(). */
 static void manager_forget_waiting_roots(Manager *m) {
         size_t n_called = 0, n_waiting = 0, n_forget, k = 0;
+        U64Set *configured = NULL;
         char **forget;
 
         m->track_roots_removed = false;
@@ -4281,25 +4286,38 @@ static void manager_forget_waiting_roots(Manager *m) {
                 n_called += m->track_roots_called[i];
         if (n_called <= TRACK_ROOTS_WAITING_MAX)
                 return; /* the common case: no look at the tree */
+        /* Each root looked up in the configuration by its hash: compared
+         * with every entry, a start with 20,000 configured roots and 20,000
+         * in tracked.json spent 6 of its 8 s here. */
+        for (char **p = m->config.track; p && *p; p++)
+                if (u64set_add(&configured, string_hash(*p)) < 0) {
+                        configured = u64set_free(configured);
+                        break;
+                }
         for (size_t i = 0; i < m->n_track_roots; i++)
-                n_waiting += track_root_waiting_called(m, i);
-        if (n_waiting <= TRACK_ROOTS_WAITING_MAX)
+                n_waiting += track_root_waiting_called(m, i, configured);
+        if (n_waiting <= TRACK_ROOTS_WAITING_MAX) {
+                u64set_free(configured);
                 return;
+        }
         n_forget = n_waiting - TRACK_ROOTS_WAITING_MAX;
         forget = calloc(n_forget, sizeof(char *));
-        if (!forget)
+        if (!forget) {
+                u64set_free(configured);
                 return; /* the next time */
+        }
         /* Taken out all at once (thousands of them at a start, from an old
          * tracked.json), then what each one alone needed is pruned. */
         size_t j = 0;
         for (size_t i = 0; i < m->n_track_roots; i++) {
-                if (k < n_forget && track_root_waiting_called(m, i)) {
+                if (k < n_forget && track_root_waiting_called(m, i, configured)) {
                         forget[k++] = m->track_roots[i];
                         continue;
                 }
                 m->track_roots[j] = m->track_roots[i];
                 m->track_roots_called[j++] = m->track_roots_called[i];
         }
+        u64set_free(configured);
         m->n_track_roots = j;
         m->track_roots[j] = NULL;
         track_root_hashes_rebuild(m);
