@@ -1337,19 +1337,73 @@ def proc_state(pid):
 
 
 # x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
-EPOLL_WAITS = {'232', '281', '441'}
+# A child that waits for ever in one of epoll_wait(), epoll_pwait(), epoll_pwait2(), on an
+# epoll fd of its own, which it prints first (epoll_waits()).
+_EPOLL_PROBE = r'''
+import ctypes, select, sys
+name = sys.argv[1]
+fn = getattr(ctypes.CDLL(None, use_errno=True), name, None)
+if fn is None:  # (epoll_pwait2(): glibc 2.35)
+    sys.exit(3)
+ep = select.epoll()
+print(ep.fileno(), flush=True)
+timeout = {'epoll_wait': (-1,), 'epoll_pwait': (-1, None), 'epoll_pwait2': (None, None)}[name]
+fn(ep.fileno(), ctypes.create_string_buffer(64), 1, *timeout)
+sys.exit(4)  # (returned: ENOSYS, a kernel without it)
+'''
+_epoll_wait_numbers = None
+
+
+def epoll_waits():
+    """The numbers /proc/PID/syscall shows for epoll_wait(), epoll_pwait() and epoll_pwait2()
+    (where glibc and the kernel have it) on this machine: read once off a child that waits in
+    each, rather than a table for every architecture (where glibc makes epoll_wait() of
+    epoll_pwait(), they are one)."""
+    global _epoll_wait_numbers
+    if _epoll_wait_numbers is not None:
+        return _epoll_wait_numbers
+    numbers = set()
+    for name in ('epoll_wait', 'epoll_pwait', 'epoll_pwait2'):
+        p = subprocess.Popen([sys.executable, '-c', _EPOLL_PROBE, name], stdout=subprocess.PIPE, text=True)
+        try:
+            epfd = p.stdout.readline().strip()
+
+            def waiting():
+                if p.poll() is not None:
+                    return 'none'
+                try:
+                    f = open(f'/proc/{p.pid}/syscall').read().split()
+                except OSError:  # (exited meanwhile: the next look says so)
+                    return False
+                # (nr, then the arguments: its epoll fd, the events, maxevents 1)
+                return len(f) > 3 and int(f[1], 16) == int(epfd) and int(f[3], 16) == 1 and f[0]
+
+            if epfd:
+                nr = wait_for(waiting, poll=0.001, what=f'a child to wait in {name}()')
+                if nr != 'none':
+                    numbers.add(nr)
+        finally:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+    if not numbers:
+        fail('no child waited in epoll_wait(), epoll_pwait() or epoll_pwait2()')
+    _epoll_wait_numbers = numbers
+    return numbers
 
 
 def stop_in_epoll_wait(pid):
     """SIGSTOP pid (freezerd) while it waits in epoll_wait() for its next loop turn, so that
-    what comes meanwhile (a call, inotify events) is read together in one turn (x86_64 only:
-    EPOLL_WAITS).  Stopped in the middle of a turn, it would go on handling what it read
+    what comes meanwhile (a call, inotify events) is read together in one turn (the system
+    call numbers: epoll_waits()).  Stopped in the middle of a turn, it would go on handling what it read
     first: stopped again until it is stopped waiting.  The caller sends SIGCONT."""
+    numbers = epoll_waits()
+
     def stopped_waiting():
         os.kill(pid, signal.SIGSTOP)
         wait_for(lambda: open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'T',
                  poll=0.001, what='freezerd stopped')
-        if open(f'/proc/{pid}/syscall').read().split()[0] in EPOLL_WAITS:
+        if open(f'/proc/{pid}/syscall').read().split()[0] in numbers:
             return True
         os.kill(pid, signal.SIGCONT)
         return False

@@ -522,26 +522,23 @@ def test():
                 # lookup opens it by path, and finds nothing): left out, as for root,
                 # not NoSuchGroup from the access check.  The call is in freezerd's socket
                 # before it goes on (stopped in epoll_wait(): see test-batch-vanished).
-                if os.uname().machine == 'x86_64':
-                    what = 'U: ApplyBatch([/own/a, /own/gone], SKIP_MISSING), /own/gone removed a moment ago'
-                    sc.mkdir('/own/gone')
-                    sc.delegate('/own/gone', U)
-                    root.call('GetGroup', '/own/gone')  # in the model
-                    ft.stop_in_epoll_wait(d.pid)
-                    try:
-                        sc.rmdir('/own/gone')
-                        queued = unix_recv_queued(d.pid)
-                        u.send_method(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt',
-                                      ([('/own/a', True), ('/own/gone', True)], 'auto', tmo, 1 << 3))
-                        ft.wait_for(lambda: unix_recv_queued(d.pid) > queued, poll=0.001,
-                                    what='the call waits in freezerd\'s socket')
-                    finally:
-                        os.kill(d.pid, signal.SIGCONT)
-                    ft.check_equal(tuple(u.result()), (1, 1), f'{what}: /own/a written, /own/gone skipped')
-                    ft.check_equal(sc.read_freeze('/own/a'), 1, f'{what}: /own/a set')
-                    root.call('Thaw', '/own/a', tmo, 0)
-                else:
-                    print('# not x86_64 (ft.EPOLL_WAITS): the SKIP_MISSING race left out', flush=True)
+                what = 'U: ApplyBatch([/own/a, /own/gone], SKIP_MISSING), /own/gone removed a moment ago'
+                sc.mkdir('/own/gone')
+                sc.delegate('/own/gone', U)
+                root.call('GetGroup', '/own/gone')  # in the model
+                ft.stop_in_epoll_wait(d.pid)
+                try:
+                    sc.rmdir('/own/gone')
+                    queued = unix_recv_queued(d.pid)
+                    u.send_method(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt',
+                                  ([('/own/a', True), ('/own/gone', True)], 'auto', tmo, 1 << 3))
+                    ft.wait_for(lambda: unix_recv_queued(d.pid) > queued, poll=0.001,
+                                what='the call waits in freezerd\'s socket')
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                ft.check_equal(tuple(u.result()), (1, 1), f'{what}: /own/a written, /own/gone skipped')
+                ft.check_equal(sc.read_freeze('/own/a'), 1, f'{what}: /own/a set')
+                root.call('Thaw', '/own/a', tmo, 0)
 
                 # -- another uid, and an effective uid alone
                 with as_user(bus.address, U2) as u2:

@@ -45,7 +45,9 @@ moment ago: left out as above, the thread's other writes go on.
 The order is made certain as in test-batch-except-new: freezerd is stopped (SIGSTOP),
 the group removed, the call written into its private socket, and freezerd goes on:
 it reads both in one turn of its loop, and handles the call before the inotify event.
-It must be stopped waiting in epoll_wait() (/proc/PID/syscall), else stopped again:
+It must be stopped waiting in epoll_wait() (/proc/PID/syscall, whose numbers for
+epoll_wait(), epoll_pwait() and epoll_pwait2() are read off children blocked in each,
+ft.epoll_waits()), else stopped again:
 stopped in the middle of a turn (a notification of cgroup.events that came after the
 last reply), it would go on reading the inotify queue, the rmdir in it, and handle it
 at that turn's end, before it reads the call at the next.
@@ -75,8 +77,7 @@ RT_LINE = re.compile(r'Wrote (\d+) of (\d+) cgroup\.freeze from a real-time thre
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
-    if os.uname().machine != 'x86_64':
-        ft.skip(f'ft.EPOLL_WAITS holds the x86_64 system call numbers, not those of {os.uname().machine}')
+    print(f'# epoll_wait(), epoll_pwait(), epoll_pwait2() here: {sorted(ft.epoll_waits())}', flush=True)
     with ft.Scratch('batch-vanished') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         for g in GROUPS:
             sc.mkdir(g)
