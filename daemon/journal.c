@@ -620,11 +620,11 @@ static int write_replace(int dfd, const char *name, const char *text) {
 }
 
 /* dfd/name, a file that exists, holds text: written in place (its directory
- * may be one that cannot be changed, where its file can).  Until session 37
- * it was truncated first: a write that then failed (ENOSPC, the room the
- * truncation freed taken meanwhile, or too little for a longer text) left it
- * empty or cut short, which the next start removes, while the caller said
- * the old text was kept.  Now:
+ * may be one that cannot be changed, where its file can).  Not truncated
+ * first: a write that then failed (ENOSPC, the room the truncation freed taken
+ * meanwhile, or too little for a longer text) would leave it empty or cut
+ * short, which the next start removes, while the caller says the old text is
+ * kept.  So:
  *  - the part of text beyond the file's end is written first: where that
  *    fails, the file is cut back to its old length, as it was (*ret_lost
  *    false: the caller may count on the old text);
