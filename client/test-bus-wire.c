@@ -655,33 +655,11 @@ static void test_send_stall(const char *dir) {
 
 int main(void) {
         char dir[] = "/tmp/test-bus-wire-XXXXXX";
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        pid_t pid;
-        int fd, status;
+        pid_t pid = test_serve_fork(dir, socket_path, sizeof socket_path, serve);
+        int status;
 
-        if (!mkdtemp(dir)) {
-                perror("mkdtemp");
+        if (pid < 0)
                 return 1;
-        }
-        snprintf(socket_path, sizeof socket_path, "%s/private", dir);
-        memcpy(sa.sun_path, socket_path, sizeof socket_path);
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
-                perror("socket");
-                return 1;
-        }
-        pid = fork();
-        if (pid < 0) {
-                perror("fork");
-                return 1;
-        }
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                serve(fd);
-        }
-        close(fd);
-
         test_calls();
         test_batches();
         test_utf8();

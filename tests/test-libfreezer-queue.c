@@ -263,33 +263,10 @@ static void test_timeout(const char *socket_path) {
 int main(void) {
         char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
         char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        pid_t pid;
-        int fd;
+        pid_t pid = test_serve_fork(dir, socket_path, sizeof socket_path, serve);
 
-        if (!mkdtemp(dir)) {
-                perror("mkdtemp");
+        if (pid < 0)
                 return 1;
-        }
-        snprintf(socket_path, sizeof socket_path, "%s/private", dir);
-        memcpy(sa.sun_path, socket_path, sizeof socket_path);
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
-                perror("socket");
-                return 1;
-        }
-        pid = fork();
-        if (pid < 0) {
-                perror("fork");
-                return 1;
-        }
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                serve(fd);
-        }
-        close(fd);
-
         test_pressure_coalesced(socket_path);
         test_timeout(socket_path);
 

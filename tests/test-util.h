@@ -7,8 +7,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -76,6 +80,40 @@ static inline int count_threads(void) {
                 n += de->d_name[0] != '.';
         closedir(d);
         return n;
+}
+
+/* A stand-in server for a test: dir (a mkdtemp() template) is made, a Unix
+ * socket listens at dir/private (its path in socket_path, of size at least
+ * sizeof sun_path), and a child process (killed when the test dies) runs
+ * serve() on it.  Returns the child's pid, or -1 (perror() said why). */
+static inline pid_t test_serve_fork(char *dir, char *socket_path, size_t size, void (*serve)(int listen_fd)) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        pid_t pid;
+        int fd;
+
+        if (!mkdtemp(dir)) {
+                perror("mkdtemp");
+                return -1;
+        }
+        snprintf(socket_path, size, "%s/private", dir);
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
+                perror("socket");
+                return -1;
+        }
+        pid = fork();
+        if (pid < 0) {
+                perror("fork");
+                return -1;
+        }
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                serve(fd);
+                _exit(0);
+        }
+        close(fd);
+        return pid;
 }
 
 /* Print "<name>: N checks, M failed" and give main()'s exit status. */
