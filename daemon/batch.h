@@ -41,6 +41,11 @@ typedef struct BatchItem {
         /* Named (SKIP_MISSING): left out so, before it was written, it counts
          * in the reply's skipped as a request that needed nothing. */
         bool counted;
+        /* Its owner's lookup (a caller that is not root) found no directory:
+         * removed a moment ago, and let through as unnamed.  Left out without
+         * a write: one by path could reach a group made again since under its
+         * name, which the caller may not change (batch_start()). */
+        bool gone;
 } BatchItem;
 
 /* "" and "auto" -> AUTO, "top-down", "bottom-up"; else _BATCH_ORDER_INVALID. */

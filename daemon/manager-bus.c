@@ -420,8 +420,9 @@ static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *
  * (batch_plan() skips the others), so nothing it skips here is written.
  * checked_gen (0: none): the groups whose GroupData.expand_gen holds it passed
  * already (a RECURSIVE request's named groups, checked before the
- * expansion), and are not looked up again. */
-static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Group *const *groups, size_t n,
+ * expansion), and are not looked up again.  Sets BatchItem.gone of the items
+ * it lets through because their lookup found no directory. */
+static int check_access_groups(Manager *m, Caller *c, BatchItem *items, Group *const *groups, size_t n,
                                bool changing, uint64_t checked_gen, sd_bus_error *error) {
         _cleanup_free_ uid_t *owners = NULL;
         uid_t caller = caller_uid(c);
@@ -448,12 +449,15 @@ static int check_access_groups(Manager *m, Caller *c, const BatchItem *items, Gr
                         /* Removed a moment ago (freezerd has not read its
                          * IN_DELETE), and one the batch leaves out if so
                          * (BatchItem.unnamed: below a RECURSIVE request, or
-                         * named with SKIP_MISSING): nothing of it is written,
-                         * its write fails as its lookup did
-                         * (batch_write_vanished()); failing the call here
-                         * would fail it for the caller that may not look. */
+                         * named with SKIP_MISSING): failing the call here
+                         * would fail it for the caller that may not look.
+                         * It is left out without a write (BatchItem.gone):
+                         * a write by path might reach a group made again
+                         * under its name meanwhile, one the caller may not
+                         * change. */
                         sd_bus_error_free(error);
                         owners[i] = caller;
+                        items[i].gone = true;
                         continue;
                 }
                 if (r < 0)

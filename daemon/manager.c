@@ -3351,6 +3351,15 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 e->want = OP_WANT_EFFECTIVE;
                 e->new_freeze = items[i].freeze;
                 e->prev_freeze = items[i].group->freeze;
+                if (items[i].gone) {
+                        /* Not there for the access check (BatchItem.gone):
+                         * left out, not written. */
+                        batch_log_vanished(items[i].group);
+                        e->vanished = true;
+                        op->skipped += items[i].counted;
+                        to_write[i] = NULL;
+                        continue;
+                }
                 /* A group whose flag is as asked is not written, so no write
                  * tells that it was removed a moment ago (freezerd has not
                  * read its IN_DELETE): asked here, as manager_write_freezes()
