@@ -839,6 +839,9 @@ static void cache_clear(freezer *f) {
         group_table_clear(&f->groups);
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         held_drop(f);
+        /* Of the reads just cancelled with ids_slot: a callback installed
+         * again starts from none. */
+        f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
