@@ -1042,13 +1042,16 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                         text = journal_format(f->id, f->boot, f->cgroup_root, kept, k);
                         r = text ? write_replace(dfd, f->name, text) : -ENOMEM;
                         /* Where it cannot be replaced (a directory that cannot
-                         * be changed), written over in place, as keep_failed()
-                         * does: left as it is, the next start would write the
-                         * flag back, undoing what was asked of it since.  Not
-                         * for other failures (ENOSPC, EIO), which may pass, and
-                         * where a write in place that fails halfway, emptying
-                         * the file, would lose the other groups' retries. */
-                        if ((r == -EPERM || r == -EACCES) && text) {
+                         * be changed, or no room for a copy), written over in
+                         * place, as keep_failed() does: left as it is, the
+                         * next start would write the flag back, undoing what
+                         * was asked of it since.  The text is shorter than the
+                         * file's, so write_in_place() needs no room but the
+                         * blocks the file has (a file system that copies what
+                         * is written over may fail it halfway: then the file
+                         * is emptied, said below).  Not for other failures
+                         * (EIO), which may pass. */
+                        if ((r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EDQUOT) && text) {
                                 int q = write_in_place(dfd, f->name, text, &lost);
                                 if (q >= 0 || lost)
                                         r = q;
