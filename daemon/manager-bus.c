@@ -1311,7 +1311,7 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         _cleanup_(paths_freep) char **missing = NULL; /* SKIP_MISSING: the paths left out */
         size_t n = 0, cap = 0, n_requests = 0, n_missing = 0;
         const char *order_str;
-        uint64_t timeout_usec, flags, checked = 0; /* the named groups passed, for RECURSIVE */
+        uint64_t timeout_usec, flags, checked = 0, gone_gen = 0; /* the named groups passed, for RECURSIVE */
         unsigned skipped_missing = 0;
         bool skip_missing;
         BatchOrder order;
@@ -1433,11 +1433,15 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                         return r;
                 /* The named groups passed: not looked up again among the
                  * expanded ones (marked after the expansion, which marks
-                 * every group it visits). */
+                 * every group it visits).  Those the check let through as
+                 * gone (BatchItem.gone: SKIP_MISSING) are marked apart, so
+                 * that their expanded items are left out without a write
+                 * too. */
                 checked = ++m->expand_gen;
+                gone_gen = ++m->expand_gen;
                 for (size_t i = 0; i < n; i++)
                         if (items[i].group->userdata)
-                                group_data(items[i].group)->expand_gen = checked;
+                                group_data(items[i].group)->expand_gen = items[i].gone ? gone_gen : checked;
                 free(items);
                 items = expanded;
                 n = en;
@@ -1446,9 +1450,11 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
                  * fail the call, but with SKIP_MISSING, where they are left
                  * out too, counted. */
                 for (size_t i = 0; i < n; i++) {
-                        bool named = items[i].group->userdata && group_data(items[i].group)->expand_gen == checked;
+                        uint64_t mark = items[i].group->userdata ? group_data(items[i].group)->expand_gen : 0;
+                        bool named = mark == checked || mark == gone_gen;
                         items[i].unnamed = !named || skip_missing;
                         items[i].counted = named && skip_missing;
+                        items[i].gone = mark == gone_gen;
                 }
                 /* A thaw clears the groups freezerd does not follow too, as
                  * Thaw RECURSIVE does (start_freeze()). */
