@@ -1065,6 +1065,36 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
 
 /* ---- Manager object -------------------------------------------------------------------------------------- */
 
+/* How often a call is handled over a group removed and made again under its
+ * name, before its removal was read: each time, every kernel event is read
+ * and handled first, so a second time means another rmdir and mkdir during
+ * the call, and a third gives up. */
+#define CALL_REMADE_TRIES 3
+
+/* After a handling of msg that returned *r: whether to handle it again,
+ * because a group of it was removed and made again under its name a moment
+ * ago, before freezerd read the removal (the manager's -ESTALE, nothing
+ * written: manager_handle_pending_events()).  The events are read and handled
+ * now, and the message rewound: handled again, its paths reach the new
+ * groups. */
+static bool call_again_if_remade(Manager *m, sd_bus_message *msg, int *r, unsigned *tries, sd_bus_error *error) {
+        bool remade = m->call_remade;
+
+        m->call_remade = false;
+        if (*r != -ESTALE || !remade || sd_bus_error_is_set(error))
+                return false;
+        if (++*tries >= CALL_REMADE_TRIES) {
+                *r = sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
+                                       "A group of the call was removed and made again under its name %u times "
+                                       "while freezerd handled it; nothing was written",
+                                       *tries);
+                return false;
+        }
+        manager_handle_pending_events(m);
+        *r = sd_bus_message_rewind(msg, true);
+        return *r >= 0;
+}
+
 static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_bus_error *error) {
         Caller c = CALLER(msg);
         const char *path;
@@ -1082,11 +1112,23 @@ static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_b
 }
 
 static int method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return method_freeze_thaw(msg, userdata, true, error);
+        unsigned tries = 0;
+        int r;
+
+        do
+                r = method_freeze_thaw(msg, userdata, true, error);
+        while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        return r;
 }
 
 static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return method_freeze_thaw(msg, userdata, false, error);
+        unsigned tries = 0;
+        int r;
+
+        do
+                r = method_freeze_thaw(msg, userdata, false, error);
+        while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        return r;
 }
 
 static int reply_group_object(sd_bus_message *msg, const Group *g) {
@@ -1303,7 +1345,7 @@ static unsigned count_missing(char **paths, size_t n) {
         return k;
 }
 
-static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
         _cleanup_free_ BatchItem *items = NULL;
@@ -1496,6 +1538,16 @@ static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error 
         return start_batch(m, TAKE_PTR(items), n, order, timeout_usec, flags, b, error);
 }
 
+static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        unsigned tries = 0;
+        int r;
+
+        do
+                r = apply_batch(msg, userdata, error);
+        while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        return r;
+}
+
 /* FreezeExcept leaves an excluded branch running by freezing, at each
  * level from top down to it, the siblings of the branch, each by its own
  * flag (batch_cover_except()).  A sibling freezerd does not follow
@@ -1573,7 +1625,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
         return 0;
 }
 
-static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
         _cleanup_free_ Group **excluded = NULL, **cover = NULL;
@@ -1686,7 +1738,10 @@ static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_erro
          * and one excluding a group removed so freeze all around it. */
         for (size_t i = 0; i <= n_excluded; i++) {
                 Group *g = i < n_excluded ? excluded[i] : top;
-                if (manager_group_check_exists(m, g) < 0)
+                r = manager_group_check_exists(m, g);
+                if (r == -ESTALE)
+                        return r; /* made again under its name: handled again (call_again_if_remade()) */
+                if (r < 0)
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                                  "%s no longer exists; nothing was written", CG_QUOTE(g->path));
         }
@@ -1866,6 +1921,16 @@ static int remove_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        unsigned tries = 0;
+        int r;
+
+        do
+                r = freeze_except(msg, userdata, error);
+        while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        return r;
+}
+
 static int method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return add_pressure_trigger(msg, userdata, NULL, error);
 }
@@ -1981,14 +2046,30 @@ static int group_enumerate(sd_bus *bus, const char *path, void *userdata, char *
 }
 
 static int group_method_freeze_thaw(sd_bus_message *msg, Group *g, bool freeze, sd_bus_error *error) {
+        Manager *m = group_manager(g);
         Caller c = CALLER(msg);
         uint64_t timeout_usec, flags;
+        unsigned tries = 0;
         int r;
 
-        r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
-        if (r < 0)
-                return r;
-        return start_freeze(group_manager(g), &c, msg, g, freeze, timeout_usec, flags, error);
+        for (;;) {
+                _cleanup_free_ char *path = NULL;
+
+                r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
+                if (r < 0)
+                        return r;
+                r = start_freeze(m, &c, msg, g, freeze, timeout_usec, flags, error);
+                /* Made again under its name: the object's path names the new
+                 * group once the events are read (g is gone then). */
+                if (r == -ESTALE && m->call_remade && !(path = strdup(g->path)))
+                        return -ENOMEM;
+                if (!call_again_if_remade(m, msg, &r, &tries, error))
+                        return r;
+                g = tree_get(m->tree, path);
+                if (!g || !group_published(g))
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists",
+                                                 CG_QUOTE(path));
+        }
 }
 
 static int group_method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

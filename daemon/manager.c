@@ -82,6 +82,7 @@ static void operation_watch_holdback(Operation *op);
 static void holdback_watch_external(Manager *m, Group *g);
 static void holdback_remove(Manager *m, GroupData *d);
 static void group_notified(Manager *m, Group *g);
+static int group_check_exists(Manager *m, Group *g);
 
 /* Puts g's cgroup.events in the epoll set or takes it out.  A group covered
  * by an empty ancestor (group_cover()) is out: the kernel changes it only
@@ -2574,18 +2575,30 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 if (!gs[i])
                         continue;
                 kept = group_data(gs[i])->freeze_fd >= 0;
-                fd = group_open_freeze(m, gs[i]);
-                if (fd >= 0 && kept && !w[i].may_vanish && !first &&
+                /* Where a removal may be unread: is the group still the
+                 * model's (group_check_exists())?  One opened at an earlier
+                 * write: only a read tells that its group is gone (kernfs,
+                 * -ENODEV), before the writes ahead of it are made.  One
+                 * opened by its path now: the path may reach another group
+                 * made again under its name.  The first write of a file kept
+                 * open needs no look: nothing would be written before it,
+                 * and its failure is looked at after (below); nor one that
+                 * may vanish among them, but a group made again under its
+                 * name would be left out, not written. */
+                if ((!kept || !first || w[i].may_vanish) &&
                     (unread >= 0 ? unread : (unread = removals_may_be_unread(m)))) {
-                        /* Opened at an earlier write: only a read tells that
-                         * its group is gone (kernfs, -ENODEV), before the
-                         * writes ahead of it are made.  The first write needs
-                         * none: nothing would be written before it. */
-                        bool cur;
-                        int r = cg_read_freeze_fd(fd, &cur);
-                        if (r == -ENODEV)
-                                fd = r;
-                }
+                        fd = group_check_exists(m, gs[i]);
+                        if (fd == -ESTALE) {
+                                /* Nothing is written: the call starts over. */
+                                for (size_t j = 0; j < n; j++)
+                                        ret[j] = -ECANCELED;
+                                ret[i] = fd;
+                                return 0;
+                        }
+                        if (fd >= 0)
+                                fd = group_open_freeze(m, gs[i]);
+                } else
+                        fd = group_open_freeze(m, gs[i]);
                 if (fd < 0 && w[i].may_vanish && (fd == -ENOENT || fd == -ENODEV)) {
                         ret[i] = fd; /* left out: the writer skips an fd < 0 */
                         continue;
@@ -2642,6 +2655,16 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                         ret[i] = w[i].r;
                 done += w[i].fd >= 0 && w[i].r >= 0;
         }
+        /* The first write failed on the file kept open (not looked at
+         * before, above): its group is gone, and nothing was written (the
+         * writes stop at it).  Made again under its name, the call starts
+         * over on the new group, rather than fail for a group that exists. */
+        for (size_t i = 0; i < n; i++)
+                if (w[i].fd >= 0) {
+                        if (!w[i].may_vanish && w[i].r == -ENODEV && group_check_exists(m, gs[i]) == -ESTALE)
+                                ret[i] = -ESTALE;
+                        break;
+                }
         if (threaded)
                 log_debug("Wrote %zu of %zu cgroup.freeze from a real-time thread (%" PRIu64 " groups change)", done,
                           n, reach);
@@ -3162,6 +3185,8 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
                 group_wrote_freeze(m, g, freeze);
         if (r < 0) {
                 operation_free(op);
+                if (r == -ESTALE)
+                        return r; /* made again under its name, nothing written: the call starts over */
                 return errno_to_bus_error(r, g, freeze ? "freeze" : "thaw", error);
         }
         e->wrote = prev != freeze;
@@ -3199,9 +3224,18 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         return 0;
 }
 
-/* manager_group_check_exists(), where removals_may_be_unread() said yes. */
+/* manager_group_check_exists(), where removals_may_be_unread() said yes.
+ * -ESTALE (and Manager.call_remade set) where another directory has g's path
+ * now: g was removed and made again under its name, and freezerd has not read
+ * the removal yet.  The new directory is another cgroup, whose inode number
+ * (its cgroup id) is not g->id: a call must not go on with g (a write to the
+ * file kept open fails, -ENODEV; one by path reaches the new cgroup while the
+ * call waits on g, whose removal then fails it), but start over once the
+ * events are read (manager_handle_pending_events()), on the new group. */
 static int group_check_exists(Manager *m, Group *g) {
         _cleanup_close_ int fd = -1;
+        bool kept_gone = false;
+        uint64_t id;
         bool v;
 
         if (!g->parent)
@@ -3209,11 +3243,20 @@ static int group_check_exists(Manager *m, Group *g) {
         if (group_data(g) && group_data(g)->freeze_fd >= 0) {
                 /* The file kept open reaches the very cgroup of the model,
                  * whose removal only a read tells (kernfs, -ENODEV). */
-                int r = cg_read_freeze_fd(group_data(g)->freeze_fd, &v);
-                return r == -ENODEV ? r : 0;
+                if (cg_read_freeze_fd(group_data(g)->freeze_fd, &v) != -ENODEV)
+                        return 0;
+                kept_gone = true;
         }
         fd = cg_openat_beneath(m->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
-        return fd == -ENOENT || fd == -ENODEV ? fd : 0;
+        if (fd == -ENOENT || fd == -ENODEV)
+                return fd;
+        if (fd < 0)
+                return kept_gone ? -ENODEV : 0; /* (as before: the write that follows tells) */
+        if (!kept_gone && (g->id == 0 || cg_dir_id(fd, NULL, &id) < 0 || id == g->id))
+                return 0;
+        log_debug("%s: removed and made again, its removal not read yet: the call starts over", g->path);
+        m->call_remade = true;
+        return -ESTALE;
 }
 
 int manager_group_check_exists(Manager *m, Group *g) {
@@ -3368,7 +3411,12 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                  * named with SKIP_MISSING) is left out, as a written one would
                  * be; a named one fails the call, nothing written. */
                 if (!to_write[i] && (unread >= 0 ? unread : (unread = removals_may_be_unread(m))) &&
-                    group_check_exists(m, items[i].group) < 0) {
+                    (r = group_check_exists(m, items[i].group)) < 0) {
+                        if (r == -ESTALE) {
+                                /* Made again under its name: the call starts over. */
+                                operation_free(op);
+                                return r;
+                        }
                         if (items[i].unnamed) {
                                 batch_log_vanished(items[i].group);
                                 e->vanished = true;
@@ -3415,6 +3463,11 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 r = results[i];
                 if (r == -ECANCELED)
                         continue; /* not written: one after it failed before any write (manager_write_freezes()) */
+                if (r == -ESTALE) {
+                        /* Made again under its name, nothing written: the call starts over. */
+                        operation_free(op);
+                        return r;
+                }
                 if (batch_write_vanished(items[i].unnamed, r)) {
                         batch_log_vanished(g);
                         e->vanished = true;
@@ -3751,6 +3804,15 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                         manager_remove_group(m, c);
                 }
         }
+}
+
+void manager_handle_pending_events(Manager *m) {
+        int outer = -1;
+
+        m->call_remade = false;
+        (void) manager_drain_inotify(m, &outer);
+        while (manager_has_stashed_events(m) && !m->fatal)
+                manager_handle_stashed_events(m, INOTIFY_SLICE_USEC);
 }
 
 void manager_handle_stashed_events(Manager *m, uint64_t budget_usec) {

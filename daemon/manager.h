@@ -325,6 +325,7 @@ struct Manager {
         struct PrivateBus *private_bus; /* set by main(), may be NULL */
         bool groups_count_changed;
         int fatal; /* -errno once freezerd must exit with failure (its cgroup root removed): main() stops */
+        bool call_remade; /* the -ESTALE of a call over a group made again (manager_handle_pending_events()) */
         /* Groups published but not announced yet (manager_announce()): their
          * InterfacesAdded carries their values once the scan that added them
          * is done, not halfway (a subtree's top before its descendants). */
@@ -407,9 +408,19 @@ int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uin
                    void *userdata, sd_bus_error *error);
 
 /* Whether g's cgroup still exists: one removed a moment ago stays in the model
- * until freezerd reads its IN_DELETE.  -ENOENT or -ENODEV if it is gone, else
- * 0 (also where that cannot be told: the write that follows says it). */
+ * until freezerd reads its IN_DELETE.  -ENOENT or -ENODEV if it is gone,
+ * -ESTALE (call_remade set) if another directory has its path (made again
+ * under its name: see below), else 0 (also where that cannot be told: the
+ * write that follows says it). */
 int manager_group_check_exists(Manager *m, Group *g);
+
+/* A call over a group removed and made again under its name a moment ago,
+ * before freezerd read the removal, acts on neither: manager_freeze(),
+ * manager_apply_batch() and manager_group_check_exists() return -ESTALE with
+ * Manager.call_remade set (and no error: nothing was written), and the caller
+ * reads and handles every kernel event now, then handles the call again from
+ * the start: it finds the new group in the model. */
+void manager_handle_pending_events(Manager *m);
 
 /* Apply planned batch items (see batch_plan()): write each flag that differs,
  * then wait until every group's kernel frozen equals its effective flag.

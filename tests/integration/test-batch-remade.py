@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Calls over a group removed and made again under its name a moment ago, before
+freezerd read the removal (a container restarted, then frozen at once by its manager).
+
+  /t (tracked), /t/b (a sleeper); /t/a made, looked up (GetGroup: in the model),
+  removed and made again during the test (with a sleeper in the new one, or empty)
+
+The model still holds the old /t/a.  Until session 38 a call over it either wrote the
+old group's cgroup.freeze, kept open since an earlier write of freezerd's (-ENODEV:
+NoSuchGroup, "it no longer exists", for a group that exists), or wrote the new group
+by its path and waited on the old one of the model (NoSuchGroup "removed while
+waiting" for a freeze that happened; or, reached without being named, left out, the
+new group not written).  freezerd now tells the new directory from the model's group
+(its inode, the cgroup id), reads the pending events, and handles the call again, on
+the new group: the call succeeds, and the new group's object says what the kernel does.
+
+Each call is sent with freezerd stopped in epoll_wait() (as in test-batch-vanished),
+after the rmdir and the mkdir: Freeze(/t/a), ApplyBatch([/t/a freeze]),
+ApplyBatch([/t freeze], RECURSIVE), Thaw(/t, RECURSIVE) (the new /t/a's flag set by
+someone else, behind freezerd's back), FreezeExcept with /t/a in the cover or excluded,
+and the Freeze method of /t/a's object, each with /t/a's cgroup.freeze written by
+freezerd before (kept open) and never written.  freezerd may read the removal first
+(an event of its own on the way when it was stopped): the answer must be the same, but
+the race was not tested, so the call is tried again (up to 5 times) until freezerd's
+debug log says that it handled the call again."""
+
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+REMADE_LINE = '/t/a: removed and made again, its removal not read yet: the call starts over'
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    with ft.Scratch('batch-remade') as sc, ft.Bus() as bus:
+        sc.mkdir('/t')
+        sc.spawn_sleepers('/t/b', 1)
+        with ft.Daemon(bus, sc.root, config={'track': ['/t']}, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d, \
+                ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as priv:
+            c = d.client
+
+            def made(written):
+                if sc.exists('/t/a'):
+                    sc.kill('/t/a')
+                    sc.wait_events('/t/a', populated=0)
+                else:
+                    sc.mkdir('/t/a')
+                c.call('GetGroup', '/t/a')  # in the model
+                if written:  # freezerd keeps its cgroup.freeze open
+                    c.call('Freeze', '/t/a', 0, 0)
+                    c.call('Thaw', '/t/a', 0, 0)
+
+            def raced(sleeper, frozen, method, *args):
+                """method(*args) sent while freezerd is stopped, after /t/a's rmdir and mkdir."""
+                ft.stop_in_epoll_wait(d.pid)
+                try:
+                    sc.rmdir('/t/a')
+                    sc.mkdir('/t/a')
+                    if sleeper:
+                        sc.spawn_sleepers('/t/a', 1)
+                    if frozen:  # someone else's write
+                        sc.write_freeze('/t/a', 1)
+                    if method == 'group Freeze':  # the method of /t/a's object
+                        call = priv.group_call_async('/t/a', 'Freeze', *args)
+                    else:
+                        call = priv.call_async(method, *args)
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                return call
+
+            def object_as_kernel(what):
+                """The object of /t/a is the new group, its flags as the kernel has them."""
+                ino = os.stat(sc.abspath('/t/a')).st_ino
+
+                def same():
+                    return (c.group_property('/t/a', 'Id'), c.group_property('/t/a', 'Freeze'),
+                            c.group_property('/t/a', 'Frozen')) == \
+                        (ino, bool(sc.read_freeze('/t/a')), sc.frozen('/t/a'))
+                ft.wait_for(same, what=f'{what}: the object of /t/a is the new group, as the kernel has it')
+
+            cases = (
+                ('Freeze(/t/a)', True, False, ('Freeze', '/t/a', 0, 0), ()),
+                ('ApplyBatch([/t/a freeze])', True, False, ('ApplyBatch', [('/t/a', True)], 'auto', 0, 0),
+                 (1, 0)),
+                ('ApplyBatch([/t freeze], RECURSIVE)', True, False,
+                 ('ApplyBatch', [('/t', True)], 'auto', 0, ft.FLAG_RECURSIVE), (3, 0)),
+                ('Thaw(/t, RECURSIVE) (/t/a frozen by someone else)', False, True,
+                 ('Thaw', '/t', 0, ft.FLAG_RECURSIVE), ()),
+                ('FreezeExcept(/t, [/t/b])', True, False, ('FreezeExcept', '/t', ['/t/b'], 0, 0), (['/t/a'],)),
+                ('FreezeExcept(/t, [/t/a])', False, False, ('FreezeExcept', '/t', ['/t/a'], 0, 0), (['/t/b'],)),
+                ("Freeze of /t/a's object", True, False, ('group Freeze', 0, 0), ()),
+            )
+            for written in (False, True):
+                how = 'written before' if written else 'never written'
+                for sleeper in (True, False):
+                    for name, freeze, frozen, call, reply in cases:
+                        what = f'{name} with /t/a ({how}) removed and made again ({"a sleeper" if sleeper else "empty"})'
+                        for attempt in range(5):
+                            made(written)
+                            n = d.log().count(REMADE_LINE)
+                            got = None
+                            try:
+                                got = tuple(raced(sleeper, frozen, *call).result())
+                            except ft.DBusError as e:
+                                ft.fail(f'{what}: failed: {e.name}: {e.message}')
+                            ft.check_equal(got, reply, f'{what}: the reply')
+                            ft.check_equal(sc.read_freeze('/t/a'), int(freeze), f'{what}: the new /t/a flag')
+                            if freeze:
+                                sc.wait_events('/t/a', frozen=1)
+                            ft.check_equal(sc.frozen('/t/a'), freeze, f'{what}: the new /t/a frozen as asked')
+                            object_as_kernel(what)
+                            hit = d.log().count(REMADE_LINE) > n
+                            c.call('Thaw', '/t', 0, ft.FLAG_RECURSIVE)
+                            if hit:
+                                break
+                            print('# the removal was read before the call, again', flush=True)
+                        else:
+                            ft.fail(f'{what}: the removal was read before the call in 5 tries')
+
+            ft.check('removed while waiting' not in d.log(), 'no call waited on the old /t/a')
+            ft.check_equal(d.warnings(), [], 'no warning in the log')
+
+
+ft.run(test)
