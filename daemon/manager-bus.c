@@ -1330,15 +1330,33 @@ static int cmp_paths(const void *a, const void *b) {
 }
 
 /* The requests of an ApplyBatch with SKIP_MISSING whose groups do not exist
- * (NoSuchGroup), each path once, as batch_plan() keeps one request a group. */
-static unsigned count_missing(char **paths, size_t n) {
+ * (NoSuchGroup), each path once, as batch_plan() keeps one request a group.
+ * Not a path that a later request of the call found (items[0..n_items)): made
+ * meanwhile (a mkdir while freezerd looked up the requests between them), it
+ * is that group's, written or skipped as set, and counted there once. */
+static unsigned count_missing(Manager *m, char **paths, size_t n, const BatchItem *items, size_t n_items) {
+        uint64_t found = 0;
         unsigned k = 0;
 
         if (n == 0)
                 return 0;
+        if (n_items > 0) {
+                found = ++m->expand_gen;
+                for (size_t i = 0; i < n_items; i++)
+                        if (items[i].group->userdata)
+                                group_data(items[i].group)->expand_gen = found;
+        }
         qsort(paths, n, sizeof *paths, cmp_paths);
         for (size_t i = 0; i < n; i++)
                 if (i == 0 || !streq(paths[i], paths[i - 1])) {
+                        const Group *g = found ? tree_get(m->tree, paths[i]) : NULL;
+
+                        if (g && g->userdata && group_data(g)->expand_gen == found) {
+                                log_debug("Batch: %s did not exist at a request, and did at a later one: "
+                                          "not left out.",
+                                          CG_QUOTE(paths[i]));
+                                continue;
+                        }
                         log_debug("Batch: %s does not exist, left out (SKIP_MISSING).", CG_QUOTE(paths[i]));
                         k++;
                 }
@@ -1449,7 +1467,7 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown order \"%s\" (expected auto, top-down or bottom-up)",
                                          CG_QUOTE(order_str));
-        skipped_missing = count_missing(missing, n_missing);
+        skipped_missing = count_missing(m, missing, n_missing, items, n);
         if (n == 0) /* every request left out */
                 return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
 

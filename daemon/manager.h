@@ -109,7 +109,8 @@ typedef struct GroupData {
         OpEntry *entries; /* operations waiting on this group */
         /* The last RECURSIVE batch expansion (or FreezeExcept check) that
          * visited it, or the RECURSIVE request whose access check it passed
-         * as a named group (manager-bus.c).  64 bits: a 32-bit mark wraps after 2^32
+         * as a named group, or an ApplyBatch with SKIP_MISSING whose request
+         * found it (count_missing(), manager-bus.c).  64 bits: a 32-bit mark wraps after 2^32
          * such calls, and a group marked that long ago would look visited. */
         uint64_t expand_gen;
         /* The kernel's rate limit on its cgroup.events (see operation_watch_holdback()):

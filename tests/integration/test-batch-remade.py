@@ -23,7 +23,13 @@ and the Freeze method of /t/a's object, each with /t/a's cgroup.freeze written b
 freezerd before (kept open) and never written.  freezerd may read the removal first
 (an event of its own on the way when it was stopped): the answer must be the same, but
 the race was not tested, so the call is tried again (up to 5 times) until freezerd's
-debug log says that it handled the call again."""
+debug log says that it handled the call again.
+
+Last, a path made during a call: ApplyBatch([/t/n, /t/m0 ... /t/m19999, /t/n],
+SKIP_MISSING), /t/n made while freezerd looks up the /t/m* that do not exist (stopped
+there: the system call's argument read off /proc/PID/mem).  /t/n was counted twice,
+skipped at its first request and written at its last: (1, 20001) for 20,001 paths.
+It is the group written now, (1, 20000)."""
 
 import os
 import signal
@@ -32,7 +38,74 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
+FLAG_SKIP_MISSING = 1 << 3
 REMADE_LINE = '/t/a: removed and made again, its removal not read yet: the call starts over'
+
+
+def read_string(pid, addr):
+    """The NUL-terminated string at addr in pid's memory (root reads any), or None."""
+    try:
+        with open(f'/proc/{pid}/mem', 'rb') as f:
+            f.seek(addr)
+            b = f.read(64)
+    except (OSError, ValueError, OverflowError):
+        return None
+    return b.split(b'\0', 1)[0].decode(errors='replace') if b'\0' in b else None
+
+
+def stop_in_lookup_of(pid, pattern):
+    """SIGSTOP pid, again and again, until it is stopped in a system call one of whose
+    arguments is a string that matches pattern (freezerd looking up a path); True then
+    (the caller sends SIGCONT), False if the call is over (None from done())."""
+    def stopped_there():
+        os.kill(pid, signal.SIGSTOP)
+        ft.wait_for(lambda: open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'T',
+                    poll=0.001, what='freezerd stopped')
+        f = open(f'/proc/{pid}/syscall').read().split()
+        if len(f) >= 7 and f[0] not in ('running', '-1'):
+            for a in f[1:7]:
+                v = read_string(pid, int(a, 16))
+                if v and pattern.fullmatch(v):
+                    return True
+        os.kill(pid, signal.SIGCONT)
+        return False
+    return stopped_there
+
+
+MADE_MISSING = 20000  # missing requests between the two of /t/n: freezerd is caught among them
+
+
+def made_during_call(sc, d, priv):
+    """ApplyBatch([/t/n, /t/m0..., /t/n], SKIP_MISSING): /t/n is made while freezerd looks
+    up the /t/m* (stopped in the lookup of one of them: /proc/PID/syscall, its argument
+    read off /proc/PID/mem).  /t/n is missing at its first request and exists at its last:
+    one group, written, not counted as skipped too (writes + skipped was one more than the
+    distinct paths).  Tried again (up to 5 times) if freezerd was not caught in time."""
+    import re
+    what = f'ApplyBatch([/t/n, {MADE_MISSING} missing, /t/n], SKIP_MISSING) with /t/n made during the call'
+    reqs = [('/t/n', True)] + [(f'/t/m{i}', True) for i in range(MADE_MISSING)] + [('/t/n', True)]
+    for attempt in range(5):
+        if sc.exists('/t/n'):
+            d.client.call('Thaw', '/t/n', 0, 0)
+            sc.rmdir('/t/n')
+        call = priv.call_async('ApplyBatch', reqs, 'auto', 0, FLAG_SKIP_MISSING)
+        stop = stop_in_lookup_of(d.pid, re.compile(r'(.*/)?m\d+'))
+        caught = False
+        try:
+            caught = ft.wait_for(lambda: stop() or call.done(), poll=0.001,
+                                 what='freezerd stopped looking up a /t/m*') is True and not call.done()
+            if caught:
+                sc.mkdir('/t/n')
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        got = tuple(call.result())
+        if caught:
+            ft.check_equal(got, (1, MADE_MISSING), f'{what}: /t/n written once, the others skipped')
+            ft.check_equal(sc.read_freeze('/t/n'), 1, f'{what}: /t/n frozen')
+            d.client.call('Thaw', '/t/n', 0, 0)
+            return
+        print(f'# freezerd was not caught in the lookups ({got}), again', flush=True)
+    ft.fail(f'{what}: freezerd not caught in the lookups in 5 tries')
 
 
 def test():
@@ -121,6 +194,10 @@ def test():
                             print('# the removal was read before the call, again', flush=True)
                         else:
                             ft.fail(f'{what}: the removal was read before the call in 5 tries')
+
+            # SKIP_MISSING: /t/n missing at the first request naming it, made before the
+            # last one (a mkdir during the call): counted once, in writes.
+            made_during_call(sc, d, priv)
 
             ft.check('removed while waiting' not in d.log(), 'no call waited on the old /t/a')
             ft.check_equal(d.warnings(), [], 'no warning in the log')
