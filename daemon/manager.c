@@ -2537,6 +2537,71 @@ static bool removals_may_be_unread(Manager *m) {
         return !inotify_complete(m) || m->inotify_removals > 0;
 }
 
+/* Where removals_may_be_unread() said yes: the groups the removal events not
+ * handled yet may tell of (Manager.removal_groups), so that a call looks at
+ * those alone (group_check_exists(): an open and a statx each, 5 us here), not
+ * at each of its thousands of groups.  An IN_DELETE (or IN_MOVED_FROM) names a
+ * child of the watched directory, an IN_IGNORED (or IN_DELETE_SELF) the group
+ * of the watch; every group of the model is in a watched directory, whose
+ * watch queues the IN_DELETE within the rmdir.  What may lose or hide one
+ * (IN_Q_OVERFLOW, IN_UNMOUNT, a watch above the root, events lost, no memory)
+ * makes every group one.  The queue is read into the stash first: all that is
+ * queued is looked at. */
+static void removals_collect(Manager *m) {
+        int n = 0;
+
+        m->removal_groups = u64set_free(m->removal_groups);
+        m->removal_all = m->inotify_fd < 0 || ioctl(m->inotify_fd, FIONREAD, &n) < 0;
+        if (n > 0) {
+                stash_compact(m);
+                manager_read_inotify(m);
+        }
+        m->removal_all = m->removal_all || !inotify_complete(m);
+        for (size_t o = m->inotify_stash_pos; !m->removal_all && o < m->inotify_stash_len;) {
+                const struct inotify_event *ev = (const struct inotify_event *) (m->inotify_stash + o);
+                const WdEntry *w;
+                Group *g = NULL;
+
+                o += sizeof *ev + ev->len;
+                if (!(ev->mask & INOTIFY_REMOVAL_MASK))
+                        continue;
+                if (ev->mask & (IN_Q_OVERFLOW | IN_UNMOUNT)) {
+                        m->removal_all = true;
+                        break;
+                }
+                w = wdmap_get(m->wds, ev->wd);
+                if (!w || w->kind == WD_KIND_ROOT_PARENT)
+                        continue; /* a group dropped already; the root's removal ends freezerd */
+                if (w->kind == WD_KIND_OUTER) {
+                        m->removal_all = true;
+                        break;
+                }
+                if (!(ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+                        g = w->ptr; /* IN_IGNORED, IN_DELETE_SELF: the watch's own group */
+                else if (w->kind == WD_KIND_DIR && ev->len > 0) {
+                        const Group *p = w->ptr;
+                        _cleanup_free_ char *cp = NULL;
+
+                        if (asprintf(&cp, "%s/%s", streq(p->path, "/") ? "" : p->path, ev->name) < 0) {
+                                m->removal_all = true;
+                                break;
+                        }
+                        g = tree_get(m->tree, cp);
+                }
+                if (g && u64set_add(&m->removal_groups, (uint64_t) (uintptr_t) g) < 0)
+                        m->removal_all = true;
+        }
+}
+
+/* Whether g may be gone (or made again) without freezerd knowing:
+ * removals_may_be_unread(), asked once per call (*unread, -1 until), and if
+ * so whether an event not handled yet may tell of g (removals_collect()). */
+static bool group_removal_unread(Manager *m, int *unread, Group *g) {
+        if (*unread < 0 && (*unread = removals_may_be_unread(m)))
+                removals_collect(m);
+        return *unread > 0 && (m->removal_all || u64set_contains(m->removal_groups, (uint64_t) (uintptr_t) g));
+}
+
 /* Writes v[i] to the flag of gs[i] for every i where gs[i] is not NULL, in
  * order, and stops at the first failure: ret[i] is 0, -errno, or -ECANCELED
  * after a failure.  A group where may_vanish[i] (may_vanish may be NULL) that
@@ -2553,7 +2618,8 @@ static bool removals_may_be_unread(Manager *m) {
  * restores is not waited for.)  progress (may be NULL) is called while the
  * thread writes groups that are disjoint subtrees, with ret[0..done) set (see
  * batch_written()); not otherwise.  unread is removals_may_be_unread() if the
- * caller asked it (-1 if not): see batch_start(). */
+ * caller asked it (-1 if not; group_removal_unread(), which collected the
+ * groups in question then): see batch_start(). */
 static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, size_t n, int *ret,
                                  const bool *may_vanish, int unread, freeze_progress_t progress,
                                  void *userdata) {
@@ -2585,8 +2651,7 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                  * and its failure is looked at after (below); nor one that
                  * may vanish among them, but a group made again under its
                  * name would be left out, not written. */
-                if ((!kept || !first || w[i].may_vanish) &&
-                    (unread >= 0 ? unread : (unread = removals_may_be_unread(m)))) {
+                if ((!kept || !first || w[i].may_vanish) && group_removal_unread(m, &unread, gs[i])) {
                         fd = group_check_exists(m, gs[i]);
                         if (fd == -ESTALE) {
                                 /* Nothing is written: the call starts over. */
@@ -3376,7 +3441,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
         _cleanup_free_ bool *values = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ bool *unnamed = calloc(n ?: 1, sizeof(bool));
         _cleanup_free_ int *results = calloc(n ?: 1, sizeof(int));
-        int unread = -1; /* removals_may_be_unread(), once asked */
+        int unread = -1; /* removals_may_be_unread(), once asked (group_removal_unread()) */
         if (!to_write || !values || !unnamed || !results) {
                 operation_free(op);
                 return sd_bus_error_set_errno(error, -ENOMEM);
@@ -3410,7 +3475,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                  * event waits).  One the call reached without naming it (or
                  * named with SKIP_MISSING) is left out, as a written one would
                  * be; a named one fails the call, nothing written. */
-                if (!to_write[i] && (unread >= 0 ? unread : (unread = removals_may_be_unread(m))) &&
+                if (!to_write[i] && group_removal_unread(m, &unread, items[i].group) &&
                     (r = group_check_exists(m, items[i].group)) < 0) {
                         if (r == -ESTALE) {
                                 /* Made again under its name: the call starts over. */
@@ -5396,6 +5461,7 @@ Manager *manager_free(Manager *m) {
         closep(&m->inotify_fd);
         m->inotify_fd = -1;
         m->inotify_stash = mfree(m->inotify_stash);
+        m->removal_groups = u64set_free(m->removal_groups);
         if (m->tree)
                 tree_free(m->tree, group_data_destroy, m);
         closep(&m->events_epfd);

@@ -252,6 +252,10 @@ struct Manager {
         size_t inotify_stash_applied;
         /* Events of INOTIFY_REMOVAL_MASK in the stash, not handled yet. */
         size_t inotify_removals;
+        /* The groups those may tell of, for the call that asked
+         * (removals_collect()), keyed by address; all: any group may be. */
+        struct U64Set *removal_groups;
+        bool removal_all;
         bool inotify_overflow_pending; /* an IN_Q_OVERFLOW waits in the stash */
         bool inotify_lost;             /* events were read but could not be kept: re-read every group */
         unsigned settle_gen;
