@@ -604,6 +604,22 @@ static int trigger_arm(PressureTrigger *t) {
         return epoll_ctl(t->pressure->epoll_fd, EPOLL_CTL_ADD, t->fd, &ev) < 0 ? -errno : 0;
 }
 
+/* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: each close of a trigger fd by the
+ * thread waits that long first, or until stopping, so that tests see fds
+ * pending.  Under the lock. */
+static void test_close_delay_locked(Pressure *p) {
+        uint64_t deadline;
+
+        if (p->test_close_delay_usec == 0)
+                return;
+        deadline = now_usec() + p->test_close_delay_usec;
+        for (uint64_t now = now_usec(); !p->stopping && now < deadline; now = now_usec()) {
+                struct timespec ts = { .tv_sec = (time_t) (deadline / USEC_PER_SEC),
+                                       .tv_nsec = (long) (deadline % USEC_PER_SEC * NSEC_PER_USEC) };
+                (void) pthread_cond_timedwait(&p->closed, &p->lock, &ts);
+        }
+}
+
 /* The watcher thread (see pressure.h): the only epoll_wait() on the set, and
  * the closes of the trigger fds (trigger_fd_release()).  It leaves once it had
  * nothing to watch or close for PRESSURE_THREAD_LINGER_USEC, or at once when
@@ -626,6 +642,7 @@ static void *watch_thread(void *userdata) {
                         }
                         int fd = p->closing[--p->n_queued];
 
+                        test_close_delay_locked(p);
                         pthread_mutex_unlock(&p->lock);
                         close(fd); /* a grace period: see trigger_fd_release() */
                         pthread_mutex_lock(&p->lock);
@@ -1088,7 +1105,19 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         pressure_read_limits(p);
 
         (void) pthread_mutex_init(&p->lock, NULL);
-        (void) pthread_cond_init(&p->closed, NULL);
+        /* CLOCK_MONOTONIC: now_usec()'s, for the timed waits on it. */
+        pthread_condattr_t attr;
+        (void) pthread_condattr_init(&attr);
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        (void) pthread_cond_init(&p->closed, &attr);
+        (void) pthread_condattr_destroy(&attr);
+        const char *delay = getenv("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC");
+        if (delay) {
+                p->test_close_delay_usec = strtoull(delay, NULL, 10);
+                log_warning("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC=%" PRIu64 ": every close of a pressure "
+                            "trigger's fd is delayed (for tests only).",
+                            p->test_close_delay_usec);
+        }
         p->wake_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (p->epoll_fd < 0)
@@ -1131,6 +1160,7 @@ Pressure *pressure_free(Pressure *p) {
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
         started = p->thread_state != PRESSURE_THREAD_NONE;
+        pthread_cond_broadcast(&p->closed); /* a test's delayed close: test_close_delay_locked() */
         pthread_mutex_unlock(&p->lock);
         if (started) {
                 watch_thread_wake(p);

@@ -163,13 +163,14 @@ struct Pressure {
          * there are trigger fds to watch or to close, and PRESSURE_THREAD_LINGER_USEC
          * after: freezerd is single-threaded at rest. */
         pthread_mutex_t lock;
-        pthread_cond_t closed;     /* the thread closed a trigger fd */
+        pthread_cond_t closed;     /* the thread closed a trigger fd (CLOCK_MONOTONIC) */
         PressureThreadState thread_state;
         bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
         unsigned n_closing;        /* trigger fds not yet closed: those queued, and the one being closed */
         unsigned n_queued;
         int closing[PRESSURE_TRIGGERS_MAX]; /* the queue: n_triggers + n_closing <= PRESSURE_TRIGGERS_MAX */
+        uint64_t test_close_delay_usec; /* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: tests only, 0 unless set */
 
         PressureTrigger *triggers;        /* all of them */
         PressureTrigger *system_triggers; /* those of the Manager object */
