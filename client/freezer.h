@@ -717,8 +717,10 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  * whole multiple of 2 s; IRQ only for the system and only full. At most 64
  * triggers per connection, 256 per uid but root's over all its connections
  * and 1024 in all, at most a quarter of freezerd's RLIMIT_NOFILE (-ENOBUFS
- * beyond, LimitsExceeded). -EOPNOTSUPP when the kernel hides or disables the
- * pressure file. On success *ret_id (if not NULL) receives the
+ * beyond, LimitsExceeded; a removed trigger counts until the daemon has
+ * closed its fd, a moment later, and a call it alone keeps from a bound for
+ * more than 50 ms fails so too: retry). -EOPNOTSUPP when the kernel hides or
+ * disables the pressure file. On success *ret_id (if not NULL) receives the
  * trigger's id, unique in freezerd.
  *
  * A trigger belongs to this handle's bus connection: freezer_close() (or a

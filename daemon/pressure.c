@@ -276,6 +276,7 @@ int pressure_read(Pressure *p, Group *g, PsiResource res, PsiReading *ret, sd_bu
 /* ---- clients ------------------------------------------------------------------------------------------ */
 
 static void trigger_free(PressureTrigger *t);
+static void pending_closes_forget_client(Pressure *p, const PressureClient *c);
 
 /* The unique name of a call's sender on the bus; NULL on the private socket,
  * whose peer may put any sender in its messages (there is no bus daemon to
@@ -304,6 +305,7 @@ static void client_free(PressureClient *c) {
         p = c->pressure;
         while (c->triggers)
                 trigger_free(c->triggers);
+        pending_closes_forget_client(p, c);
         LIST_UNLINK(p->clients, c, prev, next);
         if (!c->connection)
                 (void) name_track_remove(p->names, c->name, true);
@@ -407,14 +409,15 @@ static void watch_thread_wake(Pressure *p) {
 }
 
 /* A trigger's fd, out of the epoll set (watched: it was in it), goes to the
- * watcher thread to close.  The kernel's close of a trigger waits for an RCU
- * grace period (psi_trigger_destroy(): synchronize_rcu()), 40-60 us and up to
- * 17 ms under load: a client that left with its 256 triggers, or one that
- * sent Add/Remove pairs without end, held the main loop (every Freeze, every
- * kernel event) for all of them.  The thread runs while any trigger does; the
- * main thread closes the fd itself only when none runs (it ended on an error
- * of its epoll_wait() or of the pipe). */
-static void trigger_fd_release(Pressure *p, int fd, bool watched) {
+ * watcher thread to close, charged to uid and client (NULL: none) until then.
+ * The kernel's close of a trigger waits for an RCU grace period
+ * (psi_trigger_destroy(): synchronize_rcu()), 40-60 us and up to 17 ms under
+ * load: a client that left with its 256 triggers, or one that sent Add/Remove
+ * pairs without end, held the main loop (every Freeze, every kernel event) for
+ * all of them.  The thread runs while any trigger does; the main thread closes
+ * the fd itself only when none runs (it ended on an error of its epoll_wait()
+ * or of the pipe). */
+static void trigger_fd_release(Pressure *p, int fd, bool watched, uid_t uid, PressureClient *client) {
         bool queued = false;
 
         pthread_mutex_lock(&p->lock);
@@ -422,8 +425,7 @@ static void trigger_fd_release(Pressure *p, int fd, bool watched) {
                 p->n_watched--;
         /* Queued in the same step: the thread never sees itself idle with a close pending. */
         if (p->thread_state == PRESSURE_THREAD_RUNNING && p->n_queued < ELEMENTSOF(p->closing)) {
-                p->closing[p->n_queued++] = fd;
-                p->n_closing++;
+                p->closing[p->n_queued++] = (PressureClosing) { .fd = fd, .uid = uid, .client = client };
                 queued = true;
         }
         pthread_mutex_unlock(&p->lock);
@@ -433,39 +435,80 @@ static void trigger_fd_release(Pressure *p, int fd, bool watched) {
                 close(fd);
 }
 
-/* The trigger fds the thread has yet to close: they still hold fds, and
- * count against the triggers' bound until closed. */
-static unsigned pending_closes(Pressure *p) {
-        unsigned n;
+/* The trigger fds the thread has yet to close (still open), in all and those
+ * charged to client c and to uid; under the lock. */
+typedef struct PendingCloses {
+        unsigned total, client, uid;
+} PendingCloses;
 
-        pthread_mutex_lock(&p->lock);
-        n = p->n_closing;
-        pthread_mutex_unlock(&p->lock);
+static void pending_count(const PressureClosing *e, const PressureClient *c, uid_t uid, PendingCloses *n) {
+        if (e->fd < 0)
+                return;
+        n->total++;
+        if (c && e->client == c)
+                n->client++;
+        if (e->uid == uid)
+                n->uid++;
+}
+
+static PendingCloses pending_closes_locked(Pressure *p, const PressureClient *c, uid_t uid) {
+        PendingCloses n = {};
+
+        for (unsigned i = 0; i < p->n_queued; i++)
+                pending_count(&p->closing[i], c, uid, &n);
+        pending_count(&p->in_close, c, uid, &n);
         return n;
 }
 
-/* At the triggers' bound with fds still to close: one closed now, by the main
- * thread (taken from the queue, or the one the thread is closing waited for).
- * So a removal then an add at the bound works as before, and the bound still
- * counts the fds held.  One per call as long as the limit was not lowered:
- * that costs a call what a removal cost it before, and no more.  The thread
- * does nothing else between taking an fd and its close (no write to the
- * pipe), so the wait does not depend on the main loop. */
-static void pending_close_one(Pressure *p) {
-        int fd = -1;
-
+/* A client goes: the fds of its triggers still to close stay charged to its
+ * uid, not to it (another client may get its address). */
+static void pending_closes_forget_client(Pressure *p, const PressureClient *c) {
         pthread_mutex_lock(&p->lock);
-        if (p->n_queued > 0) {
-                fd = p->closing[--p->n_queued];
-                p->n_closing--;
-        } else if (p->n_closing > 0) {
-                unsigned n = p->n_closing;
-                while (p->n_closing == n)
-                        pthread_cond_wait(&p->closed, &p->lock);
-        }
+        for (unsigned i = 0; i < p->n_queued; i++)
+                if (p->closing[i].client == c)
+                        p->closing[i].client = NULL;
+        if (p->in_close.client == c)
+                p->in_close.client = NULL;
         pthread_mutex_unlock(&p->lock);
-        if (fd >= 0)
+}
+
+/* The queued fd that matches (of client c, or of uid; any if neither) goes to
+ * the top of the stack: the thread closes it next.  Under the lock. */
+static void pending_close_first(Pressure *p, const PressureClient *c, bool by_uid, uid_t uid) {
+        for (unsigned i = p->n_queued; i-- > 0;) {
+                PressureClosing e = p->closing[i];
+
+                if (c ? e.client != c : by_uid && e.uid != uid)
+                        continue;
+                memmove(&p->closing[i], &p->closing[i + 1], (p->n_queued - i - 1) * sizeof e);
+                p->closing[p->n_queued - 1] = e;
+                return;
+        }
+}
+
+/* Wait, under the lock, for the thread to close one more trigger fd, until
+ * deadline (CLOCK_MONOTONIC usec).  false once it has passed.  The main loop
+ * waits, never closes: closing in its place cost it a grace period per call,
+ * and waiting for the close in progress had no limit at all. */
+static bool pending_close_wait_locked(Pressure *p, uint64_t deadline) {
+        uint64_t now = now_usec();
+        struct timespec ts;
+
+        if (now >= deadline)
+                return false;
+        if (p->thread_state != PRESSURE_THREAD_RUNNING && p->n_queued > 0) {
+                /* Left behind by a thread that ended on an error: nobody else closes them. */
+                int fd = p->closing[--p->n_queued].fd;
+
+                pthread_mutex_unlock(&p->lock);
                 close(fd);
+                pthread_mutex_lock(&p->lock);
+                return true;
+        }
+        ts = (struct timespec) { .tv_sec = (time_t) (deadline / USEC_PER_SEC),
+                                 .tv_nsec = (long) (deadline % USEC_PER_SEC * NSEC_PER_USEC) };
+        (void) pthread_cond_timedwait(&p->closed, &p->lock, &ts);
+        return true;
 }
 
 static void trigger_free(PressureTrigger *t) {
@@ -485,7 +528,7 @@ static void trigger_free(PressureTrigger *t) {
 
         if (t->fd >= 0 && !p->stopping) {
                 (void) epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, t->fd, NULL);
-                trigger_fd_release(p, t->fd, true);
+                trigger_fd_release(p, t->fd, true, t->client ? t->client->uid : 0, t->client);
         }
         /* At shutdown (stopping) the fds are left to exit(): closing up to
          * 1,024 of them here, each a grace period, would only delay it. */
@@ -640,20 +683,22 @@ static void *watch_thread(void *userdata) {
                                 timeout = 0;
                                 break;
                         }
-                        int fd = p->closing[--p->n_queued];
-
+                        /* Still charged to its owner until closed: see pending_closes_locked(). */
+                        p->in_close = p->closing[--p->n_queued];
                         test_close_delay_locked(p);
+                        int fd = p->in_close.fd;
+
                         pthread_mutex_unlock(&p->lock);
                         close(fd); /* a grace period: see trigger_fd_release() */
                         pthread_mutex_lock(&p->lock);
-                        p->n_closing--;
+                        p->in_close = (PressureClosing) { .fd = -1 };
                         pthread_cond_broadcast(&p->closed);
                 }
                 if (p->stopping) {
                         pthread_mutex_unlock(&p->lock);
                         return NULL;
                 }
-                if (p->n_watched == 0 && p->n_closing == 0) {
+                if (p->n_watched == 0 && p->n_queued == 0) {
                         uint64_t now = now_usec();
 
                         if (idle_since == 0)
@@ -886,6 +931,14 @@ static void pressure_read_limits(Pressure *p) {
                                                                                     : PRESSURE_TRIGGERS_PER_UID_MAX;
 }
 
+static int limit_error_total(Pressure *p, sd_bus_error *error) {
+        return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                 "freezerd has %u pressure triggers already, the most it keeps%s", p->n_triggers,
+                                 p->max_triggers < PRESSURE_TRIGGERS_MAX
+                                         ? " (a quarter of its RLIMIT_NOFILE: each trigger holds an fd)"
+                                         : "");
+}
+
 static int trigger_open(Pressure *p, Group *g, PsiResource res) {
         if (g)
                 return group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK);
@@ -902,7 +955,8 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         PsiResource res;
         PsiKind k;
         char buf[64];
-        unsigned closing;
+        uint64_t deadline;
+        unsigned n_uid;
         uint32_t id;
         int n, r;
 
@@ -916,37 +970,64 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "%s has %u pressure triggers already, the most one client may have",
                                          c->name, c->n_triggers);
-        if (uid != 0 && uid_triggers(p, uid) >= p->max_triggers_per_uid)
+        n_uid = uid != 0 ? uid_triggers(p, uid) : 0;
+        if (uid != 0 && n_uid >= p->max_triggers_per_uid)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "This user has %u pressure triggers already (over all its "
                                          "connections), the most one user but root may have",
                                          p->max_triggers_per_uid);
-        /* The fds of removed triggers that the thread has yet to close count:
-         * they are still open.  At the bound, as many are closed now as make
-         * room for this one: one, as the bound held when they were triggers;
-         * more only once RLIMIT_NOFILE was lowered since. */
-        closing = pending_closes(p);
-        while (closing > 0 && p->n_triggers + closing >= p->max_triggers) {
-                pending_close_one(p);
-                closing = pending_closes(p);
+        if (p->n_triggers >= p->max_triggers)
+                return limit_error_total(p, error);
+
+        /* The fds of removed triggers that the thread has yet to close are
+         * still open: they count, charged to the client and the uid that
+         * removed them, until closed.  Where they alone keep this call from a
+         * bound, it waits for the thread to close them (the owner's first),
+         * at most PRESSURE_CLOSE_WAIT_USEC: a removal then an add at a bound
+         * works as before, and the main loop never waits on a close without
+         * a limit. */
+        deadline = now_usec() + PRESSURE_CLOSE_WAIT_USEC;
+        pthread_mutex_lock(&p->lock);
+        for (;;) {
+                PendingCloses pending = pending_closes_locked(p, c, uid);
+                const char *full;
+
+                if (c && c->n_triggers + pending.client >= PRESSURE_TRIGGERS_PER_CLIENT_MAX) {
+                        full = "this client's";
+                        pending_close_first(p, c, false, 0);
+                } else if (uid != 0 && n_uid + pending.uid >= p->max_triggers_per_uid) {
+                        full = "this user's";
+                        pending_close_first(p, NULL, true, uid);
+                } else if (p->n_triggers + pending.total >= p->max_triggers) {
+                        full = "freezerd's";
+                        pending_close_first(p, NULL, false, 0);
+                } else
+                        break;
+                if (!pending_close_wait_locked(p, deadline)) {
+                        pthread_mutex_unlock(&p->lock);
+                        return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                                 "The fds of removed pressure triggers count against %s bound "
+                                                 "until they are closed, and %u are still being closed: retry "
+                                                 "in a moment",
+                                                 full, pending.total);
+                }
         }
-        if (p->n_triggers + closing >= p->max_triggers)
-                return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "freezerd has %u pressure triggers already%s, the most it keeps%s",
-                                         p->n_triggers, closing > 0 ? " (and the fds of removed ones to close)" : "",
-                                         p->max_triggers < PRESSURE_TRIGGERS_MAX
-                                                 ? " (a quarter of its RLIMIT_NOFILE: each trigger holds an fd)"
-                                                 : "");
+        pthread_mutex_unlock(&p->lock);
 
         /* Open and read the start total before arming: see pressure.h. */
         fd = trigger_open(p, g, res);
-        if ((fd == -EMFILE || fd == -ENFILE) && pending_closes(p) > 0) {
+        if (fd == -EMFILE || fd == -ENFILE) {
                 /* No fd left, with fds of removed triggers still open (more
                  * than the bound allows once RLIMIT_NOFILE was lowered at run
-                 * time): all closed now, by the main thread, as before. */
-                while (pending_closes(p) > 0)
-                        pending_close_one(p);
-                fd = trigger_open(p, g, res);
+                 * time): as each is closed, once more, within the same time. */
+                pthread_mutex_lock(&p->lock);
+                while ((fd == -EMFILE || fd == -ENFILE) && pending_closes_locked(p, NULL, 0).total > 0 &&
+                       pending_close_wait_locked(p, deadline)) {
+                        pthread_mutex_unlock(&p->lock);
+                        fd = trigger_open(p, g, res);
+                        pthread_mutex_lock(&p->lock);
+                }
+                pthread_mutex_unlock(&p->lock);
         }
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
@@ -1000,7 +1081,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         if (r >= 0) {
                 r = trigger_arm(t);
                 if (r < 0) /* the thread closes it, as any trigger's */
-                        trigger_fd_release(p, TAKE_FD(fd), true);
+                        trigger_fd_release(p, TAKE_FD(fd), true, uid, NULL);
         }
         if (r < 0) {
                 free(t);
@@ -1111,6 +1192,7 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         (void) pthread_cond_init(&p->closed, &attr);
         (void) pthread_condattr_destroy(&attr);
+        p->in_close = (PressureClosing) { .fd = -1 };
         const char *delay = getenv("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC");
         if (delay) {
                 p->test_close_delay_usec = strtoull(delay, NULL, 10);

@@ -125,6 +125,23 @@ typedef enum PressureThreadState {
         PRESSURE_THREAD_LEFT,    /* it found nothing to do for its linger and left: join it */
 } PressureThreadState;
 
+/* A trigger fd that the watcher thread has yet to close, and whom it is
+ * charged to until then: it is still open, so it counts against its client's,
+ * its uid's and the total bound on triggers (a client that added and removed
+ * triggers in a loop held as many fds as the total bound allowed, and with
+ * them every other client's room). */
+typedef struct PressureClosing {
+        int fd;
+        uid_t uid;              /* the owner's, charged until the close */
+        PressureClient *client; /* NULL once that client is gone (its uid stays charged) */
+} PressureClosing;
+
+/* How long an AddPressureTrigger may wait, on the main loop, for the thread
+ * to close fds of removed triggers when they alone keep it from a bound (a
+ * close waits for an RCU grace period: 40 us to 17 ms).  Past it the call
+ * fails (LimitsExceeded, "retry"): the main loop never waits longer. */
+#define PRESSURE_CLOSE_WAIT_USEC (50 * USEC_PER_MSEC)
+
 /* How long the watcher thread waits, with no trigger left and no fd to close,
  * before it leaves (as the writer thread lingers): a client that replaces its
  * only trigger does not make a thread each time. */
@@ -167,9 +184,10 @@ struct Pressure {
         PressureThreadState thread_state;
         bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
-        unsigned n_closing;        /* trigger fds not yet closed: those queued, and the one being closed */
         unsigned n_queued;
-        int closing[PRESSURE_TRIGGERS_MAX]; /* the queue: n_triggers + n_closing <= PRESSURE_TRIGGERS_MAX */
+        PressureClosing closing[PRESSURE_TRIGGERS_MAX]; /* the queue (a stack): n_triggers + the fds still to
+                                                         * close <= PRESSURE_TRIGGERS_MAX */
+        PressureClosing in_close;  /* the one the thread is closing; fd -1: none */
         uint64_t test_close_delay_usec; /* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: tests only, 0 unless set */
 
         PressureTrigger *triggers;        /* all of them */
