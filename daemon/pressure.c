@@ -716,7 +716,12 @@ static void *watch_thread(void *userdata) {
                         idle_since = 0;
                 pthread_mutex_unlock(&p->lock);
 
-                n = epoll_wait(p->epoll_fd, evs, (int) ELEMENTSOF(evs), timeout);
+                if (p->test_fail_epoll > 0) { /* one thread at a time: each joined before the next starts */
+                        p->test_fail_epoll--;
+                        n = -1;
+                        errno = EIO;
+                } else
+                        n = epoll_wait(p->epoll_fd, evs, (int) ELEMENTSOF(evs), timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -1193,6 +1198,13 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         (void) pthread_cond_init(&p->closed, &attr);
         (void) pthread_condattr_destroy(&attr);
         p->in_close = (PressureClosing) { .fd = -1 };
+        const char *fail = getenv("FREEZERD_TEST_PRESSURE_THREAD_FAIL");
+        if (fail) {
+                p->test_fail_epoll = (unsigned) strtoul(fail, NULL, 10);
+                log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL=%u: the first epoll_wait() of so many pressure "
+                            "watcher threads fails (for tests only).",
+                            p->test_fail_epoll);
+        }
         const char *delay = getenv("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC");
         if (delay) {
                 p->test_close_delay_usec = strtoull(delay, NULL, 10);

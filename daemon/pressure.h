@@ -189,6 +189,7 @@ struct Pressure {
                                                          * close <= PRESSURE_TRIGGERS_MAX */
         PressureClosing in_close;  /* the one the thread is closing; fd -1: none */
         uint64_t test_close_delay_usec; /* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: tests only, 0 unless set */
+        unsigned test_fail_epoll;  /* FREEZERD_TEST_PRESSURE_THREAD_FAIL: so many threads' first epoll_wait() fail */
 
         PressureTrigger *triggers;        /* all of them */
         PressureTrigger *system_triggers; /* those of the Manager object */
