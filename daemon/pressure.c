@@ -671,6 +671,8 @@ static void *watch_thread(void *userdata) {
         Pressure *p = userdata;
         struct epoll_event evs[32];
         uint64_t idle_since = 0; /* since when it has had nothing to do; 0: busy */
+        bool waited = false;     /* an epoll_wait() of this thread worked */
+        int error = 0;
 
         for (;;) {
                 int n, timeout = -1;
@@ -725,8 +727,10 @@ static void *watch_thread(void *userdata) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        error = errno;
                         break;
                 }
+                waited = true;
                 for (int i = 0; i < n; i++) {
                         if (evs[i].data.u64 == 0) { /* wake_fd: looked at above */
                                 eventfd_t v;
@@ -737,31 +741,40 @@ static void *watch_thread(void *userdata) {
                         /* 8 bytes < PIPE_BUF: atomic.  A full pipe blocks us, which is fine;
                          * EPIPE means the main thread is shutting down. */
                         while (write(p->pipe_fd[1], &w, sizeof w) < 0)
-                                if (errno != EINTR)
+                                if (errno != EINTR) {
+                                        error = errno;
                                         goto out;
+                                }
                 }
         }
 out:
-        /* Its fds to close, if any, are closed by the next thread, or left to exit(). */
+        /* Its fds to close, if any, are closed by the next thread, or left to
+         * exit().  Unless stopping, the main loop is told (on_thread_failed()):
+         * nothing watches the triggers until another thread starts.  An
+         * eventfd, not the pipe: its write never blocks, and the pipe may be
+         * what failed. */
         pthread_mutex_lock(&p->lock);
         p->thread_state = PRESSURE_THREAD_LEFT;
+        bool tell = !p->stopping;
+        if (tell) {
+                p->thread_error = error;
+                p->thread_failures = waited ? 1 : p->thread_failures + 1;
+        }
         pthread_mutex_unlock(&p->lock);
+        if (tell)
+                (void) eventfd_write(p->fail_fd, 1);
         return NULL;
 }
 
-/* Before a trigger's fd goes into the epoll set: the watcher thread runs (one
- * that left is joined and another started), and counts that fd as watched.
- * The thread runs only while there are triggers, not with the daemon: a
- * process with a second thread pays for it in every system call on an fd
- * (fdget() takes a reference on the file once the fd table is shared), and a
- * daemon that follows thousands of groups makes thousands of them per storm. */
-static int watch_thread_hold(Pressure *p) {
+/* The watcher thread runs: one that left is joined and another started.
+ * Under the lock (released for the join). */
+static int watch_thread_start_locked(Pressure *p) {
         sigset_t all, old;
         int r = 0;
 
-        pthread_mutex_lock(&p->lock);
         if (p->thread_state == PRESSURE_THREAD_LEFT) {
-                /* It set LEFT as its last step: the join does not wait. */
+                /* It set LEFT as its last step (but an eventfd_write() after an
+                 * error): the join does not wait. */
                 pthread_mutex_unlock(&p->lock);
                 (void) pthread_join(p->thread, NULL);
                 pthread_mutex_lock(&p->lock);
@@ -778,10 +791,71 @@ static int watch_thread_hold(Pressure *p) {
                 if (r == 0)
                         p->thread_state = PRESSURE_THREAD_RUNNING;
         }
-        if (r == 0)
+        return -r;
+}
+
+/* Before a trigger's fd goes into the epoll set: the watcher thread runs, and
+ * counts that fd as watched.  The thread runs only while there are triggers,
+ * not with the daemon: a process with a second thread pays for it in every
+ * system call on an fd (fdget() takes a reference on the file once the fd
+ * table is shared), and a daemon that follows thousands of groups makes
+ * thousands of them per storm. */
+static int watch_thread_hold(Pressure *p) {
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        r = watch_thread_start_locked(p);
+        if (r >= 0)
                 p->n_watched++;
         pthread_mutex_unlock(&p->lock);
-        return -r;
+        return r;
+}
+
+/* The watcher thread ended on an error of its epoll_wait() or of its write
+ * to the pipe: nothing watched the triggers (they no longer fired) until the
+ * next AddPressureTrigger started another thread.  Another starts now.  Where
+ * that one fails too before a single epoll_wait() has worked, the error
+ * stays: the triggers end with reason "error" (their clients are told) and
+ * the fds left to close are closed here; the next trigger tries again.
+ * Logged once: a loop of failures must not flood the journal. */
+static void on_thread_failed(evutil_socket_t fd, short what, void *userdata) {
+        Pressure *p = userdata;
+        unsigned failures;
+        eventfd_t v;
+        int error, r = 0;
+
+        (void) eventfd_read(p->fail_fd, &v);
+        pthread_mutex_lock(&p->lock);
+        error = p->thread_error;
+        failures = p->thread_failures;
+        if (failures < 2 && (p->n_watched > 0 || p->n_queued > 0))
+                r = watch_thread_start_locked(p);
+        pthread_mutex_unlock(&p->lock);
+        if (!p->thread_failure_logged) {
+                p->thread_failure_logged = true;
+                log_error_errno(error, "The pressure watcher thread failed: %m; another takes over (logged once)");
+        }
+        if (failures < 2 && r >= 0)
+                return;
+
+        if (!p->thread_gave_up_logged) {
+                p->thread_gave_up_logged = true;
+                log_error_errno(r < 0 ? r : -error,
+                                "The pressure watcher thread cannot run (%m): its %u pressure trigger(s) end "
+                                "(logged once)",
+                                p->n_triggers);
+        }
+        while (p->triggers)
+                trigger_end(p->triggers, PRESSURE_REASON_ERROR);
+        pthread_mutex_lock(&p->lock);
+        while (p->thread_state != PRESSURE_THREAD_RUNNING && p->n_queued > 0) {
+                int cfd = p->closing[--p->n_queued].fd;
+
+                pthread_mutex_unlock(&p->lock);
+                close(cfd);
+                pthread_mutex_lock(&p->lock);
+        }
+        pthread_mutex_unlock(&p->lock);
 }
 
 static void on_wakeups(evutil_socket_t fd, short what, void *userdata) {
@@ -1212,7 +1286,7 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                             "trigger's fd is delayed (for tests only).",
                             p->test_close_delay_usec);
         }
-        p->wake_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
+        p->wake_fd = p->fail_fd = p->pipe_fd[0] = p->pipe_fd[1] = -1;
         p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (p->epoll_fd < 0)
                 return pressure_setup_failed(p, -errno, "epoll_create1()");
@@ -1228,6 +1302,12 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                 return pressure_setup_failed(p, -errno, "fcntl()");
         p->pipe_event = event_new(m->event_base, p->pipe_fd[0], EV_READ | EV_PERSIST, on_wakeups, p);
         if (!p->pipe_event || event_add(p->pipe_event, NULL) < 0)
+                return pressure_setup_failed(p, -ENOMEM, "event_new()");
+        p->fail_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->fail_fd < 0)
+                return pressure_setup_failed(p, -errno, "eventfd()");
+        p->fail_event = event_new(m->event_base, p->fail_fd, EV_READ | EV_PERSIST, on_thread_failed, p);
+        if (!p->fail_event || event_add(p->fail_event, NULL) < 0)
                 return pressure_setup_failed(p, -ENOMEM, "event_new()");
 
         log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s, at most %u; keeping up to %u pressure "
@@ -1250,6 +1330,8 @@ Pressure *pressure_free(Pressure *p) {
          * and those of the triggers freed below, are left to exit(). */
         if (p->pipe_event)
                 event_free(p->pipe_event);
+        if (p->fail_event)
+                event_free(p->fail_event);
         closep(&p->pipe_fd[0]);
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
@@ -1271,6 +1353,7 @@ Pressure *pressure_free(Pressure *p) {
         for (int i = 0; i < _PSI_RESOURCE_MAX; i++)
                 kept_fd_close(NULL, &p->system_fd[i]);
         closep(&p->wake_fd);
+        closep(&p->fail_fd);
         closep(&p->epoll_fd);
         pthread_cond_destroy(&p->closed);
         pthread_mutex_destroy(&p->lock);

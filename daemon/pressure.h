@@ -174,6 +174,9 @@ struct Pressure {
         int wake_fd;               /* eventfd: wakes the watcher thread (fds to close, stopping) */
         int pipe_fd[2];            /* watcher thread -> main loop: PressureWakeup records */
         struct event *pipe_event;
+        int fail_fd;               /* eventfd: the watcher thread ended on an error */
+        struct event *fail_event;
+        bool thread_failure_logged, thread_gave_up_logged;
         pthread_t thread;
 
         /* Shared with the watcher thread, under lock.  The thread runs while
@@ -184,6 +187,9 @@ struct Pressure {
         PressureThreadState thread_state;
         bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
+        int thread_error;          /* errno of the last thread that ended on an error */
+        unsigned thread_failures;  /* threads that ended on an error in a row, none of them (but the
+                                    * first) having waited once */
         unsigned n_queued;
         PressureClosing closing[PRESSURE_TRIGGERS_MAX]; /* the queue (a stack): n_triggers + the fds still to
                                                          * close <= PRESSURE_TRIGGERS_MAX */
