@@ -208,10 +208,11 @@ static void help(void) {
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
-               "does not fail with FrozenByParent; it notes on standard error which\n"
-               "ancestor still freezes PATH. There, \"/\" stands for every group freezerd\n"
-               "tracks below its cgroup root (which cannot be frozen itself); groups outside\n"
-               "the tracked subtrees are left alone.\n"
+               "does not fail with FrozenByParent; it notes on standard error what still\n"
+               "freezes PATH: an ancestor, the own flag of freezerd's cgroup root (\"/\"),\n"
+               "or a group above that root. There, \"/\" stands for every group freezerd\n"
+               "tracks below its cgroup root (whose own flag freezerd does not write);\n"
+               "groups outside the tracked subtrees are left alone.\n"
                "With --except, freeze takes exactly one PATH. Processes directly in PATH, or\n"
                "in a group between PATH and an excluded group, keep running: the kernel\n"
                "cannot freeze a group without its descendants. The groups printed are the\n"
@@ -950,27 +951,39 @@ static uint64_t request_flags(void) {
         return flags;
 }
 
-/* thaw --recursive succeeds when a group stays frozen by an ancestor above
- * PATH (the batch clears the flags it was asked to); say so, naming the
- * ancestor, rather than leave the caller to find the group still frozen. */
-static void note_frozen_above(freezer *f, const char *path) {
+/* What frozen_by() names for a freeze above freezerd's cgroup root, which
+ * freezerd's API gives no path of (a group's path is relative to its root).
+ * Not a PATH (no leading "/"), so a --json reader tells it apart. */
+#define FROZEN_ABOVE_ROOT "above-root"
+
+/* After a thaw --recursive of path returned: what still freezes it, in *ret
+ * (static or path's ancestor, to free): an ancestor whose flag is set ("/"
+ * too: the cgroup root's own flag, which freezerd does not write), or
+ * FROZEN_ABOVE_ROOT; NULL if path is not frozen by anything above it (or
+ * cannot be looked up: the thaw succeeded, this is only its note). */
+static void frozen_by(freezer *f, const char *path, char **ret) {
         _cleanup_free_ char *up = NULL;
         freezer_group g = {};
         freezer_state state;
+        bool freeze;
 
-        if (freezer_get_group(f, path, &g) < 0)
+        *ret = NULL;
+        if (cg_path_normalize(path, &up, NULL) < 0 || freezer_get_group(f, up, &g) < 0)
                 return;
         state = g.state;
+        freeze = g.freeze;
         freezer_group_clear(&g);
+
+        /* "/" stands for the groups below the root: a recursive thaw leaves
+         * the root's own flag alone, and it freezes them all. */
+        if (streq(up, "/") && freeze) {
+                *ret = strdup("/");
+                return;
+        }
         if (state != FREEZER_STATE_FROZEN_BY_PARENT && state != FREEZER_STATE_FREEZING_BY_PARENT)
                 return;
 
-        up = strdup(path);
-        if (!up)
-                return;
-        for (char *slash; (slash = strrchr(up, '/'));) {
-                bool freeze;
-
+        for (char *slash; !streq(up, "/") && (slash = strrchr(up, '/'));) {
                 if (slash == up)
                         slash[1] = 0; /* "/" */
                 else
@@ -980,12 +993,28 @@ static void note_frozen_above(freezer *f, const char *path) {
                 freeze = g.freeze;
                 freezer_group_clear(&g);
                 if (freeze) {
-                        log_error("note: every freeze flag in %s is cleared, but %s still freezes it", path, up);
+                        *ret = TAKE_PTR(up);
                         return;
                 }
-                if (streq(up, "/"))
-                        return;
         }
+        /* Frozen by a parent, and no flag set up to the root: one above it,
+         * as freezerd's FrozenByParent says of a plain thaw. */
+        *ret = strdup(FROZEN_ABOVE_ROOT);
+}
+
+/* thaw --recursive succeeds when a group stays frozen by an ancestor above
+ * PATH (the batch clears the flags it was asked to); say so, naming the
+ * ancestor, rather than leave the caller to find the group still frozen. */
+static void note_frozen_by(const char *path, const char *by) {
+        if (streq(by, FROZEN_ABOVE_ROOT))
+                log_error("note: every freeze flag in %s is cleared, but a group above freezerd's cgroup root "
+                          "still freezes it", path);
+        else if (streq(by, "/"))
+                log_error("note: every freeze flag %s %s is cleared, but the own flag of freezerd's cgroup root, "
+                          "\"/\", still freezes it (freezerd does not write that flag)",
+                          streq(path, "/") ? "below" : "in", path);
+        else
+                log_error("note: every freeze flag in %s is cleared, but %s still freezes it", path, by);
 }
 
 /* What carries freeze and thaw: libfreezer, or over the private socket the
@@ -1133,6 +1162,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         }
 
         for (size_t i = 0; i < n_paths; i++) {
+                _cleanup_free_ char *by = NULL;
                 struct json_object *o = NULL;
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
@@ -1155,8 +1185,11 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                                 json_object_put(results);
                                 results = NULL;
                         }
-                } else if (!freeze && arg_recursive && !arg_no_wait && c->f)
-                        note_frozen_above(c->f, paths[i]);
+                } else if (!freeze && arg_recursive && !arg_no_wait && c->f) {
+                        frozen_by(c->f, paths[i], &by);
+                        if (by)
+                                note_frozen_by(paths[i], by);
+                }
 
                 if (results) {
                         o = json_object_new_object();
@@ -3286,7 +3319,7 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
 /* freeze, thaw and batch go by the wire (bus-wire.h), which spares loading
  * libsystemd, over the private socket and over a bus the wire reaches (the
  * system bus, --address=unix:...); freeze --except and a waiting thaw
- * --recursive (which may look groups up after, note_frozen_above()) go
+ * --recursive (which may look groups up after, frozen_by()) go
  * through libfreezer, as does everything else. */
 static bool wire_freeze(const verb *v) {
         return streq(v->name, "freeze") && n_arg_except == 0;

@@ -22,6 +22,10 @@ Checks:
     freezerd (it is told by inotify, not by polling); Get agrees, and so does
     the kernel.  A Thaw /x then succeeds.
   * echo 1 > /pods/cgroup.freeze again: "frozen-by-parent" again, likewise.
+  * `freezectl thaw --recursive /x` and `/` then exit 0 with a note that a group
+    above freezerd's cgroup root still freezes them; with /pods thawed and the
+    root's own cgroup.freeze 1, with a note naming the root's own flag (both
+    were silent).
 
 Signals are waited for with a deadline, never by sleeping.  Cleanup thaws /pods
 before the scratch tree is killed and removed."""
@@ -153,6 +157,27 @@ def test():
             ft.check_equal(kernel_frozen(sc), {p: True for p in GROUPS}, 'the kernel agrees: every group frozen')
             e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, c.call, 'Thaw', '/x/a', 0, 0)
             ft.check(outside in e.message, 'Thaw /x/a names the group outside again', e.message)
+
+            # ---- freezectl thaw --recursive succeeds, and notes what still freezes
+            # (it said nothing: it looked for a flag up to "/" only)
+            above = 'a group above freezerd\'s cgroup root still freezes it'
+            for p in ('/x', '/'):
+                r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
+                ft.check(f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
+                         f'thaw --recursive {p} under a frozen /pods notes the group above the root', r.stderr)
+            sc.write_freeze('/pods', 0)
+            sc.wait_events(ROOT, frozen=0)
+            # The root's own flag, which freezerd does not write (not even a
+            # thaw --recursive /, which stands for the groups below it).
+            sc.before_cleanup.append(lambda: os.path.isdir(sc.abspath(ROOT)) and sc.write_freeze(ROOT, 0))
+            sc.write_freeze(ROOT, 1)
+            sc.wait_events(ROOT, frozen=1)
+            own = 'the own flag of freezerd\'s cgroup root, "/", still freezes it'
+            for p, where in (('/x', 'in /x'), ('/', 'below /')):
+                r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
+                ft.check(f'every freeze flag {where} is cleared, but {own}' in r.stderr,
+                         f'thaw --recursive {p} with the root\'s own flag set notes the root', r.stderr)
+            ft.check_equal(kernel_frozen(sc), {p: True for p in GROUPS}, 'the root\'s flag still freezes every group')
     print('# checked: a freeze above the cgroup root makes every group frozen-by-parent, Thaw fails with '
           'FrozenByParent naming it, and its thaw and freeze behind freezerd\'s back are followed')
 
