@@ -303,7 +303,10 @@ static void help(void) {
                "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
                "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
-               "                   UTF-8 is U+FFFD)\n"
+               "                   UTF-8 is U+FFFD). A thaw --recursive whose PATH stays\n"
+               "                   frozen adds \"frozen_by\": the ancestor that freezes it\n"
+               "                   (\"/\": the cgroup root's own flag), or \"above-root\"\n"
+               "                   for a group above freezerd's cgroup root\n"
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
@@ -1196,6 +1199,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         if (!o ||
                             json_add(o, "path", json_string_of_arg(paths[i])) < 0 ||
                             json_add(o, "result", json_object_new_string(r < 0 ? "failed" : "done")) < 0 ||
+                            (by && json_add(o, "frozen_by", json_object_new_string(by)) < 0) ||
                             (r < 0 && caller_error_name(c) &&
                              json_add(o, "error", json_object_new_string(caller_error_name(c))) < 0) ||
                             (r < 0 && caller_error_message(c) &&

@@ -25,11 +25,13 @@ Checks:
   * `freezectl thaw --recursive /x` and `/` then exit 0 with a note that a group
     above freezerd's cgroup root still freezes them; with /pods thawed and the
     root's own cgroup.freeze 1, with a note naming the root's own flag (both
-    were silent).
+    were silent); with --json, "frozen_by": "above-root" or "/" (it said "done"
+    alone, as of a group that runs), and no "frozen_by" once nothing freezes /x.
 
 Signals are waited for with a deadline, never by sleeping.  Cleanup thaws /pods
 before the scratch tree is killed and removed."""
 
+import json
 import os
 import sys
 import time
@@ -165,8 +167,15 @@ def test():
                 r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
                 ft.check(f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
                          f'thaw --recursive {p} under a frozen /pods notes the group above the root', r.stderr)
+            # --json says it too (it said "done" alone, as for a group thawed)
+            r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
+            ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root'}],
+                           '--json thaw --recursive /x under a frozen /pods: "frozen_by": "above-root"')
             sc.write_freeze('/pods', 0)
             sc.wait_events(ROOT, frozen=0)
+            r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
+            ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done'}],
+                           '--json thaw --recursive /x once /pods is thawed: no "frozen_by"')
             # The root's own flag, which freezerd does not write (not even a
             # thaw --recursive /, which stands for the groups below it).
             sc.before_cleanup.append(lambda: os.path.isdir(sc.abspath(ROOT)) and sc.write_freeze(ROOT, 0))
@@ -177,6 +186,9 @@ def test():
                 r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
                 ft.check(f'every freeze flag {where} is cleared, but {own}' in r.stderr,
                          f'thaw --recursive {p} with the root\'s own flag set notes the root', r.stderr)
+                r = ft.freezectl('--json', 'thaw', '--recursive', p, address=bus.address)
+                ft.check_equal(json.loads(r.stdout), [{'path': p, 'result': 'done', 'frozen_by': '/'}],
+                               f'--json thaw --recursive {p} with the root\'s own flag set: "frozen_by": "/"')
             ft.check_equal(kernel_frozen(sc), {p: True for p in GROUPS}, 'the root\'s flag still freezes every group')
     print('# checked: a freeze above the cgroup root makes every group frozen-by-parent, Thaw fails with '
           'FrozenByParent naming it, and its thaw and freeze behind freezerd\'s back are followed')
