@@ -31,11 +31,15 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
    * Track("/") publishes the rest, Untrack("/") takes it back;
    * `freezectl status /q/s` tracks /q/s, kept in the state directory;
      `freezectl untrack /q/s` drops it from both (exit 0, silent), again fails
-     (exit 1, one line), `freezectl track /q/s` tracks it again.
+     (exit 1, one line), `freezectl track /q/s` tracks it again;
+   * so do `freezectl tree`, `pressure`, `freeze`, `thaw` and `batch` of /q/s, and
+     `freezectl --help` says so of all of them in one sentence (it named some in
+     two places, each a different list).
 No step writes a cgroup.freeze but those named."""
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -224,6 +228,30 @@ def test():
             s.check('freezectl track /q/s', tracked + ['/q/s'], added=['/q/s'])
             ft.freezectl('untrack', '/q/s')
             s.check('freezectl untrack /q/s again', tracked, removed=['/q/s'])
+
+            # So does every other command given a PATH, as --help says (which
+            # named status, tree, pressure and watch in one place, and status,
+            # watch, freeze and thaw in another).
+            batch = json.dumps([{'path': '/q/s', 'freeze': False}])
+            for args, given in ((['tree', '/q/s'], None), (['pressure', '/q/s'], None),
+                                (['thaw', '/q/s'], None), (['batch', '-'], batch), (['freeze', '/q/s'], None)):
+                ft.freezectl(*args, input=given)
+                if args[0] == 'freeze':  # announced running, then frozen
+                    ft.check('/q/s' in s.listed(), 'freezectl freeze /q/s tracks /q/s')
+                    ft.freezectl('thaw', '/q/s')
+                    s.rec.clear()
+                else:
+                    s.check(f'freezectl {" ".join(args)} tracks /q/s', tracked + ['/q/s'], added=['/q/s'])
+                ft.freezectl('untrack', '/q/s')
+                s.check(f'freezectl untrack /q/s after {args[0]}', tracked, removed=['/q/s'])
+            ft.check_equal(flags(GROUPS), {g: 0 for g in GROUPS}, 'B: every cgroup.freeze is 0 again')
+            text = ' '.join(ft.freezectl('--help').stdout.split())
+            ft.check(re.search(r'Every command given a PATH outside the tracked subtrees makes freezerd track the '
+                               r'group\'s subtree, as track does \(untrack ends that\): status, tree, pressure, '
+                               r'watch, freeze \(its --except= paths too\), thaw and batch', text) and
+                     text.count('tracks it') == 0,
+                     'freezectl --help names every command that tracks, in one place',
+                     [x for x in text.split('. ') if 'track' in x])
     print('# checked: Track/Untrack of nested subtrees (ListGroups, GetManagedObjects, Groups, InterfacesAdded/'
           'Removed at each step), an untracked ancestor\'s flag, the root object under any track setting')
 
