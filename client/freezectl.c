@@ -158,7 +158,8 @@ static void help(void) {
                "                       --except, --recursive) become all-or-nothing: on\n"
                "                       timeout or on a failed write every flag the batch\n"
                "                       changed is restored, but one a later call asked for\n"
-               "                       as it was set (the error says which)\n"
+               "                       as it was set (the error says which). With --no-wait\n"
+               "                       for batches only (a failed write)\n"
                "     --recursive       freeze, thaw, batch: apply each request to every group\n"
                "                       of the subtree below its path, the path's group\n"
                "                       included, as one batch (freezes top-down, thaws\n"
@@ -3496,6 +3497,16 @@ static int run(int argc, char *argv[]) {
          * (--rollback still means something there: a batch's failed write.) */
         if (arg_no_wait && arg_timeout_set) {
                 usage_error("--timeout= is how long freezerd waits for the kernel: not with --no-wait");
+                return EXIT_USAGE;
+        }
+        /* Likewise --rollback of one group's freeze or thaw: nothing waits to
+         * time out, and a failed write leaves nothing to restore.  A batch
+         * (batch, --recursive, --except) still restores its flags after a
+         * failed write. */
+        if (arg_no_wait && arg_rollback && !streq(v->name, "batch") && !arg_recursive && n_arg_except == 0) {
+                usage_error("--rollback restores the flags on a timeout, which --no-wait does not wait for: with "
+                            "--no-wait only for batches (batch, --recursive, --except), whose failed writes it "
+                            "undoes");
                 return EXIT_USAGE;
         }
 

@@ -26,7 +26,8 @@ Checks:
     message.
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
-    with --no-wait, freeze --except= of a path not below PATH (freezerd's InvalidArgs
+    with --no-wait, --rollback with --no-wait but for a batch (it was taken in
+    silence), freeze --except= of a path not below PATH (freezerd's InvalidArgs
     exited 1), an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
     or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
     some (freezerd refused them: exit 1).
@@ -538,6 +539,15 @@ def test():
                 r = ft.freezectl('--json', 'freeze', path, f'--except={x}', check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2, nothing on stdout')
                 one_line(r, what, f'--except={x} is not below {path}')
+            # --rollback with --no-wait of one group: it means nothing there (it was taken in
+            # silence); a batch still restores its flags after a failed write, so it is taken there.
+            for args in (['freeze', '--no-wait', '--rollback', '/g'], ['thaw', '--rollback', '--no-wait', '/g']):
+                r = ft.freezectl(*args, check=False)
+                what = ' '.join(args)
+                ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
+                one_line(r, what, '--rollback', '--no-wait')
+            r = ft.freezectl('thaw', '--recursive', '--no-wait', '--rollback', '/g', check=False)
+            ft.check_equal(r.returncode, 0, 'thaw --recursive --no-wait --rollback /g is taken (a batch)')
             ft.check_equal(sc.read_freeze('/g'), 0, 'usage errors changed nothing')
             # Durations as status prints them and systemd.time(7) writes them: --timeout= took one
             # number and one unit ("2min 3s" and "2min3s" were usage errors).
