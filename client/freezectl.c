@@ -3026,10 +3026,18 @@ static int parse_argv(int argc, char *argv[]) {
                 case ':':
                         return usage_error("option '%s' needs an argument", argv[optind - 1]);
 
-                case '?':
+                case '?': {
+                        const char *arg = argv[optind - 1], *eq = strchr(arg, '=');
+
+                        /* getopt names a known long option given an argument it
+                         * does not take ("--no-wait=1", "--help=x") in optopt,
+                         * as it does an unknown short one. */
+                        if (optopt != 0 && startswith(arg, "--") && eq)
+                                return usage_error("option '%.*s' takes no argument", (int) (eq - arg), arg);
                         if (optopt > 0 && optopt < 0x100)
                                 return usage_error("invalid option '-%c'", optopt);
-                        return usage_error("invalid option '%s'", argv[optind - 1]);
+                        return usage_error("invalid option '%s'", arg);
+                }
 
                 default:
                         return usage_error("unexpected option");

@@ -27,7 +27,8 @@ Checks:
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
     with --no-wait, --rollback with --no-wait but for a batch (it was taken in
-    silence), freeze --except= of a path not below PATH (freezerd's InvalidArgs
+    silence), an option that takes no argument given one (--no-wait=1: it said
+    "invalid option"), freeze --except= of a path not below PATH (freezerd's InvalidArgs
     exited 1), an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
     or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
     some (freezerd refused them: exit 1).
@@ -546,6 +547,11 @@ def test():
                 what = ' '.join(args)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what, '--rollback', '--no-wait')
+            # An option that takes no argument given one: said so (it read "invalid option").
+            for arg in ('--no-wait=1', '--json=yes'):
+                r = ft.freezectl(arg, 'freeze', '/g', check=False)
+                ft.check_equal((r.returncode, r.stdout), (2, ''), f'{arg} exits 2')
+                one_line(r, arg, f"option '{arg.split('=')[0]}' takes no argument")
             r = ft.freezectl('thaw', '--recursive', '--no-wait', '--rollback', '/g', check=False)
             ft.check_equal(r.returncode, 0, 'thaw --recursive --no-wait --rollback /g is taken (a batch)')
             ft.check_equal(sc.read_freeze('/g'), 0, 'usage errors changed nothing')
