@@ -303,7 +303,8 @@ static void help(void) {
                "trigger-removed line for each of its triggers (disconnected).\n"
                "\n"
                "JSON output (--json):\n"
-               "  freeze, thaw     an array with one {\"path\", \"result\"} object per path\n"
+               "  freeze, thaw, track, untrack\n"
+               "                   an array with one {\"path\", \"result\"} object per path\n"
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
                "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
                "                   UTF-8 is U+FFFD). A thaw --recursive whose PATH stays\n"
@@ -1154,6 +1155,27 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
         va_end(ap);
 }
 
+/* The --json object of one path of freeze, thaw, track or untrack, appended
+ * to results: {"path", "result": "done"} (with "frozen_by" if by), or
+ * "failed" with "error" and "message" as far as known. */
+static int json_append_result(struct json_object *results, const char *path, bool failed, const char *name,
+                              const char *message, const char *by) {
+        struct json_object *o;
+
+        o = json_object_new_object();
+        if (!o ||
+            json_add(o, "path", json_string_of_arg(path)) < 0 ||
+            json_add(o, "result", json_object_new_string(failed ? "failed" : "done")) < 0 ||
+            (by && json_add(o, "frozen_by", json_object_new_string(by)) < 0) ||
+            (failed && name && json_add(o, "error", json_object_new_string(name)) < 0) ||
+            (failed && message && json_add(o, "message", json_object_new_string(message)) < 0) ||
+            json_append(results, TAKE_PTR(o)) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths) {
         struct json_object *results = NULL;
         uint64_t flags = request_flags();
@@ -1169,7 +1191,6 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
 
         for (size_t i = 0; i < n_paths; i++) {
                 _cleanup_free_ char *by = NULL;
-                struct json_object *o = NULL;
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
                 call_path = paths[i];
@@ -1197,22 +1218,11 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                                 note_frozen_by(paths[i], by);
                 }
 
-                if (results) {
-                        o = json_object_new_object();
-                        if (!o ||
-                            json_add(o, "path", json_string_of_arg(paths[i])) < 0 ||
-                            json_add(o, "result", json_object_new_string(r < 0 ? "failed" : "done")) < 0 ||
-                            (by && json_add(o, "frozen_by", json_object_new_string(by)) < 0) ||
-                            (r < 0 && caller_error_name(c) &&
-                             json_add(o, "error", json_object_new_string(caller_error_name(c))) < 0) ||
-                            (r < 0 && caller_error_message(c) &&
-                             json_add(o, "message", json_object_new_string(caller_error_message(c))) < 0) ||
-                            json_append(results, TAKE_PTR(o)) < 0) {
-                                json_object_put(o);
-                                log_oom();
-                                ret = EXIT_FAILURE;
-                                break;
-                        }
+                if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
+                                                  caller_error_message(c), by) < 0) {
+                        log_oom();
+                        ret = EXIT_FAILURE;
+                        break;
                 }
 
                 if (r < 0)
@@ -1469,21 +1479,48 @@ static int group_cmp(const void *a, const void *b) {
 
 /* ---- track, untrack ---- */
 
-/* freezerd keeps what Track() added (and what a status, watch or freeze of a
- * path outside the tracked subtrees added) in its state directory, across
- * restarts: untrack is how it goes again. */
+/* freezerd keeps what Track() added (and what any other command given a path
+ * outside the tracked subtrees added) in its state directory, across
+ * restarts: untrack is how it goes again.  As freeze and thaw: path by path,
+ * stopping at the first failure; with --json, the same array of one object
+ * per path handled. */
 static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
-        for (size_t i = 0; i < n_paths; i++) {
-                int r;
+        struct json_object *results = NULL;
+        int ret = EXIT_SUCCESS, r;
 
+        if (arg_json) {
+                results = json_object_new_array();
+                if (!results) {
+                        log_oom();
+                        return EXIT_FAILURE;
+                }
+        }
+
+        for (size_t i = 0; i < n_paths; i++) {
                 call_path = paths[i];
                 r = track ? freezer_track(f, paths[i]) : freezer_untrack(f, paths[i]);
                 if (r < 0) {
                         log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", paths[i]);
-                        return EXIT_FAILURE;
+                        ret = EXIT_FAILURE;
                 }
+                if (results && json_append_result(results, paths[i], r < 0, freezer_last_error_name(f),
+                                                  freezer_last_error_message(f), NULL) < 0) {
+                        log_oom();
+                        ret = EXIT_FAILURE;
+                        break;
+                }
+                if (r < 0)
+                        break;
         }
-        return EXIT_SUCCESS;
+
+        if (results) {
+                if (print_json(results) < 0) {
+                        log_oom();
+                        ret = EXIT_FAILURE;
+                }
+                json_object_put(results);
+        }
+        return ret;
 }
 
 static int verb_list(freezer *f) {

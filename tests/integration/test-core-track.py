@@ -32,6 +32,8 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
    * `freezectl status /q/s` tracks /q/s, kept in the state directory;
      `freezectl untrack /q/s` drops it from both (exit 0, silent), again fails
      (exit 1, one line), `freezectl track /q/s` tracks it again;
+   * `freezectl --json track` and `untrack` print [{"path", "result"}] as freeze and
+     thaw do, "failed" with "error" and "message" (they printed nothing);
    * so do `freezectl tree`, `pressure`, `freeze`, `thaw` and `batch` of /q/s, and
      `freezectl --help` says so of all of them in one sentence (it named some in
      two places, each a different list).
@@ -228,6 +230,21 @@ def test():
             s.check('freezectl track /q/s', tracked + ['/q/s'], added=['/q/s'])
             ft.freezectl('untrack', '/q/s')
             s.check('freezectl untrack /q/s again', tracked, removed=['/q/s'])
+
+            # --json: one object per path, as freeze and thaw print (it printed nothing).
+            for verb in ('track', 'untrack'):
+                r = ft.freezectl('--json', verb, '/q/s')
+                ft.check_equal(json.loads(r.stdout or 'null'), [{'path': '/q/s', 'result': 'done'}],
+                               f'freezectl --json {verb} /q/s: [{{"path", "result": "done"}}]')
+            r = ft.freezectl('--json', 'untrack', '/q/s', '/q/r', check=False)
+            out = json.loads(r.stdout) if r.stdout else None
+            ft.check(r.returncode == 1 and isinstance(out, list) and len(out) == 1 and
+                     out[0].get('path') == '/q/s' and out[0].get('result') == 'failed' and
+                     out[0].get('error', '').startswith('org.freezerd.Freezer1.Error.') and out[0].get('message'),
+                     'freezectl --json untrack of a subtree not tracked: exit 1, one "failed" object with error and '
+                     'message, and it stops there', (r.returncode, r.stdout))
+            ft.check_equal(s.listed(), sorted(tracked), 'freezectl --json track and untrack /q/s: ListGroups')
+            s.rec.clear()
 
             # So does every other command given a PATH, as --help says (which
             # named status, tree, pressure and watch in one place, and status,
