@@ -306,8 +306,10 @@ static void help(void) {
                "  freeze, thaw, track, untrack\n"
                "                   an array with one {\"path\", \"result\"} object per path\n"
                "                   handled; \"result\" is \"done\", or \"failed\" with \"error\"\n"
-               "                   and \"message\" (in \"path\", a byte of PATH that is not\n"
-               "                   UTF-8 is U+FFFD). A thaw --recursive whose PATH stays\n"
+               "                   and \"message\". \"path\" is PATH normalized as list\n"
+               "                   prints it (\"/pods/a\" for \"pods/a/\"), or as given if\n"
+               "                   freezerd refused it as malformed (a byte that is not\n"
+               "                   UTF-8 as U+FFFD). A thaw --recursive whose PATH stays\n"
                "                   frozen adds \"frozen_by\": the ancestor that freezes it\n"
                "                   (\"/\": the cgroup root's own flag), or \"above-root\"\n"
                "                   for a group above freezerd's cgroup root\n"
@@ -1160,7 +1162,14 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
  * "failed" with "error" and "message" as far as known. */
 static int json_append_result(struct json_object *results, const char *path, bool failed, const char *name,
                               const char *message, const char *by) {
+        _cleanup_free_ char *norm = NULL;
         struct json_object *o;
+
+        /* As freezerd names the group, and list and watch print it ("/pods/a"
+         * for "pods/a/"), so that the outputs can be matched; a path that
+         * does not normalize (freezerd refused it) as given. */
+        if (cg_path_normalize(path, &norm, NULL) >= 0)
+                path = norm;
 
         o = json_object_new_object();
         if (!o ||

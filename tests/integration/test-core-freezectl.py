@@ -13,7 +13,8 @@ Checks:
     and frozen_descendants (counted in the cgroup tree), frozen_usec
     (cgroup.stat.local, bracketed by two kernel reads).
   * `freeze /g` exits 0, prints nothing, the kernel says frozen 1 when it
-    returns; `--json freeze` prints [{"path", "result": "done"}]; `thaw` likewise.
+    returns; `--json freeze` prints [{"path", "result": "done"}], the path
+    normalized ("g/" as "/g": it was echoed as typed); `thaw` likewise.
   * `list` / `--json list` name every group with its object and state; `tree`
     names every group (indented under its parent) with its state; `--json tree`
     nests every group under its parent.
@@ -367,6 +368,10 @@ def test():
             ft.check_equal(json.loads(r.stdout), [{'path': '/g', 'result': 'done'}, {'path': '/a-b', 'result': 'done'}],
                            '--json freeze /g /a-b: both done')
             ft.check_equal(sc.read_events('/a-b').get('frozen'), 1, '/a-b frozen')
+            # The paths normalized, as list and watch print them (it echoed them as typed).
+            r = ft.freezectl('--json', 'freeze', 'g/', '/a-b/')
+            ft.check_equal(json.loads(r.stdout), [{'path': '/g', 'result': 'done'}, {'path': '/a-b', 'result': 'done'}],
+                           '--json freeze g/ /a-b/: the paths normalized')
 
             # ---- list / tree
             r = ft.freezectl('list')
