@@ -1304,12 +1304,26 @@ static int verb_freeze_except(freezer *f, const char *path) {
                             n_arg_except > 1 ? ", ..." : "");
                 /* The groups it froze are printed on success only: said where
                  * they are, since the recipe of --help (batch of what was
-                 * printed) cannot undo this one. */
-                if (!arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout"))
-                        log_error("note: without --rollback the flags freezerd set stay set, and the groups are "
-                                  "not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw --recursive "
-                                  "%s' clears every flag below it, also those set before)",
-                                  path, path);
+                 * printed) cannot undo this one.  With advice the caller may
+                 * follow: freezerd lets a user other than root write only
+                 * flags it owns, and the top of a recursive thaw must be one
+                 * of them even where its flag does not change (README, "Who
+                 * may do what"), while this call checked only the groups it
+                 * froze: a delegated subtree's top, whose flag is root's, is
+                 * refused. */
+                if (!arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")) {
+                        if (geteuid() == 0)
+                                log_error("note: without --rollback the flags freezerd set stay set, and the groups "
+                                          "are not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw "
+                                          "--recursive %s' clears every flag below it, also those set before)",
+                                          path, path);
+                        else
+                                log_error("note: without --rollback the flags freezerd set stay set, and the groups "
+                                          "are not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw' of "
+                                          "those it shows frozen clears them: they are yours; a thaw --recursive of "
+                                          "%s is refused unless %s's own flag is yours too)",
+                                          path, path, path);
+                }
                 return EXIT_FAILURE;
         }
 

@@ -27,9 +27,15 @@ Checks:
   * /p (a sleeper) with /p/c (a task blocked on FUSE): the kernel reports /p frozen
     once its own sleeper is, while /p/c is still freezing; the Timeout of
     Freeze("/p") and of a batch holding /p names /p/c as what keeps it, and its
-    task; so does the Timeout of FreezeExcept("/q", ["/q/keep"]) for /q/s/c."""
+    task; so does the Timeout of FreezeExcept("/q", ["/q/keep"]) for /q/s/c.
+  * `freezectl freeze /q --except=/q/keep` timing out without --rollback notes
+    where to see the flags left; as nobody, given /q/s and /q/t but not /q, the
+    note advises thawing those groups, not `thaw --recursive /q` (which freezerd
+    refuses nobody: it advised that), and that thaw works."""
 
 import os
+import pwd
+import shutil
 import sys
 import time
 
@@ -169,6 +175,33 @@ def test():
                      r)
             ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (1, 1), '  ... which stay set')
             c.call('Thaw', '/q', 0, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
+            # The same as a user other than root, given /q/s and /q/t (their cgroup.freeze)
+            # but not /q: the note advised 'thaw --recursive /q', which freezerd refuses it
+            # (the group a call names must be the caller's, "Who may do what"); it now
+            # advises a thaw of the groups tree shows, which the freeze found to be its own.
+            try:
+                nobody = pwd.getpwnam('nobody')
+            except KeyError:
+                nobody = None
+            if nobody is None or shutil.which('setpriv') is None:
+                print('# skipped the note to a user other than root: no user "nobody" or no setpriv', flush=True)
+            else:
+                for g in ('/q/s', '/q/t'):
+                    os.chown(sc.abspath(g, 'cgroup.freeze'), nobody.pw_uid, nobody.pw_gid)
+                bus.open_to_other_uids()
+                prefix = ['setpriv', f'--reuid={nobody.pw_uid}', f'--regid={nobody.pw_gid}', '--clear-groups', '--']
+                r = ft.freezectl('freeze', '/q', '--except=/q/keep', '--timeout=300ms', address=bus.address,
+                                 check=False, prefix=prefix)
+                ft.check(r.returncode == 1 and 'Timeout' in r.stderr and
+                         "'freezectl tree /q' shows them ('freezectl thaw' of those it shows frozen clears them"
+                         in r.stderr and 'thaw --recursive /q\' clears' not in r.stderr,
+                         'as nobody: the note advises a thaw of the groups it froze, not thaw --recursive /q', r)
+                r = ft.freezectl('thaw', '--recursive', '/q', address=bus.address, check=False, prefix=prefix)
+                ft.check(r.returncode == 1 and 'AccessDenied' in r.stderr,
+                         '  ... (thaw --recursive /q is refused to nobody)', r)
+                ft.freezectl('thaw', '--no-wait', '/q/s', '/q/t', address=bus.address, prefix=prefix)
+                ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (0, 0),
+                               '  ... and the thaw it advises works')
     print('# checked: Timeout with and without ROLLBACK_ON_TIMEOUT (manager and group object, explicit and '
           'default timeout), rollback to the previous value, NO_WAIT, on a group blocked by FUSE')
 
