@@ -55,6 +55,7 @@ static bool connected_private = false;
 static const char *arg_address = NULL;
 static const char *arg_socket = NULL;
 static bool arg_json = false;
+static bool arg_help = false;
 static uint64_t arg_timeout_usec = 0;
 static bool arg_timeout_set = false;
 static bool arg_no_wait = false;
@@ -81,8 +82,8 @@ typedef struct trigger_spec {
 static trigger_spec *arg_triggers = NULL;
 static size_t n_arg_triggers = 0;
 
-static void help(void) {
-        printf("%1$s [OPTIONS...] COMMAND [ARGS...]\n"
+static void help_to(FILE *f) {
+        fprintf(f, "%1$s [OPTIONS...] COMMAND [ARGS...]\n"
                "\n"
                "Freeze, thaw and inspect cgroups, and follow their state and pressure, through\n"
                "freezerd (org.freezerd.Freezer1).\n"
@@ -128,6 +129,8 @@ static void help(void) {
                "  untrack PATH...      Stop following a subtree tracked so (by track, or by\n"
                "                       another command: see below), or named in the\n"
                "                       configuration; flags are left as they are\n"
+               "  help [COMMAND]       Show this help, or its entries about COMMAND and the\n"
+               "                       options COMMAND takes (as COMMAND --help does)\n"
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
@@ -388,6 +391,10 @@ static void help(void) {
                                  "                       thaw without --json (which it does itself); first\n"
                                  "                       a freezectl-dynamic in its own directory\n"
                                : "");
+}
+
+static void help(void) {
+        help_to(stdout);
 }
 
 
@@ -2897,6 +2904,116 @@ static const char *verbs_taking(unsigned option) {
         }
 }
 
+/* Whether desc, an option's description in --help, starts with the list of
+ * the commands it applies to ("freeze, thaw, batch: ...", "watch: ...") and
+ * name is one of them. */
+static bool help_option_for(const char *desc, const char *name) {
+        const char *colon = strchr(desc, ':');
+        bool found = false;
+
+        if (!colon)
+                return false;
+        for (const char *w = desc; w < colon;) {
+                size_t n = strcspn(w, ",:");
+                bool known = false;
+
+                for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                        if (strlen(verbs[i].name) == n && strncmp(w, verbs[i].name, n) == 0)
+                                known = true;
+                if (!known)
+                        return false;
+                if (strlen(name) == n && strncmp(w, name, n) == 0)
+                        found = true;
+                w += n;
+                if (*w == ',')
+                        w += strspn(w, ", ");
+        }
+        return found;
+}
+
+/* The column where --help's descriptions start. */
+#define HELP_DESC_COLUMN 23
+
+/* "COMMAND --help", "help COMMAND": the entries of --help about COMMAND, and
+ * the options only some commands take that it takes, cut from the whole
+ * text (so that the two never disagree).  Returns an exit status; a usage
+ * error for a COMMAND that --help does not list. */
+static int help_command(const char *name) {
+        _cleanup_free_ char *text = NULL;
+        char *line, *next;
+        size_t size = 0;
+        enum { OTHER, COMMANDS, OPTIONS } section = OTHER;
+        bool listed = false, options = false, printing = false;
+        FILE *f;
+
+        f = open_memstream(&text, &size);
+        if (!f) {
+                log_oom();
+                return EXIT_FAILURE;
+        }
+        help_to(f);
+        if (fclose(f) != 0 || !text) {
+                log_oom();
+                return EXIT_FAILURE;
+        }
+
+        for (line = text; *line; line = next) {
+                bool entry;
+
+                next = strchrnul(line, '\n');
+                if (*next)
+                        *next++ = 0;
+
+                if (streq(line, "Commands:") || streq(line, "Options:")) {
+                        section = streq(line, "Commands:") ? COMMANDS : OPTIONS;
+                        printing = false;
+                        continue;
+                }
+                if (!*line) {
+                        section = OTHER;
+                        printing = false;
+                        continue;
+                }
+                if (section == OTHER)
+                        continue;
+
+                /* An entry's first line starts in the first columns, its
+                 * description goes on in HELP_DESC_COLUMN. */
+                entry = strspn(line, " ") < HELP_DESC_COLUMN;
+                if (entry && section == COMMANDS) {
+                        const char *w = line + strspn(line, " ");
+                        size_t n = strcspn(w, " ");
+
+                        printing = strlen(name) == n && strncmp(w, name, n) == 0;
+                        if (printing && !listed) {
+                                printf("%s %s (from '%s --help'):\n\n", PROGRAM, name, PROGRAM);
+                                listed = true;
+                        }
+                } else if (entry && section == OPTIONS) {
+                        /* The description: on the same line, or the next. */
+                        const char *d = strlen(line) > HELP_DESC_COLUMN && line[HELP_DESC_COLUMN - 1] == ' ' &&
+                                                        line[HELP_DESC_COLUMN] != ' '
+                                                ? line + HELP_DESC_COLUMN
+                                                : next + strspn(next, " ");
+
+                        printing = listed && help_option_for(d, name);
+                        if (printing && !options)
+                                printf("\nOptions of %s:\n", name);
+                        options = options || printing;
+                }
+                if (printing)
+                        puts(line);
+        }
+
+        if (!listed) {
+                usage_error("unknown command '%s'", name);
+                return EXIT_USAGE;
+        }
+        printf("\nSee '%s --help' for the options of every command (the bus, --json),\n"
+               "PATH, DURATION, the output and the exit status.\n", PROGRAM);
+        return EXIT_SUCCESS;
+}
+
 static int parse_order(const char *s, freezer_order *ret) {
         for (unsigned i = 0; order_to_string(i); i++)
                 if (streq(s, order_to_string(i))) {
@@ -3000,8 +3117,9 @@ static int parse_argv(int argc, char *argv[]) {
                 switch (c) {
 
                 case 'h':
-                        help();
-                        return 0;
+                        /* After the options: "COMMAND --help" shows COMMAND's part. */
+                        arg_help = true;
+                        break;
 
                 case ARG_VERSION:
                         puts(PROGRAM " " FREEZERD_VERSION);
@@ -3102,6 +3220,16 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return usage_error("unexpected option");
                 }
+
+        if (arg_help) {
+                if (optind < argc && (!streq(argv[optind], "help") || optind + 1 < argc))
+                        return help_command(streq(argv[optind], "help") ? argv[optind + 1] : argv[optind]) ==
+                                                       EXIT_SUCCESS
+                                       ? 0
+                                       : -EINVAL;
+                help();
+                return 0;
+        }
 
         return 1;
 }
@@ -3511,6 +3639,22 @@ static int run(int argc, char *argv[]) {
         if (optind >= argc) {
                 usage_error("missing command");
                 return EXIT_USAGE;
+        }
+
+        if (streq(argv[optind], "help")) {
+                if (argc - optind > 2) {
+                        usage_error("help takes at most one COMMAND");
+                        return EXIT_USAGE;
+                }
+                if (optind + 1 < argc)
+                        ret = help_command(argv[optind + 1]);
+                else {
+                        help();
+                        ret = EXIT_SUCCESS;
+                }
+                if (!stdout_flushed())
+                        return EXIT_FAILURE;
+                return ret;
         }
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)

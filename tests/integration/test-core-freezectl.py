@@ -25,11 +25,15 @@ Checks:
     (it said the bus did not let root in), and a bus address that is none (--address=bogus,
     which said only "Invalid argument"); --json failure objects carry error and
     message.
+  * `freezectl freeze --help` and `help freeze` print freeze's entries and
+    options (not the whole help, as --help did), `help watch` watch's, and
+    `help` the whole --help.
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
     with --no-wait, --rollback with --no-wait but for a batch (it was taken in
     silence), an option that takes no argument given one (--no-wait=1: it said
-    "invalid option"), freeze --except= of a path not below PATH (freezerd's InvalidArgs
+    "invalid option"), help of an unknown command, freeze --except= of a path
+    not below PATH (freezerd's InvalidArgs
     exited 1), an irq trigger on a watched PATH, a trigger's THRESHOLD of 0
     or above its WINDOW, its WINDOW outside 500ms..10s, an irq trigger of KIND
     some (freezerd refused them: exit 1).
@@ -552,6 +556,23 @@ def test():
                 what = ' '.join(args)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what, '--rollback', '--no-wait')
+            # COMMAND --help and help [COMMAND]: COMMAND's entries and options (they printed the
+            # whole --help; "help" was an unknown command).
+            whole = ft.freezectl('--help').stdout
+            ft.check_equal(ft.freezectl('help').stdout, whole, 'freezectl help prints --help')
+            for args in (['freeze', '--help'], ['help', 'freeze'], ['--help', 'freeze', '/g']):
+                r = ft.freezectl(*args)
+                what = ' '.join(args)
+                ft.check('freeze PATH --except=EXCLUDED' in r.stdout and '--except=PATH' in r.stdout and
+                         '--rollback' in r.stdout and '--trigger' not in r.stdout and 'untrack' not in r.stdout and
+                         len(r.stdout) < len(whole) // 4,
+                         f'freezectl {what}: the entries of freeze and its options, not the whole help', r.stdout)
+            r = ft.freezectl('help', 'watch')
+            ft.check('--trigger=RESOURCE' in r.stdout and '--rollback' not in r.stdout,
+                     'freezectl help watch: watch and --trigger', r.stdout)
+            r = ft.freezectl('help', 'frobnicate', check=False)
+            ft.check_equal((r.returncode, r.stdout), (2, ''), 'freezectl help frobnicate exits 2')
+            one_line(r, 'help frobnicate', "unknown command 'frobnicate'")
             # An option that takes no argument given one: said so (it read "invalid option").
             for arg in ('--no-wait=1', '--json=yes'):
                 r = ft.freezectl(arg, 'freeze', '/g', check=False)
