@@ -16,7 +16,11 @@ take turns with the test's own calls):
   * 20 rounds of: Get on the bus, Get on another private connection, and
     `freezectl --socket=... freeze /g` then `thaw /g` (each waits for the
     kernel's cgroup.events, handled in freezerd's loop between the flooder's
-    messages): every call answered, each round within 2 s (0.1 s at most here).
+    messages): every call answered within its deadline (DEFAULT_TIMEOUT, scaled
+    for sanitizer and valgrind runs).  The slowest round is printed (0.2 s here,
+    1.8 s with the test held to 6% of a CPU), not bounded: it is the machine's
+    load; a freezerd that does not give way answers no call at all while the
+    flood goes on (before session 33: the first Get timed out).
   * The flooder is served meanwhile too: it read replies.
   * freezerd serves on once the flooder is killed.
   * A second flooder never reads its replies: once 65,536 wait for it (or they
@@ -37,7 +41,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 ROUNDS = 20
-ROUND_MAX = 2.0 * ft.TIMEOUT_MULTIPLIER
 CLOSED = 'does not read its replies or signals'
 RSS_SLACK_KIB = 16 * 1024
 
@@ -107,9 +110,11 @@ def test():
                     ft.freezectl('freeze', '/g', socket=path)
                     ft.freezectl('thaw', '/g', socket=path)
                     worst = max(worst, time.monotonic() - t0)
-                ft.check(worst <= ROUND_MAX, f'every round answered within {ROUND_MAX:.1f} s during the flood',
-                         f'the slowest took {worst:.3f} s')
-                print(f'# the slowest round: {worst * 1000:.1f} ms')
+                # A freezerd that keeps to the flooder answers none of them: each
+                # wait above fails at its deadline, which scales; the time a round
+                # takes is the machine's load's.
+                ft.check(True, f'every call of {ROUNDS} rounds answered during the flood')
+                print(f'# the slowest round: {worst * 1000:.1f} ms', flush=True)
                 before = replied(count)
                 ft.wait_for(lambda: replied(count) > before, poll=0.1,
                             what='the flooder to go on getting replies')
