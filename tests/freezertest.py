@@ -1591,18 +1591,20 @@ class EventsLog:
         return min((t for t, f in self.seen if f == 1 and t >= since), default=None)
 
     def wait_reply_and_frozen(self, call, since):
-        """Wait until `call` (a PendingCall) is answered and a notification at `since`
+        """Wait until `call` (a PendingCall, or a function that says whether what is
+        awaited came, e.g. a signal) is answered and a notification at `since`
         or later read frozen 1; returns (when the reply was seen, that notification's time).
         self.together then says whether one look of the loop found both waiting (the test
         was not running when they came, on a busy machine): which came first is not known
         then, and the times say nothing of it (the notification's is taken while the loop
         dispatches, the reply's after).  The loop is driven here, one look at a time."""
+        done = getattr(call, 'done', call)
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         t_reply = None
         self.together = False
         while True:
             had_note = self.first_frozen(since) is not None
-            if t_reply is None and call.done():  # answered before this wait: only on entry
+            if t_reply is None and done():  # answered before this wait: only on entry
                 t_reply = time.monotonic()
                 self.together = had_note
             if t_reply is not None and had_note:
@@ -1611,7 +1613,7 @@ class EventsLog:
             if remaining <= 0:
                 fail(f'timed out waiting for the reply and the notification of {self.relpath} frozen')
             loop().run_once(remaining)
-            if t_reply is None and call.done():
+            if t_reply is None and done():
                 t_reply = time.monotonic()
                 self.together = not had_note and self.first_frozen(since) is not None
 
@@ -1638,20 +1640,20 @@ class HeldBackRounds:
         self.conclusive = self.first = 0
 
     def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply',
-            together=False, cpu_wait=0.0):
+            together=False, cpu_wait=0.0, waiter='freezerd'):
         """Count one round started at `since`; print its figures; return whether it was conclusive.
         together: the test found the reply and the notification waiting at once
         (EventsLog.together), so it does not know which came first: not conclusive.
         cpu_wait: seconds freezerd's main thread waited for a CPU in the round
         (run_queue_wait()); a reply later than the notification by no more than that
         was held up by the machine's load, not by what freezerd waited for: not
-        conclusive either."""
+        conclusive either.  waiter: whose wait cpu_wait is, for the figures."""
         held = t_note - since
         starved = t_reply >= t_note and cpu_wait >= t_reply - t_note
         print(f'# {label}: {reply} {1e3 * (t_reply - since):.1f} ms after {start}, '
               f'{note} {1e3 * held:.1f} ms after it' +
               (' (found together by the test: which came first is not known)' if together else '') +
-              (f' (freezerd waited {1e3 * cpu_wait:.1f} ms for a CPU meanwhile)' if starved else ''), flush=True)
+              (f' ({waiter} waited {1e3 * cpu_wait:.1f} ms for a CPU meanwhile)' if starved else ''), flush=True)
         if held < self.held_back or together or starved:
             return False
         self.conclusive += 1
