@@ -793,6 +793,27 @@ static char *read_text(const char *path) {
         return text;
 }
 
+/* The retry file at path holds journal 8 and the groups of paths (a NULL
+ * end), in that order; with root, also of boot-1 and that cgroup root. */
+static void check_retry_file(const char *path, const char *root_want, const char *const *paths) {
+        _cleanup_free_ char *text = read_text(path);
+        JournalEntry *e = NULL;
+        char *boot = NULL, *root = NULL;
+        uint64_t id = 0;
+        size_t n = 0, i = 0;
+
+        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
+        CHECK(id == 8);
+        if (root_want)
+                CHECK(boot && streq(boot, "boot-1") && root && streq(root, root_want));
+        for (; paths[i]; i++)
+                CHECK(i < n && e && streq(e[i].path, paths[i]));
+        CHECK(n == i);
+        journal_entries_free(e, n);
+        free(boot);
+        free(root);
+}
+
 /* A retry file kept on a full file system (a small tmpfs, in a mount
  * namespace of this process's own): it cannot be replaced, so it is written
  * over in place.  A text that needs more room than the file had fails, and
@@ -808,10 +829,7 @@ static void test_keep_failed_no_space(void) {
                                   "{\"path\":\"/refused\",\"prev\":true,\"new\":false,\"cgroup\":5},"
                                   "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n";
         _cleanup_free_ char *retry = NULL, *filler = NULL, *text = NULL, *long_root = NULL;
-        JournalEntry *e = NULL;
-        char *boot = NULL, *root = NULL;
-        uint64_t max_id = 0, id = 0;
-        size_t n = 0;
+        uint64_t max_id = 0;
         Journal *j = NULL;
 
         CHECK(dir);
@@ -859,31 +877,14 @@ static void test_keep_failed_no_space(void) {
         CHECK(journal_new(dir, "/cg", &j) == 0);
         CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
         CHECK(n_restored == 1 && streq(restored[0].path, "/ok"));
-        text = read_text(retry);
-        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
-        CHECK(id == 8 && boot && streq(boot, "boot-1") && root && streq(root, "/cg"));
-        CHECK(n == 2 && streq(e[0].path, "/refused") && streq(e[1].path, "/refused2"));
-        journal_entries_free(e, n);
-        free(boot);
-        free(root);
-        boot = root = NULL;
-        e = NULL;
-        text = mfree(text);
+        check_retry_file(retry, "/cg", (const char *[]) { "/refused", "/refused2", NULL });
 
         /* /refused's flag asked for since, with no room for a copy of the
          * file: the shorter text written over in place, so the next start
          * does not write /refused back (it was left whole, which would). */
         journal_forget(j, "/refused", 5);
         j = journal_free(j);
-        text = read_text(retry);
-        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
-        CHECK(id == 8 && n == 1 && e && streq(e[0].path, "/refused2"));
-        journal_entries_free(e, n);
-        free(boot);
-        free(root);
-        boot = root = NULL;
-        e = NULL;
-        text = mfree(text);
+        check_retry_file(retry, NULL, (const char *[]) { "/refused2", NULL });
 
         /* Room for the longer text in place (3 pages more), but not for a
          * copy of it (4 pages): written over in place, its end first. */
@@ -894,14 +895,7 @@ static void test_keep_failed_no_space(void) {
         CHECK(journal_recover_into(j, "boot-1", restore, NULL, &max_id) == 1);
         CHECK(n_restored == 1 && streq(restored[0].path, "/ok"));
         j = journal_free(j);
-        text = mfree(text);
-        text = read_text(retry);
-        CHECK(text && journal_parse(text, strlen(text), &e, &n, &boot, &root, &id) == 0);
-        CHECK(id == 8 && boot && streq(boot, "boot-1") && root && streq(root, long_root));
-        CHECK(n == 2 && streq(e[0].path, "/refused") && streq(e[1].path, "/refused2"));
-        journal_entries_free(e, n);
-        free(boot);
-        free(root);
+        check_retry_file(retry, long_root, (const char *[]) { "/refused", "/refused2", NULL });
 
         /* With room again, restored and removed. */
         CHECK(unlink(filler) == 0);
