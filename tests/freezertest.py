@@ -1248,6 +1248,38 @@ def fd_count(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
 
+def socket_fds(pid):
+    """The sockets (as "socket:[INODE]") among a process's fds."""
+    links = set()
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            links.add(os.readlink(f'/proc/{pid}/fd/{fd}'))
+        except FileNotFoundError:  # closed meanwhile
+            pass
+    return {link for link in links if link.startswith('socket:')}
+
+
+def auth_external():
+    """What a raw client of the private socket sends first: the NUL byte and
+    AUTH EXTERNAL with this process's uid (in hex digits of its decimal text)."""
+    return b'\0AUTH EXTERNAL ' + str(os.getuid()).encode().hex().encode() + b'\r\n'
+
+
+def connect_accepted(path, pid):
+    """A raw AF_UNIX stream socket connected to path, once the process pid (freezerd)
+    accepted it: a new socket among its fds (not a larger count: another connection
+    may close meanwhile)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        before = socket_fds(pid)
+        s.connect(path)
+        wait_for(lambda: socket_fds(pid) - before, what='freezerd to accept the connection', poll=0.01)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
 def thread_count(pid):
     """The number of threads of a process."""
     return len(os.listdir(f'/proc/{pid}/task'))

@@ -147,17 +147,6 @@ def test():
             ft.check_equal(warnings, [], 'freezerd logged no warning')
 
 
-def socket_fds(pid):
-    """The sockets (as "socket:[INODE]") among a process's fds."""
-    links = set()
-    for fd in os.listdir(f'/proc/{pid}/fd'):
-        try:
-            links.add(os.readlink(f'/proc/{pid}/fd/{fd}'))
-        except FileNotFoundError:  # closed meanwhile
-            pass
-    return {link for link in links if link.startswith('socket:')}
-
-
 def next_message(sock, parser):
     """The next message freezerd sends on sock, None if it closes it first."""
     while (msg := parser.get_next_message()) is None:
@@ -174,7 +163,6 @@ def next_message(sock, parser):
 def check_end_on_dispatch_max(daemon, path):
     pid = daemon.pid
     get = message(1, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version'), iface=ft.PROPERTIES_IFACE)
-    uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
     outcomes = {}
     for n in range(56, 68):
         conn = ft._direct_connection(f'unix:path={path}')
@@ -189,14 +177,14 @@ def check_end_on_dispatch_max(daemon, path):
                 conn.sock.sendall(b''.join(message(2 + i, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version'),
                                                    iface=ft.PROPERTIES_IFACE) for i in range(n)))
                 conn.close()
-                before = socket_fds(pid)
+                before = ft.socket_fds(pid)
                 other.connect(path)
             finally:
                 os.kill(pid, signal.SIGCONT)
             # Accepted before it sends a byte: sd-bus reads nothing at the accept then.
-            ft.wait_for(lambda: socket_fds(pid) - before, poll=0.005, what='freezerd to accept the connection')
+            ft.wait_for(lambda: ft.socket_fds(pid) - before, poll=0.005, what='freezerd to accept the connection')
             other.settimeout(ft.DEFAULT_TIMEOUT)
-            other.sendall(b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n')
+            other.sendall(ft.auth_external())
             line = other.recv(4096)
             if line.startswith(b'OK '):
                 other.sendall(b'BEGIN\r\n' + get)

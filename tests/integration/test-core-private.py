@@ -664,30 +664,15 @@ def auth_lines(log):
             re.finditer(r'^<\d>(?:(\d+) more clients|A client) on \S+ did not authenticate', log, re.M)]
 
 
-def socket_fds(pid):
-    """The sockets (as "socket:[INODE]") among a process's fds."""
-    links = set()
-    for fd in os.listdir(f'/proc/{pid}/fd'):
-        try:
-            links.add(os.readlink(f'/proc/{pid}/fd/{fd}'))
-        except FileNotFoundError:  # closed meanwhile
-            pass
-    return {link for link in links if link.startswith('socket:')}
-
-
 def check_auth_after_stall(daemon, path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # A new socket among freezerd's fds, not a larger count: the connection of the
+    # last freezectl of check_connection_cap() may still be open (freezerd drops it
+    # at a loop turn after freezectl exited: 2 in 100 runs), and go meanwhile.
+    s = ft.connect_accepted(path, daemon.pid)
     try:
-        # A new socket among freezerd's fds, not a larger count: the connection of the
-        # last freezectl of check_connection_cap() may still be open (freezerd drops it
-        # at a loop turn after freezectl exited: 2 in 100 runs), and go meanwhile.
-        before = socket_fds(daemon.pid)
-        s.connect(path)
-        ft.wait_for(lambda: socket_fds(daemon.pid) - before, what='freezerd to accept the connection', poll=0.01)
         os.kill(daemon.pid, signal.SIGSTOP)
         try:
-            uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
-            s.sendall(b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n')
+            s.sendall(ft.auth_external())
             # freezerd held longer than the timeout: a window, not a wait for an event.
             time.sleep(AUTH_TIMEOUT + 1)
         finally:
@@ -702,14 +687,10 @@ def check_auth_after_stall(daemon, path):
 
 
 def check_auth_dribble(daemon, path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = ft.connect_accepted(path, daemon.pid)
     try:
-        before = socket_fds(daemon.pid)
-        s.connect(path)
-        ft.wait_for(lambda: socket_fds(daemon.pid) - before, what='freezerd to accept the connection', poll=0.01)
         accepted = time.monotonic()
-        uid = ''.join(f'{b:02x}' for b in str(os.getuid()).encode())
-        line = b'\0AUTH EXTERNAL ' + uid.encode() + b'\r\n'  # 20 s and more at a byte a second
+        line = ft.auth_external()  # 20 s and more at a byte a second
         # A byte every second, half a second off the whole seconds from the accept (the
         # timeout's): not in the loop turn of the timer.  Between two, a wait for the end.
         limit = accepted + AUTH_TIMEOUT + 3.0
