@@ -167,6 +167,14 @@ static void flood(freezer *f) {
         CHECK(calls_done == 0 && fired == 0); /* nothing ran in the blocking call */
 }
 
+/* A flood, then the queue drained: the trigger fired once, with the latest reading. */
+static void flood_fired_once(freezer *f) {
+        flood(f);
+        drain(f, N_CALLS);
+        CHECK(fired == 1);
+        CHECK(last_total == N_SIGNALS);
+}
+
 static void test_pressure_coalesced(const char *socket_path) {
         freezer *f = NULL;
         uint32_t id = 0;
@@ -179,16 +187,10 @@ static void test_pressure_coalesced(const char *socket_path) {
         CHECK(id == TRIGGER_ID);
 
         /* The firings that waited come as one, with the latest reading. */
-        flood(f);
-        drain(f, N_CALLS);
-        CHECK(fired == 1);
-        CHECK(last_total == N_SIGNALS);
+        flood_fired_once(f);
 
         /* Again: the trigger's next one is queued anew. */
-        flood(f);
-        drain(f, N_CALLS);
-        CHECK(fired == 1);
-        CHECK(last_total == N_SIGNALS);
+        flood_fired_once(f);
 
         /* Removed with its signal waiting: no callback; and a trigger of
          * the same id added since gets its own. */
@@ -197,10 +199,7 @@ static void test_pressure_coalesced(const char *socket_path) {
         drain(f, N_CALLS);
         CHECK(fired == 0);
         CHECK_R(freezer_add_pressure_trigger(f, NULL, FREEZER_RESOURCE_CPU, false, 100000, 2000000, &id), 0);
-        flood(f);
-        drain(f, N_CALLS);
-        CHECK(fired == 1);
-        CHECK(last_total == N_SIGNALS);
+        flood_fired_once(f);
 
         /* Re-added with the first one's signal still waiting: that one is
          * the old trigger's (the handle forgot it), the new one's come
