@@ -1588,6 +1588,10 @@ class MachineSetting:
         with open(self.path, 'w') as f:
             f.write(str(value))
 
+    def put_back(self):
+        """Write the value back now (release() still to come)."""
+        self._write(self.value)
+
     def release(self):
         """Put the value back, forget it, and let the next run have the setting."""
         if self._lock.closed:

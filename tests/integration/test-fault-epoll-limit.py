@@ -20,7 +20,8 @@ exactly nobody's watches (written again until a look after the write agrees:
 other processes of nobody may change theirs): freezerd's next epoll_ctl(ADD)
 fails, root's processes (dbus-daemon, this harness) keep 48 or more to spare.
 What is checked is counted in freezerd's own epoll set, not the uid's.  It is put back in a finally
-(ft.MachineSetting: runs from other checkouts wait their turn).
+(ft.MachineSetting: runs from other checkouts wait their turn), and at once
+when the test fails or is stopped, before its groups are torn down.
 
   /k0 .. /k{K-1}   a sleeper each: polled
   /c               empty at first, so it vouches for /c/x0..x2 (covered, not polled)
@@ -30,7 +31,7 @@ What is checked is counted in freezerd's own epoll set, not the uid's.  It is pu
      (fs.epoll.max_user_watches); their Populated is true.  A group made now,
      /c/x3, is tracked (InterfacesAdded) and followed: a sleeper into it, its
      Populated true.
-  2. Freeze(/c/x1) (timeout 5 s) completes, its tasks frozen, and so does Thaw.
+  2. Freeze(/c/x1) (timeout 5 s, times the sanitizer's multiplier) completes, its tasks frozen, and so does Thaw.
   3. cgroup.kill of /c/x2: its PropertiesChanged says Populated false
      (/c stays populated, so only x2's own file tells).
   4. The limit raised again: the log says every group is polled again, and
@@ -53,7 +54,7 @@ SYSCTL = '/proc/sys/fs/epoll/max_user_watches'
 SPARE_ROOT = 48  # epoll watches root's processes may still add while the limit is low
 COVERED = ['/c/x0', '/c/x1', '/c/x2']
 NEW = '/c/x3'
-CALL_USEC = 5 * 1000000
+CALL_USEC = int(5 * 1000000 * ft.TIMEOUT_MULTIPLIER)
 IDLE_SECONDS = 1.0
 IDLE_WINDOWS = 5
 
@@ -184,50 +185,57 @@ def test():
                       f'{k + extra} groups with a sleeper', flush=True)
                 ft.check(mine >= root + SPARE_ROOT, f'freezerd holds {SPARE_ROOT} watches more than root '
                          f'({mine} against {root})')
-                lower_limit(uid)
-                fig.faults['fs.epoll.max_user_watches lowered to freezerd\'s watches'] += 1
+                try:
+                    lower_limit(uid)
+                    fig.faults['fs.epoll.max_user_watches lowered to freezerd\'s watches'] += 1
 
-                # 1. Tasks come into the covered groups: they must be polled, and cannot be.
-                for g in COVERED:
-                    sc.spawn_sleepers(g, 1)
-                line = ft.wait_for(lambda: next((ln for ln in d.log().splitlines()
-                                                 if 'Cannot poll cgroup.events of /c/x' in ln), None),
-                                   what='the log to say a group cannot be polled')
-                ft.check(True, f'logged: {line}')
-                if 'fs.epoll.max_user_watches' not in line:
-                    violations.append(f'the log line does not name the epoll watch limit as the cause: {line!r}')
-                for g in COVERED:
-                    rec.wait_property(ft.group_object(g), 'Populated', True)
-                # A group made now (below the populated /c, so not covered) is
-                # tracked all the same, and followed by re-reads.
-                delegate(sc, NEW)
-                rec.wait_for(lambda r: ft.group_object(NEW) in [o for o, _i in r.interfaces_added()],
-                             what=f'InterfacesAdded of {NEW}')
-                sc.spawn_sleepers(NEW, 1)
-                rec.wait_property(ft.group_object(NEW), 'Populated', True)
-                ft.check_equal(epoll_items(d.pid), own, 'freezerd holds no more watches than the limit')
-                fig.checked['groups refused by epoll, still followed'] += len(COVERED) + 1
+                    # 1. Tasks come into the covered groups: they must be polled, and cannot be.
+                    for g in COVERED:
+                        sc.spawn_sleepers(g, 1)
+                    line = ft.wait_for(lambda: next((ln for ln in d.log().splitlines()
+                                                     if 'Cannot poll cgroup.events of /c/x' in ln), None),
+                                       what='the log to say a group cannot be polled')
+                    ft.check(True, f'logged: {line}')
+                    if 'fs.epoll.max_user_watches' not in line:
+                        violations.append(f'the log line does not name the epoll watch limit as the cause: {line!r}')
+                    for g in COVERED:
+                        rec.wait_property(ft.group_object(g), 'Populated', True)
+                    # A group made now (below the populated /c, so not covered) is
+                    # tracked all the same, and followed by re-reads.
+                    delegate(sc, NEW)
+                    rec.wait_for(lambda r: ft.group_object(NEW) in [o for o, _i in r.interfaces_added()],
+                                 what=f'InterfacesAdded of {NEW}')
+                    sc.spawn_sleepers(NEW, 1)
+                    rec.wait_property(ft.group_object(NEW), 'Populated', True)
+                    ft.check_equal(epoll_items(d.pid), own, 'freezerd holds no more watches than the limit')
+                    fig.checked['groups refused by epoll, still followed'] += len(COVERED) + 1
 
-                # 2. A call waiting on one of them completes.
-                t0 = time.monotonic()
-                call('Freeze', '/c/x1', CALL_USEC, 0)
-                took = time.monotonic() - t0
-                ft.check_equal(sc.read_events('/c/x1')['frozen'], 1, 'Freeze(/c/x1) replied: the kernel says frozen')
-                # Right after "frozen 1" a task can still be on its way into the trap.
-                sc.wait_tasks_frozen('/c/x1')
-                ft.check(sc.all_tasks_frozen('/c/x1'), "and /c/x1's task is frozen")
-                fig.lines.append(f'Freeze of a refused group: {took * 1000:.0f} ms')
-                call('Thaw', '/c/x1', CALL_USEC, 0)
-                ft.check_equal(sc.read_events('/c/x1')['frozen'], 0, 'Thaw(/c/x1) replied: the kernel says thawed')
+                    # 2. A call waiting on one of them completes.
+                    t0 = time.monotonic()
+                    call('Freeze', '/c/x1', CALL_USEC, 0)
+                    took = time.monotonic() - t0
+                    ft.check_equal(sc.read_events('/c/x1')['frozen'], 1,
+                                   'Freeze(/c/x1) replied: the kernel says frozen')
+                    # Right after "frozen 1" a task can still be on its way into the trap.
+                    sc.wait_tasks_frozen('/c/x1')
+                    ft.check(sc.all_tasks_frozen('/c/x1'), "and /c/x1's task is frozen")
+                    fig.lines.append(f'Freeze of a refused group: {took * 1000:.0f} ms')
+                    call('Thaw', '/c/x1', CALL_USEC, 0)
+                    ft.check_equal(sc.read_events('/c/x1')['frozen'], 0,
+                                   'Thaw(/c/x1) replied: the kernel says thawed')
 
-                # 3. A change only the group's own cgroup.events tells.
-                rec.clear()
-                sc.kill('/c/x2')
-                rec.wait_property(ft.group_object('/c/x2'), 'Populated', False)
-                ft.check(sc.populated('/c'), '/c is still populated: only /c/x2 told')
+                    # 3. A change only the group's own cgroup.events tells.
+                    rec.clear()
+                    sc.kill('/c/x2')
+                    rec.wait_property(ft.group_object('/c/x2'), 'Populated', False)
+                    ft.check(sc.populated('/c'), '/c is still populated: only /c/x2 told')
+                finally:
+                    # At once, on a failure or meson's SIGTERM too (its SIGKILL comes 0.5 s
+                    # later, before the teardown of the groups reaches the outer finally):
+                    # meanwhile every other user's processes (other tests') have few watches to spare.
+                    setting.put_back()
 
-                # 4. The limit raised: polled again, the re-reads stop.
-                write_int(SYSCTL, before)
+                # 4. The limit raised (put back above): polled again, the re-reads stop.
                 ft.wait_for(lambda: 'Every group that needs it is polled again' in d.log(),
                             what='the log to say every group is polled again')
                 ft.check_equal(epoll_items(d.pid), own + len(COVERED) + 1,
