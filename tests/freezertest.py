@@ -1368,60 +1368,87 @@ def proc_state(pid):
     return ProcState(pid, state, wchan)
 
 
-# x86_64 epoll_wait, epoll_pwait, epoll_pwait2 (/proc/PID/syscall)
 # A child that waits for ever in one of epoll_wait(), epoll_pwait(), epoll_pwait2(), on an
-# epoll fd of its own, which it prints first (epoll_waits()).
-_EPOLL_PROBE = r'''
-import ctypes, select, sys
+# epoll fd of its own, which it prints first, or in ppoll() on a pipe of its own, printing its
+# reading end (waiting_syscalls()).
+_WAIT_PROBE = r'''
+import ctypes, os, select, sys
 name = sys.argv[1]
 fn = getattr(ctypes.CDLL(None, use_errno=True), name, None)
 if fn is None:  # (epoll_pwait2(): glibc 2.35)
     sys.exit(3)
-ep = select.epoll()
-print(ep.fileno(), flush=True)
-timeout = {'epoll_wait': (-1,), 'epoll_pwait': (-1, None), 'epoll_pwait2': (None, None)}[name]
-fn(ep.fileno(), ctypes.create_string_buffer(64), 1, *timeout)
+if name == 'ppoll':
+    class PollFd(ctypes.Structure):
+        _fields_ = [('fd', ctypes.c_int), ('events', ctypes.c_short), ('revents', ctypes.c_short)]
+    r, w = os.pipe()
+    print(r, flush=True)
+    fn(ctypes.byref(PollFd(r, select.POLLIN)), 1, None, None)
+else:
+    ep = select.epoll()
+    print(ep.fileno(), flush=True)
+    timeout = {'epoll_wait': (-1,), 'epoll_pwait': (-1, None), 'epoll_pwait2': (None, None)}[name]
+    fn(ep.fileno(), ctypes.create_string_buffer(64), 1, *timeout)
 sys.exit(4)  # (returned: ENOSYS, a kernel without it)
 '''
-_epoll_wait_numbers = None
+_waiting_numbers = {}
+
+
+def waiting_syscalls(names):
+    """The numbers /proc/PID/syscall shows for the calls names (of epoll_wait, epoll_pwait,
+    epoll_pwait2, ppoll) on this machine (where glibc and the kernel have them): read once off a
+    child that waits in each (_WAIT_PROBE), rather than a table for every architecture."""
+    numbers = set()
+    for name in names:
+        if name not in _waiting_numbers:
+            _waiting_numbers[name] = _waiting_syscall(name)
+        if _waiting_numbers[name] is not None:
+            numbers.add(_waiting_numbers[name])
+    if not numbers:
+        fail(f'no child waited in {", ".join(n + "()" for n in names)}')
+    return numbers
+
+
+def _waiting_syscall(name):
+    """The number /proc/PID/syscall shows while a child waits in name(), None if it has none."""
+    p = subprocess.Popen([sys.executable, '-c', _WAIT_PROBE, name], stdout=subprocess.PIPE, text=True)
+    try:
+        fd = p.stdout.readline().strip()
+
+        def waiting():
+            if p.poll() is not None:
+                return 'none'
+            try:
+                f = open(f'/proc/{p.pid}/syscall').read().split()
+            except OSError:  # (exited meanwhile: the next look says so)
+                return False
+            if len(f) <= 3:
+                return False
+            if name == 'ppoll':  # (nr, then the arguments: its pollfd, 1 of them, no timeout)
+                return int(f[2], 16) == 1 and int(f[3], 16) == 0 and f[0]
+            # (nr, then the arguments: its epoll fd, the events, maxevents 1)
+            return int(f[1], 16) == int(fd) and int(f[3], 16) == 1 and f[0]
+
+        if not fd:
+            return None
+        nr = wait_for(waiting, poll=0.001, what=f'a child to wait in {name}()')
+        return None if nr == 'none' else nr
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
 
 
 def epoll_waits():
     """The numbers /proc/PID/syscall shows for epoll_wait(), epoll_pwait() and epoll_pwait2()
-    (where glibc and the kernel have it) on this machine: read once off a child that waits in
-    each, rather than a table for every architecture (where glibc makes epoll_wait() of
+    (where glibc and the kernel have it) on this machine (where glibc makes epoll_wait() of
     epoll_pwait(), they are one)."""
-    global _epoll_wait_numbers
-    if _epoll_wait_numbers is not None:
-        return _epoll_wait_numbers
-    numbers = set()
-    for name in ('epoll_wait', 'epoll_pwait', 'epoll_pwait2'):
-        p = subprocess.Popen([sys.executable, '-c', _EPOLL_PROBE, name], stdout=subprocess.PIPE, text=True)
-        try:
-            epfd = p.stdout.readline().strip()
+    return waiting_syscalls(('epoll_wait', 'epoll_pwait', 'epoll_pwait2'))
 
-            def waiting():
-                if p.poll() is not None:
-                    return 'none'
-                try:
-                    f = open(f'/proc/{p.pid}/syscall').read().split()
-                except OSError:  # (exited meanwhile: the next look says so)
-                    return False
-                # (nr, then the arguments: its epoll fd, the events, maxevents 1)
-                return len(f) > 3 and int(f[1], 16) == int(epfd) and int(f[3], 16) == 1 and f[0]
 
-            if epfd:
-                nr = wait_for(waiting, poll=0.001, what=f'a child to wait in {name}()')
-                if nr != 'none':
-                    numbers.add(nr)
-        finally:
-            p.kill()
-            p.wait()
-            p.stdout.close()
-    if not numbers:
-        fail('no child waited in epoll_wait(), epoll_pwait() or epoll_pwait2()')
-    _epoll_wait_numbers = numbers
-    return numbers
+def ppolls():
+    """The number /proc/PID/syscall shows for ppoll() on this machine (a set, as epoll_waits()):
+    where sd-bus waits (sd_bus_wait(), a blocking sd_bus_call())."""
+    return waiting_syscalls(('ppoll',))
 
 
 def stop_in_epoll_wait(pid):
