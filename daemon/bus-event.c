@@ -294,6 +294,11 @@ bool bus_event_is_deaf(const BusEvent *be) {
         return be->deaf;
 }
 
+void bus_event_get_peer_fds(const BusEvent *be, int *ret_fd, int *ret_out_fd) {
+        *ret_fd = be->fd;
+        *ret_out_fd = be->out_fd;
+}
+
 bool bus_event_is_broken(const BusEvent *be) {
         return be->broken;
 }

@@ -48,6 +48,9 @@ bool bus_event_is_broken(const BusEvent *be);
 /* The peer closed its end: what is queued for it goes to /dev/null at its
  * next dispatch (bus_event_set_peer_fds()). */
 bool bus_event_is_deaf(const BusEvent *be);
+/* A peer's fd and out_fd (bus_event_set_peer_fds()), -1 once sd-bus closed
+ * them: what sd-bus reads and writes, to poll many connections at once. */
+void bus_event_get_peer_fds(const BusEvent *be, int *ret_fd, int *ret_out_fd);
 BusEvent *bus_event_free(BusEvent *be);
 /* Re-arm fd events and the timer (sd_bus_get_events(), sd_bus_get_timeout()).
  * -ENOTCONN once a peer's connection broke. */

@@ -63,6 +63,7 @@ struct PrivateBus {
         size_t heap_floor; /* see heap_above_floor(); SIZE_MAX while no queue holds a message */
         uint64_t turn_usec; /* when the loop's turn began (the end of private_bus_prepare()) */
         unsigned unmeasured; /* messages of lagging connections since the last measure (connection_output_full()) */
+        uint64_t flush_usec; /* the shutdown's flush: BUS_FLUSH_TIMEOUT_USEC, or a test's */
 };
 
 static PrivateConnection *connection_free(PrivateConnection *c) {
@@ -273,6 +274,7 @@ static void on_accept(evutil_socket_t fd, short what, void *userdata) {
 
 int private_bus_new(Manager *m, struct event_base *base, const char *path, PrivateBus **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *flush;
         PrivateBus *pb;
         mode_t old_umask;
         int r;
@@ -284,7 +286,16 @@ int private_bus_new(Manager *m, struct event_base *base, const char *path, Priva
         pb = calloc(1, sizeof *pb);
         if (!pb)
                 return -ENOMEM;
-        *pb = (PrivateBus) { .manager = m, .base = base, .fd = -1, .heap_floor = SIZE_MAX };
+        *pb = (PrivateBus) { .manager = m, .base = base, .fd = -1, .heap_floor = SIZE_MAX,
+                             .flush_usec = BUS_FLUSH_TIMEOUT_USEC };
+        /* A test's peer must have the time to read its part of the flush
+         * whatever the machine's load (test-fault-private-shutdown). */
+        flush = getenv("FREEZERD_TEST_FLUSH_TIMEOUT_USEC");
+        if (flush) {
+                pb->flush_usec = strtoull(flush, NULL, 10);
+                log_notice("FREEZERD_TEST_FLUSH_TIMEOUT_USEC=%" PRIu64 ": the private connections' flush at "
+                           "shutdown lasts up to that (for tests only).", pb->flush_usec);
+        }
         pb->path = strdup(path);
         if (!pb->path) {
                 r = -ENOMEM;
@@ -525,20 +536,82 @@ sd_bus *private_bus_next_subscriber(PrivateBus *pb, void **iter, unsigned *ret_k
         return NULL;
 }
 
+/* The shutdown's flush, once each connection got what its socket took at
+ * once: then the waits for the sockets to take the rest, for all connections
+ * at once until the deadline.  One connection after the other, a first peer
+ * that never read used up the deadline, and those behind it, reading, got no
+ * more than their sockets took in one go after it (twice net.core.wmem_max
+ * without CAP_NET_ADMIN: 416 KB by default), the rest of their replies lost
+ * and their calls of the meantime unanswered.  While its output waits, a
+ * connection's calls that come meanwhile are refused, as bus_shutdown_flush()
+ * does.  -ENOMEM, to wait one after the other. */
+static int connections_flush_wait(PrivateBus *pb, uint64_t deadline) {
+        _cleanup_free_ struct pollfd *p = NULL;
+        _cleanup_free_ PrivateConnection **cs = NULL;
+
+        if (pb->n_connections == 0)
+                return 0;
+        p = calloc(2 * (size_t) pb->n_connections, sizeof *p);
+        cs = calloc(pb->n_connections, sizeof *cs);
+        if (!p || !cs)
+                return -ENOMEM;
+        for (;;) {
+                struct timespec ts;
+                size_t n = 0;
+                uint64_t now;
+                int r;
+
+                for (PrivateConnection *c = pb->connections; c; c = c->next) {
+                        int fd, out_fd, events;
+
+                        if (bus_event_is_broken(c->event))
+                                continue;
+                        /* As sd_bus_wait(): its input only while sd-bus reads it. */
+                        events = sd_bus_get_events(c->bus);
+                        if (events <= 0 || !(events & POLLOUT))
+                                continue;
+                        bus_event_get_peer_fds(c->event, &fd, &out_fd);
+                        if (fd < 0 || out_fd < 0)
+                                continue;
+                        cs[n / 2] = c;
+                        p[n++] = (struct pollfd) { .fd = fd, .events = (short) (events & POLLIN) };
+                        p[n++] = (struct pollfd) { .fd = out_fd, .events = POLLOUT };
+                }
+                now = now_usec();
+                if (n == 0 || now >= deadline)
+                        return 0;
+                ts = (struct timespec) {
+                        .tv_sec = (time_t) ((deadline - now) / USEC_PER_SEC),
+                        .tv_nsec = (long) ((deadline - now) % USEC_PER_SEC * 1000),
+                };
+                r = ppoll(p, n, &ts, NULL);
+                if (r < 0 && errno != EINTR)
+                        return 0; /* (not to be: what could not go out is lost, as at the deadline) */
+                for (size_t i = 0; r > 0 && i < n; i += 2)
+                        if (p[i].revents || p[i + 1].revents)
+                                bus_shutdown_flush(cs[i / 2]->bus, deadline, false);
+        }
+}
+
 PrivateBus *private_bus_free(PrivateBus *pb) {
         /* One deadline for all the connections: one each made a shutdown
          * wait 100 ms for every peer that does not read, one after the other
          * (25.6 s with 256 of them).  First each gets what its socket takes at
          * once (and the refusals of what it sent meanwhile), then the waits
-         * for the sockets to take the rest, until the deadline. */
-        uint64_t deadline = now_usec() + BUS_FLUSH_TIMEOUT_USEC;
+         * for the sockets to take the rest, all at once until the deadline
+         * (connections_flush_wait()). */
+        uint64_t deadline;
 
         if (!pb)
                 return NULL;
-        for (int pass = 0; pass < 2; pass++)
+        deadline = now_usec() + pb->flush_usec;
+        for (PrivateConnection *c = pb->connections; c; c = c->next)
+                if (!bus_event_is_broken(c->event))
+                        bus_shutdown_flush(c->bus, deadline, false);
+        if (connections_flush_wait(pb, deadline) < 0)
                 for (PrivateConnection *c = pb->connections; c; c = c->next)
                         if (!bus_event_is_broken(c->event))
-                                bus_shutdown_flush(c->bus, deadline, pass > 0);
+                                bus_shutdown_flush(c->bus, deadline, true);
         while (pb->connections) {
                 PrivateConnection *c = pb->connections;
                 pb->connections = c->next;

@@ -27,7 +27,22 @@ Checks:
     - the reading connection still gets each of its 3 calls refused with
       Cancelled "freezerd is shutting down; nothing was done" before freezerd
       closes it (a flush in one pass, the deadline shared, refused only the
-      first: the connections before it had used up the time)."""
+      first: the connections before it had used up the time).
+
+  And a connection that reads behind one that does not (before session 38 they
+  were waited on one after the other: the first used up the 100 ms), the flush
+  given 5 s (FREEZERD_TEST_FLUSH_TIMEOUT_USEC: the reader need not be fast):
+  both sockets full and replies queued (as above), freezerd stopped, SIGTERM,
+  SIGCONT; once freezerd waits for the sockets to take the rest (in ppoll(),
+  every connection had what its socket took at once), the reading one sends a
+  Get and reads:
+    - it gets every reply it was due and the Get refused with Cancelled,
+      before freezerd closes it (before: the rest of its replies went out
+      after the deadline, in one go, the Get unread: the connection closed.
+      Past what its socket took in that go, replies were lost too: not here,
+      where freezerd runs as root and the sockets hold 16 MB, but where
+      freezerd lacks CAP_NET_ADMIN, as in units/freezerd.service: then they
+      hold twice net.core.wmem_max, 416 KB by default)."""
 
 import fcntl
 import os
@@ -50,6 +65,7 @@ FLUSH_USEC = 100000  # BUS_FLUSH_TIMEOUT_USEC
 # s from the SIGTERM to the last connection's close, freezerd's waits for a CPU left
 # out: one flush of 100 ms for all, well below one each (CLIENTS x 100 ms at the least).
 CLOSE_BOUND = (CLIENTS * FLUSH_USEC / 1e6) - 0.2
+READER_FLUSH_USEC = 5_000_000  # the flush's time in check_reader_behind()
 REFUSED = 'freezerd is shutting down; nothing was done'
 SIOCOUTQ = termios.TIOCOUTQ  # for a socket: what was sent and the peer has not read yet
 
@@ -82,6 +98,100 @@ def replies_until_closed(sock, timeout):
         parser.add_data(data)
         while (msg := parser.get_next_message()) is not None:
             messages.append(msg)
+
+
+def fill(sock, batch, what):
+    """Batches of calls on sock until its socket is full and replies wait in freezerd: returns
+    how many calls were sent and the size of a reply."""
+    reply_size = None
+    for n in range(MAX_BATCHES):
+        before = unread_by_us(sock)
+        sock.sendall(batch)
+        # sd-bus reads a message at a time and answers it before the next: once the socket holds
+        # nothing freezerd did not read, it has answered all but the last (at most).
+        ft.wait_for(lambda: not unread_by_peer(sock), poll=0.01, what=f'freezerd to read the calls of {what}')
+        grown = unread_by_us(sock) - before
+        if reply_size is None:
+            reply_size = grown // BATCH
+        if grown < (BATCH - 1) * reply_size:
+            return (n + 1) * BATCH, reply_size
+    ft.fail(f'the socket of {what} took {MAX_BATCHES} x {BATCH} replies of {reply_size} bytes: freezerd '
+            'queued nothing')
+
+
+def in_ppoll(pid):
+    """Whether pid's main thread waits in ppoll() (freezerd's loop waits in epoll_wait())."""
+    try:
+        return open(f'/proc/{pid}/syscall').read().split()[0] in ft.ppolls()
+    except (OSError, IndexError):
+        return False
+
+
+def check_reader_behind(sc, bus):
+    """A connection that reads, flushed after one that does not."""
+    ft.ppolls()  # (probed before freezerd is stopped)
+    # The reader must read 12 MB before freezerd can write to it again (a Unix socket is writable
+    # once 3/4 of what it holds is read): in 100 ms on a loaded machine it may not.
+    with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_FLUSH_TIMEOUT_USEC': str(READER_FLUSH_USEC)}) as daemon:
+        address = f'unix:path={os.path.join(daemon.runtime_dir, "private")}'
+        manager = DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.OBJECT_MANAGER_IFACE)
+        # The newest connection is flushed first: the reader connects before.
+        reader = ft._direct_connection(address)
+        other = ft._direct_connection(address)
+        try:
+            batch = b''.join(new_method_call(manager, 'GetManagedObjects').serialise(i + 1) for i in range(BATCH))
+            fill(other.sock, batch, 'the connection that does not read')
+            sent, _ = fill(reader.sock, batch, 'the connection that reads later')
+            ft.check_equal(daemon.warnings(), [], 'no connection was closed for its queue (nor other warning)')
+            os.kill(daemon.pid, signal.SIGSTOP)
+            try:
+                os.kill(daemon.pid, signal.SIGTERM)
+            finally:
+                os.kill(daemon.pid, signal.SIGCONT)
+            ft.wait_for(lambda: in_ppoll(daemon.pid) or daemon.exit_status is not None, poll=0.001,
+                        what='freezerd to wait for the sockets to take the rest')
+            get = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.PROPERTIES_IFACE), 'Get', 'ss',
+                                  (ft.MANAGER_IFACE, 'Version'))
+            reader.sock.sendall(get.serialise(BATCH + 1))
+            t0 = time.monotonic()
+            data = bytes_until_closed(reader.sock, ft.DEFAULT_TIMEOUT)
+            print(f'# the reader read {len(data)} bytes in {time.monotonic() - t0:.3f} s', flush=True)
+            parser = Parser()
+            parser.add_data(data)
+            messages = []
+            while (msg := parser.get_next_message()) is not None:
+                messages.append(msg)
+            ft.check_equal(sum(1 for m in messages if m.header.message_type == MessageType.method_return), sent,
+                           f'the reading connection, flushed after one that does not read, has its {sent} replies')
+            got = next((m for m in messages if m.header.fields.get(HeaderFields.reply_serial) == BATCH + 1), None)
+            ft.check_equal(got and (got.header.message_type, got.header.fields.get(HeaderFields.error_name), got.body),
+                           (MessageType.error, ft.ERROR_CANCELLED, (REFUSED,)),
+                           'and the Get it sent during the flush refused')
+            ft.wait_for(lambda: daemon.exit_status is not None, what='freezerd to exit')
+            ft.check_equal(daemon.exit_status, 0, 'freezerd exits 0')
+        finally:
+            reader.close()
+            other.close()
+
+
+def bytes_until_closed(sock, timeout):
+    """What freezerd sends on sock until it closes it, read as fast as it comes (parsed after:
+    jeepney's parser is slower than freezerd's flush)."""
+    data = bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            ft.fail('freezerd did not close the reading connection on its way out')
+        if not select.select([sock], [], [], left)[0]:
+            continue
+        try:
+            chunk = sock.recv(1 << 20)
+        except ConnectionResetError:
+            chunk = b''
+        if not chunk:
+            return bytes(data)
+        data += chunk
 
 
 def test():
@@ -163,6 +273,7 @@ def test():
         finally:
             for s in socks:
                 s.close()
+        check_reader_behind(sc, bus)
 
 
 if __name__ == '__main__':
