@@ -6,11 +6,14 @@
  * freezerd serves its private socket) that sends PressureExceeded at will.
  * Built with libfreezer's sources and a queue of 16 messages (DEFERRED_MAX,
  * tests/meson.build).  No bus daemon, no cgroups, no real pressure.  And
- * how sd-bus' own NoReply for a call that timed out is told from a peer's.
+ * how sd-bus' own NoReply for a call that timed out is told from a peer's,
+ * and the state callback's Ids loaded again after an InterfacesAdded was
+ * dropped while the Ids of an earlier one waited in the queue.
  * Exit status 0 if all pass, 1 otherwise.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,11 +36,50 @@
 #define TRIGGER_ID 7
 #define N_CALLS 20      /* replies that fill the queue (16) */
 #define N_SIGNALS 50    /* PressureExceeded sent at once */
+#define GROUP_PREFIX "/org/freezerd/Freezer1/group"
+#define GROUP_INTERFACE "org.freezerd.Freezer1.Group"
+#define N_GROUPS_MAX 8
+
+/* The stand-in writes a letter here for each ListGroupIds (I) and
+ * ListGroups (S) it answers, for the client to see the round trips. */
+static int calls_pipe[2] = { -1, -1 };
+
+/* The stand-in's groups: made by Freeze("/new..."), all frozen. */
+static const char *groups[N_GROUPS_MAX];
+static unsigned n_groups;
 
 /* ---- the stand-in (child process) ---- */
 
+static void calls_log(char c) {
+        if (write(calls_pipe[1], &c, 1) != 1)
+                _exit(2);
+}
+
+/* A group made: its InterfacesAdded, with its Id (100 + its index). */
+static int group_add(sd_bus *bus, const char *path) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        if (n_groups >= N_GROUPS_MAX || !(groups[n_groups] = strdup(path)))
+                return -ENOMEM;
+        r = sd_bus_path_encode(GROUP_PREFIX, path, &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_signal(bus, &sig, PATH, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded");
+        if (r >= 0)
+                r = sd_bus_message_append(sig, "oa{sa{sv}}", object, 1, GROUP_INTERFACE, 2, "Id", "t",
+                                          (uint64_t) (100 + n_groups), "State", "s", "frozen");
+        if (r >= 0)
+                r = sd_bus_send(bus, sig, NULL);
+        if (r >= 0)
+                n_groups++;
+        return r;
+}
+
 /* Freeze(s, t, t): an empty reply; for /hang none, ever; for /noreply a
- * NoReply error with the words of sd-bus' own for a call that timed out. */
+ * NoReply error with the words of sd-bus' own for a call that timed out;
+ * for /new... a group made (group_add()) first. */
 static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *s;
         int r;
@@ -45,6 +87,11 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
         r = sd_bus_message_read(m, "s", &s);
         if (r < 0)
                 return r;
+        if (strncmp(s, "/new", 4) == 0) {
+                r = group_add(sd_bus_message_get_bus(m), s);
+                if (r < 0)
+                        return r;
+        }
         if (streq(s, "/hang")) {
                 sd_bus_message_ref(m); /* held: the reply never goes */
                 return 1;
@@ -78,8 +125,44 @@ static int method_remove_trigger(sd_bus_message *m, _unused_ void *userdata, _un
         return sd_bus_reply_method_return(m, NULL);
 }
 
+static int method_subscribe(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+/* ListGroupIds(): a(st), and ListGroups(): a(sos), of the groups made. */
+static int method_list(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        bool ids = sd_bus_message_is_method_call(m, NULL, "ListGroupIds");
+        int r;
+
+        calls_log(ids ? 'I' : 'S');
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', ids ? "(st)" : "(sos)");
+        for (unsigned i = 0; r >= 0 && i < n_groups; i++) {
+                _cleanup_free_ char *object = NULL;
+
+                if (ids)
+                        r = sd_bus_message_append(reply, "(st)", groups[i], (uint64_t) (100 + i));
+                else {
+                        r = sd_bus_path_encode(GROUP_PREFIX, groups[i], &object);
+                        if (r >= 0)
+                                r = sd_bus_message_append(reply, "(sos)", groups[i], object, "frozen");
+                }
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        return r;
+}
+
 static const sd_bus_vtable vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("SubscribeGroupStates", "", "", method_subscribe, 0),
+        SD_BUS_METHOD("UnsubscribeGroupStates", "", "", method_subscribe, 0),
+        SD_BUS_METHOD("ListGroupIds", "", "a(st)", method_list, 0),
+        SD_BUS_METHOD("ListGroups", "", "a(sos)", method_list, 0),
         SD_BUS_METHOD("Freeze", "stt", "", method_freeze, 0),
         SD_BUS_METHOD("Thaw", "stt", "", method_thaw, 0),
         SD_BUS_METHOD("AddPressureTrigger", "sstt", "u", method_add_trigger, 0),
@@ -259,15 +342,85 @@ static void test_timeout(const char *socket_path) {
         freezer_close(f);
 }
 
+static unsigned new_reported;
+
+static void state_cb(_unused_ freezer *f, const char *path, freezer_state state, bool frozen,
+                     _unused_ void *userdata) {
+        CHECK(strncmp(path, "/new", 4) == 0 && state == FREEZER_STATE_FROZEN && frozen);
+        if (streq(path, "/new2"))
+                new_reported++;
+}
+
+/* The calls' letters (calls_pipe) the stand-in wrote so far. */
+static void calls_read(char *buf, size_t size) {
+        ssize_t n = read(calls_pipe[0], buf, size - 1);
+
+        buf[n > 0 ? n : 0] = 0;
+}
+
+/* The state callback's Ids: an InterfacesAdded dropped (the queue full of
+ * replies) has them loaded again; another dropped while that ListGroupIds'
+ * reply waits in the queue makes it older than the signal (ids_again), so
+ * they are loaded once more as it is handled, before the states are read:
+ * /new2, made after the first ListGroupIds, is reported with its state.
+ * Without a second load it would be unknown to the handle (the states read
+ * pass over it, and its GroupStatesChanged would be skipped for good). */
+static void test_ids_again(const char *socket_path) {
+        freezer *f = NULL;
+        char calls[32];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+        calls_done = new_reported = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        /* Its InterfacesAdded comes after the replies (past the bound):
+         * dropped, the Ids asked for again. */
+        CHECK_R(freezer_freeze(f, "/new1", 0, 0), 0);
+        /* That ListGroupIds' reply (/new1) is queued, then /new2's
+         * InterfacesAdded dropped. */
+        CHECK_R(freezer_freeze(f, "/new2", 0, 0), 0);
+        CHECK(calls_done == 0 && new_reported == 0);
+        for (uint64_t deadline = mono_usec() + 10 * USEC_PER_SEC; new_reported == 0 && mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        drain(f, N_CALLS);
+        CHECK(calls_done == N_CALLS);
+        CHECK(new_reported == 1);
+        /* The Ids twice (the second ListGroupIds sent as the first reply
+         * was handled, not after a ListGroups that would be of no use),
+         * then the states. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IIS");
+        freezer_close(f);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
         char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
-        pid_t pid = test_serve_fork(dir, socket_path, sizeof socket_path, serve);
+        pid_t pid;
 
+        if (pipe2(calls_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                perror("pipe2");
+                return 1;
+        }
+        pid = test_serve_fork(dir, socket_path, sizeof socket_path, serve);
         if (pid < 0)
                 return 1;
         test_pressure_coalesced(socket_path);
         test_timeout(socket_path);
+        test_ids_again(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
