@@ -77,6 +77,8 @@ typedef struct pending_call {
         /* Its reply came when the connection was lost already (the reply is
          * sd-bus' own, handled later from freezer_dispatch()). */
         bool lost;
+        uint64_t until;  /* call_until() */
+        bool timed_out;  /* its reply is sd-bus' own for its timeout (reply_is_local_timeout()) */
         struct pending_call *prev, *next;
 } pending_call;
 
@@ -109,6 +111,8 @@ typedef struct reply_wait {
         sd_bus *bus;
         sd_bus_message *reply;
         bool lost;      /* the connection was lost when it came */
+        uint64_t until; /* call_until() */
+        bool timed_out; /* the reply is sd-bus' own for the call's timeout */
 } reply_wait;
 
 struct freezer {
@@ -285,21 +289,35 @@ static void error_normalize(sd_bus_error *e) {
         }
 }
 
-/* Whether reply is sd-bus' own NoReply for a call whose method-call timeout
- * passed (lost: the connection was lost when it came), told without its
- * words ("Method call timed out", which any peer may send too).  sd-bus
- * makes it up (process_timeout(), bus_message_new_synthetic_error()) with
- * the serial it gives every message of its own making, (uint32_t) -1
- * (bus_seal_synthetic_message(): a peer's counter would reach it once in 4G
- * messages), and only while the connection is open: for a lost one it
- * answers the calls in flight so too ("Connection terminated").  Its sender
- * says nothing: sd-bus gives it the bus driver's name, as dbus-daemon's own
- * NoReply has (freezerd left without replying). */
-static bool reply_is_local_timeout(sd_bus_message *reply, bool lost) {
+/* The time (CLOCK_MONOTONIC µs) before which sd-bus cannot time out a call
+ * of timeout usec sent after this: as sd_bus_call_async(), 0 is the bus's
+ * default, UINT64_MAX none. */
+static uint64_t call_until(sd_bus *bus, uint64_t usec) {
+        uint64_t n = now_usec();
+
+        if (usec == 0 && sd_bus_get_method_call_timeout(bus, &usec) < 0)
+                usec = SD_BUS_DEFAULT_TIMEOUT_USEC;
+        return usec >= UINT64_MAX - n ? UINT64_MAX : n + usec;
+}
+
+/* Whether reply, as it comes, is sd-bus' own NoReply for a call whose
+ * method-call timeout passed (lost: the connection was lost when it came;
+ * until: call_until() of the call), told without its words ("Method call
+ * timed out", which any peer may send too).  sd-bus makes it up
+ * (process_timeout(), bus_message_new_synthetic_error()) with the serial it
+ * gives every message of its own making, (uint32_t) -1
+ * (bus_seal_synthetic_message()), once the call's timeout passed, and only
+ * while the connection is open: for a lost one it answers the calls in
+ * flight so too ("Connection terminated").  A peer's counter reaches that
+ * serial too, once in 4G messages (dbus-daemon's for a client, whose NoReply
+ * says freezerd left without replying): one that comes before the timeout is
+ * the peer's.  Its sender says nothing: sd-bus gives it the bus driver's
+ * name, as dbus-daemon's own NoReply has. */
+static bool reply_is_local_timeout(sd_bus_message *reply, bool lost, uint64_t until) {
         uint64_t cookie;
 
         return !lost && sd_bus_message_is_method_error(reply, SD_BUS_ERROR_NO_REPLY) > 0 &&
-               sd_bus_message_get_cookie(reply, &cookie) >= 0 && cookie == UINT32_MAX;
+               sd_bus_message_get_cookie(reply, &cookie) >= 0 && cookie == UINT32_MAX && now_usec() >= until;
 }
 
 static int error_take(freezer *f, sd_bus_error *e, int r) {
@@ -447,6 +465,7 @@ static int on_reply_wait(sd_bus_message *m, void *userdata, _unused_ sd_bus_erro
         if (!w->reply) {
                 w->reply = sd_bus_message_ref(m);
                 w->lost = sd_bus_is_open(w->bus) <= 0;
+                w->timed_out = reply_is_local_timeout(m, w->lost, w->until);
         }
         return 1;
 }
@@ -493,7 +512,7 @@ static int reply_wait_result(reply_wait *w, sd_bus_error *error, sd_bus_message 
         e = sd_bus_message_get_error(reply);
         if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) && w->lost)
                 return sd_bus_error_set_errno(error, ECONNRESET);
-        if (reply_is_local_timeout(reply, w->lost))
+        if (w->timed_out)
                 return sd_bus_error_set_errno(error, ETIMEDOUT);
         return sd_bus_error_copy(error, e);
 }
@@ -501,7 +520,7 @@ static int reply_wait_result(reply_wait *w, sd_bus_error *error, sd_bus_message 
 /* sd_bus_call(), waiting on through signals (wait_reply()). */
 static int call_wait(freezer *f, sd_bus_message *m, uint64_t usec, sd_bus_error *error, sd_bus_message **ret_reply) {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
-        reply_wait w = { .bus = f->bus };
+        reply_wait w = { .bus = f->bus, .until = call_until(f->bus, usec) };
         int r;
 
         r = sd_bus_call_async(f->bus, &slot, m, on_reply_wait, &w, usec);
@@ -1372,7 +1391,7 @@ static int on_call_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_
         void *cb_userdata = c->userdata;
         int r = 0;
 
-        if (reply_is_local_timeout(reply, c->lost)) /* named as the blocking form names it */
+        if (c->timed_out) /* named as the blocking form names it */
                 r = sd_bus_error_set_errno(&error, -ETIMEDOUT);
         else if (sd_bus_message_is_method_error(reply, NULL)) {
                 /* Returns the error's errno, not whether the copy worked (on
@@ -1422,6 +1441,7 @@ static int on_call_reply_queue(sd_bus_message *reply, void *userdata, _unused_ s
         int r;
 
         c->lost = sd_bus_is_open(c->f->bus) <= 0;
+        c->timed_out = reply_is_local_timeout(reply, c->lost, c->until);
         r = defer(c->f, reply, on_call_reply, c, &c->slot, false);
         return r < 0 ? r : 1;
 }
@@ -1442,6 +1462,7 @@ static int call_async(freezer *f, sd_bus_message *m, uint64_t usec, call_kind ki
                 .size = size,
                 .cb = cb,
                 .userdata = userdata,
+                .until = call_until(f->bus, usec),
         };
 
         r = sd_bus_call_async(f->bus, &c->slot, m, on_call_reply_queue, c, usec);
@@ -2373,7 +2394,7 @@ static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *r
 /* sd_bus_add_match() (callback gets f), waiting for the bus to confirm the
  * match as call_wait() waits, on through signals. */
 static int add_match_wait(freezer *f, sd_bus_slot **slot, const char *match, sd_bus_message_handler_t callback) {
-        reply_wait w = { .bus = f->bus };
+        reply_wait w = { .bus = f->bus, .until = call_until(f->bus, 0) };
         int r;
 
         if (is_direct(f)) /* no bus to ask: sd-bus matches locally */

@@ -78,8 +78,9 @@ static int group_add(sd_bus *bus, const char *path) {
 }
 
 /* Freeze(s, t, t): an empty reply; for /hang none, ever; for /noreply a
- * NoReply error with the words of sd-bus' own for a call that timed out;
- * for /new... a group made (group_add()) first. */
+ * NoReply error with the words of sd-bus' own for a call that timed out
+ * (/noreply-max: and its serial); for /new... a group made (group_add())
+ * first. */
 static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *s;
         int r;
@@ -98,6 +99,19 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
         }
         if (streq(s, "/noreply"))
                 return sd_bus_error_set(error, SD_BUS_ERROR_NO_REPLY, "Method call timed out");
+        if (streq(s, "/noreply-max")) {
+                /* The same with the serial sd-bus gives its own messages
+                 * (dbus-daemon's counter for a client reaches it, freezerd's
+                 * on the bus too): sealed with it, sd_bus_send() keeps it. */
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+                r = sd_bus_message_new_method_errorf(m, &reply, SD_BUS_ERROR_NO_REPLY, "Method call timed out");
+                if (r >= 0)
+                        r = sd_bus_message_seal(reply, UINT32_MAX, 0);
+                if (r >= 0)
+                        r = sd_bus_send(NULL, reply, NULL);
+                return r < 0 ? r : 1;
+        }
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -311,9 +325,9 @@ static void timeout_cb(_unused_ freezer *f, const freezer_call_result *r, _unuse
 }
 
 /* sd-bus' own NoReply for a call that timed out is told from a peer's with
- * the same words by what sd-bus makes it of (no sender, its own serial),
- * not by the words: -ETIMEDOUT named Timeout, as freezer.h says, for the
- * first only. */
+ * the same words by what sd-bus makes it of (its own serial) and when (once
+ * the call's timeout passed), not by the words: -ETIMEDOUT named Timeout, as
+ * freezer.h says, for the first only. */
 static void test_timeout(const char *socket_path) {
         freezer *f = NULL;
 
@@ -336,6 +350,16 @@ static void test_timeout(const char *socket_path) {
         CHECK_STR(freezer_last_error_name(f), SD_BUS_ERROR_NO_REPLY);
         calls_done = 0;
         CHECK_R(freezer_freeze_async(f, "/noreply", 0, 0, timeout_cb, NULL, NULL), 0);
+        drain(f, 1);
+        CHECK(timeout_error < 0);
+        CHECK_STR(timeout_name, SD_BUS_ERROR_NO_REPLY);
+
+        /* Even with the serial of sd-bus' own (it read as a timeout): it
+         * came before the call's timeout could pass. */
+        CHECK(freezer_freeze(f, "/noreply-max", 0, 0) < 0);
+        CHECK_STR(freezer_last_error_name(f), SD_BUS_ERROR_NO_REPLY);
+        calls_done = 0;
+        CHECK_R(freezer_freeze_async(f, "/noreply-max", 0, 0, timeout_cb, NULL, NULL), 0);
         drain(f, 1);
         CHECK(timeout_error < 0);
         CHECK_STR(timeout_name, SD_BUS_ERROR_NO_REPLY);
