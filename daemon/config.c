@@ -629,7 +629,7 @@ int config_parse(const char *text, size_t len, const char *filename, Config *ret
         return 0;
 }
 
-int config_load(const char *path, Config *ret, char **ret_error) {
+int config_load(const char *path, bool missing_ok, Config *ret, char **ret_error) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t n = 0;
@@ -648,7 +648,7 @@ int config_load(const char *path, Config *ret, char **ret_error) {
          * below, as anything but a regular file is. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
-                if (errno == ENOENT)
+                if (errno == ENOENT && missing_ok)
                         return config_init_defaults(ret);
                 return set_file_error(ret_error, -errno, "%s: failed to open: %m", path);
         }

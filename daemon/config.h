@@ -10,7 +10,7 @@
  *     "realtime_writes": true                           (optional; see freeze-writer.h)
  *   }
  *
- * A missing file means defaults.  Bad JSON, an unknown key, a wrong type or an
+ * A missing file means defaults (at the default path only: see config_load()).  Bad JSON, an unknown key, a wrong type or an
  * invalid value is an error whose message names the file, the line and the key,
  * e.g. "freezerd.json:3: unknown key \"trak\"". */
 
@@ -37,7 +37,9 @@ void config_done(Config *c);
  * On error returns -EINVAL (or -ENOMEM) and *ret_error is a malloc'ed message. */
 int config_parse(const char *text, size_t len, const char *filename, Config *ret, char **ret_error);
 
-/* Load a file; -ENOENT is not an error (defaults).  Errors as config_parse(),
+/* Load a file; with missing_ok, one that does not exist is not an error
+ * (defaults: the default path), else it is -ENOENT with a message (a file
+ * named on the command line, a typo in it).  Errors as config_parse(),
  * plus I/O errors with a message; anything but a regular file (a FIFO, a
  * device) is -EINVAL, without waiting on it. */
-int config_load(const char *path, Config *ret, char **ret_error);
+int config_load(const char *path, bool missing_ok, Config *ret, char **ret_error);

@@ -69,7 +69,8 @@ static void help(void) {
                "                        mount (default: the cgroup2 mount itself, found in\n"
                "                        /proc/self/mountinfo); API paths are relative to it\n"
                "  --config=FILE         Configuration file (default: %s);\n"
-               "                        a missing file means defaults\n"
+               "                        the default may be missing (defaults), a FILE\n"
+               "                        given must exist\n"
                "  --runtime-dir=DIR     Directory for runtime state (default: %s); holds the\n"
                "                        private socket DIR/private (see below)\n"
                "  --state-dir=DIR       Directory for persistent state (default: %s)\n"
@@ -90,8 +91,9 @@ static void help(void) {
                "--runtime-dir must be given.\n"
                "\n"
                "Configuration: a JSON object in a regular file; a missing file means\n"
-               "defaults. An unknown key, a wrong type or bad JSON stops the start with\n"
-               "FILE:LINE: message, another kind of file (a FIFO) with FILE: message; on\n"
+               "defaults, but for one given with --config=. An unknown key, a wrong type or\n"
+               "bad JSON stops the start with FILE:LINE: message, another kind of file (a\n"
+               "FIFO) or a --config= FILE that does not exist with FILE: message; on\n"
                "SIGHUP it is logged and the running configuration stays. Keys:\n"
                "  cgroup_root           as --cgroup-root, which wins; read at start only\n"
                "  track                 the groups to follow, relative to the root\n"
@@ -452,7 +454,8 @@ static void on_reload_signal(Daemon *d) {
         int r;
 
         (void) sd_notify(0, "RELOADING=1");
-        r = config_load(arg_config, &config, &error);
+        /* One named with --config= must exist, now as at the start. */
+        r = config_load(arg_config, !arg_config_set, &config, &error);
         if (r < 0)
                 log_error("Not reloading: %s", error ?: strerror(-r));
         else {
@@ -524,6 +527,7 @@ static void on_signal_fd(evutil_socket_t fd, short what, void *userdata) {
 static int run(void) {
         _cleanup_free_ char *config_error = NULL, *root = NULL;
         Config config = {};
+        bool config_missing;
         Daemon d = { .signal_fd = -1 };
         sigset_t signals;
         int r;
@@ -534,11 +538,19 @@ static int run(void) {
         if (r < 0)
                 return log_error_errno(r, "Cannot block signals: %m");
 
-        r = config_load(arg_config, &config, &config_error);
+        /* Only the default file may be missing: one named with --config= that
+         * does not exist (a typo) meant the defaults, track ["/"] among them,
+         * without a word. */
+        r = config_load(arg_config, !arg_config_set, &config, &config_error);
+        if (r == -ENOENT && config_error) {
+                log_error("%s (given with --config=; only the default file may be missing).", config_error);
+                return r;
+        }
         if (r < 0) {
                 log_error("%s", config_error ?: strerror(-r));
                 return r;
         }
+        config_missing = access(arg_config, F_OK) < 0 && errno == ENOENT;
         r = resolve_cgroup_root(&config, &root);
         if (r < 0)
                 goto finish;
@@ -635,8 +647,9 @@ static int run(void) {
                         ;
                 d.manager->groups_count_changed = false;
         }
-        log_info("freezerd %s ready: %u group%s tracked under %s.", FREEZERD_VERSION, tree_tracked(d.manager->tree),
-                 tree_tracked(d.manager->tree) == 1 ? "" : "s", root);
+        log_info("freezerd %s ready: %u group%s tracked under %s; configuration: %s%s.", FREEZERD_VERSION,
+                 tree_tracked(d.manager->tree), tree_tracked(d.manager->tree) == 1 ? "" : "s", root,
+                 config_missing ? "the defaults, no file at " : "", arg_config);
         (void) sd_notifyf(0, "READY=1\nSTATUS=Tracking %u groups under %s", tree_tracked(d.manager->tree), root);
 
         while (!d.exit) {

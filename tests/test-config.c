@@ -399,15 +399,22 @@ static void test_load(void) {
 
         /* Missing file: defaults, no error. */
         error = (char *) "sentinel";
-        CHECK_R(config_load(missing, &c, &error), 0);
+        CHECK_R(config_load(missing, true, &c, &error), 0);
         CHECK(!error);
         CHECK(is_default(&c));
         config_done(&c);
 
+        /* Missing, but named on the command line: an error naming it (it
+         * meant the defaults, track ["/"] among them, silently). */
+        CHECK_R(config_load(missing, false, &c, &error), -ENOENT);
+        CHECK(error && strstr(error, missing) && strstr(error, strerror(ENOENT)));
+        free(error);
+        error = NULL;
+
         /* Valid file. */
         const char *text = "{\n  \"track\": [\"pods\"],\n  \"default_timeout_usec\": 2500000\n}\n";
         CHECK_R(test_write_file(path, text, strlen(text)), 0);
-        CHECK_R(config_load(path, &c, &error), 0);
+        CHECK_R(config_load(path, true, &c, &error), 0);
         CHECK(!error);
         CHECK(c.n_track == 1 && streq(c.track[0], "/pods") && c.default_timeout_usec == 2500000);
         config_done(&c);
@@ -415,7 +422,7 @@ static void test_load(void) {
         /* Invalid file: the message names the path as given. */
         text = "{\n  \"track\": [\"pods\"],\n  \"trak\": 1\n}\n";
         CHECK_R(test_write_file(path, text, strlen(text)), 0);
-        CHECK_R(config_load(path, &c, &error), -EINVAL);
+        CHECK_R(config_load(path, true, &c, &error), -EINVAL);
         {
                 char expected[sizeof path + 64];
                 snprintf(expected, sizeof expected, "%s:3: unknown key \"trak\"", path);
@@ -435,11 +442,11 @@ static void test_load(void) {
                         blob[n - 2] = '}';
                         blob[n - 1] = '\n';
                         CHECK_R(test_write_file(big, blob, n), 0);
-                        CHECK_R(config_load(big, &c, &error), -EFBIG);
+                        CHECK_R(config_load(big, true, &c, &error), -EFBIG);
                         CHECK(error && strstr(error, big) && strstr(error, "larger than 1 MiB"));
                         free(error);
                         error = NULL;
-                        CHECK_R(config_load(big, &c, NULL), -EFBIG);
+                        CHECK_R(config_load(big, true, &c, NULL), -EFBIG);
 
                         /* config_parse() refuses it too. */
                         CHECK_R(config_parse(blob, n, "big.json", &c, &error), -EINVAL);
@@ -452,7 +459,7 @@ static void test_load(void) {
                         blob[n - 2] = '}';
                         blob[n - 1] = '\n';
                         CHECK_R(test_write_file(big, blob, n), 0);
-                        CHECK_R(config_load(big, &c, &error), 0);
+                        CHECK_R(config_load(big, true, &c, &error), 0);
                         CHECK(!error);
                         CHECK(is_default(&c));
                         config_done(&c);
@@ -461,7 +468,7 @@ static void test_load(void) {
                         blob[n - 1] = ' ';
                         blob[n] = '\n';
                         CHECK_R(test_write_file(big, blob, n + 1), 0);
-                        CHECK_R(config_load(big, &c, &error), -EFBIG);
+                        CHECK_R(config_load(big, true, &c, &error), -EFBIG);
                         CHECK(error);
                         free(error);
                         error = NULL;
@@ -470,7 +477,7 @@ static void test_load(void) {
         }
 
         /* A directory. */
-        CHECK_R(config_load(dir, &c, &error), -EISDIR);
+        CHECK_R(config_load(dir, true, &c, &error), -EISDIR);
         CHECK(error && strstr(error, dir) && strstr(error, strerror(EISDIR)));
         free(error);
         error = NULL;
@@ -479,7 +486,7 @@ static void test_load(void) {
         {
                 char notdir[sizeof path + 16];
                 snprintf(notdir, sizeof notdir, "%s/x", path);
-                CHECK_R(config_load(notdir, &c, &error), -ENOTDIR);
+                CHECK_R(config_load(notdir, true, &c, &error), -ENOTDIR);
                 CHECK(error && strstr(error, notdir) && strstr(error, strerror(ENOTDIR)));
                 free(error);
                 error = NULL;
@@ -493,7 +500,7 @@ static void test_load(void) {
                 snprintf(fifo, sizeof fifo, "%s/fifo", dir);
                 CHECK(mkfifo(fifo, 0600) == 0);
                 alarm(10);
-                CHECK_R(config_load(fifo, &c, &error), -EINVAL);
+                CHECK_R(config_load(fifo, true, &c, &error), -EINVAL);
                 alarm(0);
                 CHECK(error && strstr(error, fifo) && strstr(error, "not a regular file (a FIFO)"));
                 free(error);
@@ -502,7 +509,7 @@ static void test_load(void) {
         }
 
         /* A device: refused as well (/dev/zero read "larger than 1 MiB"). */
-        CHECK_R(config_load("/dev/zero", &c, &error), -EINVAL);
+        CHECK_R(config_load("/dev/zero", true, &c, &error), -EINVAL);
         CHECK(error && strstr(error, "/dev/zero: not a regular file (a device)"));
         free(error);
         error = NULL;

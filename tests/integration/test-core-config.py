@@ -10,13 +10,17 @@ Checks:
   * A bad file on SIGHUP: freezerd keeps running with the old value, logs the
     file:line, and still answers.
   * An empty object on SIGHUP: back to the default, 10000000 (signalled).
-  * The file removed, SIGHUP: the log says it is gone and the defaults apply
-    (it said "reloaded from" the file).
+  * The file (named with --config=) removed, SIGHUP: "Not reloading", naming
+    it, and the old value stays (the defaults applied, track ["/"] among them).
   * "track": ["/a"] tracks only /a's subtree ("/" is an object all the same,
     untracked); Freeze of /b tracks /b's subtree
     first (InterfacesAdded); Untrack("/b") removes the objects and leaves the
     flags as they are.
-  * A missing configuration file means the defaults.
+  * A missing file named with --config= stops the start (exit 1, no READY=1),
+    naming it; it meant the defaults, silently.  The default file (freezerd
+    --user's, in $XDG_CONFIG_HOME) may be missing: the ready line says the
+    defaults apply, naming it, as does a SIGHUP (it said "reloaded from").
+    The ready line names the file read.
   * freezerd refuses to start (non-zero exit, no READY=1, bus name never owned)
     on an unknown key, a wrong type, bad JSON, a non-object, a duplicate key, a
     relative cgroup_root, a zero timeout; stderr names FILE:LINE (and the key).
@@ -95,6 +99,56 @@ def start_bad(bus, sc, tmpdir, i, text):
         sock.close()
 
 
+def run_default_config(bus, sc, tmpdir):
+    """freezerd --user with an empty $XDG_CONFIG_HOME (its default file missing): start it,
+    SIGHUP, SIGTERM; returns (exit status, output, READY=1 count)."""
+    xdg = {k: os.path.join(tmpdir, 'xdg-' + k.lower())
+           for k in ('XDG_CONFIG_HOME', 'XDG_RUNTIME_DIR', 'XDG_STATE_HOME')}
+    for p in xdg.values():
+        os.mkdir(p)
+    notify = os.path.join(tmpdir, 'notify-default')
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(notify)
+    ready = 0
+
+    def wait_ready(n, proc):
+        nonlocal ready
+
+        def got():
+            nonlocal ready
+            ready += sock.recv(65536).count(b'READY=1')
+        ft.loop().add_reader(sock, got)
+        try:
+            ft.wait_for(lambda: ready >= n or proc.poll() is not None, what=f'READY=1 number {n}')
+        finally:
+            ft.loop().remove_reader(sock)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith('XDG_')}
+    env.update(xdg, NOTIFY_SOCKET=notify, DBUS_SESSION_BUS_ADDRESS=bus.address)
+    argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, '--user', f'--cgroup-root={sc.root}']
+    out = os.path.join(tmpdir, 'default.log')
+    try:
+        with open(out, 'w') as log:
+            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=ft._child_setup(pdeathsig=signal.SIGKILL))
+        try:
+            wait_ready(1, proc)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGHUP)
+                wait_ready(2, proc)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=ft.DEFAULT_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with open(out) as f:
+            return rc, f.read(), ready, os.path.join(xdg['XDG_CONFIG_HOME'], 'freezerd', 'freezerd.json')
+    finally:
+        sock.close()
+
+
 def sig_ignored(pid):
     """The SigIgn mask of /proc/PID/status."""
     with open(f'/proc/{pid}/status') as f:
@@ -111,6 +165,8 @@ def test():
         with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 5000000}) as d:
             c = d.client
             ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 5000000, 'DefaultTimeoutUSec from the file')
+            ft.check(f'; configuration: {d.config_path}.' in d.log(), 'the ready line names the file read',
+                     d.log())
             rec = c.record()
             write(d.config_path, '{\n  "default_timeout_usec": 7000000\n}\n')
             d.reload()
@@ -144,12 +200,16 @@ def test():
             rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 10000000)
             ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 10000000, 'an empty file: the default again')
 
-            # The file removed: the defaults too, and the log says there is no file ("is gone" read
-            # wrong for a freezerd started without one, the default path, and sent SIGHUP).
+            # The file named with --config= removed: not reloaded (it meant the defaults, track
+            # ["/"] among them), as at the start.
+            write(d.config_path, '{\n  "default_timeout_usec": 8000000\n}\n')
+            d.reload()
+            rec.wait_property(ft.MANAGER_PATH, 'DefaultTimeoutUSec', 8000000)
             os.unlink(d.config_path)
             d.reload()
-            ft.check(f'Configuration reloaded: {d.config_path} does not exist, so the defaults apply' in d.log(),
-                     'a removed file on SIGHUP: the log says the defaults apply', d.log()[-500:])
+            ft.check(f'Not reloading: {d.config_path}: failed to open: No such file or directory' in d.log(),
+                     'a removed --config= file on SIGHUP: "Not reloading", naming it', d.log()[-500:])
+            ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 8000000, '... and the old value stays')
 
         # ---- signals inherited as ignored (nohup ignores SIGHUP): freezerd takes them back
         d = ft.Daemon(bus, sc.root, config={'default_timeout_usec': 5000000})
@@ -254,9 +314,25 @@ def test():
                 ft.check_equal(json.load(f)['tracked'], ['/g'],
                                '  ... still with /g, which the configuration names now (test-core-config-track)')
 
-        # ---- a missing file means the defaults
-        with ft.Daemon(bus, sc.root, args=[f'--config={tmpdir}/does-not-exist.json']) as d:
-            ft.check_equal(d.client.manager_property('DefaultTimeoutUSec'), 10000000, 'a missing file: the defaults')
+        # ---- a missing file: an error when named with --config=, the defaults at the default path
+        with ft.Client(bus.address, destination='org.freedesktop.DBus') as busc:
+            missing = os.path.join(tmpdir, 'does-not-exist.json')
+            argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={sc.root}',
+                                          f'--config={missing}', f'--runtime-dir={tmpdir}', f'--state-dir={tmpdir}']
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=ft.DEFAULT_TIMEOUT, preexec_fn=ft._child_setup(pdeathsig=signal.SIGKILL))
+            want = f'{missing}: failed to open: No such file or directory (given with --config='
+            ft.check(r.returncode == 1 and want in r.stderr, 'a missing --config= file stops the start, naming it',
+                     f'exit {r.returncode}: {r.stderr}')
+            ft.check_equal(busc.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's',
+                                            (ft.BUS_NAME,))[0], False, '... and the bus name is not owned')
+        rc, out, ready, default = run_default_config(bus, sc, tmpdir)
+        ft.check(rc == 0 and ready == 2, 'freezerd --user without its default file starts, reloads and stops',
+                 f'exit {rc}, {ready} READY=1: {out}')
+        ft.check(f'; configuration: the defaults, no file at {default}.' in out,
+                 '... its ready line says the defaults apply, naming the file', out)
+        ft.check(f'Configuration reloaded: {default} does not exist, so the defaults apply' in out,
+                 '... and so does its SIGHUP', out)
 
         # ---- bad files at start
         with ft.Client(bus.address, destination='org.freedesktop.DBus') as busc:
@@ -275,7 +351,8 @@ def test():
             ft.check(rc != 0 and not ready and f'{cfg}: not a regular file (a FIFO)' in out,
                      'a FIFO as the configuration: freezerd refuses to start, naming it', f'exit {rc}: {out}')
     print('# checked: SIGHUP reload (new value signalled, bad file keeps the old one, empty file resets), missing '
-          f'file = defaults, {len(BAD)} bad files refused at start with file:line, a FIFO at start and on SIGHUP')
+          f'--config= file refused and missing default file = defaults, {len(BAD)} bad files refused at start with '
+          'file:line, a FIFO at start and on SIGHUP')
 
 
 ft.run(test)

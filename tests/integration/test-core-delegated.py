@@ -184,9 +184,13 @@ def test():
                                   poll=0.005)
         bus.open_to_other_uids()
 
-        # No runtime or state directory given: the defaults are root's.
-        r = as_user(ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={top}',
-                    '--config=/nonexistent/freezerd.json')
+        # No runtime or state directory given: the defaults are root's.  (A --config= file
+        # must exist: an empty object, readable by nobody.)
+        with tempfile.NamedTemporaryFile('w', prefix=f'{ft.TMP_PREFIX}delegated-config-', suffix='.json') as cfg:
+            cfg.write('{}\n')
+            cfg.flush()
+            os.chmod(cfg.name, 0o644)
+            r = as_user(ft.FREEZERD_BIN, f'--address={bus.address}', f'--cgroup-root={top}', f'--config={cfg.name}')
         ft.check(r.returncode == 1 and '/run/freezerd' in r.stderr and 'Permission denied' in r.stderr,
                  'as nobody with the default directories: exit 1 naming /run/freezerd and "Permission denied"',
                  f'exit {r.returncode}: {r.stderr.strip()}')
