@@ -7,9 +7,16 @@ thaws a group of real processes, and its replies wait for the kernel.
 
 Manager.Freeze("/g", 0, 0) must reply only once the kernel says "frozen 1" in
 /g/cgroup.events, with every task parked in the freezer trap; Manager.Thaw
-must reply once it says "frozen 0", and the group runs again."""
+must reply once it says "frozen 0", and the group runs again.
 
+The Version property is freezerd --version's and freezectl --version's, and no
+older than the libfreezer built with it (0.5: the daemon said 0.1.0 for ever,
+older than the library documenting its flags)."""
+
+import glob
 import os
+import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -29,7 +36,17 @@ def test():
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
             ft.check_equal(c.manager_property('CgroupRoot'), sc.root, 'CgroupRoot is the scratch root')
-            ft.check(c.manager_property('Version') != '', 'Version is set')
+            version = c.manager_property('Version')
+            ft.check(re.fullmatch(r'\d+\.\d+\.\d+', version), 'Version is set: MAJOR.MINOR.MICRO', version)
+            for binary, name in ((ft.FREEZERD_BIN, 'freezerd'), (ft.FREEZECTL_BIN, 'freezectl')):
+                out = subprocess.run([binary, '--version'], capture_output=True, text=True, check=True).stdout
+                ft.check_equal(out, f'{name} {version}\n', f'{name} --version says the Version property\'s')
+            libs = [m for m in (re.fullmatch(r'.*/libfreezer\.so\.(\d+)\.(\d+)\.\d+', p)
+                                for p in glob.glob(os.path.join(ft.BUILDDIR, 'client', 'libfreezer.so.*'))) if m]
+            if libs:
+                lib = (int(libs[0][1]), int(libs[0][2]))
+                ft.check(tuple(int(x) for x in version.split('.'))[:2] >= lib,
+                         f'Version {version} is no older than the libfreezer built with it', libs[0][0])
 
             obj = c.call('GetGroup', '/g')[0]
             ft.check_equal(obj, ft.group_object('/g'), 'GetGroup("/g") is the sd_bus_path_encode()d path')
