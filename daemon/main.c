@@ -595,6 +595,36 @@ static int run(void) {
         if (r < 0)
                 goto finish;
 
+        /* The name before the directories: a freezerd that cannot have it
+         * (the service runs, and this one was started by hand) leaves at once,
+         * having made no directory or lock file and, above all, recovered no
+         * batch journal (manager_start() writes the flags of one it finds in
+         * its runtime directory back into the groups that the running
+         * freezerd manages) nor scanned the tree for nothing.  The objects are
+         * registered already; calls that come before the loop runs wait in
+         * the socket until the start is through.  Another freezerd on the
+         * same directories but another bus is stopped by their locks. */
+        r = sd_bus_request_name(d.bus, BUS_NAME, 0);
+        if (r == -EEXIST) {
+                _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+                pid_t pid = 0;
+
+                if (sd_bus_get_name_creds(d.bus, BUS_NAME, SD_BUS_CREDS_PID, &creds) >= 0)
+                        (void) sd_bus_creds_get_pid(creds, &pid);
+                if (pid > 0)
+                        log_error("Cannot start: the name %s is owned by another process (another freezerd?), "
+                                  "PID %d.",
+                                  BUS_NAME, (int) pid);
+                else
+                        log_error("Cannot start: the name %s is owned by another process (another freezerd?).",
+                                  BUS_NAME);
+                goto finish;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot own the bus name %s: %m", BUS_NAME);
+                goto finish;
+        }
+
         r = manager_start(d.manager);
         if (r < 0)
                 goto finish;
@@ -610,17 +640,6 @@ static int run(void) {
                 goto finish;
         }
 
-        r = sd_bus_request_name(d.bus, BUS_NAME, 0);
-        if (r == -EEXIST) {
-                /* The runtime directory's lock did not stop it: another
-                 * freezerd with other directories, or someone else. */
-                log_error("Cannot start: the name %s is owned by another process (another freezerd?).", BUS_NAME);
-                goto finish;
-        }
-        if (r < 0) {
-                log_error_errno(r, "Cannot own the bus name %s: %m", BUS_NAME);
-                goto finish;
-        }
         r = bus_event_new(d.bus, d.base, &d.bus_event);
         if (r < 0)
                 goto finish;

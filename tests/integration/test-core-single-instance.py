@@ -12,20 +12,28 @@ Checks:
   * freezerd 1 runs an ApplyBatch freezing /a and /s, with ROLLBACK_ON_TIMEOUT
     (so that its journal stays while it waits): it wrote both flags and its
     journal, and waits for /s.
-  * A second freezerd on the same runtime and state directories exits 1 with
+  * A second freezerd on the same runtime and state directories and the same
+    bus (the service runs, and one is started by hand) exits 1 with one line
+    saying that the name org.freezerd.Freezer1 is owned by another process
+    (another freezerd?), PID <freezerd 1>, and changes nothing, as below.
+  * On the same directories but another bus it exits 1 with
     one log line "Another freezerd (PID <freezerd 1>) is running with runtime
     directory DIR", and changes nothing: both cgroup.freeze still 1 (/a still
     frozen), the journal still there with the same bytes, the runtime and state
     directories hold the same files, the private socket is the same inode and
     freezerd 1 answers there.
-  * One on a runtime directory that does not exist and freezerd 1's state
-    directory exits 1, "Another freezerd (PID <freezerd 1>) is running with
+  * One on another bus, a runtime directory that does not exist and freezerd
+    1's state directory exits 1, "Another freezerd (PID <freezerd 1>) is running with
     state directory DIR", and makes nothing: the runtime directory is still
     not there (until session 35 it was made, with a lock file, before the
     state directory's lock was found held).  So too the other way round.
   * A third freezerd, on directories of its own but the same bus, exits 1 with
     one line saying that the name org.freezerd.Freezer1 is owned by another
-    process (another freezerd?); the flags are still as freezerd 1 wrote them.
+    process (another freezerd?); the flags are still as freezerd 1 wrote them,
+    though its runtime directory holds a copy of freezerd 1's journal (before
+    session 38 it took the name last: it recovered that journal, thawing /a
+    and /s under freezerd 1, and left a lock file in each directory).  A
+    runtime and state directory that do not exist are not made.
   * The batch was not cancelled: once the FUSE server goes, it succeeds
     (2 writes, 0 skipped), its journal is gone (its journal file emptied), and
     the kernel says frozen."""
@@ -90,7 +98,7 @@ def test():
             fuse.spawn_stuck(sc, '/s')
             ft.loop().watch(run, ft.Inotify.IN_MODIFY | ft.Inotify.IN_CREATE | ft.Inotify.IN_DELETE)
 
-            with ft.Daemon(bus, sc.root, state_dir=state, runtime_dir=run) as d1:
+            with ft.Daemon(bus, sc.root, state_dir=state, runtime_dir=run) as d1, ft.Bus() as bus2:
                 c = d1.client
                 sock = os.path.join(run, 'private')
                 pending = c.call_async('ApplyBatch', [('/a', True), ('/s', True)], 'auto', LONG_USEC,
@@ -104,9 +112,19 @@ def test():
                 ft.check(not pending.done(), 'the batch waits for /s')
                 run_before, state_before = snapshot(run), snapshot(state)
 
-                # ---- the same directories
+                # ---- the same directories and the same bus: the name stops it first
                 status, lines = run_freezerd(bus, sc, d1.config_path, run, state)
-                ft.check_equal(status, 1, 'a second freezerd on the same runtime directory exits 1')
+                ft.check_equal(status, 1, 'a second freezerd on the same directories and bus exits 1')
+                want = f'the name {ft.BUS_NAME} is owned by another process (another freezerd?), PID {d1.pid}.'
+                ft.check(len(lines) == 1 and want in lines[0], f'... with one line saying "{want}"', lines)
+                ft.check_equal((sc.read_freeze('/a'), sc.read_freeze('/s'), sc.frozen('/a')), (1, 1, True),
+                               '... and both flags stay as freezerd 1 wrote them, /a frozen')
+                ft.check_equal((snapshot(run), snapshot(state)), (run_before, state_before),
+                               "... and freezerd 1's directories are unchanged")
+
+                # ---- the same directories, another bus: the locks stop it
+                status, lines = run_freezerd(bus2, sc, d1.config_path, run, state)
+                ft.check_equal(status, 1, 'a second freezerd on the same runtime directory (another bus) exits 1')
                 want = f'Another freezerd (PID {d1.pid}) is running with runtime directory {run}'
                 ft.check(len(lines) == 1 and want in lines[0], f'... with one line: "{want}"', lines)
                 ft.check_equal((sc.read_freeze('/a'), sc.read_freeze('/s'), sc.frozen('/a')), (1, 1, True),
@@ -125,7 +143,7 @@ def test():
                 # way round
                 for new_run, new_state, held, what in ((os.path.join(dirs, 'new', 'run'), state, state, 'state'),
                                                        (run, os.path.join(dirs, 'new', 'state'), run, 'runtime')):
-                    status, lines = run_freezerd(bus, sc, d1.config_path, new_run, new_state)
+                    status, lines = run_freezerd(bus2, sc, d1.config_path, new_run, new_state)
                     ft.check_equal(status, 1, f'a second freezerd on the same {what} directory exits 1')
                     want = f'Another freezerd (PID {d1.pid}) is running with {what} directory {held}'
                     ft.check(len(lines) == 1 and want in lines[0], f'... with one line: "{want}"', lines)
@@ -135,14 +153,25 @@ def test():
                     ft.check_equal((snapshot(run), snapshot(state)), (run_before, state_before),
                                    "... and freezerd 1's directories are unchanged")
 
-                # ---- directories of its own, the same bus
+                # ---- directories of its own, the same bus; its runtime directory holds a journal (a
+                # copy of freezerd 1's: /a and /s were 0 before), which it must not recover
+                journal = journals()[0]
+                shutil.copyfile(os.path.join(run, journal), os.path.join(run3, journal))
                 status, lines = run_freezerd(bus, sc, d1.config_path, run3, state3)
                 ft.check_equal(status, 1, 'a third freezerd on other directories but the same bus exits 1')
-                want = f'the name {ft.BUS_NAME} is owned by another process (another freezerd?)'
+                want = f'the name {ft.BUS_NAME} is owned by another process (another freezerd?), PID {d1.pid}.'
                 ft.check(len(lines) == 1 and want in lines[0], f'... with one line saying "{want}"', lines)
                 ft.check_equal((sc.read_freeze('/a'), sc.read_freeze('/s')), (1, 1),
-                               '... and the flags stay as freezerd 1 wrote them')
+                               '... and the flags stay as freezerd 1 wrote them: the journal in its runtime '
+                               'directory was not recovered')
+                ft.check_equal((sorted(os.listdir(run3)), os.listdir(state3)), ([journal], []),
+                               '... which it left as it was, and its state directory empty: no lock file')
                 ft.check_equal(snapshot(run), run_before, '... and freezerd 1\'s runtime directory is unchanged')
+                new_run, new_state = os.path.join(dirs, 'new', 'run'), os.path.join(dirs, 'new', 'state')
+                status, lines = run_freezerd(bus, sc, d1.config_path, new_run, new_state)
+                ft.check(status == 1 and len(lines) == 1 and want in lines[0] and
+                         not os.path.exists(os.path.join(dirs, 'new')),
+                         '... and one on directories that do not exist makes neither', (status, lines))
                 ft.check(not pending.done(), 'the batch still waits')
 
                 # ---- the batch ends as it would have alone

@@ -21,8 +21,8 @@
     here), with its lock file and tracked.json from before: freezerd starts,
     says that the directory is read-only, tracks what tracked.json names, and a
     Track() succeeds (its save fails with a warning naming the directory).  A
-    second freezerd on the same state directory (another runtime directory)
-    still finds it locked (and does not name the PID in the file, which is
+    second freezerd on the same state directory (another runtime directory and
+    bus) still finds it locked (and does not name the PID in the file, which is
     the start's before, that could write it).  Without a lock file there it starts too.  (Before,
     freezerd exited 1: "Cannot open DIR/lock: Read-only file system".)"""
 
@@ -141,7 +141,9 @@ def test():
                                    d.log()), 'the failed save logged', d.log())
                 other_run = os.path.join(base, 'run2')
                 os.mkdir(other_run)
-                status, out = run_second(bus, sc, other_run, state, d.config_path)
+                # On another bus: on this one the bus name stops it before the directories.
+                with ft.Bus() as bus2:
+                    status, out = run_second(bus2, sc, other_run, state, d.config_path)
                 ft.check_equal(status, 1, 'a second freezerd on the read-only state directory exits 1')
                 # (Not the PID: the file holds that of the start before, which could write it.)
                 ft.check(f'Another freezerd is running with state directory {state}.' in out,
