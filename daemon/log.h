@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Logging to stderr with the "<N>" syslog priority prefixes that journald
- * understands (SyslogLevelPrefix=yes is the default for services). */
+/* Logging to stderr, with the "<N>" syslog priority prefixes that journald
+ * understands (SyslogLevelPrefix=yes is the default for services) when
+ * stderr is the journal ($JOURNAL_STREAM names it), as systemd's tools do. */
 
 #include <syslog.h>
 
 #include "util.h"
 
+/* Looks at stderr and $JOURNAL_STREAM once, before any thread: the first
+ * message does it otherwise. */
+void log_setup(void);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 

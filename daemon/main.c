@@ -124,7 +124,9 @@ static void help(void) {
                "waiting calls fail with Cancelled, calls not yet read are refused (nothing\n"
                "done); SIGHUP reloads the configuration.\n"
                "\n"
-               "Environment: FREEZERD_LOG_LEVEL=debug|info|notice|warning|err.\n"
+               "Environment: FREEZERD_LOG_LEVEL=debug|info|notice|warning|err.  Log lines\n"
+               "go to stderr, with a <N> priority prefix when $JOURNAL_STREAM names it (the\n"
+               "journal, as systemd sets it for a service).\n"
                "\n"
                "Exit status:\n"
                "  0  exited on SIGTERM or SIGINT, or --help, --version\n"
@@ -771,6 +773,7 @@ int main(int argc, char *argv[]) {
 
         (void) mallopt(M_MMAP_THRESHOLD, MALLOC_THRESHOLD);
         (void) mallopt(M_TRIM_THRESHOLD, MALLOC_THRESHOLD);
+        log_setup();
         setup_log_level();
         r = parse_argv(argc, argv);
         if (r <= 0)

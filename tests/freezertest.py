@@ -1013,6 +1013,10 @@ class Daemon:
         env.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
         print('# starting ' + ' '.join(argv), flush=True)
         with open(self.log_path, 'w') as log:
+            # The log plays the journal: freezerd prefixes "<N>" priorities (warnings()) only
+            # to a stderr that $JOURNAL_STREAM names, as systemd sets it for a service.
+            st = os.fstat(log.fileno())
+            env['JOURNAL_STREAM'] = f'{st.st_dev}:{st.st_ino}'
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, preexec_fn=_child_setup(pdeathsig=signal.SIGTERM))
         self._pidfd = os.pidfd_open(self.proc.pid)

@@ -6,7 +6,7 @@ problem and points to --help, before freezerd touches anything.
 Checks, each run with --runtime-dir and --state-dir naming directories that do
 not exist yet (and a bus address where nothing listens):
   * an unknown option (--bogus, -x), an option without its argument
-    (--address), an argument (extra): exit 2, one line "<3>...; see freezerd
+    (--address), an argument (extra): exit 2, one line "...; see freezerd
     --help.", naming the option; no getopt message of its own.
   * an empty value for --address=, --cgroup-root=, --config=, --runtime-dir=,
     --state-dir=, and a relative --runtime-dir and --state-dir: exit 2, one
@@ -14,7 +14,11 @@ not exist yet (and a bus address where nothing listens):
   * two bus options (--address= with --system, or with --user): exit 2, one
     line naming both.
   * none of them created the runtime or state directory.
-  * --help exits 0 and documents the exit statuses; --version exits 0."""
+  * --help exits 0 and documents the exit statuses; --version exits 0.
+  * The "<N>" priority prefix (here "<3>") only when stderr is the journal:
+    $JOURNAL_STREAM names stderr's DEV:INODE (a file here).  Not to a pipe
+    without it, nor when it names another file (inherited); it was always
+    there, on a terminal too."""
 
 import os
 import re
@@ -30,10 +34,13 @@ import freezertest as ft  # noqa: E402
 NOWHERE = 'unix:path=/nonexistent/bus'
 
 
-def freezerd(*args):
+def freezerd(*args, env=None, stderr=None):
     argv = ft.FREEZERD_WRAPPER + [ft.FREEZERD_BIN, *args]
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != 'JOURNAL_STREAM'}
     try:
-        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE if stderr is None else stderr, text=True, env=env,
                            timeout=ft.DEFAULT_TIMEOUT, preexec_fn=ft._child_setup(pdeathsig=signal.SIGKILL))
     except subprocess.TimeoutExpired:
         ft.fail(f'freezerd {" ".join(args)} did not exit')
@@ -70,12 +77,27 @@ def test():
             lines = [x for x in r.stderr.splitlines() if not x.startswith('==')]  # but valgrind's
             what = f'freezerd {" ".join(args)}'
             ft.check_equal(r.returncode, 2, f'{what}: exit status 2')
-            ft.check(len(lines) == 1 and re.fullmatch(r'<3>.*; see freezerd --help\.', lines[0]) and
+            ft.check(len(lines) == 1 and re.fullmatch(r'[^<].*; see freezerd --help\.', lines[0]) and
                      all(w in lines[0] for w in words),
-                     f'{what}: one line "<3>...; see freezerd --help." naming {" ".join(words)}', lines)
+                     f'{what}: one line "...; see freezerd --help." naming {" ".join(words)}', lines)
             ft.check_equal(r.stdout, '', f'{what}: nothing on stdout')
             ft.check(not os.path.exists(run) and not os.path.exists(state),
                      f'{what}: no runtime or state directory was created')
+
+        # The priority prefix: only to the journal, which $JOURNAL_STREAM names.
+        log = os.path.join(tmp, 'stderr')
+        other = os.path.join(tmp, 'other')
+        open(other, 'w').close()
+        for name, stream, want in (('stderr', log, "<3>Invalid option '--bogus'"),
+                                   ('another file', other, "Invalid option '--bogus'")):
+            with open(log, 'w') as f:
+                st = os.stat(stream)
+                env = dict(os.environ, JOURNAL_STREAM=f'{st.st_dev}:{st.st_ino}')
+                r = freezerd(f'--address={NOWHERE}', *dirs, '--bogus', env=env, stderr=f)
+            with open(log) as f:
+                lines = [x for x in f.read().splitlines() if not x.startswith('==')]
+            ft.check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith(want),
+                     f'$JOURNAL_STREAM naming {name}: the line starts "{want}"', lines)
 
         r = freezerd('--help')
         ft.check(r.returncode == 0 and 'Exit status:' in r.stdout, '--help exits 0 and documents the exit statuses',
