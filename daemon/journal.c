@@ -928,9 +928,10 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                         } else
                                 restored++;
                 }
-                log_notice("Recovered interrupted batch %" PRIu64 ": %u group%s restored to their previous flag, "
+                log_notice("Recovered interrupted batch %" PRIu64 ": %u %s previous flag%s, "
                            "%u had it already (not written before the stop), %u gone, %u failed.",
-                           f->id, restored, restored == 1 ? "" : "s", unchanged, gone, failed);
+                           f->id, restored, restored == 1 ? "group restored to its" : "groups restored to their",
+                           restored == 1 ? "" : "s", unchanged, gone, failed);
                 char esc[1024];
                 if (replaced > 0)
                         log_notice("Of batch %" PRIu64 "'s gone groups, %u (%s%s) %s removed and made again since "

@@ -239,8 +239,8 @@ def test():
                          f'(now, before) differ for {len(bad)}: {dict(list(bad.items())[:8])}')
                 check_no_journal(f'{what}: the journal is gone after recovery')
                 log = d.log()
-                recovered = re.findall(r'Recovered interrupted batch (\d+): (\d+) groups? restored to their previous '
-                                       r'flag, (\d+) had it already \(not written before the stop\), (\d+) gone, '
+                recovered = re.findall(r'Recovered interrupted batch (\d+): (\d+) groups? restored to (?:its|their) '
+                                       r'previous flags?, (\d+) had it already \(not written before the stop\), (\d+) gone, '
                                        r'(\d+) failed', log)
                 if journal_id is None:
                     ft.check_equal(recovered, [], f'{what}: nothing to recover (no journal was left)')

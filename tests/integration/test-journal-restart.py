@@ -73,8 +73,8 @@ def write_flag(d, v):
 
 
 def recovered(log):
-    return re.findall(r'Recovered interrupted batch (\d+): (\d+) groups? restored to their previous flag, (\d+) had '
-                      r'it already \(not written before the stop\), (\d+) gone, (\d+) failed', log)
+    return re.findall(r'Recovered interrupted batch (\d+): (\d+) groups? restored to (?:its|their) previous flags?, '
+                      r'(\d+) had it already \(not written before the stop\), (\d+) gone, (\d+) failed', log)
 
 
 def test():

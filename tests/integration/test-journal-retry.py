@@ -78,7 +78,7 @@ def test():
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
                 log = d.log()
                 ft.check('Cannot restore /a to freeze=0: Read-only file system' in log, 'the failure logged', log)
-                ft.check('Recovered interrupted batch 7: 0 groups restored to their previous flag, 1 had it already '
+                ft.check('Recovered interrupted batch 7: 0 groups restored to their previous flags, 1 had it already '
                          '(not written before the stop), 0 gone, 1 failed.' in log, 'the summary', log)
                 ft.check(f'The 1 group of batch 7 that could not be restored is kept in {retry}: the next start '
                          'tries again.' in log, 'where it is kept logged', log)
@@ -98,7 +98,7 @@ def test():
             mount('-o', 'remount,bind,rw', ro)
             with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir) as d:
                 log = d.log()
-                ft.check('Recovered interrupted batch 7: 1 group restored to their previous flag, 0 had it already '
+                ft.check('Recovered interrupted batch 7: 1 group restored to its previous flag, 0 had it already '
                          '(not written before the stop), 0 gone, 0 failed.' in log, 'the retry restores /a', log)
                 ft.check_equal(sc.read_freeze('/a'), 0, '/a thawed')
                 ft.check_equal(sc.read_freeze('/h'), 1, '/h still frozen')
