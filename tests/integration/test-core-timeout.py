@@ -15,8 +15,9 @@ Checks:
     the kernel says frozen 0, FreezerState "freezing", Freeze true, Frozen false.
     The message names the task that keeps /h from freezing, its state (D) and
     the kernel function it sleeps in (/proc/PID/wchan), and not the sleeper,
-    which is frozen.
-  * With the flag already 1, Freeze(ROLLBACK) writes back the previous value, 1.
+    which is frozen.  It and the log say "after 500 ms" (it was "500.000ms").
+  * With the flag already 1, Freeze(1.25 s, ROLLBACK) writes back the previous
+    value, 1; the message says "after 1.25 s".
   * Thaw then succeeds.
   * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
     fails with Timeout after >= 700 ms.
@@ -87,14 +88,18 @@ def test():
             ft.check(f'Not frozen: task {stuck.pid} (stat) of /h, in uninterruptible sleep in {wchan}' in e.message,
                      f'the Timeout message names the task asleep in {wchan} (state D)', repr(e.message))
             ft.check(str(sleeper.pid) not in e.message, 'and not the frozen sleeper', repr(e.message))
-            ft.check(f'A call timed out after 500.000ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
+            ft.check(e.message.startswith('Timed out after 500 ms waiting for /h'),
+                     'the Timeout message says "after 500 ms"', repr(e.message))
+            ft.check(f'A call timed out after 500 ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
                      in d.log(), "freezerd's log says so too", d.log()[-2000:])
             ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
             ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
 
-            # ---- rollback restores the previous value, which is 1 now
-            e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            # ---- rollback restores the previous value, which is 1 now (1.25 s: "1.25 s" in the message)
+            e, dt = timed_timeout(c.call, 'Freeze', '/h', 1250000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(e.message.startswith('Timed out after 1.25 s waiting for /h'),
+                     'the Timeout message says "after 1.25 s"', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 1, 'rollback to the previous value 1: cgroup.freeze stays 1')
             ft.check_equal(state(), ('freezing', True, False), 'still freezing')
 
