@@ -465,7 +465,15 @@ static int check_access_groups(Manager *m, Caller *c, BatchItem *items, Group *c
         }
         denied = access_first_denied(ACCESS_FREEZE, caller, owners, n);
         if (denied < n) {
-                const Group *g = items ? items[denied].group : groups[denied];
+                Group *g = items ? items[denied].group : groups[denied];
+                /* Its owner was read through the file kept open, or its path:
+                 * a group removed and made again under its name a moment ago
+                 * may be another caller's, or this caller's now.  The call
+                 * starts over on the group there is (call_again_if_remade()),
+                 * rather than be refused for one that is gone. */
+                r = manager_group_check_exists(m, g);
+                if (r == -ESTALE)
+                        return r;
                 r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : g->path, false, error);
                 return r < 0 ? r : -EACCES;
         }
@@ -1704,6 +1712,17 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = check_flags(flags, FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT, error);
         if (r < 0)
                 return r;
+        /* The checks below read the model's groups (their flags, their
+         * owners): one of the named groups removed and made again under its
+         * name a moment ago would be judged by the group that is gone (an
+         * excluded group whose old flag was 1 refused).  The call starts over
+         * on the groups there are (call_again_if_remade()).  One removed for
+         * good is answered below, in the order of checks. */
+        for (size_t i = 0; i <= n_excluded; i++) {
+                r = manager_group_check_exists(m, i < n_excluded ? excluded[i] : top);
+                if (r == -ESTALE)
+                        return r;
+        }
 
         r = refuse_odd_in_cover(m, top, excluded, n_excluded, true, error);
         if (r < 0)

@@ -917,6 +917,21 @@ class Bus:
         return False
 
 
+def client_as_nobody(bus):
+    """A Client of bus connected with the effective uid of the user "nobody" (the bus
+    learns it from SO_PEERCRED), or None where there is no such user."""
+    try:
+        uid = pwd.getpwnam('nobody').pw_uid
+    except KeyError:
+        return None
+    bus.open_to_other_uids()
+    os.seteuid(uid)
+    try:
+        return Client(bus.address)
+    finally:
+        os.seteuid(0)
+
+
 _current_bus = None
 
 

@@ -32,6 +32,7 @@ skipped at its first request and written at its last: (1, 20001) for 20,001 path
 It is the group written now, (1, 20000)."""
 
 import os
+import pwd
 import signal
 import sys
 
@@ -128,20 +129,23 @@ def test():
                     c.call('Freeze', '/t/a', 0, 0)
                     c.call('Thaw', '/t/a', 0, 0)
 
-            def raced(sleeper, frozen, method, *args):
-                """method(*args) sent while freezerd is stopped, after /t/a's rmdir and mkdir."""
+            def raced(sleeper, frozen, method, *args, client=priv, owner=None):
+                """method(*args) sent by client while freezerd is stopped, after /t/a's rmdir
+                and mkdir (the new /t/a delegated to owner, a uid, if given)."""
                 ft.stop_in_epoll_wait(d.pid)
                 try:
                     sc.rmdir('/t/a')
                     sc.mkdir('/t/a')
+                    if owner is not None:
+                        sc.delegate('/t/a', owner)
                     if sleeper:
                         sc.spawn_sleepers('/t/a', 1)
                     if frozen:  # someone else's write
                         sc.write_freeze('/t/a', 1)
                     if method == 'group Freeze':  # the method of /t/a's object
-                        call = priv.group_call_async('/t/a', 'Freeze', *args)
+                        call = client.group_call_async('/t/a', 'Freeze', *args)
                     else:
-                        call = priv.call_async(method, *args)
+                        call = client.call_async(method, *args)
                 finally:
                     os.kill(d.pid, signal.SIGCONT)
                 return call
@@ -155,6 +159,26 @@ def test():
                             c.group_property('/t/a', 'Frozen')) == \
                         (ino, bool(sc.read_freeze('/t/a')), sc.frozen('/t/a'))
                 ft.wait_for(same, what=f'{what}: the object of /t/a is the new group, as the kernel has it')
+
+            def retried(what, once):
+                """once(): one try (the set-up, the raced call, the checks), tried again (up
+                to 5 times) until freezerd's log says that it handled the call again."""
+                for attempt in range(5):
+                    n = d.log().count(REMADE_LINE)
+                    once()
+                    hit = d.log().count(REMADE_LINE) > n
+                    c.call('Thaw', '/t', 0, ft.FLAG_RECURSIVE)
+                    if hit:
+                        return
+                    print('# the removal was read before the call, again', flush=True)
+                ft.fail(f'{what}: the removal was read before the call in 5 tries')
+
+            def answered(what, call, reply):
+                try:
+                    got = tuple(call.result())
+                except ft.DBusError as e:
+                    ft.fail(f'{what}: failed: {e.name}: {e.message}')
+                ft.check_equal(got, reply, f'{what}: the reply')
 
             cases = (
                 ('Freeze(/t/a)', True, False, ('Freeze', '/t/a', 0, 0), ()),
@@ -173,27 +197,54 @@ def test():
                 for sleeper in (True, False):
                     for name, freeze, frozen, call, reply in cases:
                         what = f'{name} with /t/a ({how}) removed and made again ({"a sleeper" if sleeper else "empty"})'
-                        for attempt in range(5):
+
+                        def once():
                             made(written)
-                            n = d.log().count(REMADE_LINE)
-                            got = None
-                            try:
-                                got = tuple(raced(sleeper, frozen, *call).result())
-                            except ft.DBusError as e:
-                                ft.fail(f'{what}: failed: {e.name}: {e.message}')
-                            ft.check_equal(got, reply, f'{what}: the reply')
+                            answered(what, raced(sleeper, frozen, *call), reply)
                             ft.check_equal(sc.read_freeze('/t/a'), int(freeze), f'{what}: the new /t/a flag')
                             if freeze:
                                 sc.wait_events('/t/a', frozen=1)
                             ft.check_equal(sc.frozen('/t/a'), freeze, f'{what}: the new /t/a frozen as asked')
                             object_as_kernel(what)
-                            hit = d.log().count(REMADE_LINE) > n
-                            c.call('Thaw', '/t', 0, ft.FLAG_RECURSIVE)
-                            if hit:
-                                break
-                            print('# the removal was read before the call, again', flush=True)
-                        else:
-                            ft.fail(f'{what}: the removal was read before the call in 5 tries')
+                        retried(what, once)
+
+            # The old /t/a frozen by its own flag, excluded: the checks of the excluded
+            # groups' flags (InvalidArgs, "its own cgroup.freeze is 1") came before the
+            # look at whether it was made again, and refused the call for the group that
+            # is gone.
+            for sleeper in (True, False):
+                what = f'FreezeExcept(/t, [/t/a]) with /t/a frozen by its flag, removed and made again ' \
+                    f'({"a sleeper" if sleeper else "empty"})'
+
+                def once():
+                    made(False)
+                    c.call('Freeze', '/t/a', 0, 0)
+                    answered(what, raced(sleeper, False, 'FreezeExcept', '/t', ['/t/a'], 0, 0), (['/t/b'],))
+                    ft.check_equal(sc.read_freeze('/t/a'), 0, f'{what}: the new /t/a flag')
+                    ft.check_equal(sc.frozen('/t/a'), False, f'{what}: the new /t/a runs')
+                    object_as_kernel(what)
+                retried(what, once)
+
+            # A caller who may freeze the new /t/a (delegated to it) but not the old one
+            # (root's), whose owner freezerd read through the file kept open: refused
+            # (AccessDenied) for the group that is gone.
+            u = ft.client_as_nobody(bus)
+            if u is None:
+                print('# no user "nobody": the check of a caller owning the new group is skipped', flush=True)
+            else:
+                with u:
+                    uid = pwd.getpwnam('nobody').pw_uid
+                    what = 'Freeze(/t/a) by the owner of the new /t/a (the old one root\'s, written before)'
+
+                    def once():
+                        if sc.exists('/t/a'):  # (the new one of a try before: the caller's)
+                            sc.delegate('/t/a', 0)
+                        made(True)
+                        answered(what, raced(True, False, 'Freeze', '/t/a', 0, 0, client=u, owner=uid), ())
+                        ft.check_equal(sc.read_freeze('/t/a'), 1, f'{what}: the new /t/a flag')
+                        sc.wait_events('/t/a', frozen=1)
+                        object_as_kernel(what)
+                    retried(what, once)
 
             # SKIP_MISSING: /t/n missing at the first request naming it, made before the
             # last one (a mkdir during the call): counted once, in writes.

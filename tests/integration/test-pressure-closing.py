@@ -26,7 +26,6 @@ long enough to be seen (a close is otherwise a grace period, 40 us to 17 ms).
 No sleeps: every wait is on D-Bus replies or /proc, with a deadline."""
 
 import os
-import pwd
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -42,20 +41,6 @@ NOFILE = 64                 # 16 triggers in all, 4 for one uid but root
 
 def env():
     return {'FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC': str(int(DELAY * 1e6))}
-
-
-def as_nobody(bus):
-    """A client connected as nobody (as test-pressure-fds'); None where there is no such user."""
-    try:
-        uid = pwd.getpwnam('nobody').pw_uid
-    except KeyError:
-        return None
-    bus.open_to_other_uids()
-    os.seteuid(uid)
-    try:
-        return ft.Client(bus.address)
-    finally:
-        os.seteuid(0)
 
 
 def wait_closed(d, n, what):
@@ -80,7 +65,7 @@ def part_client(sc, bus):
 def part_uid_and_total(sc, bus):
     with ft.Daemon(bus, sc.root, env=env(), wrapper=['prlimit', f'--nofile={NOFILE}:{2 * NOFILE}', '--']) as d:
         c = d.client
-        u = as_nobody(bus)
+        u = ft.client_as_nobody(bus)
         if u is None:
             print('# no user "nobody": the checks of one user\'s bound are skipped', flush=True)
         else:

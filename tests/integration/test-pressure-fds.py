@@ -30,7 +30,6 @@ Checks, freezerd started under `prlimit --nofile=64:128` (soft 64, hard 128):
 No sleeps: every wait is on D-Bus replies."""
 
 import os
-import pwd
 import resource
 import sys
 
@@ -41,22 +40,6 @@ ERROR_LIMITS_EXCEEDED = 'org.freezerd.Freezer1.Error.LimitsExceeded'
 WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
 THRESHOLD = 100_000         # usec
 NOFILE = 64
-
-
-def as_nobody(bus):
-    """A client of the bus connected as nobody (None where there is no such user)."""
-    try:
-        uid = pwd.getpwnam('nobody').pw_uid
-    except KeyError:
-        print('# no user "nobody": the check of one user\'s share is skipped', flush=True)
-        return None
-    bus.open_to_other_uids()
-    # Connected with nobody's effective uid: the bus learns it from SO_PEERCRED.
-    os.seteuid(uid)
-    try:
-        return ft.Client(bus.address)
-    finally:
-        os.seteuid(0)
 
 
 def part_readings(sc, bus):
@@ -162,8 +145,10 @@ def test():
 
             # A user but root gets a quarter of them (4 of 16 here), over all its
             # connections: the others keep the rest.
-            u = as_nobody(bus)
-            if u:
+            u = ft.client_as_nobody(bus)
+            if u is None:
+                print('# no user "nobody": the check of one user\'s share is skipped', flush=True)
+            else:
                 with u:
                     u_ids = []
                     while len(u_ids) < NOFILE:
