@@ -1119,24 +1119,33 @@ static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_b
         return start_freeze(m, &c, msg, g, freeze, timeout_usec, flags, error);
 }
 
-static int method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* The Manager methods that write flags: handler(msg), and again while
+ * call_again_if_remade() says so. */
+static int handle_until_not_remade(sd_bus_message *msg, void *userdata, sd_bus_message_handler_t handler,
+                                   sd_bus_error *error) {
         unsigned tries = 0;
         int r;
 
         do
-                r = method_freeze_thaw(msg, userdata, true, error);
+                r = handler(msg, userdata, error);
         while (call_again_if_remade(userdata, msg, &r, &tries, error));
         return r;
 }
 
-static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        unsigned tries = 0;
-        int r;
+static int freeze_call(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_freeze_thaw(msg, userdata, true, error);
+}
 
-        do
-                r = method_freeze_thaw(msg, userdata, false, error);
-        while (call_again_if_remade(userdata, msg, &r, &tries, error));
-        return r;
+static int thaw_call(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_freeze_thaw(msg, userdata, false, error);
+}
+
+static int method_freeze(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return handle_until_not_remade(msg, userdata, freeze_call, error);
+}
+
+static int method_thaw(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return handle_until_not_remade(msg, userdata, thaw_call, error);
 }
 
 static int reply_group_object(sd_bus_message *msg, const Group *g) {
@@ -1565,13 +1574,7 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 }
 
 static int method_apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        unsigned tries = 0;
-        int r;
-
-        do
-                r = apply_batch(msg, userdata, error);
-        while (call_again_if_remade(userdata, msg, &r, &tries, error));
-        return r;
+        return handle_until_not_remade(msg, userdata, apply_batch, error);
 }
 
 /* FreezeExcept leaves an excluded branch running by freezing, at each
@@ -1959,13 +1962,7 @@ static int remove_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd
 }
 
 static int method_freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        unsigned tries = 0;
-        int r;
-
-        do
-                r = freeze_except(msg, userdata, error);
-        while (call_again_if_remade(userdata, msg, &r, &tries, error));
-        return r;
+        return handle_until_not_remade(msg, userdata, freeze_except, error);
 }
 
 static int method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
