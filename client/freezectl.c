@@ -1245,13 +1245,8 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         break;
         }
 
-        if (results) {
-                if (print_json(results) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(results);
-        }
+        if (results && print_json_and_put(results) != EXIT_SUCCESS)
+                ret = EXIT_FAILURE;
 
         return ret;
 }
@@ -1543,13 +1538,8 @@ static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
                         break;
         }
 
-        if (results) {
-                if (print_json(results) < 0) {
-                        log_oom();
-                        ret = EXIT_FAILURE;
-                }
-                json_object_put(results);
-        }
+        if (results && print_json_and_put(results) != EXIT_SUCCESS)
+                ret = EXIT_FAILURE;
         return ret;
 }
 
