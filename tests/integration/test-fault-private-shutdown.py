@@ -81,23 +81,11 @@ def unread_by_us(sock):
 def replies_until_closed(sock, timeout):
     """The messages freezerd sends on sock until it closes it."""
     parser = Parser()
+    parser.add_data(bytes_until_closed(sock, timeout))
     messages = []
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            ft.fail('freezerd did not close the reading connection on its way out')
-        if not select.select([sock], [], [], left)[0]:
-            continue
-        try:
-            data = sock.recv(1 << 16)
-        except ConnectionResetError:
-            data = b''
-        if not data:
-            return messages
-        parser.add_data(data)
-        while (msg := parser.get_next_message()) is not None:
-            messages.append(msg)
+    while (msg := parser.get_next_message()) is not None:
+        messages.append(msg)
+    return messages
 
 
 def fill(sock, batch, what):
