@@ -389,21 +389,22 @@ int bus_event_prepare(BusEvent *be) {
 
 /* While the shutdown's replies are flushed, sd_bus_process() also dispatches
  * what the peer sent meanwhile: no new work then, whatever filter runs first
- * (the manager's filter_get_all() only reads). */
-static int refuse_during_shutdown(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+ * (the manager's filter_get_all() only reads).  userdata is the error. */
+static int refuse_call(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const sd_bus_error *refusal = userdata;
         uint8_t type;
 
         if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
                 return 0;
-        (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_CANCELLED, "freezerd is shutting down; nothing was done");
+        (void) sd_bus_reply_method_error(msg, refusal);
         return 1;
 }
 
-void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait) {
+void bus_refusing_flush(sd_bus *bus, uint64_t deadline, bool wait, const sd_bus_error *refusal) {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
 
         /* Each call its own (nothing is dispatched between two calls). */
-        if (sd_bus_add_filter(bus, &slot, refuse_during_shutdown, NULL) < 0)
+        if (sd_bus_add_filter(bus, &slot, refuse_call, (void *) refusal) < 0)
                 return; /* no memory: what came meanwhile gets no answer */
         for (;;) {
                 uint64_t n;
@@ -428,6 +429,13 @@ void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait) {
                 if (sd_bus_wait(bus, deadline - n) < 0)
                         return;
         }
+}
+
+void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait) {
+        static const sd_bus_error cancelled =
+                SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_CANCELLED, "freezerd is shutting down; nothing was done");
+
+        bus_refusing_flush(bus, deadline, wait, &cancelled);
 }
 
 bool bus_output_pending(sd_bus *bus) {

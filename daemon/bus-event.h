@@ -69,6 +69,8 @@ int bus_event_prepare(BusEvent *be);
  * with many connections first gives each what its socket takes at once.
  * Other messages are dispatched as usual (signals to their matches). */
 void bus_shutdown_flush(sd_bus *bus, uint64_t deadline, bool wait);
+/* The same, refusing the calls with refusal (which outlives the call). */
+void bus_refusing_flush(sd_bus *bus, uint64_t deadline, bool wait, const sd_bus_error *refusal);
 
 /* Whether messages wait in the connection's queue, unsent (the socket full). */
 bool bus_output_pending(sd_bus *bus);

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 
 static int max_level = LOG_INFO;
 static int prefix = -1; /* the "<N>" prefixes: 1 yes, 0 no, -1 not known yet */
+/* The last message at LOG_ERR or worse of this thread (log_last_error()). */
+static _Thread_local char last_error[512];
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -40,6 +43,14 @@ void log_setup(void) {
         prefix = stderr_is_journal();
 }
 
+const char *log_last_error(void) {
+        return last_error[0] ? last_error : NULL;
+}
+
+void log_forget_last_error(void) {
+        last_error[0] = 0;
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...) {
         int saved = errno;
         if (error < 0)
@@ -64,6 +75,11 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                         fprintf(stderr, "%s%s (%s:%d %s)\n", pri, buf, file, line, func);
                 else
                         fprintf(stderr, "%s%s\n", pri, buf);
+                if (level <= LOG_ERR) {
+                        size_t n = strnlen(buf, sizeof last_error - 1);
+                        memcpy(last_error, buf, n);
+                        last_error[n] = 0;
+                }
         }
 
         errno = saved;

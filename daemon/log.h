@@ -14,6 +14,12 @@
 void log_setup(void);
 void log_set_max_level(int level);
 int log_get_max_level(void);
+/* The last message at LOG_ERR or worse that this thread logged since
+ * log_forget_last_error(), without its prefix, or NULL: a failed start's reason,
+ * for the callers it refuses (its message is always logged: "err" is the least
+ * FREEZERD_LOG_LEVEL logs). */
+const char *log_last_error(void);
+void log_forget_last_error(void);
 
 /* Returns -abs(error) so that callers can write "return log_error_errno(r, ...)". */
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...)

@@ -526,11 +526,62 @@ static void on_signal_fd(evutil_socket_t fd, short what, void *userdata) {
         }
 }
 
+/* FREEZERD_TEST_START_DELAY_USEC: the start waits so long once the bus name
+ * is ours, for tests of the calls that come meanwhile. */
+static void test_start_delay(void) {
+        const char *e = getenv("FREEZERD_TEST_START_DELAY_USEC");
+        uint64_t usec, until;
+
+        if (!e)
+                return;
+        usec = strtoull(e, NULL, 10);
+        log_warning("FREEZERD_TEST_START_DELAY_USEC=%" PRIu64 ": the start waits after taking the bus name (for "
+                    "tests only).",
+                    usec);
+        until = now_usec() + usec;
+        for (uint64_t n = now_usec(); n < until; n = now_usec()) {
+                struct timespec ts = {
+                        .tv_sec = (time_t) ((until - n) / USEC_PER_SEC),
+                        .tv_nsec = (long) ((until - n) % USEC_PER_SEC * 1000),
+                };
+                (void) nanosleep(&ts, NULL);
+        }
+}
+
+/* A start that failed with the bus name ours: the calls dbus-daemon passed on
+ * meanwhile (they waited in the socket for the start) are refused with Failed
+ * "freezerd failed to start: REASON", the reason logged, and so are those that
+ * come until the name is released.  Without it their callers got dbus-daemon's
+ * NoReply once we left, which says neither why nor that nothing was done. */
+static void refuse_after_failed_start(sd_bus *bus, int r) {
+        _cleanup_free_ char *message = NULL;
+        const char *reason = log_last_error();
+        size_t n;
+
+        if (asprintf(&message, "freezerd failed to start: %s", reason ?: strerror(r < 0 ? -r : EIO)) < 0)
+                message = NULL;
+        /* "... directory DIR." in the log, without its period here. */
+        else if ((n = strlen(message)) > 0 && message[n - 1] == '.')
+                message[n - 1] = 0;
+        {
+                const sd_bus_error refusal =
+                        SD_BUS_ERROR_MAKE_CONST(SD_BUS_ERROR_FAILED, message ?: "freezerd failed to start");
+
+                bus_refusing_flush(bus, now_usec() + BUS_FLUSH_TIMEOUT_USEC, true, &refusal);
+                /* dbus-daemon passes on every call it routed to the name before
+                 * the release's reply, which sd_bus_release_name() queues
+                 * unread while it waits: the second flush refuses them. */
+                (void) sd_bus_release_name(bus, BUS_NAME);
+                bus_refusing_flush(bus, now_usec() + BUS_FLUSH_TIMEOUT_USEC, true, &refusal);
+        }
+}
+
 static int run(void) {
         _cleanup_free_ char *config_error = NULL, *root = NULL;
         Config config = {};
         bool config_missing;
         Daemon d = { .signal_fd = -1 };
+        bool name_owned = false;
         sigset_t signals;
         int r;
 
@@ -626,7 +677,11 @@ static int run(void) {
                 log_error_errno(r, "Cannot own the bus name %s: %m", BUS_NAME);
                 goto finish;
         }
+        name_owned = true;
+        test_start_delay();
 
+        /* What fails from here on is a reason for refuse_after_failed_start(). */
+        log_forget_last_error();
         r = manager_start(d.manager);
         if (r < 0)
                 goto finish;
@@ -734,6 +789,8 @@ finish:
         manager_bus_release_callers(true);
         if (d.bus && d.manager && d.manager->bus_ready)
                 bus_shutdown_flush(d.bus, now_usec() + BUS_FLUSH_TIMEOUT_USEC, true);
+        else if (name_owned)
+                refuse_after_failed_start(d.bus, r);
         d.private_bus = private_bus_free(d.private_bus);
         d.manager = manager_free(d.manager);
         /* What the flush held again (none: it refuses), and the bus's references. */
