@@ -3,7 +3,9 @@
 
 /* Logging to stderr, with the "<N>" syslog priority prefixes that journald
  * understands (SyslogLevelPrefix=yes is the default for services) when
- * stderr is the journal ($JOURNAL_STREAM names it), as systemd's tools do. */
+ * stderr is the journal ($JOURNAL_STREAM names it), as systemd's tools do.
+ * Elsewhere "LEVEL: message", after "TIME " (RFC 3339, local, microseconds)
+ * but on a terminal. */
 
 #include <syslog.h>
 

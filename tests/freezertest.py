@@ -946,6 +946,12 @@ def _bus_address(address):
 # ---- freezerd -----------------------------------------------------------------------------------------------
 
 
+# A log line of freezerd off the journal: "LEVEL: message" on a terminal, else after an
+# RFC 3339 local time with microseconds ("2026-12-06T21:03:04.123456+01:00 warning: ...").
+LOG_LINE_RE = re.compile(r'(?:(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) )?'
+                         r'(?P<level>emerg|alert|crit|error|warning|notice|info|debug): (?P<message>.*)')
+
+
 class Daemon:
     """The built freezerd on a Bus over a cgroup root, with NOTIFY_SOCKET on a datagram
     socket of ours; __enter__ returns once it sent READY=1 (and connects self.client).
@@ -959,12 +965,16 @@ class Daemon:
       the cgroup files it writes must be the uid's (a delegated subtree).
     state_dir, runtime_dir: directories to use (default: fresh ones, removed on exit);
       pass the same state_dir to a second Daemon to test a restart.
+    journal: True (default): the log plays the journal ($JOURNAL_STREAM names it, each
+      line starts "<N>"); False: a plain file, as StandardError=file: makes it ("TIME
+      LEVEL: message").
     On exit: SIGTERM, and the exit status must be 0 (else the test fails); the log
     (stdout+stderr) is printed whenever the test failed."""
 
     def __init__(self, bus, cgroup_root, config=None, args=(), env=None, connect=True, ready_timeout=None,
-                 state_dir=None, runtime_dir=None, wrapper=(), user=None):
+                 state_dir=None, runtime_dir=None, wrapper=(), user=None, journal=True):
         self.bus = bus
+        self.journal = journal
         self.user = user
         self.cgroup_root = cgroup_root
         self.config = {} if config is None else config
@@ -1028,10 +1038,14 @@ class Daemon:
         env.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
         print('# starting ' + ' '.join(argv), flush=True)
         with open(self.log_path, 'w') as log:
-            # The log plays the journal: freezerd prefixes "<N>" priorities (warnings()) only
-            # to a stderr that $JOURNAL_STREAM names, as systemd sets it for a service.
-            st = os.fstat(log.fileno())
-            env['JOURNAL_STREAM'] = f'{st.st_dev}:{st.st_ino}'
+            # The log plays the journal (unless journal=False): freezerd prefixes "<N>"
+            # priorities (warnings()) only to a stderr that $JOURNAL_STREAM names, as systemd
+            # sets it for a service.
+            if self.journal:
+                st = os.fstat(log.fileno())
+                env['JOURNAL_STREAM'] = f'{st.st_dev}:{st.st_ino}'
+            else:
+                env.pop('JOURNAL_STREAM', None)
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, preexec_fn=_child_setup(pdeathsig=signal.SIGTERM))
         self._pidfd = os.pidfd_open(self.proc.pid)
@@ -1080,9 +1094,14 @@ class Daemon:
 
     def warnings(self, besides=None):
         """freezerd's log lines at warning level or worse (sd-daemon prefixes <0> to
-        <4>), less those containing the text besides."""
-        return [line for line in self.log().splitlines()
-                if line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>') and (besides is None or besides not in line)]
+        <4>; off the journal the words LOG_LINE_RE's level names), less those containing
+        the text besides."""
+        def serious(line):
+            if self.journal:
+                return line[:3] in ('<0>', '<1>', '<2>', '<3>', '<4>')
+            m = LOG_LINE_RE.fullmatch(line)
+            return m is not None and m.group('level') in ('emerg', 'alert', 'crit', 'error', 'warning')
+        return [line for line in self.log().splitlines() if serious(line) and (besides is None or besides not in line)]
 
     def _print_log(self):
         _print_log('freezerd', self.log())

@@ -18,9 +18,13 @@ not exist yet (and a bus address where nothing listens):
   * The "<N>" priority prefix (here "<3>") only when stderr is the journal:
     $JOURNAL_STREAM names stderr's DEV:INODE (a file here).  Not to a pipe
     without it, nor when it names another file (inherited); it was always
-    there, on a terminal too."""
+    there, on a terminal too.
+  * Off the journal the line says its level: "error: MESSAGE" on a terminal
+    (a pty), "TIME error: MESSAGE" (an RFC 3339 local time with microseconds)
+    to a pipe or a file; before, it was the message alone."""
 
 import os
+import pty
 import re
 import shutil
 import signal
@@ -88,16 +92,44 @@ def test():
         log = os.path.join(tmp, 'stderr')
         other = os.path.join(tmp, 'other')
         open(other, 'w').close()
-        for name, stream, want in (('stderr', log, "<3>Invalid option '--bogus'"),
-                                   ('another file', other, "Invalid option '--bogus'")):
+        timed = r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d '
+        for name, stream, want in (('stderr', log, r"<3>Invalid option '--bogus'"),
+                                   ('another file', other, timed + r"error: Invalid option '--bogus'")):
             with open(log, 'w') as f:
                 st = os.stat(stream)
                 env = dict(os.environ, JOURNAL_STREAM=f'{st.st_dev}:{st.st_ino}')
                 r = freezerd(f'--address={NOWHERE}', *dirs, '--bogus', env=env, stderr=f)
             with open(log) as f:
                 lines = [x for x in f.read().splitlines() if not x.startswith('==')]
-            ft.check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith(want),
+            ft.check(r.returncode == 2 and len(lines) == 1 and re.match(want, lines[0]),
                      f'$JOURNAL_STREAM naming {name}: the line starts "{want}"', lines)
+        r = freezerd(f'--address={NOWHERE}', *dirs, '--bogus')
+        lines = [x for x in r.stderr.splitlines() if not x.startswith('==')]
+        ft.check(r.returncode == 2 and len(lines) == 1 and
+                 re.match(timed + "error: Invalid option '--bogus'", lines[0]), 'to a pipe: "TIME error: MESSAGE"', lines)
+
+        # A terminal: the level, no time (it is read as it comes).
+        master, slave = pty.openpty()
+        try:
+            r = freezerd(f'--address={NOWHERE}', *dirs, '--bogus', stderr=slave)
+            os.close(slave)
+            slave = -1
+            out = b''
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the pty's other end closed, all read
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            os.close(master)
+            if slave >= 0:
+                os.close(slave)
+        lines = [x for x in out.decode(errors='replace').splitlines() if not x.startswith('==')]
+        ft.check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: Invalid option '--bogus'"),
+                 'to a terminal: "error: MESSAGE", no time', lines)
 
         r = freezerd('--help')
         ft.check(r.returncode == 0 and 'Exit status:' in r.stdout, '--help exits 0 and documents the exit statuses',
