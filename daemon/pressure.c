@@ -672,7 +672,15 @@ static void *watch_thread(void *userdata) {
         struct epoll_event evs[32];
         uint64_t idle_since = 0; /* since when it has had nothing to do; 0: busy */
         bool waited = false;     /* an epoll_wait() of this thread worked */
+        unsigned generation;
+        bool test_fail, test_late;
         int error = 0;
+
+        pthread_mutex_lock(&p->lock);
+        generation = p->thread_generation; /* set by watch_thread_start_locked(), ours until joined */
+        pthread_mutex_unlock(&p->lock);
+        test_fail = generation - 1 < 64 && (p->test_fail_threads & UINT64_C(1) << (generation - 1));
+        test_late = test_fail && (p->test_fail_late & UINT64_C(1) << (generation - 1));
 
         for (;;) {
                 int n, timeout = -1;
@@ -718,8 +726,7 @@ static void *watch_thread(void *userdata) {
                         idle_since = 0;
                 pthread_mutex_unlock(&p->lock);
 
-                if (p->test_fail_epoll > 0) { /* one thread at a time: each joined before the next starts */
-                        p->test_fail_epoll--;
+                if (test_fail && !waited) {
                         n = -1;
                         errno = EIO;
                 } else
@@ -760,6 +767,15 @@ out:
                 p->thread_error = error;
                 p->thread_failures = waited ? 1 : p->thread_failures + 1;
         }
+        /* FREEZERD_TEST_PRESSURE_THREAD_FAIL ":late": the main loop learns of
+         * the failure only after an AddPressureTrigger started another thread
+         * (joining this one), the race on_thread_failed() must survive. */
+        if (tell && test_late)
+                log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL: pressure watcher thread %u failed, the main "
+                            "loop learns of it once it joins the thread",
+                            generation);
+        while (tell && test_late && !p->stopping && !p->thread_joining)
+                (void) pthread_cond_wait(&p->closed, &p->lock);
         pthread_mutex_unlock(&p->lock);
         if (tell)
                 (void) eventfd_write(p->fail_fd, 1);
@@ -775,9 +791,12 @@ static int watch_thread_start_locked(Pressure *p) {
         if (p->thread_state == PRESSURE_THREAD_LEFT) {
                 /* It set LEFT as its last step (but an eventfd_write() after an
                  * error): the join does not wait. */
+                p->thread_joining = true;
+                pthread_cond_broadcast(&p->closed); /* a test's late failure: see watch_thread() */
                 pthread_mutex_unlock(&p->lock);
                 (void) pthread_join(p->thread, NULL);
                 pthread_mutex_lock(&p->lock);
+                p->thread_joining = false;
                 p->thread_state = PRESSURE_THREAD_NONE;
         }
         if (p->thread_state == PRESSURE_THREAD_NONE) {
@@ -788,8 +807,10 @@ static int watch_thread_start_locked(Pressure *p) {
                         r = pthread_create(&p->thread, NULL, watch_thread, p);
                         (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
                 }
-                if (r == 0)
+                if (r == 0) {
                         p->thread_state = PRESSURE_THREAD_RUNNING;
+                        p->thread_generation++; /* read by the thread once it has the lock */
+                }
         }
         return -r;
 }
@@ -1245,6 +1266,36 @@ static int pressure_setup_failed(Pressure *p, int r, const char *what) {
         return r;
 }
 
+/* FREEZERD_TEST_PRESSURE_THREAD_FAIL: "N[:late],...", the watcher threads
+ * (the Nth started, from 1) whose first epoll_wait() fails (EIO); ":late",
+ * that tell the main loop only once it joins them to start another. */
+static int parse_test_fail(const char *s, uint64_t *ret_threads, uint64_t *ret_late) {
+        uint64_t threads = 0, late = 0;
+
+        for (;;) {
+                char *end;
+                unsigned long n;
+
+                errno = 0;
+                n = strtoul(s, &end, 10);
+                if (errno != 0 || end == s || n < 1 || n > 64)
+                        return -EINVAL;
+                threads |= UINT64_C(1) << (n - 1);
+                if (strncmp(end, ":late", 5) == 0) {
+                        late |= UINT64_C(1) << (n - 1);
+                        end += 5;
+                }
+                if (*end == '\0')
+                        break;
+                if (*end != ',')
+                        return -EINVAL;
+                s = end + 1;
+        }
+        *ret_threads = threads;
+        *ret_late = late;
+        return 0;
+}
+
 int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure **ret) {
         Pressure *p;
 
@@ -1274,10 +1325,14 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         p->in_close = (PressureClosing) { .fd = -1 };
         const char *fail = getenv("FREEZERD_TEST_PRESSURE_THREAD_FAIL");
         if (fail) {
-                p->test_fail_epoll = (unsigned) strtoul(fail, NULL, 10);
-                log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL=%u: the first epoll_wait() of so many pressure "
-                            "watcher threads fails (for tests only).",
-                            p->test_fail_epoll);
+                if (parse_test_fail(fail, &p->test_fail_threads, &p->test_fail_late) < 0)
+                        log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL=%s: not a list of thread numbers "
+                                    "(1-64, each optionally followed by \":late\"), ignored.",
+                                    fail);
+                else
+                        log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL=%s: the first epoll_wait() of these "
+                                    "pressure watcher threads (numbered as started) fails (for tests only).",
+                                    fail);
         }
         const char *delay = getenv("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC");
         if (delay) {

@@ -187,15 +187,19 @@ struct Pressure {
         PressureThreadState thread_state;
         bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
+        unsigned thread_generation; /* threads started so far: the running (or last) one's number */
         int thread_error;          /* errno of the last thread that ended on an error */
         unsigned thread_failures;  /* threads that ended on an error in a row, none of them (but the
                                     * first) having waited once */
+        bool thread_joining;       /* a thread that left is being joined (FREEZERD_TEST_PRESSURE_THREAD_FAIL) */
         unsigned n_queued;
         PressureClosing closing[PRESSURE_TRIGGERS_MAX]; /* the queue (a stack): n_triggers + the fds still to
                                                          * close <= PRESSURE_TRIGGERS_MAX */
         PressureClosing in_close;  /* the one the thread is closing; fd -1: none */
         uint64_t test_close_delay_usec; /* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: tests only, 0 unless set */
-        unsigned test_fail_epoll;  /* FREEZERD_TEST_PRESSURE_THREAD_FAIL: so many threads' first epoll_wait() fail */
+        /* FREEZERD_TEST_PRESSURE_THREAD_FAIL: the threads (bit n-1: the nth started) whose first
+         * epoll_wait() fails, and those of them that tell the main loop only once it joins them. */
+        uint64_t test_fail_threads, test_fail_late;
 
         PressureTrigger *triggers;        /* all of them */
         PressureTrigger *system_triggers; /* those of the Manager object */

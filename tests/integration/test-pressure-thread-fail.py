@@ -3,8 +3,10 @@
 """The pressure watcher thread ending on an error (of its epoll_wait(), or of
 the pipe to the main loop) is restarted by the main loop, which logs it once.
 
-freezerd runs with FREEZERD_TEST_PRESSURE_THREAD_FAIL: the first watcher
-thread's first epoll_wait() fails (EIO), as if the epoll set broke.
+freezerd runs with FREEZERD_TEST_PRESSURE_THREAD_FAIL: the first epoll_wait()
+of the listed watcher threads (numbered as started) fails (EIO), as if the
+epoll set broke; one marked ":late" tells the main loop only once an
+AddPressureTrigger joins it to start another.
 
   /busy  CPU hogs, more than there are CPUs (at least 4)
 
@@ -14,8 +16,8 @@ Checked:
     firing until the next AddPressureTrigger started another thread;
   * freezerd logged the failure once, and runs two threads again;
   * removing the trigger still closes its fd and the thread goes;
-  * with FREEZERD_TEST_PRESSURE_THREAD_FAIL=2 the restarted thread fails too,
-    before a single epoll_wait() worked: the trigger ends with
+  * with FREEZERD_TEST_PRESSURE_THREAD_FAIL=1,2 the restarted thread fails
+    too, before a single epoll_wait() worked: the trigger ends with
     PressureTriggerRemoved "error" (its client told, not left with a trigger
     that never fires), logged once; a trigger added after that fires.
 No sleeps: every wait is on D-Bus messages or /proc, with a deadline."""
@@ -70,7 +72,7 @@ def test():
                         timeout=DEADLINE, poll=0.02, what='the trigger\'s fd closed and the thread gone')
             ft.check(True, 'removed, its fd is closed and the thread goes')
 
-        with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_PRESSURE_THREAD_FAIL': '2'}) as d:
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_PRESSURE_THREAD_FAIL': '1,2'}) as d:
             c = d.client
             c.add_match(type='signal', sender=ft.BUS_NAME)
             tid = c.group_call('/busy', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
