@@ -737,7 +737,13 @@ static void *watch_thread(void *userdata) {
                         error = errno;
                         break;
                 }
-                waited = true;
+                if (!waited) {
+                        /* Proven healthy: the count of failures starts again (see on_thread_failed()). */
+                        waited = true;
+                        pthread_mutex_lock(&p->lock);
+                        p->thread_failures = 0;
+                        pthread_mutex_unlock(&p->lock);
+                }
                 for (int i = 0; i < n; i++) {
                         if (evs[i].data.u64 == 0) { /* wake_fd: looked at above */
                                 eventfd_t v;
@@ -765,7 +771,7 @@ out:
         bool tell = !p->stopping;
         if (tell) {
                 p->thread_error = error;
-                p->thread_failures = waited ? 1 : p->thread_failures + 1;
+                p->thread_failures++;
         }
         /* FREEZERD_TEST_PRESSURE_THREAD_FAIL ":late": the main loop learns of
          * the failure only after an AddPressureTrigger started another thread
@@ -834,10 +840,20 @@ static int watch_thread_hold(Pressure *p) {
 
 /* The watcher thread ended on an error of its epoll_wait() or of its write
  * to the pipe: nothing watched the triggers (they no longer fired) until the
- * next AddPressureTrigger started another thread.  Another starts now.  Where
- * that one fails too before a single epoll_wait() has worked, the error
- * stays: the triggers end with reason "error" (their clients are told) and
- * the fds left to close are closed here; the next trigger tries again.
+ * next AddPressureTrigger started another thread.  Another starts now.
+ *
+ * thread_failures counts the threads that failed since one last proved
+ * healthy: the first epoll_wait() of a thread that works sets it to 0
+ * (watch_thread()), however that thread ends later, on an error or idle.
+ * epoll_wait() fails on a broken set (EBADF, EINVAL, EFAULT), which a new
+ * thread does not mend, and a set that worked in a restarted thread was not
+ * broken for good: so a failure that follows a thread that worked, however
+ * long ago, always gets a restart.  Where the restarted thread fails too
+ * before a single epoll_wait() of it has worked (the count reaches 2), the
+ * error stays: the triggers end with reason "error" (their clients are told)
+ * and the fds left to close are closed here; the next trigger tries again,
+ * with one thread and no restart until one works.
+ *
  * Logged once: a loop of failures must not flood the journal. */
 static void on_thread_failed(evutil_socket_t fd, short what, void *userdata) {
         Pressure *p = userdata;

@@ -189,8 +189,8 @@ struct Pressure {
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
         unsigned thread_generation; /* threads started so far: the running (or last) one's number */
         int thread_error;          /* errno of the last thread that ended on an error */
-        unsigned thread_failures;  /* threads that ended on an error in a row, none of them (but the
-                                    * first) having waited once */
+        unsigned thread_failures;  /* threads that ended on an error since one last proved healthy
+                                    * (an epoll_wait() of it worked): see on_thread_failed() */
         bool thread_joining;       /* a thread that left is being joined (FREEZERD_TEST_PRESSURE_THREAD_FAIL) */
         unsigned n_queued;
         PressureClosing closing[PRESSURE_TRIGGERS_MAX]; /* the queue (a stack): n_triggers + the fds still to

@@ -19,7 +19,12 @@ Checked:
   * with FREEZERD_TEST_PRESSURE_THREAD_FAIL=1,2 the restarted thread fails
     too, before a single epoll_wait() worked: the trigger ends with
     PressureTriggerRemoved "error" (its client told, not left with a trigger
-    that never fires), logged once; a trigger added after that fires.
+    that never fires), logged once; a trigger added after that fires;
+  * with 1,3 the first thread fails, the restarted one works and leaves with
+    the trigger removed, and the next thread, started by another trigger,
+    fails as well: a failure after a thread that worked, it is restarted and
+    the trigger fires (the count of failures was not reset by a thread that
+    worked and left: the trigger ended, "error", without a restart).
 No sleeps: every wait is on D-Bus messages or /proc, with a deadline."""
 
 import os
@@ -85,6 +90,24 @@ def test():
             tid = fires(c, 'PressureExceeded of a trigger added after the failures')
             ft.check(True, 'a trigger added after that fires')
             c.group_call('/busy', 'RemovePressureTrigger', tid)
+
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_PRESSURE_THREAD_FAIL': '1,3'}) as d:
+            c = d.client
+            c.add_match(type='signal', sender=ft.BUS_NAME)
+            tid = c.group_call('/busy', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+            ft.wait_for(lambda: d.log().count(MESSAGE) >= 1 and ft.thread_count(d.pid) == 2, timeout=DEADLINE,
+                        poll=0.02, what='the first thread\'s failure logged, the second running')
+            c.group_call('/busy', 'RemovePressureTrigger', tid)
+            ft.wait_for(lambda: ft.thread_count(d.pid) == 1, timeout=DEADLINE, poll=0.02,
+                        what='the second thread gone with the trigger')
+            tid = fires(c, 'PressureExceeded of a trigger whose thread, the third, failed after the second worked '
+                        '(it ended, "error": the second thread\'s working did not reset the count of failures)')
+            ft.check(True, 'a thread failing after a restarted one worked and left is restarted: its trigger fires')
+            ft.check_equal([s.body[1] for s in c.signals if s.member == 'PressureTriggerRemoved'], [],
+                           '  ... no trigger ended')
+            ft.check_equal(d.log().count(GAVE_UP), 0, '  ... freezerd did not give up')
+            c.group_call('/busy', 'RemovePressureTrigger', tid)
+
             ft.check(all(p.poll() is None for p in hogs), 'the /busy hogs ran throughout')
 
 
