@@ -771,6 +771,7 @@ out:
         bool tell = !p->stopping;
         if (tell) {
                 p->thread_error = error;
+                p->failed_generation = generation;
                 p->thread_failures++;
         }
         /* FREEZERD_TEST_PRESSURE_THREAD_FAIL ":late": the main loop learns of
@@ -854,25 +855,34 @@ static int watch_thread_hold(Pressure *p) {
  * and the fds left to close are closed here; the next trigger tries again,
  * with one thread and no restart until one works.
  *
+ * The failure may be old news: an AddPressureTrigger handled before this may
+ * have joined the failed thread and started another (watch_thread_hold()),
+ * which watches every trigger (they share the epoll set).  That one alone
+ * counts: its own failure, if any, comes here too (the eventfd adds the
+ * wake-ups up, and failed_generation is the number of the last thread to
+ * fail), so the failure of a thread already replaced is only logged.
+ *
  * Logged once: a loop of failures must not flood the journal. */
 static void on_thread_failed(evutil_socket_t fd, short what, void *userdata) {
         Pressure *p = userdata;
         unsigned failures;
         eventfd_t v;
+        bool superseded;
         int error, r = 0;
 
         (void) eventfd_read(p->fail_fd, &v);
         pthread_mutex_lock(&p->lock);
         error = p->thread_error;
         failures = p->thread_failures;
-        if (failures < 2 && (p->n_watched > 0 || p->n_queued > 0))
+        superseded = p->failed_generation != p->thread_generation;
+        if (!superseded && failures < 2 && (p->n_watched > 0 || p->n_queued > 0))
                 r = watch_thread_start_locked(p);
         pthread_mutex_unlock(&p->lock);
         if (!p->thread_failure_logged) {
                 p->thread_failure_logged = true;
                 log_error_errno(error, "The pressure watcher thread failed: %m; another takes over (logged once)");
         }
-        if (failures < 2 && r >= 0)
+        if (superseded || (failures < 2 && r >= 0))
                 return;
 
         if (!p->thread_gave_up_logged) {

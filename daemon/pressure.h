@@ -188,6 +188,7 @@ struct Pressure {
         bool stopping;             /* pressure_free(): the thread leaves, nothing more is closed */
         unsigned n_watched;        /* trigger fds in the epoll set (or being added to it) */
         unsigned thread_generation; /* threads started so far: the running (or last) one's number */
+        unsigned failed_generation; /* the number of the last thread that ended on an error */
         int thread_error;          /* errno of the last thread that ended on an error */
         unsigned thread_failures;  /* threads that ended on an error since one last proved healthy
                                     * (an epoll_wait() of it worked): see on_thread_failed() */

@@ -24,7 +24,11 @@ Checked:
     the trigger removed, and the next thread, started by another trigger,
     fails as well: a failure after a thread that worked, it is restarted and
     the trigger fires (the count of failures was not reset by a thread that
-    worked and left: the trigger ended, "error", without a restart).
+    worked and left: the trigger ended, "error", without a restart);
+  * with 1,2:late the restarted thread fails, but before the main loop hears
+    of it, an AddPressureTrigger joins it and starts a third, which works:
+    both triggers stay and fire (the main loop, hearing of the second failure
+    then, ended them both, "error", though the third thread watched them).
 No sleeps: every wait is on D-Bus messages or /proc, with a deadline."""
 
 import os
@@ -108,6 +112,24 @@ def test():
             ft.check_equal(d.log().count(GAVE_UP), 0, '  ... freezerd did not give up')
             c.group_call('/busy', 'RemovePressureTrigger', tid)
 
+        with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_PRESSURE_THREAD_FAIL': '1,2:late'}) as d:
+            c = d.client
+            c.add_match(type='signal', sender=ft.BUS_NAME)
+            first = c.group_call('/busy', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]
+            ft.wait_for(lambda: 'pressure watcher thread 2 failed' in d.log(), timeout=DEADLINE, poll=0.02,
+                        what='the restarted thread failed, the main loop not yet told')
+            second = fires(c, 'PressureExceeded of a trigger whose AddPressureTrigger started a thread after the '
+                           'second failed (the main loop ended it, "error", when it heard of that failure)')
+            ft.wait_for(lambda: any(s.member == 'PressureExceeded' and s.body[0] == first for s in c.signals),
+                        timeout=DEADLINE, what='PressureExceeded of the first trigger')
+            ft.check(True, 'a thread started after the failed one, before the main loop heard of the failure: '
+                     'both triggers fire')
+            ft.check_equal([s.body[1] for s in c.signals if s.member == 'PressureTriggerRemoved'], [],
+                           '  ... no trigger ended')
+            ft.check_equal(d.log().count(GAVE_UP), 0, '  ... freezerd did not give up')
+            ft.check_equal(ft.thread_count(d.pid), 2, '  ... one watcher thread runs')
+            c.group_call('/busy', 'RemovePressureTrigger', first)
+            c.group_call('/busy', 'RemovePressureTrigger', second)
             ft.check(all(p.poll() is None for p in hogs), 'the /busy hogs ran throughout')
 
 
