@@ -461,7 +461,15 @@ static PendingCloses pending_closes_locked(Pressure *p, const PressureClient *c,
 }
 
 /* A client goes: the fds of its triggers still to close stay charged to its
- * uid, not to it (another client may get its address). */
+ * uid, not to it (another client may get its address).  The same program,
+ * back on a new connection, is a new client: its old fds no longer count
+ * against the per-client bound, and it may hold up to twice that for the
+ * moment the thread takes to close them (a grace period each).  That gives
+ * it nothing that two connections at once would not: the per-client bound
+ * is of one connection's triggers.  What bounds a program's fds is its uid's
+ * bound, which still counts them, and for root, which has no such bound
+ * (it may open as many connections as it likes), the total, which counts
+ * every fd still to close. */
 static void pending_closes_forget_client(Pressure *p, const PressureClient *c) {
         pthread_mutex_lock(&p->lock);
         for (unsigned i = 0; i < p->n_queued; i++)
