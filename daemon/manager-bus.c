@@ -1285,13 +1285,41 @@ static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* Replies to msg with an array of one entry per group object, in preorder:
- * append adds g's entry (of signature entry) to reply. */
+static int cmp_group_paths(const void *a, const void *b) {
+        return strcmp((*(const Group *const *) a)->path, (*(const Group *const *) b)->path);
+}
+
+/* Replies to msg with an array of one entry per group object, sorted by path
+ * (byte order: strcmp()), so that a client can bisect it, diff two listings
+ * in one pass, or show it as it comes; the tree's own order follows its hash
+ * tables.  One array of pointers and one qsort() for the lot (at 10,000
+ * groups, about 130,000 strcmp() of short paths), next to the 10,000 entries
+ * the message encodes.  append adds g's entry (of signature entry) to reply. */
 static int reply_group_list(sd_bus_message *msg, Manager *m, const char *entry,
                             int (*append)(sd_bus_message *reply, const Group *g)) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ const Group **groups = NULL;
         Group *root = tree_root(m->tree);
+        size_t n = 0, n_allocated = tree_published(m->tree);
         int r;
+
+        groups = reallocarray(NULL, n_allocated, sizeof *groups);
+        if (!groups)
+                return -ENOMEM;
+        for (Group *g = root; g; g = tree_next_preorder(root, g)) {
+                if (!group_published(g))
+                        continue;
+                if (n == n_allocated) { /* should tree_published() ever fall short */
+                        const Group **a = reallocarray(groups, n_allocated * 2 + 1, sizeof *groups);
+
+                        if (!a)
+                                return -ENOMEM;
+                        groups = a;
+                        n_allocated = n_allocated * 2 + 1;
+                }
+                groups[n++] = g;
+        }
+        qsort(groups, n, sizeof *groups, cmp_group_paths);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
@@ -1299,10 +1327,8 @@ static int reply_group_list(sd_bus_message *msg, Manager *m, const char *entry,
         r = sd_bus_message_open_container(reply, 'a', entry);
         if (r < 0)
                 return r;
-        for (Group *g = root; g; g = tree_next_preorder(root, g)) {
-                if (!group_published(g))
-                        continue;
-                r = append(reply, g);
+        for (size_t i = 0; i < n; i++) {
+                r = append(reply, groups[i]);
                 if (r < 0)
                         return r;
         }
