@@ -445,17 +445,35 @@ FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s);
  * always overwritten (cleared on failure as by freezer_group_clear(), which is
  * then always safe); it must not hold allocated data when passed in. */
 FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group *ret);
+/* As freezer_get_group(), and the group's Id (its Id property: the kernel's
+ * id of its cgroup, the inode number of its directory, which a group made
+ * again under the same path does not keep; see the D-Bus API) into *ret_id
+ * if not NULL, from the same reply.  -ENODATA from a freezerd without the
+ * property (before 0.5).  Since 0.6. */
+FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id);
 /* Free the strings of *g and clear it: every field zero, but state
  * FREEZER_STATE_UNKNOWN (running is 0). NULL is fine. */
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
 /* Every group the daemon tracks (and "/", its cgroup root, always), in the
- * daemon's order. Only path, object, state and frozen (which the state
+ * daemon's order (sorted by path, in strcmp() order, since freezerd 0.6). Only path, object, state and frozen (which the state
  * implies: true for frozen, frozen-by-parent and thawing; since 0.4.5, zero
  * before) are filled in; the other fields are zero. *ret is NULL and *ret_n 0
  * when there is none, and on failure. Free with freezer_group_array_free(). */
 FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n);
 FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
+
+/* The path and Id of every group freezer_list() lists (Manager.ListGroupIds),
+ * in the same order; but as another call, not the same snapshot: a group made
+ * or removed between the two is in one of them only.  *ret is NULL and *ret_n
+ * 0 when there is none, and on failure.  Free with
+ * freezer_group_id_array_free().  Since 0.6. */
+typedef struct freezer_group_id {
+        char *path;
+        uint64_t id;
+} freezer_group_id;
+FREEZER_EXPORT int freezer_list_ids(freezer *f, freezer_group_id **ret, size_t *ret_n);
+FREEZER_EXPORT void freezer_group_id_array_free(freezer_group_id *a, size_t n);
 
 /*
  * Event loop integration.

@@ -1705,11 +1705,25 @@ static int read_property_dict(sd_bus_message *m,
         return sd_bus_message_exit_container(m);
 }
 
+/* What GetAll of a group fills in: the group, and its Id (which
+ * freezer_group has no field for: its size is part of the ABI). */
+typedef struct group_props {
+        freezer_group *g;
+        uint64_t id;
+        bool have_id;
+} group_props;
+
 static int read_group_property(sd_bus_message *m, const char *name, void *userdata) {
-        freezer_group *g = userdata;
+        group_props *p = userdata;
+        freezer_group *g = p->g;
         int r;
 
-        if (streq(name, "Path")) {
+        if (streq(name, "Id")) {
+                r = sd_bus_message_read(m, "v", "t", &p->id);
+                if (r < 0)
+                        return r;
+                p->have_id = true;
+        } else if (streq(name, "Path")) {
                 const char *s;
 
                 r = sd_bus_message_read(m, "v", "s", &s);
@@ -1784,11 +1798,14 @@ static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_err
         return 0;
 }
 
-static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_error *error) {
+/* The group at path into *ret, and its Id into *ret_id if not NULL (-ENODATA
+ * from a freezerd without the property). */
+static int get_group(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(freezer_group_clear) freezer_group g = {
                 .state = FREEZER_STATE_UNKNOWN,
         };
+        group_props props = { .g = &g };
         int r;
 
         r = group_object_get(f, path, &g.object, error);
@@ -1801,9 +1818,11 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
         if (r < 0)
                 return r;
 
-        r = read_property_dict(reply, read_group_property, &g);
+        r = read_property_dict(reply, read_group_property, &props);
         if (r < 0)
                 return r;
+        if (ret_id && !props.have_id)
+                return -ENODATA;
 
         if (!g.path) {
                 /* Not expected ("Path" is const), but be forgiving. */
@@ -1822,10 +1841,16 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, sd_bus_er
 
         *ret = g;
         g = (freezer_group) {};
+        if (ret_id)
+                *ret_id = props.id;
         return 0;
 }
 
 FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group *ret) {
+        return freezer_get_group_with_id(f, path, ret, NULL);
+}
+
+FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
@@ -1833,12 +1858,14 @@ FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group
                 *ret = (freezer_group) {
                         .state = FREEZER_STATE_UNKNOWN,
                 };
+        if (ret_id)
+                *ret_id = 0;
         if (!f)
                 return -EINVAL;
         if (!path || !ret)
                 return error_set(f, -EINVAL);
 
-        r = get_group(f, path, ret, &error);
+        r = get_group(f, path, ret, ret_id, &error);
         if (r < 0)
                 return error_take(f, &error, r);
 
@@ -1946,6 +1973,91 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         }
 
         return 0;
+}
+
+static int list_group_ids(freezer *f, freezer_group_id **ret, size_t *ret_n, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        freezer_group_id *a = NULL;
+        size_t n = 0, n_allocated = 0;
+        int r;
+
+        r = call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, "ListGroupIds", error, &reply,
+                             NULL);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(st)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *path;
+                uint64_t id;
+
+                r = sd_bus_message_read(reply, "(st)", &path, &id);
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+                if (n >= n_allocated) {
+                        size_t k = n_allocated > 0 ? n_allocated * 2 : 16;
+                        freezer_group_id *b = reallocarray(a, k, sizeof(freezer_group_id));
+
+                        if (!b) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        a = b;
+                        n_allocated = k;
+                }
+                a[n++] = (freezer_group_id) { .path = strdup(path), .id = id };
+                if (!a[n - 1].path) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+        r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                goto fail;
+
+        if (n == 0) {
+                free(a);
+                a = NULL;
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+
+fail:
+        freezer_group_id_array_free(a, n);
+        return r;
+}
+
+FREEZER_EXPORT int freezer_list_ids(freezer *f, freezer_group_id **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (ret)
+                *ret = NULL;
+        if (ret_n)
+                *ret_n = 0;
+        if (!f)
+                return -EINVAL;
+        if (!ret || !ret_n)
+                return error_set(f, -EINVAL);
+
+        r = list_group_ids(f, ret, ret_n, &error);
+        if (r < 0)
+                return error_take(f, &error, r);
+        return 0;
+}
+
+FREEZER_EXPORT void freezer_group_id_array_free(freezer_group_id *a, size_t n) {
+        if (!a)
+                return;
+
+        for (size_t i = 0; i < n; i++)
+                free(a[i].path);
+        free(a);
 }
 
 /* ---- event loop ---- */
