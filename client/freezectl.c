@@ -319,9 +319,20 @@ static void help_to(FILE *f) {
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
-               "  status           {\"path\", \"state\", \"freeze\", \"frozen\", \"populated\",\n"
-               "                    \"descendants\", \"frozen_descendants\", \"frozen_usec\"}\n"
-               "  list             an array of {\"path\", \"object\", \"state\"}\n"
+               "  status           {\"path\", \"id\", \"state\", \"frozen_by\", \"freeze\", \"frozen\",\n"
+               "                    \"populated\", \"descendants\", \"frozen_descendants\",\n"
+               "                    \"frozen_usec\"}\n"
+               "  list             an array of {\"path\", \"object\", \"state\", \"id\", \"frozen_by\"},\n"
+               "                   sorted by path; \"id\" is the group's Id (the kernel's id\n"
+               "                   of its cgroup; null in list for a group made or removed\n"
+               "                   between its two calls to freezerd). \"frozen_by\", for a\n"
+               "                   group frozen (or freezing) by a parent, names what\n"
+               "                   freezes it as thaw --recursive does: the nearest\n"
+               "                   ancestor whose own flag is set, or \"above-root\"; it is\n"
+               "                   null otherwise, and where a group that freezerd does\n"
+               "                   not track lies between (list and status do not track\n"
+               "                   it to look). Text status prints them as \"Id:\" and\n"
+               "                   \"Frozen by:\"\n"
                "  tree             {\"path\", \"state\", \"children\": [...]}, nested; \"state\"\n"
                "                   is null for groups that are not tracked\n"
                "  pressure         {\"path\" (null for the system), \"cpu\": R, \"memory\": R,\n"
@@ -820,6 +831,12 @@ static int json_add(struct json_object *o, const char *key, struct json_object *
                 return -ENOMEM;
         }
         return 0;
+}
+
+static int json_add_string_or_null(struct json_object *o, const char *key, const char *s) {
+        if (!s)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, key, json_object_new_string(s));
 }
 
 /* Append v to the array a, taking ownership of v in all cases. */
@@ -1450,16 +1467,87 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
 
 /* ---- status ---- */
 
+static int group_cmp(const void *a, const void *b) {
+        const freezer_group *x = a, *y = b;
+
+        return strcmp(x->path, y->path);
+}
+
+static const freezer_group *listed_group(const freezer_group *groups, size_t n, const char *path) {
+        freezer_group key = { .path = (char *) path };
+
+        return n > 0 ? bsearch(&key, groups, n, sizeof(groups[0]), group_cmp) : NULL;
+}
+
+static bool state_by_parent(freezer_state state) {
+        return state == FREEZER_STATE_FROZEN_BY_PARENT || state == FREEZER_STATE_FREEZING_BY_PARENT;
+}
+
+/* Whether a group's own freeze flag is set, as its FreezerState says it. */
+static bool state_own_flag(freezer_state state) {
+        return state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FREEZING;
+}
+
+/* For status and list: what freezes the group at path, in state, whose state
+ * says an ancestor does, read from groups (the listing, sorted by path), as
+ * frozen_by() names it after a thaw --recursive: the nearest ancestor whose
+ * own flag is set ("/" too), or FROZEN_ABOVE_ROOT.  NULL when the state says
+ * no ancestor freezes it, and when one that freezerd does not track lies
+ * between (its flag is not listed, and looking it up would track it: status
+ * and list track nothing but status's PATH).  Static or in groups. */
+static const char *listed_frozen_by(const freezer_group *groups, size_t n, const char *path, freezer_state state) {
+        _cleanup_free_ char *up = NULL;
+
+        if (!state_by_parent(state))
+                return NULL;
+        if (streq(path, "/"))
+                return FROZEN_ABOVE_ROOT;
+        up = strdup(path);
+        if (!up)
+                return NULL;
+        for (char *slash; (slash = strrchr(up, '/'));) {
+                const freezer_group *g;
+
+                if (slash == up)
+                        slash[1] = 0; /* "/" */
+                else
+                        *slash = 0;
+                g = listed_group(groups, n, up);
+                if (!g)
+                        return NULL;
+                if (state_own_flag(g->state))
+                        return g->path;
+                if (streq(up, "/"))
+                        return FROZEN_ABOVE_ROOT;
+        }
+        return NULL;
+}
+
 static int verb_status(freezer *f, char **args, size_t n_args) {
-        const char *path = n_args > 0 ? args[0] : "/";
-        freezer_group g;
+        const char *path = n_args > 0 ? args[0] : "/", *by = NULL;
+        freezer_group g, *groups = NULL;
+        size_t n_groups = 0;
+        uint64_t id;
         char buf[64];
         int ret = EXIT_SUCCESS, r;
 
-        r = freezer_get_group(f, path, &g);
+        r = freezer_get_group_with_id(f, path, &g, &id);
         if (r < 0) {
                 log_failure(f, r, "cannot get status of %s", path);
                 return EXIT_FAILURE;
+        }
+        /* Which ancestor freezes it: their flags, from the listing, which
+         * tracks none of them (looking each up would). */
+        if (state_by_parent(g.state)) {
+                r = freezer_list(f, &groups, &n_groups);
+                if (r < 0) {
+                        log_failure(f, r, "cannot list groups for what freezes %s", g.path);
+                        freezer_group_clear(&g);
+                        return EXIT_FAILURE;
+                }
+                if (n_groups > 0)
+                        qsort(groups, n_groups, sizeof(groups[0]), group_cmp);
+                by = listed_frozen_by(groups, n_groups, g.path, g.state);
         }
 
         if (arg_json) {
@@ -1467,7 +1555,9 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
 
                 if (!o ||
                     json_add(o, "path", json_object_new_string(g.path)) < 0 ||
+                    json_add(o, "id", json_object_new_uint64(id)) < 0 ||
                     json_add(o, "state", json_object_new_string(state_str(g.state))) < 0 ||
+                    json_add_string_or_null(o, "frozen_by", by) < 0 ||
                     json_add(o, "freeze", json_object_new_boolean(g.freeze)) < 0 ||
                     json_add(o, "frozen", json_object_new_boolean(g.frozen)) < 0 ||
                     json_add(o, "populated", json_object_new_boolean(g.populated)) < 0 ||
@@ -1481,7 +1571,11 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 json_object_put(o);
         } else {
                 printf("%-20s%s\n", "Path:", g.path);
+                printf("%-20s%" PRIu64 "\n", "Id:", id);
                 printf("%-20s%s\n", "State:", state_str(g.state));
+                if (by)
+                        printf("%-20s%s\n", "Frozen by:",
+                               streq(by, FROZEN_ABOVE_ROOT) ? "a group above freezerd's cgroup root" : by);
                 printf("%-20s%s\n", "Freeze:", g.freeze ? "yes" : "no");
                 printf("%-20s%s\n", "Frozen:", g.frozen ? "yes" : "no");
                 printf("%-20s%s\n", "Populated:", g.populated ? "yes" : "no");
@@ -1491,16 +1585,11 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         }
 
         freezer_group_clear(&g);
+        freezer_group_array_free(groups, n_groups);
         return ret;
 }
 
 /* ---- list ---- */
-
-static int group_cmp(const void *a, const void *b) {
-        const freezer_group *x = a, *y = b;
-
-        return strcmp(x->path, y->path);
-}
 
 /* ---- track, untrack ---- */
 
@@ -1543,9 +1632,16 @@ static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
         return ret;
 }
 
+static int group_id_cmp(const void *a, const void *b) {
+        const freezer_group_id *x = a, *y = b;
+
+        return strcmp(x->path, y->path);
+}
+
 static int verb_list(freezer *f) {
         freezer_group *groups = NULL;
-        size_t n = 0;
+        freezer_group_id *ids = NULL;
+        size_t n = 0, n_ids = 0;
         int ret = EXIT_SUCCESS, r;
 
         r = freezer_list(f, &groups, &n);
@@ -1558,15 +1654,33 @@ static int verb_list(freezer *f) {
                 qsort(groups, n, sizeof(groups[0]), group_cmp);
 
         if (arg_json) {
-                struct json_object *a = json_object_new_array();
+                struct json_object *a;
 
+                /* The Ids come from a second call (ListGroups has none): a
+                 * group made or removed between the two has a null one. */
+                r = freezer_list_ids(f, &ids, &n_ids);
+                if (r < 0) {
+                        log_failure(f, r, "cannot list the groups' Ids");
+                        freezer_group_array_free(groups, n);
+                        return EXIT_FAILURE;
+                }
+                if (n_ids > 0)
+                        qsort(ids, n_ids, sizeof(ids[0]), group_id_cmp);
+
+                a = json_object_new_array();
                 for (size_t i = 0; a && i < n; i++) {
                         struct json_object *o = json_object_new_object();
+                        freezer_group_id key = { .path = groups[i].path }, *id;
 
+                        id = n_ids > 0 ? bsearch(&key, ids, n_ids, sizeof(ids[0]), group_id_cmp) : NULL;
                         if (!o ||
                             json_add(o, "path", json_object_new_string(groups[i].path)) < 0 ||
                             json_add(o, "object", json_object_new_string(groups[i].object)) < 0 ||
                             json_add(o, "state", json_object_new_string(state_str(groups[i].state))) < 0 ||
+                            (id ? json_add(o, "id", json_object_new_uint64(id->id))
+                                : json_object_object_add(o, "id", NULL)) < 0 ||
+                            json_add_string_or_null(o, "frozen_by", listed_frozen_by(groups, n, groups[i].path,
+                                                                                   groups[i].state)) < 0 ||
                             json_append(a, TAKE_PTR(o)) < 0) {
                                 json_object_put(o);
                                 json_object_put(a);
@@ -1590,6 +1704,7 @@ static int verb_list(freezer *f) {
         }
 
         freezer_group_array_free(groups, n);
+        freezer_group_id_array_free(ids, n_ids);
         return ret;
 }
 
@@ -2151,12 +2266,6 @@ static struct json_object *watch_event_new(const char *event) {
                 return NULL;
         }
         return o;
-}
-
-static int json_add_string_or_null(struct json_object *o, const char *key, const char *s) {
-        if (!s)
-                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
-        return json_add(o, key, json_object_new_string(s));
 }
 
 /* Print the event (taking o) on one line; the watch loop flushes after each

@@ -226,6 +226,8 @@ def test():
                          what='freezerd to add /n/*')
             check_order(c)
             ft.freezectl('freeze', '/g', '/g/h')
+            check_ids_and_frozen_by(sc, c)
+            check_root_flag(sc, c)
             ft.freezectl('thaw', '/g', '/g/h')
     print('# checked: ListGroups sorted; status/list --json id and frozen_by; watch added frozen; watch --initial')
 

@@ -133,8 +133,11 @@ def check_status(sc, path):
         j = json.loads(r.stdout)
     except ValueError as e:
         ft.fail(f'freezectl --json status {path}: not JSON ({e}): {r.stdout!r}')
-    ft.check_equal(sorted(j), sorted(['path', 'state', 'freeze', 'frozen', 'populated', 'descendants',
-                                      'frozen_descendants', 'frozen_usec']), f'status {path}: the JSON fields')
+    ft.check_equal(sorted(j), sorted(['path', 'id', 'state', 'frozen_by', 'freeze', 'frozen', 'populated',
+                                      'descendants', 'frozen_descendants', 'frozen_usec']),
+                   f'status {path}: the JSON fields')
+    ft.check_equal(j.pop('id'), os.stat(sc.abspath(path)).st_ino, f'status {path}: id, its directory\'s inode')
+    j.pop('frozen_by')  # (test-core-freezectl-list)
     usec = j.pop('frozen_usec')
     ft.check_equal(j, kernel_status(sc, path), f'--json status {path} matches the kernel')
     if k1 is not None:
