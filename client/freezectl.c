@@ -345,7 +345,8 @@ static void help_to(FILE *f) {
                "                                 [{\"id\", \"resource\", \"kind\",\n"
                "                                   \"threshold_usec\", \"window_usec\"}]\n"
                "                     \"state\"     \"path\", \"state\", \"frozen\"\n"
-               "                     \"added\"     \"path\", \"state\"\n"
+               "                     \"added\"     \"path\", \"state\", \"frozen\" (null if the\n"
+               "                                 state is unknown)\n"
                "                     \"removed\"   \"path\"\n"
                "                     \"pressure\"  \"path\" (null: system-wide), \"id\",\n"
                "                                 \"resource\", \"kind\", \"avg10\", \"avg60\",\n"
@@ -2342,6 +2343,17 @@ static void on_watch_state(freezer *f, const char *path, freezer_state state, bo
         watch_print_state(c, path, state, frozen);
 }
 
+/* The kernel's "frozen" as a group's FreezerState implies it (as libfreezer
+ * fills freezer_group.frozen from ListGroups): null where the state is not
+ * known. */
+static int json_add_frozen_of_state(struct json_object *o, freezer_state state) {
+        if (state == FREEZER_STATE_UNKNOWN)
+                return json_object_object_add(o, "frozen", NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, "frozen", json_object_new_boolean(state == FREEZER_STATE_FROZEN ||
+                                                             state == FREEZER_STATE_FROZEN_BY_PARENT ||
+                                                             state == FREEZER_STATE_THAWING));
+}
+
 static void watch_print_group(watch_context *c, const char *path, bool added, freezer_state state) {
         struct json_object *o;
         int r;
@@ -2358,6 +2370,8 @@ static void watch_print_group(watch_context *c, const char *path, bool added, fr
         r = o ? json_add(o, "path", json_object_new_string(path)) : -ENOMEM;
         if (r >= 0 && added)
                 r = json_add(o, "state", json_object_new_string(state_str(state)));
+        if (r >= 0 && added)
+                r = json_add_frozen_of_state(o, state);
         watch_emit_json(c, o, r);
 }
 

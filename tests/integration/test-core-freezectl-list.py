@@ -228,6 +228,7 @@ def test():
             ft.freezectl('freeze', '/g', '/g/h')
             check_ids_and_frozen_by(sc, c)
             check_root_flag(sc, c)
+            check_watch_added(sc)
             ft.freezectl('thaw', '/g', '/g/h')
     print('# checked: ListGroups sorted; status/list --json id and frozen_by; watch added frozen; watch --initial')
 
