@@ -61,6 +61,7 @@ static bool arg_timeout_set = false;
 static bool arg_no_wait = false;
 static bool arg_rollback = false;
 static bool arg_skip_missing = false;
+static bool arg_initial = false;
 static bool arg_recursive = false;
 static freezer_order arg_order = FREEZER_ORDER_AUTO;
 static bool arg_order_set = false;
@@ -192,6 +193,11 @@ static void help_to(FILE *f) {
                "                       and full only) grows by THRESHOLD within WINDOW, e.g.\n"
                "                       memory:some:150ms:2s; may be given more than once.\n"
                "                       watch removes its triggers when it exits\n"
+               "     --initial         watch: after the watching line, print a \"listed\" line\n"
+               "                       for each group at and below PATH, sorted by path, as\n"
+               "                       freezerd lists them once watch follows its changes:\n"
+               "                       what changes after the list comes after these lines,\n"
+               "                       so none is lost between a list and a watch\n"
                "\n"
                "PATH names a cgroup relative to freezerd's cgroup root: \"/\", \"/pods/a\".\n"
                "Every command given a PATH outside the tracked subtrees makes freezerd track\n"
@@ -266,6 +272,7 @@ static void help_to(FILE *f) {
                "triggers are armed; then one line per event, each starting with the local\n"
                "time:\n"
                "  TIME watching PATH; trigger ID: RESOURCE KIND THRESHOLD per WINDOW, ...\n"
+               "  TIME listed   PATH STATE        (with --initial: a group there at the start)\n"
                "  TIME state    PATH STATE        (FreezerState changed)\n"
                "  TIME added    PATH STATE        (a group appeared: created or tracked)\n"
                "  TIME removed  PATH              (a group went: removed or untracked)\n"
@@ -345,6 +352,7 @@ static void help_to(FILE *f) {
                "                                 [{\"id\", \"resource\", \"kind\",\n"
                "                                   \"threshold_usec\", \"window_usec\"}]\n"
                "                     \"state\"     \"path\", \"state\", \"frozen\"\n"
+               "                     \"listed\"    \"path\", \"state\", \"frozen\" (--initial)\n"
                "                     \"added\"     \"path\", \"state\", \"frozen\" (null if the\n"
                "                                 state is unknown)\n"
                "                     \"removed\"   \"path\"\n"
@@ -2396,6 +2404,33 @@ static void on_watch_group(freezer *f, const char *path, bool added, freezer_sta
         }
 }
 
+/* With --initial: the watched groups of a freezer_list() (groups, sorted by
+ * path), one "listed" line each, right after the watching line.  The state
+ * and group callbacks were installed before the list was asked for (their
+ * matches and subscriptions first): what changed after freezerd built the
+ * list is queued behind its reply, and printed after these lines. */
+static void watch_print_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
+        for (size_t i = 0; i < n_groups; i++) {
+                const freezer_group *g = &groups[i];
+                struct json_object *o;
+                int r;
+
+                if (!watch_wants(c, g->path))
+                        continue;
+                if (!arg_json) {
+                        watch_emit_text(c, "listed", "%s %s", g->path, state_str(g->state));
+                        continue;
+                }
+                o = watch_event_new("listed");
+                r = o ? json_add(o, "path", json_object_new_string(g->path)) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add(o, "state", json_object_new_string(state_str(g->state)));
+                if (r >= 0)
+                        r = json_add_frozen_of_state(o, g->state);
+                watch_emit_json(c, o, r);
+        }
+}
+
 /* The watched groups of a freezer_list(), remembered as the start of what
  * watch says (no line printed). */
 static void watch_note_listed(watch_context *c, const freezer_group *groups, size_t n_groups) {
@@ -2697,19 +2732,34 @@ static int watch_start(freezer *f, watch_context *c) {
         r = freezer_list(f, &groups, &n_groups);
         if (r < 0 && freezerd_absent(f))
                 return 0;
+        if (r < 0 && arg_initial) {
+                /* Without it --initial would print nothing to start from. */
+                log_failure(f, r, "cannot list groups");
+                return r;
+        }
         if (r >= 0) {
                 group_table_clear(&c->seen);
                 watch_note_listed(c, groups, n_groups);
                 c->listed = true;
-                freezer_group_array_free(groups, n_groups);
+                if (arg_initial && n_groups > 0)
+                        qsort(groups, n_groups, sizeof(groups[0]), group_cmp);
+                else {
+                        freezer_group_array_free(groups, n_groups);
+                        groups = NULL;
+                        n_groups = 0;
+                }
         }
 
         r = watch_add_triggers(f, c);
-        if (r < 0)
+        if (r < 0) {
+                freezer_group_array_free(groups, n_groups);
                 return r;
+        }
         for (size_t i = 0; i < n_arg_triggers; i++)
-                if (arg_triggers[i].pending)
+                if (arg_triggers[i].pending) {
+                        freezer_group_array_free(groups, n_groups);
                         return 0; /* freezerd left meanwhile */
+                }
 
         /* From the watching line on a signal is the loop's to read (it
          * removes the triggers first): one that came after the line ended
@@ -2717,6 +2767,8 @@ static int watch_start(freezer *f, watch_context *c) {
         (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
         c->started = true;
         watch_emit_watching(c);
+        watch_print_listed(c, groups, n_groups);
+        freezer_group_array_free(groups, n_groups);
         return 1;
 }
 
@@ -2938,6 +2990,7 @@ typedef enum verb_option {
         VERB_OPT_ORDER     = 1 << 3,
         VERB_OPT_TRIGGER   = 1 << 4,
         VERB_OPT_SKIP_MISSING = 1 << 5,
+        VERB_OPT_INITIAL   = 1 << 6,
 } verb_option;
 
 typedef struct verb {
@@ -2957,7 +3010,7 @@ static const verb verbs[] = {
         { "list",   0, 0,        NULL,   0                                                    },
         { "tree",   0, 1,        "PATH", 0                                                    },
         { "pressure", 0, 1,      "PATH", 0                                                    },
-        { "watch",  0, 1,        "PATH", VERB_OPT_TRIGGER                                     },
+        { "watch",  0, 1,        "PATH", VERB_OPT_TRIGGER | VERB_OPT_INITIAL                  },
         { "track",  1, SIZE_MAX, "PATH", 0                                                    },
         { "untrack", 1, SIZE_MAX, "PATH", 0                                                   },
 };
@@ -2995,6 +3048,9 @@ static const char *verb_unwanted_option(const verb *v, unsigned *ret_option) {
         } else if (!(v->options & VERB_OPT_SKIP_MISSING) && arg_skip_missing) {
                 *ret_option = VERB_OPT_SKIP_MISSING;
                 name = "--skip-missing";
+        } else if (!(v->options & VERB_OPT_INITIAL) && arg_initial) {
+                *ret_option = VERB_OPT_INITIAL;
+                name = "--initial";
         }
 
         return name;
@@ -3011,6 +3067,7 @@ static const char *verbs_taking(unsigned option) {
         case VERB_OPT_SKIP_MISSING:
                 return "batch";
         case VERB_OPT_TRIGGER:
+        case VERB_OPT_INITIAL:
                 return "watch";
         default:
                 return "other commands";
@@ -3165,6 +3222,7 @@ enum {
         ARG_ORDER,
         ARG_TRIGGER,
         ARG_SKIP_MISSING,
+        ARG_INITIAL,
 };
 
 /* --system, --user, --address=, --socket=: one way to freezerd. Given two,
@@ -3218,6 +3276,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "order",    required_argument, NULL, ARG_ORDER    },
                 { "trigger",  required_argument, NULL, ARG_TRIGGER  },
                 { "skip-missing", no_argument,   NULL, ARG_SKIP_MISSING },
+                { "initial",  no_argument,       NULL, ARG_INITIAL  },
                 {}
         };
         int c, r;
@@ -3275,6 +3334,10 @@ static int parse_argv(int argc, char *argv[]) {
 
                 case ARG_SKIP_MISSING:
                         arg_skip_missing = true;
+                        break;
+
+                case ARG_INITIAL:
+                        arg_initial = true;
                         break;
 
                 case ARG_EXCEPT:

@@ -229,6 +229,7 @@ def test():
             check_ids_and_frozen_by(sc, c)
             check_root_flag(sc, c)
             check_watch_added(sc)
+            check_watch_initial(sc, c)
             ft.freezectl('thaw', '/g', '/g/h')
     print('# checked: ListGroups sorted; status/list --json id and frozen_by; watch added frozen; watch --initial')
 
