@@ -55,7 +55,6 @@ static bool connected_private = false;
 static const char *arg_address = NULL;
 static const char *arg_socket = NULL;
 static bool arg_json = false;
-static bool arg_help = false;
 static uint64_t arg_timeout_usec = 0;
 static bool arg_timeout_set = false;
 static bool arg_no_wait = false;
@@ -134,7 +133,9 @@ static void help_to(FILE *f) {
                "                       options COMMAND takes (as COMMAND --help does)\n"
                "\n"
                "Options:\n"
-               "  -h --help            Show this help and exit\n"
+               "  -h --help            Show this help (COMMAND's part if a COMMAND is given)\n"
+               "                       and exit, as soon as it is read: the options after\n"
+               "                       it are not looked at\n"
                "     --version         Show the version and exit\n"
                "     --system          Talk to freezerd on the system bus. The default is the\n"
                "                       system bus too, but for root, whose commands other\n"
@@ -3259,6 +3260,60 @@ static int set_bus(int option, const char *arg) {
         return 0;
 }
 
+/* Whether the argument arg (which starts with "--") is a long option of
+ * options, exact or abbreviated as getopt_long() takes it, that takes its
+ * argument from the next one (no "=" in arg). */
+static bool long_option_takes_next(const struct option *options, const char *arg) {
+        size_t n = strcspn(arg + 2, "=");
+        const struct option *found = NULL;
+
+        if (arg[2 + n] == '=')
+                return false;
+        for (const struct option *o = options; o->name; o++) {
+                if (strncmp(o->name, arg + 2, n) != 0)
+                        continue;
+                if (o->name[n] == 0)
+                        return o->has_arg == required_argument;
+                if (found) /* ambiguous: getopt_long() refuses it, taking nothing */
+                        return false;
+                found = o;
+        }
+        return found && found->has_arg == required_argument;
+}
+
+/* -h or --help, once parsed: print the help of the command named among the
+ * arguments (argv as given, before getopt_long() permuted it; "help COMMAND"
+ * names COMMAND), or the whole help without one, and look at no other
+ * option.  0, or -EINVAL for an unknown command. */
+static int help_now(const struct option *options, int argc, char **argv) {
+        const char *words[2] = {};
+        size_t n = 0;
+        bool dashdash = false;
+
+        for (int i = 1; i < argc && n < 2; i++) {
+                const char *a = argv[i];
+
+                if (!dashdash && streq(a, "--")) {
+                        dashdash = true;
+                        continue;
+                }
+                if (!dashdash && a[0] == '-' && a[1] != 0) {
+                        if (a[1] == '-' && long_option_takes_next(options, a))
+                                i++;
+                        continue;
+                }
+                if (n == 1 && !streq(words[0], "help"))
+                        break;
+                words[n++] = a;
+        }
+
+        if (n == 0 || (streq(words[0], "help") && n == 1)) {
+                help();
+                return 0;
+        }
+        return help_command(streq(words[0], "help") ? words[1] : words[0]) == EXIT_SUCCESS ? 0 : -EINVAL;
+}
+
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help",     no_argument,       NULL, 'h'          },
@@ -3279,7 +3334,16 @@ static int parse_argv(int argc, char *argv[]) {
                 { "initial",  no_argument,       NULL, ARG_INITIAL  },
                 {}
         };
+        _cleanup_free_ char **given = NULL;
         int c, r;
+
+        /* getopt_long() permutes argv; help_now() reads it as given. */
+        given = calloc(argc + 1, sizeof(char *));
+        if (!given) {
+                log_oom();
+                return -ENOMEM;
+        }
+        memcpy(given, argv, sizeof(char *) * argc);
 
         opterr = 0;
 
@@ -3289,9 +3353,10 @@ static int parse_argv(int argc, char *argv[]) {
                 switch (c) {
 
                 case 'h':
-                        /* After the options: "COMMAND --help" shows COMMAND's part. */
-                        arg_help = true;
-                        break;
+                        /* At once, as GNU tools do: the options after it are
+                         * not looked at ("--help --bogus" prints the help).
+                         * "COMMAND --help" shows COMMAND's part. */
+                        return help_now(options, argc, given);
 
                 case ARG_VERSION:
                         puts(PROGRAM " " FREEZERD_VERSION);
@@ -3396,16 +3461,6 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return usage_error("unexpected option");
                 }
-
-        if (arg_help) {
-                if (optind < argc && (!streq(argv[optind], "help") || optind + 1 < argc))
-                        return help_command(streq(argv[optind], "help") ? argv[optind + 1] : argv[optind]) ==
-                                                       EXIT_SUCCESS
-                                       ? 0
-                                       : -EINVAL;
-                help();
-                return 0;
-        }
 
         return 1;
 }

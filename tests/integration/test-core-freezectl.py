@@ -27,7 +27,9 @@ Checks:
     message.
   * `freezectl freeze --help` and `help freeze` print freeze's entries and
     options (not the whole help, as --help did), `help watch` watch's, and
-    `help` the whole --help.
+    `help` the whole --help.  -h/--help acts as soon as it is read: `--help
+    --bogus` prints the help and exits 0 (it was a usage error), and so does
+    `freeze --help --bogus` with freeze's part.
   * Exit status 2 with one line on stderr for an unknown option, a missing
     command, an unknown command, a missing PATH, a bad duration, --timeout=
     with --no-wait, --rollback with --no-wait but for a batch (it was taken in
@@ -570,6 +572,19 @@ def test():
                          '--rollback' in r.stdout and '--trigger' not in r.stdout and 'untrack' not in r.stdout and
                          len(r.stdout) < len(whole) // 4,
                          f'freezectl {what}: the entries of freeze and its options, not the whole help', r.stdout)
+            # -h/--help acts as soon as it is read, as GNU tools do: the options after it are not
+            # looked at ("--help --bogus" was a usage error).
+            for args in (['--help', '--bogus'], ['-h', '--order'], ['--help', '--no-wait=1']):
+                r = ft.freezectl(*args, check=False)
+                ft.check_equal((r.returncode, r.stdout, r.stderr), (0, whole, ''),
+                               f'freezectl {" ".join(args)}: the whole help, exit 0')
+            for args in (['freeze', '--help', '--bogus'], ['--timeout', '5s', 'freeze', '-h', '--order'],
+                         ['help', 'freeze', '--help', '--json=1']):
+                r = ft.freezectl(*args, check=False)
+                ft.check_equal((r.returncode, r.stdout, r.stderr), (0, ft.freezectl('help', 'freeze').stdout, ''),
+                               f'freezectl {" ".join(args)}: the help of freeze, exit 0')
+            r = ft.freezectl('--bogus', '--help', check=False)
+            ft.check_equal((r.returncode, r.stdout), (2, ''), '--bogus --help: the option before it is refused')
             r = ft.freezectl('help', 'watch')
             ft.check('--trigger=RESOURCE' in r.stdout and '--rollback' not in r.stdout,
                      'freezectl help watch: watch and --trigger', r.stdout)
