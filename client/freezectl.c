@@ -216,14 +216,17 @@ static void help_to(FILE *f) {
                "(\"2min 3\") is refused. Days and longer, and \"infinity\", are not taken.\n"
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
-               "failure: the paths after it are left alone. They print nothing on success\n"
+               "failure: the paths after it are left alone; but thaw goes on after a\n"
+               "FrozenByParent (the path's own flag is cleared, an ancestor still freezes\n"
+               "it), and exits 1 when any path failed. They print nothing on success\n"
                "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
                "does not fail with FrozenByParent; it notes on standard error what still\n"
-               "freezes PATH: an ancestor, the own flag of freezerd's cgroup root (\"/\"),\n"
-               "or a group above that root. There, \"/\" stands for every group freezerd\n"
+               "freezes PATH (with --no-wait too, from the flags above PATH): an ancestor,\n"
+               "the own flag of freezerd's cgroup root (\"/\"), or a group above that root,\n"
+               "whose path it names. There, \"/\" stands for every group freezerd\n"
                "tracks below its cgroup root (whose own flag freezerd does not write);\n"
                "groups outside the tracked subtrees are left alone.\n"
                "With --except, freeze takes exactly one PATH. Processes directly in PATH, or\n"
@@ -999,11 +1002,21 @@ static uint64_t request_flags(void) {
  * Not a PATH (no leading "/"), so a --json reader tells it apart. */
 #define FROZEN_ABOVE_ROOT "above-root"
 
+#define FROZEN_BY_PARENT_ERROR "org.freezerd.Freezer1.Error.FrozenByParent"
+
+static bool state_by_parent(freezer_state state) {
+        return state == FREEZER_STATE_FROZEN_BY_PARENT || state == FREEZER_STATE_FREEZING_BY_PARENT;
+}
+
 /* After a thaw --recursive of path returned: what still freezes it, in *ret
  * (static or path's ancestor, to free): an ancestor whose flag is set ("/"
  * too: the cgroup root's own flag, which freezerd does not write), or
  * FROZEN_ABOVE_ROOT; NULL if path is not frozen by anything above it (or
- * cannot be looked up: the thaw succeeded, this is only its note). */
+ * cannot be looked up: the thaw succeeded, this is only its note).  With
+ * --no-wait path's own state may not have settled yet (still "frozen", or
+ * "thawing"), but the flags above it are what they will stay: every
+ * ancestor is looked at, and "/" frozen by its parent means one above the
+ * root. */
 static void frozen_by(freezer *f, const char *path, char **ret) {
         _cleanup_free_ char *up = NULL;
         freezer_group g = {};
@@ -1023,7 +1036,7 @@ static void frozen_by(freezer *f, const char *path, char **ret) {
                 *ret = strdup("/");
                 return;
         }
-        if (state != FREEZER_STATE_FROZEN_BY_PARENT && state != FREEZER_STATE_FREEZING_BY_PARENT)
+        if (!arg_no_wait && !state_by_parent(state))
                 return;
 
         for (char *slash; !streq(up, "/") && (slash = strrchr(up, '/'));) {
@@ -1034,6 +1047,7 @@ static void frozen_by(freezer *f, const char *path, char **ret) {
                 if (freezer_get_group(f, up, &g) < 0)
                         return;
                 freeze = g.freeze;
+                state = g.state;
                 freezer_group_clear(&g);
                 if (freeze) {
                         *ret = TAKE_PTR(up);
@@ -1041,18 +1055,27 @@ static void frozen_by(freezer *f, const char *path, char **ret) {
                 }
         }
         /* Frozen by a parent, and no flag set up to the root: one above it,
-         * as freezerd's FrozenByParent says of a plain thaw. */
-        *ret = strdup(FROZEN_ABOVE_ROOT);
+         * as freezerd's FrozenByParent says of a plain thaw.  (Waited for,
+         * path's state says it; without, the root's.) */
+        if (!arg_no_wait || state_by_parent(state))
+                *ret = strdup(FROZEN_ABOVE_ROOT);
 }
 
 /* thaw --recursive succeeds when a group stays frozen by an ancestor above
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
-static void note_frozen_by(const char *path, const char *by) {
-        if (streq(by, FROZEN_ABOVE_ROOT))
-                log_error("note: every freeze flag in %s is cleared, but a group above freezerd's cgroup root "
-                          "still freezes it", path);
-        else if (streq(by, "/"))
+static void note_frozen_by(freezer *f, const char *path, const char *by) {
+        if (streq(by, FROZEN_ABOVE_ROOT)) {
+                _cleanup_free_ char *root = NULL;
+
+                /* freezerd's paths are relative to its root: name it, to
+                 * say where to look (freezerd does not say which group
+                 * above it is frozen, but its FrozenByParent to a plain
+                 * thaw does). */
+                (void) freezer_get_cgroup_root(f, &root);
+                log_error("note: every freeze flag in %s is cleared, but a group above freezerd's cgroup root%s%s%s "
+                          "still freezes it", path, root ? " (" : "", root ?: "", root ? ")" : "");
+        } else if (streq(by, "/"))
                 log_error("note: every freeze flag %s %s is cleared, but the own flag of freezerd's cgroup root, "
                           "\"/\", still freezes it (freezerd does not write that flag)",
                           streq(path, "/") ? "below" : "in", path);
@@ -1255,10 +1278,10 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                                 json_object_put(results);
                                 results = NULL;
                         }
-                } else if (!freeze && arg_recursive && !arg_no_wait && c->f) {
+                } else if (!freeze && arg_recursive && c->f) {
                         frozen_by(c->f, paths[i], &by);
                         if (by)
-                                note_frozen_by(paths[i], by);
+                                note_frozen_by(c->f, paths[i], by);
                 }
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
@@ -1268,7 +1291,12 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         break;
                 }
 
-                if (r < 0)
+                /* A thaw that FrozenByParent answered cleared the group's
+                 * flag (of "/", there was none to clear): it is done as far
+                 * as that path goes, and the paths after it are thawed as
+                 * asked, the exit status still 1.  Any other failure ends
+                 * the command. */
+                if (r < 0 && !(!freeze && streq_ptr(caller_error_name(c), FROZEN_BY_PARENT_ERROR)))
                         break;
         }
 
@@ -3752,15 +3780,15 @@ static int run_verb(freezer *f, const verb *v, char **args, size_t n_args, const
 
 /* freeze, thaw and batch go by the wire (bus-wire.h), which spares loading
  * libsystemd, over the private socket and over a bus the wire reaches (the
- * system bus, --address=unix:...); freeze --except and a waiting thaw
- * --recursive (which may look groups up after, frozen_by()) go
+ * system bus, --address=unix:...); freeze --except and thaw --recursive
+ * (which looks groups up after, frozen_by(), with --no-wait too) go
  * through libfreezer, as does everything else. */
 static bool wire_freeze(const verb *v) {
         return streq(v->name, "freeze") && n_arg_except == 0;
 }
 
 static bool wire_thaw(const verb *v) {
-        return streq(v->name, "thaw") && !(arg_recursive && !arg_no_wait);
+        return streq(v->name, "thaw") && !arg_recursive;
 }
 
 /* The bus the wire would take after the private socket; NULL for the user

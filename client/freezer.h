@@ -475,6 +475,14 @@ typedef struct freezer_group_id {
 FREEZER_EXPORT int freezer_list_ids(freezer *f, freezer_group_id **ret, size_t *ret_n);
 FREEZER_EXPORT void freezer_group_id_array_free(freezer_group_id *a, size_t n);
 
+/* The absolute path of the daemon's cgroup root, the group its paths are
+ * relative to ("/" names it; the Manager's CgroupRoot property), e.g.
+ * "/sys/fs/cgroup": what a path in an error message or the state of "/"
+ * (frozen-by-parent: frozen by a group above it) refers to.  *ret is a
+ * string to free(), NULL on failure.  Since libfreezer 0.6 (version node
+ * LIBFREEZER_0.6). */
+FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
+
 /*
  * Event loop integration.
  *

@@ -1872,6 +1872,35 @@ FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freez
         return 0;
 }
 
+FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *root;
+        char *copy;
+        int r;
+
+        if (ret)
+                *ret = NULL;
+        if (!f)
+                return -EINVAL;
+        if (!ret)
+                return error_set(f, -EINVAL);
+
+        r = call_method_wait(f, FREEZER_MANAGER_PATH, "org.freedesktop.DBus.Properties", "Get", &error, &reply,
+                             "ss", FREEZER_MANAGER_INTERFACE, "CgroupRoot");
+        if (r < 0)
+                return error_take(f, &error, r);
+        r = sd_bus_message_read(reply, "v", "s", &root);
+        if (r < 0)
+                return error_set(f, r);
+
+        copy = strdup(root);
+        if (!copy)
+                return error_set(f, -ENOMEM);
+        *ret = copy;
+        return 0;
+}
+
 static int list_groups(freezer *f, freezer_group **ret, size_t *ret_n, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         freezer_group *a = NULL;

@@ -424,6 +424,20 @@ def test():
             r = ft.freezectl('thaw', '/g/h', check=False)
             ft.check_equal(r.returncode, 1, 'thaw of a frozen-by-parent group exits 1')
             one_line(r, 'thaw /g/h', '/g/h', 'FrozenByParent')
+            # A FrozenByParent thaw cleared its flag: thaw goes on with the paths after it, and
+            # still exits 1 (it stopped there, leaving /a-b frozen).
+            for json_arg in ([], ['--json']):
+                ft.freezectl('freeze', '/g/h')
+                r = ft.freezectl(*json_arg, 'thaw', '/g/h', '/a-b', check=False)
+                what = ' '.join(json_arg + ['thaw /g/h /a-b'])
+                ft.check_equal((r.returncode, sc.read_freeze('/g/h'), sc.read_freeze('/a-b')), (1, 0, 0),
+                               f'{what} under a frozen /g: exit 1, both flags cleared')
+                one_line(r, what, '/g/h', 'FrozenByParent')
+                if json_arg:
+                    ft.check_equal([(o['path'], o['result'], o.get('error')) for o in json.loads(r.stdout)],
+                                   [('/g/h', 'failed', ft.ERROR_FROZEN_BY_PARENT), ('/a-b', 'done', None)],
+                                   f'{what}: /g/h failed, /a-b done')
+                ft.freezectl('freeze', '/a-b')
             r = ft.freezectl('thaw', '/g', '/a-b')
             ft.check_equal((sc.frozen('/g'), sc.frozen('/a-b')), (False, False), 'thaw /g /a-b: both thawed')
 

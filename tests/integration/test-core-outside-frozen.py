@@ -27,6 +27,9 @@ Checks:
     root's own cgroup.freeze 1, with a note naming the root's own flag (both
     were silent); with --json, "frozen_by": "above-root" or "/" (it said "done"
     alone, as of a group that runs), and no "frozen_by" once nothing freezes /x.
+    The note of a group above the root names the root's absolute path (it did
+    not: libfreezer could not read CgroupRoot).  With --no-wait too, the same
+    notes and "frozen_by" (it gave none).
 
 Signals are waited for with a deadline, never by sleeping.  Cleanup thaws /pods
 before the scratch tree is killed and removed."""
@@ -162,20 +165,28 @@ def test():
 
             # ---- freezectl thaw --recursive succeeds, and notes what still freezes
             # (it said nothing: it looked for a flag up to "/" only)
-            above = 'a group above freezerd\'s cgroup root still freezes it'
+            # (it named no root: libfreezer could not read CgroupRoot; and --no-wait gave no note)
+            above = f'a group above freezerd\'s cgroup root ({sc.abspath(ROOT)}) still freezes it'
             for p in ('/x', '/'):
-                r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
-                ft.check(f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
-                         f'thaw --recursive {p} under a frozen /pods notes the group above the root', r.stderr)
+                for no_wait in ([], ['--no-wait']):
+                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address)
+                    ft.check(f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
+                             f'thaw --recursive {" ".join(no_wait)} {p} under a frozen /pods notes the group '
+                             'above the root, naming the root', r.stderr)
             # --json says it too (it said "done" alone, as for a group thawed)
             r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
             ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root'}],
                            '--json thaw --recursive /x under a frozen /pods: "frozen_by": "above-root"')
+            r = ft.freezectl('--json', 'thaw', '--recursive', '--no-wait', '/x', address=bus.address)
+            ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root'}],
+                           '--json thaw --recursive --no-wait /x under a frozen /pods: "frozen_by": "above-root"')
             sc.write_freeze('/pods', 0)
             sc.wait_events(ROOT, frozen=0)
             r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
             ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done'}],
                            '--json thaw --recursive /x once /pods is thawed: no "frozen_by"')
+            r = ft.freezectl('thaw', '--recursive', '--no-wait', '/x', address=bus.address)
+            ft.check_equal(r.stderr, '', 'thaw --recursive --no-wait /x once /pods is thawed: no note')
             # The root's own flag, which freezerd does not write (not even a
             # thaw --recursive /, which stands for the groups below it).
             sc.before_cleanup.append(lambda: os.path.isdir(sc.abspath(ROOT)) and sc.write_freeze(ROOT, 0))
@@ -183,9 +194,11 @@ def test():
             sc.wait_events(ROOT, frozen=1)
             own = 'the own flag of freezerd\'s cgroup root, "/", still freezes it'
             for p, where in (('/x', 'in /x'), ('/', 'below /')):
-                r = ft.freezectl('thaw', '--recursive', p, address=bus.address)
-                ft.check(f'every freeze flag {where} is cleared, but {own}' in r.stderr,
-                         f'thaw --recursive {p} with the root\'s own flag set notes the root', r.stderr)
+                for no_wait in ([], ['--no-wait']):
+                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address)
+                    ft.check(f'every freeze flag {where} is cleared, but {own}' in r.stderr,
+                             f'thaw --recursive {" ".join(no_wait)} {p} with the root\'s own flag set notes the '
+                             'root', r.stderr)
                 r = ft.freezectl('--json', 'thaw', '--recursive', p, address=bus.address)
                 ft.check_equal(json.loads(r.stdout), [{'path': p, 'result': 'done', 'frozen_by': '/'}],
                                f'--json thaw --recursive {p} with the root\'s own flag set: "frozen_by": "/"')
