@@ -16,6 +16,9 @@
  *         org.freezerd.Freezer1.Error.Cancelled       -ECANCELED
  *         org.freezerd.Freezer1.Error.NotSupported    -EOPNOTSUPP
  *         org.freezerd.Freezer1.Error.LimitsExceeded  -ENOBUFS
+ *         org.freezerd.Freezer1.Error.NotTracked      -ENOENT (Untrack of a path
+ *                                                     that is not a tracked root,
+ *                                                     since libfreezer 0.6)
  *         org.freedesktop.DBus.Error.AccessDenied     -EACCES (the caller may not)
  *         org.freedesktop.DBus.Error.InvalidArgs      -EINVAL
  *         org.freedesktop.DBus.Error.Failed           -EIO (freezerd failed: a file
@@ -430,7 +433,9 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
- * are left as they are. */
+ * are left as they are. A path that is not such a tracked root (a group
+ * within a tracked subtree, or outside them) fails with -ENOENT, named
+ * NotTracked (a freezerd older than 0.6: NoSuchGroup). */
 FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path);
 
 /* "running", "freezing", "frozen", "thawing", "freezing-by-parent",

@@ -229,6 +229,9 @@ static const struct {
         { FREEZER_ERROR_PREFIX "Cancelled",                 ECANCELED  },
         { FREEZER_ERROR_PREFIX "NotSupported",              EOPNOTSUPP },
         { FREEZER_ERROR_PREFIX "LimitsExceeded",            ENOBUFS    },
+        /* Untrack: nothing to stop following there, as for a path that
+         * names no group. */
+        { FREEZER_ERROR_PREFIX "NotTracked",                ENOENT     },
         { SD_BUS_ERROR_ACCESS_DENIED,                       EACCES     },
         { SD_BUS_ERROR_INVALID_ARGS,                        EINVAL     },
         /* freezerd's own failure: not sd-bus' -EACCES for Failed, which

@@ -11,6 +11,7 @@
 #define BUS_ERROR_NOT_SUPPORTED "org.freezerd.Freezer1.Error.NotSupported"
 #define BUS_ERROR_LIMITS_EXCEEDED "org.freezerd.Freezer1.Error.LimitsExceeded"
 #define BUS_ERROR_NOT_SUBSCRIBED "org.freezerd.Freezer1.Error.NotSubscribed"
+#define BUS_ERROR_NOT_TRACKED "org.freezerd.Freezer1.Error.NotTracked"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4349,10 +4349,30 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
-        if (!manager_is_track_root(m, norm))
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
-                                         "%s is not a tracked subtree (see Track() and the \"track\" setting)",
+        /* Not NoSuchGroup: the group may well exist (a group tracked
+         * within a root's subtree, or one outside them), and that read as
+         * if it did not. */
+        if (!manager_is_track_root(m, norm)) {
+                const char *in = NULL; /* the nearest root above it */
+
+                for (size_t i = 0; i < m->n_track_roots; i++) {
+                        const char *root = m->track_roots[i];
+                        size_t l = strlen(root);
+
+                        if ((streq(root, "/") || (strncmp(root, norm, l) == 0 && norm[l] == '/')) &&
+                            (!in || l > strlen(in)))
+                                in = root;
+                }
+                if (in)
+                        return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
+                                                 "%s is not a tracked root, only a group of the tracked subtree at "
+                                                 "%s: Untrack() that root (see Track() and the \"track\" setting)",
+                                                 CG_QUOTE(norm), CG_QUOTE(in));
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
+                                         "%s is not a tracked root, nor in a tracked subtree (see Track() and the "
+                                         "\"track\" setting)",
                                          CG_QUOTE(norm));
+        }
 
         for (size_t i = 0; i < m->n_track_roots; i++)
                 if (streq(m->track_roots[i], norm)) {

@@ -456,7 +456,7 @@ def test():
                 ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, u.call, 'FreezeExcept', '/own', ['/own/a'], tmo, 1 << 2)
                 ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, u.call, 'Track', '/nope')
                 ft.expect_dbus_error(ft.ERROR_INVALID_PATH, u.call, 'Track', 'a//b')
-                ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, u.call, 'Untrack', '/own/a')
+                ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, u.call, 'Untrack', '/own/a')
                 ft.check_equal(flags(), all_zero, 'argument errors: nothing was written')
 
                 # -- tracking

@@ -17,8 +17,8 @@ written into its private socket (a direct connection: no dbus-daemon in between)
 ready first, and the inotify instance after it, so the call is read first.
 
   * each Freeze succeeds and /t/nI is frozen and published;
-  * tracked.json lists none of them, and Untrack("/t/nI") fails with NoSuchGroup
-    (it is not a tracked subtree);
+  * tracked.json lists none of them, and Untrack("/t/nI") fails with NotTracked
+    (it is not a tracked root);
   * Untrack("/t") unpublishes every /t/nI with /t (InterfacesRemoved), as the groups
     freezerd found by their mkdir; Track("/t") brings them back.
 
@@ -102,7 +102,7 @@ def check_other_uid(d, sc, private):
             ft.check('Not allowed to freeze' in e.message and p in e.message,
                      f'nobody\'s Freeze of root\'s {p}, made as it came: refused as a freeze', e.message)
             ft.check_equal(sc.read_freeze(p), 0, f'{p}: nothing written')
-            ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, d.client.call, 'Untrack', p)
+            ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, d.client.call, 'Untrack', p)
         for i in range(N):
             p = f'/t/o{i}'
             raced(d, sc, u, 'Freeze', p, 0, 0, owner=nobody.pw_uid).result()
@@ -134,7 +134,7 @@ def test():
             ft.check(not roots or not any(p in json.dumps(roots) for p in new),
                      'tracked.json lists none of the /t/nI', roots)
             for p in new:
-                ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'Untrack', p)
+                ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', p)
 
             rec = c.record(subscribe=False)
             c.call('Untrack', '/t')

@@ -152,12 +152,17 @@ def test():
             kept.append('/pods/a/y')
             s.check('mkdir /pods/d and /pods/a/y', kept, added=['/pods/a/y'])
 
+            e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/x')
+            ft.check('/pods/a/x is not a tracked root, only a group of the tracked subtree at /pods/a' in e.message,
+                     'Untrack("/pods/a/x"): NotTracked, naming its root /pods/a', e.message)
             c.call('Untrack', '/pods/a')
             s.check('Untrack("/pods/a")', ['/'], removed=['/pods/a', '/pods/a/x', '/pods/a/y'])
 
+            # NotTracked, saying so (it was NoSuchGroup, which read as if the group did not exist).
             for p in ('/pods', '/'):
-                e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'Untrack', p)
-                ft.check('not a tracked subtree' in e.message, f'Untrack("{p}"): not a tracked subtree', e.message)
+                e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', p)
+                ft.check(f'{p} is not a tracked root, nor in a tracked subtree' in e.message,
+                         f'Untrack("{p}"): not a tracked root', e.message)
             s.check('Untrack of what is no longer tracked', ['/'])
 
             ft.check_equal(c.call('Track', '/')[0], ft.group_object('/'), 'Track("/")')
@@ -224,8 +229,10 @@ def test():
             s.check('freezectl untrack /q/s', tracked, removed=['/q/s'])
             ft.check('/q/s' not in saved_tracked(d), 'and it is gone from the state directory', saved_tracked(d))
             r = ft.freezectl('untrack', '/q/s', check=False)
-            ft.check(r.returncode == 1 and 'cannot untrack /q/s' in r.stderr and len(r.stderr.splitlines()) == 1,
-                     'freezectl untrack of a subtree not tracked: exit 1, one line', (r.returncode, r.stderr))
+            ft.check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and
+                     'cannot untrack /q/s: NotTracked: /q/s is not a tracked root' in r.stderr,
+                     'freezectl untrack of a subtree not tracked: exit 1, one line saying NotTracked',
+                     (r.returncode, r.stderr))
             ft.freezectl('track', '/q/s')
             s.check('freezectl track /q/s', tracked + ['/q/s'], added=['/q/s'])
             ft.freezectl('untrack', '/q/s')
