@@ -2746,23 +2746,6 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
         return 0;
 }
 
-/* The shortest exact form in the largest unit the time has one of: "300 ms",
- * "1 s", "1.5 s", "250 us" (it was "300.000ms", and 1.0005 s "1.000s"). */
-static void format_usec(char *buf, size_t n, uint64_t usec) {
-        uint64_t unit = usec >= USEC_PER_SEC ? USEC_PER_SEC : usec >= USEC_PER_MSEC ? USEC_PER_MSEC : 1;
-        const char *name = unit == USEC_PER_SEC ? "s" : unit == USEC_PER_MSEC ? "ms" : "us";
-        uint64_t frac = usec % unit;
-        int digits = unit == USEC_PER_SEC ? 6 : 3;
-
-        if (frac == 0) {
-                snprintf(buf, n, "%" PRIu64 " %s", usec / unit, name);
-                return;
-        }
-        for (; frac % 10 == 0; frac /= 10)
-                digits--;
-        snprintf(buf, n, "%" PRIu64 ".%0*" PRIu64 " %s", usec / unit, digits, frac, name);
-}
-
 /* A group the kernel has not frozen although every group below it is: its
  * own tasks are what a freeze of it, or above it, waits for. */
 static bool group_holds_back_freeze(const Group *g) {

@@ -969,25 +969,23 @@ static int validate(Pressure *p, bool system, const char *resource, const char *
                                         "fires the trigger");
         case PSI_TRIGGER_WINDOW_TOO_SHORT:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The window (%" PRIu64 " usec) is below the kernel's minimum of %" PRIu64
-                                         " usec (500 ms)",
-                                         window_usec, PSI_WINDOW_MIN_USEC);
+                                         "The window, %s (%" PRIu64 " usec), is below the kernel's minimum of %s",
+                                         FORMAT_USEC(window_usec), window_usec, FORMAT_USEC(PSI_WINDOW_MIN_USEC));
         case PSI_TRIGGER_WINDOW_TOO_LONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The window (%" PRIu64 " usec) is above the kernel's maximum of %" PRIu64
-                                         " usec (10 s)",
-                                         window_usec, PSI_WINDOW_MAX_USEC);
+                                         "The window, %s (%" PRIu64 " usec), is above the kernel's maximum of %s",
+                                         FORMAT_USEC(window_usec), window_usec, FORMAT_USEC(PSI_WINDOW_MAX_USEC));
         case PSI_TRIGGER_THRESHOLD_ABOVE_WINDOW:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The threshold (%" PRIu64 " usec) is above the window (%" PRIu64
+                                         "The threshold, %s (%" PRIu64 " usec), is above the window, %s (%" PRIu64
                                          " usec): it could never be reached",
-                                         threshold_usec, window_usec);
+                                         FORMAT_USEC(threshold_usec), threshold_usec, FORMAT_USEC(window_usec),
+                                         window_usec);
         case PSI_TRIGGER_WINDOW_NOT_MULTIPLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The window (%" PRIu64 " usec) is not a whole multiple of 2 s (2000000 "
-                                         "usec), which the kernel requires because freezerd lacks "
-                                         "CAP_SYS_RESOURCE",
-                                         window_usec);
+                                         "The window, %s (%" PRIu64 " usec), is not a whole multiple of 2 s, which "
+                                         "the kernel requires because freezerd lacks CAP_SYS_RESOURCE",
+                                         FORMAT_USEC(window_usec), window_usec);
         default:
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pressure trigger");
         }

@@ -5,6 +5,7 @@
  * style of systemd, so that early returns cannot leak. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,27 @@
 
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
+
+/* The shortest exact form in the largest unit the time has one of: "300 ms",
+ * "1 s", "1.5 s", "250 us", for people reading a message (a timeout, a
+ * trigger's window) who gave a duration, not a count of microseconds. */
+#define FORMAT_USEC_MAX 48
+static inline char *format_usec(char *buf, size_t n, uint64_t usec) {
+        uint64_t unit = usec >= USEC_PER_SEC ? USEC_PER_SEC : usec >= USEC_PER_MSEC ? USEC_PER_MSEC : 1;
+        const char *name = unit == USEC_PER_SEC ? "s" : unit == USEC_PER_MSEC ? "ms" : "us";
+        uint64_t frac = usec % unit;
+        int digits = unit == USEC_PER_SEC ? 6 : 3;
+
+        if (frac == 0) {
+                snprintf(buf, n, "%" PRIu64 " %s", usec / unit, name);
+                return buf;
+        }
+        for (; frac % 10 == 0; frac /= 10)
+                digits--;
+        snprintf(buf, n, "%" PRIu64 ".%0*" PRIu64 " %s", usec / unit, digits, frac, name);
+        return buf;
+}
+#define FORMAT_USEC(usec) format_usec((char[FORMAT_USEC_MAX]) {0}, FORMAT_USEC_MAX, (usec))
 
 /* FNV-1a, 64 bit: the tree's path index, the uid cache, the odd names. */
 static inline uint64_t string_hash(const char *s) {
