@@ -412,7 +412,8 @@ static void help_to(FILE *f) {
                FREEZECTL_FRONT ? "  " FREEZECTL_DYNAMIC_PATH "\n"
                                  "                       freezectl linked dynamically: this freezectl is\n"
                                  "                       static and runs it for every command but freeze and\n"
-                                 "                       thaw without --json (which it does itself); first\n"
+                                 "                       thaw without --json, --except or --recursive (which\n"
+                                 "                       it does itself); first\n"
                                  "                       a freezectl-dynamic in its own directory\n"
                                : "");
 }
