@@ -1518,10 +1518,6 @@ static const freezer_group *listed_group(const freezer_group *groups, size_t n, 
         return n > 0 ? bsearch(&key, groups, n, sizeof(groups[0]), group_cmp) : NULL;
 }
 
-static bool state_by_parent(freezer_state state) {
-        return state == FREEZER_STATE_FROZEN_BY_PARENT || state == FREEZER_STATE_FREEZING_BY_PARENT;
-}
-
 /* Whether a group's own freeze flag is set, as its FreezerState says it. */
 static bool state_own_flag(freezer_state state) {
         return state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FREEZING;
