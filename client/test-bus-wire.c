@@ -24,6 +24,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-wire.h"
+#include "test-bus-server.h"
 #include "test-util.h"
 
 #define PATH "/org/freezerd/Freezer1"
@@ -110,31 +111,8 @@ static const sd_bus_vtable vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-/* Serve each connection in turn until it closes. */
 _Noreturn static void serve(int listen_fd) {
-        sd_id128_t id;
-
-        if (sd_id128_randomize(&id) < 0)
-                _exit(2);
-        for (;;) {
-                sd_bus *bus = NULL;
-                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-                if (fd < 0)
-                        _exit(2);
-                drop_connection = false;
-                if (sd_bus_new(&bus) < 0 || sd_bus_set_fd(bus, fd, fd) < 0 || sd_bus_set_server(bus, true, id) < 0 ||
-                    sd_bus_add_object_vtable(bus, NULL, PATH, INTERFACE, vtable, NULL) < 0 || sd_bus_start(bus) < 0)
-                        _exit(2);
-                while (!drop_connection) {
-                        int r = sd_bus_process(bus, NULL);
-                        if (r < 0)
-                                break; /* the client went away */
-                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
-                                break;
-                }
-                sd_bus_close_unref(bus);
-        }
+        test_bus_serve(listen_fd, PATH, INTERFACE, vtable, &drop_connection);
 }
 
 /* ---- the client side ---- */
