@@ -39,10 +39,16 @@ Checks:
     - it gets every reply it was due and the Get refused with Cancelled,
       before freezerd closes it (before: the rest of its replies went out
       after the deadline, in one go, the Get unread: the connection closed.
-      Past what its socket took in that go, replies were lost too: not here,
-      where freezerd runs as root and the sockets hold 16 MB, but where
-      freezerd lacks CAP_NET_ADMIN, as in units/freezerd.service: then they
-      hold twice net.core.wmem_max, 416 KB by default)."""
+      Past what its socket took in that go, replies were lost too: not with
+      freezerd as root, whose sockets hold 16 MB, more than was queued, but
+      where freezerd lacks CAP_NET_ADMIN, as in units/freezerd.service: then
+      they hold twice net.core.wmem_max, 416 KB by default).
+
+  The same without CAP_NET_ADMIN (setpriv), the reader's socket full (8 MB here,
+  where net.core.wmem_max is 4 MB) and 3 times what it holds queued for it in
+  freezerd behind that (QUEUED_SOCKETS):
+    - it gets every reply and the Get refused (before: 1,019 to 1,581 replies of 1,900
+      here, the rest lost)."""
 
 import fcntl
 import os
@@ -66,6 +72,10 @@ FLUSH_USEC = 100000  # BUS_FLUSH_TIMEOUT_USEC
 # out: one flush of 100 ms for all, well below one each (CLIENTS x 100 ms at the least).
 CLOSE_BOUND = (CLIENTS * FLUSH_USEC / 1e6) - 0.2
 READER_FLUSH_USEC = 5_000_000  # the flush's time in check_reader_behind()
+# check_reader_behind(small=True): the reader's replies that wait in freezerd, in sockets' worth:
+# more than one go of the flush writes, the reader reading meanwhile (well within the bound of
+# the heap that queues take: 3 x 8 MB here, where net.core.wmem_max is 4 MB).
+QUEUED_SOCKETS = 3
 REFUSED = 'freezerd is shutting down; nothing was done'
 SIOCOUTQ = termios.TIOCOUTQ  # for a socket: what was sent and the peer has not read yet
 
@@ -115,12 +125,26 @@ def in_ppoll(pid):
         return False
 
 
-def check_reader_behind(sc, bus):
-    """A connection that reads, flushed after one that does not."""
+def cap_net_admin(pid):
+    """Whether pid has CAP_NET_ADMIN (12) in its effective set."""
+    with open(f'/proc/{pid}/status') as f:
+        eff = next(int(line.split()[1], 16) for line in f if line.startswith('CapEff:'))
+    return bool(eff & (1 << 12))
+
+
+def check_reader_behind(sc, bus, small=False):
+    """A connection that reads, flushed after one that does not.  small: freezerd without
+    CAP_NET_ADMIN (as units/freezerd.service), whose sockets hold no more than twice
+    net.core.wmem_max, and the reader's replies queued in freezerd QUEUED_SOCKETS times what
+    its socket holds."""
     ft.ppolls()  # (probed before freezerd is stopped)
+    wrapper = ['setpriv', '--inh-caps=-net_admin', '--bounding-set=-net_admin', '--'] if small else []
     # The reader must read 12 MB before freezerd can write to it again (a Unix socket is writable
     # once 3/4 of what it holds is read): in 100 ms on a loaded machine it may not.
-    with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_FLUSH_TIMEOUT_USEC': str(READER_FLUSH_USEC)}) as daemon:
+    with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_FLUSH_TIMEOUT_USEC': str(READER_FLUSH_USEC)},
+                   wrapper=wrapper) as daemon:
+        if small:
+            ft.check(not cap_net_admin(daemon.pid), 'freezerd runs without CAP_NET_ADMIN')
         address = f'unix:path={os.path.join(daemon.runtime_dir, "private")}'
         manager = DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.OBJECT_MANAGER_IFACE)
         # The newest connection is flushed first: the reader connects before.
@@ -129,7 +153,17 @@ def check_reader_behind(sc, bus):
         try:
             batch = b''.join(new_method_call(manager, 'GetManagedObjects').serialise(i + 1) for i in range(BATCH))
             fill(other.sock, batch, 'the connection that does not read')
-            sent, _ = fill(reader.sock, batch, 'the connection that reads later')
+            sent, reply_size = fill(reader.sock, batch, 'the connection that reads later')
+            if small:
+                held = unread_by_us(reader.sock)
+                target = QUEUED_SOCKETS * held
+                for _ in range(-(-target // (BATCH * reply_size))):
+                    reader.sock.sendall(batch)
+                    sent += BATCH
+                    ft.wait_for(lambda: not unread_by_peer(reader.sock), poll=0.01,
+                                what='freezerd to read the calls of the connection that reads later')
+                print(f'# the reader\'s socket holds {held} bytes; {target} bytes or more of replies wait '
+                      'in freezerd', flush=True)
             ft.check_equal(daemon.warnings(), [], 'no connection was closed for its queue (nor other warning)')
             os.kill(daemon.pid, signal.SIGSTOP)
             try:
@@ -262,6 +296,7 @@ def test():
             for s in socks:
                 s.close()
         check_reader_behind(sc, bus)
+        check_reader_behind(sc, bus, small=True)
 
 
 if __name__ == '__main__':
