@@ -1669,24 +1669,39 @@ class MachineSetting:
 
 class EventsLog:
     """The kernel's notifications of one group's cgroup.events as the test sees them:
-    its own inotify watch on the file, read from the loop.  seen holds (time, frozen)
-    for each read, frozen as the file says at that moment.  A context manager."""
+    the file open and polled for EPOLLPRI (edge-triggered, as freezerd polls it) in an
+    epoll set of its own, which the loop watches.  seen holds (time, frozen) for each
+    notification, frozen as the file says when the loop took it.  A context manager.
+
+    Polled, not watched with inotify: kernfs wakes a poller of the file inside the
+    notification (kernfs_notify()), and so freezerd, but sends the inotify event from a
+    work item (kernfs_notify_workfn()) that a kworker runs later (0.3-0.5 ms here on a
+    loaded machine).  Through inotify, the test could see the notification after
+    freezerd had answered it, and a freezerd that waited for it then looked first."""
 
     def __init__(self, scratch, relpath):
         self.scratch, self.relpath, self.seen = scratch, relpath, []
         self.together = False  # see wait_reply_and_frozen()
-        self.ino = Inotify()
-        self.ino.add_watch(scratch.abspath(relpath, 'cgroup.events'), Inotify.IN_MODIFY)
-        loop().add_reader(self.ino.fd, self._on_event)
+        self.fd = os.open(scratch.abspath(relpath, 'cgroup.events'), os.O_RDONLY | os.O_CLOEXEC)
+        self.ep = select.epoll()
+        self._frozen()  # kernfs reports a change since this fd's last read
+        self.ep.register(self.fd, select.EPOLLPRI | select.EPOLLET)
+        self.ep.poll(0)
+        loop().add_reader(self.ep.fileno(), self._on_event)
+
+    def _frozen(self):
+        # A read through this fd also tells kernfs what it has seen (of->event).
+        return _parse_keyed(os.pread(self.fd, 4096, 0).decode())['frozen']
 
     def _on_event(self):
         now = time.monotonic()
-        for _ in self.ino.read():
-            self.seen.append((now, self.scratch.read_events(self.relpath)['frozen']))
+        if self.ep.poll(0):
+            self.seen.append((now, self._frozen()))
 
     def discard_queued(self):
-        """Drop what the kernel queued and the loop has not read yet."""
-        self.ino.read()
+        """Drop what the kernel notified and the loop has not taken yet."""
+        self.ep.poll(0)
+        self._frozen()
 
     def first_frozen(self, since):
         """The time of the first notification at `since` or later that read frozen 1, or None."""
@@ -1720,9 +1735,11 @@ class EventsLog:
                 self.together = not had_note and self.first_frozen(since) is not None
 
     def close(self):
-        if self.ino.fd >= 0:
-            loop().remove_reader(self.ino.fd)
-            self.ino.close()
+        if self.fd >= 0:
+            loop().remove_reader(self.ep.fileno())
+            self.ep.close()
+            os.close(self.fd)
+            self.fd = -1
 
     def __enter__(self):
         return self
@@ -1737,26 +1754,39 @@ class HeldBackRounds:
     `held_back` s or more after the round's start (else the kernel did not hold it back,
     and the round proves nothing); `first` counts the conclusive ones the reply won."""
 
+    HOLDBACK_PERIOD = 0.002  # s: freezerd re-reads a held-back group at most this far apart
+
     def __init__(self, held_back):
         self.held_back = held_back
         self.conclusive = self.first = 0
 
     def add(self, label, since, t_reply, t_note, start='the call', note="the kernel's notification", reply='reply',
-            together=False, cpu_wait=0.0, waiter='freezerd'):
+            together=False, cpu_wait=0.0, waiter='freezerd', first_look=False, tasks_wait=0.0):
         """Count one round started at `since`; print its figures; return whether it was conclusive.
         together: the test found the reply and the notification waiting at once
         (EventsLog.together), so it does not know which came first: not conclusive.
         cpu_wait: seconds freezerd's main thread waited for a CPU in the round
         (run_queue_wait()); a reply later than the notification by no more than that
         was held up by the machine's load, not by what freezerd waited for: not
-        conclusive either.  waiter: whose wait cpu_wait is, for the figures."""
+        conclusive either.  waiter: whose wait cpu_wait is, for the figures.  first_look:
+        freezerd found the group frozen already at its first look after the round's start
+        (one signal said so with the flag): it waited for nothing, and a freezerd that
+        waits for the notification does as well there; not conclusive.  tasks_wait: the
+        longest a task of the group waited for a CPU in the round (run_queue_wait()): it
+        froze no sooner, and a reply later than the notification that came within
+        HOLDBACK_PERIOD of that was not late for what freezerd waited for (it reads a
+        held-back group that often): not conclusive either."""
         held = t_note - since
         starved = t_reply >= t_note and cpu_wait >= t_reply - t_note
+        froze_late = t_reply >= t_note and tasks_wait + self.HOLDBACK_PERIOD >= held
         print(f'# {label}: {reply} {1e3 * (t_reply - since):.1f} ms after {start}, '
               f'{note} {1e3 * held:.1f} ms after it' +
               (' (found together by the test: which came first is not known)' if together else '') +
-              (f' ({waiter} waited {1e3 * cpu_wait:.1f} ms for a CPU meanwhile)' if starved else ''), flush=True)
-        if held < self.held_back or together or starved:
+              (' (freezerd found it frozen at its first look)' if first_look else '') +
+              (f' ({waiter} waited {1e3 * cpu_wait:.1f} ms for a CPU meanwhile)' if starved else '') +
+              (f' (a task waited {1e3 * tasks_wait:.1f} ms for a CPU: it froze late)' if froze_late else ''),
+              flush=True)
+        if held < self.held_back or together or starved or first_look or froze_late:
             return False
         self.conclusive += 1
         self.first += t_reply < t_note

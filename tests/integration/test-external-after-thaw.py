@@ -16,18 +16,24 @@ back as it does for a waiting call (holdback_watch_external() in
 daemon/manager.c).  The tasks in /g are `cat`s that echo a line only when they run
 (see test-freeze-after-thaw.py, the same race for a call).
 
-Each round, every write the test's own, /g frozen from the round before: let
-the interval of that freeze's notification pass (30 ms: no event marks its end), thaw /g, wait for the
-test's own inotify notification of the thaw, for freezerd's Frozen=false and for
-an echo from each of the 20 tasks, then write 1.  A round is conclusive when the
-kernel sent "frozen 1" 5 ms or more after the write (it did hold it back).
-Asserted: there are conclusive rounds, and in all of them (all but one of three
-or more: HeldBackRounds.won_enough()) freezerd's Frozen=true came first.  Not
-conclusive either, on a loaded machine: a round where the test found the signal
-and the notification waiting at once (it cannot tell which came first) after it
-waited 1 ms or more for a CPU, or where the signal was late by no more than
-freezerd and dbus-daemon waited for a CPU (as test-freeze-after-thaw.py).  Each
-round checks that freezerd's Freeze, Frozen and FreezerState are the kernel's."""
+Each round, every write the test's own, /g frozen from the round before: let the
+interval of that freeze's notification pass (30 ms: no event marks its end), thaw
+/g, wait for the test's own notification of the thaw (EPOLLPRI on cgroup.events, as
+freezerd: ft.EventsLog), for freezerd's Frozen=false and for an echo from each of
+the 20 tasks, then write 1.  A round is conclusive when the kernel sent "frozen 1" 5
+ms or more after the write (it did hold it back), and freezerd's first signal after
+the write (Freeze=true) did not say Frozen=true too: its first look at /g, at the
+write, found the tasks still freezing.  Where it found them frozen (a loaded machine
+wakes it late), it had nothing to wait for, and a freezerd that waits for the
+notification wins such rounds too.  Rounds go on until 6 are conclusive (27 at
+most).  Asserted: there are conclusive rounds, and in all of them (all but one of
+three or more: HeldBackRounds.won_enough()) freezerd's Frozen=true came first.  Not
+conclusive either, on a loaded machine: a round where the test found the signal and
+the notification waiting at once (it cannot tell which came first) after it waited 1
+ms or more for a CPU, or where the signal was late by no more than freezerd and
+dbus-daemon waited for a CPU, or by no more than a task of /g did (as
+test-freeze-after-thaw.py).  Each round checks that freezerd's Freeze, Frozen and
+FreezerState are the kernel's."""
 
 import os
 import sys
@@ -36,7 +42,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-ROUNDS = 9
+ROUNDS = 27  # at most
+CONCLUSIVE = 6  # rounds that are enough
 ECHOES = 20  # tasks that run when thawed: the more, the longer the group takes to freeze
 HELD_BACK = 0.005  # s after the write: the kernel sent the change from its timer
 INTERVAL_PASSED = 0.03  # s: longer than any CGROUP_FILE_NOTIFY_MIN_INTV
@@ -66,6 +73,8 @@ def test():
                 sc.write_freeze('/g', 1)  # each round starts frozen, as the one before ends
                 rec.wait_property(obj, 'Frozen', True)
                 for rnd in range(ROUNDS):
+                    if rounds.conclusive >= CONCLUSIVE:
+                        break
                     time.sleep(INTERVAL_PASSED)  # not a wait for an event: the kernel's interval
                     notes.discard_queued()  # what the kernel sent before: not this round's
                     notes.seen.clear()
@@ -78,22 +87,28 @@ def test():
                     tokens = [(e, e.send()) for e in echoes]
                     ft.wait_for(lambda: all(t in e.buf for e, t in tokens), what='an echo from every task of /g')
                     rec.clear()
+                    tasks = [ft.run_queue_wait(e.pid) for e in echoes]
                     waited, own = cpu_wait(), ft.run_queue_wait(os.getpid())
                     t_write = time.monotonic()
                     sc.write_freeze('/g', 1)
                     t_signal, t_note = notes.wait_reply_and_frozen(
                         lambda: True in rec.property_values(obj, 'Frozen'), t_write)
                     waited, own = cpu_wait() - waited, ft.run_queue_wait(os.getpid()) - own
+                    tasks = max(ft.run_queue_wait(e.pid) - w for e, w in zip(echoes, tasks))
                     ft.check_equal(sc.read_events('/g')['frozen'], 1, 'kernel: /g frozen')
+                    # The first signal after the write (Freeze=true) says what freezerd's first
+                    # look at /g found: frozen already, it had nothing to wait for.
+                    first = next((ch for _o, _i, ch, _inv in rec.properties_changed(obj) if 'Freeze' in ch), {})
                     got = c.get_all(obj, ft.GROUP_IFACE)
                     ft.check_equal((got['Freeze'], got['Frozen'], got['FreezerState']), (True, True, 'frozen'),
                                    f'round {rnd}: Freeze, Frozen and FreezerState of /g')
                     rounds.add(f'round {rnd}', t_write, t_signal, t_note, start='the write', reply='Frozen=true',
                                together=notes.together and own >= OWN_WAIT, cpu_wait=waited,
-                               waiter='freezerd with dbus-daemon')
+                               waiter='freezerd with dbus-daemon', first_look=first.get('Frozen') is True,
+                               tasks_wait=tasks)
             sc.write_freeze('/g', 0)
             ft.check(rounds.conclusive > 0, 'in at least one round the kernel held back the notification of /g',
-                     f'none of {ROUNDS} rounds')
+                     f'none of {rnd + 1} rounds')
             ft.check(rounds.won_enough(), "freezerd's Frozen=true came before the kernel's held-back notification "
                      'in every round where it was held back (one late round spared of three or more)',
                      f'in {rounds.first} of {rounds.conclusive}')
