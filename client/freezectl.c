@@ -1792,16 +1792,8 @@ static tree_node *tree_node_child(tree_node *parent, const char *name, size_t na
                         return c;
         }
 
-        if (parent->n_children >= parent->n_allocated) {
-                size_t k = parent->n_allocated > 0 ? parent->n_allocated * 2 : 4;
-                tree_node **a;
-
-                a = reallocarray(parent->children, k, sizeof(tree_node *));
-                if (!a)
-                        return NULL;
-                parent->children = a;
-                parent->n_allocated = k;
-        }
+        if (GROW_ARRAY(parent->children, parent->n_allocated, parent->n_children + 1, 4) < 0)
+                return NULL;
 
         c = tree_node_new(name, name_len, path, path_len);
         if (!c)

@@ -170,15 +170,8 @@ group_entry *group_table_put(group_table *t, const char *object, uint64_t id, co
 
         if (t->n_entries >= GROUP_TABLE_MAX)
                 return NULL;
-        if (t->n_entries >= t->n_allocated) {
-                size_t n = t->n_allocated > 0 ? t->n_allocated * 2 : 16;
-                group_entry *a = reallocarray(t->entries, n, sizeof(group_entry));
-
-                if (!a)
-                        return NULL;
-                t->entries = a;
-                t->n_allocated = n;
-        }
+        if (GROW_ARRAY(t->entries, t->n_allocated, t->n_entries + 1, 16) < 0)
+                return NULL;
         if (2 * (t->n_entries + 1) > t->n_slots && reindex(t, t->n_slots > 0 ? 2 * t->n_slots : 16) < 0)
                 return NULL;
 

@@ -1929,18 +1929,9 @@ static int list_groups(freezer *f, freezer_group **ret, size_t *ret_n, sd_bus_er
                 if (r == 0)
                         break;
 
-                if (n >= n_allocated) {
-                        size_t k = n_allocated > 0 ? n_allocated * 2 : 16;
-                        freezer_group *b;
-
-                        b = reallocarray(a, k, sizeof(freezer_group));
-                        if (!b) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        a = b;
-                        n_allocated = k;
-                }
+                r = GROW_ARRAY(a, n_allocated, n + 1, 16);
+                if (r < 0)
+                        goto fail;
 
                 a[n++] = (freezer_group) {
                         .path = strdup(path),
@@ -2030,17 +2021,9 @@ static int list_group_ids(freezer *f, freezer_group_id **ret, size_t *ret_n, sd_
                         goto fail;
                 if (r == 0)
                         break;
-                if (n >= n_allocated) {
-                        size_t k = n_allocated > 0 ? n_allocated * 2 : 16;
-                        freezer_group_id *b = reallocarray(a, k, sizeof(freezer_group_id));
-
-                        if (!b) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        a = b;
-                        n_allocated = k;
-                }
+                r = GROW_ARRAY(a, n_allocated, n + 1, 16);
+                if (r < 0)
+                        goto fail;
                 a[n++] = (freezer_group_id) { .path = strdup(path), .id = id };
                 if (!a[n - 1].path) {
                         r = -ENOMEM;

@@ -5,6 +5,7 @@
  * both use, kept once.  Macros and static inlines only: nothing of it may end
  * up in libfreezer's ABI. */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +49,28 @@ static inline bool streq_ptr(const char *a, const char *b) {
                 return a == b;
         return strcmp(a, b) == 0;
 }
+
+/* Makes the array at *p (of elements of size bytes, *n_allocated of them)
+ * hold at least need, doubling it (from min) so that appending one at a
+ * time costs O(1) amortised.  -ENOMEM and nothing changed when out of
+ * memory.  GROW_ARRAY() takes the array and its count themselves. */
+static inline int grow_array(void **p, size_t *n_allocated, size_t need, size_t size, size_t min) {
+        size_t k = *n_allocated > 0 ? *n_allocated : min > 0 ? min : 1;
+        void *a;
+
+        if (need <= *n_allocated)
+                return 0;
+        while (k < need)
+                k *= 2;
+        a = reallocarray(*p, k, size);
+        if (!a)
+                return -ENOMEM;
+        *p = a;
+        *n_allocated = k;
+        return 0;
+}
+#define GROW_ARRAY(array, n_allocated, need, min) \
+        grow_array((void **) &(array), &(n_allocated), (need), sizeof(*(array)), (min))
 
 /* CLOCK_MONOTONIC in microseconds; sd-bus and our deadlines use this clock. */
 static inline uint64_t now_usec(void) {

@@ -1309,14 +1309,9 @@ static int reply_group_list(sd_bus_message *msg, Manager *m, const char *entry,
         for (Group *g = root; g; g = tree_next_preorder(root, g)) {
                 if (!group_published(g))
                         continue;
-                if (n == n_allocated) { /* should tree_published() ever fall short */
-                        const Group **a = reallocarray(groups, n_allocated * 2 + 1, sizeof *groups);
-
-                        if (!a)
-                                return -ENOMEM;
-                        groups = a;
-                        n_allocated = n_allocated * 2 + 1;
-                }
+                r = GROW_ARRAY(groups, n_allocated, n + 1, 16); /* should tree_published() ever fall short */
+                if (r < 0)
+                        return r;
                 groups[n++] = g;
         }
         qsort(groups, n, sizeof *groups, cmp_group_paths);
