@@ -57,7 +57,15 @@ static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool
 static void manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
 static void manager_track_pending(Manager *m, const char *made);
-static void manager_untracked_prune(Manager *m, const char *norm);
+/* Why a track root was dropped: the calls waiting on what it alone covered
+ * fail with Cancelled, naming the cause. */
+typedef enum UntrackCause {
+        UNTRACK_CALL,      /* Untrack() */
+        UNTRACK_RELOAD,    /* a reload whose "track" no longer names it */
+        UNTRACK_FORGOTTEN, /* too many gone subtrees tracked at calls' requests wait (manager_forget_waiting_roots()) */
+} UntrackCause;
+static void manager_untracked_prune(Manager *m, const char *norm, UntrackCause cause);
+static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause, sd_bus_error *error);
 static void manager_forget_waiting_roots(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
@@ -4282,13 +4290,35 @@ static void group_untrack(Manager *m, Group *g) {
                 m->on_group_removed(m, g->path);
 }
 
-/* The calls waiting on g's subtree fail (Cancelled), with their rollback. */
-static void subtree_fail_waiting(Group *g, const char *untracked) {
+/* The calls waiting on g's subtree fail (Cancelled), with their rollback.
+ * The message names what dropped the root untracked: a caller who made no
+ * Untrack() must not be told of one. */
+static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause cause) {
         for (Group *c = g; c; c = tree_next_preorder(g, c))
-                for (OpEntry *e = group_data(c)->entries; e; e = e->gnext)
-                        operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                       "%s is no longer tracked (Untrack of %s) while waiting for it to %s",
-                                       CG_QUOTE(c->path), CG_QUOTE(untracked), e->new_freeze ? "freeze" : "thaw");
+                for (OpEntry *e = group_data(c)->entries; e; e = e->gnext) {
+                        const char *what = e->new_freeze ? "freeze" : "thaw";
+
+                        switch (cause) {
+                        case UNTRACK_RELOAD:
+                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                               "%s is no longer tracked (the configuration reload dropped %s "
+                                               "from \"track\") while waiting for it to %s",
+                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                                break;
+                        case UNTRACK_FORGOTTEN:
+                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                               "%s is no longer tracked (%s, tracked at a call's request, was "
+                                               "dropped: more than %u such gone subtrees wait to be made again) "
+                                               "while waiting for it to %s",
+                                               CG_QUOTE(c->path), CG_QUOTE(untracked), TRACK_ROOTS_WAITING_MAX,
+                                               what);
+                                break;
+                        default:
+                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                               "%s is no longer tracked (Untrack of %s) while waiting for it to %s",
+                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                        }
+                }
 }
 
 /* Untrack() took a root out of m->track_roots: of top's subtree, keep what the
@@ -4301,7 +4331,7 @@ static void subtree_fail_waiting(Group *g, const char *untracked) {
  * will remove, while those are still in the model: their cgroups exist, so
  * that is no NoSuchGroup, and a rollback (all or nothing) must still reach
  * them.  Then, with untracked NULL, remove them. */
-static void manager_prune(Manager *m, Group *top, const char *untracked) {
+static void manager_prune(Manager *m, Group *top, const char *untracked, UntrackCause cause) {
         for (Group *g = top, *next; g; g = next) {
                 if (covered_by(m, g->path, NULL)) {
                         next = tree_next_preorder_skip(top, g);
@@ -4310,7 +4340,7 @@ static void manager_prune(Manager *m, Group *top, const char *untracked) {
                 if (g->parent && !is_ancestor_of_root(m, g->path, NULL)) {
                         next = tree_next_preorder_skip(top, g);
                         if (untracked) {
-                                subtree_fail_waiting(g, untracked);
+                                subtree_fail_waiting(g, untracked, cause);
                                 /* Their triggers end "untracked": the removal below
                                  * would say "group-removed" of cgroups that exist. */
                                 for (Group *c = g; c; c = tree_next_preorder(g, c))
@@ -4326,6 +4356,10 @@ static void manager_prune(Manager *m, Group *top, const char *untracked) {
 }
 
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
+        return manager_untrack_root(m, path, UNTRACK_CALL, error);
+}
+
+static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         int r;
 
@@ -4369,12 +4403,12 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error) {
                 }
         track_root_hashes_rebuild(m);
         manager_save_tracked(m);
-        manager_untracked_prune(m, norm);
+        manager_untracked_prune(m, norm, cause);
         return 0;
 }
 
 /* norm was taken out of m->track_roots: what it alone needed leaves the model. */
-static void manager_untracked_prune(Manager *m, const char *norm) {
+static void manager_untracked_prune(Manager *m, const char *norm, UntrackCause cause) {
         Group *g;
 
         g = tree_get(m->tree, norm);
@@ -4397,9 +4431,9 @@ static void manager_untracked_prune(Manager *m, const char *norm) {
         while (g->parent && g->parent->parent && !covered_by(m, g->parent->path, NULL) &&
                !is_ancestor_of_root(m, g->parent->path, NULL))
                 g = g->parent;
-        manager_prune(m, g, norm);
+        manager_prune(m, g, norm, cause);
         manager_dispatch(m); /* the calls it failed (rolled back), before any later call */
-        manager_prune(m, g, NULL);
+        manager_prune(m, g, NULL, cause);
 }
 
 /* configured: the hashes of the configuration's roots; NULL where there are
@@ -4485,7 +4519,7 @@ static void manager_forget_waiting_roots(Manager *m) {
                          forget[i], TRACK_ROOTS_WAITING_MAX);
         manager_save_tracked(m);
         for (size_t i = 0; i < k; i++) {
-                manager_untracked_prune(m, forget[i]);
+                manager_untracked_prune(m, forget[i], UNTRACK_FORGOTTEN);
                 free(forget[i]);
         }
         free(forget);
@@ -5425,7 +5459,7 @@ int manager_reload(Manager *m, const Config *config) {
                 }
                 {
                         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                        (void) manager_untrack(m, *p, &error);
+                        (void) manager_untrack_root(m, *p, UNTRACK_RELOAD, &error);
                 }
         }
         config_done(&old);

@@ -14,7 +14,12 @@ Checks:
     dropped every root the configuration no longer named, Track()ed or not,
     and did not keep a configured root a client Track()ed in tracked.json.
   * A restart with the same state directory and that configuration tracks /a and /b.
-  * Untrack("/a") drops it for good: gone from tracked.json too."""
+  * Untrack("/a") drops it for good: gone from tracked.json too.
+  * With "track": ["/"], a Freeze of /stuck (a task blocked on a FUSE mount that
+    never answers, so it waits), then SIGHUP with "track": ["/pods"]: the
+    Freeze fails with Cancelled, "no longer tracked (the configuration reload
+    dropped / from "track")", its flag left at 1.  The message said "(Untrack
+    of /)", an Untrack nobody made."""
 
 import json
 import os
@@ -31,9 +36,33 @@ def write_config(d, config):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
         run(state_dir)
+    check_reload_cancels()
+
+
+def check_reload_cancels():
+    with ft.Scratch('core-config-track-reload') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
+        sc.mkdir('/pods')
+        sc.mkdir('/stuck')
+        sc.spawn_sleepers('/stuck', 1)
+        with ft.Daemon(bus, sc.root, config={'track': ['/']}) as d:
+            fuse.spawn_stuck(sc, '/stuck')
+            c = d.client
+            pending = c.call_async('Freeze', '/stuck', 60 * 1000000, 0)
+            ft.check_equal(c.group_property('/stuck', 'FreezerState'), 'freezing', 'Freeze(/stuck) waits')
+            write_config(d, {'track': ['/pods']})
+            d.reload()
+            e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
+            ft.check('/stuck is no longer tracked (the configuration reload dropped / from "track")' in e.message
+                     and 'Untrack' not in e.message,
+                     'SIGHUP dropping "/" from "track": the waiting Freeze fails with Cancelled naming the reload, '
+                     'not an Untrack', repr(e.message))
+            ft.check_equal(sc.read_freeze('/stuck'), 1, '  ... cgroup.freeze of /stuck stays 1, as written')
+            ft.check_equal(ft.published_paths(c), ['/', '/pods'], '  ... /pods alone is tracked')
+            sc.write_freeze('/stuck', 0)
+    print('# checked: a SIGHUP that drops a root cancels the calls waiting below it, naming the reload')
 
 
 def run(state_dir):
