@@ -5470,6 +5470,42 @@ int manager_reload(Manager *m, const Config *config) {
         return r;
 }
 
+/* A waiting call fails (Cancelled) at a stop.  But for one that asked for all
+ * or nothing (its rollback restores its flags, and its reply says so), the
+ * flags it wrote stay as written, the kernel not done with them: a restart
+ * finds the group still freezing.  The reply says so, lest the caller take
+ * "Cancelled" for "undone". */
+static void operation_doom_shutdown(Operation *op) {
+        const OpEntry *first = NULL;
+        unsigned n_waiting = 0;
+
+        if (!(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT))
+                for (unsigned i = 0; i < op->n_entries; i++) {
+                        const OpEntry *e = &op->entries[i];
+
+                        if (e->done || !e->group || e->vanished)
+                                continue;
+                        if (!first)
+                                first = e;
+                        n_waiting++;
+                }
+        if (!first) {
+                operation_doom(op, true, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+                return;
+        }
+        if (n_waiting == 1)
+                operation_doom(op, true, BUS_ERROR_CANCELLED,
+                               "freezerd is shutting down; the cgroup.freeze of %s stays %d (%snot yet confirmed)",
+                               CG_QUOTE(first->group->path), first->new_freeze,
+                               first->wrote ? "written, " : "");
+        else
+                operation_doom(op, true, BUS_ERROR_CANCELLED,
+                               "freezerd is shutting down; the cgroup.freeze of %s stays %d (%snot yet confirmed), "
+                               "and so do the %u other flags this call waited on",
+                               CG_QUOTE(first->group->path), first->new_freeze,
+                               first->wrote ? "written, " : "", n_waiting - 1);
+}
+
 void manager_shutdown(Manager *m) {
         if (!m)
                 return;
@@ -5479,7 +5515,7 @@ void manager_shutdown(Manager *m) {
          * changed is restored first, as for any failure. */
         manager_dispatch(m);
         for (Operation *op = m->operations; op; op = op->next)
-                operation_doom(op, true, BUS_ERROR_CANCELLED, "freezerd is shutting down");
+                operation_doom_shutdown(op);
         manager_dispatch(m); /* every operation was queued: none is left */
         if (m->track_order_unsaved)
                 manager_save_tracked(m);

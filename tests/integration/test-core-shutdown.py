@@ -32,7 +32,10 @@ used to stop once its output was written, leaving what came meanwhile
 unanswered.
 
 Checks, in the SIGTERM rounds:
-  * Freeze(/s) fails with Cancelled "freezerd is shutting down";
+  * Freeze(/s) fails with Cancelled "freezerd is shutting down; the
+    cgroup.freeze of /s stays 1 (written, not yet confirmed)": the flag stays,
+    and the group freezing (before, the message said only "freezerd is
+    shutting down", which reads as if the call were undone);
   * Freeze(/t), GetAll(/t) and ListGroups each fail with Cancelled "freezerd is
     shutting down; nothing was done";
   * cgroup.freeze of /t is still 0;
@@ -47,7 +50,9 @@ once freezerd left, which does not say that nothing was done).
 
 Then a batch of /t and /s with ROLLBACK_ON_TIMEOUT waits (for /s) at SIGTERM:
 it fails with Cancelled, shutting down, having restored both flags (0), as a
-call that asked for all or nothing does on any failure."""
+call that asked for all or nothing does on any failure.  The same batch
+without it fails with Cancelled naming /s, whose flag stays 1 (written, not
+yet confirmed), and leaves both flags at 1."""
 
 import os
 import select
@@ -63,7 +68,8 @@ ROUNDS = 5
 STOPPED_SEC = 1.5           # how long freezerd is held stopped, longer than:
 T_TIMEOUT_USEC = 1000000    # Freeze(/t)'s timeout
 LONG = 60 * 1000000
-SHUTTING_DOWN = 'freezerd is shutting down'  # a call that was waiting
+SHUTTING_DOWN = 'freezerd is shutting down'  # a call that was waiting, all or nothing
+S_STAYS = 'freezerd is shutting down; the cgroup.freeze of /s stays 1 (written, not yet confirmed)'  # one that was not
 REFUSED = 'freezerd is shutting down; nothing was done'  # a call read during the shutdown
 
 
@@ -142,8 +148,8 @@ def outcome(msg):
     if msg.header.message_type == MessageType.error:
         name = msg.header.fields.get(HeaderFields.error_name, '?')
         text = msg.body[0] if msg.body else ''
-        if name == ft.ERROR_CANCELLED and text in (SHUTTING_DOWN, REFUSED):
-            return 'shutting down' if text == SHUTTING_DOWN else 'refused'
+        if name == ft.ERROR_CANCELLED and text in (SHUTTING_DOWN, S_STAYS, REFUSED):
+            return {SHUTTING_DOWN: 'shutting down', S_STAYS: 'shutting down, /s stays 1'}.get(text, 'refused')
         return f'{name}: {text}'
     return 'ok'
 
@@ -186,8 +192,9 @@ def stopped_round(sc, bus, n, seen, term):
         c.closed = True
         c.conn.close()
 
-        ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
-                       f'round {n}: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
+        ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down, /s stays 1',
+                       f'round {n}: the pending Freeze(/s) fails with Cancelled "{S_STAYS}"')
+        ft.check_equal(sc.read_freeze('/s'), 1, f'round {n}: cgroup.freeze of /s stays 1, as the reply says')
         ft.check_equal(outcomes(c, calls, seen), {what: 'refused' for what in calls},
                        f'round {n}: the stop comes first: every call sent while freezerd was stopped is refused '
                        f'with Cancelled "{REFUSED}"')
@@ -214,8 +221,8 @@ def check_bus_at_shutdown(sc, bus, seen):
             os.kill(d.pid, signal.SIGTERM)
             os.kill(d.pid, signal.SIGCONT)
             read_until_replies(c, [pending.serial] + list(calls.values()), ft.DEFAULT_TIMEOUT)
-            ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down',
-                           f'bus: the pending Freeze(/s) fails with Cancelled "{SHUTTING_DOWN}"')
+            ft.check_equal(outcome(c.replies.get(pending.serial)), 'shutting down, /s stays 1',
+                           f'bus: the pending Freeze(/s) fails with Cancelled "{S_STAYS}"')
             ft.check_equal(outcomes(c, calls, seen, 'bus '), {what: 'refused' for what in calls},
                            f'bus: every call dbus-daemon passed on while freezerd was stopped is refused by '
                            f'freezerd with Cancelled "{REFUSED}" (not dbus-daemon\'s NoReply)')
@@ -239,6 +246,19 @@ def check_rollback_at_shutdown(sc, bus):
                  'the batch fails with Cancelled, shutting down, its flags restored', repr(e.message))
         ft.check_equal((sc.read_freeze('/t'), sc.read_freeze('/s')), (0, 0),
                        'all or nothing: cgroup.freeze of /t and /s are 0 again')
+
+    try:
+        with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:
+            pending = c.call_async('ApplyBatch', [('/t', True), ('/s', True)], 'auto', LONG, 0)
+            ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'a batch of /t and /s without '
+                           'ROLLBACK_ON_TIMEOUT waits for /s')
+            ft.check_equal(d.stop(), 0, 'SIGTERM: freezerd exits 0')
+            e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
+            ft.check_equal(e.message, S_STAYS, 'the batch fails with Cancelled, saying the flag of /s stays 1')
+            ft.check_equal((sc.read_freeze('/t'), sc.read_freeze('/s')), (1, 1), 'cgroup.freeze of /t and /s stay 1')
+    finally:
+        sc.write_freeze('/t', 0)
+        sc.write_freeze('/s', 0)
 
 
 def test():
