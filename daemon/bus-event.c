@@ -29,6 +29,7 @@ struct BusEvent {
         uint64_t io_usec;    /* when its socket last woke us (CLOCK_MONOTONIC), 0 never */
         bool (*output_full)(void *userdata); /* bus_event_set_output_check() */
         void *output_userdata;
+        int error; /* the daemon's bus: why processing it failed (negative errno), 0 if it did not */
 };
 
 /* How long a dispatch goes on before it looks for a stop request. */
@@ -202,8 +203,11 @@ static void bus_dispatch(BusEvent *be) {
                                 peer_broken(be);
                                 return;
                         }
-                        log_error_errno(r, "Processing the bus failed: %m");
-                        /* A broken connection ends the daemon: the loop sees no more events. */
+                        /* A broken connection ends the daemon: the loop sees no
+                         * more events.  Its owner logs why, once, as it exits
+                         * (bus_event_error()). */
+                        log_debug_errno(r, "Processing the bus failed: %m");
+                        be->error = r;
                         event_base_loopbreak(be->base);
                         return;
                 }
@@ -301,6 +305,10 @@ void bus_event_get_peer_fds(const BusEvent *be, int *ret_fd, int *ret_out_fd) {
 
 bool bus_event_is_broken(const BusEvent *be) {
         return be->broken;
+}
+
+int bus_event_error(const BusEvent *be) {
+        return be ? be->error : 0;
 }
 
 BusEvent *bus_event_free(BusEvent *be) {

@@ -45,6 +45,10 @@ void bus_event_call_held(BusEvent *be, bool add);
  * socket last woke the loop, or now if it holds input not read yet. */
 uint64_t bus_event_heard_usec(const BusEvent *be);
 bool bus_event_is_broken(const BusEvent *be);
+/* Why processing the daemon's bus failed and ended the loop (negative errno),
+ * 0 if it did not: not logged above debug level, for the owner to say once
+ * that it exits, and why. */
+int bus_event_error(const BusEvent *be);
 /* The peer closed its end: what is queued for it goes to /dev/null at its
  * next dispatch (bus_event_set_peer_fds()). */
 bool bus_event_is_deaf(const BusEvent *be);

@@ -585,6 +585,9 @@ static int run(void) {
         bool config_missing;
         Daemon d = { .signal_fd = -1 };
         bool name_owned = false;
+        /* The loop ended for the bus connection (lost: closed, not merely
+         * failed), logged once as the last line: the reason freezerd exits. */
+        bool bus_failed = false, bus_lost = false;
         sigset_t signals;
         int r;
 
@@ -740,6 +743,10 @@ static int run(void) {
                         (void) malloc_trim(0);
                 r = bus_event_prepare(d.bus_event);
                 if (r < 0) {
+                        if (sd_bus_is_open(d.bus) <= 0) {
+                                bus_failed = bus_lost = true;
+                                break;
+                        }
                         log_error_errno(r, "Cannot wait for the bus: %m");
                         break;
                 }
@@ -760,7 +767,10 @@ static int run(void) {
                         break;
                 }
                 if (event_base_got_break(d.base) && !d.exit) {
-                        r = -ECONNRESET; /* the bus connection broke */
+                        /* The bus connection broke (bus_dispatch()). */
+                        r = bus_event_error(d.bus_event) ?: -ECONNRESET;
+                        bus_failed = true;
+                        bus_lost = sd_bus_is_open(d.bus) <= 0;
                         break;
                 }
                 r = 0;
@@ -818,6 +828,13 @@ finish:
         if (d.base)
                 event_base_free(d.base);
         config_done(&config);
+        /* Last, after whatever the stop logged: "Connection reset by peer"
+         * alone said neither that freezerd leaves nor why. */
+        if (bus_lost)
+                log_error_errno(r, "The connection to the bus was lost (%m): freezerd exits with status %d.",
+                                EXIT_FAILURE);
+        else if (bus_failed)
+                log_error_errno(r, "Processing the bus failed (%m): freezerd exits with status %d.", EXIT_FAILURE);
         return r;
 }
 
