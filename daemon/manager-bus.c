@@ -962,14 +962,29 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
 
 #define KNOWN_FLAGS (FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT | FREEZER_FLAG_RECURSIVE)
 
+/* Flags freezerd knows, valid for one method or another. */
+#define ALL_FLAGS (KNOWN_FLAGS | FREEZER_FLAG_SKIP_MISSING)
+
 static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
-        if (flags & ~allowed)
+        uint64_t unknown = flags & ~ALL_FLAGS, misplaced = flags & ALL_FLAGS & ~allowed;
+        /* A flag of another method is named as such: "Unknown flags 0x8" read
+         * as if this freezerd were older than SKIP_MISSING. */
+        const char *skip_missing = misplaced & FREEZER_FLAG_SKIP_MISSING ?
+                                           "0x8 SKIP_MISSING applies to ApplyBatch only" : "",
+                   *recursive = misplaced & FREEZER_FLAG_RECURSIVE ?
+                                        "0x4 RECURSIVE applies to Freeze, Thaw and ApplyBatch only" : "",
+                   *sep = *skip_missing && *recursive ? "; " : "";
+
+        if (unknown)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown flags 0x%" PRIx64
-                                         " (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT%s%s)",
-                                         flags & ~allowed,
+                                         " (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT%s%s)%s%s%s%s",
+                                         unknown,
                                          allowed & FREEZER_FLAG_RECURSIVE ? ", 0x4 RECURSIVE" : "",
-                                         allowed & FREEZER_FLAG_SKIP_MISSING ? ", 0x8 SKIP_MISSING" : "");
+                                         allowed & FREEZER_FLAG_SKIP_MISSING ? ", 0x8 SKIP_MISSING" : "",
+                                         misplaced ? "; " : "", skip_missing, sep, recursive);
+        if (misplaced)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Flag %s%s%s", skip_missing, sep, recursive);
         return 0;
 }
 

@@ -22,7 +22,9 @@ out, counted in the reply's `skipped`, and the others are thawed:
 3. Still refused, nothing written, with the flag: a malformed path (InvalidPath), the
    cgroup root "/" (InvalidPath), an empty batch, and unknown flag bits (0x10, named
    with the known ones, 0x8 SKIP_MISSING among them).  Freeze, Thaw (also RECURSIVE)
-   and FreezeExcept refuse bit 3 as an unknown flag.
+   and FreezeExcept refuse bit 3 saying "0x8 SKIP_MISSING applies to ApplyBatch only",
+   not "Unknown flags 0x8", which read as if freezerd were older than the flag; with
+   bit 4 too, both are named.  FreezeExcept refuses RECURSIVE the same way.
 4. busctl, as a script calls it; libfreezer's freezer_apply_batch() with
    FREEZER_SKIP_MISSING (freezer.h's bit 3; -ENOENT without it, -EINVAL from
    freezer_freeze()); and `freezectl batch --skip-missing FILE|-` (text and --json), and
@@ -182,9 +184,19 @@ def test():
                                  ('Thaw', ('/p', 0, FLAG_SKIP_MISSING | ft.FLAG_RECURSIVE)),
                                  ('FreezeExcept', ('/p', ['/p/h'], 0, FLAG_SKIP_MISSING))):
                 e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, method, *args)
-                ft.check('Unknown flags 0x8 ' in e.message and 'SKIP_MISSING' not in e.message,
-                         f'{method}{args}: bit 3 unknown there', e.message)
+                ft.check('0x8 SKIP_MISSING applies to ApplyBatch only' in e.message and 'Unknown' not in e.message,
+                         f'{method}{args}: bit 3 refused as ApplyBatch\'s, not as unknown', e.message)
                 ft.check_equal(flags(), {g: 0 for g in present()}, f'{method}{args}: nothing written')
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, 'Freeze', '/p/a', 0, FLAG_SKIP_MISSING | 0x10)
+            ft.check(e.message.startswith('Unknown flags 0x10 (known: 0x1 ROLLBACK_ON_TIMEOUT, 0x2 NO_WAIT, '
+                                          '0x4 RECURSIVE)') and '0x8 SKIP_MISSING applies to ApplyBatch only'
+                     in e.message, 'Freeze with bits 3 and 4: 0x10 unknown, 0x8 ApplyBatch\'s', e.message)
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, 'FreezeExcept', '/p', ['/p/h'], 0,
+                                     ft.FLAG_RECURSIVE)
+            ft.check('0x4 RECURSIVE applies to Freeze, Thaw and ApplyBatch only' in e.message
+                     and 'Unknown' not in e.message, 'FreezeExcept with RECURSIVE: refused as another method\'s',
+                     e.message)
+            ft.check_equal(flags(), {g: 0 for g in present()}, 'nothing written')
 
             # 4. busctl, and freezectl batch --skip-missing.
             r = ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt', '2',
