@@ -1739,12 +1739,18 @@ static int manager_add_opened(Manager *m, Group *parent, const char *name, uint6
         return 0;
 }
 
-static void manager_remove_group(Manager *m, Group *g) {
+/* g and its subtree leave the model: their cgroups were removed, or (untracked)
+ * they exist still but are no longer tracked, which the log must not call a
+ * removal. */
+static void manager_remove_group(Manager *m, Group *g, bool untracked) {
         Group *parent = g->parent;
 
         if (g == tree_root(m->tree))
                 return;
-        log_debug("%s: removed", g->path);
+        if (untracked)
+                log_debug("%s: no longer tracked", g->path);
+        else
+                log_debug("%s: removed", g->path);
         tree_remove(m->tree, g, group_data_destroy, m);
         m->track_roots_removed = true; /* maybe a root among them: manager_forget_waiting_roots() */
 
@@ -3713,7 +3719,7 @@ static void manager_resync(Manager *m) {
                                 while (s && !s->next && s != tree_root(m->tree))
                                         s = s->parent;
                                 next = s && s != tree_root(m->tree) ? s->next : NULL;
-                                manager_remove_group(m, g);
+                                manager_remove_group(m, g, false);
                         }
                         continue;
                 }
@@ -3830,7 +3836,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                 GroupData *d = group_data(g);
                 wdmap_remove(m->wds, ev->wd);
                 d->wd_dir = -1;
-                manager_remove_group(m, g);
+                manager_remove_group(m, g, false);
                 return;
         }
         /* From the epoll set (manager_drain_epoll()). */
@@ -3874,7 +3880,7 @@ static void handle_inotify_event(Manager *m, const struct inotify_event *ev) {
                          * (manager_track_pending()). */
                         if (!g->tracked && manager_is_track_root(m, c->path))
                                 root_gone(m, c->path);
-                        manager_remove_group(m, c);
+                        manager_remove_group(m, c, false);
                 }
         }
 }
@@ -4346,7 +4352,7 @@ static void manager_prune(Manager *m, Group *top, const char *untracked, Untrack
                                 for (Group *c = g; c; c = tree_next_preorder(g, c))
                                         pressure_group_release(m->pressure, c, false);
                         } else
-                                manager_remove_group(m, g);
+                                manager_remove_group(m, g, true);
                         continue;
                 }
                 if (!untracked)

@@ -19,7 +19,8 @@ Checks:
     never answers, so it waits), then SIGHUP with "track": ["/pods"]: the
     Freeze fails with Cancelled, "no longer tracked (the configuration reload
     dropped / from "track")", its flag left at 1.  The message said "(Untrack
-    of /)", an Untrack nobody made."""
+    of /)", an Untrack nobody made.  The debug log says "/stuck: no longer
+    tracked", not "/stuck: removed": its cgroup exists."""
 
 import json
 import os
@@ -47,7 +48,7 @@ def check_reload_cancels():
         sc.mkdir('/pods')
         sc.mkdir('/stuck')
         sc.spawn_sleepers('/stuck', 1)
-        with ft.Daemon(bus, sc.root, config={'track': ['/']}) as d:
+        with ft.Daemon(bus, sc.root, config={'track': ['/']}, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d:
             fuse.spawn_stuck(sc, '/stuck')
             c = d.client
             pending = c.call_async('Freeze', '/stuck', 60 * 1000000, 0)
@@ -61,6 +62,11 @@ def check_reload_cancels():
                      'not an Untrack', repr(e.message))
             ft.check_equal(sc.read_freeze('/stuck'), 1, '  ... cgroup.freeze of /stuck stays 1, as written')
             ft.check_equal(ft.published_paths(c), ['/', '/pods'], '  ... /pods alone is tracked')
+            lines = d.log().splitlines()
+            ft.check(any('>/stuck: no longer tracked (' in line for line in lines)
+                     and not any('>/stuck: removed (' in line for line in lines),
+                     '  ... the debug log says "/stuck: no longer tracked", not "removed"',
+                     [line for line in lines if '/stuck:' in line])
             sc.write_freeze('/stuck', 0)
     print('# checked: a SIGHUP that drops a root cancels the calls waiting below it, naming the reload')
 
