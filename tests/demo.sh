@@ -136,7 +136,8 @@ run "$FREEZECTL" --address="$ADDR" freeze /demo/app1
 # Root may also skip dbus-daemon: freezerd's private socket (RUNTIME_DIR/private,
 # by default /run/freezerd/private, which freezectl then uses by itself).
 run "$FREEZECTL" --socket="$TMP/private" status /demo/app1
-echo "kernel: $(tr '\n' ' ' < "$ROOT/demo/app1/cgroup.events")"
+# The file's lines on one, joined by spaces (none left at the end).
+echo "kernel: $(paste -sd ' ' "$ROOT/demo/app1/cgroup.events")"
 while read -r pid; do
         echo "pid $pid: $(awk '/^State:/ { print $2, $3 }' "/proc/$pid/status"), wchan $(cat "/proc/$pid/wchan")"
 done <"$ROOT/demo/app1/cgroup.procs"

@@ -9,7 +9,8 @@ its session id.
 
   1. A whole run: exit 0, the states the README's tour shows (/demo/app2
      frozen-by-parent under /demo, /demo/app1 still frozen after /demo's thaw,
-     all running at the end), nothing left.
+     all running at the end), the kernel's cgroup.events of /demo/app1 on one
+     line with no trailing space ("kernel: populated 1 frozen 1"), nothing left.
   2. SIGTERM (kill PID, timeout(1)) to demo.sh while freezerd starts (a
      stand-in freezerd that never gets ready): nothing left.  Before, the
      READY=1 listener, which the signal did not reach, stayed for its 20 s.
@@ -131,6 +132,9 @@ def whole_run():
         ft.check('app1 (frozen)' in trees[3] and 'app2 (running)' in trees[3],
                  'after the Thaw of /demo, /demo/app1 stays frozen, /demo/app2 runs', trees[3])
         ft.check(trees[4].count('(running)') == 4, 'at the end every group runs', trees[4])
+        kernel = [line for line in d.output.splitlines() if line.startswith('kernel: ')]
+        ft.check_equal(kernel, ['kernel: populated 1 frozen 1'],
+                       'the kernel\'s cgroup.events of the frozen /demo/app1, on one line, no trailing space')
         d.check_nothing_left('a whole run')
 
 
