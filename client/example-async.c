@@ -2,15 +2,18 @@
 /*
  * example-async: freeze (or thaw) groups from an event loop without blocking it.
  *
- *   example-async [--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...
+ *   example-async [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...
  *
  * Starts one freezer_freeze_async() (or freezer_thaw_async()) per PATH at once
  * and prints each result as the daemon sends it, in the order the kernel
  * confirms, while the loop goes on ticking: a group that cannot finish
  * freezing holds up neither the loop nor the other groups. The loop waits on
  * the handle's fd and on freezer_get_timeout(), the two things libfreezer asks
- * of a caller's loop. Connects to the system bus, or with --private to
- * freezerd's private socket (e.g. /run/freezerd/private).
+ * of a caller's loop. Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, if
+ * set, names it), to the bus at ADDRESS (e.g. unix:path=/tmp/bus), or with
+ * --private to freezerd's private socket (e.g. /run/freezerd/private).
+ * SECONDS may have a fraction ("0.5"); 0, the default, is freezerd's
+ * DefaultTimeoutUSec.
  *
  * Built with the project, not installed: an example to copy from, which the
  * build keeps compiling under the project's warnings.
@@ -74,14 +77,33 @@ static int poll_timeout_msec(freezer *f) {
         return msec;
 }
 
+#define USAGE "usage: %s [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...\n"
+
+/* --timeout=SECONDS in µs: a number of seconds, with an optional fraction,
+ * from 0 (freezerd's default) to a day; -EINVAL for anything else (strtoull
+ * read "abc" and "0.5" as 0, the default, and "-1" as 2^64 - 1). */
+static int parse_seconds(const char *s, uint64_t *ret) {
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        /* (Written so that NaN fails too.) */
+        if (errno != 0 || end == s || *end || !(v >= 0 && v <= 86400) || (v > 0 && v < 1e-6))
+                return -EINVAL;
+        *ret = (uint64_t) (v * 1e6 + 0.5);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
+                { "address", required_argument, NULL, 'a' },
                 { "private", required_argument, NULL, 'p' },
                 { "thaw",    no_argument,       NULL, 't' },
                 { "timeout", required_argument, NULL, 'T' },
                 {}
         };
-        const char *private_socket = NULL;
+        const char *address = NULL, *private_socket = NULL;
         uint64_t timeout_usec = 0;
         bool thaw = false;
         freezer *f = NULL;
@@ -91,6 +113,9 @@ int main(int argc, char *argv[]) {
 
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
+                case 'a':
+                        address = optarg;
+                        break;
                 case 'p':
                         private_socket = optarg;
                         break;
@@ -98,17 +123,23 @@ int main(int argc, char *argv[]) {
                         thaw = true;
                         break;
                 case 'T':
-                        timeout_usec = strtoull(optarg, NULL, 10) * 1000000;
+                        if (parse_seconds(optarg, &timeout_usec) < 0) {
+                                fprintf(stderr, "%s: --timeout=%s: not a number of seconds from 0 to 86400 (e.g. 5, "
+                                        "0.5)\n" USAGE, argv[0], optarg, argv[0]);
+                                return 2;
+                        }
                         break;
                 default:
                         return 2;
                 }
-        if (optind >= argc) {
-                fprintf(stderr, "usage: %s [--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...\n", argv[0]);
+        if (optind >= argc || (address && private_socket)) {
+                fprintf(stderr, USAGE, argv[0]);
                 return 2;
         }
 
-        r = private_socket ? freezer_open_private(&f, private_socket) : freezer_open_system(&f);
+        r = address          ? freezer_open_address(&f, address)
+            : private_socket ? freezer_open_private(&f, private_socket)
+                             : freezer_open_system(&f);
         if (r < 0) {
                 fprintf(stderr, "Cannot connect to freezerd: %s\n", strerror(-r));
                 return 1;

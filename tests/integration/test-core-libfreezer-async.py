@@ -31,8 +31,10 @@ handle (bus, then private socket):
     now and now + T + 5 s (the method-call timeout); with nothing in flight and
     nothing queued, none (0, UINT64_MAX).
 client/example-async (the example in C) on the private socket, freezing /s (1 s
-timeout) and /g: /g is done first, the loop ticks while /s waits, /s fails with the
-daemon's Timeout, and the example exits 1.
+timeout) and /g, and at the bus --address= names (1.5 s: a fraction was read as 0, and
+there was no --address=): /g is done first, the loop ticks while /s waits, /s fails with
+the daemon's Timeout, and the example exits 1.  A --timeout= that is no number of
+seconds ("abc", "-1", "5x", ...) exits 2, saying so (it was read as 0, or 2^64 - 1).
 On a private handle, the loop functions: freezer_wait() right after a blocking call
 whose signals were queued returns > 0 at once (it said 0, "timeout"); a call of about
 26 MB (65,536 requests of 413-byte paths), sent while freezerd is stopped (SIGSTOP) so
@@ -273,14 +275,28 @@ def check_handle(lib, sc, f, label):
         h.close()
 
 
-def check_example(sc, d):
-    """The C example runs the same loop a caller would write, with poll()."""
+def check_example(sc, d, bus):
+    """The C example runs the same loop a caller would write, with poll(): over the private
+    socket, and at the bus --address= names with a --timeout= of a fraction of a second
+    (the example had no --address=, and read "0.5" as 0, freezerd's default); a --timeout=
+    that is no number of seconds is a usage error (it read "abc" as 0 and "-1" as 2^64 - 1)."""
     exe = os.path.join(ft.BUILDDIR, 'client', 'example-async')
     if not os.path.exists(exe):
         ft.fail(f'{exe} is not built')
-    p = subprocess.run([exe, f'--private={d.runtime_dir}/private', '--timeout=1', '/s', '/g'], capture_output=True,
-                       text=True, timeout=1 + ft.DEFAULT_TIMEOUT,
-                       env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(ft.BUILDDIR, 'client')))
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ft.BUILDDIR, 'client'))
+    for bad in ('abc', '-1', '', '5x', 'nan', '1e400'):
+        p = subprocess.run([exe, f'--address={bus.address}', f'--timeout={bad}', '/g'], capture_output=True,
+                           text=True, timeout=ft.DEFAULT_TIMEOUT, env=env)
+        ft.check(p.returncode == 2 and p.stdout == '' and f'--timeout={bad}: not a number of seconds' in p.stderr,
+                 f'example-async --timeout={bad}: exit 2, saying so', (p.returncode, p.stdout, p.stderr))
+    ft.check_equal(sc.read_freeze('/g'), 0, 'example-async froze nothing on a bad --timeout=')
+    for how, timeout in ((f'--private={d.runtime_dir}/private', '1'), (f'--address={bus.address}', '1.5')):
+        check_example_run(sc, exe, env, how, timeout)
+
+
+def check_example_run(sc, exe, env, how, timeout):
+    p = subprocess.run([exe, how, f'--timeout={timeout}', '/s', '/g'], capture_output=True,
+                       text=True, timeout=1 + ft.DEFAULT_TIMEOUT, env=env)
     lines = p.stdout.splitlines()
     ft.check_equal(p.returncode, 1, 'example-async exits 1 (/s failed)')
     results = [ln for ln in lines if not ln.startswith('(')]
@@ -292,6 +308,7 @@ def check_example(sc, d):
              'example-async: the loop ticked while /s was in flight', lines)
     ft.check_equal(sc.read_freeze('/s'), 1, '/s stays written (no rollback asked)')
     sc.write_freeze('/s', 0)
+    sc.write_freeze('/g', 0)
 
 
 def open_private(lib, d):
@@ -764,7 +781,7 @@ def test():
             f = open_private(lib, d)
             check_handle(lib, sc, f, 'private socket')
             sc.write_freeze('/g', 0)
-            check_example(sc, d)
+            check_example(sc, d, bus)
             sc.write_freeze('/g', 0)
             check_loop_api(lib, sc, d)
             check_dispatch_bound(lib, sc, d)
