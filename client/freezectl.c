@@ -380,8 +380,12 @@ static void help_to(FILE *f) {
                "output cannot be written (a reader gone, with SIGPIPE ignored; a full disk).\n"
                "SIGINT or SIGTERM while freeze, thaw or batch waits ends freezectl, not the\n"
                "call: freezerd goes on with it (with --rollback it still restores the flags\n"
-               "if the kernel does not confirm in time). freezectl says so in one line on\n"
-               "standard error and dies of the signal.\n"
+               "if the kernel does not confirm in time), if it was already working on it.\n"
+               "On the bus, a call freezerd reads only after freezectl left (freezerd\n"
+               "stopped, or busy) is refused; on the private socket it is carried out\n"
+               "then. freezectl says so in one line on standard error and dies of the\n"
+               "signal. It says the same, and exits 1, when no reply comes in time: within\n"
+               "the --timeout and 5 s, or the bus' own limit; \"status\" tells what was done.\n"
                "\n"
                "Examples:\n"
                "  %1$s freeze /pods/a /pods/b --timeout=5s\n"
@@ -423,10 +427,10 @@ static void help(void) {
 }
 
 
-/* What freezerd goes on with, of the last call that waits ("the freeze of
- * /pods (the flags it wrote stay; ...)"): also said when the bus gives up on
- * its reply (vlog_failure()). "" before any. */
-static char goes_on[400];
+/* What becomes of the last call that waits once freezectl gives up on it
+ * (interrupted, or no reply in time: vlog_failure()), "freezerd may or may
+ * not carry out the freeze of /pods: ...". "" before any. */
+static char goes_on[700];
 /* The call of goes_on alone ("the freeze of /pods"). */
 static char call_what[256];
 
@@ -700,11 +704,12 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
             streq_ptr(name, "org.freedesktop.DBus.Error.NoReply")) {
                 /* A bus daemon gives up on a reply after its reply_timeout,
-                 * whatever the call's --timeout: freezerd, still at work,
-                 * goes on with it, which the error alone does not say. */
+                 * whatever the call's --timeout, and freezectl after the
+                 * call's: freezerd, still at work, goes on with it, or (a
+                 * freezerd stopped) has not read it yet, which the error
+                 * alone does not say. */
                 if (goes_on[0])
-                        log_error("%s: no reply from freezerd (%s); if freezerd still runs, it goes on with %s", what,
-                                  message ?: strerror(-r), goes_on);
+                        log_error("%s: no reply from freezerd (%s); %s", what, message ?: strerror(-r), goes_on);
                 else
                         log_error("%s: no reply from freezerd (%s)", what, message ?: strerror(-r));
                 return;
@@ -922,7 +927,7 @@ static const char *state_str(freezer_state s) {
  * the call: freezerd goes on with what it wrote, and nothing would say so.
  * The handler writes the line made beforehand (write(2) is safe in a signal
  * handler, formatting is not), then dies of the signal as it would have. */
-static char interrupt_line[512];
+static char interrupt_line[800];
 static volatile sig_atomic_t interrupt_len; /* 0: no call waits, nothing to say */
 
 static void on_interrupt(int sig) {
@@ -967,12 +972,31 @@ static void interrupt_say(const char *fmt, ...) {
         (void) vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
         (void) snprintf(call_what, sizeof call_what, "%s", what);
-        (void) snprintf(goes_on, sizeof goes_on, "%s%s", what,
-                        arg_no_wait ? ""
-                        : arg_rollback
-                                ? " (with --rollback it restores the flags if the kernel does not confirm in time)"
-                                : " (the flags it wrote stay; see freezectl status)");
-        n = snprintf(interrupt_line, sizeof interrupt_line, PROGRAM ": interrupted: freezerd goes on with %s\n", goes_on);
+        /* freezerd reads the caller's uid when it reads a call, and refuses
+         * the call of a client that left the bus by then (it cannot tell
+         * whose it was): a freezerd stopped or busy past the call's timeout
+         * refuses it once it reads it.  A call on the private socket is
+         * carried out whenever it is read: its peer's credentials are the
+         * socket's. */
+        if (connected_private)
+                (void) snprintf(goes_on, sizeof goes_on,
+                                "freezerd may still carry out %s: if it runs, it goes on with the call, or carries "
+                                "it out once it reads it%s; see freezectl status",
+                                what,
+                                arg_no_wait    ? ""
+                                : arg_rollback ? " (with --rollback it restores the flags if the kernel does not "
+                                                 "confirm in time)"
+                                               : " (the flags it writes stay)");
+        else
+                (void) snprintf(goes_on, sizeof goes_on,
+                                "freezerd may or may not carry out %s: a call it was already working on goes on%s, "
+                                "one it reads only after freezectl left the bus is refused; see freezectl status",
+                                what,
+                                arg_no_wait    ? ""
+                                : arg_rollback ? " (with --rollback it restores the flags if the kernel does not "
+                                                 "confirm in time)"
+                                               : " (the flags it wrote stay)");
+        n = snprintf(interrupt_line, sizeof interrupt_line, PROGRAM ": interrupted: %s\n", goes_on);
         interrupt_len = n <= 0 ? 0 : (size_t) n >= sizeof interrupt_line ? (int) sizeof interrupt_line - 1 : n;
 }
 
