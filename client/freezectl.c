@@ -3689,6 +3689,22 @@ static const char *system_bus_address(void) {
         return secure_getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket";
 }
 
+/* The user bus' address, as sd-bus finds it: DBUS_SESSION_BUS_ADDRESS, else
+ * the socket "bus" in XDG_RUNTIME_DIR; "" if neither is set (connect_error()
+ * says so) or the variable is empty (it says that it is no address). */
+static const char *user_bus_address(void) {
+        static char buf[PATH_MAX + sizeof "unix:path=/bus"];
+        const char *e = secure_getenv("DBUS_SESSION_BUS_ADDRESS");
+
+        if (e)
+                return e;
+        e = secure_getenv("XDG_RUNTIME_DIR");
+        if (!e || !*e)
+                return "";
+        (void) snprintf(buf, sizeof buf, "unix:path=%s/bus", e);
+        return buf;
+}
+
 /* "cannot connect to <where arg_bus says>: <why>". */
 /* why: what went wrong, or NULL for r's words (connect_error()); either way
  * with r's hint. */
@@ -3703,7 +3719,10 @@ static void log_connect_failure_why(const char *why, int r) {
 
         switch (arg_bus) {
         case BUS_USER:
-                log_error("cannot connect to the user bus: %s", why);
+                if (*user_bus_address())
+                        log_error("cannot connect to the user bus (%s): %s", user_bus_address(), why);
+                else
+                        log_error("cannot connect to the user bus: %s", why);
                 break;
         case BUS_ADDRESS:
                 log_error("cannot connect to the bus at %s: %s", arg_address, why);
