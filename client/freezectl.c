@@ -2027,13 +2027,14 @@ finish:
 
 /* ---- pressure ---- */
 
-/* Stall time in human units, about three significant digits: "0", "850us",
- * "12.3ms", "4.56s", "12min 3.4s", "5h 12min", "3d 4h". */
+/* Stall time in human units, about three significant digits: "0s" (as
+ * status prints a zero duration), "850us", "12.3ms", "4.56s", "12min 3.4s",
+ * "5h 12min", "3d 4h". */
 static char *format_total(char *buf, size_t size, uint64_t usec) {
         const uint64_t day = 24 * USEC_PER_HOUR;
 
         if (usec == 0)
-                snprintf(buf, size, "0");
+                snprintf(buf, size, "0s");
         else if (usec < USEC_PER_MSEC)
                 snprintf(buf, size, "%" PRIu64 "us", usec);
         else if (usec < USEC_PER_SEC)
