@@ -1093,6 +1093,19 @@ static void frozen_by(freezer *f, const char *path, char **ret) {
                 *ret = strdup(FROZEN_ABOVE_ROOT);
 }
 
+/* PATH, a command's argument, as freezerd names the group ("/-dash" for
+ * "-dash", "/pods/a" for "pods/a/"), to free: for the start of an error
+ * line, whose rest is freezerd's message in its own words, so that the two
+ * name the group alike.  NULL if it does not normalize (freezerd refuses it,
+ * and the line names it as given) or on a failed allocation. */
+static char *path_shown(const char *arg) {
+        char *norm = NULL;
+
+        if (!arg || cg_path_normalize(arg, &norm, NULL) < 0)
+                return NULL;
+        return norm;
+}
+
 /* thaw --recursive succeeds when a group stays frozen by an ancestor above
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
@@ -1288,9 +1301,9 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         }
 
         for (size_t i = 0; i < n_paths; i++) {
-                _cleanup_free_ char *by = NULL;
+                _cleanup_free_ char *by = NULL, *shown = path_shown(paths[i]);
 
-                interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", paths[i]);
+                interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
                 call_path = paths[i];
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 interrupt_done();
@@ -1300,7 +1313,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         return EXIT_RETRY_ON_BUS;
                 }
                 if (r < 0) {
-                        log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", paths[i]);
+                        log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
                         ret = EXIT_FAILURE;
                         /* No connection, no path handled: nothing on standard
                          * output, as where libfreezer cannot connect (a
@@ -1313,7 +1326,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 } else if (!freeze && arg_recursive && c->f) {
                         frozen_by(c->f, paths[i], &by);
                         if (by)
-                                note_frozen_by(c->f, paths[i], by);
+                                note_frozen_by(c->f, shown ?: paths[i], by);
                 }
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
@@ -1377,20 +1390,21 @@ static int str_ptr_cmp(const void *a, const void *b) {
         return strcmp(*x, *y);
 }
 
-static int verb_freeze_except(freezer *f, const char *path) {
+static int verb_freeze_except(freezer *f, const char *arg) {
+        _cleanup_free_ char *shown = path_shown(arg), *shown_x = path_shown(arg_except[0]);
+        const char *path = shown ?: arg, *x = shown_x ?: arg_except[0];
         char **frozen = NULL;
         size_t n;
         int ret = EXIT_SUCCESS, r;
 
-        interrupt_say("the freeze of %s except %s%s", path, arg_except[0], n_arg_except > 1 ? ", ..." : "");
-        r = freezer_freeze_except(f, path, (const char *const *) arg_except, n_arg_except,
+        interrupt_say("the freeze of %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
+        r = freezer_freeze_except(f, arg, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
         interrupt_done();
         if (r < 0) {
                 const char *name = freezer_last_error_name(f);
 
-                log_failure(f, r, "cannot freeze %s except %s%s", path, arg_except[0],
-                            n_arg_except > 1 ? ", ..." : "");
+                log_failure(f, r, "cannot freeze %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
                 /* The groups it froze are printed on success only: said where
                  * they are, since the recipe of --help (batch of what was
                  * printed) cannot undo this one.  With advice the caller may
@@ -1591,6 +1605,7 @@ static const char *listed_frozen_by(const freezer_group *groups, size_t n, const
 
 static int verb_status(freezer *f, char **args, size_t n_args) {
         const char *path = n_args > 0 ? args[0] : "/", *by = NULL;
+        _cleanup_free_ char *shown = path_shown(path);
         freezer_group g, *groups = NULL;
         size_t n_groups = 0;
         uint64_t id;
@@ -1599,7 +1614,7 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
 
         r = freezer_get_group_with_id(f, path, &g, &id);
         if (r < 0) {
-                log_failure(f, r, "cannot get status of %s", path);
+                log_failure(f, r, "cannot get status of %s", shown ?: path);
                 return EXIT_FAILURE;
         }
         /* Which ancestor freezes it: their flags, from the listing, which
@@ -1680,7 +1695,9 @@ static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
                 call_path = paths[i];
                 r = track ? freezer_track(f, paths[i]) : freezer_untrack(f, paths[i]);
                 if (r < 0) {
-                        log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", paths[i]);
+                        _cleanup_free_ char *shown = path_shown(paths[i]);
+
+                        log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", shown ?: paths[i]);
                         ret = EXIT_FAILURE;
                 }
                 if (results && json_append_result(results, paths[i], r < 0, freezer_last_error_name(f),
@@ -1972,7 +1989,9 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
                  * track the subtree if it does not yet. */
                 r = freezer_get_group(f, args[0], &root_group);
                 if (r < 0) {
-                        log_failure(f, r, "cannot show tree of %s", args[0]);
+                        _cleanup_free_ char *shown = path_shown(args[0]);
+
+                        log_failure(f, r, "cannot show tree of %s", shown ?: args[0]);
                         return EXIT_FAILURE;
                 }
         }
@@ -2097,6 +2116,7 @@ typedef struct pressure_row {
 
 static int verb_pressure(freezer *f, char **args, size_t n_args) {
         const char *path = n_args > 0 ? args[0] : NULL;
+        _cleanup_free_ char *shown = path_shown(path);
         pressure_row rows[FREEZER_RESOURCE_IRQ + 1] = {};
         struct json_object *o = NULL;
         int ret = EXIT_FAILURE, r;
@@ -2122,10 +2142,10 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                          * whole (it does not exist, access, no freezerd): no
                          * resource to name then. */
                         if (path && (res == FREEZER_RESOURCE_CPU || r == -ENOENT || r == -EACCES))
-                                log_failure(f, r, "cannot read the pressure of %s", path);
+                                log_failure(f, r, "cannot read the pressure of %s", shown ?: path);
                         else if (path)
                                 log_failure(f, r, "cannot read the %s pressure of %s",
-                                            freezer_resource_to_string(res), path);
+                                            freezer_resource_to_string(res), shown ?: path);
                         else if (res == FREEZER_RESOURCE_CPU)
                                 log_failure(f, r, "cannot read the system's pressure");
                         else
@@ -2770,7 +2790,9 @@ static int watch_start(freezer *f, watch_context *c) {
                 if (r < 0 && freezerd_absent(f))
                         return 0;
                 if (r < 0) {
-                        log_failure(f, r, "cannot watch %s", c->arg_path);
+                        _cleanup_free_ char *shown = path_shown(c->arg_path);
+
+                        log_failure(f, r, "cannot watch %s", shown ?: c->arg_path);
                         return r;
                 }
                 c->path = c->group.path;
