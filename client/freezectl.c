@@ -178,7 +178,9 @@ static void help_to(FILE *f) {
                "                       freezerd does not follow (for their names, their depth,\n"
                "                       the inotify watch limit)\n"
                "     --except=PATH     freeze: leave the subtree at PATH, which must lie below\n"
-               "                       the PATH to freeze, running; may be given more than once\n"
+               "                       the PATH to freeze, running; may be given more than once.\n"
+               "                       It is left as it is: a group in it frozen by its own\n"
+               "                       flag stays frozen, and a note names it\n"
                "     --order=ORDER     batch: the order of the writes: \"auto\" (default: all\n"
                "                       freezes top-down, then all thaws bottom-up, so that no\n"
                "                       group changes its state twice), \"top-down\" (shallowest\n"
@@ -1390,6 +1392,57 @@ static int str_ptr_cmp(const void *a, const void *b) {
         return strcmp(*x, *y);
 }
 
+static int group_cmp(const void *a, const void *b);
+
+/* How many groups a note names, at most, before "and N more". */
+#define NOTE_NAMES_MAX 4
+
+/* freeze --except leaves the excluded subtrees as they are: the excluded
+ * group itself must run (freezerd refuses one frozen already), but a group
+ * below it frozen by its own flag (a paused container) stays frozen, as a
+ * thaw of the excluded group would leave it.  Said, naming them, so that the
+ * caller does not take the whole subtree for running.  Looked up after the
+ * call, in freezerd's groups (the subtrees are tracked: the call made them
+ * so); a failed look-up is left unsaid. */
+static void note_frozen_in_excluded(freezer *f) {
+        freezer_group *groups = NULL;
+        size_t n = 0;
+
+        if (freezer_list(f, &groups, &n) < 0)
+                return;
+        if (n > 1)
+                qsort(groups, n, sizeof(groups[0]), group_cmp);
+        for (size_t i = 0; i < n_arg_except; i++) {
+                _cleanup_free_ char *x = path_shown(arg_except[i]), *names = NULL;
+                size_t k = 0, len = 0;
+                FILE *m;
+
+                if (!x)
+                        continue;
+                m = open_memstream(&names, &len);
+                if (!m)
+                        break;
+                for (size_t j = 0; j < n; j++) {
+                        if (streq(groups[j].path, x) || !path_under(groups[j].path, x) ||
+                            (groups[j].state != FREEZER_STATE_FROZEN && groups[j].state != FREEZER_STATE_FREEZING))
+                                continue;
+                        if (k < NOTE_NAMES_MAX)
+                                fprintf(m, "%s%s", k > 0 ? ", " : "", groups[j].path);
+                        k++;
+                }
+                if (k > NOTE_NAMES_MAX)
+                        fprintf(m, " and %zu more", k - NOTE_NAMES_MAX);
+                if (fclose(m) != 0 || !names)
+                        break;
+                if (k > 0)
+                        log_error("note: %s, below the excluded %s, %s frozen by %s own flag%s: --except leaves "
+                                  "the excluded subtrees as they are (thaw %s to run %s)",
+                                  names, x, k == 1 ? "stays" : "stay", k == 1 ? "its" : "their", k == 1 ? "" : "s",
+                                  k == 1 ? "it" : "them", k == 1 ? "it" : "them");
+        }
+        freezer_group_array_free(groups, n);
+}
+
 static int verb_freeze_except(freezer *f, const char *arg) {
         _cleanup_free_ char *shown = path_shown(arg), *shown_x = path_shown(arg_except[0]);
         const char *path = shown ?: arg, *x = shown_x ?: arg_except[0];
@@ -1437,6 +1490,8 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                 ;
         if (n > 1)
                 qsort(frozen, n, sizeof(char *), str_ptr_cmp);
+
+        note_frozen_in_excluded(f);
 
         if (!frozen[0])
                 /* Not a failure (nothing is left to freeze), but not what a
