@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezectl's notes and messages say what happens, and its help what it does.
+
+  /g           (no process, never frozen)
+  /pods/a/x    /pods/b
+
+Checks:
+  * freezerd stopped (SIGSTOP) while `freeze /g --timeout=1s` waits on the bus:
+    after the call's timeout and 5 s, exit 1 and one line saying freezerd may or
+    may not carry it out and that one it reads only after freezectl left the bus
+    is refused (it said freezerd "goes on with the freeze"); once freezerd runs
+    again it refuses the call, /g is not frozen.  The same over the private
+    socket: the line says freezerd may still carry it out once it reads it, and
+    it does, /g freezes.
+  * /pods/a/x frozen by its own flag, `freeze /pods --except=/pods/a`: exit 0,
+    /pods/b printed, and one note on stderr naming /pods/a/x as staying frozen
+    below the excluded /pods/a (nothing said it); `--except=/pods/a/x` itself
+    is still refused (InvalidArgs, exit 1).
+  * a PATH that freezerd normalizes ("-dash", "nope/") names the group the same
+    way at the start of the error line as freezerd's message does ("cannot
+    freeze /-dash: NoSuchGroup: /-dash does not exist"; it said "cannot freeze
+    -dash"), for freeze, thaw, status, track, untrack, tree, pressure, watch and
+    freeze --except.
+  * --user with XDG_RUNTIME_DIR=/nonexistent and no DBUS_SESSION_BUS_ADDRESS:
+    one line naming the address it tried, unix:path=/nonexistent/bus (it named
+    none).
+  * `pressure /g` (a group that never had a task) prints its zero totals as
+    "0s", as status prints "Frozen in all: 0s" (it printed "0").
+  * --help: the watch pressure line shows the averages with "%" as watch prints
+    them; `help untrack` points to nothing "below" that it does not show; `help
+    tree` says that untracked groups are shown too; `help thaw` says that
+    --rollback undoes a timeout only, not a FrozenByParent failure."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+
+def one_line(r, what, *words):
+    lines = r.stderr.splitlines()
+    ft.check(len(lines) == 1 and all(w in lines[0] for w in words),
+             f'{what}: one line on stderr naming {", ".join(words)}', r.stderr)
+
+
+def check_stopped(sc, bus, d):
+    """freezerd stopped past the call's timeout: on the bus it refuses the call once it
+    reads it (its caller gone), over the private socket it carries it out."""
+    private = os.path.join(d.runtime_dir, 'private')
+    for how in ('bus', 'private socket'):
+        kw = {'socket': private} if how == 'private socket' else {'address': bus.address}
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            r = ft.freezectl('freeze', '/g', '--timeout=1s', check=False, timeout=ft.DEFAULT_TIMEOUT * 2, **kw)
+            took = time.monotonic() - start
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        what = f'freeze /g --timeout=1s with freezerd stopped, over the {how}'
+        ft.check_equal((r.returncode, r.stdout), (1, ''), f'{what}: exit 1')
+        ft.check(took >= 6, f'{what}: it waited the timeout and 5 s', took)
+        if how == 'bus':
+            one_line(r, what, 'cannot freeze /g: no reply from freezerd',
+                     'freezerd may or may not carry out the freeze of /g',
+                     'one it reads only after freezectl left the bus is refused', 'see freezectl status')
+            ft.wait_for(lambda: 'refusing its changes' in d.log(), what='freezerd to refuse the call of a client gone')
+            ft.freezectl('status', '/g', address=bus.address)
+            ft.check_equal(sc.read_freeze('/g'), 0, f'{what}: freezerd refused the call, /g is not frozen')
+        else:
+            one_line(r, what, 'cannot freeze /g: no reply from freezerd',
+                     'freezerd may still carry out the freeze of /g', 'once it reads it', 'see freezectl status')
+            ft.wait_for(lambda: sc.read_freeze('/g') == 1, what='freezerd to carry out the call it read late')
+            ft.freezectl('thaw', '/g', address=bus.address)
+
+
+def check_except_keeps_frozen(sc, bus):
+    ft.freezectl('freeze', '/pods/a/x', address=bus.address)
+    r = ft.freezectl('freeze', '/pods', '--except=/pods/a', address=bus.address, check=False)
+    what = 'freeze /pods --except=/pods/a with /pods/a/x frozen'
+    ft.check_equal((r.returncode, r.stdout), (0, '/pods/b\n'), f'{what}: exit 0, /pods/b frozen')
+    one_line(r, what, 'note: /pods/a/x, below the excluded /pods/a, stays frozen by its own flag')
+    ft.check_equal((sc.read_freeze('/pods/a'), sc.read_freeze('/pods/a/x')), (0, 1),
+                   f'{what}: /pods/a runs, /pods/a/x stays frozen')
+    ft.freezectl('thaw', '/pods/b', address=bus.address)
+    r = ft.freezectl('freeze', '/pods', '--except=/pods/a/x', address=bus.address, check=False)
+    ft.check_equal(r.returncode, 1, 'freeze /pods --except=/pods/a/x, the frozen group itself: refused')
+    one_line(r, 'freeze --except of a frozen group', 'InvalidArgs', 'thaw it first')
+    ft.freezectl('thaw', '/pods/a/x', address=bus.address)
+    # Nothing frozen below: no note.
+    r = ft.freezectl('freeze', '/pods', '--except=/pods/a', address=bus.address)
+    ft.check_equal(r.stderr, '', 'freeze --except with nothing frozen below the excluded group: no note')
+    ft.freezectl('thaw', '/pods/b', address=bus.address)
+
+
+def check_normalized_prefix(bus):
+    for args, prefix in ((['freeze', '--', '-dash'], 'cannot freeze /-dash: NoSuchGroup'),
+                         (['thaw', '--', '-dash'], 'cannot thaw /-dash: NoSuchGroup'),
+                         (['status', 'nope/'], 'cannot get status of /nope: NoSuchGroup'),
+                         (['track', 'nope/'], 'cannot track /nope: NoSuchGroup'),
+                         (['untrack', 'nope/'], 'cannot untrack /nope: '),
+                         (['tree', 'nope/'], 'cannot show tree of /nope: NoSuchGroup'),
+                         (['pressure', 'nope/'], 'cannot read the pressure of /nope: NoSuchGroup'),
+                         (['watch', 'nope/'], 'cannot watch /nope: NoSuchGroup'),
+                         (['freeze', 'pods/', '--except=pods/nope'], 'cannot freeze /pods except /pods/nope: ')):
+        r = ft.freezectl(*args, address=bus.address, check=False)
+        what = f'freezectl {" ".join(args)}'
+        ft.check_equal(r.returncode, 1, f'{what}: exit 1')
+        one_line(r, what, f'freezectl: {prefix}')
+
+
+def check_user_bus_named():
+    env = {k: v for k, v in os.environ.items() if k != 'DBUS_SESSION_BUS_ADDRESS'}
+    env['XDG_RUNTIME_DIR'] = '/nonexistent'
+    for args in (['status'], ['freeze', '/g']):
+        what = f'XDG_RUNTIME_DIR=/nonexistent freezectl --user {" ".join(args)}'
+        r = subprocess.run([ft.FREEZECTL_BIN, '--user', *args], env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+        ft.check_equal(r.returncode, 1, f'{what}: exit 1')
+        one_line(r, what, 'cannot connect to the user bus (unix:path=/nonexistent/bus): ')
+
+
+def check_zero_totals(bus):
+    r = ft.freezectl('pressure', '/g', address=bus.address)
+    rows = [line.split() for line in r.stdout.splitlines()[1:] if 'not available' not in line]
+    if not rows:
+        print('# the kernel hides the pressure of /g: its totals are not checked', flush=True)
+    ft.check(all(row[-1] == '0s' for row in rows), 'pressure /g: the zero totals are "0s"', r.stdout)
+    r = ft.freezectl('status', '/g', address=bus.address)
+    ft.check('Frozen in all:      0s\n' in r.stdout, 'status /g: "Frozen in all: 0s"', r.stdout)
+
+
+def check_help(bus):
+    whole = ft.freezectl('--help', address=bus.address).stdout
+    ft.check('avg10 A% avg60 B% avg300 C%' in whole, '--help: watch\'s pressure line has the "%" it prints', whole)
+    untrack = ft.freezectl('help', 'untrack', address=bus.address).stdout
+    ft.check('below' not in untrack and 'given a PATH outside the tracked subtrees' in untrack,
+             'help untrack: no "see below" that it does not show', untrack)
+    tree = ft.freezectl('help', 'tree', address=bus.address).stdout
+    ft.check('untracked' in tree, 'help tree: untracked groups are shown too', tree)
+    thaw = ft.freezectl('help', 'thaw', address=bus.address).stdout
+    ft.check('undoes a\n' in thaw and 'FrozenByParent' in thaw.split('--rollback', 1)[1].split('--recursive')[0],
+             'help thaw: --rollback undoes a timeout only, not FrozenByParent', thaw)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    check_user_bus_named()
+    with ft.Scratch('core-freezectl-notes') as sc, ft.Bus() as bus:
+        check_help(bus)
+        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b'):
+            sc.mkdir(g)
+        with ft.Daemon(bus, sc.root) as d:
+            check_zero_totals(bus)
+            check_normalized_prefix(bus)
+            check_except_keeps_frozen(sc, bus)
+            check_stopped(sc, bus, d)
+
+
+if __name__ == '__main__':
+    ft.run(test)
