@@ -233,9 +233,13 @@ static void help_to(FILE *f) {
                "does not fail with FrozenByParent; it notes on standard error what still\n"
                "freezes PATH (with --no-wait too, from the flags above PATH): an ancestor,\n"
                "the own flag of freezerd's cgroup root (\"/\"), or a group above that root,\n"
-               "whose path it names. There, \"/\" stands for every group freezerd\n"
-               "tracks below its cgroup root (whose own flag freezerd does not write);\n"
-               "groups outside the tracked subtrees are left alone.\n"
+               "whose path it names. It reads the ancestors' flags from the list of\n"
+               "tracked groups, and tracks none to look: of a group freezerd does not\n"
+               "track, it says \"a group between A and B that freezerd does not track\"\n"
+               "(A and B tracked), which may freeze PATH, or does when B is not frozen.\n"
+               "As a --recursive PATH, \"/\" stands for every group freezerd tracks\n"
+               "below its cgroup root (whose own flag freezerd does not write); groups\n"
+               "outside the tracked subtrees are left alone.\n"
                "With --except, freeze takes exactly one PATH. Processes directly in PATH, or\n"
                "in a group between PATH and an excluded group, keep running: the kernel\n"
                "cannot freeze a group without its descendants. The groups printed are the\n"
@@ -334,8 +338,11 @@ static void help_to(FILE *f) {
                "                   freezerd refused it as malformed (a byte that is not\n"
                "                   UTF-8 as U+FFFD). A thaw --recursive whose PATH stays\n"
                "                   frozen adds \"frozen_by\": the ancestor that freezes it\n"
-               "                   (\"/\": the cgroup root's own flag), or \"above-root\"\n"
-               "                   for a group above freezerd's cgroup root\n"
+               "                   (\"/\": the cgroup root's own flag), \"above-root\"\n"
+               "                   for a group above freezerd's cgroup root, or\n"
+               "                   \"untracked\" for a group freezerd does not track (an\n"
+               "                   ancestor is named even where one that freezerd does\n"
+               "                   not track lies between, which the note says)\n"
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
@@ -1036,28 +1043,60 @@ static uint64_t request_flags(void) {
  * Not a PATH (no leading "/"), so a --json reader tells it apart. */
 #define FROZEN_ABOVE_ROOT "above-root"
 
+/* What frozen_by() names when what freezes path is a group that freezerd does
+ * not track, which it cannot name without tracking it.  Not a PATH either. */
+#define FROZEN_UNTRACKED "untracked"
+
 #define FROZEN_BY_PARENT_ERROR "org.freezerd.Freezer1.Error.FrozenByParent"
 
 static bool state_by_parent(freezer_state state) {
         return state == FREEZER_STATE_FROZEN_BY_PARENT || state == FREEZER_STATE_FREEZING_BY_PARENT;
 }
 
-/* After a thaw --recursive of path returned: what still freezes it, in *ret
- * (static or path's ancestor, to free): an ancestor whose flag is set ("/"
- * too: the cgroup root's own flag, which freezerd does not write), or
- * FROZEN_ABOVE_ROOT; NULL if path is not frozen by anything above it (or
+static bool state_own_flag(freezer_state state);
+static int group_cmp(const void *a, const void *b);
+static const freezer_group *listed_group(const freezer_group *groups, size_t n, const char *path);
+
+/* What frozen_by() found: by, and where groups that freezerd does not track
+ * lie between path and by, the nearest tracked group below them (gap_low) and
+ * above them (gap_high, NULL if none is). */
+typedef struct frozen_by_result {
+        char *by;
+        char *gap_low;
+        char *gap_high;
+} frozen_by_result;
+
+static void frozen_by_result_clear(frozen_by_result *fb) {
+        fb->by = mfree(fb->by);
+        fb->gap_low = mfree(fb->gap_low);
+        fb->gap_high = mfree(fb->gap_high);
+}
+
+/* After a thaw --recursive of path returned: what still freezes it, in
+ * ret->by: an ancestor whose flag is set ("/" too: the cgroup root's own
+ * flag, which freezerd does not write), FROZEN_ABOVE_ROOT, or
+ * FROZEN_UNTRACKED; NULL if path is not frozen by anything above it (or
  * cannot be looked up: the thaw succeeded, this is only its note).  With
  * --no-wait path's own state may not have settled yet (still "frozen", or
  * "thawing"), but the flags above it are what they will stay: every
  * ancestor is looked at, and "/" frozen by its parent means one above the
- * root. */
-static void frozen_by(freezer *f, const char *path, char **ret) {
-        _cleanup_free_ char *up = NULL;
-        freezer_group g = {};
+ * root.  The ancestors' flags come from the listing, as status reads them: a
+ * GetGroup of one that freezerd does not track (above the subtrees it was
+ * told to track, or one it does not follow) would track it, its subtree with
+ * it, and for good.  Such a group is skipped, and said (ret->gap_*): the
+ * nearest flag above it still freezes path, but the skipped one may too; and
+ * when the tracked group above it is not frozen at all, the skipped one is
+ * what freezes path (FROZEN_UNTRACKED). */
+static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
+        _cleanup_free_ char *up = NULL, *self = NULL;
+        freezer_group g = {}, *groups = NULL;
+        const freezer_group *a;
+        const char *by = NULL, *below, *gap_low = NULL, *gap_high = NULL;
+        size_t n = 0;
         freezer_state state;
         bool freeze;
 
-        *ret = NULL;
+        *ret = (frozen_by_result) {};
         if (cg_path_normalize(path, &up, NULL) < 0 || freezer_get_group(f, up, &g) < 0)
                 return;
         state = g.state;
@@ -1067,32 +1106,59 @@ static void frozen_by(freezer *f, const char *path, char **ret) {
         /* "/" stands for the groups below the root: a recursive thaw leaves
          * the root's own flag alone, and it freezes them all. */
         if (streq(up, "/") && freeze) {
-                *ret = strdup("/");
+                ret->by = strdup("/");
                 return;
         }
         if (!arg_no_wait && !state_by_parent(state))
                 return;
 
+        self = strdup(up);
+        if (!self || freezer_list(f, &groups, &n) < 0)
+                return;
+        if (n > 0)
+                qsort(groups, n, sizeof(groups[0]), group_cmp);
+
+        below = self;
         for (char *slash; !streq(up, "/") && (slash = strrchr(up, '/'));) {
                 if (slash == up)
                         slash[1] = 0; /* "/" */
                 else
                         *slash = 0;
-                if (freezer_get_group(f, up, &g) < 0)
-                        return;
-                freeze = g.freeze;
-                state = g.state;
-                freezer_group_clear(&g);
-                if (freeze) {
-                        *ret = TAKE_PTR(up);
-                        return;
+                a = listed_group(groups, n, up);
+                if (!a) {
+                        if (!gap_low)
+                                gap_low = below;
+                        continue;
                 }
+                if (gap_low && !gap_high)
+                        gap_high = a->path;
+                if (state_own_flag(a->state)) {
+                        by = a->path;
+                        break;
+                }
+                /* Neither frozen by its own flag nor by a parent: what
+                 * freezes path lies between, untracked. */
+                if (gap_low && !state_by_parent(a->state)) {
+                        by = FROZEN_UNTRACKED;
+                        break;
+                }
+                below = a->path;
+                state = a->state;
         }
         /* Frozen by a parent, and no flag set up to the root: one above it,
          * as freezerd's FrozenByParent says of a plain thaw.  (Waited for,
-         * path's state says it; without, the root's.) */
-        if (!arg_no_wait || state_by_parent(state))
-                *ret = strdup(FROZEN_ABOVE_ROOT);
+         * path's state says it; without, the root's.)  Unless "/" was not
+         * listed, below untracked groups: then it may be one of those. */
+        if (!by && (!arg_no_wait || state_by_parent(state)))
+                by = gap_low && !gap_high ? FROZEN_UNTRACKED : FROZEN_ABOVE_ROOT;
+        if (by) {
+                ret->by = strdup(by);
+                if (gap_low) {
+                        ret->gap_low = strdup(gap_low);
+                        ret->gap_high = gap_high ? strdup(gap_high) : NULL;
+                }
+        }
+        freezer_group_array_free(groups, n);
 }
 
 /* PATH, a command's argument, as freezerd names the group ("/-dash" for
@@ -1111,8 +1177,21 @@ static char *path_shown(const char *arg) {
 /* thaw --recursive succeeds when a group stays frozen by an ancestor above
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
-static void note_frozen_by(freezer *f, const char *path, const char *by) {
-        if (streq(by, FROZEN_ABOVE_ROOT)) {
+static void note_frozen_by(freezer *f, const char *path, const frozen_by_result *fb) {
+        _cleanup_free_ char *gap = NULL;
+        const char *by = fb->by;
+
+        /* The groups freezectl did not look at, as they are not tracked. */
+        if (fb->gap_low &&
+            asprintf(&gap, "%s %s%s%s that freezerd does not track", fb->gap_high ? "between" : "above",
+                     fb->gap_low, fb->gap_high ? " and " : "", fb->gap_high ?: "") < 0)
+                gap = NULL;
+
+        if (streq(by, FROZEN_UNTRACKED))
+                log_error("note: every freeze flag in %s is cleared, but a group %s still freezes it "
+                          "(freezectl does not look it up: that would make freezerd track it)",
+                          path, gap ?: "that freezerd does not track");
+        else if (streq(by, FROZEN_ABOVE_ROOT)) {
                 _cleanup_free_ char *root = NULL;
 
                 /* freezerd's paths are relative to its root: name it, to
@@ -1121,13 +1200,16 @@ static void note_frozen_by(freezer *f, const char *path, const char *by) {
                  * thaw does). */
                 (void) freezer_get_cgroup_root(f, &root);
                 log_error("note: every freeze flag in %s is cleared, but a group above freezerd's cgroup root%s%s%s "
-                          "still freezes it", path, root ? " (" : "", root ?: "", root ? ")" : "");
+                          "still freezes it%s%s%s", path, root ? " (" : "", root ?: "", root ? ")" : "",
+                          gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
         } else if (streq(by, "/"))
                 log_error("note: every freeze flag %s %s is cleared, but the own flag of freezerd's cgroup root, "
-                          "\"/\", still freezes it (freezerd does not write that flag)",
-                          streq(path, "/") ? "below" : "in", path);
+                          "\"/\", still freezes it (freezerd does not write that flag)%s%s%s",
+                          streq(path, "/") ? "below" : "in", path,
+                          gap ? ", and so may a group " : "", gap ?: "", gap ? "" : "");
         else
-                log_error("note: every freeze flag in %s is cleared, but %s still freezes it", path, by);
+                log_error("note: every freeze flag in %s is cleared, but %s still freezes it%s%s%s", path, by,
+                          gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
 }
 
 /* What carries freeze and thaw: libfreezer, or over the private socket the
@@ -1303,7 +1385,8 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         }
 
         for (size_t i = 0; i < n_paths; i++) {
-                _cleanup_free_ char *by = NULL, *shown = path_shown(paths[i]);
+                _cleanup_(frozen_by_result_clear) frozen_by_result by = {};
+                _cleanup_free_ char *shown = path_shown(paths[i]);
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
                 call_path = paths[i];
@@ -1327,12 +1410,12 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         }
                 } else if (!freeze && arg_recursive && c->f) {
                         frozen_by(c->f, paths[i], &by);
-                        if (by)
-                                note_frozen_by(c->f, shown ?: paths[i], by);
+                        if (by.by)
+                                note_frozen_by(c->f, shown ?: paths[i], &by);
                 }
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
-                                                  caller_error_message(c), by) < 0) {
+                                                  caller_error_message(c), by.by) < 0) {
                         log_oom();
                         ret = EXIT_FAILURE;
                         break;

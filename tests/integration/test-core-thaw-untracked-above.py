@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezectl thaw --recursive names what still freezes PATH without making freezerd track
+anything: the ancestors it does not track are read from no GetGroup, which would track them.
+
+  scratch /p            above freezerd's cgroup root
+          /p/r          freezerd's cgroup root, "/"
+          /p/r/u        /u: not tracked (the configuration tracks /u/t alone)
+          /p/r/u/t      /u/t: tracked
+          /p/r/u/t/x    /u/t/x: tracked, a sleeper
+
+With each flag set in turn, `freezectl thaw --recursive /u/t/x` (text, --json, --json
+--no-wait) exits 0 and notes on stderr what still freezes /u/t/x, and afterwards freezerd
+publishes exactly the groups it did before (ListGroups and the D-Bus objects: /u is not
+tracked, which a GetGroup of /u did):
+  - /u's flag: "a group between /u/t and / that freezerd does not track still freezes it",
+    "frozen_by": "untracked" (/ runs, so the freeze is in between);
+  - the flag of "/" (/p/r): the root's own flag, and that /u may freeze it too;
+    "frozen_by": "/";
+  - /p's flag: a group above the cgroup root, and /u may too; "frozen_by": "above-root";
+  - /u/t's flag: "/u/t still freezes it", no word of /u (nothing untracked lies between);
+    "frozen_by": "/u/t"."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+ROOT = '/p/r'
+PATH = '/u/t/x'
+GAP = ' (and so may a group between /u/t and / that freezerd does not track)'
+CASES = [
+    # (scratch group whose flag is set, the note's end, "frozen_by")
+    ('/p/r/u', 'but a group between /u/t and / that freezerd does not track still freezes it (freezectl does not '
+               'look it up: that would make freezerd track it)', 'untracked'),
+    ('/p/r', 'but the own flag of freezerd\'s cgroup root, "/", still freezes it (freezerd does not write that '
+             'flag), and so may a group between /u/t and / that freezerd does not track', '/'),
+    ('/p', None, 'above-root'),  # (the note names the root's absolute path: built below)
+    ('/p/r/u/t', 'but /u/t still freezes it', '/u/t'),
+]
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    with ft.Scratch('core-thaw-untracked-above') as sc, ft.Bus() as bus:
+        sc.mkdir(ROOT + PATH)
+        sc.spawn_sleepers(ROOT + PATH, 1)
+        # Nothing left frozen for the cleanup to kill, whatever happened.
+        sc.before_cleanup.append(lambda: [sc.write_freeze(g, 0) for g, _n, _b in CASES if sc.exists(g)])
+
+        with ft.Daemon(bus, sc.abspath(ROOT), config={'track': ['/u/t']}) as d:
+            c = d.client
+            c.subscribe()
+
+            def published():
+                return (sorted(p for p, _o, _s in c.call('ListGroups')[0]),
+                        sorted(o for o in c.managed_objects()))
+
+            before = published()
+            ft.check_equal(before[0], ['/', '/u/t', '/u/t/x'], 'freezerd tracks /u/t and its child, and "/"')
+
+            for group, note, by in CASES:
+                if note is None:
+                    note = (f'but a group above freezerd\'s cgroup root ({sc.abspath(ROOT)}) still freezes it'
+                            + GAP)
+                sc.write_freeze(group, 1)
+                sc.wait_events(ROOT + PATH, frozen=1)
+                ft.wait_for(lambda: c.group_property(PATH, 'FreezerState') == 'frozen-by-parent',
+                            what=f'{PATH} frozen-by-parent in freezerd with {group} frozen')
+
+                r = ft.freezectl('thaw', '--recursive', PATH)
+                ft.check_equal(published(), before,
+                               f'after thaw --recursive with {group} frozen: freezerd tracks no group more')
+                ft.check_equal((r.returncode, r.stdout, r.stderr),
+                               (0, '', f'freezectl: note: every freeze flag in {PATH} is cleared, {note}\n'),
+                               f'thaw --recursive {PATH} with {group} frozen: exit 0 and the note')
+                for args in (['--json'], ['--json', '--no-wait']):
+                    r = ft.freezectl(*args, 'thaw', '--recursive', PATH)
+                    ft.check_equal((r.returncode, json.loads(r.stdout)),
+                                   (0, [{'path': PATH, 'result': 'done', 'frozen_by': by}]),
+                                   f'{" ".join(args)} thaw --recursive {PATH} with {group} frozen: frozen_by')
+                ft.check_equal(published(), before,
+                               f'after thaw --json --recursive with {group} frozen: freezerd tracks no group more')
+
+                sc.write_freeze(group, 0)
+                sc.wait_events(ROOT + PATH, frozen=0)
+
+            # Once nothing freezes it: no note, and still nothing more tracked.
+            ft.wait_for(lambda: c.group_property(PATH, 'FreezerState') == 'running',
+                        what=f'{PATH} running in freezerd')
+            r = ft.freezectl('thaw', '--recursive', PATH)
+            ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''),
+                           f'thaw --recursive {PATH} with nothing frozen: exit 0, nothing said')
+            ft.check_equal(published(), before, 'at the end: freezerd tracks no group more')
+
+    print('# checked: thaw --recursive names what freezes PATH above an untracked group, tracking nothing')
+
+
+if __name__ == '__main__':
+    ft.run(test)
