@@ -627,15 +627,39 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  *
  * Install (or replace, or with cb == NULL remove) the group callback. The
  * first installation adds a bus match for the daemon's InterfacesAdded and
- * InterfacesRemoved (blocking until the bus confirms it). cb gets the path of
- * a group that the daemon started publishing (added: a new cgroup in a tracked
- * subtree, or a subtree given to freezer_track()) with its FreezerState
- * (FREEZER_STATE_UNKNOWN if the signal did not carry it), or of one it stopped
- * publishing (added false, state FREEZER_STATE_UNKNOWN: the cgroup was removed
- * or its subtree untracked). path is only valid during the call.  A group
- * made or removed while its signal was dropped past the handle's queue (see
- * "Event loop integration") is not reported here: after a long blocking call
- * under a flood, read the groups afresh (freezer_list()) to be sure.
+ * InterfacesRemoved and, on the bus, one for freezerd's bus name changing
+ * hands, then reads the daemon's groups with their Ids
+ * (Manager.ListGroupIds(); a daemon that is not running is not started, and
+ * is no error), blocking until the bus and the daemon answered. cb gets the
+ * path of a group that the daemon started publishing (added: a new cgroup in
+ * a tracked subtree, or a subtree given to freezer_track()) with its
+ * FreezerState (FREEZER_STATE_UNKNOWN if the signal did not carry it), or of
+ * one it stopped publishing (added false, state FREEZER_STATE_UNKNOWN: the
+ * cgroup was removed or its subtree untracked). path is only valid during the
+ * call.  Changes after the call returns are reported; to follow the groups,
+ * install the callback first, then read them (freezer_list()).
+ *
+ * While the callback is installed the handle keeps the groups it knows (from
+ * that list and the signals since: path and Id, one entry per group), and
+ * reports a signal only if it changes them, so each group is reported added
+ * once and removed once.  When signals are dropped past the handle's queue
+ * (see "Event loop integration"), it reads the groups again (ListGroupIds(),
+ * not waited for) and reports what differs from what it knew: a group made
+ * meanwhile added (FREEZER_STATE_UNKNOWN: the list has no states), one
+ * removed removed, and a path whose group was removed and made again (another
+ * Id) removed, then added; the removals first, not in the order of the
+ * events, and a group made and removed again meanwhile not at all.
+ *
+ * What changed while no freezerd ran is not reported: the groups of a
+ * freezerd that (re)starts are read as the new reference (see the resync
+ * callback's FREEZER_RESYNC_DAEMON_STARTED: read the groups afresh), and
+ * signals are reported as they come until they are in; but if signals are
+ * dropped before that, the list is compared with what the handle knew, and
+ * those groups are reported with the others.  Without that list (a daemon
+ * without ListGroupIds(), no memory for the table, or more than 4,194,304
+ * groups), signals are reported as they come, and a group whose signal was
+ * dropped is not reported: after a long blocking call under a flood, read the
+ * groups afresh to be sure.
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);

@@ -159,6 +159,24 @@ struct freezer {
         const char *group_unsubscribe;
         freezer_group_callback group_cb;
         void *group_userdata;
+        /* While the group callback is installed: freezerd's groups as it
+         * knows them (keyed by cgroup path, with their Ids), from a
+         * ListGroupIds() and the signals since, so that a dropped
+         * InterfacesAdded/Removed is made up for (groups_lost()) and a signal
+         * that changes nothing in it is not reported (group_signal()).
+         * known_loaded: it holds a ListGroupIds() and every signal since
+         * (else, before the first one or after a restart of freezerd, signals
+         * are reported as they come); known_base: it holds what the callback
+         * was told (from a list taken at its installation), so a reply can be
+         * compared with it.  known_slot: a ListGroupIds() in flight,
+         * known_in: its reply queued, known_lost: a signal dropped that it
+         * is to make up for, known_again: one dropped after the reply was
+         * queued (newer than it: asked once more).  known_gen counts the
+         * tables, for the reports of one to stop once a callback forgot it. */
+        group_table known;
+        sd_bus_slot *known_slot;
+        bool known_loaded, known_base, known_in, known_lost, known_again;
+        unsigned known_gen;
 
         freezer_resync_callback resync_cb;
         void *resync_userdata;
@@ -172,8 +190,8 @@ struct freezer {
          * place each (on_filter(), on_daemon_owner_changed()): the filter for
          * pressure signals and the connection's loss (installed with the first
          * trigger or the resync callback, kept), and, on the bus, the
-         * NameOwnerChanged of freezerd while the state or the resync callback
-         * or a trigger needs it. */
+         * NameOwnerChanged of freezerd while the state, the group or the
+         * resync callback or a trigger needs it. */
         sd_bus_slot *filter_slot;
         sd_bus_slot *owner_slot;
         freezer_pressure_callback pressure_cb;
@@ -374,8 +392,8 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
  * handler's failure as handled: the message is dropped, the loop goes on.
  * states_lost() makes up for a GroupStatesChanged or a GroupsChanged (a
  * freezerd without GroupStatesChanged), ids_lost() for an
- * InterfacesAdded/Removed in what the state callback knows (the group
- * callback misses it). */
+ * InterfacesAdded/Removed in what the state callback knows, groups_lost()
+ * for one the group callback missed. */
 static int defer_full(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                       sd_bus_slot **home, bool limited, deferred **ret) {
         deferred *d;
@@ -874,6 +892,7 @@ static void trigger_entry_clear(trigger_entry *t) {
 }
 
 static void pending_call_free(pending_call *c);
+static void groups_clear(freezer *f);
 
 /* How long freezer_close() waits for a peer that takes nothing of what is
  * still queued for it. */
@@ -1010,6 +1029,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         sd_bus_slot_unref(f->match_slot);
         sd_bus_slot_unref(f->ids_slot);
         sd_bus_slot_unref(f->group_slot);
+        groups_clear(f);
         sd_bus_slot_unref(f->filter_slot);
         sd_bus_slot_unref(f->owner_slot);
         /* Calls in flight are forgotten: no callback runs for them. */
@@ -2462,13 +2482,16 @@ static int on_group_states_changed_queue(sd_bus_message *m, void *userdata, _unu
 }
 
 static int on_interfaces_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+static void groups_lost(freezer *f);
 
 static int on_interfaces_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         int r = defer(f, m, on_interfaces_changed, f, &f->group_slot, true);
 
-        if (r == -ENOBUFS)
+        if (r == -ENOBUFS) {
                 ids_lost(f);
+                groups_lost(f);
+        }
         return r;
 }
 
@@ -2723,6 +2746,7 @@ static void resync_notify(freezer *f, freezer_resync_reason reason) {
 }
 
 static void pressure_triggers_ended_by(freezer *f, const char *old_owner);
+static void groups_reload(freezer *f);
 
 /* freezerd's bus name changed hands: it exited, started, or was replaced.
  * The triggers the old daemon held are gone with it; what the handle knew of
@@ -2741,6 +2765,8 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
         cache_clear(f);
         if (f->state_cb && *new_owner)
                 state_resubscribe(f);
+        if (f->group_cb && *new_owner)
+                groups_reload(f);
 
         /* The callback may close the handle or remove itself: each checks. */
         if (*old_owner)
@@ -2751,8 +2777,8 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
 }
 DEFINE_QUEUED(on_daemon_owner_changed, owner_slot, false)
 
-/* The NameOwnerChanged match, wanted on the bus while the state or the resync
- * callback or a trigger is there (a direct connection ends with its daemon). */
+/* The NameOwnerChanged match, wanted on the bus while the state, the group or
+ * the resync callback or a trigger is there (a direct connection ends with its daemon). */
 static int owner_watch_ensure(freezer *f) {
         if (f->owner_slot || is_direct(f))
                 return 0;
@@ -2760,7 +2786,7 @@ static int owner_watch_ensure(freezer *f) {
 }
 
 static void owner_watch_update(freezer *f) {
-        if (!f->state_cb && !f->resync_cb && f->n_triggers == 0)
+        if (!f->state_cb && !f->group_cb && !f->resync_cb && f->n_triggers == 0)
                 f->owner_slot = sd_bus_slot_unref(f->owner_slot);
 }
 
@@ -2879,8 +2905,195 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
 
 /* ---- groups appearing and disappearing ---- */
 
-static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+/* Forgets the group callback's groups, and any ListGroupIds() for them. */
+static void groups_clear(freezer *f) {
+        group_table_clear(&f->known);
+        f->known_slot = sd_bus_slot_unref(f->known_slot);
+        f->known_loaded = f->known_base = f->known_in = f->known_lost = f->known_again = false;
+        f->known_gen++;
+}
+
+/* The group callback, with a copy of path: it may remove itself, which
+ * frees the table path may be in. */
+static void group_report(freezer *f, const char *path, bool added, freezer_state state) {
+        _cleanup_free_ char *copy = strdup(path);
+
+        if (copy && f->group_cb)
+                f->group_cb(f, copy, added, state, f->group_userdata);
+}
+
+/* A ListGroupIds()'s a(st) as a table keyed by path. */
+static int groups_read(sd_bus_message *reply, group_table *ret) {
+        group_table t = {};
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(st)");
+        while (r >= 0) {
+                const char *path;
+                uint64_t id;
+
+                r = sd_bus_message_read(reply, "(st)", &path, &id);
+                if (r <= 0)
+                        break;
+                if (!group_table_put(&t, path, id, NULL))
+                        r = -ENOMEM;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0) {
+                group_table_clear(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+/* Whether a and b are two groups under one path: both Ids known, and not
+ * the same. */
+static bool group_remade(const group_entry *a, const group_entry *b) {
+        return a->id != 0 && b->id != 0 && a->id != b->id;
+}
+
+/* What a ListGroupIds() read after a dropped signal (f->known now) holds
+ * and before did not: groups gone reported removed, then new ones added
+ * (their state unknown: the list has none); a path whose Id changed is both.
+ * Stops once the callback is gone or has a table of another installation. */
+static void groups_report_changes(freezer *f, group_table *before) {
+        unsigned gen = f->known_gen;
+
+        for (size_t k = 0; k < before->n_entries; k++) {
+                const group_entry *e = &before->entries[k], *now;
+
+                if (!f->group_cb || f->known_gen != gen)
+                        return;
+                if (e->removed)
+                        continue;
+                now = group_table_get_object(&f->known, e->object);
+                if (!now || group_remade(e, now))
+                        group_report(f, e->object, false, FREEZER_STATE_UNKNOWN);
+        }
+        /* Nothing but a new installation (known_gen) changes the table
+         * while the callbacks run: signals wait in the queue meanwhile. */
+        for (size_t k = 0; k < f->known.n_entries; k++) {
+                const group_entry *e = &f->known.entries[k], *old;
+
+                if (!f->group_cb || f->known_gen != gen)
+                        return;
+                if (e->removed)
+                        continue;
+                old = group_table_get_object(before, e->object);
+                if (!old || group_remade(old, e))
+                        group_report(f, e->object, true, FREEZER_STATE_UNKNOWN);
+        }
+}
+
+static int on_groups_listed_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* ListGroupIds() for the group callback's table, not waited for. */
+static void groups_list(freezer *f) {
+        f->known_in = f->known_again = false;
+        f->known_slot = sd_bus_slot_unref(f->known_slot);
+        if (sd_bus_call_method_async(f->bus, &f->known_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_groups_listed_queue, f, "") < 0) {
+                /* Signals are reported as they come, as before any list. */
+                f->known_slot = NULL;
+                f->known_loaded = false;
+        }
+}
+
+/* An InterfacesAdded/Removed was dropped (defer()): the groups are listed
+ * again, and the list compared with what the callback was told.  A reply on
+ * its way is newer than the signal and serves; a reply queued already is
+ * older, and they are listed once more after it. */
+static void groups_lost(freezer *f) {
+        if (!f->group_cb)
+                return;
+        f->known_lost = true;
+        if (!f->known_slot)
+                groups_list(f);
+        else if (f->known_in)
+                f->known_again = true;
+}
+
+/* freezerd (re)started: its groups, as the new table.  What came and went
+ * while none ran is not reported (freezer.h: the resync callback's
+ * DAEMON_STARTED says to read the groups afresh), unless a signal is dropped
+ * before the list is in: then the list is compared with what the callback
+ * was told, and those groups are reported too, rather than some of them
+ * lost.  Until the list is in, signals are reported as they come. */
+static void groups_reload(freezer *f) {
+        f->known_loaded = false;
+        groups_list(f);
+}
+
+static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        bool compare = f->known_lost && f->known_base, again = f->known_again;
+        group_table before;
+
+        f->known_slot = sd_bus_slot_unref(f->known_slot);
+        f->known_in = f->known_again = false;
+        if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL))
+                return 0; /* freezerd went, or is one without Ids: signals as they come */
+
+        before = f->known;
+        if (groups_read(reply, &f->known) < 0) {
+                f->known = before;
+                f->known_loaded = false;
+                return 0;
+        }
+        f->known_loaded = f->known_base = true;
+        f->known_lost = false;
+        f->known_gen++;
+        if (compare)
+                groups_report_changes(f, &before);
+        group_table_clear(&before);
+        if (again)
+                groups_lost(f);
+        return 0;
+}
+
+static int on_groups_listed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        f->known_in = true; /* see groups_lost() */
+        return defer(f, m, on_groups_listed, f, &f->known_slot, false);
+}
+
+/* A group added (with its Id, 0 if the signal had none) or removed, for the
+ * group callback: reported unless the table says it changes nothing (the
+ * group is there already, with that Id, or is not there to remove: a list
+ * read after a dropped signal reported it already).  A path that has
+ * another group now is reported removed, then added. */
+static void group_signal(freezer *f, const char *path, bool added, uint64_t id, freezer_state state) {
+        group_entry *e = group_table_get_object(&f->known, path);
+        unsigned gen = f->known_gen;
+
+        if (!added) {
+                if (!e && f->known_loaded)
+                        return;
+                group_table_remove_object(&f->known, path);
+                group_report(f, path, false, FREEZER_STATE_UNKNOWN);
+                return;
+        }
+        if (e && f->known_loaded) {
+                if (id == 0 || e->id == 0 || e->id == id)
+                        return;
+                group_report(f, path, false, FREEZER_STATE_UNKNOWN);
+                /* Removed, or installed again (its list has the group). */
+                if (!f->group_cb || f->known_gen != gen)
+                        return;
+        }
+        /* Without the memory the table misses the group: signals are
+         * reported as they come from now on, rather than its removal lost. */
+        if (!group_table_put(&f->known, path, id, NULL))
+                f->known_loaded = false;
+        group_report(f, path, true, state);
+}
+
+/* An InterfacesAdded/Removed; report: for the group callback too (not one
+ * older than its table: on_interfaces_changed_before()). */
+static int interfaces_changed(freezer *f, sd_bus_message *m, bool report) {
         /* What InterfacesAdded says of the group: its Id and state. */
         state_props props = {
                 .state = FREEZER_STATE_UNKNOWN,
@@ -2962,10 +3175,41 @@ static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_
         else
                 cache_remove(f, object);
 
-        if (f->group_cb)
-                f->group_cb(f, path, added, added && props.have_state ? props.state : FREEZER_STATE_UNKNOWN,
-                            f->group_userdata);
+        if (report && f->group_cb)
+                group_signal(f, path, added, props.id,
+                             added && props.have_state ? props.state : FREEZER_STATE_UNKNOWN);
         return 0;
+}
+
+static int on_interfaces_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        return interfaces_changed(userdata, m, true);
+}
+
+/* One that was queued when the group callback's table was listed: the
+ * list holds what it says already. */
+static int on_interfaces_changed_before(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        return interfaces_changed(userdata, m, false);
+}
+
+/* The group callback's first table, waited for (after its match: what
+ * changes after the list is queued behind it).  The signals queued before
+ * its reply are older than the list: not reported.  A list that fails (no
+ * freezerd yet, or one without ListGroupIds()) is no error: signals are
+ * reported as they come, and a freezerd that starts is listed then.  Not
+ * auto-started: the group callback only listens, as it did before it
+ * listed. */
+static void groups_load(freezer *f) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+
+        groups_clear(f);
+        if (new_manager_call(f, "ListGroupIds", &m) < 0 || sd_bus_message_set_auto_start(m, false) < 0 ||
+            call_wait(f, m, 0, &error, &reply) < 0 || groups_read(reply, &f->known) < 0)
+                return;
+        f->known_loaded = f->known_base = true;
+        for (deferred *d = f->deferred; d; d = d->next)
+                if (d->handler == on_interfaces_changed)
+                        d->handler = on_interfaces_changed_before;
 }
 
 FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback cb, void *userdata) {
@@ -2980,6 +3224,8 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 f->group_unsubscribe = NULL;
                 f->group_cb = NULL;
                 f->group_userdata = NULL;
+                groups_clear(f);
+                owner_watch_update(f);
                 interfaces_match_update(f); /* the state callback may still want it */
                 return 0;
         }
@@ -2988,8 +3234,15 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                 bool added = !f->group_slot;
 
                 r = interfaces_match_ensure(f);
-                if (r < 0)
+                if (r >= 0)
+                        /* A freezerd that (re)starts is listed again. */
+                        r = owner_watch_ensure(f);
+                if (r < 0) {
+                        if (added)
+                                f->group_slot = sd_bus_slot_unref(f->group_slot);
+                        owner_watch_update(f);
                         return error_set(f, r);
+                }
                 /* The bus broadcasts InterfacesAdded/Removed; the private
                  * socket sends them only to a subscribed connection.  The
                  * group callback holds a subscription of its own: it may
@@ -3015,6 +3268,10 @@ FREEZER_EXPORT int freezer_set_group_callback(freezer *f, freezer_group_callback
                         }
                         f->group_unsubscribe = unsubscribe;
                 }
+                /* After the match and the subscription: a signal dropped
+                 * from now on is made up for by a list compared with this
+                 * one. */
+                groups_load(f);
         }
 
         f->group_cb = cb;

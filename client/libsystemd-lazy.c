@@ -80,6 +80,7 @@ FORWARD(int, sd_bus_message_readv, (sd_bus_message *m, const char *types, va_lis
 FORWARD(int, sd_bus_message_read_array, (sd_bus_message *m, char type, const void **ptr, size_t *size),
         (m, type, ptr, size))
 FORWARD(int, sd_bus_message_read_strv, (sd_bus_message *m, char ***l), (m, l))
+FORWARD(int, sd_bus_message_set_auto_start, (sd_bus_message *m, int b), (m, b))
 FORWARD(int, sd_bus_message_skip, (sd_bus_message *m, const char *types), (m, types))
 FORWARD(int, sd_bus_message_rewind, (sd_bus_message *m, int complete), (m, complete))
 FORWARD(sd_bus_message*, sd_bus_message_ref, (sd_bus_message *m), (m))

@@ -992,6 +992,8 @@ static void scenario_lost(pid_t daemon) {
 typedef struct bound {
         freezer_state last[BOUND_OLD + BOUND_NEW];
         bool frozen[BOUND_OLD + BOUND_NEW];
+        /* The group callback's reports of each group. */
+        unsigned added[BOUND_OLD + BOUND_NEW], removed[BOUND_OLD + BOUND_NEW];
         unsigned reports, outside;
         int fill_calls, fill_done, call_done, call_error;
         freezer_state want;
@@ -1026,6 +1028,66 @@ static void bound_state_cb(freezer *f, const char *path, freezer_state state, bo
         if (i >= 0) {
                 b->last[i] = state;
                 b->frozen[i] = frozen;
+        }
+}
+
+static void bound_group_cb(freezer *f, const char *path, bool added, freezer_state state, void *userdata) {
+        bound *b = userdata;
+        int i = bound_index(path);
+
+        (void) f;
+        (void) state;
+        if (!in_dispatch)
+                b->outside++;
+        if (i >= 0)
+                (added ? b->added : b->removed)[i]++;
+}
+
+/* Every new group reported added (or removed too, if removed). */
+static bool bound_groups_reported(void *userdata, bool removed) {
+        bound *b = userdata;
+
+        for (int i = BOUND_OLD; i < BOUND_OLD + BOUND_NEW; i++)
+                if (b->added[i] == 0 || (removed && b->removed[i] == 0))
+                        return false;
+        return true;
+}
+
+static bool bound_groups_added(void *userdata) {
+        return bound_groups_reported(userdata, false);
+}
+
+static bool bound_groups_removed(void *userdata) {
+        return bound_groups_reported(userdata, true);
+}
+
+/* Until no list the handle asked for is left to come: each blocking call's
+ * reply comes after the answer to any call sent before it, and what those
+ * answers start is dispatched before the next. */
+static bool bound_get(freezer *f, const char *path, freezer_group *g);
+
+static void bound_settle(freezer *f) {
+        for (int k = 0; k < 3; k++) {
+                freezer_group g = {};
+
+                if (bound_get(f, "/b", &g))
+                        freezer_group_clear(&g);
+                while (freezer_dispatch(f) > 0)
+                        ;
+        }
+}
+
+/* The group callback said each new group was added (and removed, if
+ * removed) exactly once, and nothing of the old ones. */
+static void bound_check_groups(bound *b, bool removed) {
+        char p[64];
+
+        for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++) {
+                unsigned want = i >= BOUND_OLD;
+
+                bound_path(i, p, sizeof p);
+                CHECK(b->added[i] == want && b->removed[i] == (removed ? want : 0),
+                      "%s: reported added %u, removed %u times", p, b->added[i], b->removed[i]);
         }
 }
 
@@ -1171,6 +1233,7 @@ static void scenario_bound(void) {
         bound *b = calloc(1, sizeof *b);
         freezer_group *a = NULL, g = {};
         size_t n = 0;
+        bool added;
         char p[64];
 
         cg_mkdir("/b");
@@ -1180,6 +1243,7 @@ static void scenario_bound(void) {
         }
         CHECK(freezer_track(f, "/b") == 0, "freezer_track(/b): %s", freezer_last_error_name(f));
         CHECK(freezer_set_state_callback(f, bound_state_cb, b) == 0, "set_state_callback");
+        CHECK(freezer_set_group_callback(f, bound_group_cb, b) == 0, "set_group_callback");
         CHECK(freezer_list(f, &a, &n) == 0 && n > BOUND_OLD, "freezer_list: %zu groups", n);
         freezer_group_array_free(a, n);
         for (int i = 0; i < BOUND_OLD + BOUND_NEW; i++)
@@ -1209,10 +1273,44 @@ static void scenario_bound(void) {
 
         bound_round(f, b, true);
         bound_round(f, b, false);
+        /* Their InterfacesAdded dropped: the groups listed again make up
+         * for them, once each. */
+        added = loop_until(f, bound_groups_added, b, "every new group reported added");
+        if (added) {
+                bound_settle(f);
+                bound_check_groups(b, false);
+        }
+
+        /* And removed with the queue full: their InterfacesRemoved dropped. */
+        bound_fill(f, b);
+        for (int i = BOUND_OLD + BOUND_NEW - 1; i >= BOUND_OLD; i--) {
+                bound_path(i, p, sizeof p);
+                cg_rmdir(p);
+        }
+        for (uint64_t deadline = now_usec() + DEADLINE_SEC * 1000000ULL;;) {
+                bool done;
+
+                if (!bound_get(f, "/b", &g))
+                        break;
+                done = g.descendants == BOUND_OLD;
+                freezer_group_clear(&g);
+                if (done)
+                        break;
+                if (now_usec() > deadline) {
+                        fail("freezerd did not see the groups removed");
+                        break;
+                }
+        }
+        /* (Not waited for again if the additions were not reported.) */
+        if (added && loop_until(f, bound_groups_removed, b, "every new group reported removed") &&
+            loop_until(f, bound_done, b, "the fill calls' callbacks")) {
+                bound_settle(f);
+                bound_check_groups(b, true);
+        }
         CHECK(b->outside == 0, "%u callbacks ran outside freezer_dispatch()", b->outside);
 
         freezer_close(f);
-        for (int i = BOUND_OLD + BOUND_NEW - 1; i >= 0; i--) {
+        for (int i = BOUND_OLD - 1; i >= 0; i--) {
                 bound_path(i, p, sizeof p);
                 cg_rmdir(p);
         }

@@ -8,7 +8,9 @@
  * tests/meson.build).  No bus daemon, no cgroups, no real pressure.  And
  * how sd-bus' own NoReply for a call that timed out is told from a peer's,
  * and the state callback's Ids loaded again after an InterfacesAdded was
- * dropped while the Ids of an earlier one waited in the queue.
+ * dropped while the Ids of an earlier one waited in the queue, and the group
+ * callback's groups listed again after InterfacesAdded/Removed were dropped,
+ * each change reported once.
  * Exit status 0 if all pass, 1 otherwise.
  */
 
@@ -39,15 +41,20 @@
 #define N_SIGNALS 50    /* PressureExceeded sent at once */
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define GROUP_INTERFACE "org.freezerd.Freezer1.Group"
-#define N_GROUPS_MAX 8
+#define N_GROUPS_MAX 16
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
  * ListGroups (S) it answers, for the client to see the round trips. */
 static int calls_pipe[2] = { -1, -1 };
 
-/* The stand-in's groups: made by Freeze("/new..."), all frozen. */
-static const char *groups[N_GROUPS_MAX];
+/* The stand-in's groups: made by Freeze("/new..."), all frozen, each with
+ * an Id of its own (from 100 on, as a real freezerd never gives one twice). */
+static struct {
+        char *path;
+        uint64_t id;
+} groups[N_GROUPS_MAX];
 static unsigned n_groups;
+static uint64_t next_id = 100;
 
 /* ---- the stand-in (child process) ---- */
 
@@ -56,21 +63,22 @@ static void calls_log(char c) {
                 _exit(2);
 }
 
-/* A group made: its InterfacesAdded, with its Id (100 + its index). */
+/* A group made: its InterfacesAdded, with its Id. */
 static int group_add(sd_bus *bus, const char *path) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
         _cleanup_free_ char *object = NULL;
         int r;
 
-        if (n_groups >= N_GROUPS_MAX || !(groups[n_groups] = strdup(path)))
+        if (n_groups >= N_GROUPS_MAX || !(groups[n_groups].path = strdup(path)))
                 return -ENOMEM;
+        groups[n_groups].id = next_id++;
         r = sd_bus_path_encode(GROUP_PREFIX, path, &object);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_signal(bus, &sig, PATH, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded");
         if (r >= 0)
                 r = sd_bus_message_append(sig, "oa{sa{sv}}", object, 1, GROUP_INTERFACE, 2, "Id", "t",
-                                          (uint64_t) (100 + n_groups), "State", "s", "frozen");
+                                          groups[n_groups].id, "State", "s", "frozen");
         if (r >= 0)
                 r = sd_bus_send(bus, sig, NULL);
         if (r >= 0)
@@ -78,10 +86,31 @@ static int group_add(sd_bus *bus, const char *path) {
         return r;
 }
 
+/* A group removed: its InterfacesRemoved. */
+static int group_remove(sd_bus *bus, const char *path) {
+        _cleanup_free_ char *object = NULL;
+        unsigned i = 0;
+        int r;
+
+        while (i < n_groups && !streq(groups[i].path, path))
+                i++;
+        if (i == n_groups)
+                return -ENOENT;
+        free(groups[i].path);
+        memmove(&groups[i], &groups[i + 1], (n_groups - i - 1) * sizeof(groups[0]));
+        n_groups--;
+        r = sd_bus_path_encode(GROUP_PREFIX, path, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_emit_signal(bus, PATH, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", "oas",
+                                  object, 1, GROUP_INTERFACE);
+}
+
 /* Freeze(s, t, t): an empty reply; for /hang none, ever; for /noreply a
  * NoReply error with the words of sd-bus' own for a call that timed out
  * (/noreply-max: and its serial); for /new... a group made (group_add())
- * first. */
+ * first, for /del/X group X removed, for /remake/X removed and made again
+ * (another Id). */
 static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *s;
         int r;
@@ -91,6 +120,15 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
                 return r;
         if (strncmp(s, "/new", 4) == 0) {
                 r = group_add(sd_bus_message_get_bus(m), s);
+                if (r < 0)
+                        return r;
+        }
+        if (strncmp(s, "/del/", 5) == 0 || strncmp(s, "/remake/", 8) == 0) {
+                const char *group = strchr(s + 1, '/');
+
+                r = group_remove(sd_bus_message_get_bus(m), group);
+                if (r >= 0 && s[1] == 'r')
+                        r = group_add(sd_bus_message_get_bus(m), group);
                 if (r < 0)
                         return r;
         }
@@ -158,11 +196,11 @@ static int method_list(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_b
                 _cleanup_free_ char *object = NULL;
 
                 if (ids)
-                        r = sd_bus_message_append(reply, "(st)", groups[i], (uint64_t) (100 + i));
+                        r = sd_bus_message_append(reply, "(st)", groups[i].path, groups[i].id);
                 else {
-                        r = sd_bus_path_encode(GROUP_PREFIX, groups[i], &object);
+                        r = sd_bus_path_encode(GROUP_PREFIX, groups[i].path, &object);
                         if (r >= 0)
-                                r = sd_bus_message_append(reply, "(sos)", groups[i], object, "frozen");
+                                r = sd_bus_message_append(reply, "(sos)", groups[i].path, object, "frozen");
                 }
         }
         if (r >= 0)
@@ -409,6 +447,71 @@ static void test_ids_again(const char *socket_path) {
         freezer_close(f);
 }
 
+/* What the group callback reported: "+PATH" for added, "-PATH" for
+ * removed, separated by spaces. */
+static char group_reports[512];
+
+static void group_cb(_unused_ freezer *f, const char *path, bool added, _unused_ freezer_state state,
+                     _unused_ void *userdata) {
+        size_t n = strlen(group_reports);
+
+        snprintf(group_reports + n, sizeof group_reports - n, "%s%c%s", n > 0 ? " " : "", added ? '+' : '-',
+                 path);
+}
+
+/* Until nothing is left to dispatch. */
+static void dispatch_all(freezer *f) {
+        for (uint64_t deadline = mono_usec() + 10 * USEC_PER_SEC; mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                CHECK(r >= 0);
+                if (r <= 0 && (r < 0 || poll(&p, 1, 200) == 0))
+                        return;
+        }
+}
+
+/* The group callback's signals dropped (the queue full of replies): the
+ * groups are listed again and compared with the list taken at its
+ * installation, so each group made, removed or made again (removed, then
+ * added) is reported once.  /new3's InterfacesAdded asks for a list; /new1's
+ * InterfacesRemoved comes after that list's reply was queued, and /new2's
+ * two signals too: they are older than it, so the groups are listed once
+ * more after it.  Then signals are reported as they come, once each. */
+static void test_groups_lost(const char *socket_path) {
+        freezer *f = NULL;
+        char calls[32];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        /* test_ids_again() left /new1 and /new2. */
+        calls_read(calls, sizeof calls);
+        CHECK_R(freezer_set_group_callback(f, group_cb, NULL), 0);
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/new3", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/del/new1", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/remake/new2", 0, 0), 0);
+        dispatch_all(f);
+        CHECK(calls_done == N_CALLS);
+        CHECK_STR(group_reports, "+/new3 -/new1 -/new2 +/new2");
+
+        /* Signals that are not dropped: as they come. */
+        group_reports[0] = 0;
+        CHECK_R(freezer_freeze(f, "/new4", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/del/new4", 0, 0), 0);
+        dispatch_all(f);
+        CHECK_STR(group_reports, "+/new4 -/new4");
+
+        /* At the installation, then twice after the drops. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "III");
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
         char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
@@ -424,6 +527,7 @@ int main(void) {
         test_pressure_coalesced(socket_path);
         test_timeout(socket_path);
         test_ids_again(socket_path);
+        test_groups_lost(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);

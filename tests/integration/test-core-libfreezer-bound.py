@@ -9,7 +9,9 @@ scenario "bound", on the bus, then on freezerd's private socket, against the rea
   asynchronous call each while blocking calls read the storm of GroupStatesChanged (dropped).
   Once dispatched, the state callback has said of each of the 130 children of /b (the new ones
   too) what the kernel has (cgroup.events "frozen"), each call's callback ran once, and every
-  blocking call got its own reply.  And on a bus that refuses SubscribeGroupStates (as an older
+  blocking call got its own reply.  The group callback reported each new group added, once (the
+  groups listed again); then, the queue full again, the 30 removed: each reported removed, once.
+  And on a bus that refuses SubscribeGroupStates (as an older
   freezerd lacks it), where the handle follows GroupsChanged: the states are read again after a
   dropped one."""
 
@@ -71,7 +73,8 @@ def test():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: signals dropped past the bound (GroupStatesChanged, InterfacesAdded) made up for: the '
-          'state callback (GroupStatesChanged, GroupsChanged) ends with the kernel\'s states of every group, new ones too; replies intact')
+          'state callback (GroupStatesChanged, GroupsChanged) ends with the kernel\'s states of every group, new ones too; '
+          'the group callback reports each group made or removed once; replies intact')
 
 
 if __name__ == '__main__':
