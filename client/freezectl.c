@@ -354,12 +354,11 @@ static void help_to(FILE *f) {
                "                   of its cgroup; null in list for a group made or removed\n"
                "                   between its two calls to freezerd). \"frozen_by\", for a\n"
                "                   group frozen (or freezing) by a parent, names what\n"
-               "                   freezes it as thaw --recursive does: the nearest\n"
-               "                   ancestor whose own flag is set, or \"above-root\"; it is\n"
-               "                   null otherwise, and where a group that freezerd does\n"
-               "                   not track lies between (list and status do not track\n"
-               "                   it to look). Text status prints them as \"Id:\" and\n"
-               "                   \"Frozen by:\"\n"
+               "                   freezes it as thaw --recursive does (\"/\", a path,\n"
+               "                   \"above-root\" or \"untracked\"; null otherwise;\n"
+               "                   no group is tracked to look). Text status prints them\n"
+               "                   as \"Id:\" (\"unknown\" from a freezerd before 0.5)\n"
+               "                   and \"Frozen by:\"\n"
                "  tree             {\"path\", \"state\", \"children\": [...]}, nested; \"state\"\n"
                "                   is null for groups that are not tracked\n"
                "  pressure         {\"path\" (null for the system), \"cpu\": R, \"memory\": R,\n"
@@ -1053,9 +1052,22 @@ static bool state_by_parent(freezer_state state) {
         return state == FREEZER_STATE_FROZEN_BY_PARENT || state == FREEZER_STATE_FREEZING_BY_PARENT;
 }
 
-static bool state_own_flag(freezer_state state);
-static int group_cmp(const void *a, const void *b);
-static const freezer_group *listed_group(const freezer_group *groups, size_t n, const char *path);
+static int group_cmp(const void *a, const void *b) {
+        const freezer_group *x = a, *y = b;
+
+        return strcmp(x->path, y->path);
+}
+
+static const freezer_group *listed_group(const freezer_group *groups, size_t n, const char *path) {
+        freezer_group key = { .path = (char *) path };
+
+        return n > 0 ? bsearch(&key, groups, n, sizeof(groups[0]), group_cmp) : NULL;
+}
+
+/* Whether a group's own freeze flag is set, as its FreezerState says it. */
+static bool state_own_flag(freezer_state state) {
+        return state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FREEZING;
+}
 
 /* What frozen_by() found: by, and where groups that freezerd does not track
  * lie between path and by, the nearest tracked group below them (gap_low) and
@@ -1072,26 +1084,89 @@ static void frozen_by_result_clear(frozen_by_result *fb) {
         fb->gap_high = mfree(fb->gap_high);
 }
 
-/* After a thaw --recursive of path returned: what still freezes it, in
- * ret->by: an ancestor whose flag is set ("/" too: the cgroup root's own
- * flag, which freezerd does not write), FROZEN_ABOVE_ROOT, or
- * FROZEN_UNTRACKED; NULL if path is not frozen by anything above it (or
- * cannot be looked up: the thaw succeeded, this is only its note).  With
- * --no-wait path's own state may not have settled yet (still "frozen", or
- * "thawing"), but the flags above it are what they will stay: every
- * ancestor is looked at, and "/" frozen by its parent means one above the
- * root.  The ancestors' flags come from the listing, as status reads them: a
- * GetGroup of one that freezerd does not track (above the subtrees it was
- * told to track, or one it does not follow) would track it, its subtree with
- * it, and for good.  Such a group is skipped, and said (ret->gap_*): the
- * nearest flag above it still freezes path, but the skipped one may too; and
- * when the tracked group above it is not frozen at all, the skipped one is
- * what freezes path (FROZEN_UNTRACKED). */
+/* What freezes the group at path, whose state is state, from groups (a
+ * listing, sorted by path), in ret->by: the nearest ancestor whose own flag
+ * is set ("/" too: the cgroup root's own flag, which freezerd does not
+ * write), FROZEN_ABOVE_ROOT, or FROZEN_UNTRACKED; NULL if nothing above path
+ * freezes it (or out of memory: this is only a note).  The one walk behind
+ * status, list and thaw --recursive, so that "frozen_by" means the same in
+ * all three.
+ *
+ * The ancestors' flags come from the listing: a GetGroup of one that freezerd
+ * does not track (above the subtrees it was told to track, or one it does not
+ * follow) would track it, its subtree with it, and for good.  Such a group is
+ * skipped, and said (ret->gap_*): the nearest flag above it still freezes
+ * path, but the skipped one may too; and where the tracked group above it is
+ * not frozen at all while the one below it is frozen by a parent, the skipped
+ * one is what freezes path (FROZEN_UNTRACKED).
+ *
+ * unsettled: path's own state may not have settled yet (after a thaw with
+ * --no-wait: still "frozen", or "thawing"), but the flags above it are what
+ * they will stay: every ancestor is looked at, and the states of the tracked
+ * ones above path decide. */
+static void listed_frozen_by(const freezer_group *groups, size_t n, const char *path, freezer_state state,
+                             bool unsettled, frozen_by_result *ret) {
+        _cleanup_free_ char *up = NULL;
+        const char *by = NULL, *below = path, *gap_low = NULL, *gap_high = NULL;
+        bool below_by_parent = state_by_parent(state);
+
+        *ret = (frozen_by_result) {};
+        if (!unsettled && !below_by_parent)
+                return;
+        up = strdup(path);
+        if (!up)
+                return;
+        for (char *slash; !streq(up, "/") && (slash = strrchr(up, '/'));) {
+                const freezer_group *a;
+
+                if (slash == up)
+                        slash[1] = 0; /* "/" */
+                else
+                        *slash = 0;
+                a = listed_group(groups, n, up);
+                if (!a) {
+                        if (!gap_low)
+                                gap_low = below;
+                        continue;
+                }
+                if (gap_low && !gap_high)
+                        gap_high = a->path;
+                if (state_own_flag(a->state)) {
+                        by = a->path;
+                        goto found;
+                }
+                /* Neither frozen by its own flag nor by a parent: what
+                 * freezes the group below the gap, if anything, lies
+                 * between, untracked. */
+                if (gap_low && !state_by_parent(a->state)) {
+                        if (below_by_parent)
+                                by = FROZEN_UNTRACKED;
+                        goto found;
+                }
+                below = a->path;
+                below_by_parent = state_by_parent(a->state);
+        }
+        /* Frozen by a parent, and no flag set up to the root: one above it,
+         * as freezerd's FrozenByParent says of a plain thaw.  Unless "/" was
+         * not listed, below untracked groups: then it may be one of those. */
+        if (below_by_parent)
+                by = gap_low && !gap_high ? FROZEN_UNTRACKED : FROZEN_ABOVE_ROOT;
+found:
+        if (by) {
+                ret->by = strdup(by);
+                if (gap_low) {
+                        ret->gap_low = strdup(gap_low);
+                        ret->gap_high = gap_high ? strdup(gap_high) : NULL;
+                }
+        }
+}
+
+/* After a thaw --recursive of path returned: what still freezes it, in ret
+ * (listed_frozen_by()), or nothing if it cannot be looked up (the thaw
+ * succeeded, this is only its note). */
 static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
-        _cleanup_free_ char *up = NULL, *self = NULL;
+        _cleanup_free_ char *up = NULL;
         freezer_group g = {}, *groups = NULL;
-        const freezer_group *a;
-        const char *by = NULL, *below, *gap_low = NULL, *gap_high = NULL;
         size_t n = 0;
         freezer_state state;
         bool freeze;
@@ -1111,53 +1186,11 @@ static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
         }
         if (!arg_no_wait && !state_by_parent(state))
                 return;
-
-        self = strdup(up);
-        if (!self || freezer_list(f, &groups, &n) < 0)
+        if (freezer_list(f, &groups, &n) < 0)
                 return;
         if (n > 0)
                 qsort(groups, n, sizeof(groups[0]), group_cmp);
-
-        below = self;
-        for (char *slash; !streq(up, "/") && (slash = strrchr(up, '/'));) {
-                if (slash == up)
-                        slash[1] = 0; /* "/" */
-                else
-                        *slash = 0;
-                a = listed_group(groups, n, up);
-                if (!a) {
-                        if (!gap_low)
-                                gap_low = below;
-                        continue;
-                }
-                if (gap_low && !gap_high)
-                        gap_high = a->path;
-                if (state_own_flag(a->state)) {
-                        by = a->path;
-                        break;
-                }
-                /* Neither frozen by its own flag nor by a parent: what
-                 * freezes path lies between, untracked. */
-                if (gap_low && !state_by_parent(a->state)) {
-                        by = FROZEN_UNTRACKED;
-                        break;
-                }
-                below = a->path;
-                state = a->state;
-        }
-        /* Frozen by a parent, and no flag set up to the root: one above it,
-         * as freezerd's FrozenByParent says of a plain thaw.  (Waited for,
-         * path's state says it; without, the root's.)  Unless "/" was not
-         * listed, below untracked groups: then it may be one of those. */
-        if (!by && (!arg_no_wait || state_by_parent(state)))
-                by = gap_low && !gap_high ? FROZEN_UNTRACKED : FROZEN_ABOVE_ROOT;
-        if (by) {
-                ret->by = strdup(by);
-                if (gap_low) {
-                        ret->gap_low = strdup(gap_low);
-                        ret->gap_high = gap_high ? strdup(gap_high) : NULL;
-                }
-        }
+        listed_frozen_by(groups, n, up, state, arg_no_wait, ret);
         freezer_group_array_free(groups, n);
 }
 
@@ -1475,8 +1508,6 @@ static int str_ptr_cmp(const void *a, const void *b) {
         return strcmp(*x, *y);
 }
 
-static int group_cmp(const void *a, const void *b);
-
 /* How many groups a note names, at most, before "and N more". */
 #define NOTE_NAMES_MAX 4
 
@@ -1689,84 +1720,35 @@ static int verb_batch(caller *c, const char *file, const freezer_request *reques
 
 /* ---- status ---- */
 
-static int group_cmp(const void *a, const void *b) {
-        const freezer_group *x = a, *y = b;
-
-        return strcmp(x->path, y->path);
-}
-
-static const freezer_group *listed_group(const freezer_group *groups, size_t n, const char *path) {
-        freezer_group key = { .path = (char *) path };
-
-        return n > 0 ? bsearch(&key, groups, n, sizeof(groups[0]), group_cmp) : NULL;
-}
-
-/* Whether a group's own freeze flag is set, as its FreezerState says it. */
-static bool state_own_flag(freezer_state state) {
-        return state == FREEZER_STATE_FROZEN || state == FREEZER_STATE_FREEZING;
-}
-
-/* For status and list: what freezes the group at path, in state, whose state
- * says an ancestor does, read from groups (the listing, sorted by path), as
- * frozen_by() names it after a thaw --recursive: the nearest ancestor whose
- * own flag is set ("/" too), or FROZEN_ABOVE_ROOT.  NULL when the state says
- * no ancestor freezes it, and when one that freezerd does not track lies
- * between (its flag is not listed, and looking it up would track it: status
- * and list track nothing but status's PATH).  Static or in groups. */
-static const char *listed_frozen_by(const freezer_group *groups, size_t n, const char *path, freezer_state state) {
-        _cleanup_free_ char *up = NULL;
-
-        if (!state_by_parent(state))
-                return NULL;
-        if (streq(path, "/"))
-                return FROZEN_ABOVE_ROOT;
-        up = strdup(path);
-        if (!up)
-                return NULL;
-        for (char *slash; (slash = strrchr(up, '/'));) {
-                const freezer_group *g;
-
-                if (slash == up)
-                        slash[1] = 0; /* "/" */
-                else
-                        *slash = 0;
-                g = listed_group(groups, n, up);
-                if (!g)
-                        return NULL;
-                if (state_own_flag(g->state))
-                        return g->path;
-                if (streq(up, "/"))
-                        return FROZEN_ABOVE_ROOT;
-        }
-        return NULL;
-}
-
 static int verb_status(freezer *f, char **args, size_t n_args) {
-        const char *path = n_args > 0 ? args[0] : "/", *by = NULL;
+        const char *path = n_args > 0 ? args[0] : "/";
         _cleanup_free_ char *shown = path_shown(path);
+        _cleanup_(frozen_by_result_clear) frozen_by_result by = {};
         freezer_group g, *groups = NULL;
         size_t n_groups = 0;
         uint64_t id;
+        bool have_id = true;
         char buf[64];
         int ret = EXIT_SUCCESS, r;
 
         r = freezer_get_group_with_id(f, path, &g, &id);
+        if (r == -ENODATA) {
+                /* A freezerd without the Id property (before 0.5): the rest
+                 * is there; the Id is said to be unknown. */
+                have_id = false;
+                r = freezer_get_group(f, path, &g);
+        }
         if (r < 0) {
                 log_failure(f, r, "cannot get status of %s", shown ?: path);
                 return EXIT_FAILURE;
         }
         /* Which ancestor freezes it: their flags, from the listing, which
-         * tracks none of them (looking each up would). */
-        if (state_by_parent(g.state)) {
-                r = freezer_list(f, &groups, &n_groups);
-                if (r < 0) {
-                        log_failure(f, r, "cannot list groups for what freezes %s", g.path);
-                        freezer_group_clear(&g);
-                        return EXIT_FAILURE;
-                }
+         * tracks none of them (looking each up would).  Only a note: a
+         * failed listing leaves it unknown, not the status unread. */
+        if (state_by_parent(g.state) && freezer_list(f, &groups, &n_groups) >= 0) {
                 if (n_groups > 0)
                         qsort(groups, n_groups, sizeof(groups[0]), group_cmp);
-                by = listed_frozen_by(groups, n_groups, g.path, g.state);
+                listed_frozen_by(groups, n_groups, g.path, g.state, false, &by);
         }
 
         if (arg_json) {
@@ -1774,9 +1756,10 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
 
                 if (!o ||
                     json_add(o, "path", json_object_new_string(g.path)) < 0 ||
-                    json_add(o, "id", json_object_new_uint64(id)) < 0 ||
+                    (have_id ? json_add(o, "id", json_object_new_uint64(id))
+                             : json_object_object_add(o, "id", NULL)) < 0 ||
                     json_add(o, "state", json_object_new_string(state_str(g.state))) < 0 ||
-                    json_add_string_or_null(o, "frozen_by", by) < 0 ||
+                    json_add_string_or_null(o, "frozen_by", by.by) < 0 ||
                     json_add(o, "freeze", json_object_new_boolean(g.freeze)) < 0 ||
                     json_add(o, "frozen", json_object_new_boolean(g.frozen)) < 0 ||
                     json_add(o, "populated", json_object_new_boolean(g.populated)) < 0 ||
@@ -1790,11 +1773,18 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 json_object_put(o);
         } else {
                 printf("%-20s%s\n", "Path:", g.path);
-                printf("%-20s%" PRIu64 "\n", "Id:", id);
+                if (have_id)
+                        printf("%-20s%" PRIu64 "\n", "Id:", id);
+                else
+                        printf("%-20s%s\n", "Id:", "unknown (freezerd before 0.5)");
                 printf("%-20s%s\n", "State:", state_str(g.state));
-                if (by)
-                        printf("%-20s%s\n", "Frozen by:",
-                               streq(by, FROZEN_ABOVE_ROOT) ? "a group above freezerd's cgroup root" : by);
+                if (by.by && streq(by.by, FROZEN_ABOVE_ROOT))
+                        printf("%-20s%s\n", "Frozen by:", "a group above freezerd's cgroup root");
+                else if (by.by && streq(by.by, FROZEN_UNTRACKED))
+                        printf("%-20s%s%s%s\n", "Frozen by:", "a group that freezerd does not track",
+                               by.gap_low ? " above " : "", by.gap_low ?: "");
+                else if (by.by)
+                        printf("%-20s%s\n", "Frozen by:", by.by);
                 printf("%-20s%s\n", "Freeze:", g.freeze ? "yes" : "no");
                 printf("%-20s%s\n", "Frozen:", g.frozen ? "yes" : "no");
                 printf("%-20s%s\n", "Populated:", g.populated ? "yes" : "no");
@@ -1880,28 +1870,26 @@ static int verb_list(freezer *f) {
                 /* The Ids come from a second call (ListGroups has none): a
                  * group made or removed between the two has a null one. */
                 r = freezer_list_ids(f, &ids, &n_ids);
-                if (r < 0) {
-                        log_failure(f, r, "cannot list the groups' Ids");
-                        freezer_group_array_free(groups, n);
-                        return EXIT_FAILURE;
-                }
+                if (r < 0) /* a freezerd before 0.5 (no ListGroupIds): null Ids */
+                        ids = NULL, n_ids = 0;
                 if (n_ids > 0)
                         qsort(ids, n_ids, sizeof(ids[0]), group_id_cmp);
 
                 a = json_object_new_array();
                 for (size_t i = 0; a && i < n; i++) {
+                        _cleanup_(frozen_by_result_clear) frozen_by_result by = {};
                         struct json_object *o = json_object_new_object();
                         freezer_group_id key = { .path = groups[i].path }, *id;
 
                         id = n_ids > 0 ? bsearch(&key, ids, n_ids, sizeof(ids[0]), group_id_cmp) : NULL;
+                        listed_frozen_by(groups, n, groups[i].path, groups[i].state, false, &by);
                         if (!o ||
                             json_add(o, "path", json_object_new_string(groups[i].path)) < 0 ||
                             json_add(o, "object", json_object_new_string(groups[i].object)) < 0 ||
                             json_add(o, "state", json_object_new_string(state_str(groups[i].state))) < 0 ||
                             (id ? json_add(o, "id", json_object_new_uint64(id->id))
                                 : json_object_object_add(o, "id", NULL)) < 0 ||
-                            json_add_string_or_null(o, "frozen_by", listed_frozen_by(groups, n, groups[i].path,
-                                                                                   groups[i].state)) < 0 ||
+                            json_add_string_or_null(o, "frozen_by", by.by) < 0 ||
                             json_append(a, TAKE_PTR(o)) < 0) {
                                 json_object_put(o);
                                 json_object_put(a);

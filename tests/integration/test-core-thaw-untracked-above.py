@@ -19,7 +19,11 @@ tracked, which a GetGroup of /u did):
     "frozen_by": "/";
   - /p's flag: a group above the cgroup root, and /u may too; "frozen_by": "above-root";
   - /u/t's flag: "/u/t still freezes it", no word of /u (nothing untracked lies between);
-    "frozen_by": "/u/t"."""
+    "frozen_by": "/u/t".
+status --json and list --json give the same "frozen_by" (one walk for all three).  With
+nothing frozen, thaw --recursive (also --no-wait) says nothing and gives no "frozen_by":
+the walk over the untracked /u must not take a running /u/t above it for a sign that /u
+freezes /u/t/x."""
 
 import json
 import os
@@ -83,6 +87,13 @@ def test():
                                    f'{" ".join(args)} thaw --recursive {PATH} with {group} frozen: frozen_by')
                 ft.check_equal(published(), before,
                                f'after thaw --json --recursive with {group} frozen: freezerd tracks no group more')
+                # status and list name it by the same walk.
+                r = ft.freezectl('--json', 'status', PATH)
+                ft.check_equal((r.returncode, json.loads(r.stdout).get('frozen_by')), (0, by),
+                               f'status --json {PATH} with {group} frozen: frozen_by as thaw --recursive says it')
+                r = ft.freezectl('--json', 'list')
+                ft.check_equal((r.returncode, [g.get('frozen_by') for g in json.loads(r.stdout) if g['path'] == PATH]),
+                               (0, [by]), f'list --json with {group} frozen: {PATH}\'s frozen_by')
 
                 sc.write_freeze(group, 0)
                 sc.wait_events(ROOT + PATH, frozen=0)
@@ -90,9 +101,16 @@ def test():
             # Once nothing freezes it: no note, and still nothing more tracked.
             ft.wait_for(lambda: c.group_property(PATH, 'FreezerState') == 'running',
                         what=f'{PATH} running in freezerd')
-            r = ft.freezectl('thaw', '--recursive', PATH)
-            ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''),
-                           f'thaw --recursive {PATH} with nothing frozen: exit 0, nothing said')
+            for args in ([], ['--no-wait']):
+                r = ft.freezectl('thaw', '--recursive', *args, PATH)
+                ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''),
+                               f'thaw --recursive {" ".join(args)} {PATH} with nothing frozen: exit 0, nothing said')
+                r = ft.freezectl('--json', 'thaw', '--recursive', *args, PATH)
+                ft.check_equal((r.returncode, json.loads(r.stdout)), (0, [{'path': PATH, 'result': 'done'}]),
+                               f'--json thaw --recursive {" ".join(args)} {PATH} with nothing frozen: no frozen_by')
+            r = ft.freezectl('--json', 'status', PATH)
+            ft.check_equal((r.returncode, json.loads(r.stdout).get('frozen_by')), (0, None),
+                           f'status --json {PATH} with nothing frozen: frozen_by null')
             ft.check_equal(published(), before, 'at the end: freezerd tracks no group more')
 
     print('# checked: thaw --recursive names what freezes PATH above an untracked group, tracking nothing')
