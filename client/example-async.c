@@ -80,8 +80,8 @@ static int poll_timeout_msec(freezer *f) {
 #define USAGE "usage: %s [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...\n"
 
 /* --timeout=SECONDS in µs: a number of seconds, with an optional fraction,
- * from 0 (freezerd's default) to a day; -EINVAL for anything else (strtoull
- * read "abc" and "0.5" as 0, the default, and "-1" as 2^64 - 1). */
+ * from 0 (freezerd's default) to a day; -EINVAL for anything else (strtoull()
+ * alone would read "abc" and "0.5" as 0, the default, and "-1" as 2^64 - 1). */
 static int parse_seconds(const char *s, uint64_t *ret) {
         char *end;
         double v;

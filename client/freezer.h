@@ -461,7 +461,8 @@ FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freez
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
 /* Every group the daemon tracks (and "/", its cgroup root, always), in the
- * daemon's order (sorted by path, in strcmp() order, since freezerd 0.6). Only path, object, state and frozen (which the state
+ * daemon's order (sorted by path, in strcmp() order, since freezerd 0.6).
+ * Only path, object, state and frozen (which the state
  * implies: true for frozen, frozen-by-parent and thawing; since 0.4.5, zero
  * before) are filled in; the other fields are zero. *ret is NULL and *ret_n 0
  * when there is none, and on failure. Free with freezer_group_array_free(). */
@@ -472,7 +473,9 @@ FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
  * in the same order; but as another call, not the same snapshot: a group made
  * or removed between the two is in one of them only.  *ret is NULL and *ret_n
  * 0 when there is none, and on failure.  Free with
- * freezer_group_id_array_free().  Since 0.6. */
+ * freezer_group_id_array_free().  Since 0.6.  The array's element size is
+ * part of the ABI: freezer_group_id never grows (what more a later version
+ * lists comes in a call of its own). */
 typedef struct freezer_group_id {
         char *path;
         uint64_t id;

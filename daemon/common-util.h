@@ -60,8 +60,11 @@ static inline int grow_array(void **p, size_t *n_allocated, size_t need, size_t 
 
         if (need <= *n_allocated)
                 return 0;
-        while (k < need)
+        while (k < need) {
+                if (k > SIZE_MAX / 2)
+                        return -ENOMEM;
                 k *= 2;
+        }
         a = reallocarray(*p, k, size);
         if (!a)
                 return -ENOMEM;

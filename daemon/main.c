@@ -554,8 +554,9 @@ static void test_start_delay(void) {
 /* A start that failed with the bus name ours: the calls dbus-daemon passed on
  * meanwhile (they waited in the socket for the start) are refused with Failed
  * "freezerd failed to start: REASON", the reason logged, and so are those that
- * come until the name is released.  Without it their callers got dbus-daemon's
- * NoReply once we left, which says neither why nor that nothing was done. */
+ * come until the name is released.  Else their callers would get
+ * dbus-daemon's NoReply once we leave, which says neither why nor that
+ * nothing was done. */
 static void refuse_after_failed_start(sd_bus *bus, int r) {
         _cleanup_free_ char *message = NULL;
         const char *reason = log_last_error();
@@ -766,8 +767,9 @@ static int run(void) {
                         r = log_error_errno(EIO, "The event loop failed.");
                         break;
                 }
-                if (event_base_got_break(d.base) && !d.exit) {
-                        /* The bus connection broke (bus_dispatch()). */
+                /* The bus connection broke (bus_dispatch()), also in the turn
+                 * of a SIGTERM: said, and the exit status 1, either way. */
+                if (bus_event_error(d.bus_event) < 0 || (event_base_got_break(d.base) && !d.exit)) {
                         r = bus_event_error(d.bus_event) ?: -ECONNRESET;
                         bus_failed = true;
                         bus_lost = sd_bus_is_open(d.bus) <= 0;
@@ -828,8 +830,9 @@ finish:
         if (d.base)
                 event_base_free(d.base);
         config_done(&config);
-        /* Last, after whatever the stop logged: "Connection reset by peer"
-         * alone said neither that freezerd leaves nor why. */
+        /* Last, after whatever the stop logged: the bus's error alone
+         * ("Connection reset by peer") would say neither that freezerd
+         * leaves nor why. */
         if (bus_lost)
                 log_error_errno(r, "The connection to the bus was lost (%m): freezerd exits with status %d.",
                                 EXIT_FAILURE);

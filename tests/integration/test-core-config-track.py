@@ -37,10 +37,17 @@ def write_config(d, config):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
         run(state_dir)
-    check_reload_cancels()
+    # The reload's cancel needs a group that cannot finish freezing (FUSE):
+    # without /dev/fuse only that part is left out, not the checks above.
+    if os.path.exists('/dev/fuse'):
+        check_reload_cancels()
+    elif os.environ.get('FREEZERD_REQUIRE_INTEGRATION') == '1':
+        ft.fail('no /dev/fuse for the reload-cancel part, and FREEZERD_REQUIRE_INTEGRATION=1')
+    else:
+        print('# not run: a call cancelled by a reload (no /dev/fuse)')
 
 
 def check_reload_cancels():

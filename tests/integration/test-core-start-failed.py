@@ -18,8 +18,11 @@ Checks:
     start: Another freezerd (PID <the test>) is running with state directory
     DIR", before freezerd's exit: before, they got NoReply ("Message recipient
     disconnected from message bus without replying").
-  * The name is released (NameOwnerChanged to no owner) and no runtime
-    directory was made."""
+  * The name ends with no owner (NameOwnerChanged) and no runtime directory
+    was made.  dbus-daemon says the same at freezerd's release of the name as
+    at its exit, so this does not tell that freezerd released it, nor does any
+    check here reach the second refusing flush (the calls routed between the
+    first flush and the release): that window is too narrow to aim a call at."""
 
 import fcntl
 import os
@@ -96,7 +99,7 @@ def test():
                 except ft.DBusError as e:
                     got = (e.name, e.message)
                 ft.check_equal(got, want, f'{p.what} during the start: Failed, naming the reason')
-            ft.wait_for(lambda: owners()[-1] == '', what='NameOwnerChanged: the name released')
+            ft.wait_for(lambda: owners()[-1] == '', what='NameOwnerChanged: the name has no owner')
             ft.check(not os.path.exists(run), 'no runtime directory was made')
             os.close(pidfd)
     finally:

@@ -20,8 +20,8 @@ the 20 tasks, then send Freeze /g.  A round is conclusive when the kernel sent
 "frozen 1" 5 ms or more after the Freeze was sent (it did hold it back), and
 freezerd's first signal after the call (Freeze=true) did not say Frozen=true too:
 a freezerd that waits for the notification answers first only when its own read
-just after its write finds the tasks frozen already (session 11's build did so in
-2-6 rounds of 9, more on a loaded machine), and then says so in that signal.
+just after its write finds the tasks frozen already (a build without the wait did so
+in 2-6 rounds of 9, more on a loaded machine), and then says so in that signal.
 Not conclusive either, on a loaded machine: a round where the test found the reply
 and the notification waiting at once, where the reply was late by no more than
 freezerd waited for a CPU, or by no more than a task of /g did (it froze that late,
