@@ -1490,6 +1490,17 @@ def ppolls():
     return waiting_syscalls(('ppoll',))
 
 
+def unix_recv_queued(pid):
+    """The bytes waiting in the receive queues of the unix sockets pid holds (ss -x): with
+    freezerd stopped, that a call sent through dbus-daemon has reached freezerd's socket
+    (dbus-daemon relays it when it gets to it: sent is not yet there)."""
+    inodes = {link[len('socket:['):-1] for link in socket_fds(pid)}
+    out = subprocess.run(['ss', '-x', '-a', '-n'], capture_output=True, text=True, check=True,
+                         timeout=DEFAULT_TIMEOUT).stdout
+    return sum(int(f[2]) for f in (line.split() for line in out.splitlines()[1:])
+               if len(f) >= 6 and f[5] in inodes)
+
+
 def stop_in_epoll_wait(pid):
     """SIGSTOP pid (freezerd) while it waits in epoll_wait() for its next loop turn, so that
     what comes meanwhile (a call, inotify events) is read together in one turn (the system

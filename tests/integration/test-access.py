@@ -68,7 +68,6 @@ another interface and for owning the name."""
 import json
 import os
 import pwd
-import re
 import resource
 import selectors
 import signal
@@ -198,22 +197,6 @@ class Agent:
     def __exit__(self, *exc):
         self.close()
         return False
-
-
-def unix_recv_queued(pid):
-    """The bytes waiting in the receive queues of the unix sockets pid holds (ss -x)."""
-    inodes = set()
-    for fd in os.listdir(f'/proc/{pid}/fd'):
-        try:
-            m = re.fullmatch(r'socket:\[(\d+)\]', os.readlink(f'/proc/{pid}/fd/{fd}'))
-        except OSError:
-            continue
-        if m:
-            inodes.add(m.group(1))
-    out = subprocess.run(['ss', '-x', '-a', '-n'], capture_output=True, text=True, check=True,
-                         timeout=ft.DEFAULT_TIMEOUT).stdout
-    return sum(int(f[2]) for f in (line.split() for line in out.splitlines()[1:])
-               if len(f) >= 6 and f[5] in inodes)
 
 
 def as_user(address, uid, what=None):
@@ -531,10 +514,10 @@ def test():
                     ft.stop_in_epoll_wait(d.pid)
                     try:
                         sc.rmdir('/own/gone')
-                        queued = unix_recv_queued(d.pid)
+                        queued = ft.unix_recv_queued(d.pid)
                         u.send_method(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ApplyBatch', 'a(sb)stt',
                                       ([('/own/a', True), ('/own/gone', True)], 'auto', tmo, flags))
-                        ft.wait_for(lambda: unix_recv_queued(d.pid) > queued, poll=0.001,
+                        ft.wait_for(lambda: ft.unix_recv_queued(d.pid) > queued, poll=0.001,
                                     what='the call waits in freezerd\'s socket')
                     finally:
                         os.kill(d.pid, signal.SIGCONT)

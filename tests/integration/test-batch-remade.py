@@ -142,10 +142,15 @@ def test():
                         sc.spawn_sleepers('/t/a', 1)
                     if frozen:  # someone else's write
                         sc.write_freeze('/t/a', 1)
+                    queued = ft.unix_recv_queued(d.pid)
                     if method == 'group Freeze':  # the method of /t/a's object
                         call = client.group_call_async('/t/a', 'Freeze', *args)
                     else:
                         call = client.call_async(method, *args)
+                    # Through the bus, dbus-daemon relays the call when it gets to it: woken
+                    # before, freezerd reads the removal first (every try, on a slow machine).
+                    ft.wait_for(lambda: ft.unix_recv_queued(d.pid) > queued, poll=0.001,
+                                what='the call waits in freezerd\'s socket')
                 finally:
                     os.kill(d.pid, signal.SIGCONT)
                 return call
