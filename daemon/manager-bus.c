@@ -965,6 +965,8 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
 /* Flags freezerd knows, valid for one method or another. */
 #define ALL_FLAGS (KNOWN_FLAGS | FREEZER_FLAG_SKIP_MISSING)
 
+/* The one check of a call's flags, named for its method: manager_freeze()
+ * and manager_apply_batch() take these as checked. */
 static int check_flags(uint64_t flags, uint64_t allowed, sd_bus_error *error) {
         uint64_t unknown = flags & ~ALL_FLAGS, misplaced = flags & ALL_FLAGS & ~allowed;
         /* A flag of another method is named as such: "Unknown flags 0x8" read

@@ -406,7 +406,8 @@ int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
 /* Whether path (normalized) is one of the tracked subtrees' roots. */
 bool manager_is_track_root(Manager *m, const char *path);
 
-/* Start Freeze or Thaw of one group.  Returns 0 when an operation was started
+/* Start Freeze or Thaw of one group, flags ROLLBACK_ON_TIMEOUT and NO_WAIT at
+ * most (the bus checked them).  Returns 0 when an operation was started
  * (done() will be called exactly once, possibly before this returns), or
  * -errno with error filled when nothing was started. */
 int manager_freeze(Manager *m, Group *g, bool freeze, uint64_t timeout_usec, uint64_t flags, operation_done_t done,
@@ -430,7 +431,8 @@ void manager_handle_pending_events(Manager *m);
 /* Apply planned batch items (see batch_plan()): write each flag that differs,
  * then wait until every group's kernel frozen equals its effective flag.
  * With FREEZER_FLAG_ROLLBACK_ON_TIMEOUT a failed write or a timeout restores
- * every flag written, newest first.  op->writes and op->skipped count. */
+ * every flag written, newest first.  op->writes and op->skipped count.  Only
+ * flags the bus checked (ROLLBACK_ON_TIMEOUT, NO_WAIT, RECURSIVE, SKIP_MISSING). */
 int manager_apply_batch(Manager *m, const BatchItem *items, size_t n, uint64_t timeout_usec, uint64_t flags,
                         operation_done_t done, void *userdata, sd_bus_error *error);
 
