@@ -705,8 +705,10 @@ static int run(void) {
         }
 
         r = bus_event_new(d.bus, d.base, &d.bus_event);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot follow the bus connection in the main loop: %m");
                 goto finish;
+        }
 
         /* The private socket is optional: the bus serves everyone without it. */
         {

@@ -4973,7 +4973,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 if (streq(*p, "/")) {
                         r = track_root_add(m, "/", false);
                         if (r < 0)
-                                return r;
+                                return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
                         r = manager_track_existing(m, tree_root(m->tree));
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
