@@ -1924,66 +1924,19 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret) {
         return 0;
 }
 
-static int list_groups(freezer *f, freezer_group **ret, size_t *ret_n, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        freezer_group *a = NULL;
-        size_t n = 0, n_allocated = 0;
-        int r;
-
-        r = call_method_wait(f, FREEZER_MANAGER_PATH,
-                             FREEZER_MANAGER_INTERFACE, "ListGroups",
-                             error, &reply, NULL);
-        if (r < 0)
-                return r;
-
-        r = sd_bus_message_enter_container(reply, 'a', "(sos)");
-        if (r < 0)
-                return r;
-
-        for (;;) {
-                const char *path, *object, *state;
-
-                r = sd_bus_message_read(reply, "(sos)", &path, &object, &state);
-                if (r < 0)
-                        goto fail;
-                if (r == 0)
-                        break;
-
-                r = GROW_ARRAY(a, n_allocated, n + 1, 16);
-                if (r < 0)
-                        goto fail;
-
-                a[n++] = (freezer_group) {
-                        .path = strdup(path),
-                        .object = strdup(object),
-                        .state = freezer_state_from_string(state),
-                };
-                if (!a[n - 1].path || !a[n - 1].object) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-        }
-
-        r = sd_bus_message_exit_container(reply);
-        if (r < 0)
-                goto fail;
-
-        if (n == 0) {
-                free(a);
-                a = NULL;
-        }
-
-        *ret = a;
-        *ret_n = n;
-        return 0;
-
-fail:
-        freezer_group_array_free(a, n);
-        return r;
-}
-
-FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) {
+/* The body of freezer_list() and freezer_list_ids(): calls the Manager's
+ * METHOD, which answers an array of SIGNATURE, into a fresh array (NULL when
+ * empty) of ELEMENT_SIZE-byte elements, each filled by READ_ONE from one
+ * SIGNATURE. An element is counted before READ_ONE fills it (zeroed), so
+ * FREE_ARRAY, on failure, frees a half-read one too. */
+static int list_manager_array(freezer *f, const char *method, const char *signature, size_t element_size,
+                              int (*read_one)(sd_bus_message *reply, void *element),
+                              void (*free_array)(void *a, size_t n),
+                              void **ret, size_t *ret_n) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        void *a = NULL;
+        size_t n = 0, n_allocated = 0;
         int r;
 
         if (ret)
@@ -1995,9 +1948,78 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         if (!ret || !ret_n)
                 return error_set(f, -EINVAL);
 
-        r = list_groups(f, ret, ret_n, &error);
+        r = call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, method, &error, &reply,
+                             NULL);
         if (r < 0)
                 return error_take(f, &error, r);
+
+        r = sd_bus_message_enter_container(reply, 'a', signature);
+        if (r < 0)
+                return error_set(f, r);
+        while ((r = sd_bus_message_at_end(reply, false)) == 0) {
+                void *element;
+
+                r = grow_array(&a, &n_allocated, n + 1, element_size, 16);
+                if (r < 0)
+                        goto fail;
+                element = memset((char *) a + n++ * element_size, 0, element_size);
+                r = read_one(reply, element);
+                if (r < 0)
+                        goto fail;
+        }
+        if (r < 0)
+                goto fail;
+        r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                goto fail;
+
+        if (n == 0) {
+                free(a);
+                a = NULL;
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+
+fail:
+        free_array(a, n);
+        return error_set(f, r);
+}
+
+/* ListGroups: a(sos), path, object, FreezerState. */
+static int read_group(sd_bus_message *reply, void *element) {
+        freezer_group *g = element;
+        const char *path, *object, *state;
+        int r;
+
+        r = sd_bus_message_read(reply, "(sos)", &path, &object, &state);
+        if (r < 0)
+                return r;
+
+        *g = (freezer_group) {
+                .path = strdup(path),
+                .object = strdup(object),
+                .state = freezer_state_from_string(state),
+        };
+        if (!g->path || !g->object)
+                return -ENOMEM;
+        return 0;
+}
+
+static void group_array_free(void *a, size_t n) {
+        freezer_group_array_free(a, n);
+}
+
+FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) {
+        void *a = NULL;
+        int r;
+
+        r = list_manager_array(f, "ListGroups", "(sos)", sizeof(freezer_group), read_group, group_array_free,
+                               ret ? &a : NULL, ret_n);
+        if (ret)
+                *ret = a;
+        if (r < 0)
+                return r;
         /* ListGroups has no Frozen, but FreezerState says it (it read 0, and
          * a caller that read it as the kernel's was misled). */
         for (size_t i = 0; i < *ret_n; i++)
@@ -2018,72 +2040,34 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         return 0;
 }
 
-static int list_group_ids(freezer *f, freezer_group_id **ret, size_t *ret_n, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        freezer_group_id *a = NULL;
-        size_t n = 0, n_allocated = 0;
+/* ListGroupIds: a(st), path and cgroup id. */
+static int read_group_id(sd_bus_message *reply, void *element) {
+        freezer_group_id *g = element;
+        const char *path;
         int r;
 
-        r = call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, "ListGroupIds", error, &reply,
-                             NULL);
+        r = sd_bus_message_read(reply, "(st)", &path, &g->id);
         if (r < 0)
                 return r;
-
-        r = sd_bus_message_enter_container(reply, 'a', "(st)");
-        if (r < 0)
-                return r;
-        for (;;) {
-                const char *path;
-                uint64_t id;
-
-                r = sd_bus_message_read(reply, "(st)", &path, &id);
-                if (r < 0)
-                        goto fail;
-                if (r == 0)
-                        break;
-                r = GROW_ARRAY(a, n_allocated, n + 1, 16);
-                if (r < 0)
-                        goto fail;
-                a[n++] = (freezer_group_id) { .path = strdup(path), .id = id };
-                if (!a[n - 1].path) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-        }
-        r = sd_bus_message_exit_container(reply);
-        if (r < 0)
-                goto fail;
-
-        if (n == 0) {
-                free(a);
-                a = NULL;
-        }
-        *ret = a;
-        *ret_n = n;
+        g->path = strdup(path);
+        if (!g->path)
+                return -ENOMEM;
         return 0;
+}
 
-fail:
+static void group_id_array_free(void *a, size_t n) {
         freezer_group_id_array_free(a, n);
-        return r;
 }
 
 FREEZER_EXPORT int freezer_list_ids(freezer *f, freezer_group_id **ret, size_t *ret_n) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        void *a = NULL;
         int r;
 
+        r = list_manager_array(f, "ListGroupIds", "(st)", sizeof(freezer_group_id), read_group_id,
+                               group_id_array_free, ret ? &a : NULL, ret_n);
         if (ret)
-                *ret = NULL;
-        if (ret_n)
-                *ret_n = 0;
-        if (!f)
-                return -EINVAL;
-        if (!ret || !ret_n)
-                return error_set(f, -EINVAL);
-
-        r = list_group_ids(f, ret, ret_n, &error);
-        if (r < 0)
-                return error_take(f, &error, r);
-        return 0;
+                *ret = a;
+        return r;
 }
 
 FREEZER_EXPORT void freezer_group_id_array_free(freezer_group_id *a, size_t n) {
