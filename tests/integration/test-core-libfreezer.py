@@ -21,8 +21,9 @@ Checks:
     FROZEN, frozen=true) and ("/g/h", FROZEN_BY_PARENT, true).
   * Errors: -ENOENT / NoSuchGroup for a missing group, -EBUSY / FrozenByParent for
     /g/h (its message names /g), -EINVAL / InvalidArgs for flags 8, -ETIMEDOUT /
-    org.freezerd.Freezer1.Error.Timeout (rolled back) for /s; the last error's
-    name and message describe each failure.
+    org.freezerd.Freezer1.Error.Timeout (rolled back) for /s, -ENOENT / NotTracked
+    for freezer_untrack() of /g/h (a group of the subtree tracked at "/", which its
+    message names); the last error's name and message describe each failure.
   * freezer_list() lists every group with its object and state (as ListGroups).
   * freezer_thaw("/g") returns 0 with the kernel at frozen 0; the callback sees
     "running".
@@ -156,6 +157,7 @@ def load():
         'freezer_last_error_message': (ctypes.c_char_p, [P]),
         'freezer_freeze': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
         'freezer_thaw': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
+        'freezer_untrack': (ctypes.c_int, [P, ctypes.c_char_p]),
         'freezer_get_group': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(Group)]),
         'freezer_group_clear': (None, [ctypes.POINTER(Group)]),
         'freezer_list': (ctypes.c_int, [P, ctypes.POINTER(ctypes.POINTER(Group)), ctypes.POINTER(ctypes.c_size_t)]),
@@ -255,6 +257,14 @@ def test():
                 n, m = err()
                 ft.check(r == -errno.EBUSY and n == ft.ERROR_FROZEN_BY_PARENT and '/g' in m.replace('/g/h', ''),
                          'freezer_thaw(/g/h): -EBUSY, FrozenByParent naming /g', (r, n, m))
+                # /g/h exists, within the subtree tracked at "/": -ENOENT as for a missing group (freezer.h),
+                # told apart by its name, NotTracked, whose message names that root.
+                r = lib.freezer_untrack(f, b'/g/h')
+                n, m = err()
+                ft.check(r == -errno.ENOENT and n == ft.ERROR_NOT_TRACKED and '/g/h' in m and 'subtree at /:' in m,
+                         'freezer_untrack(/g/h): -ENOENT, NotTracked naming /g/h and its root /', (r, n, m))
+                ft.check_equal(c.call('GetGroup', '/g/h')[0], ft.group_object('/g/h'),
+                               'the failed untrack left /g/h published')
 
                 # ---- list
                 arr = ctypes.POINTER(Group)()
