@@ -2174,7 +2174,13 @@ finish:
 
 /* Stall time in human units, about three significant digits: "0s" (as
  * status prints a zero duration), "850us", "12.3ms", "4.56s", "12min 3.4s",
- * "5h 12min", "3d 4h". */
+ * "5h 12min", "3d 4h".  Not format_duration(): that one is exact to the
+ * microsecond ("1h 2min 3.456789s"), so that a trigger's THRESHOLD and WINDOW
+ * echoed back read as the value given; a stall total, looked at in a column
+ * and grown at every read, is rounded here instead (fixed decimals: "12.0ms"
+ * where format_duration() says "12ms"), without its seconds past an hour,
+ * and in days.  An option of format_duration() would change each of its
+ * branches, and the pressure and watch lines they print. */
 static char *format_total(char *buf, size_t size, uint64_t usec) {
         const uint64_t day = 24 * USEC_PER_HOUR;
 
