@@ -2,7 +2,7 @@
 /*
  * example-async: freeze (or thaw) groups from an event loop without blocking it.
  *
- *   example-async [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...
+ *   example-async [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=DURATION] PATH...
  *
  * Starts one freezer_freeze_async() (or freezer_thaw_async()) per PATH at once
  * and prints each result as the daemon sends it, in the order the kernel
@@ -12,8 +12,9 @@
  * of a caller's loop. Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, if
  * set, names it), to the bus at ADDRESS (e.g. unix:path=/tmp/bus), or with
  * --private to freezerd's private socket (e.g. /run/freezerd/private).
- * SECONDS may have a fraction ("0.5"); 0, the default, is freezerd's
- * DefaultTimeoutUSec.
+ * DURATION is read as freezectl reads its --timeout= (client/duration.c:
+ * "5s", "250ms", "1.5s", "2min 3s", a number alone is seconds); 0, the
+ * default, is freezerd's DefaultTimeoutUSec.
  *
  * Built with the project, not installed: an example to copy from, which the
  * build keeps compiling under the project's warnings.
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "duration.h"
 #include "freezer.h"
 
 #define TICK_MSEC 500
@@ -77,23 +79,7 @@ static int poll_timeout_msec(freezer *f) {
         return msec;
 }
 
-#define USAGE "usage: %s [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=SECONDS] PATH...\n"
-
-/* --timeout=SECONDS in µs: a number of seconds, with an optional fraction,
- * from 0 (freezerd's default) to a day; -EINVAL for anything else (strtoull()
- * alone would read "abc" and "0.5" as 0, the default, and "-1" as 2^64 - 1). */
-static int parse_seconds(const char *s, uint64_t *ret) {
-        char *end;
-        double v;
-
-        errno = 0;
-        v = strtod(s, &end);
-        /* (Written so that NaN fails too.) */
-        if (errno != 0 || end == s || *end || !(v >= 0 && v <= 86400) || (v > 0 && v < 1e-6))
-                return -EINVAL;
-        *ret = (uint64_t) (v * 1e6 + 0.5);
-        return 0;
-}
+#define USAGE "usage: %s [--address=ADDRESS|--private=SOCKET] [--thaw] [--timeout=DURATION] PATH...\n"
 
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -123,9 +109,16 @@ int main(int argc, char *argv[]) {
                         thaw = true;
                         break;
                 case 'T':
-                        if (parse_seconds(optarg, &timeout_usec) < 0) {
-                                fprintf(stderr, "%s: --timeout=%s: not a number of seconds from 0 to 86400 (e.g. 5, "
-                                        "0.5)\n" USAGE, argv[0], optarg, argv[0]);
+                        /* Not strtod(), which reads "0x10", "1e3", "inf" and
+                         * "nan" too: freezectl's DURATION, and its words. */
+                        r = parse_duration(optarg, &timeout_usec);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: --timeout=%s: %s\n" USAGE, argv[0], optarg,
+                                        r == -ERANGE ? "duration out of range (from 1us to about 584,000 years; "
+                                                       "0 means freezerd's default)"
+                                                     : "invalid duration (e.g. 5s, 250ms, 1.5s, 2min 3s; a number "
+                                                       "alone is seconds)",
+                                        argv[0]);
                                 return 2;
                         }
                         break;

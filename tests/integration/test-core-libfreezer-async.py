@@ -32,9 +32,10 @@ handle (bus, then private socket):
     nothing queued, none (0, UINT64_MAX).
 client/example-async (the example in C) on the private socket, freezing /s (1 s
 timeout) and /g, and at the bus --address= names (1.5 s: a fraction was read as 0, and
-there was no --address=): /g is done first, the loop ticks while /s waits, /s fails with
-the daemon's Timeout, and the example exits 1.  A --timeout= that is no number of
-seconds ("abc", "-1", "5x", ...) exits 2, saying so (it was read as 0, or 2^64 - 1).
+there was no --address=), and there at 1500ms (a unit): /g is done first, the loop ticks
+while /s waits, /s fails with the daemon's Timeout, and the example exits 1.  A --timeout=
+that is no DURATION as freezectl reads it ("abc", "-1", "5x", "0x10", "1e3", "inf", ...)
+exits 2, saying so (strtod() read "0x10" as 16 s); one out of range says that.
 On a private handle, the loop functions: freezer_wait() right after a blocking call
 whose signals were queued returns > 0 at once (it said 0, "timeout"); a call of about
 26 MB (65,536 requests of 413-byte paths), sent while freezerd is stopped (SIGSTOP) so
@@ -278,19 +279,27 @@ def check_handle(lib, sc, f, label):
 def check_example(sc, d, bus):
     """The C example runs the same loop a caller would write, with poll(): over the private
     socket, and at the bus --address= names with a --timeout= of a fraction of a second
-    (the example had no --address=, and read "0.5" as 0, freezerd's default); a --timeout=
-    that is no number of seconds is a usage error (it read "abc" as 0 and "-1" as 2^64 - 1)."""
+    (the example had no --address=, and read "0.5" as 0, freezerd's default) and of units
+    ("1500ms"); its --timeout= is freezectl's DURATION (duration.c), anything else a usage
+    error: "abc" (read as 0) and "-1" (2^64 - 1) once, and what strtod() took, "0x10",
+    "1e3", "inf", "nan" (it read the first two as 16 s and 1000 s).  Out of range (below
+    1 us, above 2^64 - 1 us) is said so."""
     exe = os.path.join(ft.BUILDDIR, 'client', 'example-async')
     if not os.path.exists(exe):
         ft.fail(f'{exe} is not built')
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ft.BUILDDIR, 'client'))
-    for bad in ('abc', '-1', '', '5x', 'nan', '1e400'):
+    for bad, why in (('abc', 'invalid duration'), ('-1', 'invalid duration'), ('', 'invalid duration'),
+                     ('5x', 'invalid duration'), ('nan', 'invalid duration'), ('inf', 'invalid duration'),
+                     ('1e400', 'invalid duration'), ('1e3', 'invalid duration'), ('0x10', 'invalid duration'),
+                     ('2min 3', 'invalid duration'), ('0.0000001', 'duration out of range'),
+                     ('18446744073709551616us', 'duration out of range')):
         p = subprocess.run([exe, f'--address={bus.address}', f'--timeout={bad}', '/g'], capture_output=True,
                            text=True, timeout=ft.DEFAULT_TIMEOUT, env=env)
-        ft.check(p.returncode == 2 and p.stdout == '' and f'--timeout={bad}: not a number of seconds' in p.stderr,
-                 f'example-async --timeout={bad}: exit 2, saying so', (p.returncode, p.stdout, p.stderr))
+        ft.check(p.returncode == 2 and p.stdout == '' and f'--timeout={bad}: {why}' in p.stderr,
+                 f'example-async --timeout={bad}: exit 2, {why}', (p.returncode, p.stdout, p.stderr))
     ft.check_equal(sc.read_freeze('/g'), 0, 'example-async froze nothing on a bad --timeout=')
-    for how, timeout in ((f'--private={d.runtime_dir}/private', '1'), (f'--address={bus.address}', '1.5')):
+    for how, timeout in ((f'--private={d.runtime_dir}/private', '1'), (f'--address={bus.address}', '1.5'),
+                         (f'--address={bus.address}', '1500ms')):
         check_example_run(sc, exe, env, how, timeout)
 
 
