@@ -191,3 +191,32 @@ char *format_duration(char *buf, size_t size, uint64_t usec) {
 
         return buf;
 }
+
+char *format_total(char *buf, size_t size, uint64_t usec) {
+        const uint64_t day = 24 * USEC_PER_HOUR;
+        uint64_t v;
+
+        /* Each branch rounds to its last digit, and leaves to the next one
+         * a value that its rounding carries into the next unit: 999.96 ms
+         * is "1.00s", 59.996 s "1min 0.0s" (not "1000.0ms", "60.00s"). */
+        if (usec == 0)
+                snprintf(buf, size, "0s"); /* as status prints a zero duration */
+        else if (usec < USEC_PER_MSEC)
+                snprintf(buf, size, "%" PRIu64 "us", usec);
+        else if (usec < USEC_PER_SEC && (v = (usec + 50) / 100) < 10 * 1000)
+                snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "ms", v / 10, v % 10);
+        else if (usec < USEC_PER_MINUTE && (v = (usec + 5000) / 10000) < 100 * 60)
+                snprintf(buf, size, "%" PRIu64 ".%02" PRIu64 "s", v / 100, v % 100);
+        else if (usec < USEC_PER_HOUR && (v = (usec + 50000) / 100000) < 10 * 3600)
+                snprintf(buf, size, "%" PRIu64 "min %" PRIu64 ".%" PRIu64 "s", v / 600, v % 600 / 10, v % 10);
+        else if (usec < day) {
+                /* Minutes cut, not rounded; 59min 59.96s, rounded above, is
+                 * the hour. */
+                uint64_t u = usec < USEC_PER_HOUR ? USEC_PER_HOUR : usec;
+
+                snprintf(buf, size, "%" PRIu64 "h %" PRIu64 "min", u / USEC_PER_HOUR,
+                         u % USEC_PER_HOUR / USEC_PER_MINUTE);
+        } else
+                snprintf(buf, size, "%" PRIu64 "d %" PRIu64 "h", usec / day, usec % day / USEC_PER_HOUR);
+        return buf;
+}

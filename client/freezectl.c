@@ -2172,37 +2172,6 @@ finish:
 
 /* ---- pressure ---- */
 
-/* Stall time in human units, about three significant digits: "0s" (as
- * status prints a zero duration), "850us", "12.3ms", "4.56s", "12min 3.4s",
- * "5h 12min", "3d 4h".  Not format_duration(): that one is exact to the
- * microsecond ("1h 2min 3.456789s"), so that a trigger's THRESHOLD and WINDOW
- * echoed back read as the value given; a stall total, looked at in a column
- * and grown at every read, is rounded here instead (fixed decimals: "12.0ms"
- * where format_duration() says "12ms"), without its seconds past an hour,
- * and in days.  An option of format_duration() would change each of its
- * branches, and the pressure and watch lines they print. */
-static char *format_total(char *buf, size_t size, uint64_t usec) {
-        const uint64_t day = 24 * USEC_PER_HOUR;
-
-        if (usec == 0)
-                snprintf(buf, size, "0s");
-        else if (usec < USEC_PER_MSEC)
-                snprintf(buf, size, "%" PRIu64 "us", usec);
-        else if (usec < USEC_PER_SEC)
-                snprintf(buf, size, "%.1fms", (double) usec / (double) USEC_PER_MSEC);
-        else if (usec < USEC_PER_MINUTE)
-                snprintf(buf, size, "%.2fs", (double) usec / (double) USEC_PER_SEC);
-        else if (usec < USEC_PER_HOUR)
-                snprintf(buf, size, "%" PRIu64 "min %.1fs", usec / USEC_PER_MINUTE,
-                         (double) (usec % USEC_PER_MINUTE) / (double) USEC_PER_SEC);
-        else if (usec < day)
-                snprintf(buf, size, "%" PRIu64 "h %" PRIu64 "min", usec / USEC_PER_HOUR,
-                         usec % USEC_PER_HOUR / USEC_PER_MINUTE);
-        else
-                snprintf(buf, size, "%" PRIu64 "d %" PRIu64 "h", usec / day, usec % day / USEC_PER_HOUR);
-        return buf;
-}
-
 /* An average as the kernel prints it (two decimals), as a JSON number.  In
  * the "C" locale: pressure and watch take the user's locale for their text,
  * and where its decimal point is a comma (de_DE, fr_FR, ...) "%.2f" gave

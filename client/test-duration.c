@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Unit tests of parse_duration() and format_duration(). Exit status 0 if all
- * pass, 1 otherwise. */
+/* Unit tests of parse_duration(), format_duration() and format_total(). Exit
+ * status 0 if all pass, 1 otherwise. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +40,17 @@ static void round_trip(uint64_t usec) {
         if (r < 0 || got != usec) {
                 n_failed++;
                 printf("FAIL: %" PRIu64 " printed as \"%s\" reads back as %d %" PRIu64 "\n", usec, buf, r, got);
+        }
+}
+
+static void total(uint64_t usec, const char *want) {
+        char buf[64];
+
+        n_run++;
+        format_total(buf, sizeof buf, usec);
+        if (!streq(buf, want)) {
+                n_failed++;
+                printf("FAIL: format_total(%" PRIu64 "): \"%s\", expected \"%s\"\n", usec, buf, want);
         }
 }
 
@@ -113,6 +124,33 @@ int main(void) {
         /* And a spread of every magnitude, with odd digits. */
         for (uint64_t v = 1; v < UINT64_MAX / 7; v = v * 7 + 3)
                 round_trip(v);
+
+        /* Stall totals: three digits or so, rounded. */
+        total(0, "0s");
+        total(1, "1us");
+        total(999, "999us");
+        total(1000, "1.0ms");
+        total(12345, "12.3ms");
+        total(850000, "850.0ms");
+        total(999949, "999.9ms");
+        total(4560000, "4.56s");
+        total(59994999, "59.99s");
+        total(60000000, "1min 0.0s");
+        total(723400000, "12min 3.4s");
+        total(3599940000, "59min 59.9s");
+        total(3600000000, "1h 0min");
+        total(18750000000, "5h 12min"); /* 5h 12min 30s: minutes cut */
+        total(86399999999, "23h 59min");
+        total(86400000000, "1d 0h");
+        total(273600000000, "3d 4h");
+        total(UINT64_MAX, "213503982d 8h");
+        /* Rounded into the next unit, it is printed in that one (it was
+         * "1000.0ms", "60.00s", "1min 60.0s", "59min 60.0s"). */
+        total(999950, "1.00s");
+        total(999999, "1.00s");
+        total(59999999, "1min 0.0s");
+        total(119960000, "2min 0.0s");
+        total(3599950000, "1h 0min");
 
         printf("%u of %u passed\n", n_run - n_failed, n_run);
         return n_failed ? 1 : 0;
