@@ -2526,11 +2526,11 @@ static void on_watch_state(freezer *f, const char *path, freezer_state state, bo
  * fills freezer_group.frozen from ListGroups): null where the state is not
  * known. */
 static int json_add_frozen_of_state(struct json_object *o, freezer_state state) {
-        if (state == FREEZER_STATE_UNKNOWN)
+        int frozen = freezer_state_frozen(state);
+
+        if (frozen < 0)
                 return json_object_object_add(o, "frozen", NULL) < 0 ? -ENOMEM : 0;
-        return json_add(o, "frozen", json_object_new_boolean(state == FREEZER_STATE_FROZEN ||
-                                                             state == FREEZER_STATE_FROZEN_BY_PARENT ||
-                                                             state == FREEZER_STATE_THAWING));
+        return json_add(o, "frozen", json_object_new_boolean(frozen));
 }
 
 static void watch_print_group(watch_context *c, const char *path, bool added, freezer_state state) {

@@ -444,6 +444,14 @@ FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path);
 FREEZER_EXPORT const char *freezer_state_to_string(freezer_state state);
 /* The inverse; NULL or unrecognized strings give FREEZER_STATE_UNKNOWN. */
 FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s);
+/* Whether a group in that state is frozen as the kernel's "frozen" says
+ * (cgroup.events; a freezer_group's frozen, the state callback's): 1 for
+ * frozen, frozen-by-parent and thawing (its tasks stay stopped until the
+ * kernel is done), 0 for running, freezing and freezing-by-parent.
+ * -ENODATA for FREEZER_STATE_UNKNOWN (a state the daemon did not say: the
+ * group may be either), -EINVAL for a value out of range.  Since libfreezer
+ * 0.6 (version node LIBFREEZER_0.6). */
+FREEZER_EXPORT int freezer_state_frozen(freezer_state state);
 
 /* All properties of one group (Manager.GetGroup, which makes the daemon track
  * the group's subtree if it does not yet, then Properties.GetAll). *ret is
@@ -462,10 +470,11 @@ FREEZER_EXPORT void freezer_group_clear(freezer_group *g);
 
 /* Every group the daemon tracks (and "/", its cgroup root, always), in the
  * daemon's order (sorted by path, in strcmp() order, since freezerd 0.6).
- * Only path, object, state and frozen (which the state
- * implies: true for frozen, frozen-by-parent and thawing; since 0.4.5, zero
- * before) are filled in; the other fields are zero. *ret is NULL and *ret_n 0
- * when there is none, and on failure. Free with freezer_group_array_free(). */
+ * Only path, object, state and frozen (which the state implies, as
+ * freezer_state_frozen() says: true for frozen, frozen-by-parent and thawing;
+ * since 0.4.5, zero before) are filled in; the other fields are zero. *ret is
+ * NULL and *ret_n 0 when there is none, and on failure. Free with
+ * freezer_group_array_free(). */
 FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n);
 FREEZER_EXPORT void freezer_group_array_free(freezer_group *a, size_t n);
 

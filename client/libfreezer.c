@@ -281,6 +281,25 @@ FREEZER_EXPORT freezer_state freezer_state_from_string(const char *s) {
         return i < 0 ? FREEZER_STATE_UNKNOWN : (freezer_state) i;
 }
 
+/* The kernel's "frozen" as a FreezerState tells it: frozen, frozen-by-parent
+ * and thawing (no flag set any more, the kernel still frozen) are frozen;
+ * running, freezing and freezing-by-parent not yet. */
+FREEZER_EXPORT int freezer_state_frozen(freezer_state state) {
+        switch (state) {
+        case FREEZER_STATE_FROZEN:
+        case FREEZER_STATE_FROZEN_BY_PARENT:
+        case FREEZER_STATE_THAWING:
+                return 1;
+        case FREEZER_STATE_RUNNING:
+        case FREEZER_STATE_FREEZING:
+        case FREEZER_STATE_FREEZING_BY_PARENT:
+                return 0;
+        case FREEZER_STATE_UNKNOWN:
+                return -ENODATA;
+        }
+        return -EINVAL;
+}
+
 /* ---- errors ---- */
 
 /* Record the outcome of a failed operation: keep the D-Bus error if there is
@@ -1061,12 +1080,6 @@ static group_entry *cache_get(freezer *f, const char *object) {
 }
 
 /* Notes what was said of a group (id and path, if given, fill in its entry). */
-/* The kernel's "frozen" as a FreezerState tells it: frozen, frozen-by-parent
- * and thawing are frozen. */
-static bool state_frozen(freezer_state s) {
-        return s == FREEZER_STATE_FROZEN || s == FREEZER_STATE_FROZEN_BY_PARENT || s == FREEZER_STATE_THAWING;
-}
-
 static void cache_update(freezer *f, const char *object, const char *path, const state_props *p) {
         group_entry *e;
 
@@ -2023,18 +2036,19 @@ FREEZER_EXPORT int freezer_list(freezer *f, freezer_group **ret, size_t *ret_n) 
         /* ListGroups has no Frozen, but FreezerState says it (it read 0, and
          * a caller that read it as the kernel's was misled). */
         for (size_t i = 0; i < *ret_n; i++)
-                (*ret)[i].frozen = state_frozen((*ret)[i].state);
+                (*ret)[i].frozen = freezer_state_frozen((*ret)[i].state) > 0;
 
         /* What the state callback compares signals against: a group first seen
          * in GroupsChanged (listed there because its counts changed) would
          * otherwise be reported as if its state had changed. FreezerState
-         * tells the kernel's "frozen" too (state_frozen()). */
+         * tells the kernel's "frozen" too (freezer_state_frozen()). */
         for (size_t i = 0; f->state_cb && i < *ret_n; i++) {
                 freezer_state s = (*ret)[i].state;
 
                 cache_update(f, (*ret)[i].object, (*ret)[i].path,
-                             &(state_props) { .state = s, .have_state = true, .frozen = state_frozen(s),
-                                              .have_frozen = s != FREEZER_STATE_UNKNOWN });
+                             &(state_props) { .state = s, .have_state = true,
+                                              .frozen = freezer_state_frozen(s) > 0,
+                                              .have_frozen = freezer_state_frozen(s) >= 0 });
         }
 
         return 0;
@@ -2646,7 +2660,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
                  * have been what was dropped: so is this. */
                 if (!e && !f->compact)
                         e = group_table_put(&f->groups, object, 0, path);
-                entry_report(f, e, state, state_frozen(state));
+                entry_report(f, e, state, freezer_state_frozen(state) > 0);
         }
         return 0;
 }

@@ -91,7 +91,8 @@ while read -r type name version; do
                 # The node each symbol belongs in (libfreezer.sym).
                 case $name in
                 freezer_set_resync_callback) want=LIBFREEZER_0.4 ;;
-                freezer_get_group_with_id | freezer_list_ids | freezer_group_id_array_free | freezer_get_cgroup_root) want=LIBFREEZER_0.6 ;;
+                freezer_get_group_with_id | freezer_list_ids | freezer_group_id_array_free | freezer_get_cgroup_root | \
+                        freezer_state_frozen) want=LIBFREEZER_0.6 ;;
                 *) want=LIBFREEZER_0 ;;
                 esac
                 if [ "$version" != "$want" ]; then

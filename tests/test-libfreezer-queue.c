@@ -10,7 +10,8 @@
  * and the state callback's Ids loaded again after an InterfacesAdded was
  * dropped while the Ids of an earlier one waited in the queue, and the group
  * callback's groups listed again after InterfacesAdded/Removed were dropped,
- * each change reported once.
+ * each change reported once.  And, needing no stand-in, which states
+ * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
 
@@ -512,6 +513,38 @@ static void test_groups_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The kernel's "frozen" of each state, by its name (a state appended to the
+ * enum later must be added here, or the last check fails). */
+static void test_state_frozen(void) {
+        static const struct {
+                const char *name;
+                int frozen;
+        } table[] = {
+                { "running", 0 },
+                { "freezing", 0 },
+                { "frozen", 1 },
+                { "thawing", 1 },
+                { "freezing-by-parent", 0 },
+                { "frozen-by-parent", 1 },
+                { "unknown", -ENODATA },
+        };
+        int n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                freezer_state s = freezer_state_from_string(table[i].name);
+
+                CHECK_STR(freezer_state_to_string(s), table[i].name);
+                CHECK_R(freezer_state_frozen(s), table[i].frozen);
+        }
+        /* Out of range, as freezer_state_to_string()'s NULL. */
+        for (int s = -1; s <= 100; s++)
+                if (!freezer_state_to_string((freezer_state) s))
+                        CHECK_R(freezer_state_frozen((freezer_state) s), -EINVAL);
+                else
+                        n++;
+        CHECK_R(n, ELEMENTSOF(table));
+}
+
 int main(void) {
         char dir[] = "/tmp/test-libfreezer-queue-XXXXXX";
         char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
@@ -524,6 +557,7 @@ int main(void) {
         pid = test_serve_fork(dir, socket_path, sizeof socket_path, serve);
         if (pid < 0)
                 return 1;
+        test_state_frozen();
         test_pressure_coalesced(socket_path);
         test_timeout(socket_path);
         test_ids_again(socket_path);
