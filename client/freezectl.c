@@ -340,25 +340,31 @@ static void help_to(FILE *f) {
                "                   frozen adds \"frozen_by\": the ancestor that freezes it\n"
                "                   (\"/\": the cgroup root's own flag), \"above-root\"\n"
                "                   for a group above freezerd's cgroup root, or\n"
-               "                   \"untracked\" for a group freezerd does not track (an\n"
-               "                   ancestor is named even where one that freezerd does\n"
-               "                   not track lies between, which the note says)\n"
+               "                   \"untracked\" for a group freezerd does not track; and\n"
+               "                   \"untracked_between\": [A, B] where groups that freezerd\n"
+               "                   does not track lie between PATH and what \"frozen_by\"\n"
+               "                   names (A and B the tracked groups around them, B null\n"
+               "                   if none is above them), one of which may be what\n"
+               "                   freezes it, nearer; null otherwise\n"
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
-               "  status           {\"path\", \"id\", \"state\", \"frozen_by\", \"freeze\", \"frozen\",\n"
-               "                    \"populated\", \"descendants\", \"frozen_descendants\",\n"
-               "                    \"frozen_usec\"}\n"
-               "  list             an array of {\"path\", \"object\", \"state\", \"id\", \"frozen_by\"},\n"
+               "  status           {\"path\", \"id\", \"state\", \"frozen_by\", \"untracked_between\",\n"
+               "                    \"freeze\", \"frozen\", \"populated\", \"descendants\",\n"
+               "                    \"frozen_descendants\", \"frozen_usec\"}\n"
+               "  list             an array of {\"path\", \"object\", \"state\", \"id\", \"frozen_by\",\n"
+               "                    \"untracked_between\"},\n"
                "                   sorted by path; \"id\" is the group's Id (the kernel's id\n"
                "                   of its cgroup; null in list for a group made or removed\n"
                "                   between its two calls to freezerd). \"frozen_by\", for a\n"
                "                   group frozen (or freezing) by a parent, names what\n"
                "                   freezes it as thaw --recursive does (\"/\", a path,\n"
                "                   \"above-root\" or \"untracked\"; null otherwise;\n"
-               "                   no group is tracked to look). Text status prints them\n"
-               "                   as \"Id:\" (\"unknown\" from a freezerd before 0.5)\n"
-               "                   and \"Frozen by:\"\n"
+               "                   no group is tracked to look), and \"untracked_between\"\n"
+               "                   as there. Text status prints them as \"Id:\"\n"
+               "                   (\"unknown\" from a freezerd before 0.5) and \"Frozen\n"
+               "                   by:\", which ends in \"(or a group between A and B that\n"
+               "                   freezerd does not track)\" where one may freeze it\n"
                "  tree             {\"path\", \"state\", \"children\": [...]}, nested; \"state\"\n"
                "                   is null for groups that are not tracked\n"
                "  pressure         {\"path\" (null for the system), \"cpu\": R, \"memory\": R,\n"
@@ -1194,6 +1200,45 @@ static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
         freezer_group_array_free(groups, n);
 }
 
+/* Where fb's walk skipped groups that freezerd does not track, in the words
+ * of the note and of status ("between A and B that freezerd does not
+ * track", "above A ..." if none above them is tracked), to free; NULL if it
+ * skipped none (or out of memory). */
+static char *untracked_gap(const frozen_by_result *fb) {
+        char *gap;
+
+        if (!fb->gap_low ||
+            asprintf(&gap, "%s %s%s%s that freezerd does not track", fb->gap_high ? "between" : "above",
+                     fb->gap_low, fb->gap_high ? " and " : "", fb->gap_high ?: "") < 0)
+                return NULL;
+        return gap;
+}
+
+/* "untracked_between", wherever "frozen_by" is given: [A, B], the tracked
+ * groups around the ones that freezerd does not track which the walk
+ * skipped (B null if none above them is), or null if it skipped none.  Such
+ * a group may be what freezes the group, nearer than "frozen_by" names. */
+static int json_add_untracked_between(struct json_object *o, const frozen_by_result *fb) {
+        struct json_object *a;
+        int r;
+
+        if (!fb->gap_low)
+                return json_object_object_add(o, "untracked_between", NULL) < 0 ? -ENOMEM : 0;
+        a = json_object_new_array();
+        if (!a)
+                return -ENOMEM;
+        r = json_append(a, json_object_new_string(fb->gap_low));
+        if (r >= 0 && fb->gap_high)
+                r = json_append(a, json_object_new_string(fb->gap_high));
+        else if (r >= 0 && json_object_array_add(a, NULL) < 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                json_object_put(a);
+                return r;
+        }
+        return json_add(o, "untracked_between", a);
+}
+
 /* PATH, a command's argument, as freezerd names the group ("/-dash" for
  * "-dash", "/pods/a" for "pods/a/"), to free: for the start of an error
  * line, whose rest is freezerd's message in its own words, so that the two
@@ -1211,14 +1256,9 @@ static char *path_shown(const char *arg) {
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
 static void note_frozen_by(freezer *f, const char *path, const frozen_by_result *fb) {
-        _cleanup_free_ char *gap = NULL;
-        const char *by = fb->by;
-
         /* The groups freezectl did not look at, as they are not tracked. */
-        if (fb->gap_low &&
-            asprintf(&gap, "%s %s%s%s that freezerd does not track", fb->gap_high ? "between" : "above",
-                     fb->gap_low, fb->gap_high ? " and " : "", fb->gap_high ?: "") < 0)
-                gap = NULL;
+        _cleanup_free_ char *gap = untracked_gap(fb);
+        const char *by = fb->by;
 
         if (streq(by, FROZEN_UNTRACKED))
                 log_error("note: every freeze flag in %s is cleared, but a group %s still freezes it "
@@ -1377,10 +1417,11 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
 }
 
 /* The --json object of one path of freeze, thaw, track or untrack, appended
- * to results: {"path", "result": "done"} (with "frozen_by" if by), or
- * "failed" with "error" and "message" as far as known. */
+ * to results: {"path", "result": "done"} (with "frozen_by" and
+ * "untracked_between" if by names what freezes it), or "failed" with "error"
+ * and "message" as far as known. */
 static int json_append_result(struct json_object *results, const char *path, bool failed, const char *name,
-                              const char *message, const char *by) {
+                              const char *message, const frozen_by_result *by) {
         _cleanup_free_ char *norm = NULL;
         struct json_object *o;
 
@@ -1394,7 +1435,8 @@ static int json_append_result(struct json_object *results, const char *path, boo
         if (!o ||
             json_add(o, "path", json_string_of_arg(path)) < 0 ||
             json_add(o, "result", json_object_new_string(failed ? "failed" : "done")) < 0 ||
-            (by && json_add(o, "frozen_by", json_object_new_string(by)) < 0) ||
+            (by && by->by && json_add(o, "frozen_by", json_object_new_string(by->by)) < 0) ||
+            (by && by->by && json_add_untracked_between(o, by) < 0) ||
             (failed && name && json_add(o, "error", json_object_new_string(name)) < 0) ||
             (failed && message && json_add(o, "message", json_object_new_string(message)) < 0) ||
             json_append(results, TAKE_PTR(o)) < 0) {
@@ -1448,7 +1490,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 }
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
-                                                  caller_error_message(c), by.by) < 0) {
+                                                  caller_error_message(c), &by) < 0) {
                         log_oom();
                         ret = EXIT_FAILURE;
                         break;
@@ -1760,6 +1802,7 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                              : json_object_object_add(o, "id", NULL)) < 0 ||
                     json_add(o, "state", json_object_new_string(state_str(g.state))) < 0 ||
                     json_add_string_or_null(o, "frozen_by", by.by) < 0 ||
+                    json_add_untracked_between(o, &by) < 0 ||
                     json_add(o, "freeze", json_object_new_boolean(g.freeze)) < 0 ||
                     json_add(o, "frozen", json_object_new_boolean(g.frozen)) < 0 ||
                     json_add(o, "populated", json_object_new_boolean(g.populated)) < 0 ||
@@ -1778,13 +1821,20 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 else
                         printf("%-20s%s\n", "Id:", "unknown (freezerd before 0.5)");
                 printf("%-20s%s\n", "State:", state_str(g.state));
-                if (by.by && streq(by.by, FROZEN_ABOVE_ROOT))
-                        printf("%-20s%s\n", "Frozen by:", "a group above freezerd's cgroup root");
-                else if (by.by && streq(by.by, FROZEN_UNTRACKED))
-                        printf("%-20s%s%s%s\n", "Frozen by:", "a group that freezerd does not track",
-                               by.gap_low ? " above " : "", by.gap_low ?: "");
-                else if (by.by)
-                        printf("%-20s%s\n", "Frozen by:", by.by);
+                if (by.by) {
+                        /* Where the walk skipped untracked groups: one of
+                         * them may be what freezes it, said as the note of
+                         * thaw --recursive says it. */
+                        _cleanup_free_ char *gap = untracked_gap(&by);
+
+                        if (streq(by.by, FROZEN_UNTRACKED))
+                                printf("%-20sa group %s\n", "Frozen by:", gap ?: "that freezerd does not track");
+                        else
+                                printf("%-20s%s%s%s%s\n", "Frozen by:",
+                                       streq(by.by, FROZEN_ABOVE_ROOT) ? "a group above freezerd's cgroup root"
+                                                                        : by.by,
+                                       gap ? " (or a group " : "", gap ?: "", gap ? ")" : "");
+                }
                 printf("%-20s%s\n", "Freeze:", g.freeze ? "yes" : "no");
                 printf("%-20s%s\n", "Frozen:", g.frozen ? "yes" : "no");
                 printf("%-20s%s\n", "Populated:", g.populated ? "yes" : "no");
@@ -1890,6 +1940,7 @@ static int verb_list(freezer *f) {
                             (id ? json_add(o, "id", json_object_new_uint64(id->id))
                                 : json_object_object_add(o, "id", NULL)) < 0 ||
                             json_add_string_or_null(o, "frozen_by", by.by) < 0 ||
+                            json_add_untracked_between(o, &by) < 0 ||
                             json_append(a, TAKE_PTR(o)) < 0) {
                                 json_object_put(o);
                                 json_object_put(a);

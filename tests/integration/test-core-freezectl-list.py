@@ -15,7 +15,7 @@ Checks:
     then null for the others (the nearest ancestor whose own flag freezes it, for a
     group frozen by a parent; the keys were not there); the text status has an "Id:"
     line, and a "Frozen by:" line for /g/h/i only.  `--json list` has the same "id" and "frozen_by" for every group, its other
-    keys as before.
+    keys as before, and "untracked_between" null (every group is tracked).
   * "/"'s own flag set (written to the kernel, as freezerd does not write it): /a and
     /a/b are frozen by "/" in `--json list` and `--json status` (/a/b by an ancestor
     above its parent), /g/h/i still by /g/h.
@@ -74,9 +74,10 @@ def check_ids_and_frozen_by(sc, c):
         ft.check_equal(by_lines, [f'Frozen by:          {by}'] if by else [], f'status {path}: its Frozen by line')
     listed = list_json()
     for path, e in listed.items():
-        ft.check_equal(set(e), {'path', 'object', 'state', 'id', 'frozen_by'}, f'--json list {path}: its keys')
-        ft.check_equal((e['id'], e['frozen_by']), (ids[path], expect.get(path)),
-                       f'--json list {path}: id and frozen_by')
+        ft.check_equal(set(e), {'path', 'object', 'state', 'id', 'frozen_by', 'untracked_between'},
+                       f'--json list {path}: its keys')
+        ft.check_equal((e['id'], e['frozen_by'], e['untracked_between']), (ids[path], expect.get(path), None),
+                       f'--json list {path}: id and frozen_by (nothing untracked between)')
         ft.check_equal(e['object'], ft.group_object(path), f'--json list {path}: object as before')
 
 

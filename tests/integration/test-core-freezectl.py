@@ -136,11 +136,12 @@ def check_status(sc, path):
         j = json.loads(r.stdout)
     except ValueError as e:
         ft.fail(f'freezectl --json status {path}: not JSON ({e}): {r.stdout!r}')
-    ft.check_equal(sorted(j), sorted(['path', 'id', 'state', 'frozen_by', 'freeze', 'frozen', 'populated',
-                                      'descendants', 'frozen_descendants', 'frozen_usec']),
+    ft.check_equal(sorted(j), sorted(['path', 'id', 'state', 'frozen_by', 'untracked_between', 'freeze', 'frozen',
+                                      'populated', 'descendants', 'frozen_descendants', 'frozen_usec']),
                    f'status {path}: the JSON fields')
     ft.check_equal(j.pop('id'), os.stat(sc.abspath(path)).st_ino, f'status {path}: id, its directory\'s inode')
     j.pop('frozen_by')  # (test-core-freezectl-list)
+    j.pop('untracked_between')  # (test-core-thaw-untracked-above)
     usec = j.pop('frozen_usec')
     ft.check_equal(j, kernel_status(sc, path), f'--json status {path} matches the kernel')
     if k1 is not None:

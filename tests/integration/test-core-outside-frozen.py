@@ -175,10 +175,12 @@ def test():
                              'above the root, naming the root', r.stderr)
             # --json says it too (it said "done" alone, as for a group thawed)
             r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
-            ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root'}],
+            ft.check_equal(json.loads(r.stdout),
+                           [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}],
                            '--json thaw --recursive /x under a frozen /pods: "frozen_by": "above-root"')
             r = ft.freezectl('--json', 'thaw', '--recursive', '--no-wait', '/x', address=bus.address)
-            ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root'}],
+            ft.check_equal(json.loads(r.stdout),
+                           [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}],
                            '--json thaw --recursive --no-wait /x under a frozen /pods: "frozen_by": "above-root"')
             sc.write_freeze('/pods', 0)
             sc.wait_events(ROOT, frozen=0)
@@ -200,7 +202,8 @@ def test():
                              f'thaw --recursive {" ".join(no_wait)} {p} with the root\'s own flag set notes the '
                              'root', r.stderr)
                 r = ft.freezectl('--json', 'thaw', '--recursive', p, address=bus.address)
-                ft.check_equal(json.loads(r.stdout), [{'path': p, 'result': 'done', 'frozen_by': '/'}],
+                ft.check_equal(json.loads(r.stdout),
+                               [{'path': p, 'result': 'done', 'frozen_by': '/', 'untracked_between': None}],
                                f'--json thaw --recursive {p} with the root\'s own flag set: "frozen_by": "/"')
             ft.check_equal(kernel_frozen(sc), {p: True for p in GROUPS}, 'the root\'s flag still freezes every group')
     print('# checked: a freeze above the cgroup root makes every group frozen-by-parent, Thaw fails with '

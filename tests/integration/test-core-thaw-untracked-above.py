@@ -20,7 +20,10 @@ tracked, which a GetGroup of /u did):
   - /p's flag: a group above the cgroup root, and /u may too; "frozen_by": "above-root";
   - /u/t's flag: "/u/t still freezes it", no word of /u (nothing untracked lies between);
     "frozen_by": "/u/t".
-status --json and list --json give the same "frozen_by" (one walk for all three).  With
+status --json and list --json give the same "frozen_by" (one walk for all three), and all
+three "untracked_between": ["/u/t", "/"] where /u lies between the group and what they name
+(null for /u/t's flag); text status says it after its "Frozen by:" as "(or a group between
+/u/t and / that freezerd does not track)", as the note does (they said it nowhere).  With
 nothing frozen, thaw --recursive (also --no-wait) says nothing and gives no "frozen_by":
 the walk over the untracked /u must not take a running /u/t above it for a sign that /u
 freezes /u/t/x."""
@@ -35,14 +38,18 @@ import freezertest as ft  # noqa: E402
 ROOT = '/p/r'
 PATH = '/u/t/x'
 GAP = ' (and so may a group between /u/t and / that freezerd does not track)'
+UNTRACKED = 'a group between /u/t and / that freezerd does not track'
 CASES = [
-    # (scratch group whose flag is set, the note's end, "frozen_by")
+    # (scratch group whose flag is set, the note's end, "frozen_by", "untracked_between",
+    #  text status's "Frozen by:")
     ('/p/r/u', 'but a group between /u/t and / that freezerd does not track still freezes it (freezectl does not '
-               'look it up: that would make freezerd track it)', 'untracked'),
+               'look it up: that would make freezerd track it)', 'untracked', ['/u/t', '/'], UNTRACKED),
     ('/p/r', 'but the own flag of freezerd\'s cgroup root, "/", still freezes it (freezerd does not write that '
-             'flag), and so may a group between /u/t and / that freezerd does not track', '/'),
-    ('/p', None, 'above-root'),  # (the note names the root's absolute path: built below)
-    ('/p/r/u/t', 'but /u/t still freezes it', '/u/t'),
+             'flag), and so may a group between /u/t and / that freezerd does not track', '/', ['/u/t', '/'],
+     f'/ (or {UNTRACKED})'),
+    # (the note names the root's absolute path: built below)
+    ('/p', None, 'above-root', ['/u/t', '/'], f"a group above freezerd's cgroup root (or {UNTRACKED})"),
+    ('/p/r/u/t', 'but /u/t still freezes it', '/u/t', None, '/u/t'),
 ]
 
 
@@ -52,7 +59,7 @@ def test():
         sc.mkdir(ROOT + PATH)
         sc.spawn_sleepers(ROOT + PATH, 1)
         # Nothing left frozen for the cleanup to kill, whatever happened.
-        sc.before_cleanup.append(lambda: [sc.write_freeze(g, 0) for g, _n, _b in CASES if sc.exists(g)])
+        sc.before_cleanup.append(lambda: [sc.write_freeze(g, 0) for g, *_ in CASES if sc.exists(g)])
 
         with ft.Daemon(bus, sc.abspath(ROOT), config={'track': ['/u/t']}) as d:
             c = d.client
@@ -65,7 +72,7 @@ def test():
             before = published()
             ft.check_equal(before[0], ['/', '/u/t', '/u/t/x'], 'freezerd tracks /u/t and its child, and "/"')
 
-            for group, note, by in CASES:
+            for group, note, by, between, text_by in CASES:
                 if note is None:
                     note = (f'but a group above freezerd\'s cgroup root ({sc.abspath(ROOT)}) still freezes it'
                             + GAP)
@@ -83,17 +90,28 @@ def test():
                 for args in (['--json'], ['--json', '--no-wait']):
                     r = ft.freezectl(*args, 'thaw', '--recursive', PATH)
                     ft.check_equal((r.returncode, json.loads(r.stdout)),
-                                   (0, [{'path': PATH, 'result': 'done', 'frozen_by': by}]),
-                                   f'{" ".join(args)} thaw --recursive {PATH} with {group} frozen: frozen_by')
+                                   (0, [{'path': PATH, 'result': 'done', 'frozen_by': by,
+                                         'untracked_between': between}]),
+                                   f'{" ".join(args)} thaw --recursive {PATH} with {group} frozen: frozen_by, '
+                                   'untracked_between')
                 ft.check_equal(published(), before,
                                f'after thaw --json --recursive with {group} frozen: freezerd tracks no group more')
                 # status and list name it by the same walk.
                 r = ft.freezectl('--json', 'status', PATH)
-                ft.check_equal((r.returncode, json.loads(r.stdout).get('frozen_by')), (0, by),
-                               f'status --json {PATH} with {group} frozen: frozen_by as thaw --recursive says it')
+                j = json.loads(r.stdout)
+                ft.check_equal((r.returncode, j.get('frozen_by'), j.get('untracked_between', 'absent')),
+                               (0, by, between),
+                               f'status --json {PATH} with {group} frozen: frozen_by and untracked_between as thaw '
+                               '--recursive says them')
                 r = ft.freezectl('--json', 'list')
-                ft.check_equal((r.returncode, [g.get('frozen_by') for g in json.loads(r.stdout) if g['path'] == PATH]),
-                               (0, [by]), f'list --json with {group} frozen: {PATH}\'s frozen_by')
+                ft.check_equal((r.returncode, [(g.get('frozen_by'), g.get('untracked_between', 'absent'))
+                                               for g in json.loads(r.stdout) if g['path'] == PATH]),
+                               (0, [(by, between)]),
+                               f'list --json with {group} frozen: {PATH}\'s frozen_by and untracked_between')
+                r = ft.freezectl('status', PATH)
+                ft.check_equal((r.returncode, [ln for ln in r.stdout.splitlines() if ln.startswith('Frozen by:')]),
+                               (0, [f'Frozen by:          {text_by}']),
+                               f'status {PATH} with {group} frozen: its Frozen by line says the untracked /u')
 
                 sc.write_freeze(group, 0)
                 sc.wait_events(ROOT + PATH, frozen=0)
@@ -109,8 +127,9 @@ def test():
                 ft.check_equal((r.returncode, json.loads(r.stdout)), (0, [{'path': PATH, 'result': 'done'}]),
                                f'--json thaw --recursive {" ".join(args)} {PATH} with nothing frozen: no frozen_by')
             r = ft.freezectl('--json', 'status', PATH)
-            ft.check_equal((r.returncode, json.loads(r.stdout).get('frozen_by')), (0, None),
-                           f'status --json {PATH} with nothing frozen: frozen_by null')
+            j = json.loads(r.stdout)
+            ft.check_equal((r.returncode, j.get('frozen_by'), j.get('untracked_between', 'absent')), (0, None, None),
+                           f'status --json {PATH} with nothing frozen: frozen_by and untracked_between null')
             ft.check_equal(published(), before, 'at the end: freezerd tracks no group more')
 
     print('# checked: thaw --recursive names what freezes PATH above an untracked group, tracking nothing')
