@@ -14,7 +14,9 @@ A. Default configuration (tracks "/").  After each step ListGroups, the objects 
       its cgroup.freeze behind freezerd's back makes /pods/a frozen-by-parent.
       `freezectl status` (of "/") works and tracks nothing.  A group made below the
       untracked /pods is not published, one made below /pods/a is.
-   3. Untrack("/pods/a"): only "/" is left.
+   3. Untrack("/pods/a/x") and of /pods/a/typo, which does not exist: NotTracked, the
+      first naming its root /pods/a, the second saying that it does not exist.
+      Untrack("/pods/a"): only "/" is left.
    4. Untrack("/pods") and Untrack("/"): neither is a tracked subtree any more:
       NoSuchGroup, nothing changes.
    5. Track("/"): every group that exists is published again (InterfacesAdded for
@@ -155,6 +157,18 @@ def test():
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/x')
             ft.check('/pods/a/x is not a tracked root, only a group of the tracked subtree at /pods/a' in e.message,
                      'Untrack("/pods/a/x"): NotTracked, naming its root /pods/a', e.message)
+            # A path that names nothing (a typo) is not "a group of" the subtree: the
+            # message sent the caller off to untrack the whole of /pods/a.
+            e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/typo')
+            ft.check_equal(e.message, '/pods/a/typo is not a tracked root, and does not exist (in the tracked '
+                                      'subtree at /pods/a)', 'Untrack("/pods/a/typo"): NotTracked, saying it '
+                                                             'does not exist')
+            r = ft.freezectl('untrack', '/pods/a/typo', check=False)
+            ft.check_equal((r.returncode, r.stderr), (1, 'freezectl: cannot untrack /pods/a/typo: NotTracked: '
+                                                         '/pods/a/typo is not a tracked root, and does not exist '
+                                                         '(in the tracked subtree at /pods/a)\n'),
+                           'freezectl untrack /pods/a/typo: exit 1, the same in one line')
+            s.check('Untrack of a path that does not exist', kept)
             c.call('Untrack', '/pods/a')
             s.check('Untrack("/pods/a")', ['/'], removed=['/pods/a', '/pods/a/x', '/pods/a/y'])
 
