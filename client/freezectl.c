@@ -1244,6 +1244,14 @@ static int json_add_untracked_between(struct json_object *o, const frozen_by_res
  * line, whose rest is freezerd's message in its own words, so that the two
  * name the group alike.  NULL if it does not normalize (freezerd refuses it,
  * and the line names it as given) or on a failed allocation. */
+static size_t count_char(const char *s, char c) {
+        size_t n = 0;
+
+        for (; *s; s++)
+                n += *s == c;
+        return n;
+}
+
 static char *path_shown(const char *arg) {
         char *norm = NULL;
 
@@ -1649,12 +1657,23 @@ static int verb_freeze_except(freezer *f, const char *arg) {
 
         note_frozen_in_excluded(f);
 
-        if (!frozen[0])
+        if (!frozen[0]) {
                 /* Not a failure (nothing is left to freeze), but not what a
-                 * "freeze everything but" usually means either: said. */
+                 * "freeze everything but" usually means either: said.  An
+                 * excluded group deeper than a child of PATH leaves the
+                 * groups between them running too, with their tasks. */
+                size_t depth = streq(path, "/") ? 0 : count_char(path, '/');
+                bool between = false;
+
+                for (size_t i = 0; i < n_arg_except && !between; i++) {
+                        _cleanup_free_ char *e = path_shown(arg_except[i]);
+
+                        between = e && count_char(e, '/') > depth + 1;
+                }
                 log_error("note: nothing was frozen: the excluded subtrees hold every group below %s (the tasks of "
-                          "%s itself keep running)",
-                          path, path);
+                          "%s itself%s keep running)",
+                          path, path, between ? ", and of the groups between it and them," : "");
+        }
 
         if (arg_json) {
                 struct json_object *a = json_object_new_array();

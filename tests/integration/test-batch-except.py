@@ -145,6 +145,16 @@ def test():
                                      'below /p/a (the tasks of /p/a itself keep running)\n',
                            'one note on stderr that nothing was frozen')
             check_all_running('freeze /p/a --except its two children')
+            # Excluded groups deeper down: the groups between (/p/a) keep running too, said.
+            r = ft.freezectl('freeze', '/p', '--except=/p/a/a1', '--except=/p/a/a2', '--except=/p/b',
+                             '--except=/p/c')
+            ft.check_equal((r.returncode, r.stdout), (0, ''), 'freeze /p --except every leaf of /p/a and the '
+                                                              'other children: exit 0, nothing printed')
+            ft.check_equal(r.stderr, 'freezectl: note: nothing was frozen: the excluded subtrees hold every group '
+                                     'below /p (the tasks of /p itself, and of the groups between it and them, '
+                                     'keep running)\n',
+                           'the note names the groups between /p and the excluded ones too')
+            check_all_running('freeze /p --except every leaf of /p/a and the other children')
 
             # Below a frozen ancestor, thaw --recursive clears the flags and says who still freezes.
             c.call('Freeze', '/p/b/b1', timeout_usec, 0)
