@@ -438,8 +438,8 @@ static void help_to(FILE *f) {
                                  "                       freezectl linked dynamically: this freezectl is\n"
                                  "                       static and runs it for every command but freeze and\n"
                                  "                       thaw without --json, --except or --recursive (which\n"
-                                 "                       it does itself); first\n"
-                                 "                       a freezectl-dynamic in its own directory\n"
+                                 "                       it does itself); a freezectl-dynamic in the\n"
+                                 "                       directory of this freezectl comes first\n"
                                : "");
 }
 
