@@ -2067,8 +2067,15 @@ void manager_dispatch(Manager *m) {
                                          restored ? ", but" : ". The flag of", CG_QUOTE(kept_path),
                                          kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
                         kept_msg = NULL;
-                operation_fail(op, op->doom_name, "%s%s%s", msg ?: "Failed",
-                               restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "");
+                /* A timeout without ROLLBACK_ON_TIMEOUT changes nothing back:
+                 * said, as the rollback's restore is, lest "Timed out" read as
+                 * if nothing had been done (the group goes on freezing). */
+                bool stays = streq(op->doom_name, BUS_ERROR_TIMEOUT) &&
+                             !(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
+                operation_fail(op, op->doom_name, "%s%s%s%s", msg ?: "Failed",
+                               restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "",
+                               stays ? ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes "
+                                       "on with them" : "");
         }
 }
 

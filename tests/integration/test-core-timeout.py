@@ -73,6 +73,10 @@ def test():
             e, dt = timed_timeout(c.call, 'Freeze', '/h', 500000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check(0.5 <= dt < 0.5 + slack, f'Timeout after 500 ms ({dt * 1000:.3f} ms)', f'{dt * 1000:.3f} ms')
             ft.check('/h' in e.message, 'the Timeout message names /h', repr(e.message))
+            ft.check('stay as asked' not in e.message and e.message.endswith('. Every flag this call changed was '
+                                                                              'restored'),
+                     'rollback: the Timeout message says the flags were restored, not that they stay',
+                     repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 0, 'rollback: cgroup.freeze is back to 0')
             ft.check_equal(state(), ('running', False, False), 'rollback: (FreezerState, Freeze, Frozen)')
             sc.wait_tasks_frozen('/h', frozen=False)
@@ -92,6 +96,10 @@ def test():
                      'the Timeout message says "after 500 ms"', repr(e.message))
             ft.check(f'A call timed out after 500 ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
                      in d.log(), "freezerd's log says so too", d.log()[-2000:])
+            # What stays is said, as a rollback's restore is (it read as if nothing was done).
+            ft.check(e.message.endswith('. Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel '
+                                        'goes on with them'),
+                     'no rollback: the Timeout message says that the flags stay', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 1, 'no rollback: cgroup.freeze stays 1')
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
             ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
