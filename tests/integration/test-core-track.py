@@ -18,7 +18,7 @@ A. Default configuration (tracks "/").  After each step ListGroups, the objects 
       first naming its root /pods/a, the second saying that it does not exist.
       Untrack("/pods/a"): only "/" is left.
    4. Untrack("/pods") and Untrack("/"): neither is a tracked subtree any more:
-      NoSuchGroup, nothing changes.
+      NotTracked ("not a tracked root, nor in a tracked subtree"), nothing changes.
    5. Track("/"): every group that exists is published again (InterfacesAdded for
       each but "/", which never went).
 B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
