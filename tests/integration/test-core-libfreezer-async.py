@@ -67,6 +67,7 @@ import importlib.util
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import termios
@@ -471,11 +472,19 @@ def check_loop_api(lib, sc, d):
 
 CLOSE_STALL = 5.0  # CLOSE_STALL_USEC in client/libfreezer.c
 CLOSE_PING = 25.0  # on the bus, the round trip to freezerd at close waits at most sd-bus's call timeout
+# check_close_flush(): the send buffer its handles' sockets get (the kernel doubles it), and
+# a batch some 4 times what such a socket holds.  sd-bus asks for 8 MB (SO_SNDBUFFORCE:
+# 16.5 MB held), which took a 26 MB batch to pass, and freezerd took 15-21 s over that on
+# the bus under AddressSanitizer on a loaded 2-CPU machine (its realloc() copies sd-bus'
+# read buffer, the whole message's size, at each read): near the 25 s after which the
+# close's round trip gives up (CLOSE_PING) on a correct freezerd.  Here 4 MB: 0.2 s.
+CLOSE_SNDBUF = 512 * 1024
+CLOSE_BATCH = 10240  # requests of 413 bytes
 
 
-def big_batch():
-    """About 26 MB of requests (for no group: NoSuchGroup): more than the socket holds."""
-    n = 65536
+def big_batch(n=65536):
+    """n requests (for no group: NoSuchGroup) of 413-byte paths: by default about 26 MB,
+    more than the socket holds."""
     path = ('/nope/' + 'a' * 200 + '/' + 'b' * 200).encode()
     return (Request * n)(*([Request(path, True)] * n)), n
 
@@ -547,7 +556,7 @@ def check_close_flush(lib, sc, d, bus, label):
     one that reads nothing (it used sd_bus_flush_close_unref(), which waited for ever then); a
     call cancelled right before the close is carried out too.
     label 'private socket': the peer is freezerd; 'bus': dbus-daemon."""
-    reqs, n = big_batch()
+    reqs, n = big_batch(CLOSE_BATCH)
     ignore = CALL_CALLBACK(lambda _f, _res, _ud: None)
     call_id = ctypes.c_uint64()
     peer = d.pid if label == 'private socket' else bus.proc.pid
@@ -559,6 +568,10 @@ def check_close_flush(lib, sc, d, bus, label):
         else:
             r = lib.freezer_open_address(ctypes.byref(f), bus.address.encode())
         ft.check_equal(r, 0, f'{label}: open a handle')
+        # A smaller socket, that a batch of a few MB fills (see CLOSE_SNDBUF); queue()
+        # checks that it does.
+        with socket.socket(fileno=os.dup(lib.freezer_get_fd(f))) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, CLOSE_SNDBUF)
         return f
 
     def check_close_at_once(f, when):
@@ -589,8 +602,8 @@ def check_close_flush(lib, sc, d, bus, label):
         queue(f, 'the peer stopped')
     finally:
         os.kill(peer, signal.SIGCONT)
-    # (freezerd takes 0.5 s over the call on the bus, 12 s under AddressSanitizer, whose
-    # realloc() copies sd-bus' read buffer at each read; 0.2 s over the private socket.)
+    # (freezerd takes 0.5 s over a 26 MB call on the bus, 15-21 s under AddressSanitizer:
+    # see CLOSE_SNDBUF.)
     took, t = close_in_thread(lib, f, CLOSE_PING + ft.DEFAULT_TIMEOUT)
     if took is None:
         t.join()
