@@ -16,7 +16,7 @@ Steps:
      dbus-daemon who X is (GetConnectionUnixUser), which cannot answer.
   3. Over the private socket, Freeze /b returns with /b frozen (a freezerd
      that asked synchronously waits for sd-bus's 25 s timeout here: the call
-     fails the test's 5 s deadline), and GetGroup /c follows a write of /c's
+     fails the test's deadline, 5 s, 15 s under ASan), and GetGroup /c follows a write of /c's
      cgroup.freeze behind freezerd's back (its FreezerState says frozen).
   4. /a is untouched: X's calls wait.
   5. dbus-daemon continued: X's three calls are answered in order, and /a
@@ -54,7 +54,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 LONG_USEC = 60 * 1000000
-DEADLINE = 5
+# s: what freezerd gets for each step, well below the 25 s (sd-bus' timeout) that a freezerd
+# that waits for the stopped dbus-daemon takes; longer for a slower build (ASan: 15 s).
+DEADLINE = min(5 * ft.TIMEOUT_MULTIPLIER, 15)
 WINDOW = 2_000_000          # usec: a whole multiple of 2 s (freezerd lacks CAP_SYS_RESOURCE)
 THRESHOLD = 100_000         # usec
 BIG = 2000
@@ -177,7 +179,7 @@ def test():
         with ft.Client(bus.address) as b:
             ft.wait_for(lambda: not b.call_method('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's',
                                                   (ft.BUS_NAME,), destination='org.freedesktop.DBus')[0],
-                        timeout=DEADLINE, what=f'{ft.BUS_NAME} free again')
+                        timeout=DEADLINE, poll=0.05, what=f'{ft.BUS_NAME} free again')
         sc.mkdir('/e')
         if not (os.path.exists('/proc/pressure/cpu') and os.path.exists(sc.abspath('/e', 'cpu.pressure'))):
             print('# no pressure stall information for cgroups: step 8 left out', flush=True)
@@ -209,7 +211,7 @@ def test():
                 ft.check_equal(tuple(calls[1].result(DEADLINE)), (), 'and its Subscribe')
                 ft.check_equal(ft.fd_count(d.pid), fds + 1, 'Z\'s trigger holds one fd')
                 z.close()
-                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE,
+                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE, poll=0.02,
                             what='Z left: its trigger gone (freezerd\'s fd count back)')
 
                 z2 = ft.Client(bus.address)
@@ -225,7 +227,7 @@ def test():
                 # Round trips: freezerd has read Z2's call, and the bus's answer about Z2.
                 p.call('ListGroups', timeout=DEADLINE)
                 d.client.call('ListGroups', timeout=DEADLINE)
-                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE,
+                ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=DEADLINE, poll=0.02,
                             what='Z2 left before freezerd read its AddPressureTrigger: no trigger left')
 
 
