@@ -20,7 +20,8 @@ level ("Wrote N of M cgroup.freeze from a real-time thread (G groups change)"):
              and thaw of /big (1,101 nested flags) count the top's subtree
              once, not once per level; the thread ends after the last call
              (freezerd is back to one thread).
-  failure    FREEZERD_TEST_WRITE_DELAY_USEC holds each write 0.3 s; a batch
+  failure    FREEZERD_TEST_WRITE_DELAY_USEC holds each write 0.3 s (times the
+             harness's multiplier: the test must act within it); a batch
              (top-down) freezes /big, then /z/x, which the test removes as
              soon as /big's flag reads 1.  /z/x's write fails inside the
              thread: NoSuchGroup naming /z/x, and with ROLLBACK /big is
@@ -112,14 +113,16 @@ def part_realtime(sc, bus):
         # is single-threaded at rest (no event tells of a thread's end: polled).
         threads = lambda: ft.thread_count(d.pid)  # noqa: E731
         ft.check(threads() <= 2, 'realtime: one writer thread at most', threads())
-        ft.wait_for(lambda: threads() == 1, timeout=2, poll=0.01,
+        ft.wait_for(lambda: threads() == 1, timeout=2 * ft.TIMEOUT_MULTIPLIER, poll=0.01,
                     what='freezerd back to one thread after the last big call')
         ft.check_equal(threads(), 1, 'realtime: freezerd single-threaded again after the last big call')
 
 
 def part_failure(sc, bus, realtime):
     what = f'failure ({"thread" if realtime else "main loop"})'
-    env = dict(DEBUG, FREEZERD_TEST_WRITE_DELAY_USEC='300000')
+    # The test removes /z/x between the two writes: a window the test's slower
+    # runs (ASan, valgrind) get longer as well.
+    env = dict(DEBUG, FREEZERD_TEST_WRITE_DELAY_USEC=str(int(300000 * ft.TIMEOUT_MULTIPLIER)))
     with ft.Daemon(bus, sc.root, env=env, config={'realtime_writes': realtime}) as d:
         c = d.client
         for rollback in (True, False):
@@ -129,12 +132,11 @@ def part_failure(sc, bus, realtime):
             n_rt = len(rt_lines(d))
             call = c.call_async('ApplyBatch', [('/big', True), ('/z/x', True)], 'top-down', LONG_USEC,
                                 1 if rollback else 0)
-            # /big is written first; the write of /z/x follows 0.3 s later.
-            ft.wait_for(lambda: sc.read_freeze('/big') == 1 or call.done(), timeout=10,
-                        what=f'{what}: /big written')
+            # /big is written first; the write of /z/x follows 0.3 s (times the multiplier) later.
+            ft.wait_for(lambda: sc.read_freeze('/big') == 1 or call.done(), what=f'{what}: /big written')
             ft.check(not call.done(), f'{what}: the batch still writing when /big reads 1')
             sc.rmdir('/z/x')
-            e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, call.result, timeout=30)
+            e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, call.result, timeout=3 * ft.DEFAULT_TIMEOUT)
             # The thread wrote /big, and /z/x's write failed.
             ft.check_equal(rt_lines(d)[n_rt:], [(1, 2, CHILDREN + 2)] if realtime else [],
                            f'{what}: the batch written by the thread' if realtime else f'{what}: no thread')
@@ -206,7 +208,7 @@ def part_failed(sc, bus):
         limited = os.path.join(PIDS_V1, f'freezerd-test-realtime-{os.getpid()}')
         os.mkdir(limited)
         try:
-            ft.wait_for(lambda: ft.thread_count(d.pid) == 1, timeout=10, poll=0.01,
+            ft.wait_for(lambda: ft.thread_count(d.pid) == 1, poll=0.01,
                         what='failed: freezerd single-threaded')
             with open(os.path.join(limited, 'pids.max'), 'w') as f:
                 f.write('1')
