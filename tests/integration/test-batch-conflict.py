@@ -92,7 +92,7 @@ def test():
             ft.check_equal((writes, skipped), (2, 0), 'case 1: the reversing batch succeeds with 2 writes')
             # Cancelled in the batch's loop turn: which of the two replies goes
             # out first depends on whether the batch completed inside its call.
-            ft.wait_for(pending.done, timeout=5, what='the answer to the reversed Freeze')
+            ft.wait_for(pending.done, timeout=5 * ft.TIMEOUT_MULTIPLIER, what='the answer to the reversed Freeze')
             expect_cancelled(pending, '/s', 'case 1: the pending Freeze("/s")')
             ft.check_equal((sc.read_freeze('/s'), sc.read_events('/s')['frozen']), (0, 0), 'case 1: /s runs, flag 0')
             ft.check_equal((sc.read_freeze('/t'), sc.read_events('/t')['frozen']), (1, 1), 'case 1: /t frozen')

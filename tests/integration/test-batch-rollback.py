@@ -50,7 +50,7 @@ def check_still_blocked(stuck):
         if st is None:
             ft.fail(f'the process in {STUCK} is gone: its read was answered')
         return st.state == 'D'
-    ft.wait_for(blocked, timeout=10, what=f'the process in {STUCK} blocked again ("D")')
+    ft.wait_for(blocked, timeout=ft.DEFAULT_TIMEOUT, what=f'the process in {STUCK} blocked again ("D")')
     ft.check(True, f'the process in {STUCK} is still blocked')
 
 

@@ -103,7 +103,7 @@ def report_while(rec, sc, pending, done, what):
             return True
         return False
 
-    rec.wait_for(reported, timeout=30, what=what)
+    rec.wait_for(reported, timeout=3 * ft.DEFAULT_TIMEOUT, what=what)
     return seen['s3'], seen['answered']
 
 
@@ -142,13 +142,13 @@ def followed_storm(c, rec, sc, freeze, ids):
                                 f"GroupsChanged and GroupStatesChanged of /s0's subtree during the {what}")
     ft.check_equal(s3, int(not freeze), f"/s3/cgroup.freeze once /s0's subtree was reported ({what}: its write still to come)")
     ft.check(not answered, f"/s0's subtree is reported before the reply ({what})")
-    ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), f'ApplyBatch {what}: 4 writes, none skipped')
+    ft.check_equal(tuple(pending.result(timeout=3 * ft.DEFAULT_TIMEOUT)), (4, 0), f'ApplyBatch {what}: 4 writes, none skipped')
     check_kernel(sc, freeze, f'at the reply of the {what}')
     count = len(BELOW) if freeze else 0
-    rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [count], timeout=30,
+    rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [count], timeout=3 * ft.DEFAULT_TIMEOUT,
                  what=f'GroupsChanged of the root after the {what}')
     check_once(rec, c, 'frozen' if freeze else 'running', count, f'the followed {what}')
-    rec.wait_for(lambda r: [f for _st, f in states_per_id(r).get(ids['/'], [])][-1:] == [count], timeout=30,
+    rec.wait_for(lambda r: [f for _st, f in states_per_id(r).get(ids['/'], [])][-1:] == [count], timeout=3 * ft.DEFAULT_TIMEOUT,
                  what=f'GroupStatesChanged of the root after the {what}')
     check_states_once(rec, ids, freeze, count, f'the followed {what}')
 
@@ -181,8 +181,8 @@ def test():
             s3, _answered = report_while(rec, sc, pending, lambda r: '/s0/c1' in entries_per_path(r),
                                          'GroupsChanged of /s0/c1 (nested batch)')
             ft.check_equal(s3, 1, 'a batch over nested groups is first reported once every write is done')
-            ft.check_equal(tuple(pending.result(timeout=30)), (5, 0), 'the nested ApplyBatch: 5 writes')
-            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=30,
+            ft.check_equal(tuple(pending.result(timeout=3 * ft.DEFAULT_TIMEOUT)), (5, 0), 'the nested ApplyBatch: 5 writes')
+            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=3 * ft.DEFAULT_TIMEOUT,
                          what='GroupsChanged of the root after the nested batch')
             c.manager_property('Groups')
             per = entries_per_path(rec)
@@ -200,9 +200,9 @@ def test():
             s3, _answered = report_while(rec, sc, pending, lambda r: '/s0/c0' in entries_per_path(r),
                                          'GroupsChanged of /s0/c0 (main loop)')
             ft.check_equal(s3, 1, 'written from the main loop, the storm is first reported once every write is done')
-            ft.check_equal(tuple(pending.result(timeout=30)), (4, 0), 'ApplyBatch freeze from the main loop: 4 writes')
+            ft.check_equal(tuple(pending.result(timeout=3 * ft.DEFAULT_TIMEOUT)), (4, 0), 'ApplyBatch freeze from the main loop: 4 writes')
             check_kernel(sc, True, 'at the reply of the freeze from the main loop')
-            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=30,
+            rec.wait_for(lambda r: r.group_values('/', 'FrozenDescendants')[-1:] == [len(BELOW)], timeout=3 * ft.DEFAULT_TIMEOUT,
                          what='GroupsChanged of the root, main loop')
             check_once(rec, c, 'frozen', len(BELOW), 'the freeze from the main loop')
             sizes = [len(batch) for batch in rec.groups_changed()]

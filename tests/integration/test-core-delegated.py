@@ -219,7 +219,8 @@ def test():
             ft.check(dt < 2.0, f"nobody froze /mixed, whose own task is root's, without waiting for the timeout "
                      f'({dt * 1000:.0f} ms)')
             ft.check_equal(sc.read_events('/d/mixed')['frozen'], 1, 'the kernel says /mixed frozen')
-            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(mixed_sleeper.pid)), timeout=5,
+            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(mixed_sleeper.pid)),
+                        timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.002,
                         what=f"root's sleeper {mixed_sleeper.pid} of /mixed in the freezer trap")
             user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixed')
             ft.check_equal(sc.read_events('/d/mixed')['frozen'], 0, 'nobody thawed /mixed')
@@ -253,7 +254,8 @@ def test():
                      f'without waiting for the timeout ({dt * 1000:.0f} ms)')
             ft.check_equal(ft.proc_state(vfork_parent.pid).state, 'D', 'the vfork() parent is in uninterruptible '
                            'sleep')
-            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(vfork_child)), timeout=5,
+            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(vfork_child)),
+                        timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.002,
                         what=f'the vfork() child {vfork_child} in the freezer trap')
             user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixedvfork')
 

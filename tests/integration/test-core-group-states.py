@@ -108,13 +108,13 @@ def wait_entries(c, rec, ids, paths, what):
     """Waits until GroupStatesChanged has brought, for each group of paths, the state Get
     says now (after the call's reply), then checks the entries."""
     want = {p: expected_bits(c, p) for p in paths}
-    rec.wait_for(lambda r: all(last_states(r).get(ids[p]) == want[p] for p in paths), timeout=10,
+    rec.wait_for(lambda r: all(last_states(r).get(ids[p]) == want[p] for p in paths), timeout=ft.DEFAULT_TIMEOUT,
                  what=f'{what}: GroupStatesChanged saying {want}')
     check_entries(c, rec, ids, paths, what)
 
 
 def wait_member(rec, member, what):
-    rec.wait_for(lambda r: member in group_signals(r), timeout=10, what=f'{what}: {member}')
+    rec.wait_for(lambda r: member in group_signals(r), timeout=ft.DEFAULT_TIMEOUT, what=f'{what}: {member}')
 
 
 def check_entries(c, rec, ids, paths, what):
@@ -258,8 +258,8 @@ def check_parent_freezes(c, rec, ids):
             frec.clear()
             c.call(method, '/a', 0, 0)
             # /a's entry comes in the turn's message, with /a/b's if it comes at all.
-            rec.wait_for(lambda r: ids['/a'] in last_states(r), timeout=10, what=f'{what} of /a: its entry')
-            frec.wait_for(lambda r: '/a' in [p for b in r.groups_changed() for p, _ in b], timeout=10,
+            rec.wait_for(lambda r: ids['/a'] in last_states(r), timeout=ft.DEFAULT_TIMEOUT, what=f'{what} of /a: its entry')
+            frec.wait_for(lambda r: '/a' in [p for b in r.groups_changed() for p, _ in b], timeout=ft.DEFAULT_TIMEOUT,
                           what=f'{what} of /a: GroupsChanged naming /a')
             ft.check_equal(last_states(rec).get(ids['/a/b']), (want, 0, 0),
                            f'{what} of /a: GroupStatesChanged brings /a/b (own flag set) with bit 2 as /a says')

@@ -113,7 +113,7 @@ class Handle:
     def wait(self, want, what):
         """Waits until every (path, state, frozen) of want was reported."""
         want = set(want)
-        ft.wait_for(lambda: (self.dispatch(), want <= set(self.events))[1], timeout=10, poll=0.02,
+        ft.wait_for(lambda: (self.dispatch(), want <= set(self.events))[1], timeout=ft.DEFAULT_TIMEOUT, poll=0.02,
                     what=f'the state callback: {what}')
 
     def pause(self):
@@ -136,7 +136,7 @@ def members(rec):
 
 
 def wait_member(rec, member, what):
-    rec.wait_for(lambda r: member in members(r), timeout=10, what=f'{what}: {member} on the bus')
+    rec.wait_for(lambda r: member in members(r), timeout=ft.DEFAULT_TIMEOUT, what=f'{what}: {member} on the bus')
 
 
 def check_follows(c, h, rec, want, what):

@@ -83,7 +83,7 @@ def rounds(sc, c, call_path, holder, n_rounds=ROUNDS, recursive=False):
         bad = asleep_elsewhere(states)
         if bad:
             early.append((i, bad))
-        sc.wait_tasks_frozen(holder, timeout=5)
+        sc.wait_tasks_frozen(holder, timeout=5 * ft.TIMEOUT_MULTIPLIER)
         ft.check_equal(sc.read_events(holder).get('frozen'), 1,
                        f'round {i}: {holder} still frozen 1 once its tasks are in the trap')
         if recursive:
@@ -91,7 +91,7 @@ def rounds(sc, c, call_path, holder, n_rounds=ROUNDS, recursive=False):
         else:
             c.call('Thaw', call_path, 5_000_000, 0)
         ft.check_equal(sc.read_events(holder).get('frozen'), 0, f'round {i}: {holder} frozen 0 when the thaw replied')
-        sc.wait_tasks_frozen(holder, frozen=False, timeout=5)
+        sc.wait_tasks_frozen(holder, frozen=False, timeout=5 * ft.TIMEOUT_MULTIPLIER)
     ft.check(not early, f'{what} never replied while a task of {holder} was asleep outside the trap '
              f'({n_rounds} rounds)', f'{len(early)} rounds did: {early[:3]}')
 
@@ -135,7 +135,8 @@ def test():
             c.call('Freeze', '/stopped', 5_000_000, 0)
             ft.check_equal(sc.read_events('/stopped').get('frozen'), 1, 'Freeze(/stopped) confirmed: frozen 1')
             ft.check_equal(ft.proc_state(stopped.pid).state, 'T', 'the stopped task is still stopped')
-            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(running.pid)), timeout=5,
+            ft.wait_for(lambda: ft.task_frozen(ft.proc_state(running.pid)),
+                        timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.002,
                         what=f'the other sleeper, {running.pid}, in the trap')
             c.call('Thaw', '/stopped', 5_000_000, 0)
 

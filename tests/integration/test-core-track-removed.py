@@ -65,7 +65,7 @@ def run(state_dir):
                 track_and_remove(f'/pods/p-{i}')
             waiting = [f'/pods/p-{i}' for i in range(n - WAITING_MAX, n)]
             expected = ['/pods/keep'] + waiting
-            ft.wait_for(lambda: ft.tracked_roots(state_dir) == expected, timeout=30,
+            ft.wait_for(lambda: ft.tracked_roots(state_dir) == expected, timeout=3 * ft.DEFAULT_TIMEOUT,
                         what='tracked.json to hold /pods/keep and the 1,024 that waited the least')
             ft.check(True, 'tracked.json holds /pods/keep and the 1,024 removed roots tracked last, in that order')
             for p in ['/pods/first'] + [f'/pods/p-{i}' for i in range(n - WAITING_MAX)]:
@@ -86,7 +86,7 @@ def run(state_dir):
             sc.rmdir('/pods/first')
             track_and_remove('/pods/extra-0')  # 1,024 wait: p-7 to p-1028, p-6, extra-0
             track_and_remove('/pods/extra-1')
-            ft.wait_for(lambda: '/pods/p-7' not in ft.tracked_roots(state_dir), timeout=30,
+            ft.wait_for(lambda: '/pods/p-7' not in ft.tracked_roots(state_dir), timeout=3 * ft.DEFAULT_TIMEOUT,
                         what='/pods/p-7 to leave tracked.json')
             t = ft.tracked_roots(state_dir)
             ft.check('/pods/p-6' in t and '/pods/extra-1' in t and '/pods/p-8' in t and len(t) == WAITING_MAX + 2,
@@ -108,7 +108,7 @@ def run(state_dir):
             # at once, with one log line (until session 36 also "was removed: it is
             # tracked again once it is made" just before).
             sc.rmdir('/pods/keep')
-            ft.wait_for(lambda: '/pods/keep' not in ft.tracked_roots(state_dir), timeout=30,
+            ft.wait_for(lambda: '/pods/keep' not in ft.tracked_roots(state_dir), timeout=3 * ft.DEFAULT_TIMEOUT,
                         what='/pods/keep to leave tracked.json')
             ft.check('/pods/keep, tracked at a call\'s request, is gone and more than 1024' in d.log() and
                      '/pods/keep, a tracked subtree, was removed' not in d.log(),

@@ -269,7 +269,7 @@ def test():
                 start[STUCK] = 0
                 reqs = [(g, bool(start[g])) for g in ALL]
                 rng.shuffle(reqs)
-                writes, skipped = c.call('ApplyBatch', reqs, 'auto', LONG_USEC, 0, timeout=60)
+                writes, skipped = c.call('ApplyBatch', reqs, 'auto', LONG_USEC, 0, timeout=6 * ft.DEFAULT_TIMEOUT)
                 fig.reply('ApplyBatch')
                 check_no_journal_at_reply(f'case {rnd}: the batch that set the start state ({writes} writes)')
                 state = kernel()
@@ -339,7 +339,7 @@ def test():
                 w = Watcher(sc, runtime_dir, on_event)
                 try:
                     pending = c.call_async(method, *args)
-                    ft.wait_for(lambda: d.killed, timeout=60,
+                    ft.wait_for(lambda: d.killed, timeout=6 * ft.DEFAULT_TIMEOUT,
                                 what=f'case {rnd}: the journal and {k} writes of {desc}' +
                                      (', then the journal emptied' if kind == 'batch-waiting-plain' else ''))
                     status = d.wait_dead()
@@ -416,7 +416,7 @@ def test():
                     if rnd == len(cases):
                         # The end: a batch that finishes leaves no journal, everything thawed.
                         writes, _skipped = d.client.call('ApplyBatch', [(g, False) for g in ALL], 'auto',
-                                                         LONG_USEC, 0, timeout=60)
+                                                         LONG_USEC, 0, timeout=6 * ft.DEFAULT_TIMEOUT)
                         fig.reply('ApplyBatch')
                         check_no_journal_at_reply(f'the final thaw ({writes} writes)')
                         ft.check_equal(kernel(), {g: (0, 0) for g in ALL}, 'everything thawed at the end')

@@ -84,7 +84,7 @@ class Demo:
         self.root = os.path.join(ft.cgroup2_mount(), f'freezerd-demo-{self.proc.pid}')
         return self
 
-    def wait(self, timeout=60):
+    def wait(self, timeout=6 * ft.DEFAULT_TIMEOUT):
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -101,7 +101,7 @@ class Demo:
         # A late sleeper that found its group gone is on its way out: wait for the
         # session to empty, up to a deadline (a process left running never does).
         # No event says so: look again every 50 ms.
-        ft.wait_for(lambda: not self.leftovers(), timeout=10, poll=0.05,
+        ft.wait_for(lambda: not self.leftovers(), timeout=ft.DEFAULT_TIMEOUT, poll=0.05,
                     what=f'{what}: the processes demo.sh started to end ({describe(self.leftovers())})')
         ft.check(True, f'{what}: no process of demo.sh is left')
         ft.check(not os.path.exists(self.root), f'{what}: its cgroup {self.root} is removed')
@@ -151,7 +151,7 @@ def interrupted_start(tmp):
     started = os.path.join(tmp, 'started')
     with Demo(build) as d:
         ft.loop().watch(tmp, ft.Inotify.IN_CREATE)
-        ft.wait_for(lambda: os.path.exists(started), timeout=30, what='the stand-in freezerd to start')
+        ft.wait_for(lambda: os.path.exists(started), timeout=3 * ft.DEFAULT_TIMEOUT, what='the stand-in freezerd to start')
         os.kill(d.proc.pid, signal.SIGTERM)
         ft.check_equal(d.wait(), 143, 'demo.sh stopped (SIGTERM) while freezerd starts exits 143')
         d.check_nothing_left('SIGTERM while freezerd starts')
@@ -177,7 +177,7 @@ def interrupted_late_sleepers(tmp):
         with Demo(ft.BUILDDIR, env=env) as d:
             app1 = os.path.join(d.root, 'demo', 'app1')
             ft.loop().watch(tmp, ft.Inotify.IN_CREATE)
-            ft.wait_for(lambda: len([n for n in os.listdir(tmp) if n.startswith('held.')]) == 2, timeout=30,
+            ft.wait_for(lambda: len([n for n in os.listdir(tmp) if n.startswith('held.')]) == 2, timeout=3 * ft.DEFAULT_TIMEOUT,
                         what='the two sleepers of /demo/app2 to be held')
 
             def app1_full():
@@ -187,7 +187,7 @@ def interrupted_late_sleepers(tmp):
                 except OSError:
                     return False
             # Each joins by a write of its own, which no event reports here.
-            ft.wait_for(app1_full, timeout=30, poll=0.01, what='the three sleepers of /demo/app1 to be in their group')
+            ft.wait_for(app1_full, timeout=3 * ft.DEFAULT_TIMEOUT, poll=0.01, what='the three sleepers of /demo/app1 to be in their group')
             events = os.path.join(d.root, 'cgroup.events')
             ft.loop().watch(events)
             os.killpg(d.proc.pid, signal.SIGINT)
@@ -198,7 +198,7 @@ def interrupted_late_sleepers(tmp):
                         return 'populated 0' in f.read()
                 except OSError:
                     return True  # removed already
-            ft.wait_for(killed, timeout=30, what="demo.sh's cleanup to kill its groups")
+            ft.wait_for(killed, timeout=3 * ft.DEFAULT_TIMEOUT, what="demo.sh's cleanup to kill its groups")
             os.close(gate_fd)  # the held sleepers go on: they join /demo/app2 now, if it is still there
             gate_fd = -1
             ft.check_equal(d.wait(), 130, 'demo.sh interrupted with sleepers not yet in their group exits 130')

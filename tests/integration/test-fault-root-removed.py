@@ -58,14 +58,14 @@ def one_round(sc, fuse, bus, overflow):
         sc.rmdir('/x')
         if overflow:
             os.kill(d.pid, signal.SIGCONT)
-        ft.wait_for(lambda: d.exit_status is not None, timeout=30, what=f'{what}: freezerd to exit by itself')
+        ft.wait_for(lambda: d.exit_status is not None, timeout=3 * ft.DEFAULT_TIMEOUT, what=f'{what}: freezerd to exit by itself')
         log = d.log()
         ft.check_equal(d.exit_status, 1, f'{what}: exit status')
         ft.check(f'The cgroup root {sc.abspath("/x")} was removed' in log, f'{what}: the removal logged', log)
         if overflow:
             ft.check('inotify queue overflowed' in log, f'{what}: the queue did overflow', log)
         try:
-            call.result(timeout=10)  # the tasks killed, the empty /y froze before it went
+            call.result(timeout=ft.DEFAULT_TIMEOUT)  # the tasks killed, the empty /y froze before it went
         except ft.DBusError as e:
             ft.check(e.name in (ft.ERROR_CANCELLED, ft.ERROR_NO_SUCH_GROUP),
                      f'{what}: the pending Freeze answered with success, Cancelled or NoSuchGroup',

@@ -176,9 +176,9 @@ def test():
                 call = d.client.call_async('ApplyBatch', [('/b', True)], 'auto', LONG_USEC, 1)
                 written = ft.wait_for(lambda: next((j for j in (ft.read_journal(runtime_dir, n)
                                                                 for n in ft.live_journals(runtime_dir)) if j), None),
-                                      timeout=10, what='the batch journal')
+                                      timeout=ft.DEFAULT_TIMEOUT, what='the batch journal')
                 ft.check_equal(written.get('boot'), boot, "the journal carries this boot's id")
-                call.result(timeout=30)
+                call.result(timeout=3 * ft.DEFAULT_TIMEOUT)
                 if immutable:
                     log = d.log()
                     ft.check(f'{runtime_dir}/journal-0.json is there already and cannot hold a batch journal (it '

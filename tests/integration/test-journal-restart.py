@@ -53,7 +53,7 @@ def kill_after_first_write(d, sc, runtime_dir, items, path, value):
     ft.loop().watch(runtime_dir, ft.Inotify.IN_MODIFY)
     ft.loop().watch(sc.abspath(path, 'cgroup.freeze'), ft.Inotify.IN_MODIFY)
     d.client.call_async('ApplyBatch', items, 'auto', LONG_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
-    ft.wait_for(lambda: sc.read_freeze(path) == value and ft.live_journals(runtime_dir), timeout=30,
+    ft.wait_for(lambda: sc.read_freeze(path) == value and ft.live_journals(runtime_dir), timeout=3 * ft.DEFAULT_TIMEOUT,
                 what=f'the batch to write {path} with its journal in place')
     d.sigkill()
     d.wait_dead()
@@ -111,7 +111,7 @@ def test():
             with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, env=DELAY) as d:
                 j = kill_after_first_write(d, sc, runtime_dir, [('/y', False)], '/y', 0)
             sc.kill('/y')
-            ft.wait_for(lambda: not sc.populated('/y'), timeout=10, what='/y to empty')
+            ft.wait_for(lambda: not sc.populated('/y'), timeout=ft.DEFAULT_TIMEOUT, what='/y to empty')
             sc.rmdir('/y')
             sc.mkdir('/y')
             sc.spawn_sleepers('/y', 1)
@@ -154,7 +154,7 @@ def test():
                 call = d.client.call_async('Thaw', '/p', LONG_USEC, ft.FLAG_RECURSIVE)
                 # (In the order of the directory's listing, each after the groups below it.)
                 ft.wait_for(lambda: sorted(read_flag(p + b'/' + n) for n in ODD) == [0, 1, 1] or call.done(),
-                            timeout=30, what='the first odd group thawed')
+                            timeout=3 * ft.DEFAULT_TIMEOUT, what='the first odd group thawed')
                 ft.check(not call.done(), 'the call waits in the pause after the first odd write',
                          call.result() if call.done() else None)
                 d.sigkill()
@@ -189,11 +189,11 @@ def test():
             with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, env=env) as d:
                 call = d.client.call_async('Thaw', '/p', LONG_USEC, ft.FLAG_RECURSIVE)
                 ft.wait_for(lambda: read_flag(p + b'/' + ODD[0]) == 0 or call.done(),
-                            timeout=30, what='/p/bad\\xff/in thawed')
+                            timeout=3 * ft.DEFAULT_TIMEOUT, what='/p/bad\\xff/in thawed')
                 ft.check(not call.done(), 'the call waits in the pause after that write',
                          call.result() if call.done() else None)
                 write_flag(p + b'/' + ODD[1], 1)
-                call.result(timeout=30)
+                call.result(timeout=3 * ft.DEFAULT_TIMEOUT)
                 ft.check_equal([read_flag(p + b'/' + n) for n in ODD], [0, 1, 0],
                                'the two journaled cleared, /p/bad\\xff, set meanwhile, left frozen')
                 ft.check_equal(ft.live_journals(runtime_dir), [], 'the journal gone')

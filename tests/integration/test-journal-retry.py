@@ -122,7 +122,7 @@ def test():
                 ft.check(f'kept in {retry}' in d.log(), '/c kept', d.log())
                 ft.check_equal(sc.read_freeze('/c'), 1, '/c still frozen')
                 sc.write_freeze('/c', 0)
-                ft.wait_for(lambda: 'The flag of /c was set or asked for since the start' in d.log(), timeout=30,
+                ft.wait_for(lambda: 'The flag of /c was set or asked for since the start' in d.log(), timeout=3 * ft.DEFAULT_TIMEOUT,
                             what='freezerd to see /c thawed')
                 sc.write_freeze('/c', 1)
                 ft.check(f'does not write it back from {retry} (removed: nothing left in it)' in d.log(),
