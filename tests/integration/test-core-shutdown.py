@@ -44,7 +44,8 @@ In the first round: Freeze(/t) succeeds (no Timeout), /t is frozen, and GetAll
 and ListGroups are answered.
 
 The same once on the bus: Freeze(/t) and ListGroups sent while freezerd is
-stopped, a round trip to dbus-daemon to know it passed them on, SIGTERM,
+stopped, a wait until dbus-daemon has passed them on into freezerd's socket (their
+bytes there, and a round trip to dbus-daemon), SIGTERM,
 SIGCONT: both are refused by freezerd (before, dbus-daemon answered NoReply
 once freezerd left, which does not say that nothing was done).
 
@@ -104,9 +105,10 @@ GETALL_T = ('GetAll(/t)', (ft.group_object('/t'), ft.PROPERTIES_IFACE, 'GetAll',
 LIST_GROUPS = ('ListGroups', (ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()))
 
 
-def send_while_stopped(d, c, specs, stopped_sec=0):
+def send_while_stopped(d, c, specs, stopped_sec=0, relayed=False):
     """Stops freezerd (SIGSTOP), waits stopped_sec, sends the calls of specs in one write;
-    returns {what: serial}."""
+    returns {what: serial}.  relayed (c on the bus): then waits until they are in
+    freezerd's socket (dbus-daemon relays them when it gets to them)."""
     os.kill(d.pid, signal.SIGSTOP)
     wait_stopped(d.pid)
     time.sleep(stopped_sec)
@@ -115,7 +117,12 @@ def send_while_stopped(d, c, specs, stopped_sec=0):
         serial, raw = serialise(c, *args)
         calls[what] = serial
         data += raw
+    queued = ft.unix_recv_queued(d.pid) if relayed else 0
     c.conn.sock.sendall(data)
+    if relayed:
+        # Each as relayed is what was sent and a sender field: all are there once that much came.
+        ft.wait_for(lambda: ft.unix_recv_queued(d.pid) >= queued + len(data), poll=0.001,
+                    what='the calls in freezerd\'s socket')
     return calls
 
 
@@ -211,9 +218,9 @@ def check_bus_at_shutdown(sc, bus, seen):
         with ft.Daemon(bus, sc.root) as d, ft.Client(bus.address) as c:
             pending = c.call_async('Freeze', '/s', LONG, 0)
             ft.check_equal(c.group_property('/s', 'FreezerState'), 'freezing', 'bus: Freeze(/s) waits')
-            calls = send_while_stopped(d, c, (FREEZE_T, LIST_GROUPS))
-            # dbus-daemon passes them on into freezerd's socket: a round trip to dbus-daemon
-            # itself, sent after them, comes back once it has routed them.
+            calls = send_while_stopped(d, c, (FREEZE_T, LIST_GROUPS), relayed=True)
+            # And a round trip to dbus-daemon itself, sent after them, comes back once it has
+            # routed them (had other messages for freezerd come meanwhile).
             serial, raw = serialise(c, '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId', None, (),
                                     destination='org.freedesktop.DBus')
             c.conn.sock.sendall(raw)
