@@ -1163,6 +1163,12 @@ found:
                 if (gap_low) {
                         ret->gap_low = strdup(gap_low);
                         ret->gap_high = gap_high ? strdup(gap_high) : NULL;
+                        /* Half a gap would say that nothing above it is
+                         * tracked: none, out of memory. */
+                        if (!ret->gap_low || (gap_high && !ret->gap_high)) {
+                                ret->gap_low = mfree(ret->gap_low);
+                                ret->gap_high = mfree(ret->gap_high);
+                        }
                 }
         }
 }
@@ -1244,14 +1250,6 @@ static int json_add_untracked_between(struct json_object *o, const frozen_by_res
  * line, whose rest is freezerd's message in its own words, so that the two
  * name the group alike.  NULL if it does not normalize (freezerd refuses it,
  * and the line names it as given) or on a failed allocation. */
-static size_t count_char(const char *s, char c) {
-        size_t n = 0;
-
-        for (; *s; s++)
-                n += *s == c;
-        return n;
-}
-
 static char *path_shown(const char *arg) {
         char *norm = NULL;
 
@@ -1607,6 +1605,40 @@ static void note_frozen_in_excluded(freezer *f) {
         freezer_group_array_free(groups, n);
 }
 
+/* Whether a group strictly between top and an excluded group (excepts, as
+ * given) lies in no excluded subtree: with nothing frozen, its tasks keep
+ * running too.  /p --except=/p/a --except=/p/a/x has none (/p/a is
+ * excluded itself); /p --except=/p/b/x has /p/b. */
+static bool running_between(const char *top, char **excepts, size_t n) {
+        _cleanup_free_ char **norm = calloc(n, sizeof(char *));
+        bool between = false;
+
+        if (!norm)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                norm[i] = path_shown(excepts[i]);
+        for (size_t i = 0; i < n && !between; i++) {
+                _cleanup_free_ char *g = norm[i] ? strdup(norm[i]) : NULL;
+                char *slash;
+
+                /* Each ancestor of the excluded group, up to top (not
+                 * included). */
+                while (g && !between && (slash = strrchr(g, '/')) && slash != g) {
+                        bool covered = false;
+
+                        *slash = 0;
+                        if (streq(g, top) || (!streq(top, "/") && !path_under(g, top)))
+                                break;
+                        for (size_t j = 0; j < n && !covered; j++)
+                                covered = norm[j] && path_under(g, norm[j]);
+                        between = !covered;
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                free(norm[i]);
+        return between;
+}
+
 static int verb_freeze_except(freezer *f, const char *arg) {
         _cleanup_free_ char *shown = path_shown(arg), *shown_x = path_shown(arg_except[0]);
         const char *path = shown ?: arg, *x = shown_x ?: arg_except[0];
@@ -1623,8 +1655,9 @@ static int verb_freeze_except(freezer *f, const char *arg) {
 
                 log_failure(f, r, "cannot freeze %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
                 /* The groups it froze are printed on success only: said where
-                 * they are, since the recipe of --help (batch of what was
-                 * printed) cannot undo this one.  With advice the caller may
+                 * they are (freezerd's Timeout says that the flags stay), since
+                 * the recipe of --help (batch of what was printed) cannot undo
+                 * this one.  With advice the caller may
                  * follow: freezerd lets a user other than root write only
                  * flags it owns, and the top of a recursive thaw must be one
                  * of them even where its flag does not change (README, "Who
@@ -1633,13 +1666,13 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                  * refused. */
                 if (!arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")) {
                         if (geteuid() == 0)
-                                log_error("note: without --rollback the flags freezerd set stay set, and the groups "
-                                          "are not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw "
+                                log_error("note: the groups whose flags stay set (without --rollback) are not "
+                                          "printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw "
                                           "--recursive %s' clears every flag below it, also those set before)",
                                           path, path);
                         else
-                                log_error("note: without --rollback the flags freezerd set stay set, and the groups "
-                                          "are not printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw' of "
+                                log_error("note: the groups whose flags stay set (without --rollback) are not "
+                                          "printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw' of "
                                           "those it shows frozen clears them: they are yours; a thaw --recursive of "
                                           "%s is refused unless %s's own flag is yours too)",
                                           path, path, path);
@@ -1662,14 +1695,7 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                  * "freeze everything but" usually means either: said.  An
                  * excluded group deeper than a child of PATH leaves the
                  * groups between them running too, with their tasks. */
-                size_t depth = streq(path, "/") ? 0 : count_char(path, '/');
-                bool between = false;
-
-                for (size_t i = 0; i < n_arg_except && !between; i++) {
-                        _cleanup_free_ char *e = path_shown(arg_except[i]);
-
-                        between = e && count_char(e, '/') > depth + 1;
-                }
+                bool between = running_between(path, arg_except, n_arg_except);
                 log_error("note: nothing was frozen: the excluded subtrees hold every group below %s (the tasks of "
                           "%s itself%s keep running)",
                           path, path, between ? ", and of the groups between it and them," : "");

@@ -155,6 +155,15 @@ def test():
                                      'keep running)\n',
                            'the note names the groups between /p and the excluded ones too')
             check_all_running('freeze /p --except every leaf of /p/a and the other children')
+            # An excluded group inside another excluded one: nothing lies between.
+            r = ft.freezectl('freeze', '/p', '--except=/p/a', '--except=/p/a/a1', '--except=/p/b',
+                             '--except=/p/c')
+            ft.check_equal((r.returncode, r.stdout, r.stderr),
+                           (0, '', 'freezectl: note: nothing was frozen: the excluded subtrees hold every group '
+                                   'below /p (the tasks of /p itself keep running)\n'),
+                           'freeze /p --except /p/a, /p/a/a1 inside it and the other children: the note names '
+                           'no group between')
+            check_all_running('freeze /p --except /p/a, /p/a/a1 and the other children')
 
             # Below a frozen ancestor, thaw --recursive clears the flags and says who still freezes.
             c.call('Freeze', '/p/b/b1', timeout_usec, 0)

@@ -96,7 +96,8 @@ def test():
                      'the Timeout message says "after 500 ms"', repr(e.message))
             ft.check(f'A call timed out after 500 ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
                      in d.log(), "freezerd's log says so too", d.log()[-2000:])
-            # What stays is said, as a rollback's restore is (it read as if nothing was done).
+            # What stays is said, as a rollback's restore is: "Timed out" alone reads as if
+            # nothing was done.
             ft.check(e.message.endswith('. Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel '
                                         'goes on with them'),
                      'no rollback: the Timeout message says that the flags stay', repr(e.message))
@@ -182,7 +183,8 @@ def test():
             r = ft.freezectl('freeze', '/q', '--except=/q/keep', '--timeout=300ms', address=bus.address,
                              check=False)
             ft.check(r.returncode == 1 and r.stdout == '' and 'Timeout' in r.stderr and
-                     "note: without --rollback the flags freezerd set stay set, and the groups are not printed: "
+                     "Without ROLLBACK_ON_TIMEOUT the flags stay as asked" in r.stderr and
+                     "note: the groups whose flags stay set (without --rollback) are not printed: "
                      "'freezectl tree /q' shows them" in r.stderr,
                      'freezectl freeze --except times out without --rollback: exit 1, a note on the flags left',
                      r)
