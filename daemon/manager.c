@@ -4392,19 +4392,22 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                                 in = root;
                 }
                 if (in) {
-                        /* "only a group of" said of a path that names nothing (a
-                         * typo) sent the caller off to untrack the whole subtree.
-                         * The model lacks a group made a moment ago, or one not
-                         * followed (its name, its depth): the directory says. */
+                        /* A path that names no group (a typo, a file) must not
+                         * send the caller off to untrack the whole subtree
+                         * ("only a group of").  The model lacks a group made a
+                         * moment ago, or one not followed (its name, its depth):
+                         * the directory says. */
                         if (!tree_get(m->tree, norm)) {
                                 _cleanup_close_ int fd = cg_openat_beneath(m->root_fd, cg_path_relative(norm),
                                                                            O_PATH | O_DIRECTORY, 0);
 
-                                if (fd == -ENOENT)
+                                if (fd == -ENOENT || fd == -ENOTDIR)
                                         return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
-                                                                 "%s is not a tracked root, and does not exist (in "
-                                                                 "the tracked subtree at %s)",
-                                                                 CG_QUOTE(norm), CG_QUOTE(in));
+                                                                 "%s is not a tracked root, and %s (in the tracked "
+                                                                 "subtree at %s)",
+                                                                 CG_QUOTE(norm),
+                                                                 fd == -ENOENT ? "does not exist" : "is no group",
+                                                                 CG_QUOTE(in));
                         }
                         return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
                                                  "%s is not a tracked root, only a group of the tracked subtree at "

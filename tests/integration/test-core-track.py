@@ -157,8 +157,8 @@ def test():
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/x')
             ft.check('/pods/a/x is not a tracked root, only a group of the tracked subtree at /pods/a' in e.message,
                      'Untrack("/pods/a/x"): NotTracked, naming its root /pods/a', e.message)
-            # A path that names nothing (a typo) is not "a group of" the subtree: the
-            # message sent the caller off to untrack the whole of /pods/a.
+            # A path that names nothing (a typo) is not "a group of" the subtree: that
+            # message would send the caller off to untrack the whole of /pods/a.
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/typo')
             ft.check_equal(e.message, '/pods/a/typo is not a tracked root, and does not exist (in the tracked '
                                       'subtree at /pods/a)', 'Untrack("/pods/a/typo"): NotTracked, saying it '
@@ -169,6 +169,12 @@ def test():
                                                          '(in the tracked subtree at /pods/a)\n'),
                            'freezectl untrack /pods/a/typo: exit 1, the same in one line')
             s.check('Untrack of a path that does not exist', kept)
+            # A file of a group is no group either.
+            e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/cgroup.procs')
+            ft.check_equal(e.message, '/pods/a/cgroup.procs is not a tracked root, and is no group (in the tracked '
+                                      'subtree at /pods/a)', 'Untrack("/pods/a/cgroup.procs"): NotTracked, saying '
+                                                             'it is no group')
+            s.check('Untrack of a file', kept)
             c.call('Untrack', '/pods/a')
             s.check('Untrack("/pods/a")', ['/'], removed=['/pods/a', '/pods/a/x', '/pods/a/y'])
 
