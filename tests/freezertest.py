@@ -257,9 +257,10 @@ def run(test):
         sys.exit(1)
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException as e:
         traceback.print_exc()
-        print(f'FAIL: {name}: unexpected exception', file=sys.stderr, flush=True)
+        # The exception itself on the FAIL line: what run-tests' summary repeats.
+        print(f'FAIL: {name}: unexpected {type(e).__name__}: {e}', file=sys.stderr, flush=True)
         sys.exit(1)
     print(f'PASS: {name}: {_checks} checks', flush=True)
     sys.exit(0)
