@@ -17,7 +17,9 @@
  * default, is freezerd's DefaultTimeoutUSec.
  *
  * Built with the project, not installed: an example to copy from, which the
- * build keeps compiling under the project's warnings.
+ * build keeps compiling under the project's warnings.  Copied out of the
+ * tree, it needs client/duration.c, duration.h and client-util.h too (for
+ * --timeout=), or a parser of its own in place of parse_duration().
  */
 
 #include <errno.h>

@@ -144,7 +144,7 @@ int main(void) {
         total(86400000000, "1d 0h");
         total(273600000000, "3d 4h");
         total(UINT64_MAX, "213503982d 8h");
-        /* Rounded into the next unit, it is printed in that one (it was
+        /* Rounded into the next unit, it is printed in that one (not
          * "1000.0ms", "60.00s", "1min 60.0s", "59min 60.0s"). */
         total(999950, "1.00s");
         total(999999, "1.00s");

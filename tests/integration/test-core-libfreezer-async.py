@@ -283,7 +283,7 @@ def check_example(sc, d, bus):
     (the example had no --address=, and read "0.5" as 0, freezerd's default) and of units
     ("1500ms"); its --timeout= is freezectl's DURATION (duration.c), anything else a usage
     error: "abc" (read as 0) and "-1" (2^64 - 1) once, and what strtod() took, "0x10",
-    "1e3", "inf", "nan" (it read the first two as 16 s and 1000 s).  Out of range (below
+    "1e3", "inf", "nan" (not 16 s and 1000 s for the first two).  Out of range (below
     1 us, above 2^64 - 1 us) is said so."""
     exe = os.path.join(ft.BUILDDIR, 'client', 'example-async')
     if not os.path.exists(exe):

@@ -23,7 +23,7 @@ tracked, which a GetGroup of /u did):
 status --json and list --json give the same "frozen_by" (one walk for all three), and all
 three "untracked_between": ["/u/t", "/"] where /u lies between the group and what they name
 (null for /u/t's flag); text status says it after its "Frozen by:" as "(or a group between
-/u/t and / that freezerd does not track)", as the note does (they said it nowhere).  With
+/u/t and / that freezerd does not track)", as the note does.  With
 nothing frozen, thaw --recursive (also --no-wait) says nothing and gives no "frozen_by":
 the walk over the untracked /u must not take a running /u/t above it for a sign that /u
 freezes /u/t/x."""

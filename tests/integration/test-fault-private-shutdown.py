@@ -9,8 +9,8 @@ other: 256 peers that do not read held a stop 25.6 s (before session 37).  Now
 the 100 ms are for all of them together.  The first check gives the flush 1 s
 (FREEZERD_TEST_FLUSH_TIMEOUT_USEC), so that one flush for all and one each (6 s)
 stay apart on a slow machine: with 100 ms (0.1 s against 0.6, the bound 0.4) the
-margin was 0.3 s, which a VM's stolen time (not counted as a wait for a CPU) can
-eat: CI failed this test once, its reason lost from the log.
+margin is 0.3 s, which a VM's stolen time (not counted as a wait for a CPU) can
+eat.
 
   /g0 ... /g39   empty groups (a GetManagedObjects reply of some 17 KB)
 
