@@ -3649,7 +3649,8 @@ static int parse_argv(int argc, char *argv[]) {
                                 return usage_error("duration out of range: '%s' (from 1us to about "
                                                    "584,000 years; 0 means freezerd's default)", optarg);
                         if (r < 0)
-                                return usage_error("invalid duration '%s' (e.g. 5s, 250ms, 1.5s, 2min 3s)", optarg);
+                                return usage_error("invalid duration '%s' (units us, ms, s, min, h; no days nor "
+                                                   "\"infinity\": e.g. 5s, 250ms, 1.5s, 2min 3s)", optarg);
                         arg_timeout_set = true;
                         break;
 

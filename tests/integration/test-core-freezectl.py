@@ -568,6 +568,12 @@ def test():
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
+            # A unit --timeout= does not take is said to be one (help lists the units).
+            for bad in ('1d', 'infinity'):
+                r = ft.freezectl('freeze', f'--timeout={bad}', '/g', check=False)
+                ft.check_equal((r.returncode, r.stdout), (2, ''), f'--timeout={bad} exits 2')
+                one_line(r, f'--timeout={bad}', f"invalid duration '{bad}' (units us, ms, s, min, h; no days nor "
+                                                '"infinity"')
             # An --except= that is not below PATH (a sibling, PATH itself, and PATH written with
             # a trailing "/"): freezerd's InvalidArgs exited 1, for arguments that tell it alone.
             for path, x in (('/g', '/a-b'), ('/g', '/g'), ('/g/', '/g'), ('/', '/'), ('/g', '/gh')):
