@@ -136,7 +136,9 @@ run "$FREEZECTL" --address="$ADDR" freeze /demo/app1
 # Root may also skip dbus-daemon: freezerd's private socket (RUNTIME_DIR/private,
 # by default /run/freezerd/private, which freezectl then uses by itself).
 run "$FREEZECTL" --socket="$TMP/private" status /demo/app1
-# The file's lines on one, joined by spaces (none left at the end).
+# The file's lines on one, joined by spaces (none left at the end), under a line
+# that says these are not freezectl's output.
+echo "(what the kernel says itself: app1's cgroup.events, and the state of each of its tasks)"
 echo "kernel: $(paste -sd ' ' "$ROOT/demo/app1/cgroup.events")"
 while read -r pid; do
         echo "pid $pid: $(awk '/^State:/ { print $2, $3 }' "/proc/$pid/status"), wchan $(cat "/proc/$pid/wchan")"
