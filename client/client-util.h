@@ -31,6 +31,11 @@ static inline const char *order_to_string(unsigned order) {
 #define MESSAGE_PATH_NOT_UTF8 "The path is not valid UTF-8"
 #define MESSAGE_REQUEST_NOT_UTF8 "Request %zu: the path is not valid UTF-8"
 
+/* libfreezer's message for dbus-daemon's NoReply "Message recipient
+ * disconnected ..." (freezerd left the bus with the call unanswered), which it
+ * names Disconnected: freezectl tells it apart from a lost bus by it. */
+#define MESSAGE_LEFT_BUS_UNANSWERED "freezerd left the bus without replying"
+
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
 

@@ -715,11 +715,16 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 log_error("%s: freezerd is not running (nobody owns " FREEZER_SERVICE " on the bus)", what);
                 return;
         }
-        if (streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") && message &&
-            strstr(message, "recipient disconnected")) {
+        if ((streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") && message &&
+             strstr(message, "recipient disconnected")) ||
+            (streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected") && !connected_private &&
+             streq_ptr(message, MESSAGE_LEFT_BUS_UNANSWERED))) {
                 /* dbus-daemon's "Message recipient disconnected from message bus
-                 * without replying": freezerd is gone, it does not go on. */
-                log_error("%s: freezerd left the bus without answering (%s)%s", what, message, left_during_call());
+                 * without replying" (over the wire), which libfreezer names
+                 * Disconnected (freeze --except, thaw --recursive): freezerd
+                 * is gone, it does not go on, and the bus is still there.
+                 * Said alike whichever carried the call. */
+                log_error("%s: freezerd left the bus without answering%s", what, left_during_call());
                 return;
         }
         if (streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||

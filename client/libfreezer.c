@@ -325,7 +325,7 @@ static void error_normalize(sd_bus_error *e) {
                 return;
         if (strstr(e->message, "disconnected")) {
                 sd_bus_error_free(e);
-                (void) sd_bus_error_set(e, SD_BUS_ERROR_DISCONNECTED, "freezerd left the bus without replying");
+                (void) sd_bus_error_set(e, SD_BUS_ERROR_DISCONNECTED, MESSAGE_LEFT_BUS_UNANSWERED);
         }
 }
 

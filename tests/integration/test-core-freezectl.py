@@ -67,7 +67,9 @@ Checks:
     private socket with --rollback and over the bus without: exit 1, one line
     saying freezerd stopped or crashed during the freeze of /s and what becomes
     of its flags; never that freezerd goes on, nor that a bus was lost on the
-    private socket.
+    private socket.  The same for `freeze / --except=...` (libfreezer, not the
+    wire), over both: over the bus it said "lost the connection to the bus
+    (freezerd left the bus without replying)", and nothing of the freeze.
   * A bus whose reply_timeout (1 s, 3 s under ASan) ends a `freeze --timeout=60s /s` first:
     exit 1, one line saying no reply came and that freezerd goes on with the
     freeze of /s if it was already working on it; /s is still freezing.
@@ -305,12 +307,19 @@ def check_bus_drops_large_call(sc):
 def check_freezerd_killed(sc, bus):
     """freezerd killed while freezectl waits for a freeze: freezectl says freezerd is gone
     (not that a bus went, nor that freezerd goes on) and what becomes of the flags."""
-    for how, rollback in (('private socket', True), ('bus', False)):
+    # freeze --except (libfreezer, not the wire) says it as the plain freeze: / --except
+    # every group but /s freezes /s alone.
+    excepts = ['--except=/g', '--except=/a-b', '--except=/-odd']
+    for how, rollback, except_ in (('private socket', True, False), ('bus', False, False),
+                                   ('private socket', False, True), ('bus', False, True)):
         with ft.CrashableDaemon(bus, sc.root) as d:
             private = os.path.join(d.runtime_dir, 'private')
             ft.wait_for(lambda: os.path.exists(private), what='the private socket')
             where = [f'--socket={private}'] if how == 'private socket' else [f'--address={bus.address}']
-            args = ['freeze', '--timeout=60s', *(['--rollback'] if rollback else []), '/s']
+            args = ['freeze', '--timeout=60s', *(['--rollback'] if rollback else []),
+                    *(['/', *excepts] if except_ else ['/s'])]
+            call = 'freeze of / except /g, ...' if except_ else 'freeze of /s'
+            how = f'{how}{" (--except)" if except_ else ""}'
             ft.loop().watch(sc.abspath('/s'))  # a write of its cgroup.freeze wakes the wait below
             p = subprocess.Popen([ft.FREEZECTL_BIN, *where, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
@@ -324,14 +333,18 @@ def check_freezerd_killed(sc, bus):
                     p.kill()
                     p.wait()
             r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
-            ft.check_equal((r.returncode, r.stdout), (1, ''), f'{how}: freezerd killed during freeze /s: exit 1')
-            words = ['cannot freeze /s', 'freezerd stopped or crashed during the freeze of /s',
+            ft.check_equal((r.returncode, r.stdout), (1, ''), f'{how}: freezerd killed during the {call}: exit 1')
+            words = [f'cannot {call.replace(" of", "")}', f'freezerd stopped or crashed during the {call}',
                      'with --rollback, the flags it changed are restored' if rollback
                      else 'see freezectl status for the flags it left']
-            words += ['lost the connection to freezerd (its private socket)'] if how == 'private socket' else \
-                ['freezerd left the bus without answering']
+            words += ['lost the connection to freezerd (its private socket)'] if how.startswith('private socket') \
+                else ['freezerd left the bus without answering']
             one_line(r, f'{how}: freezerd killed', *words)
             ft.check('goes on' not in r.stderr, f'{how}: it does not say freezerd goes on', r.stderr)
+            if how.startswith('bus'):  # the same words, whichever of the wire and libfreezer carried it
+                ft.check_equal(r.stderr, f'freezectl: cannot {call.replace(" of", "")}: freezerd left the bus without '
+                               f'answering; freezerd stopped or crashed during the {call}: see freezectl status for '
+                               'the flags it left\n', f'{how}: freezerd killed: the line')
         sc.write_freeze('/s', 0)
 
 
