@@ -1111,6 +1111,14 @@ static void frozen_by_result_clear(frozen_by_result *fb) {
  * not frozen at all while the one below it is frozen by a parent, the skipped
  * one is what freezes path (FROZEN_UNTRACKED).
  *
+ * freezerd's listing is "/" and whole subtrees (a tracked group's descendants
+ * are all tracked; the ancestors of a track root are kept unpublished), so
+ * the untracked groups above path are one run: between its track root and
+ * "/".  Were a listing ever to hold a tracked group between two runs, the
+ * gap is the span of them all, from the tracked group below the first to the
+ * one above the last: a freeze in any of them lies in it, and a note naming
+ * the first run alone would hide the other.
+ *
  * unsettled: path's own state may not have settled yet (after a thaw with
  * --no-wait: still "frozen", or "thawing"), but the flags above it are what
  * they will stay: every ancestor is looked at, and the states of the tracked
@@ -1138,6 +1146,7 @@ static void listed_frozen_by(const freezer_group *groups, size_t n, const char *
                 if (!a) {
                         if (!gap_low)
                                 gap_low = below;
+                        gap_high = NULL; /* another run: the gap goes on to the group above it */
                         continue;
                 }
                 if (gap_low && !gap_high)
