@@ -597,31 +597,75 @@ static const char *socket_bus_daemon(const char *path, char *buf, size_t size) {
         return socket_peer_comm(path, buf, size) ?: "a bus daemon";
 }
 
+/* Whether the character at p, of l bytes (cg_utf8_char_len(); 0: no UTF-8
+ * character begins there), is shown escaped in a line of text: one that ends
+ * or breaks a line where the text is read (a terminal, a pager, an editor, a
+ * log viewer, str.splitlines()) - the control characters, C0, DEL and C1
+ * (NEL, U+0085, among them), U+2028 LINE SEPARATOR and U+2029 PARAGRAPH
+ * SEPARATOR - or a byte that is no UTF-8.  freezerd publishes no group whose
+ * name holds a C0 control character, but it does the others. */
+static bool char_escaped(const unsigned char *p, size_t l) {
+        return l == 0 || *p < 0x20 || *p == 0x7f ||
+               (l == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||                                  /* U+0080..U+009F */
+               (l == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)); /* U+2028, U+2029 */
+}
+
+/* s into buf (room for 4 * strlen(s) + 1), the characters of char_escaped()
+ * as \xNN, byte by byte.  Returns the length written, without the NUL. */
+static size_t text_escape_into(char *buf, const char *s) {
+        size_t k = 0;
+
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t l = cg_utf8_char_len(p, false);
+
+                if (char_escaped(p, l))
+                        for (size_t i = 0; i < (l ?: 1); i++)
+                                k += (size_t) sprintf(buf + k, "\\x%02x", *p++);
+                else
+                        for (; l > 0; l--)
+                                buf[k++] = (char) *p++;
+        }
+        buf[k] = 0;
+        return k;
+}
+
+/* s as a line of text output shows it (text_escape_into()): s itself where
+ * nothing in it is escaped, else a copy in *tofree (to free).  s, as it is,
+ * on a failed allocation: it is only shown. */
+static const char *text_shown(const char *s, char **tofree) {
+        *tofree = NULL;
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t l = cg_utf8_char_len(p, false);
+
+                if (char_escaped(p, l)) {
+                        *tofree = malloc(4 * strlen(s) + 1);
+                        if (!*tofree)
+                                return s;
+                        text_escape_into(*tofree, s);
+                        return *tofree;
+                }
+                p += l;
+        }
+        return s;
+}
+
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
- * is unbuffered): control characters (a newline in a path we were given, or
- * in a message) as \xNN, and so the bytes that are not UTF-8 (of a path we
- * were given: the journal keeps a line with one as a blob, not as text). */
+ * is unbuffered), escaped as the text on standard output (text_shown()): a
+ * newline in a path we were given, or in a message, and the bytes that are
+ * not UTF-8 (of a path we were given: the journal keeps a line with one as a
+ * blob, not as text) as \xNN. */
 static void put_error_line(const char *line) {
-        size_t n = strlen(line), k = 0;
+        size_t k;
         char *buf;
 
-        buf = malloc(sizeof(PROGRAM ": ") + 4 * n + 1);
+        buf = malloc(sizeof(PROGRAM ": ") + 4 * strlen(line) + 1);
         if (!buf) {
                 fputs(PROGRAM ": out of memory\n", stderr);
                 return;
         }
         k = (size_t) sprintf(buf, PROGRAM ": ");
-        for (const unsigned char *p = (const unsigned char *) line; p < (const unsigned char *) line + n;) {
-                size_t l = cg_utf8_char_len(p, false);
-
-                if (l == 0 || *p < 0x20 || *p == 0x7f) {
-                        k += (size_t) sprintf(buf + k, "\\x%02x", *p);
-                        p++;
-                } else
-                        for (; l > 0; l--)
-                                buf[k++] = (char) *p++;
-        }
+        k += text_escape_into(buf + k, line);
         buf[k++] = '\n';
         (void) fwrite(buf, 1, k, stderr);
         free(buf);
@@ -1726,8 +1770,11 @@ static int verb_freeze_except(freezer *f, const char *arg) {
 
                 ret = print_json_and_put(a);
         } else
-                for (char **i = frozen; *i; i++)
-                        puts(*i);
+                for (char **i = frozen; *i; i++) {
+                        _cleanup_free_ char *escaped = NULL;
+
+                        puts(text_shown(*i, &escaped));
+                }
 
         freezer_strv_free(frozen);
         return ret;
@@ -1874,7 +1921,9 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 }
                 json_object_put(o);
         } else {
-                printf("%-20s%s\n", "Path:", g.path);
+                _cleanup_free_ char *escaped = NULL;
+
+                printf("%-20s%s\n", "Path:", text_shown(g.path, &escaped));
                 if (have_id)
                         printf("%-20s%" PRIu64 "\n", "Id:", id);
                 else
@@ -1884,14 +1933,15 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                         /* Where the walk skipped untracked groups: one of
                          * them may be what freezes it, said as the note of
                          * thaw --recursive says it. */
-                        _cleanup_free_ char *gap = untracked_gap(&by);
+                        _cleanup_free_ char *gap_raw = untracked_gap(&by), *gap_escaped = NULL, *by_escaped = NULL;
+                        const char *gap = gap_raw ? text_shown(gap_raw, &gap_escaped) : NULL;
 
                         if (streq(by.by, FROZEN_UNTRACKED))
                                 printf("%-20sa group %s\n", "Frozen by:", gap ?: "that freezerd does not track");
                         else
                                 printf("%-20s%s%s%s%s\n", "Frozen by:",
                                        streq(by.by, FROZEN_ABOVE_ROOT) ? "a group above freezerd's cgroup root"
-                                                                        : by.by,
+                                                                        : text_shown(by.by, &by_escaped),
                                        gap ? " (or a group " : "", gap ?: "", gap ? ")" : "");
                 }
                 printf("%-20s%s\n", "Freeze:", g.freeze ? "yes" : "no");
@@ -2018,8 +2068,11 @@ static int verb_list(freezer *f) {
                                 width = l;
                 }
 
-                for (size_t i = 0; i < n; i++)
-                        printf("%-*s %s\n", width, state_str(groups[i].state), groups[i].path);
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *escaped = NULL;
+
+                        printf("%-*s %s\n", width, state_str(groups[i].state), text_shown(groups[i].path, &escaped));
+                }
         }
 
         freezer_group_array_free(groups, n);
@@ -2146,10 +2199,13 @@ static void tree_sort(tree_node *n) {
 }
 
 static void tree_print_line(const char *prefix, const char *connector, const tree_node *n) {
+        _cleanup_free_ char *escaped = NULL;
+        const char *name = text_shown(n->name, &escaped);
+
         if (n->group)
-                printf("%s%s%s (%s)\n", prefix, connector, n->name, state_str(n->group->state));
+                printf("%s%s%s (%s)\n", prefix, connector, name, state_str(n->group->state));
         else
-                printf("%s%s%s\n", prefix, connector, n->name);
+                printf("%s%s%s\n", prefix, connector, name);
 }
 
 static int tree_print_children(const tree_node *n, const char *prefix, bool utf8) {
@@ -2580,16 +2636,24 @@ static void watch_emit_json(watch_context *c, struct json_object *o, int r) {
         json_object_put(o);
 }
 
+/* One line of text watch: its paths (a group's name may hold U+2028, say)
+ * shown as the other text outputs show them (text_shown()). */
 _printf_(3, 4)
 static void watch_emit_text(watch_context *c, const char *event, const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL, *escaped = NULL;
         char buf[64];
         va_list ap;
+        int r;
 
-        printf("%s %-8s ", format_now(buf, sizeof(buf), false), event);
         va_start(ap, fmt);
-        vprintf(fmt, ap);
+        r = vasprintf(&line, fmt, ap);
         va_end(ap);
-        putchar('\n');
+        if (r < 0) {
+                line = NULL;
+                log_oom();
+                return;
+        }
+        printf("%s %-8s %s\n", format_now(buf, sizeof(buf), false), event, text_shown(line, &escaped));
 }
 
 static bool watch_wants(watch_context *c, const char *path) {
@@ -2830,9 +2894,11 @@ static void watch_emit_watching(watch_context *c) {
         int r;
 
         if (!arg_json) {
+                _cleanup_free_ char *escaped = NULL;
                 char buf[64];
 
-                printf("%s %-8s %s", format_now(buf, sizeof(buf), false), "watching", c->path ?: "all groups");
+                printf("%s %-8s %s", format_now(buf, sizeof(buf), false), "watching",
+                       c->path ? text_shown(c->path, &escaped) : "all groups");
                 for (size_t i = 0; i < n_arg_triggers; i++) {
                         char t[64], w[64];
 

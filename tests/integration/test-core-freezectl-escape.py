@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""freezectl's text output shows a path's characters that end or break a line escaped, as
+its error lines show control characters: byte by byte as \\xNN.
+
+freezerd publishes a group whose name holds U+2028 LINE SEPARATOR, U+2029 PARAGRAPH
+SEPARATOR or a C1 control character such as U+0085 NEXT LINE (only C0 control
+characters and bytes that are no UTF-8 keep a group out), and pagers, editors, log
+viewers and str.splitlines() take each of them for the end of a line:
+
+  /e/a<U+2028>b      (LS)
+  /e/n<U+0085>l      (NEL)
+  /e/p<U+2029>q/c    (PS; c a sleeper)
+
+Checks (each printed them as they are, one line of output read as two):
+  * tree /e: one line per group (str.splitlines()), the names as a\\xe2\\x80\\xa8b,
+    n\\xc2\\x85l and p\\xe2\\x80\\xa9q; --json tree has them as they are.
+  * list: one line per group, the paths escaped; --json list as they are.
+  * status /e/p<PS>q/c with /e/p<PS>q frozen: its "Path:" and "Frozen by:" escaped,
+    and as many lines as the status of a plain group.
+  * freeze /e --except=/e/p<PS>q: the two groups it froze, one line each, escaped;
+    --json as they are.
+  * watch --initial /e: its watching and listed lines escaped.
+  * an error line (freeze /e/no<LS>such: NoSuchGroup): one line, the path escaped
+    in it (stderr escaped control characters, not these)."""
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+LS, PS, NEL = '\u2028', '\u2029', '\u0085'
+A, N, P = f'/e/a{LS}b', f'/e/n{NEL}l', f'/e/p{PS}q'
+C = P + '/c'
+GROUPS = ['/e', A, N, P, C]
+
+
+def esc(s):
+    """s as freezectl's text shows it: these characters as \\xNN, byte by byte."""
+    return ''.join(''.join(f'\\x{b:02x}' for b in ch.encode()) if ch in (LS, PS, NEL) else ch for ch in s)
+
+
+def run(*args, address):
+    """freezectl ARGS...; (exit status, stdout, stderr), decoded as UTF-8 whatever the locale."""
+    r = subprocess.run([ft.FREEZECTL_BIN, f'--address={address}', *args], capture_output=True,
+                       timeout=ft.DEFAULT_TIMEOUT)
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def check_raw_free(what, text):
+    ft.check(not any(ch in text for ch in (LS, PS, NEL)), f'{what}: no LS, PS or NEL as it is', repr(text))
+
+
+def check_watch(bus):
+    p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'watch', '--initial', '/e'],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+    data = b''
+    try:
+        while data.count(b'\n') < 1 + len(GROUPS):  # the watching line, a listed line per group
+            if not sel.select(deadline - time.monotonic()):
+                ft.fail(f'watch --initial /e printed no more than {data!r}')
+            chunk = os.read(p.stdout.fileno(), 4096)
+            if not chunk:
+                ft.fail(f'watch --initial /e exited: {p.stderr.read()!r}')
+            data += chunk
+    finally:
+        sel.close()
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=ft.DEFAULT_TIMEOUT)
+    text = data.decode()
+    check_raw_free('watch --initial /e', text)
+    lines = text.split('\n')[:1 + len(GROUPS)]
+    ft.check(lines[0].split()[2:4] == ['watching', '/e'], 'watch --initial /e: the watching line', lines[0])
+    ft.check_equal(sorted(ln.split()[3] for ln in lines[1:]), sorted(esc(g) for g in GROUPS),
+                   'watch --initial /e: one listed line per group, the paths escaped')
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
+    with ft.Scratch('core-freezectl-escape') as sc, ft.Bus() as bus:
+        for g in GROUPS:
+            sc.mkdir(g)
+        sc.spawn_sleepers(C, 1)
+        sc.before_cleanup.append(lambda: sc.exists(P) and sc.write_freeze(P, 0))
+
+        with ft.Daemon(bus, sc.root, config={'track': ['/e']}) as d:
+            c = d.client
+            listed = sorted(p for p, _o, _s in c.call('ListGroups')[0])
+            ft.check_equal(listed, sorted(['/'] + GROUPS), 'freezerd publishes the groups named with LS, NEL, PS')
+
+            # ---- tree
+            rc, out, err = run('tree', '/e', address=bus.address)
+            ft.check_equal((rc, err), (0, ''), 'tree /e: exit 0')
+            check_raw_free('tree /e', out)
+            ft.check_equal(len(out.splitlines()), len(GROUPS), f'tree /e: one line per group: {out!r}')
+            for g in (A, N, P):
+                name = esc(g.rsplit('/', 1)[1])
+                ft.check(any(ln.endswith(f'{name} (running)') for ln in out.splitlines()),
+                         f'tree /e names {esc(g)} escaped', out)
+            rc, out, _ = run('--json', 'tree', '/e', address=bus.address)
+            seen = []
+
+            def walk(node):
+                seen.append(node['path'])
+                for ch in node['children']:
+                    walk(ch)
+            walk(json.loads(out))
+            ft.check_equal(sorted(seen), sorted(GROUPS), '--json tree /e: the paths as they are')
+
+            # ---- list
+            rc, out, err = run('list', address=bus.address)
+            ft.check_equal((rc, err), (0, ''), 'list: exit 0')
+            check_raw_free('list', out)
+            ft.check_equal(sorted(ln.split()[1] for ln in out.splitlines()), sorted(esc(g) for g in ['/'] + GROUPS),
+                           'list: one line per group, the paths escaped')
+            rc, out, _ = run('--json', 'list', address=bus.address)
+            ft.check_equal(sorted(e['path'] for e in json.loads(out)), sorted(['/'] + GROUPS),
+                           '--json list: the paths as they are')
+
+            # ---- status, frozen by a parent named so
+            sc.write_freeze(P, 1)
+            sc.wait_events(C, frozen=1)
+            ft.wait_for(lambda: c.group_property(C, 'FreezerState') == 'frozen-by-parent',
+                        what=f'{esc(C)} frozen-by-parent in freezerd')
+            rc, out, err = run('status', C, address=bus.address)
+            ft.check_equal((rc, err), (0, ''), 'status of the child of the PS group: exit 0')
+            check_raw_free('status', out)
+            plain = run('status', '/e', address=bus.address)[1]
+            ft.check_equal(len(out.splitlines()), len(plain.splitlines()) + 1,
+                           f'status: as many lines as for /e, and "Frozen by:": {out!r}')
+            fields = dict((k, v.strip()) for k, v in (ln.split(':', 1) for ln in out.splitlines()))
+            ft.check_equal((fields.get('Path'), fields.get('Frozen by')), (esc(C), esc(P)),
+                           'status: Path and Frozen by escaped')
+            rc, out, _ = run('--json', 'status', C, address=bus.address)
+            j = json.loads(out)
+            ft.check_equal((j['path'], j['frozen_by']), (C, P), '--json status: the paths as they are')
+            sc.write_freeze(P, 0)
+            sc.wait_events(C, frozen=0)
+
+            # ---- freeze --except
+            rc, out, err = run('freeze', '/e', f'--except={P}', address=bus.address)
+            ft.check_equal((rc, err), (0, ''), 'freeze /e --except=PS group: exit 0')
+            check_raw_free('freeze --except', out)
+            ft.check_equal(out.splitlines(), sorted([esc(A), esc(N)]),
+                           'freeze --except: the groups frozen, one line each, escaped')
+            run('thaw', A, N, address=bus.address)
+            rc, out, _ = run('--json', 'freeze', '/e', f'--except={P}', address=bus.address)
+            ft.check_equal((rc, json.loads(out)), (0, sorted([A, N])), '--json freeze --except: as they are')
+            run('thaw', A, N, address=bus.address)
+            ft.check_equal((sc.read_freeze(A), sc.read_freeze(N)), (0, 0), 'thawed again')
+
+            # ---- watch
+            check_watch(bus)
+
+            # ---- an error line
+            rc, out, err = run('freeze', f'/e/no{LS}such', address=bus.address)
+            ft.check_equal((rc, out), (1, ''), 'freeze of a missing group named with LS: exit 1')
+            check_raw_free('the error line', err)
+            ft.check(len(err.splitlines()) == 1 and f'cannot freeze {esc("/e/no" + LS + "such")}: NoSuchGroup' in err,
+                     'the error line: one line, the path escaped', repr(err))
+
+    print('# checked: tree, list, status, freeze --except, watch and error lines escape LS, PS and NEL')
+
+
+if __name__ == '__main__':
+    ft.run(test)
