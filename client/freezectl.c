@@ -65,6 +65,10 @@ static bool arg_recursive = false;
 static freezer_order arg_order = FREEZER_ORDER_AUTO;
 static bool arg_order_set = false;
 static char **arg_except = NULL;
+/* Each --except= path normalized as freezerd names the group ("/pods/a" for
+ * "pods/a/"), once for every use; NULL where it does not normalize (left to
+ * freezerd, which says what is wrong with it) or on a failed allocation. */
+static char **arg_except_norm = NULL;
 static size_t n_arg_except = 0;
 
 /* A --trigger of watch: RESOURCE:KIND:THRESHOLD:WINDOW. */
@@ -1594,9 +1598,9 @@ static int check_except_below(const char *path) {
                 return EXIT_SUCCESS;
 
         for (size_t i = 0; i < n_arg_except; i++) {
-                _cleanup_free_ char *x = NULL;
+                const char *x = arg_except_norm[i];
 
-                if (mount_of(arg_except[i], mounts) || cg_path_normalize(arg_except[i], &x, NULL) < 0)
+                if (mount_of(arg_except[i], mounts) || !x)
                         continue;
                 /* (path_under() takes no "/", below which every other path is.) */
                 if (streq(x, top) || (!streq(top, "/") && !path_under(x, top))) {
@@ -1633,7 +1637,8 @@ static void note_frozen_in_excluded(freezer *f) {
         if (n > 1)
                 qsort(groups, n, sizeof(groups[0]), group_cmp);
         for (size_t i = 0; i < n_arg_except; i++) {
-                _cleanup_free_ char *x = path_shown(arg_except[i]), *names = NULL;
+                _cleanup_free_ char *names = NULL;
+                const char *x = arg_except_norm[i];
                 size_t k = 0, len = 0;
                 FILE *m;
 
@@ -1663,18 +1668,15 @@ static void note_frozen_in_excluded(freezer *f) {
         freezer_group_array_free(groups, n);
 }
 
-/* Whether a group strictly between top and an excluded group (excepts, as
- * given) lies in no excluded subtree: with nothing frozen, its tasks keep
- * running too.  /p --except=/p/a --except=/p/a/x has none (/p/a is
- * excluded itself); /p --except=/p/b/x has /p/b. */
-static bool running_between(const char *top, char **excepts, size_t n) {
-        _cleanup_free_ char **norm = calloc(n, sizeof(char *));
+/* Whether a group strictly between top and an excluded group (--except=)
+ * lies in no excluded subtree: with nothing frozen, its tasks keep running
+ * too.  /p --except=/p/a --except=/p/a/x has none (/p/a is excluded itself);
+ * /p --except=/p/b/x has /p/b. */
+static bool running_between(const char *top) {
+        char *const *norm = arg_except_norm;
+        size_t n = n_arg_except;
         bool between = false;
 
-        if (!norm)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                norm[i] = path_shown(excepts[i]);
         for (size_t i = 0; i < n && !between; i++) {
                 _cleanup_free_ char *g = norm[i] ? strdup(norm[i]) : NULL;
                 char *slash;
@@ -1692,14 +1694,12 @@ static bool running_between(const char *top, char **excepts, size_t n) {
                         between = !covered;
                 }
         }
-        for (size_t i = 0; i < n; i++)
-                free(norm[i]);
         return between;
 }
 
 static int verb_freeze_except(freezer *f, const char *arg) {
-        _cleanup_free_ char *shown = path_shown(arg), *shown_x = path_shown(arg_except[0]);
-        const char *path = shown ?: arg, *x = shown_x ?: arg_except[0];
+        _cleanup_free_ char *shown = path_shown(arg);
+        const char *path = shown ?: arg, *x = arg_except_norm[0] ?: arg_except[0];
         char **frozen = NULL;
         size_t n;
         int ret = EXIT_SUCCESS, r;
@@ -1753,7 +1753,7 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                  * "freeze everything but" usually means either: said.  An
                  * excluded group deeper than a child of PATH leaves the
                  * groups between them running too, with their tasks. */
-                bool between = running_between(path, arg_except, n_arg_except);
+                bool between = running_between(path);
                 log_error("note: nothing was frozen: the excluded subtrees hold every group below %s (the tasks of "
                           "%s itself%s keep running)",
                           path, path, between ? ", and of the groups between it and them," : "");
@@ -3549,7 +3549,12 @@ static int except_add(char *path) {
         if (!a)
                 return -ENOMEM;
         arg_except = a;
-        arg_except[n_arg_except++] = path;
+        a = reallocarray(arg_except_norm, n_arg_except + 1, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        arg_except_norm = a;
+        arg_except[n_arg_except] = path;
+        arg_except_norm[n_arg_except++] = path_shown(path);
         return 0;
 }
 
@@ -4389,6 +4394,9 @@ int main(int argc, char *argv[]) {
 #endif
         ret = run(argc, argv);
 
+        for (size_t i = 0; i < n_arg_except; i++)
+                free(arg_except_norm[i]);
+        free(arg_except_norm);
         free(arg_except);
         free(arg_triggers);
         return ret;
