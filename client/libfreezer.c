@@ -1046,7 +1046,6 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         deferred_clear(f);
 
         sd_bus_slot_unref(f->match_slot);
-        sd_bus_slot_unref(f->ids_slot);
         sd_bus_slot_unref(f->group_slot);
         groups_clear(f);
         sd_bus_slot_unref(f->filter_slot);
@@ -1057,7 +1056,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         for (size_t i = 0; i < f->n_triggers; i++)
                 trigger_entry_clear(&f->triggers[i]);
         free(f->triggers);
-        cache_clear(f);
+        cache_clear(f); /* and ids_slot, a (re)load of Ids in flight */
         sd_bus_error_free(&f->error);
         /* Only calls in flight need the daemon to take them: without any,
          * a close costs no round trip. */

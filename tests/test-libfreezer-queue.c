@@ -10,7 +10,8 @@
  * and the state callback's Ids loaded again after an InterfacesAdded was
  * dropped while the Ids of an earlier one waited in the queue, and the group
  * callback's groups listed again after InterfacesAdded/Removed were dropped,
- * each change reported once.  And, needing no stand-in, which states
+ * each change reported once, and a handle closed while its Ids are loaded
+ * again.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -513,6 +514,27 @@ static void test_groups_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* Closed while the state callback's Ids are being loaded again (an
+ * InterfacesAdded dropped, the ListGroupIds() on its way): the close lets go
+ * of that call once, as of every other (run under AddressSanitizer or
+ * valgrind, a second release is a use after free). */
+static void test_close_reloading(const char *socket_path) {
+        freezer *f = NULL;
+        char calls[32];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        /* Its InterfacesAdded dropped: the Ids asked for again, not waited for. */
+        CHECK_R(freezer_freeze(f, "/new5", 0, 0), 0);
+        freezer_close(f);
+        calls_read(calls, sizeof calls);
+        CHECK(strchr(calls, 'I') != NULL);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -562,6 +584,7 @@ int main(void) {
         test_timeout(socket_path);
         test_ids_again(socket_path);
         test_groups_lost(socket_path);
+        test_close_reloading(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
