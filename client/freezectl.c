@@ -251,9 +251,9 @@ static void help_to(FILE *f) {
                "to batch to thaw them again (see the examples). A timeout without --rollback\n"
                "prints none and leaves the flags set: tree PATH shows them. A group it would\n"
                "freeze on its own that freezerd does not follow fails it, nothing frozen: for\n"
-               "its name (not UTF-8, or a control character) with NotSupported, because\n"
-               "freezerd could not watch it (the inotify watch limit) with LimitsExceeded:\n"
-               "freeze PATH whole.\n"
+               "its name (not UTF-8, a C0 control character or DEL) with NotSupported,\n"
+               "because freezerd could not watch it (the inotify watch limit) with\n"
+               "LimitsExceeded: freeze PATH whole.\n"
                "\n"
                "Batch files hold a JSON array of at most 65536 objects (and at most 64 MiB),\n"
                "each with exactly the keys \"path\" (a string) and \"freeze\" (true to freeze,\n"
@@ -455,7 +455,7 @@ static void help(void) {
 /* What becomes of the last call that waits once freezectl gives up on it
  * (interrupted, or no reply in time: vlog_failure()), "freezerd may or may
  * not carry out the freeze of /pods: ...". "" before any. */
-static char goes_on[700];
+static char goes_on[1400];
 /* The call of goes_on alone ("the freeze of /pods"). */
 static char call_what[256];
 
@@ -607,7 +607,8 @@ static const char *socket_bus_daemon(const char *path, char *buf, size_t size) {
  * log viewer, str.splitlines()) - the control characters, C0, DEL and C1
  * (NEL, U+0085, among them), U+2028 LINE SEPARATOR and U+2029 PARAGRAPH
  * SEPARATOR - or a byte that is no UTF-8.  freezerd publishes no group whose
- * name holds a C0 control character, but it does the others. */
+ * name holds a C0 control character, DEL or a byte that is no UTF-8, but it
+ * does publish C1, U+2028 and U+2029 (and a path we were given may hold any). */
 static bool char_escaped(const unsigned char *p, size_t l) {
         return l == 0 || *p < 0x20 || *p == 0x7f ||
                (l == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||                                  /* U+0080..U+009F */
@@ -1001,7 +1002,7 @@ static const char *state_str(freezer_state s) {
  * the call: freezerd goes on with what it wrote, and nothing would say so.
  * The handler writes the line made beforehand (write(2) is safe in a signal
  * handler, formatting is not), then dies of the signal as it would have. */
-static char interrupt_line[800];
+static char interrupt_line[1500];
 static volatile sig_atomic_t interrupt_len; /* 0: no call waits, nothing to say */
 
 static void on_interrupt(int sig) {
@@ -1036,16 +1037,19 @@ static void interrupt_install(void) {
  * between, so that a signal never finds half of it. */
 _printf_(1, 2)
 static void interrupt_say(const char *fmt, ...) {
-        char what[256];
+        char raw[256], what[4 * sizeof raw];
         va_list ap;
         int n;
 
         interrupt_install();
         interrupt_len = 0;
         va_start(ap, fmt);
-        (void) vsnprintf(what, sizeof what, fmt, ap);
+        (void) vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        (void) snprintf(call_what, sizeof call_what, "%s", what);
+        (void) snprintf(call_what, sizeof call_what, "%s", raw);
+        /* The handler writes the line as it is, not through put_error_line():
+         * its paths escaped here, as every other line on stderr has them. */
+        text_escape_into(what, raw);
         /* freezerd reads the caller's uid when it reads a call, and refuses
          * the call of a client that left the bus by then (it cannot tell
          * whose it was): a freezerd stopped or busy past the call's timeout
@@ -2430,8 +2434,12 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
 
                         if (!row->shown)
                                 continue;
-                        if (row->message)
-                                printf("%-8s not available: %s\n", freezer_resource_to_string(res), row->message);
+                        if (row->message) {
+                                _cleanup_free_ char *escaped = NULL;
+
+                                printf("%-8s not available: %s\n", freezer_resource_to_string(res),
+                                       text_shown(row->message, &escaped));
+                        }
                         else {
                                 if (res != FREEZER_RESOURCE_IRQ)
                                         pressure_print_line(res, "some", &row->p.some);
@@ -2651,6 +2659,7 @@ static void watch_emit_text(watch_context *c, const char *event, const char *fmt
         if (r < 0) {
                 line = NULL;
                 log_oom();
+                c->ret = EXIT_FAILURE; /* as watch_emit_json() */
                 return;
         }
         printf("%s %-8s %s\n", format_now(buf, sizeof(buf), false), event, text_shown(line, &escaped));

@@ -22,7 +22,12 @@ Checks (each printed them as they are, one line of output read as two):
     --json as they are.
   * watch --initial /e: its watching and listed lines escaped.
   * an error line (freeze /e/no<LS>such: NoSuchGroup): one line, the path escaped
-    in it (stderr escaped control characters, not these)."""
+    in it (stderr escaped control characters, not these).
+  * pressure /e/a<LS>b with its cgroup.pressure 0: freezerd's "not available" message,
+    which names the group, escaped.
+  * freeze /e/a<LS>b interrupted (SIGINT) while freezerd, stopped, has not read the
+    call: the "interrupted:" line, which the signal handler writes as it was made
+    beforehand, one line, the path escaped."""
 
 import json
 import os
@@ -168,7 +173,40 @@ def test():
             ft.check(len(err.splitlines()) == 1 and f'cannot freeze {esc("/e/no" + LS + "such")}: NoSuchGroup' in err,
                      'the error line: one line, the path escaped', repr(err))
 
-    print('# checked: tree, list, status, freeze --except, watch and error lines escape LS, PS and NEL')
+            # ---- pressure: freezerd's message names the group
+            with open(os.path.join(sc.abspath(A), 'cgroup.pressure'), 'w') as f:
+                f.write('0')
+            rc, out, err = run('pressure', A, address=bus.address)
+            check_raw_free('pressure of a group with pressure off', out + err)
+            ft.check('not available' in out and esc(A) in out,
+                     'pressure: the "not available" lines name the group escaped', repr(out))
+
+            # ---- the interrupted line, written by the signal handler
+            d.proc.send_signal(signal.SIGSTOP)
+            try:
+                queued = ft.unix_recv_queued(d.pid)
+                p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'freeze', A],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                try:
+                    ft.wait_for(lambda: ft.unix_recv_queued(d.pid) > queued, poll=0.005,
+                                what='the freeze call in freezerd\'s socket')
+                    p.send_signal(signal.SIGINT)
+                    out, err = p.communicate(timeout=ft.DEFAULT_TIMEOUT)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            finally:
+                d.proc.send_signal(signal.SIGCONT)
+            err = err.decode()
+            check_raw_free('the interrupted line', err)
+            ft.check(len(err.splitlines()) == 1 and err.startswith('freezectl: interrupted:')
+                     and f'the freeze of {esc(A)}' in err, 'the interrupted line: one line, the path escaped',
+                     repr(err))
+
+    print('# checked: tree, list, status, freeze --except, watch, pressure, the interrupted line and error lines '
+          'escape LS, PS and NEL')
 
 
 if __name__ == '__main__':
