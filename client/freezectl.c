@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -579,6 +580,45 @@ static const char *call_file_system_path(char **ret_mount) {
         return path;
 }
 
+/* Whether mount/path is a directory: path, given as freezerd's, names a
+ * group relative to the cgroup2 mount (as /proc/PID/cgroup and
+ * systemd-cgls show it), which freezerd's root lies below. */
+static bool is_dir_below_mount(const char *mount, const char *path) {
+        _cleanup_free_ char *norm = NULL, *full = NULL;
+        struct stat st;
+
+        if (path_under(path, mount) || cg_path_normalize(path, &norm, NULL) < 0 || streq(norm, "/") ||
+            asprintf(&full, "%s%s", mount, norm) < 0)
+                return false;
+        return stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The first PATH of the failing call (as call_file_system_path()) that names
+ * a directory relative to a cgroup2 mount, with that mount (in *ret_mount,
+ * to free); NULL if none.  Asked only of a NoSuchGroup, so where freezerd's
+ * root is the mount itself no such path is found. */
+static const char *call_mount_relative_path(char **ret_mount) {
+        _cleanup_free_ char *mounts = cgroup_mounts();
+
+        if (!mounts)
+                return NULL;
+        for (const char *m = mounts; *m; m += strlen(m) + 1) {
+                const char *path = NULL;
+
+                if (call_path && is_dir_below_mount(m, call_path))
+                        path = call_path;
+                for (size_t i = 0; !path && i < n_arg_except; i++)
+                        if (is_dir_below_mount(m, arg_except[i]))
+                                path = arg_except[i];
+                for (size_t i = 0; !path && i < n_call_requests; i++)
+                        if (call_requests[i].path && is_dir_below_mount(m, call_requests[i].path))
+                                path = call_requests[i].path;
+                if (path)
+                        return (*ret_mount = strdup(m)) ? path : NULL;
+        }
+        return NULL;
+}
+
 /* Whether a bus daemon serves the unix socket at path (given to --socket=
  * as freezerd's): it answers Hello and GetId, which freezerd's private
  * socket refuses.  Asked only once a call there failed (a bus daemon answers
@@ -838,6 +878,21 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 log_error("%s: NoSuchGroup: %s (PATH names a cgroup relative to freezerd's cgroup root, its "
                           "CgroupRoot property, not a file system path: /pods/a, not %s/.../pods/a)",
                           what, message ?: "no such group", mount);
+                return;
+        }
+        /* A path relative to the cgroup2 mount, where freezerd's root lies
+         * below it: "does not exist" alone reads as if the group were gone,
+         * while the user copied it from /proc/PID/cgroup. */
+        const char *below_mount;
+        if (streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup") &&
+            (below_mount = call_mount_relative_path(&mount))) {
+                _cleanup_free_ char *norm = NULL;
+
+                (void) cg_path_normalize(below_mount, &norm, NULL);
+                log_error("%s: NoSuchGroup: %s (PATH names a cgroup relative to freezerd's cgroup root, its "
+                          "CgroupRoot property, not to the cgroup2 mount: for %s%s give its path below "
+                          "freezerd's root)",
+                          what, message ?: "no such group", mount, norm ?: below_mount);
                 return;
         }
 

@@ -65,7 +65,12 @@ Checks:
     named /sys/fs/cgroup whatever the mount); a group whose name holds
     "/sys/fs/cgroup/" gets no such hint (it did: the message text was looked at, not
     the path), and in a mount namespace with cgroup2 mounted elsewhere a path there
-    gets it (it did not)."""
+    gets it (it did not).
+  * a path relative to the cgroup2 mount (as /proc/PID/cgroup shows the scratch group,
+    freezerd's root being below the mount): status, freeze (the wire) and batch exit 1
+    with one NoSuchGroup line that says PATH is not relative to the mount, naming the
+    group found there (they said only "does not exist"); a path that names nothing
+    there gets no hint."""
 
 import json
 import os
@@ -353,6 +358,22 @@ def check_file_system_path(sc, bus):
             check_fs_path_hint(bus, ['status', other_path], None, other, prefix=prefix)
         finally:
             os.rmdir(other)
+    # A path relative to the cgroup2 mount (as /proc/PID/cgroup shows it), freezerd's root
+    # being below the mount: the hint names the group it found there (it said only "does
+    # not exist").  A path that names no directory there gets none.
+    mount_rel = '/' + os.path.relpath(fs_path, mount)
+    for cmd, stdin in ((['status', mount_rel], None), (['freeze', mount_rel + '/'], None),
+                       (['batch', '-'], json.dumps([{'path': mount_rel, 'freeze': True}]))):
+        what = f'{cmd[0]} of {cmd[-1] if stdin is None else stdin}'
+        r = ft.freezectl(*cmd, address=bus.address, check=False, input=stdin)
+        lines = r.stderr.splitlines()
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(len(lines) == 1 and 'NoSuchGroup' in lines[0] and 'not to the cgroup2 mount' in lines[0]
+                 and f'for {fs_path} give its path below' in lines[0],
+                 f'{what}: one NoSuchGroup line saying PATH is not relative to the mount, naming {fs_path}', lines)
+    r = ft.freezectl('status', mount_rel + '-none', address=bus.address, check=False)
+    ft.check('cgroup2 mount' not in r.stderr and 'does not exist' in r.stderr,
+             'status of a path that is no directory below the mount: no hint', r.stderr)
     ft.check_equal(sc.read_freeze('/g'), 0, 'nothing was frozen')
 
 
