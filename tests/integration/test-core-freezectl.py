@@ -365,6 +365,13 @@ def test():
         r = ft.freezectl('pressure', address=bus.address, check=False)
         ft.check_equal(r.returncode, 1, 'pressure with no freezerd on the bus exits 1')
         one_line(r, 'no freezerd: pressure', "cannot read the system's pressure: freezerd is not running")
+        # --json freeze there: the bus answered the call, so one "failed" object with its
+        # error, as --help says (a connection that fails prints nothing).
+        r = ft.freezectl('--json', 'freeze', '/g', '/g/k', address=bus.address, check=False)
+        ft.check_equal(r.returncode, 1, '--json freeze with no freezerd on the bus exits 1')
+        ft.check_equal([(o['path'], o['result'], o['error']) for o in json.loads(r.stdout)],
+                       [('/g', 'failed', 'org.freedesktop.DBus.Error.ServiceUnknown')],
+                       '--json freeze with no freezerd on the bus: one failed object, the bus\' error')
 
         with ft.Daemon(bus, sc.root, config={'default_timeout_usec': 2000000}) as d:
             c = d.client
