@@ -622,6 +622,33 @@ static const char *call_mount_relative_path(char **ret_mount) {
         return NULL;
 }
 
+/* The nearest ancestor of path that D-Bus can carry (valid UTF-8, no
+ * sd-bus noncharacter), cut at a '/', as freezerd names it ("/" at least),
+ * to free; NULL if path is such a path itself, or on a failed allocation. */
+static char *utf8_ancestor(const char *path) {
+        const unsigned char *p = (const unsigned char *) path, *cut = p;
+        _cleanup_free_ char *prefix = NULL;
+        char *norm = NULL;
+
+        for (; *p; ) {
+                size_t l = cg_utf8_char_len(p, true);
+
+                if (l == 0)
+                        break;
+                if (*p == '/')
+                        cut = p;
+                p += l;
+        }
+        if (!*p)
+                return NULL;
+        prefix = strndup(path, (size_t) (cut - (const unsigned char *) path));
+        if (!prefix)
+                return NULL;
+        if (!prefix[0] || cg_path_normalize(prefix, &norm, NULL) < 0)
+                return strdup("/");
+        return norm;
+}
+
 /* Whether a bus daemon serves the unix socket at path (given to --socket=
  * as freezerd's): it answers Hello and GetId, which freezerd's private
  * socket refuses.  Asked only once a call there failed (a bus daemon answers
@@ -896,6 +923,25 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                           "CgroupRoot property, not to the cgroup2 mount: for %s%s give its path below "
                           "freezerd's root)",
                           what, message ?: "no such group", mount, norm ?: below_mount);
+                return;
+        }
+
+        /* A group whose name is not UTF-8: it exists, but no call can name
+         * it, and "not valid UTF-8" alone leaves the user stuck with it.  Its
+         * nearest ancestor that D-Bus carries reaches it.  (An --except=
+         * path so named is not told: that group cannot be left out.) */
+        _cleanup_free_ char *ancestor = NULL;
+        if (streq_ptr(name, "org.freedesktop.DBus.Error.InvalidArgs") && message && call_path &&
+            (ancestor = utf8_ancestor(call_path))) {
+                if (streq(ancestor, "/"))
+                        log_error("%s: InvalidArgs: %s (D-Bus carries UTF-8 only, so freezerd follows no group so "
+                                  "named: thaw --recursive / clears its flag)",
+                                  what, message);
+                else
+                        log_error("%s: InvalidArgs: %s (D-Bus carries UTF-8 only, so freezerd follows no group so "
+                                  "named: reach it through %s, whose freeze freezes it too and whose thaw "
+                                  "--recursive clears its flag)",
+                                  what, message, ancestor);
                 return;
         }
 

@@ -57,7 +57,10 @@ Checks:
   * --json freeze and thaw of a PATH that is not UTF-8 ("/g\\xff\\xc3\\xa9"): the output
     parses as JSON, with the path "/g\\ufffd\\u00e9" (the byte went out as it was: no
     JSON parser took the output); its error line is UTF-8, with the byte as \\xff
-    (it went out as it was: the journal keeps such a line as a blob).
+    (it went out as it was: the journal keeps such a line as a blob).  Text thaw, status
+    and freeze of such a PATH say how to reach the group: through its nearest ancestor
+    that D-Bus carries (freeze it, thaw --recursive it; "/" only the latter) (they said
+    only that the path is not UTF-8).
   * a file system path as PATH (the scratch group's, under the cgroup2 mount):
     status, freeze (the wire), batch and freeze --except exit 1 with one NoSuchGroup
     line that says PATH is relative to freezerd's cgroup root, naming the cgroup2
@@ -335,6 +338,19 @@ def check_json_of_non_utf8_path(bus):
             ft.fail(f'{what}: the error line is not UTF-8 ({e}): {r.stderr!r}')
         ft.check(err.count('\n') == 1 and '/g\\xff\u00e9' in err, f'{what}: the error line has the byte as \\xff',
                  err)
+    # The line says how to reach such a group, through its nearest ancestor D-Bus carries
+    # (it said only "not valid UTF-8", which left a group so named, frozen, with no way out):
+    # freeze (the wire) and status (libfreezer); below "/" only thaw --recursive / does.
+    for cmd, path, words in (('thaw', b'/g/x\xff', ['reach it through /g,', 'thaw --recursive']),
+                             ('status', b'/g/x\xff/y', ['reach it through /g,']),
+                             ('freeze', b'/\xff', ['thaw --recursive / clears its flag'])):
+        what = f'{cmd} of {path!r}'
+        r = subprocess.run([ft.FREEZECTL_BIN, f'--address={bus.address}', cmd, path], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=ft.DEFAULT_TIMEOUT)
+        err = r.stderr.decode(errors='replace')
+        ft.check_equal(r.returncode, 1, f'{what}: exit status 1')
+        ft.check(err.count('\n') == 1 and 'not valid UTF-8' in err and 'D-Bus carries UTF-8 only' in err and
+                 all(w in err for w in words), f'{what}: one line saying how to reach the group: {words}', err)
 
 
 def check_file_system_path(sc, bus):
