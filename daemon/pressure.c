@@ -30,23 +30,30 @@ static const char *resource_file(PsiResource r) {
         }
 }
 
-/* "a/b/file" relative to the cgroup root, "file" for the root itself. */
-static char *group_file(const Group *g, const char *file) {
-        char *s;
-
-        if (streq(g->path, "/"))
-                return strdup(file);
-        if (asprintf(&s, "%s/%s", cg_path_relative(g->path), file) < 0)
-                return NULL;
-        return s;
-}
-
+/* A file of g's own cgroup: opened in the directory at g's path that has g's
+ * id.  A cgroup removed and made again under the same name (a unit
+ * restarted) before freezerd has read the removal is another group: -ENOENT,
+ * as for one removed.  Opened by path alone, a reading of the old group's
+ * object would give the new cgroup's averages with the old one's totals (the
+ * clamp), and a trigger would be armed on the new cgroup in the old one's
+ * name. */
 static int group_open_file(Pressure *p, const Group *g, const char *file, int flags) {
-        _cleanup_free_ char *rel = group_file(g, file);
+        _cleanup_close_ int dirfd =
+                cg_openat_beneath(p->manager->root_fd, cg_path_relative(g->path), O_PATH | O_DIRECTORY, 0);
+        uint64_t id;
+        int fd, r;
 
-        if (!rel)
-                return -ENOMEM;
-        return cg_openat_beneath(p->manager->root_fd, rel, flags, 0);
+        if (dirfd < 0)
+                return dirfd == -ENODEV ? -ENOENT : dirfd;
+        if (g->id != 0) {
+                r = cg_dir_id(dirfd, NULL, &id);
+                if (r < 0)
+                        return r == -ENODEV ? -ENOENT : r;
+                if (id != g->id)
+                        return -ENOENT;
+        }
+        fd = openat(dirfd, file, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
 }
 
 /* 1 if the group's cgroup exists, 0 if not, -errno.  Its cgroup is the
