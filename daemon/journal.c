@@ -981,8 +981,18 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                                           "%s/%s: the next start tries again.",
                                           failed, failed == 1 ? "" : "s", f->id, failed == 1 ? "is" : "are", dir,
                                           kept);
-                } else
-                        (void) unlinkat(dirfd(d), f->name, 0);
+                } else if (unlinkat(dirfd(d), f->name, 0) < 0 && errno != ENOENT) {
+                        /* Where it cannot be removed (a directory that cannot
+                         * be changed), emptied, as a slot is (slot_drop()):
+                         * left whole, the next start would write every group
+                         * of it back again, undoing what calls asked of them
+                         * since.  A start removes an empty file. */
+                        int k = -errno;
+                        if (write_in_place(dirfd(d), f->name, "", NULL) < 0)
+                                log_error_errno(k, "Cannot remove or empty batch journal %s/%s, the next start "
+                                                "restores its groups again: %m",
+                                                dir, f->name);
+                }
                 recovered++;
         }
         found_free(found, n_found);

@@ -84,7 +84,8 @@ const char *journal_slot_path(const Journal *j, unsigned slot);
 typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e, void *userdata);
 
 /* Recover every journal in j's directory (newest id first), calling restore() for each
- * entry in reverse order, then remove it; empty files (free slots) are
+ * entry in reverse order, then remove it (empty it where it cannot be
+ * removed: a directory that cannot be changed); empty files (free slots) are
  * removed.  A journal cut short while it was written (a strict prefix of
  * one) is removed with a notice: its batch wrote nothing.  Any other that
  * cannot be parsed is renamed to *.broken (*.2.broken... where one is kept

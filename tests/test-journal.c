@@ -783,6 +783,41 @@ static void test_drop_immutable_dir(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* A journal restored whole at start, in a directory that cannot be changed
+ * (made immutable since the crash): it cannot be removed, so it is emptied.
+ * Left whole, the next start restored every group of it once more, undoing
+ * what calls had asked of them in between. */
+static void test_restored_immutable_dir(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *slot = NULL;
+        uint64_t max_id = 0;
+        int r;
+
+        CHECK(dir);
+        slot = slot_file(dir, 0);
+        write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false}]}\n");
+        r = set_immutable(dir, true);
+        if (r < 0)
+                fprintf(stderr, "test-journal: cannot make %s immutable (%s): a journal restored there is not "
+                        "checked\n", dir, strerror(-r));
+        else {
+                refuse = false;
+                n_restored = 0;
+                CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 1);
+                CHECK(n_restored == 1 && streq(restored[0].path, "/ok"));
+                clear_immutable(dir);
+                CHECK(file_size(slot) <= 0);
+                /* The next start restores nothing. */
+                n_restored = 0;
+                CHECK(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id) == 0);
+                CHECK(n_restored == 0);
+        }
+        (void) unlink(slot);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 static char *read_text(const char *path) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         char *text = NULL;
@@ -910,6 +945,7 @@ static void test_keep_failed_no_space(void) {
 
 int main(void) {
         test_drop_immutable_dir();
+        test_restored_immutable_dir();
         test_slot_taken();
         test_size_limit();
         test_slots_and_recover();
