@@ -24,9 +24,12 @@
  *     within the per-client and global trigger limits.  /proc/pressure is open
  *     to every process, and an unprivileged process may arm triggers there itself.
  *   - A pressure trigger asked by a caller other than root gets only the
- *     windows the kernel gives unprivileged processes (whole multiples of 2 s):
- *     freezerd arms it with its own privilege, which must not lend anyone the
- *     kernel's real-time polling.
+ *     windows the kernel gives unprivileged processes (whole multiples of 2 s),
+ *     and is armed as theirs are: freezerd opens its file with
+ *     CAP_SYS_RESOURCE lowered (pressure.c, trigger_open()), so that the
+ *     kernel updates it from its averages and starts no real-time thread for
+ *     it.  freezerd's privilege must not lend anyone the kernel's real-time
+ *     polling.
  *   - RemovePressureTrigger needs no uid: only the connection that created a
  *     trigger can remove it (pressure.c), and that frees only what it took.
  *   - No known uid (the bus could not say): nothing but reads. */

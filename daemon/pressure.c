@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include "bus-errors.h"
 #include "cgroup-util.h"
@@ -623,7 +625,7 @@ static void trigger_fire(PressureTrigger *t) {
                   t->n_events, psi_kind_to_string(t->kind), line.total_usec);
 
         /* See pressure.h: the kernel's spurious events of a fresh unprivileged trigger. */
-        if (!p->privileged && now_usec() < t->armed_usec + psi_trigger_settle_usec(t->window_usec) &&
+        if (!t->privileged && now_usec() < t->armed_usec + psi_trigger_settle_usec(t->window_usec) &&
             !psi_event_plausible(t->last_total, line.total_usec, t->threshold_usec)) {
                 t->n_dropped++;
                 log_debug("Pressure trigger %" PRIu32 ": dropping a spurious event, kernel event %" PRIu64
@@ -1078,10 +1080,55 @@ static int limit_error_total(Pressure *p, sd_bus_error *error) {
                                          : "");
 }
 
-static int trigger_open(Pressure *p, Group *g, PsiResource res) {
-        if (g)
-                return group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK);
-        return system_open(res, O_RDWR | O_NONBLOCK);
+/* CAP_SYS_RESOURCE in the calling thread's effective set, on or off (a
+ * thread's capabilities are its own: the other threads keep theirs). */
+static int cap_sys_resource_set(bool on) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        if (on)
+                d[CAP_SYS_RESOURCE_BIT / 32].effective |= 1u << (CAP_SYS_RESOURCE_BIT % 32);
+        else
+                d[CAP_SYS_RESOURCE_BIT / 32].effective &= ~(1u << (CAP_SYS_RESOURCE_BIT % 32));
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+/* The kernel (6.5 and later) decides a trigger's kind by the credentials its
+ * file was opened with (psi_trigger_create(): CAP_SYS_RESOURCE in
+ * file->f_cred): with it, a real-time trigger, polled by a SCHED_FIFO kernel
+ * thread (psimon) made for the group; without, one updated from the 2-s
+ * averages.  Only root's triggers may be real-time (access.h): for another
+ * caller freezerd opens the file with CAP_SYS_RESOURCE lowered from its
+ * effective set, which it raises again at once.  Opened with freezerd's full
+ * privilege, any user's 2-s trigger would have the kernel start a real-time
+ * thread for its group.  (Before 6.5 every trigger is real-time, and /proc/pressure
+ * refuses a writer without CAP_SYS_RESOURCE: EPERM, answered in
+ * pressure_trigger_add().)  *ret_privileged: whether the file was opened
+ * with CAP_SYS_RESOURCE. */
+static int trigger_open(Pressure *p, Group *g, PsiResource res, uid_t uid, bool *ret_privileged) {
+        bool lower = p->privileged && uid != 0;
+        int fd, r;
+
+        *ret_privileged = p->privileged && !lower;
+        if (lower) {
+                r = cap_sys_resource_set(false);
+                if (r < 0)
+                        return r;
+        }
+        fd = g ? group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK)
+               : system_open(res, O_RDWR | O_NONBLOCK);
+        if (lower) {
+                r = cap_sys_resource_set(true);
+                if (r < 0) {
+                        /* Root's triggers from now on are the averages' too: no harm to others. */
+                        log_error_errno(r, "Cannot raise CAP_SYS_RESOURCE again after opening a pressure file "
+                                        "for a caller other than root: %m");
+                        p->privileged = false;
+                }
+        }
+        return fd;
 }
 
 int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
@@ -1095,6 +1142,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         PsiKind k;
         char buf[64];
         uint64_t deadline;
+        bool privileged = false;
         unsigned n_uid;
         uint32_t id;
         int n, r;
@@ -1154,7 +1202,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         pthread_mutex_unlock(&p->lock);
 
         /* Open and read the start total before arming: see pressure.h. */
-        fd = trigger_open(p, g, res);
+        fd = trigger_open(p, g, res, uid, &privileged);
         if (fd == -EMFILE || fd == -ENFILE) {
                 /* No fd left, with fds of removed triggers still open (more
                  * than the bound allows once RLIMIT_NOFILE was lowered at run
@@ -1163,11 +1211,15 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 while ((fd == -EMFILE || fd == -ENFILE) && pending_closes_locked(p, NULL, 0).total > 0 &&
                        pending_close_wait_locked(p, deadline)) {
                         pthread_mutex_unlock(&p->lock);
-                        fd = trigger_open(p, g, res);
+                        fd = trigger_open(p, g, res, uid, &privileged);
                         pthread_mutex_lock(&p->lock);
                 }
                 pthread_mutex_unlock(&p->lock);
         }
+        if (fd == -EPERM && p->privileged && !privileged)
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "This kernel (before 6.5) lets only processes with CAP_SYS_RESOURCE arm "
+                                         "pressure triggers, and freezerd arms them with it for root alone");
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
         r = psi_read_fd(fd, res, &reading);
@@ -1212,6 +1264,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 .group = g,
                 .client = c,
                 .last_total = reading.line[k].total_usec,
+                .privileged = privileged,
                 .armed_usec = now_usec(),
         };
 

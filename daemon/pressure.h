@@ -93,6 +93,8 @@ struct PressureTrigger {
         int fd;                  /* the armed pressure file */
         Group *group;            /* NULL: system-wide, owned by the Manager object */
         PressureClient *client;  /* the bus client that created it */
+        bool privileged;         /* armed with CAP_SYS_RESOURCE (root's): the kernel polls it in real
+                                  * time; else from its 2-s averages (see trigger_open()) */
         uint64_t armed_usec;     /* CLOCK_MONOTONIC when armed */
         uint64_t last_total;     /* the kind's total just before arming, then at each event */
         uint64_t n_events, n_dropped;
