@@ -987,11 +987,11 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                          * left whole, the next start would write every group
                          * of it back again, undoing what calls asked of them
                          * since.  A start removes an empty file. */
-                        int k = -errno;
-                        if (write_in_place(dirfd(d), f->name, "", NULL) < 0)
-                                log_error_errno(k, "Cannot remove or empty batch journal %s/%s, the next start "
-                                                "restores its groups again: %m",
-                                                dir, f->name);
+                        int k = -errno, e = write_in_place(dirfd(d), f->name, "", NULL);
+                        if (e < 0)
+                                log_error("Cannot remove batch journal %s/%s (%s) or empty it (%s): the next start "
+                                          "restores its groups again.",
+                                          dir, f->name, strerror(-k), strerror(-e));
                 }
                 recovered++;
         }

@@ -1114,8 +1114,12 @@ static int trigger_open(Pressure *p, Group *g, PsiResource res, uid_t uid, bool 
         *ret_privileged = p->privileged && !lower;
         if (lower) {
                 r = cap_sys_resource_set(false);
-                if (r < 0)
-                        return r;
+                if (r < 0) {
+                        /* Not an open's error (an EPERM here is no old kernel's): said apart. */
+                        log_error_errno(r, "Cannot lower CAP_SYS_RESOURCE to open a pressure file for a caller "
+                                        "other than root: %m");
+                        return -ECANCELED;
+                }
         }
         fd = g ? group_open_file(p, g, resource_file(res), O_RDWR | O_NONBLOCK)
                : system_open(res, O_RDWR | O_NONBLOCK);
@@ -1216,10 +1220,16 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 }
                 pthread_mutex_unlock(&p->lock);
         }
+        if (fd == -ECANCELED)
+                return bus_error_set_failed(error, fd, "Cannot arm the trigger: freezerd could not lower its "
+                                            "CAP_SYS_RESOURCE to open the file as for a caller other than root "
+                                            "(see its log)");
         if (fd == -EPERM && p->privileged && !privileged)
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
-                                         "This kernel (before 6.5) lets only processes with CAP_SYS_RESOURCE arm "
-                                         "pressure triggers, and freezerd arms them with it for root alone");
+                                         "This kernel lets only processes with CAP_SYS_RESOURCE arm %s pressure "
+                                         "triggers (before 6.5 system-wide; 6.5 and early 6.6 also on groups), "
+                                         "and freezerd arms them with it for root alone",
+                                         g ? "these" : "system-wide");
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
         r = psi_read_fd(fd, res, &reading);
