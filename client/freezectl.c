@@ -927,7 +927,7 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 (void) cg_path_normalize(below_mount, &norm, NULL);
                 log_error("%s: NoSuchGroup: %s (PATH names a cgroup relative to freezerd's cgroup root, its "
                           "CgroupRoot property, not to the cgroup2 mount: for %s%s give its path below "
-                          "freezerd's root)",
+                          "freezerd's root; a group outside that root freezerd does not reach)",
                           what, message ?: "no such group", mount, norm ?: below_mount);
                 return;
         }
