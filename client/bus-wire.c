@@ -477,6 +477,14 @@ int wire_parse_message(const uint8_t *buf, size_t len, wire_message *ret) {
                 return -EBADMSG; /* a body needs a signature */
         if (m.signature && m.signature[0] == 's' && read_string(&r, &m.first_string) < 0)
                 return -EBADMSG;
+        if (m.signature && m.signature[0] == 'v') {
+                const char *inner;
+
+                if (read_signature(&r, &inner) < 0)
+                        return -EBADMSG;
+                if (streq(inner, "s") && read_string(&r, &m.variant_string) < 0)
+                        return -EBADMSG;
+        }
         for (; m.signature && m.signature[m.n_u32] == 'u' && m.n_u32 < ELEMENTSOF(m.u32); m.n_u32++)
                 if (read_fixed(&r, 4, &m.u32[m.n_u32]) < 0)
                         return -EBADMSG;
@@ -843,7 +851,7 @@ static int authenticate_apart(wire *w, uint64_t deadline) {
 }
 
 static int call_once(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
-                     size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
+                     size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret, char **ret_string) {
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
          * BEGIN, then the call, in one write: the specification lets a client
          * pipeline them, and it saves a round trip to the server. */
@@ -981,8 +989,10 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                         if (set_string(&w->error_name, m.error_name) < 0 ||
                             set_string(&w->error_message, m.first_string) < 0)
                                 r = -ENOMEM;
-                } else if (m.n_u32 < n_ret)
+                } else if (m.n_u32 < n_ret || (ret_string && !m.variant_string))
                         r = -EBADMSG; /* not the reply this method gives */
+                else if (ret_string && !(*ret_string = strdup(m.variant_string)))
+                        r = -ENOMEM;
                 else {
                         for (size_t i = 0; i < n_ret; i++)
                                 ret[i] = m.u32[i];
@@ -993,10 +1003,8 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
         }
 }
 
-int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
-              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
-        int r = call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret);
-
+/* r, the failure of a call on w, named where the peer did not name it. */
+static int call_failed(wire *w, int r) {
         /* A failure of our own gets the names sd-bus gives it (libfreezer
          * reports the same failure so): callers print an error name and a
          * message for every failure, and --json promises both. */
@@ -1011,4 +1019,17 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
                         return -ENOMEM;
         }
         return r;
+}
+
+int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
+              size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
+        return call_failed(w, call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret, NULL));
+}
+
+int wire_get_string_property(wire *w, const char *path, const char *interface, const char *name,
+                             uint64_t timeout_usec, char **ret) {
+        *ret = NULL;
+        return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
+                                        (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
+                                        timeout_usec, NULL, 0, ret));
 }

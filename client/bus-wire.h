@@ -6,7 +6,8 @@
  * need, over freezerd's private socket (a peer-to-peer connection) or a bus
  * reached by a unix socket (with Hello() first): SASL EXTERNAL, method calls
  * whose arguments are strings, uint64s, booleans and ApplyBatch's requests
- * (a(sb)), and replies made of uint32s (or nothing).
+ * (a(sb)), and replies made of uint32s (or nothing), or a string property's
+ * value (Properties.Get: freezerd's CgroupRoot).
  *
  * Why not sd-bus, which everything else uses: a freeze is mostly process
  * start-up, and loading libsystemd with the libraries it needs (libgcrypt,
@@ -86,6 +87,11 @@ typedef struct wire_arg {
  * the message. */
 int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
               size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret);
+/* Read the string property name of interface at path (org.freedesktop.DBus.
+ * Properties.Get), into *ret (to free); the rest as wire_call(), and -EBADMSG
+ * if the reply holds no string. */
+int wire_get_string_property(wire *w, const char *path, const char *interface, const char *name,
+                             uint64_t timeout_usec, char **ret);
 /* Whether the server accepted our authentication (its OK read, also after
  * the call's write failed): a connection closed before that never was up,
  * and nothing of a call on it was done. */
@@ -151,6 +157,8 @@ typedef struct wire_message {
         const char *error_name; /* pointers into the message, NULL if absent */
         const char *signature;
         const char *first_string; /* the body's first argument, if it is a string */
+        const char *variant_string; /* the body's first argument, if it is a variant holding a string
+                                     * (a string property's Get) */
         uint32_t u32[2];          /* the body's leading uint32 arguments, up to 2 */
         unsigned n_u32;
 } wire_message;

@@ -103,8 +103,20 @@ static int method_apply_batch(sd_bus_message *m, void *userdata, sd_bus_error *e
         return sd_bus_reply_method_return(m, "uu", n, frozen);
 }
 
+static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", "/sys/fs/cgroup/ö/root");
+}
+
+static int property_get_u32(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", 7);
+}
+
 static const sd_bus_vtable vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Root", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Count", "u", property_get_u32, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD("Freeze", "stt", "", method_freeze, 0),
         SD_BUS_METHOD("ApplyBatch", "a(sb)stt", "uu", method_apply_batch, 0),
         SD_BUS_SIGNAL("Noise", "s", 0),
@@ -228,6 +240,21 @@ static void test_calls(void) {
         CHECK_STR(wire_last_error_message(w), "/echo 5 18446744073709551615");
         CHECK_R(call(w, "/ok", 0, 0, 0), 0);
         CHECK(!wire_last_error_name(w) && !wire_last_error_message(w));
+
+        /* A string property (freezectl reads CgroupRoot so); not a string,
+         * or none, is said. */
+        {
+                _cleanup_free_ char *root = NULL, *none = NULL, *count = NULL;
+
+                CHECK_R(wire_get_string_property(w, PATH, INTERFACE, "Root", 0, &root), 0);
+                CHECK_STR(root, "/sys/fs/cgroup/ö/root");
+                CHECK_R(wire_get_string_property(w, PATH, INTERFACE, "Count", 0, &count), -EBADMSG);
+                CHECK(!count);
+                CHECK_R(wire_get_string_property(w, PATH, INTERFACE, "Nope", 0, &none), -EIO);
+                CHECK(!none);
+                CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownProperty");
+                CHECK_R(call(w, "/ok", 0, 0, 0), 0);
+        }
 
         /* Strings of every length modulo 8 (padding), UTF-8, and a long one. */
         for (size_t n = 0; n < 9; n++) {
