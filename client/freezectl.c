@@ -164,7 +164,8 @@ static void help_to(FILE *f) {
                "                       kernel (default, and 0: the daemon's DefaultTimeoutUSec;\n"
                "                       not with --no-wait)\n"
                "     --no-wait         freeze, thaw, batch: return as soon as cgroup.freeze is\n"
-               "                       written, without waiting for the kernel\n"
+               "                       written, without waiting for the kernel (a freeze of\n"
+               "                       freezectl's own group is then not refused)\n"
                "     --rollback        freeze, thaw, batch: on timeout write the previous\n"
                "                       cgroup.freeze value back before failing. It undoes a\n"
                "                       timeout only: a thaw that fails with FrozenByParent (an\n"
@@ -235,10 +236,13 @@ static void help_to(FILE *f) {
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
-               "clears those too. A freeze (or batch) that covers the group freezectl\n"
-               "itself runs in (a terminal's) freezes freezectl with it: it then waits,\n"
-               "frozen, until that group is thawed from elsewhere. Run it from a group the\n"
-               "freeze leaves running (one given with --except=).\n"
+               "clears those too. A freeze (freeze, --except, batch) that would freeze\n"
+               "the group freezectl itself runs in (a terminal's) is refused, nothing\n"
+               "written, exit 1: frozen with it, freezectl would never read the reply.\n"
+               "Run it from a group the freeze leaves running (one given with --except=),\n"
+               "or give --no-wait to freeze it all the same: freezectl then freezes too,\n"
+               "and exits once that group is thawed from elsewhere. (For --recursive /,\n"
+               "any group below freezerd's root counts, whether freezerd tracks it or not.)\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
                "does not fail with FrozenByParent; it notes on standard error what still\n"
@@ -398,7 +402,8 @@ static void help_to(FILE *f) {
                "                     \"trigger-removed\"\n"
                "                                 \"path\", \"id\", \"resource\", \"kind\", \"reason\"\n"
                "                     \"freezerd\"  \"status\": \"exited\" or \"started\"\n"
-               "freeze --except and batch print nothing on standard output when they fail;\n"
+               "freeze --except and batch print nothing on standard output when they fail,\n"
+               "nor does freeze when it refuses to freeze freezectl's own group;\n"
                "no command prints anything there when it cannot connect (no bus there, no\n"
                "freezerd at the --socket= path, or the connection refused: see the error on\n"
                "standard error), so that freeze and thaw print no \"failed\" object for a\n"
@@ -409,7 +414,8 @@ static void help_to(FILE *f) {
                "Exit status:\n"
                "  0  success\n"
                "  1  failure: freezerd refused or failed a request, or could not be reached,\n"
-               "     or a batch file could not be read\n"
+               "     or a batch file could not be read, or a freeze would freeze freezectl\n"
+               "     itself (nothing written)\n"
                "  2  usage error, or a malformed batch file\n"
                "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost or its\n"
                "output cannot be written (a reader gone, with SIGPIPE ignored; a full disk).\n"
@@ -1598,6 +1604,294 @@ static void log_caller_failure(const caller *c, int r, const char *fmt, ...) {
         va_end(ap);
 }
 
+/* ---- freezectl's own group ----
+ *
+ * A freeze that covers the group freezectl runs in freezes freezectl too,
+ * while it waits for the reply: it never reads it, and hangs (SIGTERM
+ * pending) until that group is thawed from elsewhere.  freezerd refuses to
+ * freeze its own group, but does not know its caller's.  So a freeze that
+ * waits is refused here first, before anything is written; --no-wait (whose
+ * reply comes before the kernel freezes anything) goes as asked. */
+
+/* freezectl's own cgroup, from the "0::" line of /proc/self/cgroup: relative
+ * to the root of its cgroup namespace ("/user.slice/.../session-2.scope"),
+ * to free; NULL if unknown. */
+static char *own_cgroup(void) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int fd, r;
+
+        fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return NULL;
+        r = read_full_fd(fd, 1024 * 1024, &text, &len);
+        close(fd);
+        if (r < 0)
+                return NULL;
+        for (const char *line = text, *nl; *line; line = nl ? nl + 1 : line + strlen(line)) {
+                nl = strchr(line, '\n');
+                if (startswith(line, "0::/"))
+                        return strndup(line + 3, strcspn(line + 3, "\n"));
+        }
+        return NULL;
+}
+
+/* Whether the group path (normalized, relative to freezerd's root) may hold
+ * own (own_cgroup()) by the names alone: path appears in own at a component
+ * boundary, followed by its end or a '/'.  Only then is freezerd asked where
+ * its root is, so that a plain freeze costs no round trip more. */
+static bool own_may_be_below(const char *own, const char *path) {
+        size_t l = strlen(path);
+
+        if (streq(path, "/"))
+                return true;
+        for (const char *p = own; (p = strstr(p, path)); p++)
+                if (p[l] == 0 || p[l] == '/')
+                        return true;
+        return false;
+}
+
+/* Whether the cgroup directory dir lists this process in its cgroup.procs:
+ * that dir is indeed freezectl's own cgroup, whatever the mount's root and
+ * the cgroup namespace. */
+static bool dir_holds_self(const char *dir) {
+        _cleanup_free_ char *file = NULL, *text = NULL;
+        size_t len = 0;
+        int fd, r;
+
+        if (asprintf(&file, "%s/cgroup.procs", dir) < 0)
+                return false;
+        fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return false;
+        r = read_full_fd(fd, 64 * 1024 * 1024, &text, &len);
+        close(fd);
+        if (r < 0)
+                return false;
+        for (char *p = text, *end; *p; p = end) {
+                unsigned long pid = strtoul(p, &end, 10);
+
+                if (end == p)
+                        break;
+                if (pid == (unsigned long) getpid())
+                        return true;
+        }
+        return false;
+}
+
+/* own (own_cgroup()) as freezerd names the group, relative to its cgroup
+ * root, root (its CgroupRoot: a directory in the cgroup2 mount), to free:
+ * "/" for the root itself; NULL if it lies outside the root, or is unknown
+ * (no mount here holds root, as for a freezerd in another mount namespace). */
+static char *own_group_below(const char *own, const char *root) {
+        _cleanup_free_ char *mounts = cgroup_mounts(), *dir = NULL;
+        const char *mount = NULL, *rel;
+        size_t n;
+
+        if (!mounts)
+                return NULL;
+        for (const char *m = mounts; *m; m += strlen(m) + 1)
+                if (path_under(root, m) && (!mount || strlen(m) > strlen(mount)))
+                        mount = m;
+        if (!mount)
+                return NULL;
+        n = strlen(mount);
+        while (n > 0 && mount[n - 1] == '/')
+                n--;
+        if (asprintf(&dir, "%.*s%s", (int) n, mount, streq(own, "/") ? "" : own) < 0 || !dir_holds_self(dir))
+                return NULL;
+        if (!path_under(dir, root))
+                return NULL;
+        n = strlen(root);
+        while (n > 0 && root[n - 1] == '/')
+                n--;
+        rel = dir + n;
+        return strdup(*rel ? rel : "/");
+}
+
+/* The look-up, once for the command. */
+typedef struct self_check {
+        char *own;       /* own_cgroup(), NULL: unknown, nothing is refused */
+        bool looked_up;
+        char *group;     /* own_group_below(), NULL: nothing freezerd freezes holds it */
+} self_check;
+
+static void self_check_clear(self_check *s) {
+        free(s->own);
+        free(s->group);
+}
+
+/* freezectl's own group if the group path (normalized) may hold it, else
+ * NULL (in *ret); freezerd's CgroupRoot is asked the first time only.  0,
+ * or EXIT_RETRY_ON_BUS where that first call found root's default private
+ * socket closed before freezerd let us in. */
+static int self_group_for(caller *c, self_check *s, const char *path, const char **ret) {
+        _cleanup_free_ char *root = NULL;
+        int r;
+
+        *ret = NULL;
+        if (!s->own || !own_may_be_below(s->own, path))
+                return 0;
+        if (!s->looked_up) {
+                r = c->w ? wire_get_string_property(c->w, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE,
+                                                    "CgroupRoot", wait_call_timeout_usec(arg_timeout_usec, false),
+                                                    &root)
+                         : freezer_get_cgroup_root(c->f, &root);
+                if (r < 0 && caller_may_retry_on_bus(c, r))
+                        return EXIT_RETRY_ON_BUS;
+                /* Otherwise, unknown: the call goes as asked, and says
+                 * what is wrong (no freezerd there, say). */
+                s->looked_up = true;
+                if (r >= 0 && root)
+                        s->group = own_group_below(s->own, root);
+        }
+        *ret = s->group;
+        return 0;
+}
+
+/* Whether freezing the group path on its own flag (recursive: and every
+ * group below it, as --recursive does) freezes self, freezectl's own group
+ * (both relative to freezerd's root).  "/" is no group that freezerd freezes,
+ * but with --recursive it stands for every tracked group below it:
+ * whether self's branch is tracked is not asked (that list may be long),
+ * any group below the root counts. */
+static bool freeze_covers(const char *path, bool recursive, const char *self) {
+        if (streq(path, "/"))
+                return recursive && !streq(self, "/");
+        return path_under(self, path);
+}
+
+/* The group that freeze top --except=... freezes on its own flag and that
+ * holds self (to free), NULL if none: self runs in an excluded subtree, or in
+ * top itself or a group between top and an excluded group (those stay
+ * running).  The cover is, at each level, the siblings of an excluded branch. */
+static char *except_cover(const char *top, const char *self) {
+        size_t at;
+
+        if (streq(self, "/") || (!streq(top, "/") && !path_under(self, top)) || streq(self, top))
+                return NULL;
+        for (size_t i = 0; i < n_arg_except; i++)
+                if (arg_except_norm[i] && path_under(self, arg_except_norm[i]))
+                        return NULL;
+        at = streq(top, "/") ? 0 : strlen(top);
+        while (self[at]) {
+                bool between = false;
+                char *g;
+
+                at += 1 + strcspn(self + at + 1, "/"); /* the next component of self */
+                g = strndup(self, at);
+                if (!g)
+                        return NULL;
+                for (size_t i = 0; i < n_arg_except && !between; i++)
+                        between = arg_except_norm[i] && path_under(arg_except_norm[i], g);
+                if (!between)
+                        return g;
+                free(g);
+        }
+        return NULL;
+}
+
+/* The refusal, in one line: what was asked, the group it would freeze that
+ * holds self, and self (freezectl's own group). */
+static void log_self_refusal(const char *what, const char *group, const char *self) {
+        log_error("%s: %s contains freezectl itself (%s): frozen with it, freezectl would not read the reply "
+                  "until that group is thawed from elsewhere; run it from a group the freeze leaves running, or "
+                  "give --no-wait to freeze it all the same (freezectl freezes too, and exits once thawed)",
+                  what, group, self);
+}
+
+/* freeze PATH... (with --recursive, their subtrees): EXIT_FAILURE, said, if
+ * any freezes freezectl's own group, before anything is sent but
+ * freezerd's CgroupRoot; EXIT_RETRY_ON_BUS (self_group_for()); else
+ * EXIT_SUCCESS. */
+static int check_self_freeze(caller *c, char **paths, size_t n_paths) {
+        _cleanup_(self_check_clear) self_check s = {.own = own_cgroup()};
+
+        for (size_t i = 0; i < n_paths && s.own; i++) {
+                _cleanup_free_ char *norm = path_shown(paths[i]);
+                const char *self;
+                int r;
+
+                if (!norm || (streq(norm, "/") && !arg_recursive)) /* refused by freezerd */
+                        continue;
+                r = self_group_for(c, &s, norm, &self);
+                if (r != 0)
+                        return r;
+                if (self && freeze_covers(norm, arg_recursive, self)) {
+                        _cleanup_free_ char *what = NULL;
+
+                        if (asprintf(&what, "cannot freeze %s%s", norm, arg_recursive ? " --recursive" : "") < 0)
+                                what = NULL;
+                        log_self_refusal(what ?: "cannot freeze", streq(norm, "/") ? "a group below /" : norm, self);
+                        return EXIT_FAILURE;
+                }
+        }
+        return EXIT_SUCCESS;
+}
+
+/* The same for freeze PATH --except=...: the groups it freezes on their own
+ * flags are the cover of PATH's subtree minus the excluded ones. */
+static int check_self_freeze_except(caller *c, const char *arg) {
+        _cleanup_(self_check_clear) self_check s = {.own = own_cgroup()};
+        _cleanup_free_ char *top = path_shown(arg), *cover = NULL;
+        const char *self;
+        int r;
+
+        if (!s.own || !top)
+                return EXIT_SUCCESS;
+        r = self_group_for(c, &s, top, &self);
+        if (r != 0)
+                return r;
+        if (self && (cover = except_cover(top, self))) {
+                _cleanup_free_ char *what = NULL;
+
+                if (asprintf(&what, "cannot freeze %s except %s%s", top, arg_except_norm[0] ?: arg_except[0],
+                             n_arg_except > 1 ? ", ..." : "") < 0)
+                        what = NULL;
+                log_self_refusal(what ?: "cannot freeze", cover, self);
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
+/* The same for a batch's requests to freeze: each that counts (no later
+ * request names its group). */
+static int check_self_batch(caller *c, const char *file, const freezer_request *requests, size_t n) {
+        _cleanup_(self_check_clear) self_check s = {.own = own_cgroup()};
+
+        for (size_t i = 0; i < n && s.own; i++) {
+                _cleanup_free_ char *norm = NULL;
+                const char *self;
+                bool later = false;
+                int r;
+
+                if (!requests[i].freeze || !(norm = path_shown(requests[i].path)) ||
+                    (streq(norm, "/") && !arg_recursive))
+                        continue;
+                r = self_group_for(c, &s, norm, &self);
+                if (r != 0)
+                        return r;
+                if (!self || !freeze_covers(norm, arg_recursive, self))
+                        continue;
+                for (size_t j = i + 1; j < n && !later; j++) {
+                        _cleanup_free_ char *other = path_shown(requests[j].path);
+
+                        later = other && streq(other, norm);
+                }
+                if (!later) {
+                        _cleanup_free_ char *what = NULL;
+
+                        if (asprintf(&what, "cannot apply the batch from %s (request %zu freezes %s)",
+                                     streq(file, "-") ? "standard input" : file, i, norm) < 0)
+                                what = NULL;
+                        log_self_refusal(what ?: "cannot apply the batch",
+                                         streq(norm, "/") ? "a group below /" : norm, self);
+                        return EXIT_FAILURE;
+                }
+        }
+        return EXIT_SUCCESS;
+}
+
 /* The --json object of one path of freeze, thaw, track or untrack, appended
  * to results: {"path", "result": "done"} (with "frozen_by" and
  * "untracked_between" if by names what freezes it), or "failed" with "error"
@@ -1632,6 +1926,12 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         struct json_object *results = NULL;
         uint64_t flags = request_flags();
         int ret = 0, r;
+
+        if (freeze && !arg_no_wait) {
+                ret = check_self_freeze(c, paths, n_paths);
+                if (ret != EXIT_SUCCESS)
+                        return ret;
+        }
 
         if (arg_json) {
                 results = json_object_new_array();
@@ -1818,6 +2118,12 @@ static int verb_freeze_except(freezer *f, const char *arg) {
         size_t n;
         int ret = EXIT_SUCCESS, r;
 
+        if (!arg_no_wait) {
+                ret = check_self_freeze_except(&(caller) {.f = f}, arg);
+                if (ret != EXIT_SUCCESS)
+                        return ret;
+        }
+
         interrupt_say("the freeze of %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
         r = freezer_freeze_except(f, arg, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
@@ -1943,6 +2249,12 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
 static int verb_batch(caller *c, const char *file, const freezer_request *requests, size_t n) {
         uint32_t writes = 0, skipped = 0;
         int ret = EXIT_SUCCESS, r;
+
+        if (!arg_no_wait) {
+                ret = check_self_batch(c, file, requests, n);
+                if (ret != EXIT_SUCCESS)
+                        return ret;
+        }
 
         interrupt_say("the batch from %s", streq(file, "-") ? "standard input" : file);
         r = caller_apply_batch(c, requests, n, request_flags(), &writes, &skipped);
