@@ -1882,10 +1882,13 @@ static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **r
 
 /* The journal of an operation that waits with ROLLBACK_ON_TIMEOUT, made again
  * without its adopted flags: a crash must not undo what a later call was told.
- * The new journal goes in before the old one goes (a crash between restores
- * from both, the adopted flag included: as before).  Where the new one cannot
- * be written the old one stays. */
-static void operation_rejournal(Operation *op) {
+ * And with the flags it inherited: those its rollback restores, a crash's
+ * restart must restore too.  The new journal goes in before the old one goes
+ * (a crash between restores from both, the adopted flag included: as before).
+ * Where the new one cannot be written the old one stays.  gs: the groups of
+ * op's entries, for a call that adopts before its entries are linked to their
+ * groups (NULL: linked). */
+static void operation_rejournal(Operation *op, Group *const *gs) {
         Manager *m = op->manager;
         _cleanup_free_ JournalEntry *entries = NULL;
         unsigned slot = 0;
@@ -1899,12 +1902,13 @@ static void operation_rejournal(Operation *op) {
                 return;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
-                if (e->group && (e->wrote || e->inherited) && !e->adopted)
+                const Group *g = e->group ?: (gs && !e->vanished ? gs[i] : NULL);
+                if (g && (e->wrote || e->inherited) && !e->adopted)
                         entries[k++] = (JournalEntry) {
-                                .path = e->group->path,
+                                .path = g->path,
                                 .prev_freeze = e->prev_freeze,
                                 .new_freeze = e->new_freeze,
-                                .cgroup_id = e->group->id,
+                                .cgroup_id = g->id,
                         };
         }
         if (k > 0) {
@@ -1948,18 +1952,20 @@ static bool group_adopt(Group *g, OpEntry *mine) {
 }
 
 /* After group_adopt() of a call's groups gs[0..n) (one for a Freeze, a
- * batch's): every stale journal written again, once (a batch that adopts
- * 10,000 flags of one earlier call rewrites that call's journal once). */
+ * batch's, those of mine's entries, not linked to them yet): every stale
+ * journal written again, once (a batch that adopts 10,000 flags of one
+ * earlier call rewrites that call's journal once). */
 static void operations_rejournal(Operation *mine, Group *const *gs, size_t n) {
+        assert(n == mine->n_entries);
         if (mine->journal_stale) {
                 mine->journal_stale = false;
-                operation_rejournal(mine);
+                operation_rejournal(mine, gs);
         }
         for (size_t i = 0; i < n; i++)
                 for (OpEntry *e = group_data(gs[i])->entries; e; e = e->gnext)
                         if (e->op->journal_stale) {
                                 e->op->journal_stale = false;
-                                operation_rejournal(e->op);
+                                operation_rejournal(e->op, NULL);
                         }
 }
 

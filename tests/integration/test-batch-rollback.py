@@ -25,6 +25,12 @@
 5. The same with a crash: once B asked for g7, A's journal lists g0 alone;
    freezerd killed (SIGKILL) while A waits, and started again: g0 restored, g7
    left at 1.
+   5b. The same with B an ApplyBatch with ROLLBACK that freezes g1 and asks for
+   g7: killed while both wait, the restart restores g0 (A's journal), g1 and g7
+   (B's: it took g7's restoring over).  (Before, B's journal was emptied as it
+   took g7 over: the restart left g1 and g7 frozen.)
+   5c. The same with B a Freeze of g7 with ROLLBACK: the restart restores g0
+   and g7.  (Before, B wrote no journal: g7 stayed frozen.)
 Every case ends with one ApplyBatch thawing the ten."""
 
 import os
@@ -225,6 +231,46 @@ def test():
                 ft.check_equal((sc.read_freeze('/r/g0'), sc.read_freeze(STUCK)), (0, 1),
                                'case 5: after the restart g0 is restored, g7 left at 1 as B asked')
                 d.client.call('Thaw', STUCK, long_usec, 0)
+            check_still_blocked(stuck)
+
+            # -- 5b. B has ROLLBACK too, and is killed while it waits: its journal lists g7 (taken
+            # over from A, with A's previous flag) and g1 (its own write); A's lists g0.
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,
+                                    ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                            what='case 5b: A wrote both flags')
+                with ft.Client(bus.address) as b:
+                    b.call_async('ApplyBatch', [('/r/g1', True), (STUCK, True)], 'auto', 120 * 1000000,
+                                 ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                    ft.wait_for(lambda: sc.read_freeze('/r/g1') == 1, what='case 5b: B wrote g1')
+                    # A round trip: B's call is through (its journals written) once this answers.
+                    b.group_property(STUCK, 'FreezerState')
+                    ft.check_equal(sorted(map(sorted, journaled())), [['/r/g0'], ['/r/g1', STUCK]],
+                                   'case 5b: A\'s journal lists g0, B\'s lists g1 and g7, which it restores now')
+                    d.sigkill()
+                    d.wait_dead()
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                ft.check_equal([sc.read_freeze(g) for g in ('/r/g0', '/r/g1', STUCK)], [0, 0, 0],
+                               'case 5b: after the restart g0, g1 and g7 are restored (neither call finished)')
+            check_still_blocked(stuck)
+
+            # -- 5c. B a Freeze of g7 with ROLLBACK: it writes nothing, and its journal lists g7.
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,
+                                    ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
+                            what='case 5c: A wrote both flags')
+                with ft.Client(bus.address) as b:
+                    b.call_async('Freeze', STUCK, 120 * 1000000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+                    ft.wait_for(lambda: len(ft.live_journals(runtime_dir)) == 2, what='case 5c: B\'s journal')
+                    ft.check_equal(sorted(journaled()), [['/r/g0'], [STUCK]],
+                                   'case 5c: A\'s journal lists g0, B\'s lists g7')
+                    d.sigkill()
+                    d.wait_dead()
+            with ft.Daemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                ft.check_equal([sc.read_freeze(g) for g in ('/r/g0', STUCK)], [0, 0],
+                               'case 5c: after the restart g0 and g7 are restored (neither call finished)')
             check_still_blocked(stuck)
 
 
