@@ -206,6 +206,24 @@ static void test_slots_and_recover(void) {
                 CHECK(dir_empty(dir));
         }
 
+        /* The whole directory removed (a cleaner of /run): a batch cannot
+         * record its journal (-ENOENT: the call fails, nothing written); once
+         * the directory is made again, the next batch's journal goes there. */
+        {
+                _cleanup_free_ char *p = slot_file(dir, 0);
+                CHECK(journal_new(dir, NULL, &j) == 0);
+                CHECK(journal_begin(j, 22, "boot-1", a, 1, &s0) == 0 && s0 == 0);
+                CHECK(journal_end(j, s0) == 0);
+                CHECK(unlink(p) == 0 && rmdir(dir) == 0);
+                CHECK(journal_begin(j, 23, "boot-1", a, 1, &s0) == -ENOENT);
+                CHECK(mkdir(dir, 0700) == 0);
+                CHECK(journal_begin(j, 24, "boot-1", a, 1, &s0) == 0);
+                CHECK(file_size(p) > 0);
+                CHECK(journal_end(j, s0) == 0);
+                j = journal_free(j);
+                CHECK(dir_empty(dir));
+        }
+
         /* A journal of another boot is removed unread; one without a boot id,
          * or read where the boot id is unknown, is restored. */
         CHECK(journal_new(dir, NULL, &j) == 0);
