@@ -5312,8 +5312,17 @@ static void manager_load_tracked(Manager *m) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 _cleanup_free_ char *moved = NULL;
                 const char *p;
-                if (!json_object_is_type(v, json_type_string))
+                if (!json_object_is_type(v, json_type_string)) {
+                        /* A hand edit gone wrong: said, not dropped in silence
+                         * by the next save. */
+                        const char *shown = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+                                                                                      JSON_C_TO_STRING_NOSLASHESCAPE);
+                        /* (At most 100 bytes of it: an entry may be a whole object.) */
+                        log_warning("Entry %zu of %s is no path (%.100s): not tracked, and the next save of the "
+                                    "file leaves it out.",
+                                    i + 1, path, shown ?: "?");
                         continue;
+                }
                 p = json_object_get_string(v);
                 if (old_root) {
                         r = tracked_path_moved(old_root, p, m->cgroup_root, &moved);

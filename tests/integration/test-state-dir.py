@@ -9,7 +9,10 @@
     the next save wrote over it.)  Damaged again at a later start, it is kept
     as tracked.json.2.broken, the first one as it was (before session 34 the
     second replaced it).  A FIFO of that name (no writer) is said to
-    be no regular file: it held up the start for good.
+    be no regular file: it held up the start for good.  An entry of its
+    "tracked" array that is no string (42, an object) is named in a warning,
+    the others tracked (before, it was left out in silence, and the next save
+    dropped it).
   * Another --cgroup-root: tracked.json saved by a freezerd over ROOT/sub,
     tracking its /x (ROOT/sub/x); the next one runs over ROOT, where /x is
     ROOT/x, another group.  It must track /sub/x (the same group), not /x, and
@@ -89,6 +92,19 @@ def test():
                 ft.check_equal(f.read(), '{"tracked": ["/a",\n', 'the first one kept as it was')
             with open(path + '.2.broken') as f:
                 ft.check_equal(f.read(), 'not json\n', 'the second one kept')
+
+            # ---- an entry that is no path: said, the others tracked
+            state = os.path.join(base, 'entry')
+            os.mkdir(state)
+            path = os.path.join(state, 'tracked.json')
+            with open(path, 'w') as f:
+                f.write('{"tracked": ["/a", 42, {"path": "/b"}]}\n')
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                log = d.log()
+                ft.check(f'Entry 2 of {path} is no path (42): not tracked, and the next save of the file leaves '
+                         'it out.' in log and f'Entry 3 of {path} is no path ({{"path":"/b"}})' in log,
+                         'each entry of tracked.json that is no string is named in a warning', log)
+                ft.check_equal(tracked(d.client), ['/a'], 'the entry that is a path is tracked')
 
             # ---- a FIFO: the start must not wait for a writer
             state = os.path.join(base, 'fifo')
