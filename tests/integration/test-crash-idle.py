@@ -17,7 +17,9 @@ ROLLBACK_ON_TIMEOUT or not (NO_WAIT now and then), all with a 120 s timeout,
 and writes of a cgroup.freeze behind freezerd's back.  After each call a round
 trip (ListGroups) and a wait of up to 0.3 s for its reply: a call that touches
 /e/s waits for good, the others are done, so the sequence ends the same way at
-every run.  freezerd is then idle in its loop, with calls waiting.
+every run (where a slow machine made it end otherwise, the case is not
+compared, and said so; at most a quarter of them may be).  freezerd is then
+idle in its loop, with calls waiting.
 
 The sequence runs twice, each from every flag 0 with a fresh freezerd on
 fresh directories: once ended by SIGKILL and a start over the same runtime
@@ -113,7 +115,9 @@ def test():
                         deadline = time.monotonic() + 0.3
                         while not p.done() and time.monotonic() < deadline:
                             ft.loop().run_once(deadline - time.monotonic())
-                    left = sum(1 for p in pending if not p.done())
+                    # Which calls had ended: the two runs compare only where the same did (on a
+                    # slow machine a call that ends at once may take longer than the wait).
+                    left = tuple(not p.done() for p in pending)
                     if end == 'kill':
                         d.sigkill()
                         d.wait_dead()
@@ -124,13 +128,22 @@ def test():
                         return flags(), left
                 return flags(), left
 
+            unlike = 0
             for n in range(cases):
                 seq = sequence(rng)
                 killed, left = run(seq, 'kill', n)
-                stopped, _left = run(seq, 'stop', n)
-                waiting += left
-                ft.check_equal(killed, stopped, f'case {n}: {len(seq)} steps, {left} calls left waiting: the flags '
-                                                'after a crash and a start are those a stop leaves')
+                stopped, left_stopped = run(seq, 'stop', n)
+                if left != left_stopped:
+                    # Not the same calls ended by the kill and the stop: nothing to compare.
+                    unlike += 1
+                    print(f'# case {n}: other calls had ended in the two runs ({left} against {left_stopped}): '
+                          'not compared', flush=True)
+                    continue
+                waiting += sum(left)
+                ft.check_equal(killed, stopped, f'case {n}: {len(seq)} steps, {sum(left)} calls left waiting: the '
+                                                'flags after a crash and a start are those a stop leaves')
+            ft.check(unlike <= cases // 4, f'{cases - unlike} of {cases} cases compared (other calls had ended in '
+                                           f'the two runs of {unlike})')
     finally:
         shutil.rmtree(dirs, ignore_errors=True)
     print(f'# {cases} cases, {waiting} calls left waiting at the crash or stop', flush=True)
