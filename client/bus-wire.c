@@ -484,6 +484,11 @@ int wire_parse_message(const uint8_t *buf, size_t len, wire_message *ret) {
                         return -EBADMSG;
                 if (streq(inner, "s") && read_string(&r, &m.variant_string) < 0)
                         return -EBADMSG;
+                if (streq(inner, "u")) {
+                        if (read_fixed(&r, 4, &m.variant_u32) < 0)
+                                return -EBADMSG;
+                        m.has_variant_u32 = true;
+                }
         }
         for (; m.signature && m.signature[m.n_u32] == 'u' && m.n_u32 < ELEMENTSOF(m.u32); m.n_u32++)
                 if (read_fixed(&r, 4, &m.u32[m.n_u32]) < 0)
@@ -851,7 +856,8 @@ static int authenticate_apart(wire *w, uint64_t deadline) {
 }
 
 static int call_once(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
-                     size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret, char **ret_string) {
+                     size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret, char **ret_string,
+                     uint32_t *ret_variant_u32) {
         /* A NUL, EXTERNAL with our uid (as hex of its decimal digits) and
          * BEGIN, then the call, in one write: the specification lets a client
          * pipeline them, and it saves a round trip to the server. */
@@ -989,11 +995,14 @@ static int call_once(wire *w, const char *path, const char *interface, const cha
                         if (set_string(&w->error_name, m.error_name) < 0 ||
                             set_string(&w->error_message, m.first_string) < 0)
                                 r = -ENOMEM;
-                } else if (m.n_u32 < n_ret || (ret_string && !m.variant_string))
+                } else if (m.n_u32 < n_ret || (ret_string && !m.variant_string) ||
+                           (ret_variant_u32 && !m.has_variant_u32))
                         r = -EBADMSG; /* not the reply this method gives */
                 else if (ret_string && !(*ret_string = strdup(m.variant_string)))
                         r = -ENOMEM;
                 else {
+                        if (ret_variant_u32)
+                                *ret_variant_u32 = m.variant_u32;
                         for (size_t i = 0; i < n_ret; i++)
                                 ret[i] = m.u32[i];
                         r = 0;
@@ -1023,7 +1032,7 @@ static int call_failed(wire *w, int r) {
 
 int wire_call(wire *w, const char *path, const char *interface, const char *member, const wire_arg *args,
               size_t n_args, uint64_t timeout_usec, uint32_t *ret, size_t n_ret) {
-        return call_failed(w, call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret, NULL));
+        return call_failed(w, call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret, NULL, NULL));
 }
 
 int wire_get_string_property(wire *w, const char *path, const char *interface, const char *name,
@@ -1031,5 +1040,41 @@ int wire_get_string_property(wire *w, const char *path, const char *interface, c
         *ret = NULL;
         return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
                                         (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
-                                        timeout_usec, NULL, 0, ret));
+                                        timeout_usec, NULL, 0, ret, NULL));
+}
+
+int wire_get_u32_property(wire *w, const char *path, const char *interface, const char *name,
+                          uint64_t timeout_usec, uint32_t *ret) {
+        *ret = 0;
+        return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
+                                        (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
+                                        timeout_usec, NULL, 0, NULL, ret));
+}
+
+/* As sd_bus_path_encode(): id as one label, each byte that is not a letter
+ * (nor a digit after the first) as "_" and two lowercase hex digits, "_"
+ * for an empty id. */
+int wire_path_encode(const char *prefix, const char *id, char **ret) {
+        size_t n = strlen(prefix);
+        char *p = malloc(n + 2 + 3 * strlen(id) + 1), *q;
+
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, prefix, n);
+        q = p + n;
+        *q++ = '/';
+        if (!*id)
+                *q++ = '_';
+        for (const char *c = id; *c; c++) {
+                if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (c > id && *c >= '0' && *c <= '9'))
+                        *q++ = *c;
+                else {
+                        *q++ = '_';
+                        *q++ = "0123456789abcdef"[(uint8_t) *c >> 4];
+                        *q++ = "0123456789abcdef"[(uint8_t) *c & 15];
+                }
+        }
+        *q = 0;
+        *ret = p;
+        return 0;
 }

@@ -6,8 +6,9 @@
  * need, over freezerd's private socket (a peer-to-peer connection) or a bus
  * reached by a unix socket (with Hello() first): SASL EXTERNAL, method calls
  * whose arguments are strings, uint64s, booleans and ApplyBatch's requests
- * (a(sb)), and replies made of uint32s (or nothing), or a string property's
- * value (Properties.Get: freezerd's CgroupRoot).
+ * (a(sb)), and replies made of uint32s (or nothing), or a string or uint32
+ * property's value (Properties.Get: freezerd's CgroupRoot, a group's
+ * FrozenDescendants).
  *
  * Why not sd-bus, which everything else uses: a freeze is mostly process
  * start-up, and loading libsystemd with the libraries it needs (libgcrypt,
@@ -92,6 +93,13 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
  * if the reply holds no string. */
 int wire_get_string_property(wire *w, const char *path, const char *interface, const char *name,
                              uint64_t timeout_usec, char **ret);
+/* The same for a uint32 property (a group's FrozenDescendants, which
+ * freezectl's thaw reads), into *ret (0 on failure). */
+int wire_get_u32_property(wire *w, const char *path, const char *interface, const char *name,
+                          uint64_t timeout_usec, uint32_t *ret);
+/* The object path of id below prefix as sd_bus_path_encode() makes it (and
+ * freezerd names a group's object so), into *ret (to free); -ENOMEM. */
+int wire_path_encode(const char *prefix, const char *id, char **ret);
 /* Whether the server accepted our authentication (its OK read, also after
  * the call's write failed): a connection closed before that never was up,
  * and nothing of a call on it was done. */
@@ -159,6 +167,8 @@ typedef struct wire_message {
         const char *first_string; /* the body's first argument, if it is a string */
         const char *variant_string; /* the body's first argument, if it is a variant holding a string
                                      * (a string property's Get) */
+        uint32_t variant_u32;     /* the body's first argument, if it is a variant holding a uint32 */
+        bool has_variant_u32;
         uint32_t u32[2];          /* the body's leading uint32 arguments, up to 2 */
         unsigned n_u32;
 } wire_message;

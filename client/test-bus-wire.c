@@ -256,6 +256,20 @@ static void test_calls(void) {
                 CHECK_R(call(w, "/ok", 0, 0, 0), 0);
         }
 
+        /* A uint32 property (freezectl's thaw reads FrozenDescendants so);
+         * not a uint32, or none, is said. */
+        {
+                uint32_t count = 1;
+
+                CHECK_R(wire_get_u32_property(w, PATH, INTERFACE, "Count", 0, &count), 0);
+                CHECK(count == 7);
+                CHECK_R(wire_get_u32_property(w, PATH, INTERFACE, "Root", 0, &count), -EBADMSG);
+                CHECK(count == 0);
+                CHECK_R(wire_get_u32_property(w, PATH, INTERFACE, "Nope", 0, &count), -EIO);
+                CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownProperty");
+                CHECK_R(call(w, "/ok", 0, 0, 0), 0);
+        }
+
         /* Strings of every length modulo 8 (padding), UTF-8, and a long one. */
         for (size_t n = 0; n < 9; n++) {
                 char s[32] = "/echo", msg[64];
@@ -439,6 +453,19 @@ static const char *long_name(size_t n) {
         memset(buf, 'a', n);
         buf[n] = 0;
         return buf;
+}
+
+/* wire_path_encode() names a group's object as freezerd does (sd-bus'). */
+static void test_path_encode(void) {
+        static const char *const ids[] = {"", "/", "/pods/a", "/a-b.c/d_e", "/1/x2", "9", "/ö", "/sp ace"};
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                _cleanup_free_ char *ours = NULL, *theirs = NULL;
+
+                CHECK_R(wire_path_encode("/org/freezerd/Freezer1/group", ids[i], &ours), 0);
+                CHECK_R(sd_bus_path_encode("/org/freezerd/Freezer1/group", ids[i], &theirs), 0);
+                CHECK_STR(ours, theirs);
+        }
 }
 
 static void test_address(void) {
@@ -669,6 +696,7 @@ int main(void) {
         test_batches();
         test_utf8();
         test_address();
+        test_path_encode();
         test_parse();
         test_send_stall(dir);
 
