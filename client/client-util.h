@@ -68,6 +68,10 @@ static inline uint64_t usec_add(uint64_t a, uint64_t b) {
 #define FREEZER_SERVICE "org.freezerd.Freezer1"
 #define FREEZER_MANAGER_PATH "/org/freezerd/Freezer1"
 #define FREEZER_MANAGER_INTERFACE "org.freezerd.Freezer1.Manager"
+/* A group's object: the prefix, and the group's path as one label
+ * (sd_bus_path_encode()). */
+#define FREEZER_GROUP_PREFIX "/org/freezerd/Freezer1/group"
+#define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 
 /* The method call waits this much longer than the daemon's own timeout, so that
  * the daemon's Timeout error wins over a local one. */

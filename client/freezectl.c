@@ -104,7 +104,10 @@ static void help_to(FILE *f) {
                "                       sorted\n"
                "  thaw PATH...         Thaw each group in turn; wait until the kernel reports\n"
                "                       it running. Fails if an ancestor still freezes it (the\n"
-               "                       group's own freeze flag is cleared nevertheless)\n"
+               "                       group's own freeze flag is cleared nevertheless).\n"
+               "                       Notes on standard error how many groups below it\n"
+               "                       stay frozen by their own flags (thaw --recursive\n"
+               "                       clears them)\n"
                "  batch FILE           Apply the freeze and thaw requests in the JSON file FILE\n"
                "                       (\"-\": standard input) as one batch; print how many\n"
                "                       freeze flags were written and how many requests were\n"
@@ -236,7 +239,9 @@ static void help_to(FILE *f) {
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
-               "clears those too. A freeze (freeze, --except, batch) that would freeze\n"
+               "clears those too. Once the kernel reports PATH running, thaw (unless\n"
+               "--no-wait) notes on standard error how many groups below PATH stay frozen\n"
+               "so, if any (its FrozenDescendants), and still exits 0. A freeze (freeze, --except, batch) that would freeze\n"
                "the group freezectl itself runs in (a terminal's) is refused, nothing\n"
                "written, exit 1: frozen with it, freezectl would never read the reply.\n"
                "Run it from a group the freeze leaves running (one given with --except=),\n"
@@ -360,7 +365,10 @@ static void help_to(FILE *f) {
                "                   does not track lie between PATH and what \"frozen_by\"\n"
                "                   names (A and B the tracked groups around them, B null\n"
                "                   if none is above them), one of which may be what\n"
-               "                   freezes it, nearer; null otherwise\n"
+               "                   freezes it, nearer; null otherwise. A plain thaw\n"
+               "                   (not --recursive, not --no-wait) adds \"frozen_below\":\n"
+               "                   N where N > 0 groups below PATH stay frozen by their\n"
+               "                   own flags (or those of groups between)\n"
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests\n"
                "                   left out by --skip-missing too)\n"
@@ -1503,6 +1511,34 @@ static int caller_freeze_thaw(caller *c, bool freeze, const char *path, uint64_t
                          wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT), NULL, 0);
 }
 
+/* After a waiting thaw of path: how many groups below it the kernel reports
+ * frozen (its FrozenDescendants), in *ret; negative if that cannot be read
+ * (nothing is said then).  One Get (GetAll by libfreezer) on the group's
+ * object, named from path normalized, as freezerd names it. */
+static int caller_frozen_below(caller *c, const char *path, uint32_t *ret) {
+        _cleanup_free_ char *norm = NULL, *object = NULL;
+        freezer_group g;
+        int r;
+
+        *ret = 0;
+        r = cg_path_normalize(path, &norm, NULL);
+        if (r < 0)
+                return r;
+        if (c->w) {
+                r = wire_path_encode(FREEZER_GROUP_PREFIX, norm, &object);
+                if (r < 0)
+                        return r;
+                return wire_get_u32_property(c->w, object, FREEZER_GROUP_INTERFACE, "FrozenDescendants",
+                                             wait_call_timeout_usec(arg_timeout_usec, false), ret);
+        }
+        r = freezer_get_group(c->f, norm, &g);
+        if (r < 0)
+                return r;
+        *ret = g.frozen_descendants;
+        freezer_group_clear(&g);
+        return 0;
+}
+
 static int caller_apply_batch(caller *c, const freezer_request *requests, size_t n, uint64_t flags,
                               uint32_t *ret_writes, uint32_t *ret_skipped) {
         uint32_t reply[2] = {};
@@ -1897,7 +1933,7 @@ static int check_self_batch(caller *c, const char *file, const freezer_request *
  * "untracked_between" if by names what freezes it), or "failed" with "error"
  * and "message" as far as known. */
 static int json_append_result(struct json_object *results, const char *path, bool failed, const char *name,
-                              const char *message, const frozen_by_result *by) {
+                              const char *message, const frozen_by_result *by, uint32_t frozen_below) {
         _cleanup_free_ char *norm = NULL;
         struct json_object *o;
 
@@ -1913,6 +1949,7 @@ static int json_append_result(struct json_object *results, const char *path, boo
             json_add(o, "result", json_object_new_string(failed ? "failed" : "done")) < 0 ||
             (by && by->by && json_add(o, "frozen_by", json_object_new_string(by->by)) < 0) ||
             (by && by->by && json_add_untracked_between(o, by) < 0) ||
+            (frozen_below > 0 && json_add(o, "frozen_below", json_object_new_int64(frozen_below)) < 0) ||
             (failed && name && json_add(o, "error", json_object_new_string(name)) < 0) ||
             (failed && message && json_add(o, "message", json_object_new_string(message)) < 0) ||
             json_append(results, TAKE_PTR(o)) < 0) {
@@ -1944,6 +1981,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         for (size_t i = 0; i < n_paths; i++) {
                 _cleanup_(frozen_by_result_clear) frozen_by_result by = {};
                 _cleanup_free_ char *shown = path_shown(paths[i]);
+                uint32_t frozen_below = 0;
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
                 call_path = paths[i];
@@ -1969,10 +2007,22 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         frozen_by(c->f, paths[i], &by);
                         if (by.by)
                                 note_frozen_by(c->f, shown ?: paths[i], &by);
-                }
+                } else if (!freeze && !arg_recursive && !arg_no_wait &&
+                           caller_frozen_below(c, paths[i], &frozen_below) >= 0 && frozen_below > 0)
+                        /* The thaw cleared PATH's flag alone, and its reply
+                         * came once the kernel reported PATH running: by
+                         * then a group below that PATH alone froze runs too
+                         * (the kernel thaws the subtree in the same write),
+                         * so what is still frozen is frozen by a flag below
+                         * PATH (freeze --except sets such flags), which the
+                         * exit status 0 would hide. */
+                        log_error("note: %" PRIu32 " group%s below %s stay%s frozen by flags set below it (a plain "
+                                  "thaw clears its own flag only): '" PROGRAM " thaw --recursive %s' clears them",
+                                  frozen_below, frozen_below == 1 ? "" : "s", shown ?: paths[i],
+                                  frozen_below == 1 ? "s" : "", shown ?: paths[i]);
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
-                                                  caller_error_message(c), &by) < 0) {
+                                                  caller_error_message(c), &by, frozen_below) < 0) {
                         log_oom();
                         ret = EXIT_FAILURE;
                         break;
@@ -2414,7 +2464,7 @@ static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
                         ret = EXIT_FAILURE;
                 }
                 if (results && json_append_result(results, paths[i], r < 0, freezer_last_error_name(f),
-                                                  freezer_last_error_message(f), NULL) < 0) {
+                                                  freezer_last_error_message(f), NULL, 0) < 0) {
                         log_oom();
                         ret = EXIT_FAILURE;
                         break;

@@ -19,8 +19,6 @@
 #define MATCH_DAEMON_OWNER                                                              \
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"     \
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" FREEZER_SERVICE "'"
-#define FREEZER_GROUP_PREFIX "/org/freezerd/Freezer1/group"
-#define FREEZER_GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define FREEZER_ERROR_PREFIX "org.freezerd.Freezer1.Error."
 
 /* What InterfacesAdded, GetAll or a signal says of a group's state. */

@@ -22,6 +22,15 @@ Checks:
     freeze /-dash: NoSuchGroup: /-dash does not exist"; it said "cannot freeze
     -dash"), for freeze, thaw, status, track, untrack, tree, pressure, watch and
     freeze --except.
+  * /d/a, /d/b, /d/c with sleepers, `freeze /d --except=/d/a` (freezes /d/b
+    and /d/c on their own flags), `thaw /d`: exit 0, nothing on stdout, one
+    note on stderr naming the 2 groups below /d that stay frozen and `thaw
+    --recursive /d` (it said nothing, every app stayed frozen); so over the
+    private socket, and with --json (libfreezer), whose object has
+    "frozen_below": 2.  Two PATHs: one note for each that has some.  No note
+    for: /d frozen whole and thawed (its children, frozen by /d alone, run by
+    the reply, 20 times), a leaf (/d/b), thaw --recursive, thaw --no-wait;
+    --json of those has no "frozen_below".
   * --user with XDG_RUNTIME_DIR=/nonexistent and no DBUS_SESSION_BUS_ADDRESS:
     one line naming the address it tried, unix:path=/nonexistent/bus (it named
     none).
@@ -32,6 +41,7 @@ Checks:
     tree` says that untracked groups are shown too; `help thaw` says that
     --rollback undoes a timeout only, not a FrozenByParent failure."""
 
+import json
 import os
 import signal
 import subprocess
@@ -97,6 +107,65 @@ def check_except_keeps_frozen(sc, bus):
     ft.freezectl('thaw', '/pods/b', address=bus.address)
 
 
+def check_thaw_frozen_below(sc, bus, d):
+    private = os.path.join(d.runtime_dir, 'private')
+    note = 'freezectl: note: 2 groups below /d stay frozen by flags set below it'
+    hint = "'freezectl thaw --recursive /d' clears them"
+
+    def except_a():
+        r = ft.freezectl('freeze', '/d', '--except=/d/a', address=bus.address)
+        ft.check_equal(r.stdout, '/d/b\n/d/c\n', 'freeze /d --except=/d/a freezes /d/b and /d/c')
+
+    for how, kw in (('bus', {'address': bus.address}), ('private socket', {'socket': private})):
+        except_a()
+        r = ft.freezectl('thaw', '/d', check=False, **kw)
+        what = f'thaw /d after freeze /d --except=/d/a, over the {how}'
+        ft.check_equal((r.returncode, r.stdout), (0, ''), f'{what}: exit 0, nothing on stdout')
+        one_line(r, what, note, hint)
+        ft.check_equal((sc.read_freeze('/d/b'), sc.read_freeze('/d/c')), (1, 1), f'{what}: /d/b, /d/c stay frozen')
+
+        # The leaf: nothing below it.
+        r = ft.freezectl('thaw', '/d/b', check=False, **kw)
+        ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''), f'thaw /d/b (a leaf), over the {how}: no note')
+        # Two PATHs: a note for /d (1 group, said in the singular), none for /g.
+        r = ft.freezectl('thaw', '/d', '/g', check=False, **kw)
+        what = f'thaw /d /g with /d/c frozen, over the {how}'
+        ft.check_equal((r.returncode, r.stdout), (0, ''), f'{what}: exit 0')
+        one_line(r, what, 'note: 1 group below /d stays frozen by flags set below it', hint)
+        ft.freezectl('thaw', '/d/c', **kw)
+
+    # --json goes by libfreezer: the note, and "frozen_below" in /d's object.
+    except_a()
+    r = ft.freezectl('--json', 'thaw', '/d', '/d/b', check=False, address=bus.address)
+    what = 'thaw --json /d /d/b after freeze /d --except=/d/a'
+    ft.check_equal((r.returncode, json.loads(r.stdout)),
+                   (0, [{'path': '/d', 'result': 'done', 'frozen_below': 2}, {'path': '/d/b', 'result': 'done'}]),
+                   f'{what}: "frozen_below": 2 for /d alone')
+    one_line(r, what, note, hint)
+
+    # --recursive clears them; --no-wait does not wait to look: no note.
+    except_a()
+    r = ft.freezectl('thaw', '/d', '--no-wait', check=False, address=bus.address)
+    ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''), 'thaw --no-wait /d: no note')
+    r = ft.freezectl('thaw', '--recursive', '/d', check=False, address=bus.address)
+    ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''), 'thaw --recursive /d: no note')
+    ft.check_equal((sc.read_freeze('/d/b'), sc.read_freeze('/d/c')), (0, 0), 'thaw --recursive /d: all run')
+
+    # /d frozen whole: its children, frozen by /d alone, are thawed by the
+    # time the reply comes, so no note (the count is settled then).
+    for i in range(20):
+        ft.freezectl('freeze', '/d', address=bus.address)
+        for how, kw in (('bus', {'address': bus.address}), ('private socket', {'socket': private})):
+            r = ft.freezectl('thaw', '/d', check=False, **kw)
+            ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', ''),
+                           f'thaw /d after freeze /d ({i}), over the {how}: no note')
+            if how == 'bus':
+                ft.freezectl('freeze', '/d', address=bus.address)
+    r = ft.freezectl('--json', 'thaw', '/d', check=False, address=bus.address)
+    ft.check_equal((r.returncode, json.loads(r.stdout), r.stderr), (0, [{'path': '/d', 'result': 'done'}], ''),
+                   'thaw --json /d with nothing frozen below: no "frozen_below", no note')
+
+
 def check_normalized_prefix(bus):
     for args, prefix in ((['freeze', '--', '-dash'], 'cannot freeze /-dash: NoSuchGroup'),
                          (['thaw', '--', '-dash'], 'cannot thaw /-dash: NoSuchGroup'),
@@ -152,9 +221,12 @@ def test():
     check_user_bus_named()
     with ft.Scratch('core-freezectl-notes') as sc, ft.Bus() as bus:
         check_help(bus)
-        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b'):
+        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d'):
             sc.mkdir(g)
+        for g in ('/d/a', '/d/b', '/d/c'):
+            sc.spawn_sleepers(g, 2)
         with ft.Daemon(bus, sc.root) as d:
+            check_thaw_frozen_below(sc, bus, d)
             check_zero_totals(bus)
             check_normalized_prefix(bus)
             check_except_keeps_frozen(sc, bus)
