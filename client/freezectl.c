@@ -247,7 +247,7 @@ static void help_to(FILE *f) {
                "Run it from a group the freeze leaves running (one given with --except=),\n"
                "or give --no-wait to freeze it all the same: freezectl then freezes too,\n"
                "and exits once that group is thawed from elsewhere. (For --recursive /,\n"
-               "any group below freezerd's root counts, whether freezerd tracks it or not.)\n"
+               "any group below freezerd's root counts, followed by freezerd or not.)\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
                "does not fail with FrozenByParent; it notes on standard error what still\n"
@@ -1722,6 +1722,7 @@ static bool dir_holds_self(const char *dir) {
 static char *own_group_below(const char *own, const char *root) {
         _cleanup_free_ char *mounts = cgroup_mounts(), *dir = NULL;
         const char *mount = NULL, *rel;
+        struct stat st;
         size_t n;
 
         if (!mounts)
@@ -1730,6 +1731,11 @@ static char *own_group_below(const char *own, const char *root) {
                 if (path_under(root, m) && (!mount || strlen(m) > strlen(mount)))
                         mount = m;
         if (!mount)
+                return NULL;
+        /* Only a mount of the hierarchy's root (kernfs gives it inode 1): one
+         * made in a cgroup namespace shows that namespace's root, and its
+         * paths are not freezerd's. */
+        if (stat(mount, &st) < 0 || st.st_ino != 1)
                 return NULL;
         n = strlen(mount);
         while (n > 0 && mount[n - 1] == '/')
@@ -1909,10 +1915,18 @@ static int check_self_batch(caller *c, const char *file, const freezer_request *
                         return r;
                 if (!self || !freeze_covers(norm, arg_recursive, self))
                         continue;
-                for (size_t j = i + 1; j < n && !later; j++) {
+                /* The highest group of request i that holds self: norm, or
+                 * for "/" self's group below the root. */
+                _cleanup_free_ char *held = streq(norm, "/") ? strndup(self, 1 + strcspn(self + 1, "/"))
+                                                             : strdup(norm);
+                for (size_t j = i + 1; j < n && !later && held; j++) {
                         _cleanup_free_ char *other = path_shown(requests[j].path);
 
-                        later = other && streq(other, norm);
+                        /* With --recursive the later request that holds a
+                         * group wins it: one whose subtree holds norm holds
+                         * every group of norm's that holds self. */
+                        later = other && (streq(other, norm) ||
+                                          (arg_recursive && (streq(other, "/") || path_under(held, other))));
                 }
                 if (!later) {
                         _cleanup_free_ char *what = NULL;

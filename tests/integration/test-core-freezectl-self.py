@@ -22,7 +22,9 @@ wire (freeze, batch), through libfreezer for --except:
   * freeze /p --except=/p/x (does not exclude /p/d): refused alike, naming /p/d, the
     group it would freeze; nothing written.
   * batch [/p/x frozen, /p frozen]: refused alike, naming request 1 and /p; nothing
-    written (not /p/x either).  A batch whose later request thaws /p again: accepted.
+    written (not /p/x either).  A batch whose later request thaws /p again: accepted;
+    with --recursive also one that freezes /p/d, then thaws /p or / (their subtrees
+    hold /p/d), but not one that freezes /p, then thaws /p/d (/p's flag freezes it).
   * freeze /p --except=/p/d: exit 0, prints /p/x, which is frozen; /p/d runs.
   * freeze /p/x (beside it): works; so does freeze /d (freezerd's CgroupRoot looked up,
     /d does not hold /p/d).
@@ -107,6 +109,18 @@ def test():
                     ft.check(in_time and rc == 0 and unwritten(sc) == {g: 0 for g in GROUPS},
                              f'{label}: batch whose later request thaws /p: its last request counts, accepted',
                              f'exit {rc}: {out}{err}')
+                    # With --recursive a later request whose subtree holds a group wins it: a thaw of
+                    # /p (or /) after a freeze of /p/d leaves /p/d running.
+                    for top in ('/p', '/'):
+                        rc, out, err, in_time = run_in_d(
+                            sc, how, '--recursive', 'batch', '-',
+                            input=json.dumps([{'path': '/p/d', 'freeze': True}, {'path': top, 'freeze': False}]))
+                        ft.check(in_time and rc == 0 and unwritten(sc) == {g: 0 for g in GROUPS},
+                                 f'{label}: batch --recursive freezing /p/d, then thawing {top}: accepted',
+                                 f'exit {rc}: {out}{err}')
+                    batch = json.dumps([{'path': '/p', 'freeze': True}, {'path': '/p/d', 'freeze': False}])
+                    check_refused(sc, how, f'{label}: batch --recursive freezing /p, then thawing /p/d (/p freezes '
+                                  'it still)', ['--recursive', 'batch', '-'], 'request 0 freezes /p): /p', input=batch)
 
                     if label == 'bus':
                         rc, out, err, in_time = run_in_d(sc, how, 'freeze', '/p/d')
