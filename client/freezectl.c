@@ -241,13 +241,14 @@ static void help_to(FILE *f) {
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
                "--no-wait) notes on standard error how many groups below PATH stay frozen\n"
-               "so, if any (its FrozenDescendants), and still exits 0. A freeze (freeze, --except, batch) that would freeze\n"
-               "the group freezectl itself runs in (a terminal's) is refused, nothing\n"
-               "written, exit 1: frozen with it, freezectl would never read the reply.\n"
-               "Run it from a group the freeze leaves running (one given with --except=),\n"
-               "or give --no-wait to freeze it all the same: freezectl then freezes too,\n"
-               "and exits once that group is thawed from elsewhere. (For --recursive /,\n"
-               "any group below freezerd's root counts, followed by freezerd or not.)\n"
+               "so, if any (its FrozenDescendants), and still exits 0.\n"
+               "A freeze (freeze, --except, batch) that would freeze the group freezectl\n"
+               "itself runs in (a terminal's) is refused, nothing written, exit 1: frozen\n"
+               "with it, freezectl would never read the reply. Run it from a group the\n"
+               "freeze leaves running (one given with --except=), or give --no-wait to\n"
+               "freeze it all the same: freezectl then freezes too, and exits once that\n"
+               "group is thawed from elsewhere. (For --recursive /, any group below\n"
+               "freezerd's root counts, followed by freezerd or not.)\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
                "does not fail with FrozenByParent; it notes on standard error what still\n"
@@ -2031,7 +2032,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                          * PATH (freeze --except sets such flags), which the
                          * exit status 0 would hide. */
                         log_error("note: %" PRIu32 " group%s below %s stay%s frozen by flags set below it (a plain "
-                                  "thaw clears its own flag only): '" PROGRAM " thaw --recursive %s' clears them",
+                                  "thaw clears its own flag only): " PROGRAM " thaw --recursive %s clears them",
                                   frozen_below, frozen_below == 1 ? "" : "s", shown ?: paths[i],
                                   frozen_below == 1 ? "s" : "", shown ?: paths[i]);
 

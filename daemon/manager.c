@@ -1888,7 +1888,7 @@ static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **r
  * Where the new one cannot be written the old one stays.  gs: the groups of
  * op's entries, for a call that adopts before its entries are linked to their
  * groups (NULL: linked). */
-static void operation_rejournal(Operation *op, Group *const *gs) {
+static bool operation_rejournal(Operation *op, Group *const *gs) {
         Manager *m = op->manager;
         _cleanup_free_ JournalEntry *entries = NULL;
         unsigned slot = 0;
@@ -1896,10 +1896,12 @@ static void operation_rejournal(Operation *op, Group *const *gs) {
         int r;
 
         if (!(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT) || !m->journal)
-                return;
+                return true;
         entries = calloc(op->n_entries ?: 1, sizeof *entries);
-        if (!entries)
-                return;
+        if (!entries) {
+                log_warning("Cannot record the batch journal again: out of memory, keeping the one before");
+                return false;
+        }
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
                 const Group *g = e->group ?: (gs && !e->vanished ? gs[i] : NULL);
@@ -1914,13 +1916,19 @@ static void operation_rejournal(Operation *op, Group *const *gs) {
         if (k > 0) {
                 r = journal_begin(m->journal, ++m->journal_seq, journal_boot_id(), entries, k, &slot);
                 if (r < 0) {
-                        log_warning_errno(r, "Cannot record the batch journal again without the flags later "
-                                          "calls asked for, keeping the one before: %m");
-                        return;
+                        if (gs)
+                                log_warning_errno(r, "Cannot record the batch journal again with the flags it takes "
+                                                  "over from earlier calls, keeping the one before (and theirs): "
+                                                  "%m");
+                        else
+                                log_warning_errno(r, "Cannot record the batch journal again without the flags later "
+                                                  "calls asked for, keeping the one before: %m");
+                        return false;
                 }
         }
         operation_end_journal(op);
         op->journal_slot = k > 0 ? (int) slot : -1;
+        return true;
 }
 
 /* mine (an entry of a call that asked for g's flag as it is now) makes g's
@@ -1956,16 +1964,22 @@ static bool group_adopt(Group *g, OpEntry *mine) {
  * journal written again, once (a batch that adopts 10,000 flags of one
  * earlier call rewrites that call's journal once). */
 static void operations_rejournal(Operation *mine, Group *const *gs, size_t n) {
+        bool taken_over = true;
+
         assert(n == mine->n_entries);
         if (mine->journal_stale) {
                 mine->journal_stale = false;
-                operation_rejournal(mine, gs);
+                taken_over = operation_rejournal(mine, gs);
         }
+        /* Where mine's journal could not record the flags it takes over, the
+         * earlier calls' keep them: a crash's restart restores them as mine's
+         * rollback would, not neither. */
         for (size_t i = 0; i < n; i++)
                 for (OpEntry *e = group_data(gs[i])->entries; e; e = e->gnext)
                         if (e->op->journal_stale) {
                                 e->op->journal_stale = false;
-                                operation_rejournal(e->op, NULL);
+                                if (taken_over)
+                                        operation_rejournal(e->op, NULL);
                         }
 }
 
@@ -5317,10 +5331,15 @@ static void manager_load_tracked(Manager *m) {
                          * by the next save. */
                         const char *shown = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
                                                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
-                        /* (At most 100 bytes of it: an entry may be a whole object.) */
-                        log_warning("Entry %zu of %s is no path (%.100s): not tracked, and the next save of the "
+                        /* (At most 100 bytes of it, an entry may be a whole
+                         * object; cut before a character, not inside one:
+                         * json-c writes UTF-8 as it is.) */
+                        size_t shown_len = shown ? strlen(shown) : 0, cut = shown_len < 100 ? shown_len : 100;
+                        while (cut > 0 && cut < shown_len && ((unsigned char) shown[cut] & 0xc0) == 0x80)
+                                cut--;
+                        log_warning("Entry %zu of %s is no path (%.*s%s): not tracked, and the next save of the "
                                     "file leaves it out.",
-                                    i + 1, path, shown ?: "?");
+                                    i + 1, path, (int) cut, shown ?: "", !shown ? "?" : cut < shown_len ? "..." : "");
                         continue;
                 }
                 p = json_object_get_string(v);

@@ -110,7 +110,7 @@ def check_except_keeps_frozen(sc, bus):
 def check_thaw_frozen_below(sc, bus, d):
     private = os.path.join(d.runtime_dir, 'private')
     note = 'freezectl: note: 2 groups below /d stay frozen by flags set below it'
-    hint = "'freezectl thaw --recursive /d' clears them"
+    hint = "freezectl thaw --recursive /d clears them"
 
     def except_a():
         r = ft.freezectl('freeze', '/d', '--except=/d/a', address=bus.address)
