@@ -29,16 +29,7 @@ LOST = 'The connection to the bus was lost'
 class PrivateClient(ft.Client):
     """A private connection that freezerd closes on its way out: its replies are kept."""
 
-    def _on_readable(self):
-        try:
-            data = self.conn.sock.recv(1 << 16)
-        except ConnectionResetError:
-            data = b''
-        if not data:
-            self.close()
-            return
-        self.conn.parser.add_data(data)
-        self._drain()
+    fail_when_closed = False
 
 
 def test():

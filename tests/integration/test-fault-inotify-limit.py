@@ -96,14 +96,6 @@ def root_watches():
     return total
 
 
-def userns_works():
-    try:
-        return subprocess.run(['unshare', '--user', '--map-root-user', '--', 'true'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 def read_int(path):
     with open(path) as f:
         return int(f.read())
@@ -116,7 +108,7 @@ def write_int(path, value):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    mode = os.environ.get('FREEZERD_TEST_INOTIFY_LIMIT') or ('userns' if userns_works() else 'global')
+    mode = os.environ.get('FREEZERD_TEST_INOTIFY_LIMIT') or ('userns' if ft.userns_works() else 'global')
     if mode not in ('userns', 'global'):
         ft.fail(f'FREEZERD_TEST_INOTIFY_LIMIT={mode}: expected userns or global')
     if mode == 'userns':

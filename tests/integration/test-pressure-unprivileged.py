@@ -30,7 +30,6 @@ messages or /proc, with a deadline."""
 
 import os
 import pwd
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -56,21 +55,13 @@ def psimons():
     return found
 
 
-def userns_works():
-    try:
-        return subprocess.run(['unshare', '--user', '--map-root-user', '--', 'true'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
     try:
         nobody = pwd.getpwnam('nobody').pw_uid
     except KeyError:
         ft.skip('no user "nobody"')
-    if not userns_works():
+    if not ft.userns_works():
         ft.skip('no user namespace can be made (unshare --user --map-root-user)')
     # A psimon thread of the machine's own (a service's real-time trigger) does not hide the
     # ones the kernel starts for /own and /r, new groups (one per group): only the
