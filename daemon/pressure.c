@@ -1229,7 +1229,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                                          "This kernel lets only processes with CAP_SYS_RESOURCE arm %s pressure "
                                          "triggers (before 6.5 system-wide; 6.5 and early 6.6 also on groups), "
                                          "and freezerd arms them with it for root alone",
-                                         g ? "these" : "system-wide");
+                                         g ? "a group's" : "system-wide");
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
         r = psi_read_fd(fd, res, &reading);
