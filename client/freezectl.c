@@ -1512,19 +1512,18 @@ static int caller_freeze_thaw(caller *c, bool freeze, const char *path, uint64_t
                          wait_call_timeout_usec(arg_timeout_usec, flags & FREEZER_NO_WAIT), NULL, 0);
 }
 
-/* After a waiting thaw of path: how many groups below it the kernel reports
- * frozen (its FrozenDescendants), in *ret; negative if that cannot be read
- * (nothing is said then).  One Get (GetAll by libfreezer) on the group's
- * object, named from path normalized, as freezerd names it. */
-static int caller_frozen_below(caller *c, const char *path, uint32_t *ret) {
-        _cleanup_free_ char *norm = NULL, *object = NULL;
+/* After a waiting thaw of norm (the path normalized, as freezerd names the
+ * group): how many groups below it the kernel reports frozen (its
+ * FrozenDescendants), in *ret; negative if that cannot be read (nothing is
+ * said then).  One Get (GetAll by libfreezer) on the group's object. */
+static int caller_frozen_below(caller *c, const char *norm, uint32_t *ret) {
+        _cleanup_free_ char *object = NULL;
         freezer_group g;
         int r;
 
         *ret = 0;
-        r = cg_path_normalize(path, &norm, NULL);
-        if (r < 0)
-                return r;
+        if (!norm)
+                return -EINVAL;
         if (c->w) {
                 r = wire_path_encode(FREEZER_GROUP_PREFIX, norm, &object);
                 if (r < 0)
@@ -2023,7 +2022,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         if (by.by)
                                 note_frozen_by(c->f, shown ?: paths[i], &by);
                 } else if (!freeze && !arg_recursive && !arg_no_wait &&
-                           caller_frozen_below(c, paths[i], &frozen_below) >= 0 && frozen_below > 0)
+                           caller_frozen_below(c, shown, &frozen_below) >= 0 && frozen_below > 0)
                         /* The thaw cleared PATH's flag alone, and its reply
                          * came once the kernel reported PATH running: by
                          * then a group below that PATH alone froze runs too
