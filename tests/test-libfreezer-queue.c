@@ -408,19 +408,31 @@ static void calls_read(char *buf, size_t size) {
  * /new2, made after the first ListGroupIds, is reported with its state.
  * Without a second load it would be unknown to the handle (the states read
  * pass over it, and its GroupStatesChanged would be skipped for good). */
-static void test_ids_again(const char *socket_path) {
+/* A handle with a state callback (its first ListGroupIds read off the log)
+ * and N_CALLS freezes in flight, whose replies fill its queue to the bound:
+ * a signal that comes next is dropped.  NULL if it cannot be opened. */
+static freezer *open_queue_full(const char *socket_path) {
         freezer *f = NULL;
         char calls[32];
 
         CHECK_R(freezer_open_private(&f, socket_path), 0);
         if (!f)
-                return;
+                return NULL;
         CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
         calls_read(calls, sizeof calls);
         CHECK_STR(calls, "I");
         calls_done = new_reported = 0;
         for (unsigned i = 0; i < N_CALLS; i++)
                 CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        return f;
+}
+
+static void test_ids_again(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
         /* Its InterfacesAdded comes after the replies (past the bound):
          * dropped, the Ids asked for again. */
         CHECK_R(freezer_freeze(f, "/new1", 0, 0), 0);
@@ -519,17 +531,11 @@ static void test_groups_lost(const char *socket_path) {
  * of that call once, as of every other (run under AddressSanitizer or
  * valgrind, a second release is a use after free). */
 static void test_close_reloading(const char *socket_path) {
-        freezer *f = NULL;
+        freezer *f = open_queue_full(socket_path);
         char calls[32];
 
-        CHECK_R(freezer_open_private(&f, socket_path), 0);
         if (!f)
                 return;
-        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "I");
-        for (unsigned i = 0; i < N_CALLS; i++)
-                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
         /* Its InterfacesAdded dropped: the Ids asked for again, not waited for. */
         CHECK_R(freezer_freeze(f, "/new5", 0, 0), 0);
         freezer_close(f);

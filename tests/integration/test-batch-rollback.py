@@ -233,13 +233,17 @@ def test():
                 d.client.call('Thaw', STUCK, long_usec, 0)
             check_still_blocked(stuck)
 
-            # -- 5b. B has ROLLBACK too, and is killed while it waits: its journal lists g7 (taken
-            # over from A, with A's previous flag) and g1 (its own write); A's lists g0.
-            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+            def a_freezes_g0_and_g7(d, case):
+                """A: a batch with ROLLBACK freezing g0 and g7, which waits for good (g7 is stuck)."""
                 d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,
                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
                 ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
-                            what='case 5b: A wrote both flags')
+                            what=f'{case}: A wrote both flags')
+
+            # -- 5b. B has ROLLBACK too, and is killed while it waits: its journal lists g7 (taken
+            # over from A, with A's previous flag) and g1 (its own write); A's lists g0.
+            with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
+                a_freezes_g0_and_g7(d, 'case 5b')
                 with ft.Client(bus.address) as b:
                     b.call_async('ApplyBatch', [('/r/g1', True), (STUCK, True)], 'auto', 120 * 1000000,
                                  ft.FLAG_ROLLBACK_ON_TIMEOUT)
@@ -257,10 +261,7 @@ def test():
 
             # -- 5c. B a Freeze of g7 with ROLLBACK: it writes nothing, and its journal lists g7.
             with ft.CrashableDaemon(bus, sc.root, runtime_dir=runtime_dir, state_dir=state_dir) as d:
-                d.client.call_async('ApplyBatch', [('/r/g0', True), (STUCK, True)], 'auto', 120 * 1000000,
-                                    ft.FLAG_ROLLBACK_ON_TIMEOUT)
-                ft.wait_for(lambda: sc.read_freeze(STUCK) == 1 and sc.read_freeze('/r/g0') == 1,
-                            what='case 5c: A wrote both flags')
+                a_freezes_g0_and_g7(d, 'case 5c')
                 with ft.Client(bus.address) as b:
                     b.call_async('Freeze', STUCK, 120 * 1000000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
                     ft.wait_for(lambda: len(ft.live_journals(runtime_dir)) == 2, what='case 5c: B\'s journal')
