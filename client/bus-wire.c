@@ -1035,20 +1035,24 @@ int wire_call(wire *w, const char *path, const char *interface, const char *memb
         return call_failed(w, call_once(w, path, interface, member, args, n_args, timeout_usec, ret, n_ret, NULL, NULL));
 }
 
+/* Properties.Get of a string (ret_string) or a uint32 (ret_u32) property. */
+static int get_property(wire *w, const char *path, const char *interface, const char *name, uint64_t timeout_usec,
+                        char **ret_string, uint32_t *ret_u32) {
+        return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
+                                        (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
+                                        timeout_usec, NULL, 0, ret_string, ret_u32));
+}
+
 int wire_get_string_property(wire *w, const char *path, const char *interface, const char *name,
                              uint64_t timeout_usec, char **ret) {
         *ret = NULL;
-        return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
-                                        (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
-                                        timeout_usec, NULL, 0, ret, NULL));
+        return get_property(w, path, interface, name, timeout_usec, ret, NULL);
 }
 
 int wire_get_u32_property(wire *w, const char *path, const char *interface, const char *name,
                           uint64_t timeout_usec, uint32_t *ret) {
         *ret = 0;
-        return call_failed(w, call_once(w, path, "org.freedesktop.DBus.Properties", "Get",
-                                        (const wire_arg[]) {WIRE_STRING(interface), WIRE_STRING(name)}, 2,
-                                        timeout_usec, NULL, 0, NULL, ret));
+        return get_property(w, path, interface, name, timeout_usec, NULL, ret);
 }
 
 /* As sd_bus_path_encode(): id as one label, each byte that is not a letter
