@@ -607,7 +607,10 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * too when signals are dropped past the handle's queue (see "Event loop
  * integration"): the states are read again, and for a dropped
  * InterfacesAdded or InterfacesRemoved the Ids first (a group made meanwhile
- * is reported once, with its state); with GroupsChanged, too.  The call blocks until the daemon confirms, so
+ * is reported once, with its state; one removed meanwhile, which the Ids no
+ * longer list, is forgotten, as its InterfacesRemoved would have made it:
+ * this callback is told of no removal, the group callback is);
+ * with GroupsChanged, too.  The call blocks until the daemon confirms, so
  * changes after it returns are not missed: to follow a group, install the
  * callback first, then read the initial state with freezer_get_group().
  * Removing the callback ends the subscription.
@@ -625,7 +628,8 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * entry per group: a group's entry goes when the daemon stops publishing it
  * (so a group made again under the same path starts afresh; for this the
  * callback also adds the match of the group callback below, and is woken by
- * its signals), and all of them when the daemon exits or restarts, or the
+ * its signals, and a dropped InterfacesRemoved is made up for by the Ids
+ * loaded again), and all of them when the daemon exits or restarts, or the
  * connection is lost (see freezer_set_resync_callback()). Lookups by path
  * and by Id are hashed: a storm over 10,000 groups costs no scan.  Beyond
  * 4,194,304 groups (or without the memory) the rest are not remembered:

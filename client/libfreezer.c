@@ -448,6 +448,15 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
                 return defer(f, m, name, f, &f->field, limited);                                \
         }
 
+#ifdef FREEZER_TEST_HOOKS
+/* Test builds only (tests/meson.build): the live entries of the state
+ * callback's table. */
+size_t freezer_test_state_groups(freezer *f);
+size_t freezer_test_state_groups(freezer *f) {
+        return group_table_size(&f->groups);
+}
+#endif
+
 static trigger_entry *trigger_get(freezer *f, uint32_t id);
 
 static deferred *deferred_pop(freezer *f) {
@@ -2490,8 +2499,15 @@ static int on_interfaces_changed_queue(sd_bus_message *m, void *userdata, _unuse
         return r;
 }
 
-/* ListGroupIds()'s a(st) into the table (the states stay unknown). */
+/* ListGroupIds()'s a(st) as the table: the groups it lists, each with what
+ * the handle knew of it (an entry of the same Id, or of none known yet, keeps
+ * its state; a new group's is unknown), and no other.  A group the handle
+ * knew that the list lacks is gone, as its InterfacesRemoved (dropped, when
+ * the Ids are loaded again for it) would have said: its entry goes, so that a
+ * group made again under its path starts afresh.  On failure the table stays
+ * as it was. */
 static int group_ids_load(freezer *f, sd_bus_message *reply) {
+        _cleanup_(group_table_clear) group_table t = {};
         int r;
 
         r = sd_bus_message_enter_container(reply, 'a', "(st)");
@@ -2499,6 +2515,8 @@ static int group_ids_load(freezer *f, sd_bus_message *reply) {
                 return r;
         for (;;) {
                 _cleanup_free_ char *object = NULL;
+                const group_entry *old;
+                group_entry *e;
                 const char *path;
                 uint64_t id;
 
@@ -2510,10 +2528,24 @@ static int group_ids_load(freezer *f, sd_bus_message *reply) {
                 r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &object);
                 if (r < 0)
                         return r;
-                if (!group_table_put(&f->groups, object, id, path))
+                e = group_table_put(&t, object, id, path);
+                if (!e)
                         return -ENOMEM;
+                old = group_table_get_object(&f->groups, object);
+                if (old && (old->id == 0 || old->id == id)) {
+                        e->state = old->state;
+                        e->frozen = old->frozen;
+                        e->have_state = old->have_state;
+                        e->have_frozen = old->have_frozen;
+                }
         }
-        return sd_bus_message_exit_container(reply);
+        r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+        group_table_clear(&f->groups);
+        f->groups = t;
+        t = (group_table) {};
+        return 0;
 }
 
 /* An error that says this freezerd (or the bus policy) has no

@@ -11,7 +11,9 @@
  * dropped while the Ids of an earlier one waited in the queue, and the group
  * callback's groups listed again after InterfacesAdded/Removed were dropped,
  * each change reported once, and a handle closed while its Ids are loaded
- * again.  And, needing no stand-in, which states
+ * again.  And, with the test hooks of that build, the state callback's
+ * groups that a reload of Ids finds gone dropped.  And, needing no
+ * stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -44,6 +46,9 @@
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define N_GROUPS_MAX 16
+
+/* The test hook of libfreezer's test build (FREEZER_TEST_HOOKS). */
+size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
  * ListGroups (S) it answers, for the client to see the round trips. */
@@ -546,6 +551,28 @@ static void test_close_reloading(const char *socket_path) {
         CHECK(calls[0] == 'I');
 }
 
+/* An InterfacesRemoved dropped: the Ids loaded again do not list the group,
+ * and its entry goes from the state callback's table, as the signal would
+ * have removed it (it stayed, for as long as the callback was installed:
+ * every such group a stale entry). */
+static void test_ids_removed(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+        size_t n;
+
+        if (!f)
+                return;
+        n = freezer_test_state_groups(f);
+        CHECK(n >= 1);
+        CHECK_R(freezer_freeze(f, "/del/new3", 0, 0), 0);
+        dispatch_all(f);
+        CHECK(calls_done == N_CALLS);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IS");
+        CHECK(freezer_test_state_groups(f) == n - 1);
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -596,6 +623,7 @@ int main(void) {
         test_ids_again(socket_path);
         test_groups_lost(socket_path);
         test_close_reloading(socket_path);
+        test_ids_removed(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
