@@ -218,11 +218,26 @@ struct freezer {
          * forgotten then): the close makes sure freezerd takes them. */
         bool calls_at_close;
 
+        /* The reply of a reload (the state callback's subscription after a
+         * start of freezerd, its Ids or states read again; the group
+         * callback's list) that could not be queued, for lack of memory
+         * (defer_reload_reply()): reload_error, until a freezer_dispatch()
+         * returned it, and the reload to start again (states_retry,
+         * known_retry) from a freezer_dispatch() (reloads_retry()). */
+        int reload_error;
+        bool states_retry, known_retry;
+
         /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
          * the next one, freezer_get_timeout() says "now" and freezer_wait()
          * returns at once, so the caller's loop comes back for the rest. */
         bool more_pending;
 };
+
+/* A reload's reply was lost (defer_reload_reply()): the error to report,
+ * or the reload to start again, is for freezer_dispatch(). */
+static bool reload_due(freezer *f) {
+        return f->reload_error < 0 || f->states_retry || f->known_retry;
+}
 
 static const char *const state_table[] = {
         [FREEZER_STATE_RUNNING] = "running",
@@ -449,13 +464,47 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
         }
 
 #ifdef FREEZER_TEST_HOOKS
-/* Test builds only (tests/meson.build): the live entries of the state
- * callback's table. */
+/* Test builds only (tests/meson.build): the next this many replies of
+ * reloads fail to be queued, as without the memory. */
+extern unsigned freezer_test_fail_reload_replies;
+unsigned freezer_test_fail_reload_replies;
+
+static bool reload_reply_fails(void) {
+        if (freezer_test_fail_reload_replies == 0)
+                return false;
+        freezer_test_fail_reload_replies--;
+        return true;
+}
+
+/* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
         return group_table_size(&f->groups);
 }
+#else
+static bool reload_reply_fails(void) {
+        return false;
+}
 #endif
+
+/* A reload's reply for handler (through the slot at home), queued as
+ * defer() queues it.  Without the memory the reply is lost, and sd-bus
+ * drops a handler's error: the slot at home would wait for it for ever, and
+ * with it every later reload (they start only while none is in flight).  So
+ * the slot is let go, the next freezer_dispatch() starts the reload again
+ * (*retry), and the dispatch that sees the loss fails with it
+ * (reload_error). */
+static int defer_reload_reply(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler,
+                              sd_bus_slot **home, bool *retry) {
+        int r = reload_reply_fails() ? -ENOMEM : defer(f, m, handler, f, home, false);
+
+        if (r < 0) {
+                *home = sd_bus_slot_unref(*home);
+                *retry = true;
+                f->reload_error = r;
+        }
+        return r;
+}
 
 static trigger_entry *trigger_get(freezer *f, uint32_t id);
 
@@ -908,6 +957,7 @@ static void cache_clear(freezer *f) {
         /* Of the reads just cancelled with ids_slot: a callback installed
          * again starts from none. */
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
+        f->states_retry = false;
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
@@ -1622,7 +1672,7 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         if (!ret_usec)
                 return error_set(f, -EINVAL);
 
-        if (f->more_pending || f->deferred) {
+        if (f->more_pending || f->deferred || reload_due(f)) {
                 *ret_usec = 0;
                 return 1;
         }
@@ -2119,6 +2169,8 @@ FREEZER_EXPORT int freezer_get_fd(freezer *f) {
  * back for them. */
 #define DISPATCH_QUEUED_MAX (16 * FREEZER_DISPATCH_MAX)
 
+static void reloads_retry(freezer *f);
+
 static bool messages_queued(freezer *f) {
         uint64_t t;
 
@@ -2132,6 +2184,15 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                 return -EINVAL;
         if (f->dispatching) /* from a callback */
                 return error_set(f, -EBUSY);
+
+        /* A reload's reply lost since the last dispatch (in a blocking
+         * call, say): said now, the reload started again by the next one. */
+        if (f->reload_error < 0) {
+                r = f->reload_error;
+                f->reload_error = 0;
+                return error_set(f, r);
+        }
+        reloads_retry(f);
 
         f->dispatching = true;
         f->more_pending = false;
@@ -2168,6 +2229,12 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                         return 0;
                 }
                 if (r < 0) {
+                        f->dispatching = false;
+                        return error_set(f, r);
+                }
+                if (f->reload_error < 0) { /* a reload's reply lost: started again next time */
+                        r = f->reload_error;
+                        f->reload_error = 0;
                         f->dispatching = false;
                         return error_set(f, r);
                 }
@@ -2210,7 +2277,7 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
                 return -EINVAL;
         /* freezer_dispatch() stopped at its bound, or messages wait for the
          * handlers (queued by a blocking call). */
-        if (f->more_pending || f->deferred)
+        if (f->more_pending || f->deferred || reload_due(f))
                 return 1;
 
         r = sd_bus_wait(f->bus, timeout_usec);
@@ -2326,7 +2393,7 @@ static int on_groups_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_
         return 0;
 }
 
-static void states_lost(freezer *f);
+static int states_lost(freezer *f);
 
 static int on_groups_changed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
@@ -2426,9 +2493,11 @@ static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_erro
  * GroupsChanged: the states are read again, the signals meanwhile handled
  * (each names its groups by path: the reply, which comes after them, has
  * the last word). */
-static void states_lost(freezer *f) {
+static int states_lost(freezer *f) {
+        int r;
+
         if (!f->state_cb)
-                return;
+                return 0;
         held_drop(f);
         f->held_lost = true;
         if (f->ids_slot) {
@@ -2437,24 +2506,30 @@ static void states_lost(freezer *f) {
                  * came before this signal. */
                 if (f->reread_in)
                         f->reread_again = true;
-                return;
+                return 0;
         }
         f->ids_loading = false;
-        if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
+        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "");
+        if (r < 0)
                 f->held_lost = false;
+        return r;
 }
 
 static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 /* ListGroupIds() anew, on ids_slot: on_group_ids() loads them and, as
  * held_lost is set, reads the states again after them. */
-static void ids_reload(freezer *f) {
+static int ids_reload(freezer *f) {
+        int r;
+
         f->reread_in = f->reread_again = f->ids_again = false;
         f->ids_loading = true;
-        if (sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "") < 0)
+        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "");
+        if (r < 0)
                 f->held_lost = false;
+        return r;
 }
 
 /* An InterfacesAdded/Removed was dropped (defer()): the state callback would
@@ -2646,7 +2721,11 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                 held_drop(f);
         return 0;
 }
-DEFINE_QUEUED(on_states_subscribed, ids_slot, false)
+static int on_states_subscribed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+
+        return defer_reload_reply(f, m, on_states_subscribed, &f->ids_slot, &f->states_retry);
+}
 
 /* ListGroups()'s a(sos), read after held signals were lost: every group
  * whose state differs from what the handle knew (or that it knew nothing of)
@@ -2696,9 +2775,13 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
 
 static int on_states_reread_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        int r;
 
         f->reread_in = true; /* see states_lost() */
-        return defer(f, m, on_states_reread, f, &f->ids_slot, false);
+        r = defer_reload_reply(f, m, on_states_reread, &f->ids_slot, &f->states_retry);
+        if (r < 0)
+                f->reread_in = false;
+        return r;
 }
 
 static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -2740,9 +2823,13 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
 
 static int on_group_ids_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        int r;
 
         f->reread_in = true; /* see states_lost(), ids_lost() */
-        return defer(f, m, on_group_ids, f, &f->ids_slot, false);
+        r = defer_reload_reply(f, m, on_group_ids, &f->ids_slot, &f->states_retry);
+        if (r < 0)
+                f->reread_in = false;
+        return r;
 }
 
 /* freezerd (re)started while the state callback is installed: subscribe
@@ -2937,6 +3024,7 @@ static void groups_clear(freezer *f) {
         group_table_clear(&f->known);
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_loaded = f->known_base = f->known_in = f->known_lost = f->known_again = false;
+        f->known_retry = false;
         f->known_gen++;
 }
 
@@ -3017,15 +3105,19 @@ static void groups_report_changes(freezer *f, group_table *before) {
 static int on_groups_listed_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 /* ListGroupIds() for the group callback's table, not waited for. */
-static void groups_list(freezer *f) {
+static int groups_list(freezer *f) {
+        int r;
+
         f->known_in = f->known_again = false;
         f->known_slot = sd_bus_slot_unref(f->known_slot);
-        if (sd_bus_call_method_async(f->bus, &f->known_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_groups_listed_queue, f, "") < 0) {
+        r = sd_bus_call_method_async(f->bus, &f->known_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
+                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_groups_listed_queue, f, "");
+        if (r < 0) {
                 /* Signals are reported as they come, as before any list. */
                 f->known_slot = NULL;
                 f->known_loaded = false;
         }
+        return r;
 }
 
 /* An InterfacesAdded/Removed was dropped (defer()): the groups are listed
@@ -3051,6 +3143,45 @@ static void groups_lost(freezer *f) {
 static void groups_reload(freezer *f) {
         f->known_loaded = false;
         groups_list(f);
+}
+
+/* The reloads whose replies could not be queued (defer_reload_reply()),
+ * started again; one that cannot be sent now is left for the next
+ * dispatch, and its error for the one after (reload_error).  The state
+ * callback's: whichever reply was lost, the Ids are loaded again and the
+ * states read after them, as for a dropped InterfacesAdded/Removed (the
+ * states alone with GroupsChanged): what changed meanwhile is reported as
+ * then.  A subscription whose reply was lost was sent: it is not sent
+ * again (freezerd counts each).  Nothing is left to reload once the
+ * callback is gone, or the connection is lost. */
+static void reloads_retry(freezer *f) {
+        int r = 0;
+
+        if (sd_bus_is_open(f->bus) <= 0)
+                f->states_retry = f->known_retry = false;
+        if (f->states_retry) {
+                if (f->state_cb && !f->compact)
+                        r = states_lost(f);
+                else if (f->state_cb && f->ids_slot)
+                        ids_lost(f); /* a reload started since: the Ids with it, or after it */
+                else if (f->state_cb) {
+                        held_drop(f);
+                        f->held_lost = true;
+                        r = ids_reload(f);
+                }
+                if (r >= 0)
+                        f->states_retry = false;
+        }
+        if (f->known_retry) {
+                int q = f->group_cb && !f->known_slot ? groups_list(f) : 0;
+
+                if (q >= 0)
+                        f->known_retry = false;
+                else if (r >= 0)
+                        r = q;
+        }
+        if (r < 0 && f->reload_error == 0)
+                f->reload_error = r;
 }
 
 static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -3082,9 +3213,13 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
 
 static int on_groups_listed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        int r;
 
         f->known_in = true; /* see groups_lost() */
-        return defer(f, m, on_groups_listed, f, &f->known_slot, false);
+        r = defer_reload_reply(f, m, on_groups_listed, &f->known_slot, &f->known_retry);
+        if (r < 0)
+                f->known_in = false;
+        return r;
 }
 
 /* A group added (with its Id, 0 if the signal had none) or removed, for the

@@ -12,8 +12,9 @@
  * callback's groups listed again after InterfacesAdded/Removed were dropped,
  * each change reported once, and a handle closed while its Ids are loaded
  * again.  And, with the test hooks of that build, the state callback's
- * groups that a reload of Ids finds gone dropped.  And, needing no
- * stand-in, which states
+ * groups that a reload of Ids finds gone dropped, and a reload whose reply
+ * cannot be queued (no memory) reported by freezer_dispatch() and started
+ * again.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -47,7 +48,8 @@
 #define GROUP_INTERFACE "org.freezerd.Freezer1.Group"
 #define N_GROUPS_MAX 16
 
-/* The test hook of libfreezer's test build (FREEZER_TEST_HOOKS). */
+/* The test hooks of libfreezer's test build (FREEZER_TEST_HOOKS). */
+extern unsigned freezer_test_fail_reload_replies;
 size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
@@ -390,12 +392,14 @@ static void test_timeout(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The state callback's reports of new_path. */
+static const char *new_path = "/new2";
 static unsigned new_reported;
 
 static void state_cb(_unused_ freezer *f, const char *path, freezer_state state, bool frozen,
                      _unused_ void *userdata) {
         CHECK(strncmp(path, "/new", 4) == 0 && state == FREEZER_STATE_FROZEN && frozen);
-        if (streq(path, "/new2"))
+        if (streq(path, new_path))
                 new_reported++;
 }
 
@@ -573,6 +577,52 @@ static void test_ids_removed(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The reply of a reload of Ids that cannot be queued (no memory, made so by
+ * the test hook): freezer_dispatch() fails with -ENOMEM once, and the Ids
+ * are loaded again (then the states read), so /new6, whose InterfacesAdded
+ * was dropped, is reported.  (The reload waited for the lost reply for ever,
+ * and no other reload started: /new6 was never reported, nor the error.) */
+static void test_reload_reply_lost(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        unsigned enomem = 0;
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new6";
+        /* Its InterfacesAdded dropped: the Ids asked for again. */
+        CHECK_R(freezer_freeze(f, "/new6", 0, 0), 0);
+        freezer_test_fail_reload_replies = 1;
+        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; new_reported == 0 && mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t t = UINT64_MAX;
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        /* Due at once: the loop comes back for the reload. */
+                        CHECK_R(freezer_get_timeout(f, &t), 1);
+                        CHECK(t == 0);
+                        CHECK_R(freezer_wait(f, 0), 1);
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        drain(f, N_CALLS);
+        CHECK(freezer_test_fail_reload_replies == 0);
+        CHECK_R(enomem, 1);
+        CHECK_R(new_reported, 1);
+        /* The lost reply's ListGroupIds, the one started again, the states. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IIS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -624,6 +674,7 @@ int main(void) {
         test_groups_lost(socket_path);
         test_close_reloading(socket_path);
         test_ids_removed(socket_path);
+        test_reload_reply_lost(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
