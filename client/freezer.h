@@ -611,7 +611,12 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * past that they are dropped and, once the Ids are in, every group's state is
  * read again with Manager.ListGroups() and those that differ from what the
  * handle knew are reported: a change in between may go unreported, the state
- * it led to is not); a daemon that is not running yet is no error.  So
+ * it led to is not); a daemon that is not running yet is no error, nor, on
+ * the bus, one that exits during these calls (it left the bus unanswered,
+ * or before it was asked: the callback is installed all the same, and the
+ * handle subscribes once a freezerd takes the name, as after a restart; the
+ * resync callback hears of both).  On a private handle freezerd exiting
+ * loses the connection: -ECONNRESET, as for any call.  So
  * too when signals are dropped past the handle's queue (see "Event loop
  * integration"): the states are read again, and for a dropped
  * InterfacesAdded or InterfacesRemoved the Ids first (a group made meanwhile

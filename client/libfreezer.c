@@ -330,13 +330,17 @@ static int error_to_errno(const sd_bus_error *e) {
 
 /* NoReply stands for things that are no timeout of freezerd's: the bus
  * daemon's answer when freezerd left the bus with the call unanswered (it
- * exited), and sd-bus' own when a call's method-call timeout passed
- * (reply_is_local_timeout()).  Name the first as the rest of the library
- * does: -ECONNRESET. */
+ * exited: "Message recipient disconnected from message bus without
+ * replying"), and sd-bus' own when a call's method-call timeout passed
+ * (reply_is_local_timeout()).  This is the first. */
+static bool error_daemon_left(const sd_bus_error *e) {
+        return sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) && e->message && strstr(e->message, "disconnected");
+}
+
+/* Name freezerd leaving the bus with a call unanswered as the rest of the
+ * library does: -ECONNRESET. */
 static void error_normalize(sd_bus_error *e) {
-        if (!sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || !e->message)
-                return;
-        if (strstr(e->message, "disconnected")) {
+        if (error_daemon_left(e)) {
                 sd_bus_error_free(e);
                 (void) sd_bus_error_set(e, SD_BUS_ERROR_DISCONNECTED, MESSAGE_LEFT_BUS_UNANSWERED);
         }
@@ -2631,8 +2635,14 @@ static bool error_no_group_states(const sd_bus_error *e) {
                                       SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_ACCESS_DENIED);
 }
 
+/* No freezerd on the bus, or it left during the call (it exited, or the
+ * first half of a restart): to the state callback it is the same, it
+ * subscribes when a freezerd takes the name (on_daemon_owner_changed()).
+ * (On a private handle freezerd exiting loses the connection: -ECONNRESET
+ * named Disconnected, not this.) */
 static bool error_no_daemon(const sd_bus_error *e) {
-        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
+               error_daemon_left(e);
 }
 
 static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {

@@ -38,6 +38,11 @@ Checks:
   * freezer_set_state_callback() with no freezerd on the bus returns 0, and once a
     freezerd starts the handle subscribes to it: the callback sees its changes
     (freezerd sends GroupsChanged only while someone subscribed).
+  * freezer_set_state_callback() while freezerd exits during its round trips (a stand-in
+    that holds freezerd's bus name leaves the bus on SubscribeGroupStates, or on
+    ListGroupIds after answering the subscription): 0 (it was -ECONNRESET), the callback
+    stays installed, and once a freezerd starts the handle subscribes to it, as when none
+    ran.
   * freezer_open_*() failures set *ret to NULL (it was left as it was) and give the errno
     freezer.h lists: -ENOENT (no socket; freezer_open_user() with no user bus in the
     environment: was ENOMEDIUM), -ECONNREFUSED (a file, a stale socket), -ENAMETOOLONG
@@ -296,6 +301,7 @@ def test():
             check_cache_pruned(lib, sc, d, bus)
             check_blocking_signal(lib, sc, d)
         check_resubscribe(lib, sc, bus)
+        check_exit_during_install(lib, sc, bus)
         check_resync(lib, sc, bus)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
           'get_fd + dispatch, freezer_open_private')
@@ -407,6 +413,66 @@ def check_resubscribe(lib, sc, bus):
         if fd >= 0:
             ft.loop().remove_reader(fd)
         lib.freezer_close(f)
+
+
+def exiting_stand_in(bus, leave_on):
+    """A thread that holds freezerd's bus name (taken before it returns), answers the calls
+    before leave_on (SubscribeGroupStates) and leaves the bus on leave_on, unanswered."""
+    from jeepney import MessageType, new_method_return
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import open_dbus_connection
+
+    conn = open_dbus_connection(bus.address, auth_timeout=ft.DEFAULT_TIMEOUT)
+    reply = conn.send_and_get_reply(message_bus.RequestName(ft.BUS_NAME, 4), timeout=ft.DEFAULT_TIMEOUT)
+    ft.check_equal(reply.body[0], 1, 'the stand-in owns the bus name')
+
+    def run():
+        try:
+            deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+            while time.monotonic() < deadline:
+                m = conn.receive(timeout=deadline - time.monotonic())
+                if m.header.message_type != MessageType.method_call:
+                    continue
+                member = m.header.fields.get(ft.HeaderFields.member)
+                if member == leave_on:
+                    return
+                conn.send(new_method_return(m))
+        finally:
+            conn.close()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def check_exit_during_install(lib, sc, bus):
+    """freezerd exiting during freezer_set_state_callback()'s calls on the bus is as no
+    freezerd running: 0, and the callback follows the freezerd that starts next."""
+    for leave_on in ('SubscribeGroupStates', 'ListGroupIds'):
+        what = f'freezerd exiting on {leave_on} during freezer_set_state_callback'
+        f, events, on_state = open_state_recorder(lib, bus)
+        fd = -1
+        t = None
+        try:
+            t = exiting_stand_in(bus, leave_on)
+            ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, what)
+            t.join(timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(not t.is_alive(), f'{what}: the stand-in left the bus')
+            fd = lib.freezer_get_fd(f)
+            ft.loop().add_reader(fd, lambda: lib.freezer_dispatch(f))
+            with ft.Daemon(bus, sc.root) as d:
+                c = d.client
+
+                def seen():
+                    c.call('Freeze', '/g', 0, 0)
+                    c.call('Thaw', '/g', 0, 0)
+                    lib.freezer_dispatch(f)
+                    return any(p == '/g' for p, _s, _fr in events)
+                ft.wait_for(seen, what=f'{what}: the state callback after freezerd started', poll=0.05)
+                ft.check(True, f'{what}: the handle subscribed to the freezerd that started next')
+        finally:
+            if fd >= 0:
+                ft.loop().remove_reader(fd)
+            lib.freezer_close(f)
 
 
 # A child that opens a handle with libfreezer and prints "r ret-is-NULL": for
