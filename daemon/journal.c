@@ -1015,8 +1015,10 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                 Found *f = &j->retries[i];
                 size_t k = 0;
 
-                /* (Paths below another cgroup root are other groups.) */
-                if (!f->cgroup_root || !j->cgroup_root || !streq(f->cgroup_root, j->cgroup_root))
+                /* (Paths below another cgroup root are other groups.  A
+                 * file that records none, of the format before roots were
+                 * recorded, is below this one: this start restored it so.) */
+                if (f->cgroup_root && !streq_ptr(f->cgroup_root, j->cgroup_root))
                         continue;
                 _cleanup_free_ JournalEntry *kept = NULL;
                 bool found = false;
