@@ -1207,7 +1207,7 @@ static int method_track(sd_bus_message *msg, void *userdata, sd_bus_error *error
         r = check_access_path(m, &c, ACCESS_TRACK, path, false, error);
         if (r < 0)
                 return r;
-        r = manager_track(m, path, &g, error);
+        r = manager_track(m, path, true, &g, error);
         if (r < 0)
                 return r;
         return reply_group_object(msg, g);

@@ -55,7 +55,7 @@ static void manager_find_self(Manager *m);
 static void group_reread_freeze(Manager *m, Group *g, bool deduce);
 static void manager_reread_outer(Manager *m, bool deduce);
 static int manager_add_subtree(Manager *m, Group *parent, const char *name, bool tracked, Group **ret);
-static void manager_save_tracked(Manager *m);
+static int manager_save_tracked(Manager *m);
 static void manager_root_removed(Manager *m);
 static void manager_track_pending(Manager *m, const char *made);
 /* Why a track root was dropped: the calls waiting on what it alone covered
@@ -4160,7 +4160,8 @@ static int track_root_add(Manager *m, const char *path, bool called) {
         if (i >= 0) {
                 if (called && !m->track_roots_called[i]) {
                         m->track_roots_called[i] = true;
-                        manager_save_tracked(m);
+                        /* (Track() undoes it where that fails: track_root_unsaved().) */
+                        (void) manager_save_tracked(m);
                 }
                 if (called)
                         track_root_touch(m, (size_t) i);
@@ -4182,8 +4183,18 @@ static int track_root_add(Manager *m, const char *path, bool called) {
                 return -ENOMEM;
         c[m->n_track_roots] = called;
         n[++m->n_track_roots] = NULL;
-        manager_save_tracked(m);
+        (void) manager_save_tracked(m);
         return 0;
+}
+
+/* Root i leaves m->track_roots. */
+static void track_root_remove(Manager *m, size_t i) {
+        free(m->track_roots[i]);
+        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
+        memmove(m->track_roots_called + i, m->track_roots_called + i + 1,
+                (m->n_track_roots - i - 1) * sizeof(bool));
+        m->n_track_roots--;
+        track_root_hashes_rebuild(m);
 }
 
 /* Look again for the groups below top that the model lacks, as the scan at
@@ -4208,17 +4219,68 @@ static void manager_rescan(Manager *m, Group *top) {
         }
 }
 
-static int track_path(Manager *m, const char *path, bool called, Group **ret, sd_bus_error *error) {
+/* Track() asked for norm (keep, in track_path()), and the save of
+ * tracked.json that recorded it failed: a restart would not track it.  The
+ * call fails, and what it changed is undone (memory as the file has it),
+ * rather than answer that it holds across a restart.  A root a call had
+ * asked for already was in the file unless an earlier save failed: then
+ * tracked.json is saved again, and where that fails the call says that the
+ * file may lack it (it stays tracked: another call tracked it). */
+static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool was_called, int save_error,
+                              sd_bus_error *error) {
+        ssize_t i;
+        int r = m->tracked_save_error;
+
+        if (r >= 0)
+                return 0;
+        if (was_called) {
+                if (save_error >= 0)
+                        return 0; /* the file held it: its save is not this call's */
+                r = manager_save_tracked(m);
+                if (r >= 0)
+                        return 0;
+                return bus_error_set_failed(error, r,
+                                            "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
+                                            "but may not be after a restart: %s",
+                                            m->state_dir, CG_QUOTE(norm), strerror(-r));
+        }
+        i = track_root_find(m, norm);
+        if (i >= 0 && was_root)
+                m->track_roots_called[i] = false;
+        else if (i >= 0) {
+                track_root_remove(m, (size_t) i);
+                /* As an Untrack() of it: the groups only it brought leave
+                 * the model (unannounced, added in this loop turn). */
+                manager_untracked_prune(m, norm, UNTRACK_CALL);
+        }
+        /* The file is as it was: as far as this call goes, as memory is. */
+        m->tracked_save_error = save_error;
+        if (was_root)
+                return bus_error_set_failed(error, r,
+                                            "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
+                                            "by the configuration alone: %s",
+                                            m->state_dir, CG_QUOTE(norm), strerror(-r));
+        return bus_error_set_failed(error, r, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
+                                    m->state_dir, CG_QUOTE(norm), strerror(-r));
+}
+
+/* keep: see manager_track(). */
+static int track_path(Manager *m, const char *path, bool called, bool keep, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
         Group *g = NULL;
-        bool rescan;
-        int r;
+        bool rescan, was_root, was_called;
+        int save_error, r;
+        ssize_t i;
 
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
         g = tree_get(m->tree, norm);
         rescan = g && g->tracked;
+        i = track_root_find(m, norm);
+        was_root = i >= 0;
+        was_called = was_root && m->track_roots_called[i];
+        save_error = m->tracked_save_error;
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0)
                 return r;
@@ -4227,20 +4289,26 @@ static int track_path(Manager *m, const char *path, bool called, Group **ret, sd
         r = track_root_add(m, norm, called);
         if (r < 0)
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
+        if (keep) {
+                r = track_root_unsaved(m, norm, was_root, was_called, save_error, error);
+                if (r < 0)
+                        return r;
+        }
         if (ret)
                 *ret = g;
         return 0;
 }
 
-static int manager_track_root(Manager *m, const char *path, bool called, Group **ret, sd_bus_error *error) {
-        int r = track_path(m, path, called, ret, error);
+static int manager_track_root(Manager *m, const char *path, bool called, bool keep, Group **ret,
+                              sd_bus_error *error) {
+        int r = track_path(m, path, called, keep, ret, error);
         /* Failed or not, what it added is announced, complete, before the reply. */
         manager_announce(m);
         return r;
 }
 
-int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
-        return manager_track_root(m, path, true, ret, error);
+int manager_track(Manager *m, const char *path, bool keep, Group **ret, sd_bus_error *error) {
+        return manager_track_root(m, path, true, keep, ret, error);
 }
 
 /* A track root need not exist: a configured one made after the start (a
@@ -4440,18 +4508,39 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                                          CG_QUOTE(norm));
         }
 
-        for (size_t i = 0; i < m->n_track_roots; i++)
-                if (streq(m->track_roots[i], norm)) {
-                        free(m->track_roots[i]);
-                        memmove(m->track_roots + i, m->track_roots + i + 1,
-                                (m->n_track_roots - i) * sizeof(char *));
-                        memmove(m->track_roots_called + i, m->track_roots_called + i + 1,
-                                (m->n_track_roots - i - 1) * sizeof(bool));
-                        m->n_track_roots--;
-                        break;
+        size_t i = (size_t) track_root_find(m, norm);
+        char *root = m->track_roots[i];
+        bool called = m->track_roots_called[i];
+        int save_error = m->tracked_save_error;
+
+        /* Out of the arrays, its string kept: it goes back where it was
+         * should tracked.json not be saved without it. */
+        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
+        memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
+        m->n_track_roots--;
+        /* One only the configuration asked for is not in the file. */
+        if (called) {
+                r = manager_save_tracked(m);
+                if (r < 0 && cause == UNTRACK_CALL) {
+                        /* The caller is told, and it stays tracked: the
+                         * file, as it was, has it for the next start.  (The
+                         * arrays only shrank: there is room.) */
+                        memmove(m->track_roots + i + 1, m->track_roots + i,
+                                (m->n_track_roots - i + 1) * sizeof(char *));
+                        memmove(m->track_roots_called + i + 1, m->track_roots_called + i,
+                                (m->n_track_roots - i) * sizeof(bool));
+                        m->track_roots[i] = root;
+                        m->track_roots_called[i] = true;
+                        m->n_track_roots++;
+                        m->tracked_save_error = save_error;
+                        return bus_error_set_failed(error, r,
+                                                    "Cannot save tracked subtrees to %s/tracked.json, %s stays "
+                                                    "tracked: %s",
+                                                    m->state_dir, CG_QUOTE(norm), strerror(-r));
                 }
+        }
+        free(root);
         track_root_hashes_rebuild(m);
-        manager_save_tracked(m);
         manager_untracked_prune(m, norm, cause);
         return 0;
 }
@@ -4566,7 +4655,7 @@ static void manager_forget_waiting_roots(Manager *m) {
                          "again: it was tracked or made the least recently of them, and is no longer tracked "
                          "(Track() it again to follow it).",
                          forget[i], TRACK_ROOTS_WAITING_MAX);
-        manager_save_tracked(m);
+        (void) manager_save_tracked(m);
         for (size_t i = 0; i < k; i++) {
                 manager_untracked_prune(m, forget[i], UNTRACK_FORGOTTEN);
                 free(forget[i]);
@@ -4630,7 +4719,7 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
                 return 0;
         }
         /* Outside the tracked subtrees: track it if it exists. */
-        return manager_track(m, norm, ret, error);
+        return manager_track(m, norm, false, ret, error);
 }
 
 /* Access checks (access.h): the owner of a group's cgroup.freeze, without
@@ -5024,7 +5113,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                                 return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
                         continue;
                 }
-                r = manager_track_root(m, *p, false, &g, &error);
+                r = manager_track_root(m, *p, false, false, &g, &error);
                 if (r >= 0)
                         continue;
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
@@ -5183,18 +5272,23 @@ static int lock_dir(const char *dir, const char *what, int held_fd, bool may_be_
 }
 
 /* Subtrees tracked beyond the configuration (Track(), or a request outside the
- * tracked subtrees) survive restarts in <state-dir>/tracked.json. */
-static void manager_save_tracked(Manager *m) {
+ * tracked subtrees) survive restarts in <state-dir>/tracked.json.  Written to
+ * a temporary file, fsync'd, renamed over it: a save that fails leaves the
+ * file as it was.  Returns 0 (also where nothing is saved now: no state
+ * directory, before the start, deferred to the end of a reload) or -errno,
+ * logged, and kept in m->tracked_save_error. */
+static int manager_save_tracked(Manager *m) {
         _cleanup_free_ char *tmp = NULL, *final = NULL;
         json_object *root, *arr;
         const char *text;
-        FILE *f;
+        FILE *f = NULL;
+        int r = 0;
 
         if (!m->state_dir || !m->started)
-                return;
+                return 0;
         if (m->reloading) {
                 m->save_pending = true;
-                return;
+                return 0;
         }
         m->track_order_unsaved = false;
         root = json_object_new_object();
@@ -5202,7 +5296,8 @@ static void manager_save_tracked(Manager *m) {
         if (!root || !arr) {
                 json_object_put(root);
                 json_object_put(arr);
-                return;
+                log_warning("Cannot save tracked subtrees in %s: out of memory", m->state_dir);
+                return m->tracked_save_error = -ENOMEM;
         }
         json_object_object_add(root, "tracked", arr);
         /* What the paths are relative to: see manager_load_tracked(). */
@@ -5213,19 +5308,31 @@ static void manager_save_tracked(Manager *m) {
                 if (m->track_roots_called[i])
                         json_object_array_add(arr, json_object_new_string(m->track_roots[i]));
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text)
+        if (text && asprintf(&tmp, "%s/.tracked.json.tmp", m->state_dir) < 0)
+                tmp = NULL;
+        if (tmp && asprintf(&final, "%s/tracked.json", m->state_dir) < 0)
+                final = NULL;
+        if (!final) {
                 log_warning("Cannot save tracked subtrees in %s: out of memory", m->state_dir);
-        else if (asprintf(&tmp, "%s/.tracked.json.tmp", m->state_dir) >= 0 &&
-            asprintf(&final, "%s/tracked.json", m->state_dir) >= 0 && (f = fopen(tmp, "we"))) {
-                bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
-                ok = fclose(f) == 0 && ok;
-                if (!ok || rename(tmp, final) < 0) {
-                        log_warning_errno(errno, "Cannot save tracked subtrees to %s: %m", final);
+                r = -ENOMEM;
+        } else if (!(f = fopen(tmp, "we"))) {
+                r = -errno;
+                log_warning_errno(r, "Cannot save tracked subtrees in %s: %m", m->state_dir);
+        } else {
+                /* The first failure's errno: fclose() may set its own. */
+                if (fputs(text, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) < 0)
+                        r = -errno;
+                if (fclose(f) != 0 && r == 0)
+                        r = -errno;
+                if (r == 0 && rename(tmp, final) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot save tracked subtrees to %s: %m", final);
                         (void) unlink(tmp);
                 }
-        } else
-                log_warning_errno(errno, "Cannot save tracked subtrees in %s: %m", m->state_dir);
+        }
         json_object_put(root);
+        return m->tracked_save_error = r;
 }
 
 /* tracked.json that cannot be used: the message says why, and the file is
@@ -5363,7 +5470,7 @@ static void manager_load_tracked(Manager *m) {
                         }
                         sd_bus_error_free(&error);
                 }
-                if (manager_track(m, p, NULL, &error) >= 0)
+                if (manager_track(m, p, false, NULL, &error) >= 0)
                         continue;
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
                         log_warning("Cannot track %s again, tracked before the restart: %s", p, error.message);
@@ -5528,7 +5635,7 @@ int manager_reload(Manager *m, const Config *config) {
         config_done(&old);
         m->reloading = false;
         if (m->save_pending)
-                manager_save_tracked(m);
+                (void) manager_save_tracked(m);
         manager_announce(m); /* as Track() does: complete, before anything else is read */
         return r;
 }
@@ -5581,7 +5688,7 @@ void manager_shutdown(Manager *m) {
                 operation_doom_shutdown(op);
         manager_dispatch(m); /* every operation was queued: none is left */
         if (m->track_order_unsaved)
-                manager_save_tracked(m);
+                (void) manager_save_tracked(m);
 }
 
 /* Frees *e, if any (libevent's event_free() takes no NULL), and forgets it. */

@@ -215,6 +215,9 @@ struct Manager {
         /* track_root_touch() reordered the roots calls asked for since
          * tracked.json was saved: saved at the stop (manager_shutdown()). */
         bool track_order_unsaved;
+        /* The last save of tracked.json failed (-errno): memory holds
+         * roots asked for that the file may lack; 0 once one succeeds. */
+        int tracked_save_error;
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
@@ -400,8 +403,12 @@ bool manager_resolve_tracks(Manager *m, const char *norm);
  * model already also looks for the groups it lacks below).  Untrack(): drop a
  * root of manager_track() or of the configuration; the groups no remaining
  * root needs leave the bus, the ancestors of remaining roots stay in the
- * model for their flags. */
-int manager_track(Manager *m, const char *path, Group **ret, sd_bus_error *error);
+ * model for their flags.  Both keep their change in tracked.json: where
+ * that save fails, the call fails (Failed, naming the file) and its change
+ * is undone, so that what is tracked now is what a restart tracks.  keep
+ * false (a lookup that tracks a path as it resolves it): a failed save is
+ * logged only, the path tracked until the stop. */
+int manager_track(Manager *m, const char *path, bool keep, Group **ret, sd_bus_error *error);
 int manager_untrack(Manager *m, const char *path, sd_bus_error *error);
 /* Whether path (normalized) is one of the tracked subtrees' roots. */
 bool manager_is_track_root(Manager *m, const char *path);

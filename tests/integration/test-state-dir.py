@@ -20,10 +20,21 @@
     /a (outside ROOT/sub) and /sub/x, it tracks /x and says /a is not below
     its root.  (Before session 33 tracked.json held the paths alone: ROOT/x was
     tracked, ROOT/sub/x not.)
+  * A state directory that turns read-only while freezerd runs (the same bind
+    mount, made after the start): Track() of /b (with /b/x below it) fails
+    with Failed, "Cannot save tracked subtrees to STATE/tracked.json, /b is not
+    tracked: Read-only file system", and neither /b nor /b/x is tracked;
+    Untrack() of /a fails so too ("/a stays tracked"), and /a stays tracked.
+    A restart tracks what the replies said: /a, not /b.  (The replies were
+    success, the failed saves logged only: the caller believed /b survived a
+    restart, and /a gone.)
   * A state directory on a read-only file system (a bind mount made read-only
     here), with its lock file and tracked.json from before: freezerd starts,
     says that the directory is read-only, tracks what tracked.json names, and a
-    Track() succeeds (its save fails with a warning naming the directory).  A
+    Track() fails with Failed naming tracked.json and the errno, and tracks
+    nothing (its save fails, also logged); a lookup that tracks a path as it
+    resolves it (GetGroup) still does, until the stop, and a Track() of it then
+    fails saying that a restart may not track it.  A
     second freezerd on the same state directory (another runtime directory and
     bus) still finds it locked (and does not name the PID in the file, which is
     the start's before, that could write it).  Without a lock file there it starts too.  (Before,
@@ -137,6 +148,31 @@ def test():
                 ft.check(f'/a, tracked before the restart below cgroup root {sc.root}, is not below {sub}: not tracked'
                          in d.log(), '/a logged as not below the root', d.log())
 
+            # ---- a state directory that turns read-only while freezerd runs
+            sc.mkdir('/b/x')
+            state = os.path.join(base, 'turns-ro')
+            os.mkdir(state)
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                d.client.call('Track', '/a')
+                # A mount of its own, made after the start: the daemon's lock
+                # file is open on the one below, so it can be made read-only.
+                subprocess.run(['mount', '--bind', state, state], check=True)
+                mounted = state
+                subprocess.run(['mount', '-o', 'remount,bind,ro', state], check=True)
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/b')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /b is not tracked: '
+                               'Read-only file system', 'the Track() error names the file and the errno')
+                groups = [p for p, _o, _s in d.client.call('ListGroups')[0]]
+                ft.check('/b' not in groups and '/b/x' not in groups, 'neither /b nor /b/x tracked', groups)
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Untrack', '/a')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /a stays tracked: '
+                               'Read-only file system', 'the Untrack() error names the file and the errno')
+                ft.check_equal(tracked(d.client), ['/a'], '/a stays tracked')
+                subprocess.run(['umount', state], check=True)
+                mounted = None
+            with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
+                ft.check_equal(tracked(d.client), ['/a'], 'a restart tracks what the replies said: /a, not /b')
+
             # ---- a read-only state directory
             state = os.path.join(base, 'ro')
             os.mkdir(state)
@@ -151,10 +187,18 @@ def test():
                 ft.check(f'State directory {state} is on a read-only file system' in log,
                          'the read-only state directory logged', log)
                 ft.check_equal(tracked(d.client), ['/a'], 'tracked.json read: /a tracked again')
-                d.client.call('Track', '/b')
-                ft.check_equal(tracked(d.client), ['/a', '/b'], 'Track() works')
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/b')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /b is not tracked: '
+                               'Read-only file system', 'the Track() error names the file and the errno')
+                ft.check_equal(tracked(d.client), ['/a'], 'Track() of /b tracks nothing')
                 ft.check(re.search(rf'Cannot save tracked subtrees in {re.escape(state)}: Read-only file system',
                                    d.log()), 'the failed save logged', d.log())
+                d.client.call('GetGroup', '/b')
+                ft.check_equal(tracked(d.client), ['/a', '/b'], 'a lookup tracks /b still, until the stop')
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/b')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /b stays tracked but '
+                               'may not be after a restart: Read-only file system',
+                               'a Track() of /b then says that a restart may not track it')
                 other_run = os.path.join(base, 'run2')
                 os.mkdir(other_run)
                 # On another bus: on this one the bus name stops it before the directories.
