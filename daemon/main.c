@@ -471,7 +471,7 @@ static void on_reload_signal(Daemon *d) {
                         log_warning("A new cgroup_root takes effect only on restart.");
                 r = manager_reload(d->manager, &config);
                 if (r < 0)
-                        log_error_errno(r, "Reloading failed: %m");
+                        log_error_errno(r, "Reloading failed, the configuration before stays in effect: %m");
                 else if (access(arg_config, F_OK) < 0 && errno == ENOENT)
                         /* Not an error (a missing file means defaults), but not what
                          * "reloaded from" would make one think either. */

@@ -4167,6 +4167,8 @@ static int track_root_add(Manager *m, const char *path, bool called) {
                         track_root_touch(m, (size_t) i);
                 return 0;
         }
+        if (m->test_track_root_enomem && streq(path, m->test_track_root_enomem))
+                return -ENOMEM;
         /* First: a root whose hash is missing would not be found. */
         if (u64set_add(&m->track_root_hashes, string_hash(path)) < 0)
                 return -ENOMEM;
@@ -4287,8 +4289,13 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         if (rescan)
                 manager_rescan(m, g);
         r = track_root_add(m, norm, called);
-        if (r < 0)
+        if (r < 0) {
+                /* Not a root, so no root holds what manager_ensure_path()
+                 * added: it goes, as at an Untrack() of it (none of it was
+                 * announced yet, nor could a call wait on it). */
+                manager_untracked_prune(m, norm, UNTRACK_CALL);
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
+        }
         if (keep) {
                 r = track_root_unsaved(m, norm, was_root, was_called, save_error, error);
                 if (r < 0)
@@ -4302,8 +4309,11 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
 static int manager_track_root(Manager *m, const char *path, bool called, bool keep, Group **ret,
                               sd_bus_error *error) {
         int r = track_path(m, path, called, keep, ret, error);
-        /* Failed or not, what it added is announced, complete, before the reply. */
-        manager_announce(m);
+        /* Failed or not, what it added is announced, complete, before the
+         * reply.  A reload announces once, at its end: one whose later root
+         * fails drops what the earlier ones added, never announced. */
+        if (!m->reloading)
+                manager_announce(m);
         return r;
 }
 
@@ -4965,6 +4975,14 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 return -ENOMEM;
         }
 
+        /* The one failure a reload's new roots can meet, which no test could
+         * cause otherwise (manager_reload()). */
+        m->test_track_root_enomem = getenv("FREEZERD_TEST_TRACK_ROOT_ENOMEM");
+        if (m->test_track_root_enomem)
+                log_warning("FREEZERD_TEST_TRACK_ROOT_ENOMEM=%s: adding that track root fails as out of memory "
+                            "would (for tests only).",
+                            m->test_track_root_enomem);
+
         delay = getenv("FREEZERD_TEST_WRITE_DELAY_USEC");
         if (delay) {
                 m->test_write_delay_usec = strtoull(delay, NULL, 10);
@@ -5116,6 +5134,10 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 r = manager_track_root(m, *p, false, false, &g, &error);
                 if (r >= 0)
                         continue;
+                /* As where the root is added below: a reload keeps the
+                 * configuration before (manager_reload()), a start fails. */
+                if (r == -ENOMEM)
+                        return log_error_errno(r, "Cannot track %s: %m", *p);
                 if (!sd_bus_error_has_name(&error, BUS_ERROR_NO_SUCH_GROUP)) {
                         log_warning("Cannot track %s: %s", *p, error.message);
                         continue;
@@ -5575,8 +5597,48 @@ int manager_start(Manager *m) {
         return 0;
 }
 
+/* Drops the roots that no call asked for and the configuration does not
+ * name: only the configuration adds roots no call asked for, so these are
+ * what an earlier configuration tracked.  Taken from the state, not from a
+ * list of the configuration before: a reload that failed halfway leaves
+ * none that a later one would not drop. */
+static void manager_drop_unconfigured_roots(Manager *m) {
+        U64Set *configured = NULL;
+
+        for (char **p = m->config.track; p && *p; p++)
+                if (u64set_add(&configured, string_hash(*p)) < 0) {
+                        configured = u64set_free(configured);
+                        break;
+                }
+        /* From the last: a root taken out moves only those after it. */
+        for (size_t i = m->n_track_roots; i > 0; i--) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                _cleanup_free_ char *root = NULL;
+                int r;
+
+                if (i > m->n_track_roots || m->track_roots_called[i - 1] ||
+                    track_root_configured(m, m->track_roots[i - 1], configured))
+                        continue;
+                root = strdup(m->track_roots[i - 1]);
+                if (!root) {
+                        log_warning("Cannot stop tracking %s, no longer in the configuration's \"track\": out of "
+                                    "memory (the next reload tries again).",
+                                    m->track_roots[i - 1]);
+                        continue;
+                }
+                r = manager_untrack_root(m, root, UNTRACK_RELOAD, &error);
+                if (r < 0)
+                        log_warning("Cannot stop tracking %s, no longer in the configuration's \"track\": %s (the "
+                                    "next reload tries again).",
+                                    root, error.message ?: strerror(-r));
+        }
+        u64set_free(configured);
+}
+
 int manager_reload(Manager *m, const Config *config) {
         Config old = { .track = m->config.track, .n_track = m->config.n_track };
+        uint64_t old_timeout_usec = m->config.default_timeout_usec;
+        bool old_realtime_writes = m->config.realtime_writes;
         int r;
 
         m->config.track = NULL;
@@ -5588,15 +5650,6 @@ int manager_reload(Manager *m, const Config *config) {
         }
         m->config.default_timeout_usec = config->default_timeout_usec;
         m->config.realtime_writes = config->realtime_writes;
-        /* "realtime_writes": true read again means "try them": the cause of a
-         * refusal may be gone (an RLIMIT_RTPRIO raised with prlimit --pid, a
-         * cgroup given real-time time), and the next big write asks the
-         * kernel again (logging the notice again should it still refuse).
-         * A thread that could not be started otherwise is tried at every big
-         * write anyway: its warning, given once, is given again should the
-         * cause (a task limit, say) still be there after the reload. */
-        m->realtime_refused = false;
-        m->realtime_failed = false;
 
         /* tracked.json once, at the end: a save (an fsync, and a look at every
          * root) for each root added and each dropped held the loop for 7 s
@@ -5610,29 +5663,46 @@ int manager_reload(Manager *m, const Config *config) {
          * ended, the calls waiting on it cancelled, its object gone) and
          * publish it again. */
         r = manager_apply_track_config(m, m->config.track);
+        if (r < 0) {
+                /* A new root could not be added (out of memory): the whole
+                 * configuration before stays, not half of each (its roots
+                 * kept, some of the new ones added, which later reloads
+                 * would never drop).  The new roots added are dropped as
+                 * the configuration before does not name them. */
+                Config new = { .track = m->config.track, .n_track = m->config.n_track };
 
-        /* Subtrees the old configuration tracked and the new one does not are dropped;
-         * those added through Track() stay.  Not when a new root could not be
-         * added (out of memory): the groups it would cover stay tracked. */
-        for (char **p = old.track; r >= 0 && p && *p; p++) {
-                bool kept = false;
-                for (char **q = m->config.track; q && *q; q++)
-                        kept = kept || streq(*p, *q);
-                if (kept || !manager_is_track_root(m, *p))
-                        continue;
-                if (track_root_called(m, *p)) {
-                        /* A call asked for it too (Track(), a lookup): that holds. */
-                        log_info("%s is no longer in the configuration's \"track\", but stays tracked: a call "
-                                 "asked for it (Untrack() drops it).",
-                                 *p);
-                        continue;
+                m->config.track = old.track;
+                m->config.n_track = old.n_track;
+                m->config.default_timeout_usec = old_timeout_usec;
+                m->config.realtime_writes = old_realtime_writes;
+                manager_drop_unconfigured_roots(m);
+                config_done(&new);
+        } else {
+                /* Subtrees the old configuration tracked and the new one
+                 * does not are dropped; those a call asked for stay. */
+                for (char **p = old.track; p && *p; p++) {
+                        bool kept = false;
+
+                        for (char **q = m->config.track; q && *q && !kept; q++)
+                                kept = streq(*p, *q);
+                        if (!kept && track_root_called(m, *p))
+                                log_info("%s is no longer in the configuration's \"track\", but stays tracked: a "
+                                         "call asked for it (Untrack() drops it).",
+                                         *p);
                 }
-                {
-                        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                        (void) manager_untrack_root(m, *p, UNTRACK_RELOAD, &error);
-                }
+                manager_drop_unconfigured_roots(m);
+                config_done(&old);
+                /* "realtime_writes": true read again means "try them": the
+                 * cause of a refusal may be gone (an RLIMIT_RTPRIO raised
+                 * with prlimit --pid, a cgroup given real-time time), and the
+                 * next big write asks the kernel again (logging the notice
+                 * again should it still refuse).  A thread that could not be
+                 * started otherwise is tried at every big write anyway: its
+                 * warning, given once, is given again should the cause (a
+                 * task limit, say) still be there after the reload. */
+                m->realtime_refused = false;
+                m->realtime_failed = false;
         }
-        config_done(&old);
         m->reloading = false;
         if (m->save_pending)
                 (void) manager_save_tracked(m);
