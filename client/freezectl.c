@@ -706,23 +706,61 @@ static bool char_escaped(const unsigned char *p, size_t l) {
                (l == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)); /* U+2028, U+2029 */
 }
 
-/* s into buf (room for 4 * strlen(s) + 1), the characters of char_escaped()
- * as \xNN, byte by byte.  Returns the length written, without the NUL. */
-static size_t text_escape_into(char *buf, const char *s) {
+static int hex_value(unsigned char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Whether the backslash at p (before end) begins an escape of freezerd's
+ * own: \xNN of a byte it shows so (cg_quote(): a C0 control character, DEL,
+ * a byte that is no UTF-8), which its messages hold for a path they quote. */
+static bool freezerd_escape(const unsigned char *p, const unsigned char *end) {
+        int hi, lo, c;
+
+        if (end - p < 4 || p[1] != 'x' || (hi = hex_value(p[2])) < 0 || (lo = hex_value(p[3])) < 0)
+                return false;
+        c = hi * 16 + lo;
+        return c < 0x20 || c >= 0x7f;
+}
+
+/* The n bytes at s into buf (room for 4 * n + 1), the characters of
+ * char_escaped() as \xNN, byte by byte, and a backslash as "\\" (so that a
+ * name holding a literal "\x0a" does not read as an escaped newline); with
+ * message (freezerd's message, which escapes so itself) but where it begins
+ * such an escape (freezerd_escape()).  Returns the length written, without
+ * the NUL. */
+static size_t text_escape_n(char *buf, const char *s, size_t n, bool message) {
+        const unsigned char *end = (const unsigned char *) s + n;
         size_t k = 0;
 
-        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+        for (const unsigned char *p = (const unsigned char *) s; p < end;) {
                 size_t l = cg_utf8_char_len(p, false);
 
+                if (l > (size_t) (end - p))
+                        l = 0;
                 if (char_escaped(p, l))
                         for (size_t i = 0; i < (l ?: 1); i++)
                                 k += (size_t) sprintf(buf + k, "\\x%02x", *p++);
-                else
+                else if (*p == '\\' && !(message && freezerd_escape(p, end))) {
+                        buf[k++] = '\\';
+                        buf[k++] = (char) *p++;
+                } else
                         for (; l > 0; l--)
                                 buf[k++] = (char) *p++;
         }
         buf[k] = 0;
         return k;
+}
+
+/* s into buf (room for 4 * strlen(s) + 1), as text output shows it
+ * (text_escape_n(), backslashes doubled). */
+static size_t text_escape_into(char *buf, const char *s) {
+        return text_escape_n(buf, s, strlen(s), false);
 }
 
 /* s as a line of text output shows it (text_escape_into()): s itself where
@@ -733,7 +771,7 @@ static const char *text_shown(const char *s, char **tofree) {
         for (const unsigned char *p = (const unsigned char *) s; *p;) {
                 size_t l = cg_utf8_char_len(p, false);
 
-                if (char_escaped(p, l)) {
+                if (char_escaped(p, l) || *p == '\\') {
                         *tofree = malloc(4 * strlen(s) + 1);
                         if (!*tofree)
                                 return s;
@@ -745,23 +783,39 @@ static const char *text_shown(const char *s, char **tofree) {
         return s;
 }
 
+/* freezerd's message, while vlog_failure() writes the line that quotes it,
+ * and where in that line it may start (after the caller's words): freezerd
+ * escapes the control characters of the paths it quotes itself, as \xNN,
+ * which are shown as they are, not with the backslash doubled. */
+static const char *verbatim_message;
+static size_t verbatim_from;
+
 /* Write "freezectl: " and line to stderr as one line, in one write(2) (so
  * that the lines of freezectls sharing a log do not mix byte by byte: stderr
  * is unbuffered), escaped as the text on standard output (text_shown()): a
  * newline in a path we were given, or in a message, and the bytes that are
  * not UTF-8 (of a path we were given: the journal keeps a line with one as a
- * blob, not as text) as \xNN. */
+ * blob, not as text) as \xNN, a backslash as "\\" (but one that begins an
+ * escape of freezerd's in its message: verbatim_message). */
 static void put_error_line(const char *line) {
-        size_t k;
+        size_t k, len = strlen(line), at = len, n = 0;
+        const char *m;
         char *buf;
 
-        buf = malloc(sizeof(PROGRAM ": ") + 4 * strlen(line) + 1);
+        if (verbatim_message && *verbatim_message && verbatim_from <= len &&
+            (m = strstr(line + verbatim_from, verbatim_message))) {
+                at = (size_t) (m - line);
+                n = strlen(verbatim_message);
+        }
+        buf = malloc(sizeof(PROGRAM ": ") + 4 * len + 1);
         if (!buf) {
                 fputs(PROGRAM ": out of memory\n", stderr);
                 return;
         }
         k = (size_t) sprintf(buf, PROGRAM ": ");
-        k += text_escape_into(buf + k, line);
+        k += text_escape_n(buf + k, line, at, false);
+        k += text_escape_n(buf + k, line + at, n, true);
+        k += text_escape_n(buf + k, line + at + n, len - at - n, false);
         buf[k++] = '\n';
         (void) fwrite(buf, 1, k, stderr);
         free(buf);
@@ -829,10 +883,11 @@ static void log_bus_as_socket(const char *what, const char *peer) {
 
 /* Report a failed call: "freezectl: <what>: <Error>: <message>", from the
  * D-Bus error's name and message where there is one, else from r. */
+static void log_failure_line(const char *what, const char *name, const char *message, int r);
+
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
         _cleanup_free_ char *what = NULL, *trimmed = NULL;
-        const char *s;
 
         if (vasprintf(&what, fmt, ap) < 0) {
                 put_error_line("out of memory");
@@ -846,6 +901,16 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                         trimmed[--n] = 0;
                 message = trimmed;
         }
+
+        verbatim_message = message;
+        verbatim_from = strlen(what);
+        log_failure_line(what, name, message, r);
+        verbatim_message = NULL;
+}
+
+/* vlog_failure()'s line, what being the caller's words. */
+static void log_failure_line(const char *what, const char *name, const char *message, int r) {
+        const char *s;
 
         /* Failures of the connection, not of freezerd's work: said as such,
          * so that a call that timed out on our side does not read like

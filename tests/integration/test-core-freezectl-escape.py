@@ -27,7 +27,22 @@ Checks (each printed them as they are, one line of output read as two):
     which names the group, escaped.
   * freeze /e/a<LS>b interrupted (SIGINT) while freezerd, stopped, has not read the
     call: the "interrupted:" line, which the signal handler writes as it was made
-    beforehand, one line, the path escaped."""
+    beforehand, one line, the path escaped.
+
+A backslash is shown as "\\\\" wherever these are escaped (not in --json), so that a name
+holding a literal "\\x0a" (as systemd's unit names hold "\\x2d") does not read as an
+escaped newline:
+
+  /b/s\\x0al       (a backslash, then "x0a")
+  /b/t\\x2du
+
+  * tree /b, list, status /b/s\\x0al: the names with the backslash doubled; --json as
+    they are.
+  * freeze /b --except=/b/s\\x0al: the group it froze, doubled.
+  * freeze /b/no\\such: NoSuchGroup, the path doubled in freezectl's words and in
+    freezerd's message alike.
+  * freeze /b/a<LF>b: freezerd's message escapes the newline itself (\\x0a), which is
+    shown as it is, while freezectl's words show it escaped too."""
 
 import json
 import os
@@ -44,11 +59,15 @@ LS, PS, NEL = '\u2028', '\u2029', '\u0085'
 A, N, P = f'/e/a{LS}b', f'/e/n{NEL}l', f'/e/p{PS}q'
 C = P + '/c'
 GROUPS = ['/e', A, N, P, C]
+BS, BT = '/b/s\\x0al', '/b/t\\x2du'
+B_GROUPS = ['/b', BS, BT]
 
 
 def esc(s):
-    """s as freezectl's text shows it: these characters as \\xNN, byte by byte."""
-    return ''.join(''.join(f'\\x{b:02x}' for b in ch.encode()) if ch in (LS, PS, NEL) else ch for ch in s)
+    """s as freezectl's text shows it: these characters as \\xNN, byte by byte, and a
+    backslash doubled."""
+    return ''.join(''.join(f'\\x{b:02x}' for b in ch.encode()) if ch in (LS, PS, NEL)
+                   else '\\\\' if ch == '\\' else ch for ch in s)
 
 
 def run(*args, address):
@@ -89,18 +108,53 @@ def check_watch(bus):
                    'watch --initial /e: one listed line per group, the paths escaped')
 
 
+def check_backslashes(bus, sc):
+    rc, out, err = run('tree', '/b', address=bus.address)
+    ft.check_equal((rc, err), (0, ''), 'tree /b: exit 0')
+    ft.check_equal(out.splitlines()[1:], ['├─s\\\\x0al (running)', '└─t\\\\x2du (running)'],
+                   'tree /b: the names with the backslash doubled')
+    rc, out, _ = run('--json', 'tree', '/b', address=bus.address)
+    ft.check_equal(sorted(ch['path'] for ch in json.loads(out)['children']), [BS, BT],
+                   '--json tree /b: the paths as they are')
+
+    rc, out, err = run('status', BS, address=bus.address)
+    ft.check_equal((rc, err), (0, ''), f'status {BS}: exit 0')
+    ft.check(f'Path:               {esc(BS)}' in out.splitlines(), f'status {BS}: Path with the backslash doubled',
+             out)
+    rc, out, _ = run('--json', 'status', BS, address=bus.address)
+    ft.check_equal(json.loads(out)['path'], BS, f'--json status {BS}: the path as it is')
+
+    rc, out, err = run('freeze', '/b', f'--except={BS}', address=bus.address)
+    ft.check_equal((rc, out, err), (0, esc(BT) + '\n', ''), f'freeze /b --except={BS}: {BT} frozen, doubled')
+    rc, out, err = run('thaw', BT, address=bus.address)
+    ft.check_equal((rc, sc.read_freeze(BT)), (0, 0), f'{BT} thawed again')
+
+    missing = '/b/no\\such'
+    rc, out, err = run('freeze', missing, address=bus.address)
+    ft.check_equal((rc, err), (1, f'freezectl: cannot freeze {esc(missing)}: NoSuchGroup: {esc(missing)} does not '
+                               'exist\n'),
+                   'an error line: the path doubled in freezectl\'s words and in freezerd\'s message alike')
+
+    # freezerd's message escapes the newline itself: its \x0a stays as it is.
+    rc, out, err = run('freeze', '/b/a\nb', address=bus.address)
+    ft.check_equal((rc, err), (1, 'freezectl: cannot freeze /b/a\\x0ab: InvalidPath: Invalid path "/b/a\\x0ab": '
+                               'contains a control character\n'),
+                   'an error line: freezerd\'s own escape of a newline as it is')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
     with ft.Scratch('core-freezectl-escape') as sc, ft.Bus() as bus:
-        for g in GROUPS:
+        for g in GROUPS + B_GROUPS:
             sc.mkdir(g)
         sc.spawn_sleepers(C, 1)
         sc.before_cleanup.append(lambda: sc.exists(P) and sc.write_freeze(P, 0))
 
-        with ft.Daemon(bus, sc.root, config={'track': ['/e']}) as d:
+        with ft.Daemon(bus, sc.root, config={'track': ['/e', '/b']}) as d:
             c = d.client
             listed = sorted(p for p, _o, _s in c.call('ListGroups')[0])
-            ft.check_equal(listed, sorted(['/'] + GROUPS), 'freezerd publishes the groups named with LS, NEL, PS')
+            ft.check_equal(listed, sorted(['/'] + GROUPS + B_GROUPS),
+                           'freezerd publishes the groups named with LS, NEL, PS and backslashes')
 
             # ---- tree
             rc, out, err = run('tree', '/e', address=bus.address)
@@ -125,11 +179,14 @@ def test():
             rc, out, err = run('list', address=bus.address)
             ft.check_equal((rc, err), (0, ''), 'list: exit 0')
             check_raw_free('list', out)
-            ft.check_equal(sorted(ln.split()[1] for ln in out.splitlines()), sorted(esc(g) for g in ['/'] + GROUPS),
-                           'list: one line per group, the paths escaped')
+            ft.check_equal(sorted(ln.split()[1] for ln in out.splitlines()),
+                           sorted(esc(g) for g in ['/'] + GROUPS + B_GROUPS),
+                           'list: one line per group, the paths escaped, backslashes doubled')
             rc, out, _ = run('--json', 'list', address=bus.address)
-            ft.check_equal(sorted(e['path'] for e in json.loads(out)), sorted(['/'] + GROUPS),
+            ft.check_equal(sorted(e['path'] for e in json.loads(out)), sorted(['/'] + GROUPS + B_GROUPS),
                            '--json list: the paths as they are')
+
+            check_backslashes(bus, sc)
 
             # ---- status, frozen by a parent named so
             sc.write_freeze(P, 1)
