@@ -902,6 +902,17 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 message = trimmed;
         }
 
+        /* freezerd's Timeout says what becomes of the flags "Without
+         * ROLLBACK_ON_TIMEOUT", the bus flag: said in freezectl's terms,
+         * its option.  (--json keeps freezerd's message as it is.) */
+        _cleanup_free_ char *translated = NULL;
+        const char *flag;
+        if (streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") && message &&
+            (flag = strstr(message, "ROLLBACK_ON_TIMEOUT")) &&
+            asprintf(&translated, "%.*s--rollback%s", (int) (flag - message), message,
+                     flag + strlen("ROLLBACK_ON_TIMEOUT")) >= 0)
+                message = translated;
+
         verbatim_message = message;
         verbatim_from = strlen(what);
         log_failure_line(what, name, message, r);

@@ -20,7 +20,9 @@ Checks:
     nests every group under its parent.
   * Exit status 1 with one line on stderr naming the path and the error for
     NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
-    back), an unreachable bus, a bus that does not let root in (freeze said
+    back; without --rollback, freeze, freeze --recursive and --json freeze: the
+    flags stay "Without --rollback", not freezerd's bus flag ROLLBACK_ON_TIMEOUT,
+    which --json's message keeps), an unreachable bus, a bus that does not let root in (freeze said
     it "lost the connection"), a bus that drops a batch over its max_message_size
     (it said the bus did not let root in), and a bus address that is none (--address=bogus,
     which said only "Invalid argument"); --json failure objects carry error and
@@ -483,6 +485,19 @@ def test():
             ft.check_equal(r.returncode, 1, 'freeze --timeout=300ms --rollback of a blocked group exits 1')
             one_line(r, 'freeze /s timeout', '/s', 'Timeout')
             ft.check_equal(sc.read_freeze('/s'), 0, '--rollback: cgroup.freeze is back to 0')
+            # Without --rollback freezerd's Timeout says the flags stay "Without ROLLBACK_ON_TIMEOUT",
+            # its bus flag: freezectl says it of its own option (--json keeps freezerd's message).
+            for args in (['freeze'], ['freeze', '--recursive'], ['--json', 'freeze']):
+                what = ' '.join(args + ['--timeout=300ms /s'])
+                r = ft.freezectl(*args, '--timeout=300ms', '/s', check=False)
+                ft.check_equal((r.returncode, sc.read_freeze('/s')), (1, 1), f'{what}: exit 1, the flag stays')
+                one_line(r, what, '/s', 'Timeout', 'Without --rollback the flags stay as asked')
+                ft.check('ROLLBACK_ON_TIMEOUT' not in r.stderr, f'{what}: the bus flag not named', r.stderr)
+                if '--json' in args:
+                    ft.check('Without ROLLBACK_ON_TIMEOUT' in json.loads(r.stdout)[0]['message'],
+                             f'{what}: the --json message is freezerd\'s', r.stdout)
+                ft.freezectl('thaw', '/s')
+                sc.wait_events('/s', frozen=0)
 
             r = ft.freezectl('freeze', '--no-wait', '/s')
             ft.check_equal((r.returncode, sc.read_freeze('/s'), sc.frozen('/s')), (0, 1, False),
