@@ -884,6 +884,7 @@ static void log_bus_as_socket(const char *what, const char *peer) {
 /* Report a failed call: "freezectl: <what>: <Error>: <message>", from the
  * D-Bus error's name and message where there is one, else from r. */
 static void log_failure_line(const char *what, const char *name, const char *message, int r);
+static const char *other_buses_hint(int r);
 
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
@@ -928,7 +929,8 @@ static void log_failure_line(const char *what, const char *name, const char *mes
          * freezerd's own Timeout (the kernel did not finish). */
         if (streq_ptr(name, "org.freedesktop.DBus.Error.ServiceUnknown") ||
             streq_ptr(name, "org.freedesktop.DBus.Error.NameHasNoOwner")) {
-                log_error("%s: freezerd is not running (nobody owns " FREEZER_SERVICE " on the bus)", what);
+                log_error("%s: freezerd is not running (nobody owns " FREEZER_SERVICE " on the bus)%s", what,
+                          connected_private ? "" : other_buses_hint(0));
                 return;
         }
         if ((streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") && message &&
@@ -4582,6 +4584,27 @@ static const char *user_bus_address(void) {
         return buf;
 }
 
+/* For a user who did not reach freezerd on the system bus (r: the
+ * connection's failure: no socket, refused, not open to the uid; or 0: the
+ * bus has no freezerd): how to reach a freezerd elsewhere, as "; ..."; ""
+ * otherwise.  A freezerd run by a user is on that user's session bus, and
+ * listens on its private socket in its runtime directory
+ * ($XDG_RUNTIME_DIR/freezerd with --user). */
+static const char *other_buses_hint(int r) {
+        static char buf[PATH_MAX + 300];
+        const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
+
+        if (geteuid() == 0 || !(arg_bus == BUS_DEFAULT || arg_bus == BUS_SYSTEM) ||
+            !(r == 0 || r == -ENOENT || r == -ECONNREFUSED || r == -EACCES || r == -ECONNRESET || r == -EPERM))
+                return "";
+        (void) snprintf(buf, sizeof buf,
+                        "; a freezerd run as a user is reached with --user (its session bus) or --socket=%s%s (its "
+                        "private socket), one on another bus with --address=ADDR",
+                        runtime && *runtime ? runtime : "RUNTIME_DIR",
+                        runtime && *runtime ? "/freezerd/private" : "/private");
+        return buf;
+}
+
 /* "cannot connect to <where arg_bus says>: <why>". */
 /* why: what went wrong, or NULL for r's words (connect_error()); either way
  * with r's hint. */
@@ -4616,7 +4639,8 @@ static void log_connect_failure_why(const char *why, int r) {
                 __attribute__((fallthrough));
         case BUS_SYSTEM:
         default:
-                log_error("cannot connect to the system bus (%s): %s", system_bus_address(), why);
+                log_error("cannot connect to the system bus (%s): %s%s", system_bus_address(), why,
+                          other_buses_hint(r));
                 break;
         }
 }
