@@ -41,8 +41,12 @@
  *     "System.Error.ENOTCONN").
  *     A local method-call timeout is reported as -ETIMEDOUT with the name
  *     "org.freedesktop.DBus.Error.Timeout" (the daemon's own timeout is
- *     "org.freezerd.Freezer1.Error.Timeout"). freezer_open_*() fail without
- *     a handle and report the errno only.
+ *     "org.freezerd.Freezer1.Error.Timeout"). An argument refused before
+ *     anything is sent (a NULL path, an order or a resource out of range) is
+ *     -EINVAL with "org.freedesktop.DBus.Error.InvalidArgs" and a message
+ *     naming the argument and its value (since libfreezer 0.6; the message
+ *     was "Invalid argument"). freezer_open_*() fail
+ *     without a handle and report the errno only.
  *   - A handle is not thread-safe and must not be used after fork(); use one
  *     handle per thread. Handles are independent of each other: threads may
  *     use their own at the same time, and the functions that take no handle

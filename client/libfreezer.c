@@ -407,6 +407,35 @@ static int error_set_named(freezer *f, const char *name, const char *message) {
         return error_take(f, &e, r);
 }
 
+/* Refuse an argument before anything is sent: -EINVAL, the last error
+ * InvalidArgs with a message that names the argument and its value (a bare
+ * "Invalid argument" left the caller to guess which). */
+_printf_(2, 3)
+static int error_invalid_arg(freezer *f, const char *fmt, ...) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&message, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return error_set(f, -ENOMEM);
+        r = sd_bus_error_set(&e, SD_BUS_ERROR_INVALID_ARGS, message);
+        return error_take(f, &e, r);
+}
+
+/* A freezer_resource out of range, refused. */
+static int error_unknown_resource(freezer *f, freezer_resource res) {
+        return error_invalid_arg(f, "Unknown resource %d (FREEZER_RESOURCE_CPU, _MEMORY, _IO or _IRQ)", (int) res);
+}
+
+/* The NULL path of a call that takes one, refused. */
+static int error_null_path(freezer *f) {
+        return error_invalid_arg(f, "The path is NULL");
+}
+
 /* ---- waiting for replies; the handlers' queue ---- */
 
 /* As many messages as sd-bus holds in memory (its BUS_RQUEUE_MAX), where
@@ -1193,7 +1222,7 @@ static int freeze_or_thaw(freezer *f, const char *member, const char *path,
         if (!f)
                 return -EINVAL;
         if (!path)
-                return error_set(f, -EINVAL);
+                return error_null_path(f);
 
         r = build_freeze_or_thaw(f, member, path, timeout_usec, flags, &m, &error);
         if (r < 0)
@@ -1277,14 +1306,17 @@ static int build_apply_batch(freezer *f, const freezer_request *requests, size_t
 }
 
 /* The arguments freezer_apply_batch() and its _async() form refuse before
- * anything is sent. */
-static bool apply_batch_args_valid(const freezer_request *requests, size_t n, freezer_order order) {
-        if ((n > 0 && !requests) || !order_to_string(order))
-                return false;
+ * anything is sent: 0, or -EINVAL with the last error naming the one. */
+static int apply_batch_args_check(freezer *f, const freezer_request *requests, size_t n, freezer_order order) {
+        if (n > 0 && !requests)
+                return error_invalid_arg(f, "The requests are NULL, with n %zu", n);
+        if (!order_to_string(order))
+                return error_invalid_arg(f, "Unknown order %d (FREEZER_ORDER_AUTO, FREEZER_ORDER_TOP_DOWN or "
+                                            "FREEZER_ORDER_BOTTOM_UP)", (int) order);
         for (size_t i = 0; i < n; i++)
                 if (!requests[i].path)
-                        return false;
-        return true;
+                        return error_invalid_arg(f, "Request %zu: the path is NULL", i);
+        return 0;
 }
 
 static int apply_batch(freezer *f, const freezer_request *requests, size_t n, const char *order,
@@ -1326,8 +1358,9 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
                 *ret_skipped = 0;
         if (!f)
                 return -EINVAL;
-        if (!apply_batch_args_valid(requests, n, order))
-                return error_set(f, -EINVAL);
+        r = apply_batch_args_check(f, requests, n, order);
+        if (r < 0)
+                return r;
 
         r = apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags,
                         ret_writes, ret_skipped, &error);
@@ -1404,13 +1437,15 @@ static int read_frozen_list(sd_bus_message *reply, char ***ret) {
         return 0;
 }
 
-static bool freeze_except_args_valid(const char *path, const char *const *exclude, size_t n_exclude) {
-        if (!path || (n_exclude > 0 && !exclude))
-                return false;
+static int freeze_except_args_check(freezer *f, const char *path, const char *const *exclude, size_t n_exclude) {
+        if (!path)
+                return error_null_path(f);
+        if (n_exclude > 0 && !exclude)
+                return error_invalid_arg(f, "The excluded paths are NULL, with n_exclude %zu", n_exclude);
         for (size_t i = 0; i < n_exclude; i++)
                 if (!exclude[i])
-                        return false;
-        return true;
+                        return error_invalid_arg(f, "Excluded path %zu is NULL", i);
+        return 0;
 }
 
 static int freeze_except(freezer *f, const char *path, const char *const *exclude, size_t n_exclude,
@@ -1441,8 +1476,9 @@ FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                 *ret_frozen = NULL;
         if (!f)
                 return -EINVAL;
-        if (!freeze_except_args_valid(path, exclude, n_exclude))
-                return error_set(f, -EINVAL);
+        r = freeze_except_args_check(f, path, exclude, n_exclude);
+        if (r < 0)
+                return r;
 
         r = freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &l, &error);
         if (r < 0)
@@ -1601,7 +1637,7 @@ static int freeze_or_thaw_async(freezer *f, const char *member, const char *path
         if (!f)
                 return -EINVAL;
         if (!path)
-                return error_set(f, -EINVAL);
+                return error_null_path(f);
 
         r = build_freeze_or_thaw(f, member, path, timeout_usec, flags, &m, &error);
         return start_call(f, r, &m, &error, timeout_usec, flags, CALL_PLAIN, 0, cb, userdata, ret_id);
@@ -1629,8 +1665,9 @@ FREEZER_EXPORT int freezer_apply_batch_async(freezer *f, const freezer_request *
                 *ret_id = 0;
         if (!f)
                 return -EINVAL;
-        if (!apply_batch_args_valid(requests, n, order))
-                return error_set(f, -EINVAL);
+        r = apply_batch_args_check(f, requests, n, order);
+        if (r < 0)
+                return r;
 
         r = build_apply_batch(f, requests, n, order_to_string(order), timeout_usec, flags, &m, &size, &error);
         return start_call(f, r, &m, &error, timeout_usec, flags, CALL_BATCH, size, cb, userdata, ret_id);
@@ -1647,8 +1684,9 @@ FREEZER_EXPORT int freezer_freeze_except_async(freezer *f, const char *path, con
                 *ret_id = 0;
         if (!f)
                 return -EINVAL;
-        if (!freeze_except_args_valid(path, exclude, n_exclude))
-                return error_set(f, -EINVAL);
+        r = freeze_except_args_check(f, path, exclude, n_exclude);
+        if (r < 0)
+                return r;
 
         r = build_freeze_except(f, path, exclude, n_exclude, timeout_usec, flags, &m, &error);
         return start_call(f, r, &m, &error, timeout_usec, flags, CALL_EXCEPT, 0, cb, userdata, ret_id);
@@ -1674,7 +1712,7 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         if (!f)
                 return -EINVAL;
         if (!ret_usec)
-                return error_set(f, -EINVAL);
+                return error_invalid_arg(f, "ret_usec is NULL");
 
         if (f->more_pending || f->deferred || reload_due(f)) {
                 *ret_usec = 0;
@@ -1697,7 +1735,7 @@ static int track_or_untrack(freezer *f, const char *member, const char *path) {
         if (!f)
                 return -EINVAL;
         if (!path)
-                return error_set(f, -EINVAL);
+                return error_null_path(f);
 
         r = call_manager_path(f, member, path, &error, &reply);
         if (r < 0)
@@ -1958,8 +1996,10 @@ FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freez
                 *ret_id = 0;
         if (!f)
                 return -EINVAL;
-        if (!path || !ret)
-                return error_set(f, -EINVAL);
+        if (!path)
+                return error_null_path(f);
+        if (!ret)
+                return error_invalid_arg(f, "ret is NULL");
 
         r = get_group(f, path, ret, ret_id, &error);
         if (r < 0)
@@ -1980,7 +2020,7 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret) {
         if (!f)
                 return -EINVAL;
         if (!ret)
-                return error_set(f, -EINVAL);
+                return error_invalid_arg(f, "ret is NULL");
 
         r = call_method_wait(f, FREEZER_MANAGER_PATH, "org.freedesktop.DBus.Properties", "Get", &error, &reply,
                              "ss", FREEZER_MANAGER_INTERFACE, "CgroupRoot");
@@ -2019,7 +2059,7 @@ static int list_manager_array(freezer *f, const char *method, const char *signat
         if (!f)
                 return -EINVAL;
         if (!ret || !ret_n)
-                return error_set(f, -EINVAL);
+                return error_invalid_arg(f, "%s is NULL", !ret ? "ret" : "ret_n");
 
         r = call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, method, &error, &reply,
                              NULL);
@@ -3613,8 +3653,10 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
                 *ret = (freezer_pressure) {};
         if (!f)
                 return -EINVAL;
-        if (!ret || (unsigned) res >= ELEMENTSOF(resource_table))
-                return error_set(f, -EINVAL);
+        if (!ret)
+                return error_invalid_arg(f, "ret is NULL");
+        if ((unsigned) res >= ELEMENTSOF(resource_table))
+                return error_unknown_resource(f, res);
 
         if (path && res == FREEZER_RESOURCE_IRQ)
                 return error_set_named(f, FREEZER_ERROR_NOT_SUPPORTED,
@@ -3933,7 +3975,7 @@ FREEZER_EXPORT int freezer_add_pressure_trigger(freezer *f, const char *path, fr
         if (!f)
                 return -EINVAL;
         if ((unsigned) res >= ELEMENTSOF(resource_table))
-                return error_set(f, -EINVAL);
+                return error_unknown_resource(f, res);
 
         r = add_pressure_trigger(f, path, res, full, threshold_usec, window_usec, ret_id, &error);
         if (r < 0)
