@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,7 +559,33 @@ static int hex_digit(char c) {
         return -1;
 }
 
-int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid) {
+/* -EINVAL, with what is wrong in why (if not NULL). */
+_printf_(3, 4)
+static int address_defect(char *why, size_t why_size, const char *fmt, ...) {
+        va_list ap;
+
+        if (why && why_size > 0) {
+                va_start(ap, fmt);
+                (void) vsnprintf(why, why_size, fmt, ap);
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+/* The bytes of the %-escaped socket name [v, end) once unescaped. */
+static size_t socket_name_length(const char *v, const char *end) {
+        size_t n = 0;
+
+        for (; v < end; v++, n++)
+                if (*v == '%' && end - v > 2)
+                        v += 2;
+        return n;
+}
+
+/* wire_parse_address(), and for -EINVAL what is wrong with the address, in
+ * why (of size why_size; may be NULL). */
+static int parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid, char *why,
+                         size_t why_size) {
         /* D-Bus specification, "Server Addresses": transport:key=value,...
          * with values %-escaped; entries separated by ';' are alternatives. */
         const char *p;
@@ -575,13 +602,15 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                 bool is_path, is_abstract;
 
                 if (!eq)
-                        return -EINVAL;
+                        return address_defect(why, why_size, "\"%.*s\" is no key=value pair",
+                                              (int) strcspn(key, ","), key);
                 end = strchr(eq, ',') ?: eq + strlen(eq);
                 is_path = eq - key == 4 && memcmp(key, "path", 4) == 0;
                 is_abstract = eq - key == 8 && memcmp(key, "abstract", 8) == 0;
                 if (is_path || is_abstract) {
                         if (found)
-                                return -EINVAL;
+                                return address_defect(why, why_size, "it names more than one socket: path= or "
+                                                                     "abstract= is given twice");
                         found = true;
                         abstract = is_abstract;
                         start = n = abstract ? 1 : 0; /* an abstract name starts with a NUL */
@@ -592,24 +621,37 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                                         int hi = v + 2 < end ? hex_digit(v[1]) : -1, lo = hi >= 0 ? hex_digit(v[2]) : -1;
 
                                         if (lo < 0)
-                                                return -EINVAL;
+                                                return address_defect(why, why_size, "\"%.3s\" is no %%-escape "
+                                                                      "of two hex digits", v);
                                         c = hi * 16 + lo;
                                         v += 2;
                                 }
-                                if (c == 0 || n >= sizeof ret->sun_path - 1)
-                                        return -EINVAL;
+                                if (c == 0)
+                                        return address_defect(why, why_size, "its socket name holds a NUL (%%00)");
+                                if (n >= sizeof ret->sun_path - 1)
+                                        return address_defect(why, why_size,
+                                                              "its socket %s is %zu bytes, longer than the %zu "
+                                                              "a unix socket address takes",
+                                                              abstract ? "name" : "path",
+                                                              socket_name_length(eq + 1, end),
+                                                              sizeof ret->sun_path - 1 - (abstract ? 1 : 0));
                                 ret->sun_path[n++] = (char) c;
                         }
                         if (n == start)
-                                return -EINVAL; /* empty */
+                                return address_defect(why, why_size, "%.*s= names no socket",
+                                                      (int) (eq - key), key);
                 } else if (eq - key == 4 && memcmp(key, "guid", 4) == 0) {
                         /* The server's id, which its OK must give (as sd-bus
                          * checks): 32 hex digits. */
-                        if (end - eq - 1 != WIRE_GUID_SIZE - 1 || ret_guid[0])
-                                return -EINVAL;
+                        if (ret_guid[0])
+                                return address_defect(why, why_size, "guid= is given twice");
+                        if (end - eq - 1 != WIRE_GUID_SIZE - 1)
+                                return address_defect(why, why_size, "guid=%.*s is not 32 hex digits",
+                                                      (int) (end - eq - 1), eq + 1);
                         for (const char *v = eq + 1; v < end; v++)
                                 if (hex_digit(*v) < 0)
-                                        return -EINVAL;
+                                        return address_defect(why, why_size, "guid=%.*s is not 32 hex digits",
+                                                              (int) (end - eq - 1), eq + 1);
                         memcpy(ret_guid, eq + 1, WIRE_GUID_SIZE - 1);
                         ret_guid[WIRE_GUID_SIZE - 1] = '\0';
                 } else
@@ -621,6 +663,23 @@ int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *
                 return -EAFNOSUPPORT;
         *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + (abstract ? 0 : 1));
         return 0;
+}
+
+int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid) {
+        return parse_address(address, ret, ret_len, ret_guid, NULL, 0);
+}
+
+const char *wire_address_defect(const char *address, char *buf, size_t size) {
+        struct sockaddr_un sa;
+        socklen_t len;
+        char guid[WIRE_GUID_SIZE];
+
+        if (size == 0)
+                return NULL;
+        buf[0] = '\0';
+        if (parse_address(address, &sa, &len, guid, buf, size) != -EINVAL || !buf[0])
+                return NULL;
+        return buf;
 }
 
 wire *wire_close(wire *w) {

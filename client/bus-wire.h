@@ -144,6 +144,10 @@ ssize_t wire_build_call_to(uint8_t *buf, size_t size, uint32_t serial, const cha
 struct sockaddr_un;
 int wire_parse_address(const char *address, struct sockaddr_un *ret, socklen_t *ret_len, char *ret_guid);
 
+/* For an address that wire_parse_address() refuses with -EINVAL, what is
+ * wrong with it ("guid=zz is not 32 hex digits"), in buf; NULL for any other. */
+const char *wire_address_defect(const char *address, char *buf, size_t size);
+
 /* The most bytes wire_build_call() or wire_build_call_to() need for that call. */
 size_t wire_call_size(const char *path, const char *interface, const char *member, const wire_arg *args,
                       size_t n_args);

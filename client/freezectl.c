@@ -4445,9 +4445,22 @@ static const char *connect_hint(int r) {
         case -ECONNREFUSED:
                 return arg_bus == BUS_PRIVATE ? " (is freezerd running?)" : " (is dbus-daemon running?)";
         case -EINVAL:
-                return arg_bus == BUS_ADDRESS ? " (not a D-Bus address this can use: e.g. "
-                                                "unix:path=/run/dbus/system_bus_socket)"
-                                              : "";
+        case -ENAMETOOLONG: {
+                /* What is wrong with the address, where the wire tells (sd-bus
+                 * says only "Invalid argument", or "File name too long"). */
+                static char buf[300];
+                char why[200];
+
+                if (arg_bus != BUS_ADDRESS)
+                        return "";
+                if (wire_address_defect(arg_address, why, sizeof why)) {
+                        snprintf(buf, sizeof buf, " (not a D-Bus address this can use: %s)", why);
+                        return buf;
+                }
+                return r == -EINVAL ? " (not a D-Bus address this can use: e.g. "
+                                      "unix:path=/run/dbus/system_bus_socket)"
+                                    : "";
+        }
         case -ECONNRESET: {
                 /* sd-bus's word for a connection closed before it was up: the bus
                  * closes it after authentication when its policy does not let
@@ -4533,7 +4546,7 @@ static bool address_unusable(void) {
 /* Why a connection failed, in the words an operator needs: the errno's, and
  * what it likely means. */
 static const char *connect_error(int r) {
-        static char buf[256];
+        static char buf[400];
 
         /* sd-bus skips an entry whose transport it does not know ("foo:",
          * "unx:path=..."), or whose unix: socket is empty, and then says
@@ -4552,6 +4565,12 @@ static const char *connect_error(int r) {
         /* The address came from the environment: "Invalid argument" named
          * nothing to fix (and sd-bus said "Connection refused" for an entry
          * without a transport, as if a bus had refused us). */
+        char why[200];
+        if ((r == -EINVAL || r == -ENAMETOOLONG) && bus_address_variable() &&
+            wire_address_defect(secure_getenv(bus_address_variable()), why, sizeof why)) {
+                snprintf(buf, sizeof buf, "%s is not a valid D-Bus address: %s", bus_address_variable(), why);
+                return buf;
+        }
         if (r == -EINVAL && bus_address_variable()) {
                 snprintf(buf, sizeof buf,
                          "%s is not a valid D-Bus address (e.g. unix:path=%s, the default where it is unset)",

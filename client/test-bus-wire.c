@@ -484,6 +484,14 @@ static void test_address(void) {
         CHECK_STR(guid, "");
         CHECK_R(wire_parse_address("unix:path=/x,guid=0123", &sa, &len, guid), -EINVAL);
         CHECK_R(wire_parse_address("unix:path=/x,guid=0123456789abcdef0123456789abcdeg", &sa, &len, guid), -EINVAL);
+        /* What is wrong, for freezectl to say. */
+        char why[200];
+        CHECK_STR(wire_address_defect("unix:path=/x,guid=0123", why, sizeof why) ?: "(null)",
+                  "guid=0123 is not 32 hex digits");
+        CHECK_STR(wire_address_defect("unix:path=/x%2", why, sizeof why) ?: "(null)",
+                  "\"%2\" is no %-escape of two hex digits");
+        CHECK(!wire_address_defect("unix:path=/x", why, sizeof why));
+        CHECK(!wire_address_defect("tcp:host=localhost,port=1", why, sizeof why));
         CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len, guid), 0);
         CHECK(sa.sun_path[0] == 0 && memcmp(sa.sun_path + 1, "/tmp/dbus-x", 11) == 0);
         CHECK_R(len, offsetof(struct sockaddr_un, sun_path) + 1 + 11); /* no NUL after an abstract name */

@@ -33,6 +33,10 @@ Checks:
   * the same for the values foo:x=y (a transport sd-bus does not know) and unix:path=
     (no socket), and --address= with each of the three (status said "Connection
     refused" for both, freeze "Invalid argument" for unix:path=).
+  * --address= and DBUS_SYSTEM_BUS_ADDRESS with a socket path or name too long for a
+    sockaddr_un, a guid= that is not 32 hex digits, two sockets, a bad %-escape, an
+    empty path=, for status (sd-bus) and freeze (the wire): one line saying what is
+    wrong and with which value (they said "Invalid argument", "File name too long").
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -220,6 +224,38 @@ def check_bogus_env_address():
                      f'{what}: one line saying it is not a D-Bus address this can use', lines)
 
 
+def check_address_defects():
+    """An address the wire refuses (as sd-bus does) is said with what is wrong with it and
+    its value, for --address= and for DBUS_SYSTEM_BUS_ADDRESS, by freeze (the wire) and
+    status (sd-bus): they said "Invalid argument" (or "File name too long") and at best
+    "not a D-Bus address this can use: e.g. unix:path=/run/dbus/system_bus_socket"."""
+    long_path = '/tmp/' + 'a' * 120
+    for value, why in ((f'unix:path={long_path}',
+                        'its socket path is 125 bytes, longer than the 107 a unix socket address takes'),
+                       (f'unix:abstract={long_path}',
+                        'its socket name is 125 bytes, longer than the 106 a unix socket address takes'),
+                       ('unix:path=/run/x,guid=zz', 'guid=zz is not 32 hex digits'),
+                       ('unix:path=/run/a,path=/run/b', 'it names more than one socket: path= or abstract= is given '
+                                                        'twice'),
+                       ('unix:path=/run/a%zz', '"%zz" is no %-escape of two hex digits'),
+                       ('unix:path=', 'path= names no socket')):
+        for args in (['status'], ['freeze', '/g']):
+            what = f'freezectl --address={value[:40]} {" ".join(args)}'
+            r = subprocess.run([ft.FREEZECTL_BIN, f'--address={value}', *args], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(r.returncode == 1 and r.stderr.startswith(f'freezectl: cannot connect to the bus at {value}: ')
+                     and r.stderr.endswith(f' (not a D-Bus address this can use: {why})\n'),
+                     f'{what}: exit 1, one line saying what is wrong with the address', repr(r.stderr))
+            what = f'DBUS_SYSTEM_BUS_ADDRESS={value[:40]} freezectl --system {" ".join(args)}'
+            r = subprocess.run([ft.FREEZECTL_BIN, '--system', *args],
+                               env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=value), stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=ft.DEFAULT_TIMEOUT)
+            ft.check_equal((r.returncode, r.stderr),
+                           (1, f'freezectl: cannot connect to the system bus ({value}): DBUS_SYSTEM_BUS_ADDRESS is '
+                               f'not a valid D-Bus address: {why}\n'),
+                           f'{what}: exit 1, one line saying what is wrong with the variable\'s address')
+
+
 def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
@@ -401,6 +437,7 @@ def test():
         check_full(bus, ['--version'], [])
         check_no_user_bus()
         check_bogus_env_address()
+        check_address_defects()
         check_private_closed_before_auth()
         with ft.Daemon(bus, sc.root) as d:
             check_socket_denied(bus, d)
