@@ -237,6 +237,7 @@ static void help_to(FILE *f) {
                "it), and exits 1 when any path failed. They print nothing on success\n"
                "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
+               "(a PATH that starts or ends with white space in double quotes there).\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -1527,6 +1528,32 @@ static char *path_shown(const char *arg) {
         return norm;
 }
 
+/* A path as freezectl's messages name it: as it is, but in double quotes
+ * where it is empty or starts or ends with white space, which would
+ * otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
+ * "cannot freeze /a : ..." read as /a).  Ordinary paths keep their usual
+ * look.  The result lives until the PATH_Q_SLOTS-th next call: enough for
+ * the paths of one message. */
+#define PATH_Q_SLOTS 4
+static const char *path_q(const char *path) {
+        static char *slots[PATH_Q_SLOTS];
+        static unsigned next;
+        size_t n;
+        char *q;
+
+        if (!path)
+                return "(null)";
+        n = strlen(path);
+        if (n > 0 && !strchr(" \t\n\v\f\r", path[0]) && !strchr(" \t\n\v\f\r", path[n - 1]))
+                return path;
+        if (asprintf(&q, "\"%s\"", path) < 0)
+                return path;
+        free(slots[next]);
+        slots[next] = q;
+        next = (next + 1) % PATH_Q_SLOTS;
+        return q;
+}
+
 /* thaw --recursive succeeds when a group stays frozen by an ancestor above
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
@@ -1940,7 +1967,7 @@ static int check_self_freeze(caller *c, char **paths, size_t n_paths) {
                 if (self && freeze_covers(norm, arg_recursive, self)) {
                         _cleanup_free_ char *what = NULL;
 
-                        if (asprintf(&what, "cannot freeze %s%s", norm, arg_recursive ? " --recursive" : "") < 0)
+                        if (asprintf(&what, "cannot freeze %s%s", path_q(norm), arg_recursive ? " --recursive" : "") < 0)
                                 what = NULL;
                         log_self_refusal(what ?: "cannot freeze", streq(norm, "/") ? "a group below /" : norm, self);
                         return EXIT_FAILURE;
@@ -1965,7 +1992,7 @@ static int check_self_freeze_except(caller *c, const char *arg) {
         if (self && (cover = except_cover(top, self))) {
                 _cleanup_free_ char *what = NULL;
 
-                if (asprintf(&what, "cannot freeze %s except %s%s", top, arg_except_norm[0] ?: arg_except[0],
+                if (asprintf(&what, "cannot freeze %s except %s%s", path_q(top), path_q(arg_except_norm[0] ?: arg_except[0]),
                              n_arg_except > 1 ? ", ..." : "") < 0)
                         what = NULL;
                 log_self_refusal(what ?: "cannot freeze", cover, self);
@@ -2010,7 +2037,7 @@ static int check_self_batch(caller *c, const char *file, const freezer_request *
                         _cleanup_free_ char *what = NULL;
 
                         if (asprintf(&what, "cannot apply the batch from %s (request %zu freezes %s)",
-                                     streq(file, "-") ? "standard input" : file, i, norm) < 0)
+                                     streq(file, "-") ? "standard input" : file, i, path_q(norm)) < 0)
                                 what = NULL;
                         log_self_refusal(what ?: "cannot apply the batch",
                                          streq(norm, "/") ? "a group below /" : norm, self);
@@ -2075,7 +2102,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 _cleanup_free_ char *shown = path_shown(paths[i]);
                 uint32_t frozen_below = 0;
 
-                interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
+                interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", path_q(shown ?: paths[i]));
                 call_path = paths[i];
                 r = caller_freeze_thaw(c, freeze, paths[i], flags);
                 interrupt_done();
@@ -2085,7 +2112,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         return EXIT_RETRY_ON_BUS;
                 }
                 if (r < 0) {
-                        log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", shown ?: paths[i]);
+                        log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", path_q(shown ?: paths[i]));
                         ret = EXIT_FAILURE;
                         /* No connection, no path handled: nothing on standard
                          * output, as where libfreezer cannot connect (a
@@ -2110,8 +2137,8 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                          * exit status 0 would hide. */
                         log_error("note: %" PRIu32 " group%s below %s stay%s frozen by flags set below it (a plain "
                                   "thaw clears its own flag only): " PROGRAM " thaw --recursive %s clears them",
-                                  frozen_below, frozen_below == 1 ? "" : "s", shown ?: paths[i],
-                                  frozen_below == 1 ? "s" : "", shown ?: paths[i]);
+                                  frozen_below, frozen_below == 1 ? "" : "s", path_q(shown ?: paths[i]),
+                                  frozen_below == 1 ? "s" : "", path_q(shown ?: paths[i]));
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
                                                   caller_error_message(c), &by, frozen_below) < 0) {
@@ -2161,7 +2188,7 @@ static int check_except_below(const char *path) {
                 /* (path_under() takes no "/", below which every other path is.) */
                 if (streq(x, top) || (!streq(top, "/") && !path_under(x, top))) {
                         usage_error("--except=%s is not below %s, the PATH to freeze: the excluded subtrees must "
-                                    "lie within it", arg_except[i], path);
+                                    "lie within it", path_q(arg_except[i]), path_q(path));
                         return EXIT_USAGE;
                 }
         }
@@ -2266,14 +2293,15 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                         return ret;
         }
 
-        interrupt_say("the freeze of %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
+        interrupt_say("the freeze of %s except %s%s", path_q(path), path_q(x), n_arg_except > 1 ? ", ..." : "");
         r = freezer_freeze_except(f, arg, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
         interrupt_done();
         if (r < 0) {
                 const char *name = freezer_last_error_name(f);
 
-                log_failure(f, r, "cannot freeze %s except %s%s", path, x, n_arg_except > 1 ? ", ..." : "");
+                log_failure(f, r, "cannot freeze %s except %s%s", path_q(path), path_q(x),
+                            n_arg_except > 1 ? ", ..." : "");
                 /* The groups it froze are printed on success only: said where
                  * they are (freezerd's Timeout says that the flags stay), since
                  * the recipe of --help (batch of what was printed) cannot undo
@@ -2455,7 +2483,7 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 r = freezer_get_group(f, path, &g);
         }
         if (r < 0) {
-                log_failure(f, r, "cannot get status of %s", shown ?: path);
+                log_failure(f, r, "cannot get status of %s", path_q(shown ?: path));
                 return EXIT_FAILURE;
         }
         /* Which ancestor freezes it: their flags, from the listing, which
@@ -2552,7 +2580,7 @@ static int verb_track(freezer *f, bool track, char **paths, size_t n_paths) {
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(paths[i]);
 
-                        log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", shown ?: paths[i]);
+                        log_failure(f, r, "cannot %s %s", track ? "track" : "untrack", path_q(shown ?: paths[i]));
                         ret = EXIT_FAILURE;
                 }
                 if (results && json_append_result(results, paths[i], r < 0, freezer_last_error_name(f),
@@ -2851,7 +2879,7 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(args[0]);
 
-                        log_failure(f, r, "cannot show tree of %s", shown ?: args[0]);
+                        log_failure(f, r, "cannot show tree of %s", path_q(shown ?: args[0]));
                         return EXIT_FAILURE;
                 }
         }
@@ -2977,10 +3005,10 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                          * whole (it does not exist, access, no freezerd): no
                          * resource to name then. */
                         if (path && (res == FREEZER_RESOURCE_CPU || r == -ENOENT || r == -EACCES))
-                                log_failure(f, r, "cannot read the pressure of %s", shown ?: path);
+                                log_failure(f, r, "cannot read the pressure of %s", path_q(shown ?: path));
                         else if (path)
                                 log_failure(f, r, "cannot read the %s pressure of %s",
-                                            freezer_resource_to_string(res), shown ?: path);
+                                            freezer_resource_to_string(res), path_q(shown ?: path));
                         else if (res == FREEZER_RESOURCE_CPU)
                                 log_failure(f, r, "cannot read the system's pressure");
                         else
@@ -3610,7 +3638,8 @@ static int watch_add_triggers(freezer *f, watch_context *c) {
                         log_failure(f, r, "cannot add the pressure trigger %s:%s:%s:%s on %s",
                                     freezer_resource_to_string(t->resource), kind_str(t->full),
                                     format_duration(th, sizeof(th), t->threshold_usec),
-                                    format_duration(w, sizeof(w), t->window_usec), c->path ?: "the system");
+                                    format_duration(w, sizeof(w), t->window_usec),
+                                    c->path ? path_q(c->path) : "the system");
                         watch_remove_triggers(f, c->path);
                         return r;
                 }
@@ -3642,7 +3671,7 @@ static int watch_start(freezer *f, watch_context *c) {
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(c->arg_path);
 
-                        log_failure(f, r, "cannot watch %s", shown ?: c->arg_path);
+                        log_failure(f, r, "cannot watch %s", path_q(shown ?: c->arg_path));
                         return r;
                 }
                 c->path = c->group.path;

@@ -37,6 +37,9 @@ Checks:
     sockaddr_un, a guid= that is not 32 hex digits, two sockets, a bad %-escape, an
     empty path=, for status (sd-bus) and freeze (the wire): one line saying what is
     wrong and with which value (they said "Invalid argument", "File name too long").
+  * freeze "/g ", thaw "/g/ ", status " ", tree "/g<TAB>", freeze /g --except="/g/x " and
+    --except=" /g/x": freezectl's words name the path in double quotes (they read as /g,
+    /g/, /, /g, /g/x); freeze /nope and status "/g/a b" as they were.
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -256,6 +259,27 @@ def check_address_defects():
                            f'{what}: exit 1, one line saying what is wrong with the variable\'s address')
 
 
+def check_quoted_paths(sc, bus):
+    """freezectl's words name a path in double quotes where it starts or ends with white
+    space (or is empty), which read as the path without it ("cannot freeze /g : ..." for
+    "/g "); ordinary paths as they were."""
+    for args, start in ((['freeze', '/g '], 'freezectl: cannot freeze "/g ": NoSuchGroup: '),
+                        (['thaw', '/g/ '], 'freezectl: cannot thaw "/g/ ": NoSuchGroup: '),
+                        (['status', ' '], 'freezectl: cannot get status of "/ ": NoSuchGroup: '),
+                        (['tree', '/g\t'], 'freezectl: cannot show tree of "/g\\x09": InvalidPath: '),
+                        (['freeze', '/g', '--except=/g/x '], 'freezectl: cannot freeze /g except "/g/x ": '
+                                                             'NoSuchGroup: '),
+                        (['freeze', '/g', '--except= /g/x'], 'freezectl: --except=" /g/x" is not below /g, the PATH '
+                                                             'to freeze'),
+                        (['freeze', '/nope'], 'freezectl: cannot freeze /nope: NoSuchGroup: '),
+                        (['status', '/g/a b'], 'freezectl: cannot get status of /g/a b: NoSuchGroup: ')):
+        what = ' '.join(repr(a) for a in args)
+        r = ft.freezectl(*args, address=bus.address, check=False)
+        ft.check(r.returncode in (1, 2) and len(r.stderr.splitlines()) == 1 and r.stderr.startswith(start),
+                 f'freezectl {what}: one line starting {start!r}', repr(r.stderr))
+    ft.check_equal(sc.read_freeze('/g'), 0, '/g was not frozen')
+
+
 def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
@@ -445,6 +469,7 @@ def test():
             check_wrong_guid(sc, bus)
             check_json_of_non_utf8_path(bus)
             check_file_system_path(sc, bus)
+            check_quoted_paths(sc, bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
