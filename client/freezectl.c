@@ -4985,7 +4985,15 @@ static int run(int argc, char *argv[]) {
 
         for (size_t i = 0; i < n_args; i++)
                 if (!*args[i]) {
-                        usage_error("empty %s", v->arg_name);
+                        /* Which one, where several were given ("freeze /a \"$B\"" with B unset). */
+                        size_t k = i + 1;
+                        const char *th = k % 100 / 10 == 1 ? "th" : k % 10 == 1 ? "st" : k % 10 == 2 ? "nd"
+                                                                  : k % 10 == 3 ? "rd" : "th";
+
+                        if (n_args > 1)
+                                usage_error("empty %s: the %zu%s of the %zu given", v->arg_name, k, th, n_args);
+                        else
+                                usage_error("empty %s", v->arg_name);
                         return EXIT_USAGE;
                 }
 

@@ -39,7 +39,8 @@ Checks:
     wrong and with which value (they said "Invalid argument", "File name too long").
   * freeze "/g ", thaw "/g/ ", status " ", tree "/g<TAB>", freeze /g --except="/g/x " and
     --except=" /g/x": freezectl's words name the path in double quotes (they read as /g,
-    /g/, /, /g, /g/x); freeze /nope and status "/g/a b" as they were.
+    /g/, /, /g, /g/x); freeze /nope and status "/g/a b" as they were.  freeze /g "" /g:
+    "empty PATH: the 2nd of the 3 given" (it said "empty PATH", whichever it was).
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -272,7 +273,9 @@ def check_quoted_paths(sc, bus):
                         (['freeze', '/g', '--except= /g/x'], 'freezectl: --except=" /g/x" is not below /g, the PATH '
                                                              'to freeze'),
                         (['freeze', '/nope'], 'freezectl: cannot freeze /nope: NoSuchGroup: '),
-                        (['status', '/g/a b'], 'freezectl: cannot get status of /g/a b: NoSuchGroup: ')):
+                        (['status', '/g/a b'], 'freezectl: cannot get status of /g/a b: NoSuchGroup: '),
+                        (['freeze', '/g', '', '/g'], 'freezectl: empty PATH: the 2nd of the 3 given (see --help)'),
+                        (['thaw', ''], 'freezectl: empty PATH (see --help)')):
         what = ' '.join(repr(a) for a in args)
         r = ft.freezectl(*args, address=bus.address, check=False)
         ft.check(r.returncode in (1, 2) and len(r.stderr.splitlines()) == 1 and r.stderr.startswith(start),
