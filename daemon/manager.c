@@ -47,6 +47,8 @@ static bool operation_tasks_frozen(Operation *op);
 static void operation_recheck_arm(Operation *op);
 static void operation_fail(Operation *op, const char *name, const char *fmt, ...) _printf_(3, 4);
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) _printf_(4, 5);
+static void operation_doom_leaving(Operation *op, bool over_success, const char *name, const char *fmt, ...)
+        _printf_(4, 5);
 static void group_flag_changed(Manager *m, Group *g);
 static void operations_frozen_by_parent(Manager *m);
 static void entry_unlink(OpEntry *e);
@@ -868,9 +870,9 @@ static void group_data_destroy(Group *g, void *userdata) {
                         e->vanished = true;
                         e->op->vanished_check = m->vanished_check = true;
                 } else
-                        operation_doom(e->op, true, BUS_ERROR_NO_SUCH_GROUP,
-                                       "%s was removed while waiting for it to %s", CG_QUOTE(g->path),
-                                       e->new_freeze ? "freeze" : "thaw");
+                        operation_doom_leaving(e->op, false, BUS_ERROR_NO_SUCH_GROUP,
+                                               "%s was removed while waiting for it to %s", CG_QUOTE(g->path),
+                                               e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
 
@@ -2005,8 +2007,9 @@ static void operation_queue(Operation *op) {
         m->doomed_tail = op;
 }
 
+/* Returns whether this failure is the one the call is answered with. */
 _printf_(5, 0)
-static void operation_doom_va(Operation *op, bool rollback, bool over_success, const char *name, const char *fmt,
+static bool operation_doom_va(Operation *op, bool rollback, bool over_success, const char *name, const char *fmt,
                               va_list ap) {
         bool queued = op->doomed;
 
@@ -2017,14 +2020,16 @@ static void operation_doom_va(Operation *op, bool rollback, bool over_success, c
          * undone one of its flags (a request of the same value skipped is no
          * write of its own), and its reply must not say the flags are as asked. */
         if (queued && (op->doom_name || !over_success))
-                return;
+                return false;
         op->doom_rollback = rollback && (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
+        op->doom_tell_stays = false;
         op->doom_name = name;
         free(op->doom_message);
         if (vasprintf(&op->doom_message, fmt, ap) < 0)
                 op->doom_message = NULL;
         if (!queued)
                 operation_queue(op);
+        return true;
 }
 
 static void operation_doom(Operation *op, bool rollback, const char *name, const char *fmt, ...) {
@@ -2035,14 +2040,52 @@ static void operation_doom(Operation *op, bool rollback, const char *name, const
         va_end(ap);
 }
 
-/* Cancelled: one of op's flags was written back to the other value. */
-_printf_(2, 3)
-static void operation_reversed(Operation *op, const char *fmt, ...) {
+/* A failure of one of op's groups (its flag reversed, the group removed)
+ * that leaves the others as op wrote them, but with ROLLBACK_ON_TIMEOUT: the
+ * reply names those (operation_stays()), as a Timeout's says they stay, lest
+ * the caller of a batch take the failure for "nothing done". */
+static void operation_doom_leaving(Operation *op, bool over_success, const char *name, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        operation_doom_va(op, true, true, BUS_ERROR_CANCELLED, fmt, ap);
+        if (operation_doom_va(op, true, over_success, name, fmt, ap))
+                op->doom_tell_stays = true;
         va_end(ap);
+}
+
+/* Cancelled: one of op's flags was written back to the other value. */
+#define operation_reversed(op, ...) operation_doom_leaving((op), true, BUS_ERROR_CANCELLED, __VA_ARGS__)
+
+/* ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: /a, /b":
+ * the groups whose flag op wrote and that still have it, at most
+ * STAYS_GROUPS_NAMED named; NULL where there is none (a single Freeze's
+ * flag reversed, the group of a single call removed). */
+#define STAYS_GROUPS_NAMED 4
+static char *operation_stays(const Operation *op) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0, n = 0;
+        FILE *f;
+
+        if (op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT)
+                return NULL;
+        f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                const OpEntry *e = &op->entries[i];
+
+                if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
+                        continue;
+                if (n++ < STAYS_GROUPS_NAMED)
+                        fprintf(f, "%s%s",
+                                n > 1 ? ", " : ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ",
+                                CG_QUOTE(e->group->path));
+        }
+        if (n > STAYS_GROUPS_NAMED)
+                fprintf(f, " and %zu more", n - STAYS_GROUPS_NAMED);
+        if (fclose(f) != 0 || n == 0)
+                return NULL;
+        return TAKE_PTR(text);
 }
 
 /* An operation done: its success is queued with the failures, so that every
@@ -2092,10 +2135,11 @@ void manager_dispatch(Manager *m) {
                  * if nothing had been done (the group goes on freezing). */
                 bool stays = streq(op->doom_name, BUS_ERROR_TIMEOUT) &&
                              !(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
-                operation_fail(op, op->doom_name, "%s%s%s%s", msg ?: "Failed",
+                _cleanup_free_ char *stays_msg = op->doom_tell_stays ? operation_stays(op) : NULL;
+                operation_fail(op, op->doom_name, "%s%s%s%s%s", msg ?: "Failed",
                                restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "",
                                stays ? ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes "
-                                       "on with them" : "");
+                                       "on with them" : "", stays_msg ?: "");
         }
 }
 

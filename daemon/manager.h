@@ -189,6 +189,7 @@ struct Operation {
         bool journal_stale; /* a flag of it adopted or inherited since: to be journaled again */
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;
+        bool doom_tell_stays; /* its failure (a reversal, a removal) leaves its other flags: the reply names them */
         bool vanished_check; /* an unnamed group of it was removed: manager_dispatch() looks again */
         const char *doom_name;
         char *doom_message;

@@ -30,7 +30,8 @@ makes that call fail with Cancelled (dbus/org.freezerd.Freezer1.xml, "conflicts"
    /s (Cancelled) or because a group of it is removed (NoSuchGroup), must restore
    /u's flag; /s keeps the value the other batch gave it.
 8. A focus switch reversed by the next one while it waits for a stuck group: its
-   Cancelled names the group it waited for, not a group the kernel confirmed."""
+   Cancelled names the group it waited for, not a group the kernel confirmed, and
+   then the flag it wrote that stays (/u, which the next switch asked for too)."""
 
 import os
 import sys
@@ -187,9 +188,12 @@ def test():
             c.call('ApplyBatch', [('/s', False), ('/t', True), ('/u', True)], 'auto', t, 0)
             msg = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result).message
             print(f'#   {msg}', flush=True)
-            ft.check(msg.startswith('/s:') or msg.endswith('while the call still waited for /s'),
+            cause, _, stays = msg.partition('. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ')
+            ft.check(cause.startswith('/s:') or cause.endswith('while the call still waited for /s'),
                      'case 8: the Cancelled of a switch reversed by the next names /s, the group it waited for',
                      msg)
+            # /t and /s were reversed; /u, which the next switch asked for too, stays as it wrote it.
+            ft.check_equal(stays, '/u', 'case 8: the Cancelled names the flag of the switch that stays')
             c.call('ApplyBatch', [(g, False) for g in reset_groups], 'auto', t, 0)
 
             print('# summary: 8 conflict cases (pending Freeze/ApplyBatch reversed by ApplyBatch, by a direct '
