@@ -1130,6 +1130,11 @@ static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_b
         r = sd_bus_message_read(msg, "stt", &path, &timeout_usec, &flags);
         if (r < 0)
                 return r;
+        /* Before the path: resolving one outside the tracked subtrees tracks
+         * it, and a call refused for its flags must have done nothing. */
+        r = check_flags(flags, KNOWN_FLAGS, error);
+        if (r < 0)
+                return r;
         r = resolve_group(m, &c, path, &g, error);
         if (r < 0)
                 return r;
@@ -1433,15 +1438,25 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         BatchReply *b;
         int r;
 
-        /* The flags come after the requests, but decide what a request whose
-         * group does not exist does: a look at them first (validated below,
-         * where they always were, so that the errors stay as they were). */
+        /* The flags and the order come after the requests, but are checked
+         * first: resolving a request's path outside the tracked subtrees
+         * tracks it, for good, and a call refused for its flags (a client
+         * probing whether freezerd knows one) must have done nothing.  The
+         * flags also decide what a request whose group does not exist does. */
         r = sd_bus_message_skip(msg, "a(sb)");
         if (r < 0)
                 return r;
         r = sd_bus_message_read(msg, "stt", &order_str, &timeout_usec, &flags);
         if (r < 0)
                 return r;
+        r = check_flags(flags, KNOWN_FLAGS | FREEZER_FLAG_SKIP_MISSING, error);
+        if (r < 0)
+                return r;
+        order = batch_order_from_string(order_str);
+        if (order < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown order \"%s\" (expected auto, top-down or bottom-up)",
+                                         CG_QUOTE(order_str));
         skip_missing = flags & FREEZER_FLAG_SKIP_MISSING;
         r = sd_bus_message_rewind(msg, true);
         if (r < 0)
@@ -1512,16 +1527,8 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (r < 0)
                 return r;
 
-        r = check_flags(flags, KNOWN_FLAGS | FREEZER_FLAG_SKIP_MISSING, error);
-        if (r < 0)
-                return r;
         if (n_requests == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
-        order = batch_order_from_string(order_str);
-        if (order < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown order \"%s\" (expected auto, top-down or bottom-up)",
-                                         CG_QUOTE(order_str));
         skipped_missing = count_missing(m, missing, n_missing, items, n);
         if (n == 0) /* every request left out */
                 return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
@@ -1704,6 +1711,20 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Group *top;
         int r;
 
+        /* The flags first, as for Freeze: resolving the paths may track them. */
+        r = sd_bus_message_skip(msg, "sas");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
+        if (r < 0)
+                return r;
+        r = check_flags(flags, FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
+
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
@@ -1748,9 +1769,6 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (r < 0)
                 return r;
         r = sd_bus_message_read(msg, "tt", &timeout_usec, &flags);
-        if (r < 0)
-                return r;
-        r = check_flags(flags, FREEZER_FLAG_ROLLBACK_ON_TIMEOUT | FREEZER_FLAG_NO_WAIT, error);
         if (r < 0)
                 return r;
         /* The checks below read the model's groups (their flags, their

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A call refused for its flags or its order has done nothing: it has not tracked the
+paths it names either.
+
+A path outside the tracked subtrees is tracked when a call resolves it (README, "Who
+may do what"), for good (tracked.json).  A client that probes whether freezerd knows a
+flag passes it and reads InvalidArgs "Unknown flags 0x..." (README, "D-Bus API":
+"nothing done"); the paths came before the flags, and such a probe tracked them.
+
+  "track": ["/t"]
+  /t/a     tracked
+  /u/x     outside the tracked subtrees (a sleeper)
+  /v/y     outside too
+
+Checks, each refused with InvalidArgs and followed by: ListGroups and the Groups
+property unchanged (no /u, /u/x or /v), no InterfacesAdded, tracked.json unchanged:
+  * busctl call Freeze stt /u/x 0 64 (unknown flag 0x40), Thaw with flag 0x10,
+    Freeze with 0x8 (SKIP_MISSING, ApplyBatch's);
+  * ApplyBatch [(/u/x, true)] with flag 0x40, with order "sideways", and
+    [(/v/y, true), (/u/x, true)] with RECURSIVE | 0x10 through busctl;
+  * FreezeExcept(/u, [/u/x]) with RECURSIVE (not FreezeExcept's) and with 0x40.
+  * Then, as a control, GetGroup(/u) tracks /u (published, InterfacesAdded)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'busctl')
+    with ft.Scratch('core-flags-first') as sc, ft.Bus() as bus:
+        sc.mkdir('/t/a')
+        sc.spawn_sleepers('/u/x', 1)
+        sc.mkdir('/v/y')
+        with ft.Daemon(bus, sc.root, config={'track': ['/t']}) as d:
+            c = d.client
+            rec = c.record()
+            before = ft.published_paths(c)
+            ft.check_equal(before, ['/', '/t', '/t/a'], 'published at start')
+            roots_before = ft.tracked_roots(d.state_dir)
+
+            def nothing_tracked(what):
+                ft.check_equal(ft.published_paths(c), before, f'{what}: nothing more published')
+                ft.check_equal(c.manager_property('Groups'), len(before), f'{what}: Groups unchanged')
+                ft.check_equal(rec.interfaces_added(), [], f'{what}: no InterfacesAdded')
+                ft.check_equal(ft.tracked_roots(d.state_dir), roots_before, f'{what}: tracked.json unchanged')
+                ft.check_equal(sc.read_freeze('/u/x'), 0, f'{what}: /u/x not written')
+
+            def refused_busctl(what, *args, contains):
+                r = ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, *args, check=False)
+                ft.check(r.returncode != 0 and contains in r.stderr, f'{what}: busctl fails saying {contains!r}',
+                         (r.returncode, r.stderr))
+                nothing_tracked(what)
+
+            def refused(what, method, *args, contains):
+                e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, method, *args)
+                ft.check(contains in e.message, f'{what}: the error says {contains!r}', e.message)
+                nothing_tracked(what)
+
+            refused_busctl('Freeze with 0x40', 'Freeze', 'stt', '/u/x', '0', '64', contains='Unknown flags 0x40')
+            refused_busctl('Thaw with 0x10', 'Thaw', 'stt', '/u/x', '0', '16', contains='Unknown flags 0x10')
+            refused_busctl('Freeze with SKIP_MISSING', 'Freeze', 'stt', '/u/x', '0', '8',
+                           contains='0x8 SKIP_MISSING applies to ApplyBatch only')
+            refused('ApplyBatch with 0x40', 'ApplyBatch', [('/u/x', True)], 'auto', 0, 0x40,
+                    contains='Unknown flags 0x40')
+            refused('ApplyBatch with order "sideways"', 'ApplyBatch', [('/u/x', True)], 'sideways', 0, 0,
+                    contains='Unknown order "sideways"')
+            refused_busctl('ApplyBatch RECURSIVE with 0x10', 'ApplyBatch', 'a(sb)stt', '2', '/v/y', 'true', '/u/x',
+                           'true', 'auto', '0', str(ft.FLAG_RECURSIVE | 0x10), contains='Unknown flags 0x10')
+            refused('FreezeExcept with RECURSIVE', 'FreezeExcept', '/u', ['/u/x'], 0, ft.FLAG_RECURSIVE,
+                    contains='0x4 RECURSIVE applies to Freeze, Thaw and ApplyBatch only')
+            refused('FreezeExcept with 0x40', 'FreezeExcept', '/u', ['/u/x'], 0, 0x40, contains='Unknown flags 0x40')
+
+            # The control: the same path resolved by a call that is not refused is tracked.
+            c.call('GetGroup', '/u')
+            ft.check_equal(ft.published_paths(c), ['/', '/t', '/t/a', '/u', '/u/x'],
+                           'GetGroup(/u) tracks /u (the path the refused calls named)')
+            ft.wait_for(lambda: ft.group_object('/u') in [o for o, _i in rec.interfaces_added()],
+                        what='InterfacesAdded of /u')
+    print('# checked: Freeze, Thaw, ApplyBatch and FreezeExcept refused for their flags or order track nothing')
+
+
+ft.run(test)
