@@ -1747,6 +1747,20 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 if (n_excluded >= BATCH_MAX_EXCLUDES)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
                                                  BATCH_MAX_EXCLUDES);
+                /* An exclusion outside top is refused before its path is
+                 * looked up, which would track it (a malformed one is left
+                 * to resolve_group(), which names why). */
+                {
+                        _cleanup_free_ char *norm = NULL;
+                        size_t l = strlen(top->path);
+
+                        if (cg_path_normalize(x, &norm, NULL) >= 0 &&
+                            (streq(norm, top->path) ||
+                             (!streq(top->path, "/") && (strncmp(norm, top->path, l) != 0 || norm[l] != '/'))))
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Excluded group %s is not below %s", CG_QUOTE(norm),
+                                                         CG_QUOTE(top->path));
+                }
                 r = resolve_group(m, &c, x, &g, error);
                 if (r < 0)
                         return r;

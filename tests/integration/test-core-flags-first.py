@@ -19,7 +19,9 @@ property unchanged (no /u, /u/x or /v), no InterfacesAdded, tracked.json unchang
     Freeze with 0x8 (SKIP_MISSING, ApplyBatch's);
   * ApplyBatch [(/u/x, true)] with flag 0x40, with order "sideways", and
     [(/v/y, true), (/u/x, true)] with RECURSIVE | 0x10 through busctl;
-  * FreezeExcept(/u, [/u/x]) with RECURSIVE (not FreezeExcept's) and with 0x40.
+  * FreezeExcept(/u, [/u/x]) with RECURSIVE (not FreezeExcept's) and with 0x40;
+    FreezeExcept(/t, [/u/x]) and (/t, [t-u/]): an exclusion not below the top,
+    refused before its path is looked up.
   * Then, as a control, GetGroup(/u) tracks /u (published, InterfacesAdded)."""
 
 import os
@@ -35,6 +37,7 @@ def test():
         sc.mkdir('/t/a')
         sc.spawn_sleepers('/u/x', 1)
         sc.mkdir('/v/y')
+        sc.mkdir('/t-u')
         with ft.Daemon(bus, sc.root, config={'track': ['/t']}) as d:
             c = d.client
             rec = c.record()
@@ -73,6 +76,10 @@ def test():
             refused('FreezeExcept with RECURSIVE', 'FreezeExcept', '/u', ['/u/x'], 0, ft.FLAG_RECURSIVE,
                     contains='0x4 RECURSIVE applies to Freeze, Thaw and ApplyBatch only')
             refused('FreezeExcept with 0x40', 'FreezeExcept', '/u', ['/u/x'], 0, 0x40, contains='Unknown flags 0x40')
+            refused('FreezeExcept of /t excluding /u/x', 'FreezeExcept', '/t', ['/u/x'], 0, 0,
+                    contains='Excluded group /u/x is not below /t')
+            refused('FreezeExcept of /t excluding /t-u (a sibling whose name begins like it)', 'FreezeExcept', '/t',
+                    ['t-u/'], 0, 0, contains='Excluded group /t-u is not below /t')
 
             # The control: the same path resolved by a call that is not refused is tracked.
             c.call('GetGroup', '/u')
