@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include "config-build.h"
 #include "access.h"
@@ -1749,17 +1751,26 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                                  BATCH_MAX_EXCLUDES);
                 /* An exclusion outside top is refused before its path is
                  * looked up, which would track it (a malformed one is left
-                 * to resolve_group(), which names why). */
+                 * to resolve_group(), which names why).  One that does not
+                 * exist says so first, as the lookup would: a path given
+                 * relative to the cgroup2 mount, not to freezerd's root, is
+                 * such a path, and freezectl's hint for it needs
+                 * NoSuchGroup. */
                 {
                         _cleanup_free_ char *norm = NULL;
                         size_t l = strlen(top->path);
 
                         if (cg_path_normalize(x, &norm, NULL) >= 0 &&
                             (streq(norm, top->path) ||
-                             (!streq(top->path, "/") && (strncmp(norm, top->path, l) != 0 || norm[l] != '/'))))
+                             (!streq(top->path, "/") && (strncmp(norm, top->path, l) != 0 || norm[l] != '/')))) {
+                                if (!tree_get(m->tree, norm) &&
+                                    faccessat(m->root_fd, norm + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist",
+                                                                 CG_QUOTE(x));
                                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                          "Excluded group %s is not below %s", CG_QUOTE(norm),
                                                          CG_QUOTE(top->path));
+                        }
                 }
                 r = resolve_group(m, &c, x, &g, error);
                 if (r < 0)
