@@ -16,11 +16,17 @@ Checks:
 
 import ctypes
 import errno
+import importlib.util
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
 
 
 class Request(ctypes.Structure):
@@ -33,13 +39,10 @@ class Pressure(ctypes.Structure):
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
-    path = os.path.join(ft.BUILDDIR, 'client', 'libfreezer.so.0')
+    path = base.libfreezer_path()
     if not os.path.exists(path):
         ft.skip(f'{path} is not built')
-    with open(path, 'rb') as lib_file:
-        if b'libasan.so' in lib_file.read():
-            ft.skip('libfreezer built with ASan: python3 cannot load it without the ASan runtime '
-                    '(test-core-libfreezer loads it so)')
+    base.reexec_for_asan(path)
     lib = ctypes.CDLL(path)
     P = ctypes.c_void_p
     for name, res, args in (
