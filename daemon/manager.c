@@ -4183,29 +4183,38 @@ static bool track_root_called(Manager *m, const char *path) {
  * save takes it along, or the stop saves it (lost by a crash only). */
 static void track_root_touch(Manager *m, size_t i) {
         char *path = m->track_roots[i];
-        bool called = m->track_roots_called[i];
+        bool called = m->track_roots_called[i], saved = m->track_roots_saved[i];
 
         if (called && i + 1 < m->n_track_roots)
                 m->track_order_unsaved = true;
 
         memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i - 1) * sizeof(char *));
         memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
+        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
         m->track_roots[m->n_track_roots - 1] = path;
         m->track_roots_called[m->n_track_roots - 1] = called;
+        m->track_roots_saved[m->n_track_roots - 1] = saved;
 }
 
 /* called: a call asks for it (see Manager.track_roots_called), not the
- * configuration.  A configured root a call asks for too is marked so. */
-static int track_root_add(Manager *m, const char *path, bool called) {
+ * configuration.  A configured root a call asks for too is marked so.
+ * ret_save (may be NULL): what the save of tracked.json that this made
+ * returned, 0 where none was made (Track() undoes it where that failed:
+ * track_root_unsaved()). */
+static int track_root_add(Manager *m, const char *path, bool called, int *ret_save) {
         ssize_t i = track_root_find(m, path);
         bool *c;
         char **n;
+        int r;
 
+        if (ret_save)
+                *ret_save = 0;
         if (i >= 0) {
                 if (called && !m->track_roots_called[i]) {
                         m->track_roots_called[i] = true;
-                        /* (Track() undoes it where that fails: track_root_unsaved().) */
-                        (void) manager_save_tracked(m);
+                        r = manager_save_tracked(m);
+                        if (ret_save)
+                                *ret_save = r;
                 }
                 if (called)
                         track_root_touch(m, (size_t) i);
@@ -4224,12 +4233,19 @@ static int track_root_add(Manager *m, const char *path, bool called) {
         if (!c)
                 return -ENOMEM;
         m->track_roots_called = c;
+        c = realloc(m->track_roots_saved, (m->n_track_roots + 1) * sizeof(bool));
+        if (!c)
+                return -ENOMEM;
+        m->track_roots_saved = c;
         n[m->n_track_roots] = strdup(path);
         if (!n[m->n_track_roots])
                 return -ENOMEM;
-        c[m->n_track_roots] = called;
+        m->track_roots_called[m->n_track_roots] = called;
+        c[m->n_track_roots] = false;
         n[++m->n_track_roots] = NULL;
-        (void) manager_save_tracked(m);
+        r = manager_save_tracked(m);
+        if (ret_save)
+                *ret_save = r;
         return 0;
 }
 
@@ -4239,6 +4255,7 @@ static void track_root_remove(Manager *m, size_t i) {
         memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
         memmove(m->track_roots_called + i, m->track_roots_called + i + 1,
                 (m->n_track_roots - i - 1) * sizeof(bool));
+        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
         m->n_track_roots--;
         track_root_hashes_rebuild(m);
 }
@@ -4265,23 +4282,21 @@ static void manager_rescan(Manager *m, Group *top) {
         }
 }
 
-/* Track() asked for norm (keep, in track_path()), and the save of
- * tracked.json that recorded it failed: a restart would not track it.  The
- * call fails, and what it changed is undone (memory as the file has it),
- * rather than answer that it holds across a restart.  A root a call had
- * asked for already was in the file unless an earlier save failed: then
- * tracked.json is saved again, and where that fails the call says that the
- * file may lack it (it stays tracked: another call tracked it). */
-static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool was_called, int save_error,
+/* Track() asked for norm (keep, in track_path()): tracked.json must have it,
+ * or a restart would not track it.  save: what the save track_root_add()
+ * made returned.  Where the file lacks it, the call fails, and what it
+ * changed is undone (memory as the file has it), rather than answer that it
+ * holds across a restart.  A root a call had asked for already stays (a
+ * lookup tracked it, and it may be in use): the file is saved again, and
+ * where that fails the call says that a restart may not track it. */
+static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool was_called, int save,
                               sd_bus_error *error) {
-        ssize_t i;
-        int r = m->tracked_save_error;
+        ssize_t i = track_root_find(m, norm);
+        int r;
 
-        if (r >= 0)
+        if (i < 0 || m->track_roots_saved[i])
                 return 0;
         if (was_called) {
-                if (save_error >= 0)
-                        return 0; /* the file held it: its save is not this call's */
                 r = manager_save_tracked(m);
                 if (r >= 0)
                         return 0;
@@ -4290,24 +4305,23 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                                             "but may not be after a restart: %s",
                                             m->state_dir, CG_QUOTE(norm), strerror(-r));
         }
-        i = track_root_find(m, norm);
-        if (i >= 0 && was_root)
+        if (save >= 0)
+                return 0; /* no file to keep it in (no state directory) */
+        if (was_root)
                 m->track_roots_called[i] = false;
-        else if (i >= 0) {
+        else {
                 track_root_remove(m, (size_t) i);
                 /* As an Untrack() of it: the groups only it brought leave
                  * the model (unannounced, added in this loop turn). */
                 manager_untracked_prune(m, norm, UNTRACK_CALL);
         }
-        /* The file is as it was: as far as this call goes, as memory is. */
-        m->tracked_save_error = save_error;
         if (was_root)
-                return bus_error_set_failed(error, r,
+                return bus_error_set_failed(error, save,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "by the configuration alone: %s",
-                                            m->state_dir, CG_QUOTE(norm), strerror(-r));
-        return bus_error_set_failed(error, r, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
-                                    m->state_dir, CG_QUOTE(norm), strerror(-r));
+                                            m->state_dir, CG_QUOTE(norm), strerror(-save));
+        return bus_error_set_failed(error, save, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
+                                    m->state_dir, CG_QUOTE(norm), strerror(-save));
 }
 
 /* keep: see manager_track(). */
@@ -4315,7 +4329,7 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         _cleanup_free_ char *norm = NULL;
         Group *g = NULL;
         bool rescan, was_root, was_called;
-        int save_error, r;
+        int save, r;
         ssize_t i;
 
         r = normalize_path(path, &norm, error);
@@ -4326,13 +4340,12 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         i = track_root_find(m, norm);
         was_root = i >= 0;
         was_called = was_root && m->track_roots_called[i];
-        save_error = m->tracked_save_error;
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0)
                 return r;
         if (rescan)
                 manager_rescan(m, g);
-        r = track_root_add(m, norm, called);
+        r = track_root_add(m, norm, called, &save);
         if (r < 0) {
                 /* Not a root, so no root holds what manager_ensure_path()
                  * added: it goes, as at an Untrack() of it (none of it was
@@ -4341,7 +4354,7 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
         }
         if (keep) {
-                r = track_root_unsaved(m, norm, was_root, was_called, save_error, error);
+                r = track_root_unsaved(m, norm, was_root, was_called, save, error);
                 if (r < 0)
                         return r;
         }
@@ -4564,18 +4577,21 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
 
         size_t i = (size_t) track_root_find(m, norm);
         char *root = m->track_roots[i];
-        bool called = m->track_roots_called[i];
-        int save_error = m->tracked_save_error;
+        bool called = m->track_roots_called[i], saved = m->track_roots_saved[i];
 
         /* Out of the arrays, its string kept: it goes back where it was
-         * should tracked.json not be saved without it. */
+         * should tracked.json, which has it, not be saved without it. */
         memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
         memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
+        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
         m->n_track_roots--;
-        /* One only the configuration asked for is not in the file. */
+        /* One only the configuration asked for is not in the file.  One
+         * the file lacks (its save failed: a lookup's on a read-only state
+         * directory) is gone from it already: the save is tried for the
+         * others, a failure only logged. */
         if (called) {
                 r = manager_save_tracked(m);
-                if (r < 0 && cause == UNTRACK_CALL) {
+                if (r < 0 && saved && cause == UNTRACK_CALL) {
                         /* The caller is told, and it stays tracked: the
                          * file, as it was, has it for the next start.  (The
                          * arrays only shrank: there is room.) */
@@ -4583,10 +4599,12 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                                 (m->n_track_roots - i + 1) * sizeof(char *));
                         memmove(m->track_roots_called + i + 1, m->track_roots_called + i,
                                 (m->n_track_roots - i) * sizeof(bool));
+                        memmove(m->track_roots_saved + i + 1, m->track_roots_saved + i,
+                                (m->n_track_roots - i) * sizeof(bool));
                         m->track_roots[i] = root;
                         m->track_roots_called[i] = true;
+                        m->track_roots_saved[i] = true;
                         m->n_track_roots++;
-                        m->tracked_save_error = save_error;
                         return bus_error_set_failed(error, r,
                                                     "Cannot save tracked subtrees to %s/tracked.json, %s stays "
                                                     "tracked: %s",
@@ -4697,7 +4715,8 @@ static void manager_forget_waiting_roots(Manager *m) {
                         continue;
                 }
                 m->track_roots[j] = m->track_roots[i];
-                m->track_roots_called[j++] = m->track_roots_called[i];
+                m->track_roots_called[j] = m->track_roots_called[i];
+                m->track_roots_saved[j++] = m->track_roots_saved[i];
         }
         u64set_free(configured);
         m->n_track_roots = j;
@@ -5161,13 +5180,13 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 if (g && g->tracked) {
                         /* In a subtree tracked already (["/a"] to ["/a/x"]): a root
                          * now, with no scan, before the old root is dropped. */
-                        r = track_root_add(m, *p, false);
+                        r = track_root_add(m, *p, false, NULL);
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", *p);
                         continue;
                 }
                 if (streq(*p, "/")) {
-                        r = track_root_add(m, "/", false);
+                        r = track_root_add(m, "/", false, NULL);
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
                         r = manager_track_existing(m, tree_root(m->tree));
@@ -5187,7 +5206,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                         continue;
                 }
                 /* Made later, it is tracked then (manager_track_pending()). */
-                r = track_root_add(m, *p, false);
+                r = track_root_add(m, *p, false, NULL);
                 if (r < 0)
                         return log_error_errno(r, "Cannot track %s: %m", *p);
                 log_notice("%s does not exist yet: it is tracked once it is made.", *p);
@@ -5342,7 +5361,7 @@ static int lock_dir(const char *dir, const char *what, int held_fd, bool may_be_
  * a temporary file, fsync'd, renamed over it: a save that fails leaves the
  * file as it was.  Returns 0 (also where nothing is saved now: no state
  * directory, before the start, deferred to the end of a reload) or -errno,
- * logged, and kept in m->tracked_save_error. */
+ * logged.  Once saved, Manager.track_roots_saved says so of each root. */
 static int manager_save_tracked(Manager *m) {
         _cleanup_free_ char *tmp = NULL, *final = NULL;
         json_object *root, *arr;
@@ -5363,7 +5382,7 @@ static int manager_save_tracked(Manager *m) {
                 json_object_put(root);
                 json_object_put(arr);
                 log_warning("Cannot save tracked subtrees in %s: out of memory", m->state_dir);
-                return m->tracked_save_error = -ENOMEM;
+                return -ENOMEM;
         }
         json_object_object_add(root, "tracked", arr);
         /* What the paths are relative to: see manager_load_tracked(). */
@@ -5398,7 +5417,10 @@ static int manager_save_tracked(Manager *m) {
                 }
         }
         json_object_put(root);
-        return m->tracked_save_error = r;
+        if (r == 0)
+                for (size_t i = 0; i < m->n_track_roots; i++)
+                        m->track_roots_saved[i] = m->track_roots_called[i];
+        return r;
 }
 
 /* tracked.json that cannot be used: the message says why, and the file is
@@ -5531,7 +5553,7 @@ static void manager_load_tracked(Manager *m) {
                          * now says, with no second look through its subtree. */
                         _cleanup_free_ char *norm = NULL;
                         if (normalize_path(p, &norm, &error) >= 0 && manager_is_track_root(m, norm)) {
-                                (void) track_root_add(m, norm, true); /* there already: allocates nothing */
+                                (void) track_root_add(m, norm, true, NULL); /* there already: allocates nothing */
                                 continue;
                         }
                         sd_bus_error_free(&error);
@@ -5546,7 +5568,7 @@ static void manager_load_tracked(Manager *m) {
                  * removed while freezerd runs: it waits (manager_track_pending()). */
                 _cleanup_free_ char *norm = NULL;
                 sd_bus_error_free(&error);
-                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm, true) < 0)
+                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm, true, NULL) < 0)
                         log_warning("Cannot keep %s, tracked before the restart, waiting to be made: out of memory.",
                                     p);
                 else
@@ -5633,8 +5655,11 @@ int manager_start(Manager *m) {
                 return r;
         manager_load_tracked(m);
         /* The order of the roots is the one tracked.json has: the touches
-         * of its roots configured too (track_root_add()) kept it. */
+         * of its roots configured too (track_root_add()) kept it.  No call
+         * came yet: the roots calls asked for are the file's. */
         m->track_order_unsaved = false;
+        for (size_t i = 0; i < m->n_track_roots; i++)
+                m->track_roots_saved[i] = m->track_roots_called[i];
         m->started = true;
         /* A tracked.json of an older freezerd may list any number that wait. */
         manager_forget_waiting_roots(m);
@@ -5855,6 +5880,7 @@ Manager *manager_free(Manager *m) {
                 free(m->track_roots[i]);
         free(m->track_roots);
         free(m->track_roots_called);
+        free(m->track_roots_saved);
         u64set_free(m->track_root_hashes);
         for (size_t i = 0; i < m->n_roots_gone; i++)
                 free(m->roots_gone[i]);

@@ -216,9 +216,6 @@ struct Manager {
         /* track_root_touch() reordered the roots calls asked for since
          * tracked.json was saved: saved at the stop (manager_shutdown()). */
         bool track_order_unsaved;
-        /* The last save of tracked.json failed (-errno): memory holds
-         * roots asked for that the file may lack; 0 once one succeeds. */
-        int tracked_save_error;
         char *self_path; /* freezerd's own cgroup as an API path, if it lies below the root: never frozen */
         int self_cgroup_fd; /* /proc/self/cgroup, held open (manager_find_self()) */
         const char *root_cgroup; /* the root as /proc/self/cgroup names it ("" for the mount), in cgroup_root */
@@ -281,6 +278,11 @@ struct Manager {
          * a root is kept in tracked.json, and a SIGHUP whose "track" drops it
          * keeps it: only Untrack() drops what a call asked for. */
         bool *track_roots_called;
+        /* Per root: tracked.json, as last saved (or read at the start), has
+         * it.  A root a call asked for lacks it where its save failed (a
+         * read-only state directory): Untrack() of it needs no save, a
+         * Track() of it saves again. */
+        bool *track_roots_saved;
         size_t n_track_roots;
         /* string_hash() of each root (and maybe of some gone since, until the
          * next removal rebuilds it): a path that is no root is told at once,

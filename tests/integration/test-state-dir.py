@@ -34,7 +34,11 @@
     Track() fails with Failed naming tracked.json and the errno, and tracks
     nothing (its save fails, also logged); a lookup that tracks a path as it
     resolves it (GetGroup) still does, until the stop, and a Track() of it then
-    fails saying that a restart may not track it.  A
+    fails saying that a restart may not track it.  Untrack() of /b (which
+    tracked.json lacks) drops /b, and Track() of /a (which it has) succeeds
+    (both failed, each saving the file again: /b could only be dropped by a
+    restart).
+    A
     second freezerd on the same state directory (another runtime directory and
     bus) still finds it locked (and does not name the PID in the file, which is
     the start's before, that could write it).  Without a lock file there it starts too.  (Before,
@@ -199,6 +203,9 @@ def test():
                 ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /b stays tracked but '
                                'may not be after a restart: Read-only file system',
                                'a Track() of /b then says that a restart may not track it')
+                d.client.call('Untrack', '/b')  # tracked.json lacks it: nothing to save
+                ft.check_equal(tracked(d.client), ['/a'], 'Untrack() of /b, which the file lacks, drops it')
+                d.client.call('Track', '/a')  # tracked.json has it: nothing to save
                 other_run = os.path.join(base, 'run2')
                 os.mkdir(other_run)
                 # On another bus: on this one the bus name stops it before the directories.
