@@ -4282,6 +4282,21 @@ static void manager_rescan(Manager *m, Group *top) {
         }
 }
 
+/* The root whose subtree holds path (the nearest), or NULL. */
+static const char *track_root_covering(Manager *m, const char *path) {
+        const char *best = NULL;
+
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                const char *root = m->track_roots[i];
+                size_t l = strlen(root);
+
+                if ((streq(root, "/") || streq(root, path) || (strncmp(root, path, l) == 0 && path[l] == '/')) &&
+                    (!best || l > strlen(best)))
+                        best = root;
+        }
+        return best;
+}
+
 /* Track() asked for norm (keep, in track_path()): tracked.json must have it,
  * or a restart would not track it.  save: what the save track_root_add()
  * made returned.  Where the file lacks it, the call fails, and what it
@@ -4292,6 +4307,7 @@ static void manager_rescan(Manager *m, Group *top) {
 static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool was_called, int save,
                               sd_bus_error *error) {
         ssize_t i = track_root_find(m, norm);
+        const char *in;
         int r;
 
         if (i < 0 || m->track_roots_saved[i])
@@ -4320,6 +4336,15 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "by the configuration alone: %s",
                                             m->state_dir, CG_QUOTE(norm), strerror(-save));
+        /* In another root's subtree it is still tracked, and published:
+         * what the call did not get is a root of its own, kept. */
+        in = track_root_covering(m, norm);
+        if (in)
+                return bus_error_set_failed(error, save,
+                                            "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
+                                            "within the subtree of %s but is not kept as a track root of its own: "
+                                            "%s",
+                                            m->state_dir, CG_QUOTE(norm), CG_QUOTE(in), strerror(-save));
         return bus_error_set_failed(error, save, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
                                     m->state_dir, CG_QUOTE(norm), strerror(-save));
 }

@@ -25,6 +25,10 @@
     with Failed, "Cannot save tracked subtrees to STATE/tracked.json, /b is not
     tracked: Read-only file system", and neither /b nor /b/x is tracked;
     Untrack() of /a fails so too ("/a stays tracked"), and /a stays tracked.
+    Track() of /a/n (in /a's subtree) fails saying that /a/n stays tracked
+    within the subtree of /a but is not kept as a track root of its own, and
+    /a/n stays published (the message said "/a/n is not tracked").  Track()
+    of /c, configured, says that it stays tracked by the configuration alone.
     A restart tracks what the replies said: /a, not /b.  (The replies were
     success, the failed saves logged only: the caller believed /b survived a
     restart, and /a gone.)
@@ -154,6 +158,7 @@ def test():
 
             # ---- a state directory that turns read-only while freezerd runs
             sc.mkdir('/b/x')
+            sc.mkdir('/a/n')
             state = os.path.join(base, 'turns-ro')
             os.mkdir(state)
             with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
@@ -172,6 +177,16 @@ def test():
                 ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /a stays tracked: '
                                'Read-only file system', 'the Untrack() error names the file and the errno')
                 ft.check_equal(tracked(d.client), ['/a'], '/a stays tracked')
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/a/n')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /a/n stays tracked '
+                               'within the subtree of /a but is not kept as a track root of its own: Read-only file '
+                               'system', 'a Track() within /a says that /a/n stays tracked in its subtree')
+                groups = [p for p, _o, _s in d.client.call('ListGroups')[0]]
+                ft.check('/a/n' in groups, '/a/n stays published', groups)
+                e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/c')
+                ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /c stays tracked '
+                               'by the configuration alone: Read-only file system',
+                               'a Track() of the configured /c says that the configuration alone tracks it')
                 subprocess.run(['umount', state], check=True)
                 mounted = None
             with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
