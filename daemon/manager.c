@@ -5618,9 +5618,10 @@ static int lock_state_dir(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot create state directory %s: %m", m->state_dir);
         /* The state directory only keeps tracked.json: read-only, it is read,
-         * and freezerd runs, saying that what is tracked from now on will not
-         * outlive it (a state that cannot be kept is no reason to refuse
-         * to freeze).  The runtime
+         * and freezerd runs, saying that Track() and Untrack() of roots fail
+         * (their save would) and that what lookups track will not outlive it
+         * (a state that cannot be kept is no reason to refuse to freeze).
+         * The runtime
          * directory must be writable: the batch journals and the private
          * socket are there. */
         r = lock_dir(m->state_dir, "state directory", m->runtime_lock_fd, true, &read_only, &m->state_lock_fd);
@@ -5628,7 +5629,9 @@ static int lock_state_dir(Manager *m) {
                 return r;
         if (read_only)
                 log_warning("State directory %s is on a read-only file system: %s/tracked.json is read, but "
-                            "subtrees tracked from now on are not kept across a restart.",
+                            "cannot be saved: Track() and Untrack() of the roots it would change fail, and "
+                            "subtrees a lookup tracks (a path outside the tracked subtrees) are tracked until "
+                            "the stop only.",
                             m->state_dir, m->state_dir);
         return 0;
 }

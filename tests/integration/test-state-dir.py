@@ -34,7 +34,10 @@
     restart, and /a gone.)
   * A state directory on a read-only file system (a bind mount made read-only
     here), with its lock file and tracked.json from before: freezerd starts,
-    says that the directory is read-only, tracks what tracked.json names, and a
+    says that the directory is read-only and that Track() and Untrack() of
+    roots fail, while what a lookup tracks holds until the stop (it said that
+    "subtrees tracked from now on are not kept across a restart", as if
+    Track() worked), tracks what tracked.json names, and a
     Track() fails with Failed naming tracked.json and the errno, and tracks
     nothing (its save fails, also logged); a lookup that tracks a path as it
     resolves it (GetGroup) still does, until the stop, and a Track() of it then
@@ -203,8 +206,10 @@ def test():
             subprocess.run(['mount', '-o', 'remount,bind,ro', state], check=True)
             with ft.Daemon(bus, sc.root, config=CONFIG, state_dir=state) as d:
                 log = d.log()
-                ft.check(f'State directory {state} is on a read-only file system' in log,
-                         'the read-only state directory logged', log)
+                ft.check(f'State directory {state} is on a read-only file system: {state}/tracked.json is read, but '
+                         'cannot be saved: Track() and Untrack() of the roots it would change fail, and subtrees a '
+                         'lookup tracks (a path outside the tracked subtrees) are tracked until the stop only.' in log,
+                         'the read-only state directory logged, with what fails and what holds until the stop', log)
                 ft.check_equal(tracked(d.client), ['/a'], 'tracked.json read: /a tracked again')
                 e = ft.expect_dbus_error('org.freedesktop.DBus.Error.Failed', d.client.call, 'Track', '/b')
                 ft.check_equal(e.message, f'Cannot save tracked subtrees to {state}/tracked.json, /b is not tracked: '
