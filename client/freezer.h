@@ -22,8 +22,11 @@
  *         org.freedesktop.DBus.Error.AccessDenied     -EACCES (the caller may not)
  *         org.freedesktop.DBus.Error.InvalidArgs      -EINVAL
  *         org.freedesktop.DBus.Error.Failed           -EIO (freezerd failed: a file
- *                                                     of its runtime directory or
- *                                                     a cgroup write refused...;
+ *                                                     of its runtime directory,
+ *                                                     its state directory's
+ *                                                     tracked.json (Track,
+ *                                                     Untrack) or a cgroup write
+ *                                                     refused...;
  *                                                     the message says what, with
  *                                                     the errno's text; sd-bus
  *                                                     alone would say -EACCES)
@@ -430,16 +433,25 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
 /* Make the daemon follow the subtree at path and publish its group objects
  * (Manager.Track), also after the daemon restarts (it keeps the subtrees
  * given to it in its state directory) and after a reload of a configuration
- * that no longer names it. Tracking a group that is tracked already succeeds.
+ * that no longer names it. Tracking a group that is tracked already succeeds,
+ * unless the daemon must save it and cannot (below).
  * A subtree removed (rmdir) is followed again once it is made again; of such
  * removed subtrees the daemon keeps at most 1,024 waiting, and forgets the one
- * tracked or made the least recently beyond that (track it again then). */
+ * tracked or made the least recently beyond that (track it again then).
+ * -EIO (Failed) where the daemon cannot save the subtree to its state
+ * directory's tracked.json (a read-only or full file system): the message
+ * names the file and the errno's text, and the subtree is not kept as a
+ * tracked root (a group within another tracked subtree stays tracked as part
+ * of it; one tracked already by a lookup stays tracked until the daemon
+ * stops). */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
  * are left as they are. A path that is not such a tracked root (a group
  * within a tracked subtree, or outside them) fails with -ENOENT, named
- * NotTracked (a freezerd older than 0.6: NoSuchGroup). */
+ * NotTracked (a freezerd older than 0.6: NoSuchGroup).  -EIO (Failed) where
+ * the daemon cannot save its state directory's tracked.json without the
+ * subtree: it stays tracked, as a restart would track it. */
 FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path);
 
 /* "running", "freezing", "frozen", "thawing", "freezing-by-parent",
