@@ -66,6 +66,7 @@ typedef enum UntrackCause {
         UNTRACK_CALL,      /* Untrack() */
         UNTRACK_RELOAD,    /* a reload whose "track" no longer names it */
         UNTRACK_FORGOTTEN, /* too many gone subtrees tracked at calls' requests wait (manager_forget_waiting_roots()) */
+        UNTRACK_UNDONE,    /* tracking it failed, and what it added goes again (track_path()) */
 } UntrackCause;
 static void manager_untracked_prune(Manager *m, const char *norm, UntrackCause cause);
 static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause, sd_bus_error *error);
@@ -4329,7 +4330,7 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                 track_root_remove(m, (size_t) i);
                 /* As an Untrack() of it: the groups only it brought leave
                  * the model (unannounced, added in this loop turn). */
-                manager_untracked_prune(m, norm, UNTRACK_CALL);
+                manager_untracked_prune(m, norm, UNTRACK_UNDONE);
         }
         if (was_root)
                 return bus_error_set_failed(error, save,
@@ -4375,7 +4376,7 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                 /* Not a root, so no root holds what manager_ensure_path()
                  * added: it goes, as at an Untrack() of it (none of it was
                  * announced yet, nor could a call wait on it). */
-                manager_untracked_prune(m, norm, UNTRACK_CALL);
+                manager_untracked_prune(m, norm, UNTRACK_UNDONE);
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
         }
         if (keep) {
@@ -4494,6 +4495,12 @@ static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause c
                                 operation_doom(e->op, true, BUS_ERROR_CANCELLED,
                                                "%s is no longer tracked (the configuration reload dropped %s "
                                                "from \"track\") while waiting for it to %s",
+                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                                break;
+                        case UNTRACK_UNDONE:
+                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
+                                               "%s is no longer tracked (tracking %s failed) while waiting for it "
+                                               "to %s",
                                                CG_QUOTE(c->path), CG_QUOTE(untracked), what);
                                 break;
                         case UNTRACK_FORGOTTEN:
