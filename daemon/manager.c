@@ -4131,6 +4131,10 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                         *s++ = 0;
                 bool last = !s || !*s;
                 Group *c;
+                size_t len = (size_t) (p - copy) + strlen(p);
+                if (!last && m->test_track_root_enomem && strncmp(path, m->test_track_root_enomem, len) == 0 &&
+                    m->test_track_root_enomem[len] == 0)
+                        return path_error(error, -ENOMEM, path);
                 r = manager_add_subtree(m, g, p, last ? track : g->tracked, &c);
                 if (r < 0) {
                         /* Report the path as far as it was resolved. */
@@ -4367,6 +4371,12 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         was_root = i >= 0;
         was_called = was_root && m->track_roots_called[i];
         r = manager_ensure_path(m, norm, true, &g, error);
+        if (r == -ENOMEM && !was_root) {
+                /* Part-way: the groups it added above norm are held by no
+                 * root (a reload that fails so would keep them for good). */
+                manager_untracked_prune(m, norm, UNTRACK_UNDONE);
+                return r;
+        }
         if (r < 0)
                 return r;
         if (rescan)
@@ -5074,8 +5084,8 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
          * cause otherwise (manager_reload()). */
         m->test_track_root_enomem = getenv("FREEZERD_TEST_TRACK_ROOT_ENOMEM");
         if (m->test_track_root_enomem)
-                log_warning("FREEZERD_TEST_TRACK_ROOT_ENOMEM=%s: adding that track root fails as out of memory "
-                            "would (for tests only).",
+                log_warning("FREEZERD_TEST_TRACK_ROOT_ENOMEM=%s: adding that track root, or one below it, "
+                            "fails as out of memory would (for tests only).",
                             m->test_track_root_enomem);
 
         delay = getenv("FREEZERD_TEST_WRITE_DELAY_USEC");

@@ -230,7 +230,9 @@ struct Manager {
         int runtime_lock_fd, state_lock_fd; /* flock()ed <dir>/lock: one freezerd per directory */
         uint64_t test_write_delay_usec; /* FREEZERD_TEST_WRITE_DELAY_USEC: tests only, 0 unless set */
         /* FREEZERD_TEST_TRACK_ROOT_ENOMEM: tests only, NULL unless set; adding
-         * this track root fails as out of memory would (track_root_add()). */
+         * this track root fails as out of memory would (track_root_add()),
+         * and so does a path below it, once the groups above it are in the
+         * model (manager_ensure_path()). */
         const char *test_track_root_enomem;
         bool realtime_refused; /* the kernel refused SCHED_FIFO once (manager_write_freezes()): not asked again until a SIGHUP */
         bool realtime_failed;  /* the writer thread failed otherwise once: logged (again after a SIGHUP), tried again per call */

@@ -3,7 +3,9 @@
 """A SIGHUP whose new "track" roots cannot all be added (out of memory, made to
 happen with FREEZERD_TEST_TRACK_ROOT_ENOMEM=C) keeps the configuration before,
 whole; later SIGHUPs still converge.  C is /c (a group that exists), then
-/none (one that does not, which waits to be made).
+/none (one that does not, which waits to be made), then /c/d/e with the
+failure at /c/d, once /c is in the model (manager_ensure_path() fails
+part-way).
 
   "track": ["/a"] at the start (/a with /a/x), default_timeout_usec 5 s.
   SIGHUP with ["/b", C], 7 s: adding C fails.  /a and /a/x stay published, /b
@@ -15,10 +17,15 @@ whole; later SIGHUPs still converge.  C is /c (a group that exists), then
     dropped the roots of the configuration it replaced, and the failed one
     had replaced ["/a"] by ["/b", "/c"] in memory, so no later reload named
     /a to drop.)
-  SIGHUP with ["/a"]: /a again, /b dropped."""
+  SIGHUP with ["/a"]: /a again, /b dropped.
+  With C /c/d/e, after the failed reload freezerd watches no file of /c: the
+  group /c, added for the path, goes again.  (It stayed in the
+  model, unpublished, with its files open and its directory watched, held by
+  no root, until the stop.)"""
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -33,29 +40,47 @@ def write_config(d, config):
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-config-reload-fail') as sc, ft.Bus() as bus:
-        for g in ('/a/x', '/b', '/c'):
+        for g in ('/a/x', '/b', '/c/d/e'):
             sc.mkdir(g)
-        for failing in ('/c', '/none'):
-            run(sc, bus, failing)
+        for failing, root in (('/c', '/c'), ('/none', '/none'), ('/c/d', '/c/d/e')):
+            run(sc, bus, failing, root)
     print('# checked: a reload that fails keeps the configuration before whole, and later ones converge')
 
 
-def run(sc, bus, failing):
-    print(f'# adding {failing} fails', flush=True)
+def watched(d, path):
+    """Whether freezerd's inotify instance watches path's inode (a group's
+    directory, or its cgroup.freeze): what a group in its model holds."""
+    pid = d.proc.pid
+    inos = set()
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            if os.readlink(f'/proc/{pid}/fd/{fd}') != 'anon_inode:inotify':
+                continue
+            with open(f'/proc/{pid}/fdinfo/{fd}') as f:
+                inos |= {int(m, 16) for m in re.findall(r'^inotify wd:\S+ ino:([0-9a-f]+)', f.read(), re.M)}
+        except FileNotFoundError:
+            continue  # closed meanwhile
+    return any(os.stat(os.path.join(path, *f)).st_ino in inos for f in ((), ('cgroup.freeze',)))
+
+
+def run(sc, bus, failing, root):
+    print(f'# adding {root} fails at {failing}', flush=True)
     with ft.Daemon(bus, sc.root, config={'track': ['/a'], 'default_timeout_usec': 5000000},
                    env={'FREEZERD_TEST_TRACK_ROOT_ENOMEM': failing}) as d:
         c = d.client
         ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x'], 'at the start: /a')
+        ft.check(watched(d, sc.abspath('/a')), '  ... its directory watched (as the check below sees it)')
 
         rec = c.record()
-        write_config(d, {'track': ['/b', failing], 'default_timeout_usec': 7000000})
+        write_config(d, {'track': ['/b', root], 'default_timeout_usec': 7000000})
         d.reload()
         ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x'],
-                       f'a reload that cannot add {failing}: /a stays, /b is not tracked')
+                       f'a reload that cannot add {root}: /a stays, /b is not tracked')
         ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 5000000, '  ... the timeout before stays')
         ft.check_equal([o for o, _i in rec.interfaces_added()], [], '  ... no InterfacesAdded (of /b)')
         ft.check('Reloading failed, the configuration before stays in effect: Cannot allocate memory'
                  in d.log(), '  ... the log says so', d.log()[-2000:])
+        ft.check(not watched(d, sc.abspath('/c')), '  ... /c is not watched (not in the model)')
 
         write_config(d, {'track': ['/b']})
         d.reload()
