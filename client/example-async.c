@@ -173,7 +173,11 @@ int main(int argc, char *argv[]) {
                         printf("(the loop is free: tick %d, %zu of %zu answered)\n", ++ticks, n_done, n);
                 /* Also on a timeout: a call whose daemon never answers ends here. */
                 r = freezer_dispatch(f);
-                if (r < 0) {
+                /* -ENOMEM is not fatal: the handle stays usable, the next
+                 * dispatch asks again for what it could not keep. */
+                if (r == -ENOMEM)
+                        fprintf(stderr, "Out of memory, going on: %s\n", strerror(-r));
+                else if (r < 0) {
                         fprintf(stderr, "Lost the connection to freezerd: %s\n", strerror(-r));
                         break;
                 }

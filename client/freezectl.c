@@ -3872,7 +3872,13 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                                 log_error("watch: %s (%s)", lost, strerror(-r));
                         goto finish; /* the triggers went with the connection */
                 }
-                if (r < 0) {
+                /* A reply that makes up for missed signals could not be
+                 * queued: the handle stays usable and asks for it again in
+                 * the next dispatch, so what changed meanwhile is printed
+                 * then, late. */
+                if (r == -ENOMEM)
+                        log_error("watch: out of memory, some changes may be reported late");
+                else if (r < 0) {
                         log_failure(f, r, "watch: %s", lost);
                         goto finish;
                 }

@@ -571,14 +571,16 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * -ENOTCONN once the bus connection is lost: a lost connection's callbacks
  * (-ECONNRESET for calls in flight, "disconnected" for pressure triggers,
  * FREEZER_RESYNC_DISCONNECTED for the resync callback) may run in the dispatch that sees the loss or in the
- * next one, which then fails. -ENOMEM: a reply that the handle waits for
+ * next one, which then fails. -ENOMEM is not fatal, unlike those: an event
+ * loop should note it and go on dispatching, not close the handle or stop.
+ * It says that a reply the handle waits for
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
- * group callback's list) could not be queued for lack of memory (the
- * dispatch may have run callbacks before); the handle stays usable: the
+ * group callback's list) could not be queued or loaded for lack of memory
+ * (the dispatch may have run callbacks before); the handle stays usable: the
  * next freezer_dispatch() asks for it again (freezer_get_timeout() says
  * "now" and freezer_wait() returns at once until then), and what changed
- * meanwhile is reported as for dropped signals. It must not be called from a
+ * meanwhile is reported as for dropped signals, late. It must not be called from a
  * callback (it fails with -EBUSY); the callbacks may call the other
  * functions, including the freezer_set_*_callback() ones and
  * freezer_close().
