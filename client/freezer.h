@@ -666,6 +666,8 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * 4,194,304 groups (or without the memory) the rest are not remembered:
  * with GroupsChanged their every mention is reported, with
  * GroupStatesChanged they are not reported (the handle lacks their Id).
+ * Ids loaded again that lack the memory for their table are loaded again
+ * from the next freezer_dispatch(), which fails with -ENOMEM (see there).
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
 

@@ -6,6 +6,10 @@
 #include "client-util.h"
 #include "group-table.h"
 
+#ifdef FREEZER_TEST_HOOKS
+size_t freezer_test_group_table_max = 1U << 22;
+#endif
+
 /* Rebuild once this many entries are removed and they outnumber the live ones. */
 #define REBUILD_MIN 1024
 

@@ -27,7 +27,13 @@
 /* Entries beyond this many are not added (the caller treats such a group as
  * one it has not heard of): the indexes are 32 bits wide, and no freezerd
  * follows that many groups (each costs it two inotify watches). */
+#ifdef FREEZER_TEST_HOOKS
+/* libfreezer's test build (tests/meson.build): a bound the tests can reach. */
+extern size_t freezer_test_group_table_max;
+#define GROUP_TABLE_MAX freezer_test_group_table_max
+#else
 #define GROUP_TABLE_MAX (1U << 22)
+#endif
 
 typedef struct group_entry {
         uint64_t id;          /* the group's Id; 0 while not known */

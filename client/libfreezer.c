@@ -509,6 +509,18 @@ static bool reload_reply_fails(void) {
         return true;
 }
 
+/* The next this many loads of the state callback's Ids fail, as without
+ * the memory. */
+extern unsigned freezer_test_fail_ids_loads;
+unsigned freezer_test_fail_ids_loads;
+
+static bool ids_load_fails(void) {
+        if (freezer_test_fail_ids_loads == 0)
+                return false;
+        freezer_test_fail_ids_loads--;
+        return true;
+}
+
 /* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
@@ -516,6 +528,10 @@ size_t freezer_test_state_groups(freezer *f) {
 }
 #else
 static bool reload_reply_fails(void) {
+        return false;
+}
+
+static bool ids_load_fails(void) {
         return false;
 }
 #endif
@@ -2623,12 +2639,16 @@ static int on_interfaces_changed_queue(sd_bus_message *m, void *userdata, _unuse
  * its state; a new group's is unknown), and no other.  A group the handle
  * knew that the list lacks is gone, as its InterfacesRemoved (dropped, when
  * the Ids are loaded again for it) would have said: its entry goes, so that a
- * group made again under its path starts afresh.  On failure the table stays
- * as it was. */
+ * group made again under its path starts afresh.  Groups past
+ * GROUP_TABLE_MAX are not remembered (freezer.h): the table holds the first
+ * ones listed, and that is no failure (a reload would find as many).  On
+ * failure the table stays as it was. */
 static int group_ids_load(freezer *f, sd_bus_message *reply) {
         _cleanup_(group_table_clear) group_table t = {};
         int r;
 
+        if (ids_load_fails())
+                return -ENOMEM;
         r = sd_bus_message_enter_container(reply, 'a', "(st)");
         if (r < 0)
                 return r;
@@ -2648,6 +2668,8 @@ static int group_ids_load(freezer *f, sd_bus_message *reply) {
                 if (r < 0)
                         return r;
                 e = group_table_put(&t, object, id, path);
+                if (!e && t.n_entries >= GROUP_TABLE_MAX)
+                        continue; /* the rest are read, not remembered */
                 if (!e)
                         return -ENOMEM;
                 old = group_table_get_object(&f->groups, object);
@@ -2842,8 +2864,26 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         f->n_held = 0;
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         f->reread_in = false;
-        if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL))
-                (void) group_ids_load(f, reply);
+        if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL)) {
+                int r = group_ids_load(f, reply);
+
+                if (r == -ENOMEM) {
+                        /* Without the memory for the new table: the states
+                         * read with the old one would pass over the groups
+                         * made meanwhile, their signals skipped for good.
+                         * Loaded again from the next dispatch, which this one
+                         * tells, as for a reply that could not be queued
+                         * (defer_reload_reply()); what the held signals said
+                         * is read again then. */
+                        for (size_t i = 0; i < n_held; i++)
+                                sd_bus_message_unref(held[i]);
+                        free(held);
+                        f->held_lost = false;
+                        f->states_retry = true;
+                        f->reload_error = r;
+                        return 0;
+                }
+        }
         if (f->ids_again && f->state_cb) { /* older than an InterfacesAdded/Removed dropped since */
                 ids_reload(f);
                 free(held); /* dropped when they were lost: empty */

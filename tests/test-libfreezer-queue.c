@@ -14,7 +14,8 @@
  * again.  And, with the test hooks of that build, the state callback's
  * groups that a reload of Ids finds gone dropped, and a reload whose reply
  * cannot be queued (no memory) reported by freezer_dispatch() and started
- * again.  And, needing no stand-in, which states
+ * again, as one whose Ids cannot be loaded, and Ids past the table's bound
+ * loaded as far as they fit.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -50,6 +51,8 @@
 
 /* The test hooks of libfreezer's test build (FREEZER_TEST_HOOKS). */
 extern unsigned freezer_test_fail_reload_replies;
+extern unsigned freezer_test_fail_ids_loads;
+extern size_t freezer_test_group_table_max;
 size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
@@ -623,6 +626,89 @@ static void test_reload_reply_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* Dispatched until new_path is reported, or for seconds: the -ENOMEM
+ * failures counted, the handle due at once after each. */
+static unsigned dispatch_until_reported(freezer *f, unsigned seconds) {
+        unsigned enomem = 0;
+
+        for (uint64_t deadline = mono_usec() + seconds * USEC_PER_SEC;
+             new_reported == 0 && mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t t = UINT64_MAX;
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        CHECK_R(freezer_get_timeout(f, &t), 1);
+                        CHECK(t == 0);
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        return enomem;
+}
+
+/* The Ids of a reload that came but could not be loaded (no memory, made so
+ * by the test hook): freezer_dispatch() fails with -ENOMEM once, the Ids
+ * are loaded again and the states read, so /new7, whose InterfacesAdded was
+ * dropped, is reported.  (The failure was ignored and the states read with
+ * the old table, which lacked /new7: never reported, nor the error.) */
+static void test_ids_load_lost(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new7";
+        CHECK_R(freezer_freeze(f, "/new7", 0, 0), 0);
+        freezer_test_fail_ids_loads = 1;
+        CHECK_R(dispatch_until_reported(f, 5), 1);
+        drain(f, N_CALLS);
+        CHECK(freezer_test_fail_ids_loads == 0);
+        CHECK_R(new_reported, 1);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IIS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
+/* Ids past GROUP_TABLE_MAX (lowered by the test hook to one less than the
+ * groups there are): /new8 is removed and made again (another Id, listed
+ * last), both signals dropped.  The Ids loaded again keep the first ones
+ * listed, as freezer.h says ("the rest are not remembered"): the old /new8
+ * goes, no error, no reload after the one.  (The load failed as a whole,
+ * keeping the old /new8; with its failure retried, it failed for ever.) */
+static void test_ids_past_max(const char *socket_path) {
+        freezer *f = NULL;
+        char calls[32];
+        size_t n;
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        CHECK_R(freezer_freeze(f, "/new8", 0, 0), 0);
+        freezer_close(f);
+        f = open_queue_full(socket_path);
+        if (!f)
+                return;
+        n = freezer_test_state_groups(f);
+        CHECK(n >= 2);
+        freezer_test_group_table_max = n - 1;
+        CHECK_R(freezer_freeze(f, "/remake/new8", 0, 0), 0);
+        CHECK_R(dispatch_until_reported(f, 1), 0);
+        drain(f, N_CALLS);
+        CHECK(calls_done == N_CALLS);
+        CHECK_R(freezer_test_state_groups(f), n - 1);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IS");
+        freezer_test_group_table_max = 1U << 22;
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -675,6 +761,8 @@ int main(void) {
         test_close_reloading(socket_path);
         test_ids_removed(socket_path);
         test_reload_reply_lost(socket_path);
+        test_ids_load_lost(socket_path);
+        test_ids_past_max(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
