@@ -2424,13 +2424,24 @@ static int groups_changed_entry(freezer *f, sd_bus_message *m) {
 /* SubscribeGroups() or UnsubscribeGroups() (member), or those of
  * GroupStatesChanged: waited for with error, else sent and not waited for
  * (best effort).  Each call is counted by freezerd: the state and the group
- * callbacks of a direct handle hold one each. */
+ * callbacks of a direct handle hold one each.  A best-effort call is for
+ * the freezerd there now, and not auto-started: freezerd is bus-activatable
+ * (dbus/org.freezerd.Freezer1.service), and an unsubscription sent after
+ * it left (it exited during freezer_set_state_callback(), say) would start
+ * one, for nothing: a freezerd started anew knows no subscription. */
 static int call_subscription(freezer *f, const char *member, sd_bus_error *error) {
-        if (!error)
-                return sd_bus_call_method_async(f->bus, NULL, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                                FREEZER_MANAGER_INTERFACE, member, NULL, NULL, "");
-        return call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
-                                error, NULL, "");
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        if (error)
+                return call_method_wait(f, FREEZER_MANAGER_PATH, FREEZER_MANAGER_INTERFACE, member,
+                                        error, NULL, "");
+        r = new_manager_call(f, member, &m);
+        if (r >= 0)
+                r = sd_bus_message_set_auto_start(m, false);
+        if (r >= 0)
+                r = sd_bus_call_async(f->bus, NULL, m, NULL, NULL, 0);
+        return r;
 }
 
 static const char *state_unsubscribe_member(freezer *f) {

@@ -42,7 +42,9 @@ Checks:
     that holds freezerd's bus name leaves the bus on SubscribeGroupStates, or on
     ListGroupIds after answering the subscription): 0 (it was -ECONNRESET), the callback
     stays installed, and once a freezerd starts the handle subscribes to it, as when none
-    ran.
+    ran.  On a bus where freezerd is activatable (a service file whose Exec is /bin/true),
+    the unsubscription sent after it left on ListGroupIds does not activate it (dbus-daemon
+    logged "Activating service name='org.freezerd.Freezer1'").
   * freezer_open_*() failures set *ret to NULL (it was left as it was) and give the errno
     freezer.h lists: -ENOENT (no socket; freezer_open_user() with no user bus in the
     environment: was ENOMEDIUM), -ECONNREFUSED (a file, a stale socket), -ENAMETOOLONG
@@ -302,6 +304,7 @@ def test():
             check_blocking_signal(lib, sc, d)
         check_resubscribe(lib, sc, bus)
         check_exit_during_install(lib, sc, bus)
+        check_unsubscribe_not_activating(lib)
         check_resync(lib, sc, bus)
     print('# checked: libfreezer open/get_group/freeze/thaw/list, errno and last-error mapping, state callback via '
           'get_fd + dispatch, freezer_open_private')
@@ -473,6 +476,51 @@ def check_exit_during_install(lib, sc, bus):
             if fd >= 0:
                 ft.loop().remove_reader(fd)
             lib.freezer_close(f)
+
+
+def check_unsubscribe_not_activating(lib):
+    """freezerd leaving on ListGroupIds during freezer_set_state_callback(): the best-effort
+    UnsubscribeGroupStates that follows is not auto-started, on a bus where freezerd is
+    activatable (dbus/org.freezerd.Freezer1.service makes it so on the system bus)."""
+    what = 'the unsubscription after freezerd left during freezer_set_state_callback'
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}activation-{os.getpid()}-')
+    try:
+        with open(os.path.join(tmp, ft.BUS_NAME + '.service'), 'w') as out:
+            out.write(f'[D-BUS Service]\nName={ft.BUS_NAME}\nExec=/bin/true\n')
+        conf = os.path.join(tmp, 'bus.conf')
+        with open(conf, 'w') as out:
+            out.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"\n'
+                      ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+                      f'<busconfig><include>{ft.DBUS_TEST_CONF}</include><servicedir>{tmp}</servicedir>'
+                      '</busconfig>\n')
+        with ft.Bus(config=conf) as abus, ft.Client(abus.address, destination='org.freedesktop.DBus') as watcher:
+            watcher.add_match(type='signal', sender='org.freedesktop.DBus', member='NameOwnerChanged')
+            f, _events, on_state = open_state_recorder(lib, abus)
+            closed = False
+            try:
+                # The handle's unique name: the last one to connect.
+                ft.wait_for(lambda: any(s.member == 'NameOwnerChanged' and s.body[0].startswith(':') and
+                                        not s.body[1] for s in watcher.signals),
+                            what=f'{what}: the handle connected')
+                name = [s.body[0] for s in watcher.signals if s.member == 'NameOwnerChanged' and not s.body[1]][-1]
+                t = exiting_stand_in(abus, 'ListGroupIds')
+                ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0, what)
+                t.join(timeout=ft.DEFAULT_TIMEOUT)
+                ft.check(not t.is_alive(), f'{what}: the stand-in left the bus')
+                # dbus-daemon handles a connection's messages before its end:
+                # once the handle's name is gone, the unsubscription was handled.
+                lib.freezer_close(f)
+                closed = True
+                ft.wait_for(lambda: any(s.member == 'NameOwnerChanged' and s.body[0] == name and not s.body[2]
+                                        for s in watcher.signals),
+                            what=f'{what}: the handle gone from the bus')
+                log = abus.log()
+                ft.check('Activating service' not in log, f'{what} does not activate freezerd', log)
+            finally:
+                if not closed:
+                    lib.freezer_close(f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # A child that opens a handle with libfreezer and prints "r ret-is-NULL": for
