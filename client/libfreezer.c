@@ -226,6 +226,10 @@ struct freezer {
          * known_retry) from a freezer_dispatch() (reloads_retry()). */
         int reload_error;
         bool states_retry, known_retry;
+        /* The lost reply was SubscribeGroupStates()'s "no GroupStatesChanged
+         * here" (an older freezerd): the retry falls back to SubscribeGroups()
+         * as on_states_subscribed() would have, instead of loading Ids. */
+        bool states_fallback;
 
         /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
          * the next one, freezer_get_timeout() says "now" and freezer_wait()
@@ -236,7 +240,7 @@ struct freezer {
 /* A reload's reply was lost (defer_reload_reply()): the error to report,
  * or the reload to start again, is for freezer_dispatch(). */
 static bool reload_due(freezer *f) {
-        return f->reload_error < 0 || f->states_retry || f->known_retry;
+        return f->reload_error < 0 || f->states_retry || f->known_retry || f->states_fallback;
 }
 
 static const char *const state_table[] = {
@@ -1006,7 +1010,7 @@ static void cache_clear(freezer *f) {
         /* Of the reads just cancelled with ids_slot: a callback installed
          * again starts from none. */
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
-        f->states_retry = false;
+        f->states_retry = f->states_fallback = false;
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
@@ -2806,8 +2810,20 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
 }
 static int on_states_subscribed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        int r = defer_reload_reply(f, m, on_states_subscribed, &f->ids_slot, &f->states_retry);
 
-        return defer_reload_reply(f, m, on_states_subscribed, &f->ids_slot, &f->states_retry);
+        /* A failed subscription has no Ids to load: what its reply asked
+         * for is done again instead (read off the reply, which is at hand:
+         * no memory needed).  An older freezerd's refusal, the fallback to
+         * GroupsChanged; any other error (it exited again), nothing: the
+         * next start subscribes. */
+        if (r < 0 && e) {
+                f->states_retry = false;
+                f->states_fallback = error_no_group_states(e);
+                held_drop(f);
+        }
+        return r;
 }
 
 /* ListGroups()'s a(sos), read after held signals were lost: every group
@@ -3253,13 +3269,28 @@ static void groups_reload(freezer *f) {
  * states read after them, as for a dropped InterfacesAdded/Removed (the
  * states alone with GroupsChanged): what changed meanwhile is reported as
  * then.  A subscription whose reply was lost was sent: it is not sent
- * again (freezerd counts each).  Nothing is left to reload once the
+ * again (freezerd counts each); but one refused by an older freezerd
+ * (states_fallback) falls back to SubscribeGroups(), as its reply would
+ * have had it.  Nothing is left to reload once the
  * callback is gone, or the connection is lost. */
 static void reloads_retry(freezer *f) {
         int r = 0;
 
         if (sd_bus_is_open(f->bus) <= 0)
-                f->states_retry = f->known_retry = false;
+                f->states_retry = f->known_retry = f->states_fallback = false;
+        if (f->states_fallback) {
+                /* As on_states_subscribed() for this error, unless the
+                 * callback went, or a freezerd (re)started since and was
+                 * subscribed anew (state_resubscribe() cleared this). */
+                if (f->state_cb) {
+                        held_drop(f);
+                        r = state_match_set(f, false, false);
+                        if (r >= 0)
+                                r = call_subscription(f, "SubscribeGroups", NULL);
+                }
+                if (r >= 0)
+                        f->states_fallback = false;
+        }
         if (f->states_retry) {
                 if (f->state_cb && !f->compact)
                         r = states_lost(f);

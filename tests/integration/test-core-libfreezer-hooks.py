@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""libfreezer built with its test hooks (FREEZER_TEST_HOOKS: libfreezer-test-hooks.so, loaded with
+ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older freezerd does
+(AccessDenied, taken as UnknownMethod would be): the handle follows GroupsChanged.
+
+  * A state callback installed with no freezerd running; once one starts, the handle's
+    SubscribeGroupStates is refused, and that reply cannot be queued (the hook: as without
+    memory).  freezer_dispatch() fails with -ENOMEM once, and the next one falls back to
+    SubscribeGroups as the refusal says: the callback reports /g frozen.  (It loaded the Ids
+    and read the states instead, never subscribing: no change was ever reported.)"""
+
+import ctypes
+import errno
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
+FROZEN = 2  # FREEZER_STATE_FROZEN
+
+DENY_GROUP_STATES = '''        <policy context="default">
+                <deny send_destination="org.freezerd.Freezer1" send_interface="org.freezerd.Freezer1.Manager"
+                      send_member="SubscribeGroupStates"/>
+        </policy>
+</busconfig>'''
+
+
+def load():
+    path = os.environ.get('LIBFREEZER_HOOKS_SO') or os.path.join(ft.BUILDDIR, 'tests', 'libfreezer-test-hooks.so')
+    if not os.path.exists(path):
+        ft.skip(f'{path} is not built')
+    with open(path, 'rb') as lib_file:
+        if b'libasan.so' in lib_file.read():
+            ft.skip('libfreezer built with ASan: python3 cannot load it without the ASan runtime')
+    lib = ctypes.CDLL(path)
+    P = ctypes.c_void_p
+    for name, res, args in (
+            ('freezer_open_address', ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+            ('freezer_close', P, [P]),
+            ('freezer_set_state_callback', ctypes.c_int, [P, CALLBACK, P]),
+            ('freezer_dispatch', ctypes.c_int, [P])):
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    return lib
+
+
+def check_fallback_reply_lost(lib, sc, bus):
+    what = 'SubscribeGroupStates refused, its reply lost'
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    events = []
+    results = []
+
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), state, frozen))
+    try:
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+        ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value = 1
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            def seen():
+                results.append(lib.freezer_dispatch(f))
+                if ('/g', FROZEN, True) in events:
+                    return True
+                c.call('Freeze', '/g', 0, 0)
+                c.call('Thaw', '/g', 0, 0)
+                results.append(lib.freezer_dispatch(f))
+                return ('/g', FROZEN, True) in events
+            ft.wait_for(seen, what=f'{what}: the state callback reports /g frozen', poll=0.05)
+            ft.check(True, f'{what}: the handle fell back to SubscribeGroups, the callback reports /g')
+            ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
+            ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
+            ft.check_equal(ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value, 0,
+                           f'{what}: the hook failed the reply')
+    finally:
+        lib.freezer_close(f)
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    lib = load()
+    with ft.Scratch('core-libfreezer-hooks') as sc:
+        sc.mkdir('/g')
+        tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}hooks-conf-')
+        try:
+            path = os.path.join(tmp, 'deny-group-states.conf')
+            with open(ft.DBUS_TEST_CONF) as conf:
+                text = conf.read()
+            with open(path, 'w') as out:
+                out.write(text.replace('</busconfig>', DENY_GROUP_STATES))
+            with ft.Bus(config=path) as bus:
+                check_fallback_reply_lost(lib, sc, bus)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups')
+
+
+if __name__ == '__main__':
+    ft.run(test)
