@@ -506,6 +506,15 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
 extern unsigned freezer_test_fail_reload_replies;
 unsigned freezer_test_fail_reload_replies;
 
+/* Programs built with the hooks (freezectl-test-hooks) take the count from
+ * the environment. */
+static void __attribute__((constructor)) test_hooks_init(void) {
+        const char *e = getenv("FREEZER_TEST_FAIL_RELOAD_REPLIES");
+
+        if (e)
+                freezer_test_fail_reload_replies = (unsigned) strtoul(e, NULL, 10);
+}
+
 static bool reload_reply_fails(void) {
         if (freezer_test_fail_reload_replies == 0)
                 return false;

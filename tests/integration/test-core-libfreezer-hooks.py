@@ -8,14 +8,22 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     SubscribeGroupStates is refused, and that reply cannot be queued (the hook: as without
     memory).  freezer_dispatch() fails with -ENOMEM once, and the next one falls back to
     SubscribeGroups as the refusal says: the callback reports /g frozen.  (It loaded the Ids
-    and read the states instead, never subscribing: no change was ever reported.)"""
+    and read the states instead, never subscribing: no change was ever reported.)
+  * freezectl watch built with the hooks (freezectl-test-hooks, the count from
+    FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the reply of its new
+    subscription lost: watch warns "out of memory, some changes may be reported late" and
+    goes on (it said "lost the connection to the bus: Cannot allocate memory" and exited):
+    a freeze of /g after that is printed."""
 
 import ctypes
 import errno
 import os
 import shutil
 import sys
+import signal
+import subprocess
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -85,6 +93,61 @@ def check_fallback_reply_lost(lib, sc, bus):
         lib.freezer_close(f)
 
 
+def check_watch_goes_on(sc, bus):
+    what = 'freezectl watch, the reply of its subscription to a restarted freezerd lost'
+    path = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
+    if not os.path.exists(path):
+        print(f'# {path} is not built: {what} not checked', flush=True)
+        return
+    out, err = [], []
+
+    def reader(stream, into):
+        for line in iter(stream.readline, b''):
+            into.append(line.decode(errors='replace'))
+    with ft.Daemon(bus, sc.root) as d:
+        env = dict(os.environ, FREEZER_TEST_FAIL_RELOAD_REPLIES='1')
+        p = subprocess.Popen([path, f'--address={bus.address}', 'watch'], env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        threads = [threading.Thread(target=reader, args=(p.stdout, out), daemon=True),
+                   threading.Thread(target=reader, args=(p.stderr, err), daemon=True)]
+        for t in threads:
+            t.start()
+        try:
+            ft.wait_for(lambda: any('watching' in line for line in out) or p.poll() is not None, poll=0.05,
+                        what=f'{what}: the watching line')
+            d.stop()
+            with ft.Daemon(bus, sc.root) as d2:
+                c = d2.client
+                ft.wait_for(lambda: any('out of memory' in line for line in err) or p.poll() is not None,
+                            poll=0.05, what=f'{what}: the warning')
+                ft.check(p.poll() is None and
+                         any(line.rstrip('\n') == 'freezectl: watch: out of memory, some changes may be reported late'
+                             for line in err),
+                         f'{what}: the warning, and watch goes on', (p.poll(), out, err))
+                n = len(out)
+
+                def seen():
+                    if p.poll() is not None:
+                        return True
+                    c.call('Freeze', '/g', 0, 0)
+                    c.call('Thaw', '/g', 0, 0)
+                    return any('/g' in line for line in out[n:])
+                ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
+                ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
+                         f'{what}: a change after the warning printed', (p.poll(), out[n:], err))
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(timeout=ft.DEFAULT_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            for t in threads:
+                t.join(timeout=ft.DEFAULT_TIMEOUT)
+    ft.check(not any('lost the connection' in line for line in err), f'{what}: no "lost the connection"', err)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     lib = load()
@@ -99,9 +162,12 @@ def test():
                 out.write(text.replace('</busconfig>', DENY_GROUP_STATES))
             with ft.Bus(config=path) as bus:
                 check_fallback_reply_lost(lib, sc, bus)
+            with ft.Bus() as bus:
+                check_watch_goes_on(sc, bus)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups')
+    print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
+          'freezectl watch goes on after freezer_dispatch()\'s -ENOMEM')
 
 
 if __name__ == '__main__':
