@@ -17,6 +17,7 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
 
 import ctypes
 import errno
+import importlib.util
 import os
 import shutil
 import sys
@@ -27,6 +28,11 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
 FROZEN = 2  # FREEZER_STATE_FROZEN
@@ -42,9 +48,7 @@ def load():
     path = os.environ.get('LIBFREEZER_HOOKS_SO') or os.path.join(ft.BUILDDIR, 'tests', 'libfreezer-test-hooks.so')
     if not os.path.exists(path):
         ft.skip(f'{path} is not built')
-    with open(path, 'rb') as lib_file:
-        if b'libasan.so' in lib_file.read():
-            ft.skip('libfreezer built with ASan: python3 cannot load it without the ASan runtime')
+    base.reexec_for_asan(path)
     lib = ctypes.CDLL(path)
     P = ctypes.c_void_p
     for name, res, args in (
