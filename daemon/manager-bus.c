@@ -1444,8 +1444,19 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
          * first: resolving a request's path outside the tracked subtrees
          * tracks it, for good, and a call refused for its flags (a client
          * probing whether freezerd knows one) must have done nothing.  The
-         * flags also decide what a request whose group does not exist does. */
-        r = sd_bus_message_skip(msg, "a(sb)");
+         * flags also decide what a request whose group does not exist does.
+         * So is their number, for the same reason. */
+        r = sd_bus_message_enter_container(msg, 'a', "(sb)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_skip(msg, "(sb)")) > 0)
+                if (++n_requests > BATCH_MAX_REQUESTS)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
+        if (r < 0)
+                return r;
+        n_requests = 0;
+        r = sd_bus_message_exit_container(msg);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(msg, "stt", &order_str, &timeout_usec, &flags);
@@ -1701,6 +1712,52 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
         return 0;
 }
 
+/* FreezeExcept's checks of its exclusions that need no lookup, made before
+ * any (msg at the exclusions): a lookup of a path outside the tracked
+ * subtrees tracks it, for good, and a refused call must have tracked
+ * nothing.  Their number; an exclusion outside path (a malformed one, or a
+ * path that is malformed itself, is left to the lookups, which name why),
+ * which is NoSuchGroup where it does not exist, as its lookup would say (a
+ * path given relative to the cgroup2 mount, not to freezerd's root, is such
+ * a path, and freezectl's hint for it needs NoSuchGroup).  Where path itself
+ * does not exist its lookup says so first. */
+static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, sd_bus_error *error) {
+        _cleanup_free_ char *top = NULL;
+        size_t n = 0, l;
+        bool check;
+        int r;
+
+        check = cg_path_normalize(path, &top, NULL) >= 0 &&
+                (tree_get(m->tree, top) || faccessat(m->root_fd, top + 1, F_OK, AT_SYMLINK_NOFOLLOW) >= 0);
+        l = top ? strlen(top) : 0;
+        r = sd_bus_message_enter_container(msg, 'a', "s");
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_free_ char *norm = NULL;
+                const char *x;
+
+                r = sd_bus_message_read(msg, "s", &x);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (++n > BATCH_MAX_EXCLUDES)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
+                                                 BATCH_MAX_EXCLUDES);
+                if (!check || cg_path_normalize(x, &norm, NULL) < 0)
+                        continue;
+                if (!streq(norm, top) && (streq(top, "/") || (strncmp(norm, top, l) == 0 && norm[l] == '/')))
+                        continue; /* below top */
+                if (!tree_get(m->tree, norm) && faccessat(m->root_fd, norm + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+                    errno == ENOENT)
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist", CG_QUOTE(x));
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Excluded group %s is not below %s",
+                                         CG_QUOTE(norm), CG_QUOTE(top));
+        }
+        return sd_bus_message_exit_container(msg);
+}
+
 static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         Caller c = CALLER(msg);
@@ -1730,6 +1787,15 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
+        r = except_args_check(m, msg, path, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_skip(msg, "s");
+        if (r < 0)
+                return r;
         r = resolve_group(m, &c, path, &top, error);
         if (r < 0)
                 return r;
@@ -1746,32 +1812,6 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         return r;
                 if (r == 0)
                         break;
-                if (n_excluded >= BATCH_MAX_EXCLUDES)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
-                                                 BATCH_MAX_EXCLUDES);
-                /* An exclusion outside top is refused before its path is
-                 * looked up, which would track it (a malformed one is left
-                 * to resolve_group(), which names why).  One that does not
-                 * exist says so first, as the lookup would: a path given
-                 * relative to the cgroup2 mount, not to freezerd's root, is
-                 * such a path, and freezectl's hint for it needs
-                 * NoSuchGroup. */
-                {
-                        _cleanup_free_ char *norm = NULL;
-                        size_t l = strlen(top->path);
-
-                        if (cg_path_normalize(x, &norm, NULL) >= 0 &&
-                            (streq(norm, top->path) ||
-                             (!streq(top->path, "/") && (strncmp(norm, top->path, l) != 0 || norm[l] != '/')))) {
-                                if (!tree_get(m->tree, norm) &&
-                                    faccessat(m->root_fd, norm + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist",
-                                                                 CG_QUOTE(x));
-                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Excluded group %s is not below %s", CG_QUOTE(norm),
-                                                         CG_QUOTE(top->path));
-                        }
-                }
                 r = resolve_group(m, &c, x, &g, error);
                 if (r < 0)
                         return r;

@@ -21,7 +21,10 @@ property unchanged (no /u, /u/x or /v), no InterfacesAdded, tracked.json unchang
     [(/v/y, true), (/u/x, true)] with RECURSIVE | 0x10 through busctl;
   * FreezeExcept(/u, [/u/x]) with RECURSIVE (not FreezeExcept's) and with 0x40;
     FreezeExcept(/t, [/u/x]) and (/t, [t-u/]): an exclusion not below the top,
-    refused before its path is looked up.
+    refused before its path is looked up; FreezeExcept(/u, [/v/y]) and (/u, [/nonexistent]):
+    the top outside the tracked subtrees is not tracked either (InvalidArgs, NoSuchGroup);
+    FreezeExcept(/u, 4,097 exclusions) and ApplyBatch of 65,537 requests for /u/x: the
+    limits, checked before the first path is looked up.
   * Then, as a control, GetGroup(/u) tracks /u (published, InterfacesAdded)."""
 
 import os
@@ -80,6 +83,17 @@ def test():
                     contains='Excluded group /u/x is not below /t')
             refused('FreezeExcept of /t excluding /t-u (a sibling whose name begins like it)', 'FreezeExcept', '/t',
                     ['t-u/'], 0, 0, contains='Excluded group /t-u is not below /t')
+
+            refused('FreezeExcept of /u excluding /v/y', 'FreezeExcept', '/u', ['/v/y'], 0, 0,
+                    contains='Excluded group /v/y is not below /u')
+            e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'FreezeExcept', '/u', ['/nonexistent'], 0, 0)
+            ft.check('/nonexistent does not exist' in e.message, 'FreezeExcept of /u excluding /nonexistent: '
+                     'NoSuchGroup names it', e.message)
+            nothing_tracked('FreezeExcept of /u excluding /nonexistent')
+            refused('FreezeExcept of /u with 4,097 exclusions', 'FreezeExcept', '/u', ['/u/x'] * 4097, 0, 0,
+                    contains='At most 4096 exclusions')
+            refused('ApplyBatch of 65,537 requests', 'ApplyBatch', [('/u/x', True)] * 65537, 'auto', 0, 0,
+                    contains='A batch holds at most 65536 requests')
 
             # The control: the same path resolved by a call that is not refused is tracked.
             c.call('GetGroup', '/u')
