@@ -21,7 +21,9 @@ part-way).
   With C /c/d/e, after the failed reload freezerd watches no file of /c: the
   group /c, added for the path, goes again.  (It stayed in the
   model, unpublished, with its files open and its directory watched, held by
-  no root, until the stop.)"""
+  no root, until the stop.)
+  So too for a call: GetGroup("/c/none/z") and Track("/c/none"), NoSuchGroup, leave
+  /c unwatched (it stayed in the model until the stop)."""
 
 import json
 import os
@@ -70,6 +72,12 @@ def run(sc, bus, failing, root):
         c = d.client
         ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x'], 'at the start: /a')
         ft.check(watched(d, sc.abspath('/a')), '  ... its directory watched (as the check below sees it)')
+        if failing == '/none':
+            # A call's lookup that fails part-way (NoSuchGroup below /c, which exists) leaves
+            # nothing of /c in the model either.
+            for method, path in (('GetGroup', '/c/none/z'), ('Track', '/c/none')):
+                ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, method, path)
+                ft.check(not watched(d, sc.abspath('/c')), f'{method}({path}), NoSuchGroup: /c is not watched')
 
         rec = c.record()
         write_config(d, {'track': ['/b', root], 'default_timeout_usec': 7000000})
