@@ -707,34 +707,12 @@ static bool char_escaped(const unsigned char *p, size_t l) {
                (l == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)); /* U+2028, U+2029 */
 }
 
-static int hex_value(unsigned char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Whether the backslash at p (before end) begins an escape of freezerd's
- * own: \xNN of a byte it shows so (cg_quote(): a C0 control character, DEL,
- * a byte that is no UTF-8), which its messages hold for a path they quote. */
-static bool freezerd_escape(const unsigned char *p, const unsigned char *end) {
-        int hi, lo, c;
-
-        if (end - p < 4 || p[1] != 'x' || (hi = hex_value(p[2])) < 0 || (lo = hex_value(p[3])) < 0)
-                return false;
-        c = hi * 16 + lo;
-        return c < 0x20 || c >= 0x7f;
-}
-
 /* The n bytes at s into buf (room for 4 * n + 1), the characters of
  * char_escaped() as \xNN, byte by byte, and a backslash as "\\" (so that a
  * name holding a literal "\x0a" does not read as an escaped newline); with
- * message (freezerd's message, which escapes so itself) but where it begins
- * such an escape (freezerd_escape()).  Returns the length written, without
- * the NUL. */
+ * message (freezerd's message, whose quotes show a backslash as "\\" and a
+ * control character as \xNN themselves: cg_quote()) a backslash as it is.
+ * Returns the length written, without the NUL. */
 static size_t text_escape_n(char *buf, const char *s, size_t n, bool message) {
         const unsigned char *end = (const unsigned char *) s + n;
         size_t k = 0;
@@ -747,7 +725,7 @@ static size_t text_escape_n(char *buf, const char *s, size_t n, bool message) {
                 if (char_escaped(p, l))
                         for (size_t i = 0; i < (l ?: 1); i++)
                                 k += (size_t) sprintf(buf + k, "\\x%02x", *p++);
-                else if (*p == '\\' && !(message && freezerd_escape(p, end))) {
+                else if (*p == '\\' && !message) {
                         buf[k++] = '\\';
                         buf[k++] = (char) *p++;
                 } else
@@ -786,8 +764,9 @@ static const char *text_shown(const char *s, char **tofree) {
 
 /* freezerd's message, while vlog_failure() writes the line that quotes it,
  * and where in that line it may start (after the caller's words): freezerd
- * escapes the control characters of the paths it quotes itself, as \xNN,
- * which are shown as they are, not with the backslash doubled. */
+ * escapes the paths it quotes itself (cg_quote(): a control character as
+ * \xNN, a backslash as "\\"), so its backslashes are shown as they are, not
+ * doubled again. */
 static const char *verbatim_message;
 static size_t verbatim_from;
 
@@ -796,8 +775,8 @@ static size_t verbatim_from;
  * is unbuffered), escaped as the text on standard output (text_shown()): a
  * newline in a path we were given, or in a message, and the bytes that are
  * not UTF-8 (of a path we were given: the journal keeps a line with one as a
- * blob, not as text) as \xNN, a backslash as "\\" (but one that begins an
- * escape of freezerd's in its message: verbatim_message). */
+ * blob, not as text) as \xNN, a backslash as "\\" (but in freezerd's message, which
+ * escapes so itself: verbatim_message). */
 static void put_error_line(const char *line) {
         size_t k, len = strlen(line), at = len, n = 0;
         const char *m;

@@ -372,7 +372,11 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
                 }
                 if (*p < 0x20 || *p == 0x7f || (escape_high && *p > 0x7f))
                         k += (size_t) snprintf(buf + k, size - k, "\\x%02x", *p);
-                else
+                else if (*p == '\\') {
+                        /* So that a name holding a literal "\x0a" does not read as an escape. */
+                        buf[k++] = '\\';
+                        buf[k++] = '\\';
+                } else
                         buf[k++] = (char) *p;
         }
         buf[k] = 0;
@@ -380,9 +384,11 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
 }
 
 /* The bytes [p, end) of a quote into buf at k, whole characters only; with
- * bound (not 0), stops before the character that would pass p + bound.
+ * bound (not 0), stops before the character that would pass p + bound.  A
+ * backslash doubled, but with shown (a string cg_escape() made) as it is.
  * Returns the new k. */
-static size_t quote_part(const unsigned char *p, const unsigned char *end, size_t bound, char *buf, size_t k) {
+static size_t quote_part(const unsigned char *p, const unsigned char *end, size_t bound, bool shown, char *buf,
+                         size_t k) {
         const unsigned char *start = p;
 
         while (p < end) {
@@ -396,6 +402,13 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, size_
                         p++;
                         continue;
                 }
+                if (*p == '\\' && !shown) {
+                        /* As cg_escape(): 2 bytes, below the 4 of an escape. */
+                        buf[k++] = '\\';
+                        buf[k++] = '\\';
+                        p++;
+                        continue;
+                }
                 memcpy(buf + k, p, n);
                 k += n;
                 p += n;
@@ -403,13 +416,13 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, size_
         return k;
 }
 
-const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
+static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZE]) {
         const unsigned char *p = (const unsigned char *) s, *end, *tail;
         size_t len = strlen(s), k;
 
         end = p + len;
         if (len <= CG_QUOTE_MAX) {
-                buf[quote_part(p, end, 0, buf, 0)] = 0;
+                buf[quote_part(p, end, 0, shown, buf, 0)] = 0;
                 return buf;
         }
         /* Head and tail: a path's leaf, which tells siblings apart, is at its
@@ -417,15 +430,23 @@ const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
          * CG_QUOTE_TAIL bytes (a continuation byte there is skipped; at most 3,
          * as a character has 4 bytes at most: beyond, they are no UTF-8 and
          * are escaped one by one). */
-        k = quote_part(p, end, CG_QUOTE_HEAD, buf, 0);
+        k = quote_part(p, end, CG_QUOTE_HEAD, shown, buf, 0);
         memcpy(buf + k, "...", 3);
         k += 3;
         tail = end - CG_QUOTE_TAIL;
         for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
                 tail++;
-        k = quote_part(tail, end, 0, buf, k);
+        k = quote_part(tail, end, 0, shown, buf, k);
         snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", len);
         return buf;
+}
+
+const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]) {
+        return quote(s, false, buf);
+}
+
+const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]) {
+        return quote(s, true, buf);
 }
 
 /* Checks in, and on success returns the part to keep (after the leading '/',

@@ -46,9 +46,10 @@ int cg_path_normalize(const char *in, char **ret, const char **ret_reason);
 bool cg_name_is_publishable(const char *name);
 
 /* s into buf for a message or the log, with control characters escaped
- * (\xNN), and with escape_high every byte above 0x7e too (for a name that is
- * not UTF-8, which D-Bus cannot carry); cut with "..." where it does not fit
- * size (at least 8).  Returns buf. */
+ * (\xNN), a backslash as "\\" (so that a literal "\x0a" in a name does not
+ * read as an escape), and with escape_high every byte above 0x7e too (for a
+ * name that is not UTF-8, which D-Bus cannot carry); cut with "..." where it
+ * does not fit size (at least 8).  Returns buf. */
 const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
 
 /* A string of the caller's (a path, an order, a resource...) or a group path
@@ -60,16 +61,23 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
  * tells siblings apart: "/very/long/prefix/a" and ".../b" must not quote the
  * same.  So a 100 MB argument does not make a 100 MB error; control
  * characters and bytes that are no UTF-8 D-Bus can carry are escaped (\xNN),
- * so that the message is always a valid D-Bus string.  Every error message
- * that quotes such a string goes through here.  Returns buf; CG_QUOTE(s) gives
- * it a buffer of its own, valid to the end of the full expression's block (a
- * compound literal): for an argument of a printf. */
+ * so that the message is always a valid D-Bus string, and a backslash is
+ * shown as "\\", as cg_escape() does.  Every error message that quotes such
+ * a string goes through here.  Returns buf; CG_QUOTE(s) gives it a buffer
+ * of its own, valid to the end of the full expression's block (a compound
+ * literal): for an argument of a printf. */
 #define CG_QUOTE_MAX 256
 #define CG_QUOTE_HEAD 96
 #define CG_QUOTE_TAIL (CG_QUOTE_MAX - CG_QUOTE_HEAD)
 #define CG_QUOTE_SIZE (4 * CG_QUOTE_MAX + 40)
 const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
 #define CG_QUOTE(s) cg_quote((s), (char[CG_QUOTE_SIZE]) { 0 })
+
+/* cg_quote() of s that cg_escape() made (a name freezerd does not follow, as
+ * its log shows it): cut alike, its backslashes (its escapes, and its doubled
+ * ones) as they are, not doubled again. */
+const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]);
+#define CG_QUOTE_SHOWN(s) cg_quote_shown((s), (char[CG_QUOTE_SIZE]) { 0 })
 
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);

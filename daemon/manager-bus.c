@@ -372,13 +372,14 @@ void manager_bus_release_callers(bool refuse) {
 }
 
 /* The error says what was refused and on which path, nothing more (not the
- * owner, not the caller's uid).  path NULL: the caller's uid is unknown.
- * outside: a lookup (GetGroup, Freeze...) of a path outside the tracked
- * subtrees, which would have tracked it. */
-static int access_denied(AccessAction a, const char *path, bool outside, sd_bus_error *error) {
+ * owner, not the caller's uid).  quoted: the path as the message quotes it
+ * (CG_QUOTE(), or CG_QUOTE_SHOWN() of a name freezerd does not follow); NULL:
+ * the caller's uid is unknown.  outside: a lookup (GetGroup, Freeze...) of a
+ * path outside the tracked subtrees, which would have tracked it. */
+static int access_denied(AccessAction a, const char *quoted, bool outside, sd_bus_error *error) {
         const char *what = a == ACCESS_FREEZE ? "written" : "changed";
 
-        if (!path)
+        if (!quoted)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Not allowed to %s: the caller's credentials are unknown; nothing was %s",
                                          access_action_to_string(a), what);
@@ -386,11 +387,11 @@ static int access_denied(AccessAction a, const char *path, bool outside, sd_bus_
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "%s lies outside the tracked subtrees, and only root and the owner of its "
                                          "cgroup.freeze may have it tracked",
-                                         CG_QUOTE(path));
+                                         quoted);
         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                  "Not allowed to %s %s: only root and the owner of its cgroup.freeze may; "
                                  "nothing was %s",
-                                 access_action_to_string(a), CG_QUOTE(path), what);
+                                 access_action_to_string(a), quoted, what);
 }
 
 /* May the caller do a to the group at path? 0, or -errno with error set:
@@ -406,7 +407,7 @@ static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *
                         return r;
         }
         if (!access_allowed(a, caller, owner)) {
-                r = access_denied(a, caller == ACCESS_UID_INVALID ? NULL : path, outside, error);
+                r = access_denied(a, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(path), outside, error);
                 return r < 0 ? r : -EACCES;
         }
         return 0;
@@ -476,7 +477,7 @@ static int check_access_groups(Manager *m, Caller *c, BatchItem *items, Group *c
                 r = manager_group_check_exists(m, g);
                 if (r == -ESTALE)
                         return r;
-                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : g->path, false, error);
+                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(g->path), false, error);
                 return r < 0 ? r : -EACCES;
         }
         return 0;
@@ -654,7 +655,7 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                                          "The flags of the groups freezerd follows are written, but %s, which it "
                                          "does not follow, cannot be thawed: %s; the flags of the groups freezerd "
                                          "does not follow are left as they were",
-                                         CG_QUOTE(b->odd.items[failed].shown), strerror(-r));
+                                         CG_QUOTE_SHOWN(b->odd.items[failed].shown), strerror(-r));
         }
         b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
@@ -947,7 +948,7 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                         continue; /* gone: nothing to write */
                 if (r < 0)
                         return bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s",
-                                                    CG_QUOTE(odd->items[i].shown), strerror(-r));
+                                                    CG_QUOTE_SHOWN(odd->items[i].shown), strerror(-r));
                 if (access_allowed(ACCESS_FREEZE, caller, owner))
                         continue;
                 r = odd_group_read_flag(m->root_fd, &odd->items[i], &flag);
@@ -955,7 +956,8 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                         odd->items[i].skip = true;
                         continue;
                 }
-                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : odd->items[i].shown, false,
+                r = access_denied(ACCESS_FREEZE,
+                                  caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE_SHOWN(odd->items[i].shown), false,
                                   error);
                 return r < 0 ? r : -EACCES;
         }
@@ -1301,7 +1303,8 @@ static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 if (access_needs_owner(ACCESS_UNTRACK, caller) && manager_freeze_owner(m, norm, &owner, NULL) < 0)
                         owner = ACCESS_UID_INVALID;
                 if (!access_allowed(ACCESS_UNTRACK, caller, owner))
-                        return access_denied(ACCESS_UNTRACK, caller == ACCESS_UID_INVALID ? NULL : norm, false, error);
+                        return access_denied(ACCESS_UNTRACK, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(norm),
+                                             false, error);
         }
         r = manager_untrack(m, path, error);
         if (r < 0)
@@ -1697,7 +1700,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "carry, or holds a control character; freeze %s as a whole "
                                                          "(or rename that group); nothing was written",
                                                          streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE(odd), CG_QUOTE(a->path));
+                                                         CG_QUOTE_SHOWN(odd), CG_QUOTE(a->path));
                         if (odd)
                                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
@@ -1707,7 +1710,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "or raise the limit and Track(\"%s\") to follow it; nothing "
                                                          "was written",
                                                          streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE(odd), CG_QUOTE(a->path), CG_QUOTE(a->path));
+                                                         CG_QUOTE_SHOWN(odd), CG_QUOTE(a->path), CG_QUOTE(a->path));
                 }
         return 0;
 }

@@ -77,16 +77,16 @@ int task_state_parse_stat(const char *buf, size_t len, TaskState *ret) {
         stat_shown_fields(close + 2, end, ret);
         /* The name goes into D-Bus error messages, which must be UTF-8: the
          * kernel keeps whatever bytes a task set (prctl(PR_SET_NAME)), and
-         * cuts a long name at 15 bytes, in the middle of a character maybe. */
+         * cuts a long name at 15 bytes, in the middle of a character maybe.
+         * A backslash is doubled (cg_escape()), as in the paths those messages
+         * quote, so that a name holding a literal "\x0a" is not read as one
+         * holding a newline. */
         n = (size_t) (close - open - 1);
         if (n >= sizeof raw)
                 n = sizeof raw - 1;
         memcpy(raw, open + 1, n);
         raw[n] = 0;
-        if (cg_name_is_publishable(raw))
-                memcpy(ret->comm, raw, n + 1);
-        else
-                cg_escape(raw, true, ret->comm, sizeof ret->comm);
+        cg_escape(raw, !cg_name_is_publishable(raw), ret->comm, sizeof ret->comm);
         return 0;
 }
 

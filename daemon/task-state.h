@@ -20,7 +20,7 @@ typedef struct TaskState {
         pid_t tid;
         char state;                 /* /proc/TID/stat's state letter: R, S, D, T, t, Z, ... */
         char comm[TASK_COMM_MAX];   /* the task's name (the part of stat between the parentheses), control
-                                     * characters escaped (\xNN), and every byte above 0x7e too if it is not
+                                     * characters escaped (\xNN), a backslash doubled, and every byte above 0x7e too if it is not
                                      * UTF-8 that D-Bus can carry */
         char wchan[TASK_WCHAN_MAX]; /* the kernel function it sleeps in, "" when unknown or running */
         bool hidden;                /* the kernel hides its details from us: its wchan is unknown */

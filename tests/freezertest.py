@@ -215,7 +215,7 @@ QUOTE_MAX, QUOTE_HEAD, QUOTE_TAIL = 256, 96, 160  # daemon/cgroup-util.h, CG_QUO
 def quoted(s):
     """s as an error message quotes it (cg_quote()): whole up to QUOTE_MAX bytes, else its
     first QUOTE_HEAD and last QUOTE_TAIL bytes, each cut on a character, then its size
-    (for valid UTF-8 with no control characters)."""
+    (for valid UTF-8 with no control characters nor backslashes)."""
     b = s.encode()
     if len(b) <= QUOTE_MAX:
         return s

@@ -387,6 +387,11 @@ static void test_quote(void) {
         CHECK_STR(cg_quote("x\xffy", buf), "x\\xffy");                 /* no UTF-8 */
         CHECK_STR(cg_quote("x\xef\xbf\xbfy", buf), "x\\xef\\xbf\\xbfy"); /* U+FFFF, which sd-bus refuses */
         CHECK_STR(cg_quote("\xc3\xa9t\xc3\xa9", buf), "\xc3\xa9t\xc3\xa9");
+        /* A backslash doubled, so that a literal "\x0a" is not read as a newline. */
+        CHECK_STR(cg_quote("/s\\x0al\n", buf), "/s\\\\x0al\\x0a");
+        CHECK_STR(cg_escape("/s\\x0al\n", false, buf, sizeof buf), "/s\\\\x0al\\x0a");
+        /* What cg_escape() made, quoted: its backslashes as they are. */
+        CHECK_STR(cg_quote_shown("/s\\\\x0al\\xff", buf), "/s\\\\x0al\\xff");
 
         memset(big, 'a', CG_QUOTE_MAX);
         big[CG_QUOTE_MAX] = 0;

@@ -85,6 +85,10 @@ static void test_parse(void) {
         CHECK_STR(t.comm, "a\\x09b\\x7f");
         CHECK_R(PARSE("5 (\xe6\x97\xa5\xe6\x9c\xac) S 1", &t), 0);
         CHECK_STR(t.comm, "\xe6\x97\xa5\xe6\x9c\xac");
+        /* A backslash doubled, as freezerd's messages show one: a literal
+         * "\x0a" is not read as a newline. */
+        CHECK_R(PARSE("5 (a\\x0ab) S 1", &t), 0);
+        CHECK_STR(t.comm, "a\\\\x0ab");
         /* The kernel's longest name, every byte escaped: whole. */
         CHECK_R(PARSE("5 (\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff) S 1", &t), 0);
         CHECK(strlen(t.comm) == 15 * 4 && strncmp(t.comm, "\\xff\\xff", 8) == 0);

@@ -41,8 +41,11 @@ escaped newline:
   * freeze /b --except=/b/s\\x0al: the group it froze, doubled.
   * freeze /b/no\\such: NoSuchGroup, the path doubled in freezectl's words and in
     freezerd's message alike.
+  * freeze /b/s\\x0al/nope: NoSuchGroup, the literal "\\x0a" doubled in freezerd's
+    message (which doubles a backslash itself) as in freezectl's words.
   * freeze /b/a<LF>b: freezerd's message escapes the newline itself (\\x0a), which is
-    shown as it is, while freezectl's words show it escaped too."""
+    shown as it is, while freezectl's words show it escaped too; freeze /b/a<LF>b\\x0a:
+    the newline as \\x0a and the literal one as \\\\x0a in both."""
 
 import json
 import os
@@ -134,6 +137,18 @@ def check_backslashes(bus, sc):
     ft.check_equal((rc, err), (1, f'freezectl: cannot freeze {esc(missing)}: NoSuchGroup: {esc(missing)} does not '
                                'exist\n'),
                    'an error line: the path doubled in freezectl\'s words and in freezerd\'s message alike')
+
+    # A literal "\x0a" that is not there: freezerd's message doubles its backslash itself,
+    # and freezectl shows it as freezerd sent it (not guessed for an escape of freezerd's).
+    missing = BS + '/nope'
+    rc, out, err = run('freeze', missing, address=bus.address)
+    ft.check_equal((rc, err), (1, f'freezectl: cannot freeze {esc(missing)}: NoSuchGroup: {esc(missing)} does not '
+                               'exist\n'),
+                   'an error line: a literal \\x0a doubled in freezerd\'s message too')
+    rc, out, err = run('freeze', '/b/a\nb\\x0a', address=bus.address)
+    ft.check_equal((rc, err), (1, 'freezectl: cannot freeze /b/a\\x0ab\\\\x0a: InvalidPath: Invalid path '
+                               '"/b/a\\x0ab\\\\x0a": contains a control character\n'),
+                   'an error line: a newline and a literal \\x0a told apart in freezerd\'s message')
 
     # freezerd's message escapes the newline itself: its \x0a stays as it is.
     rc, out, err = run('freeze', '/b/a\nb', address=bus.address)
