@@ -883,15 +883,19 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 message = trimmed;
         }
 
-        /* freezerd's Timeout says what becomes of the flags "Without
-         * ROLLBACK_ON_TIMEOUT", the bus flag: said in freezectl's terms,
-         * its option.  (--json keeps freezerd's message as it is.) */
+        /* freezerd's Timeout ends on what becomes of the flags "Without
+         * ROLLBACK_ON_TIMEOUT", the bus flag (daemon/manager.c): said in
+         * freezectl's terms, its option.  That sentence only, at the end:
+         * not the same words in a group's path.  (--json keeps freezerd's
+         * message as it is.) */
         _cleanup_free_ char *translated = NULL;
-        const char *flag;
-        if (streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") && message &&
-            (flag = strstr(message, "ROLLBACK_ON_TIMEOUT")) &&
-            asprintf(&translated, "%.*s--rollback%s", (int) (flag - message), message,
-                     flag + strlen("ROLLBACK_ON_TIMEOUT")) >= 0)
+        static const char without_flag[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
+                                           "goes on with them";
+        size_t len = message ? strlen(message) : 0;
+        if (!arg_rollback && streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") &&
+            len >= strlen(without_flag) && streq(message + len - strlen(without_flag), without_flag) &&
+            asprintf(&translated, "%.*s. Without --rollback the flags stay as asked, and the kernel goes on with them",
+                     (int) (len - strlen(without_flag)), message) >= 0)
                 message = translated;
 
         verbatim_message = message;

@@ -22,7 +22,8 @@ Checks:
     NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
     back; without --rollback, freeze, freeze --recursive and --json freeze: the
     flags stay "Without --rollback", not freezerd's bus flag ROLLBACK_ON_TIMEOUT,
-    which --json's message keeps), an unreachable bus, a bus that does not let root in (freeze said
+    which --json's message keeps; a group /s/ROLLBACK_ON_TIMEOUT keeps its name in
+    freezerd's message, with --rollback or without), an unreachable bus, a bus that does not let root in (freeze said
     it "lost the connection"), a bus that drops a batch over its max_message_size
     (it said the bus did not let root in), and a bus address that is none (--address=bogus,
     which said only "Invalid argument"); --json failure objects carry error and
@@ -498,6 +499,28 @@ def test():
                              f'{what}: the --json message is freezerd\'s', r.stdout)
                 ft.freezectl('thaw', '/s')
                 sc.wait_events('/s', frozen=0)
+            # Only freezerd's sentence at the end is said of --rollback, not the same word
+            # in a group's path, and only without --rollback.
+            odd = '/s/ROLLBACK_ON_TIMEOUT'
+            sc.mkdir(odd)
+            ft.wait_for(lambda: ft.freezectl('status', odd, check=False).returncode == 0,
+                        what=f'freezerd to publish {odd}')
+            stuck = fuse.spawn_stuck(sc, odd)
+            for rollback in (False, True):
+                what = f'freeze --timeout=300ms{" --rollback" if rollback else ""} {odd}'
+                r = ft.freezectl('freeze', '--timeout=300ms', *(['--rollback'] if rollback else []), odd,
+                                 check=False)
+                ft.check_equal((r.returncode, sc.read_freeze(odd)), (1, 0 if rollback else 1),
+                               f'{what}: exit 1, the flag {"restored" if rollback else "stays"}')
+                one_line(r, what, f'cannot freeze {odd}: Timeout: ', f'of {odd}, in uninterruptible sleep',
+                         *([] if rollback else ['. Without --rollback the flags stay as asked']))
+                ft.check(r.stderr.count('--rollback') == (0 if rollback else 1),
+                         f'{what}: the path not rewritten, no other "--rollback"', r.stderr)
+                sc.write_freeze(odd, 0)
+                sc.wait_events(odd, frozen=0)
+            stuck.kill()
+            stuck.wait(timeout=ft.DEFAULT_TIMEOUT)
+            sc.rmdir(odd)
 
             r = ft.freezectl('freeze', '--no-wait', '/s')
             ft.check_equal((r.returncode, sc.read_freeze('/s'), sc.frozen('/s')), (0, 1, False),
