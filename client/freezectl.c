@@ -1459,16 +1459,20 @@ static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
         freezer_group_array_free(groups, n);
 }
 
+static const char *path_q(const char *path);
+
 /* Where fb's walk skipped groups that freezerd does not track, in the words
  * of the note and of status ("between A and B that freezerd does not
  * track", "above A ..." if none above them is tracked), to free; NULL if it
- * skipped none (or out of memory). */
-static char *untracked_gap(const frozen_by_result *fb) {
+ * skipped none (or out of memory).  With quote, A and B as the note's words
+ * name a path (path_q()); status prints them as they are. */
+static char *untracked_gap(const frozen_by_result *fb, bool quote) {
         char *gap;
 
         if (!fb->gap_low ||
             asprintf(&gap, "%s %s%s%s that freezerd does not track", fb->gap_high ? "between" : "above",
-                     fb->gap_low, fb->gap_high ? " and " : "", fb->gap_high ?: "") < 0)
+                     quote ? path_q(fb->gap_low) : fb->gap_low, fb->gap_high ? " and " : "",
+                     fb->gap_high ? (quote ? path_q(fb->gap_high) : fb->gap_high) : "") < 0)
                 return NULL;
         return gap;
 }
@@ -1542,13 +1546,13 @@ static const char *path_q(const char *path) {
  * ancestor, rather than leave the caller to find the group still frozen. */
 static void note_frozen_by(freezer *f, const char *path, const frozen_by_result *fb) {
         /* The groups freezectl did not look at, as they are not tracked. */
-        _cleanup_free_ char *gap = untracked_gap(fb);
-        const char *by = fb->by;
+        _cleanup_free_ char *gap = untracked_gap(fb, true);
+        const char *by = fb->by, *shown = path_q(path);
 
         if (streq(by, FROZEN_UNTRACKED))
                 log_error("note: every freeze flag in %s is cleared, but a group %s still freezes it "
                           "(freezectl does not look it up: that would make freezerd track it)",
-                          path, gap ?: "that freezerd does not track");
+                          shown, gap ?: "that freezerd does not track");
         else if (streq(by, FROZEN_ABOVE_ROOT)) {
                 _cleanup_free_ char *root = NULL;
 
@@ -1558,15 +1562,16 @@ static void note_frozen_by(freezer *f, const char *path, const frozen_by_result 
                  * thaw does). */
                 (void) freezer_get_cgroup_root(f, &root);
                 log_error("note: every freeze flag in %s is cleared, but a group above freezerd's cgroup root%s%s%s "
-                          "still freezes it%s%s%s", path, root ? " (" : "", root ?: "", root ? ")" : "",
+                          "still freezes it%s%s%s", shown, root ? " (" : "", root ? path_q(root) : "", root ? ")" : "",
                           gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
         } else if (streq(by, "/"))
                 log_error("note: every freeze flag %s %s is cleared, but the own flag of freezerd's cgroup root, "
                           "\"/\", still freezes it (freezerd does not write that flag)%s%s%s",
-                          streq(path, "/") ? "below" : "in", path,
+                          streq(path, "/") ? "below" : "in", shown,
                           gap ? ", and so may a group " : "", gap ?: "", gap ? "" : "");
         else
-                log_error("note: every freeze flag in %s is cleared, but %s still freezes it%s%s%s", path, by,
+                log_error("note: every freeze flag in %s is cleared, but %s still freezes it%s%s%s", shown,
+                          path_q(by),
                           gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
 }
 
@@ -2512,7 +2517,8 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                         /* Where the walk skipped untracked groups: one of
                          * them may be what freezes it, said as the note of
                          * thaw --recursive says it. */
-                        _cleanup_free_ char *gap_raw = untracked_gap(&by), *gap_escaped = NULL, *by_escaped = NULL;
+                        _cleanup_free_ char *gap_raw = untracked_gap(&by, false), *gap_escaped = NULL,
+                                            *by_escaped = NULL;
                         const char *gap = gap_raw ? text_shown(gap_raw, &gap_escaped) : NULL;
 
                         if (streq(by.by, FROZEN_UNTRACKED))

@@ -41,6 +41,7 @@ Checks:
     --except=" /g/x": freezectl's words name the path in double quotes (they read as /g,
     /g/, /, /g, /g/x); freeze /nope and status "/g/a b" as they were.  freeze /g "" /g:
     "empty PATH: the 2nd of the 3 given" (it said "empty PATH", whichever it was).
+  * thaw --recursive "/g/p /c " with "/g/p " frozen: the note names both quoted.
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
     ADDRESS: Permission denied", asking about guid= (freeze and batch said "cannot
@@ -283,6 +284,22 @@ def check_quoted_paths(sc, bus):
     ft.check_equal(sc.read_freeze('/g'), 0, '/g was not frozen')
 
 
+def check_quoted_note(sc, bus):
+    """thaw --recursive's note, of a group that an ancestor still freezes, names both in
+    double quotes where they end with white space ("/g/p /c " frozen by "/g/p ")."""
+    sc.write_freeze('/g/p ', 1)
+    sc.wait_events('/g/p /c ', frozen=1)
+    ft.wait_for(lambda: ft.freezectl('--json', 'status', '/g/p /c ', address=bus.address,
+                                     check=False).stdout.count('frozen-by-parent') > 0,
+                what='freezerd to see "/g/p /c " frozen by its parent')
+    r = ft.freezectl('thaw', '--recursive', '/g/p /c ', address=bus.address, check=False)
+    ft.check_equal((r.returncode, r.stderr),
+                   (0, 'freezectl: note: every freeze flag in "/g/p /c " is cleared, but "/g/p " still freezes it\n'),
+                   'thaw --recursive "/g/p /c ": the note names both paths quoted')
+    sc.write_freeze('/g/p ', 0)
+    sc.wait_events('/g/p /c ', frozen=0)
+
+
 def check_wrong_guid(sc, bus):
     address = re.sub(r'guid=[0-9a-f]+', 'guid=' + '0' * 31 + '1', bus.address)
     ft.check(address != bus.address, 'the bus address has a guid=', bus.address)
@@ -460,6 +477,8 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with ft.Scratch('core-freezectl-output') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
+        sc.mkdir('/g/p ')
+        sc.mkdir('/g/p /c ')
         check_full(bus, ['--help'], [])
         check_full(bus, ['--version'], [])
         check_no_user_bus()
@@ -473,6 +492,7 @@ def test():
             check_json_of_non_utf8_path(bus)
             check_file_system_path(sc, bus)
             check_quoted_paths(sc, bus)
+            check_quoted_note(sc, bus)
             check_full(bus, ['list'], ['No space left on device'])
             check_full(bus, ['--json', 'freeze', '/g'], ['No space left on device'])
             ft.freezectl('thaw', '/g', address=bus.address)
