@@ -620,9 +620,10 @@ static int parse_address(const char *address, struct sockaddr_un *ret, socklen_t
                                 if (c == '%') {
                                         int hi = v + 2 < end ? hex_digit(v[1]) : -1, lo = hi >= 0 ? hex_digit(v[2]) : -1;
 
-                                        if (lo < 0)
-                                                return address_defect(why, why_size, "\"%.3s\" is no %%-escape "
-                                                                      "of two hex digits", v);
+                                        if (lo < 0) /* up to 3 bytes, of this value only */
+                                                return address_defect(why, why_size, "\"%.*s\" is no %%-escape "
+                                                                      "of two hex digits",
+                                                                      (int) (end - v < 3 ? end - v : 3), v);
                                         c = hi * 16 + lo;
                                         v += 2;
                                 }

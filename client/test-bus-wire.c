@@ -490,6 +490,16 @@ static void test_address(void) {
                   "guid=0123 is not 32 hex digits");
         CHECK_STR(wire_address_defect("unix:path=/x%2", why, sizeof why) ?: "(null)",
                   "\"%2\" is no %-escape of two hex digits");
+        /* The bad escape as far as its value goes, not into the next key. */
+        CHECK_STR(wire_address_defect("unix:path=/x%2,guid=0123456789abcdef0123456789abcdef", why, sizeof why)
+                          ?: "(null)",
+                  "\"%2\" is no %-escape of two hex digits");
+        CHECK_STR(wire_address_defect("unix:path=/x%,guid=0123456789abcdef0123456789abcdef", why, sizeof why)
+                          ?: "(null)",
+                  "\"%\" is no %-escape of two hex digits");
+        CHECK_STR(wire_address_defect("unix:path=/x%zz,guid=0123456789abcdef0123456789abcdef", why, sizeof why)
+                          ?: "(null)",
+                  "\"%zz\" is no %-escape of two hex digits");
         CHECK(!wire_address_defect("unix:path=/x", why, sizeof why));
         CHECK(!wire_address_defect("tcp:host=localhost,port=1", why, sizeof why));
         CHECK_R(wire_parse_address("unix:abstract=/tmp/dbus-x", &sa, &len, guid), 0);
