@@ -1927,12 +1927,14 @@ static char *except_cover(const char *top, const char *self) {
 }
 
 /* The refusal, in one line: what was asked, the group it would freeze that
- * holds self, and self (freezectl's own group). */
+ * holds self (a path, or words such as "a group below /"), and self
+ * (freezectl's own group); the paths as freezectl's words name them
+ * (path_q()). */
 static void log_self_refusal(const char *what, const char *group, const char *self) {
         log_error("%s: %s contains freezectl itself (%s): frozen with it, freezectl would not read the reply "
                   "until that group is thawed from elsewhere; run it from a group the freeze leaves running, or "
                   "give --no-wait to freeze it all the same (freezectl freezes too, and exits once thawed)",
-                  what, group, self);
+                  what, group[0] == '/' ? path_q(group) : group, path_q(self));
 }
 
 /* freeze PATH... (with --recursive, their subtrees): EXIT_FAILURE, said, if

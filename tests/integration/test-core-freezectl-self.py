@@ -29,7 +29,8 @@ wire (freeze, batch), through libfreezer for --except:
   * freeze /p/x (beside it): works; so does freeze /d (freezerd's CgroupRoot looked up,
     /d does not hold /p/d).
   * freeze --no-wait /p/d: accepted, cgroup.freeze 1; once /p/d is thawed from
-    here, that freezectl ends with exit 0."""
+    here, that freezectl ends with exit 0.
+  * freeze "/q " run in "/q /d ": refused, the line naming both in double quotes."""
 
 import json
 import os
@@ -39,7 +40,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-GROUPS = ('/p', '/p/d', '/p/x', '/d')
+GROUPS = ('/p', '/p/d', '/p/x', '/d', '/q ', '/q /d ')
 DEADLINE = 10  # s; a refusal or a freeze of /p/x takes milliseconds
 
 
@@ -49,11 +50,11 @@ def thaw_all(sc):
             sc.write_freeze(g, 0)
 
 
-def run_in_d(sc, how, *args, input=None):
-    """freezectl HOW ARGS... run inside /p/d; (exit status, stdout, stderr, in time)."""
+def run_in_d(sc, how, *args, input=None, group='/p/d'):
+    """freezectl HOW ARGS... run inside group (/p/d); (exit status, stdout, stderr, in time)."""
     p = subprocess.Popen([ft.FREEZECTL_BIN, how, *args], stdin=subprocess.PIPE if input else subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=ft._child_setup(sc.abspath('/p/d', 'cgroup.procs')))
+                         preexec_fn=ft._child_setup(sc.abspath(group, 'cgroup.procs')))
     try:
         out, err = p.communicate(input, timeout=DEADLINE)
         return p.returncode, out, err, True
@@ -87,6 +88,7 @@ def test():
     with ft.Scratch('core-freezectl-self') as sc, ft.Bus() as bus:
         sc.mkdir('/p/d')
         sc.mkdir('/d')
+        sc.mkdir('/q /d ')
         sc.spawn_sleepers('/p/x', 1)
         with ft.Daemon(bus, sc.root) as d:
             private = os.path.join(d.runtime_dir, 'private')
@@ -163,6 +165,15 @@ def test():
                             out, err = p.communicate()
                     ft.check(p.returncode == 0 and err == '', f'{label}: freeze --no-wait /p/d, thawed here: exit 0',
                              f'exit {p.returncode}: {err}')
+
+                    # Paths that end with white space: the group and freezectl's own quoted,
+                    # as freezectl's words name every such path.
+                    rc, out, err, in_time = run_in_d(sc, how, 'freeze', '/q ', group='/q /d ')
+                    ft.check(in_time and rc == 1 and err.startswith(
+                        'freezectl: cannot freeze "/q ": "/q " contains freezectl itself ("/q /d "): ') and
+                        unwritten(sc) == {g: 0 for g in GROUPS},
+                        f'{label}: freeze "/q " from "/q /d ": refused, the group and its own quoted',
+                        f'exit {rc}: {err}')
             finally:
                 thaw_all(sc)
 
