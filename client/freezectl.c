@@ -4632,21 +4632,31 @@ static const char *user_bus_address(void) {
 /* For a user who did not reach freezerd on the system bus (r: the
  * connection's failure: no socket, refused, not open to the uid; or 0: the
  * bus has no freezerd): how to reach a freezerd elsewhere, as "; ..."; ""
- * otherwise.  A freezerd run by a user is on that user's session bus, and
- * listens on its private socket in its runtime directory
- * ($XDG_RUNTIME_DIR/freezerd with --user). */
+ * otherwise.  A freezerd run by a user is on that user's session bus (where
+ * there is one: not without DBUS_SESSION_BUS_ADDRESS and XDG_RUNTIME_DIR, as
+ * connect_error() says of --user), and listens on its private socket in its
+ * runtime directory ($XDG_RUNTIME_DIR/freezerd with --user; DIR/private for
+ * --runtime-dir=DIR, as --help says of --socket=). */
 static const char *other_buses_hint(int r) {
         static char buf[PATH_MAX + 300];
         const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
+        bool user_bus = getenv_set("DBUS_SESSION_BUS_ADDRESS") || getenv_set("XDG_RUNTIME_DIR");
 
         if (geteuid() == 0 || !(arg_bus == BUS_DEFAULT || arg_bus == BUS_SYSTEM) ||
             !(r == 0 || r == -ENOENT || r == -ECONNREFUSED || r == -EACCES || r == -ECONNRESET || r == -EPERM))
                 return "";
-        (void) snprintf(buf, sizeof buf,
-                        "; a freezerd run as a user is reached with --user (its session bus) or --socket=%s%s (its "
-                        "private socket), one on another bus with --address=ADDR",
-                        runtime && *runtime ? runtime : "RUNTIME_DIR",
-                        runtime && *runtime ? "/freezerd/private" : "/private");
+        if (runtime && *runtime)
+                (void) snprintf(buf, sizeof buf,
+                                "; a freezerd run as a user is reached with --user (its session bus) or "
+                                "--socket=%s/freezerd/private (its private socket), one on another bus with "
+                                "--address=ADDR",
+                                runtime);
+        else
+                (void) snprintf(buf, sizeof buf,
+                                "; a freezerd run as a user is reached with %s--socket=DIR/private (its private "
+                                "socket, for one started with --runtime-dir=DIR), one on another bus with "
+                                "--address=ADDR",
+                                user_bus ? "--user (its session bus) or " : "");
         return buf;
 }
 

@@ -1,16 +1,21 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """freezectl run by a user (nobody) that does not reach freezerd on the system bus says how
-to reach one run as a user: --user (its session bus), --socket= (its private socket,
-$XDG_RUNTIME_DIR/freezerd/private where XDG_RUNTIME_DIR is set), --address= (another bus).
+to reach one run as a user: --user (its session bus, where there is one), --socket= (its
+private socket, $XDG_RUNTIME_DIR/freezerd/private where XDG_RUNTIME_DIR is set, else
+DIR/private of --runtime-dir=DIR), --address= (another bus).
 It said only why the connection failed, and a user whose freezerd runs on the session
 bus was left to guess.
 
 The system bus is DBUS_SYSTEM_BUS_ADDRESS, as sd-bus and freezectl's wire read it:
 
   * a socket that does not exist: "No such file or directory (is dbus-daemon running?)"
-    and the hint, for status / (libfreezer) and freeze /g (the wire); with
-    XDG_RUNTIME_DIR=/run/user/UID the hint names /run/user/UID/freezerd/private;
+    and the hint, for status / (libfreezer) and freeze /g (the wire): without
+    XDG_RUNTIME_DIR or DBUS_SESSION_BUS_ADDRESS (no user bus) "--socket=DIR/private (its
+    private socket, for one started with --runtime-dir=DIR)" and no --user (it said
+    --user, and RUNTIME_DIR, which --help never defines); with DBUS_SESSION_BUS_ADDRESS
+    only, --user and DIR/private; with XDG_RUNTIME_DIR=/run/user/UID, --user and
+    /run/user/UID/freezerd/private;
   * the socket of a bus with freezerd on it, in a directory of mode 0700 (root's):
     "Permission denied (the socket, or a directory on its path, is not open to uid ...)"
     and the hint;
@@ -30,8 +35,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-HINT = ('a freezerd run as a user is reached with --user (its session bus) or --socket=RUNTIME_DIR/private '
-        '(its private socket), one on another bus with --address=ADDR')
+# Without XDG_RUNTIME_DIR nor DBUS_SESSION_BUS_ADDRESS there is no user bus: no --user.
+HINT = ('a freezerd run as a user is reached with --socket=DIR/private (its private socket, for one started '
+        'with --runtime-dir=DIR), one on another bus with --address=ADDR')
+HINT_SESSION = ('a freezerd run as a user is reached with --user (its session bus) or --socket=DIR/private (its '
+                'private socket, for one started with --runtime-dir=DIR), one on another bus with --address=ADDR')
 
 
 def run_as(uid, gid, args, env):
@@ -73,6 +81,10 @@ def test():
                 ft.check(r.returncode == 1 and
                          f'--socket=/run/user/{uid}/freezerd/private (its private socket)' in r.stderr,
                          f'nobody {what} with XDG_RUNTIME_DIR: the hint names its private socket', repr(r.stderr))
+                r = run_as(uid, gid, args, {**env, 'DBUS_SESSION_BUS_ADDRESS': f'unix:path={missing}-session'})
+                ft.check(r.returncode == 1 and r.stderr.endswith(f'; {HINT_SESSION}\n'),
+                         f'nobody {what} with DBUS_SESSION_BUS_ADDRESS only: the hint names --user and DIR/private',
+                         repr(r.stderr))
                 r = run_as(0, 0, ['--system', *args], env)
                 ft.check(r.returncode == 1 and 'No such file or directory' in r.stderr and '--user' not in r.stderr,
                          f'root {what} --system, no system bus socket: no hint', repr(r.stderr))
