@@ -237,7 +237,8 @@ static void help_to(FILE *f) {
                "it), and exits 1 when any path failed. They print nothing on success\n"
                "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
-               "(a PATH that starts or ends with white space in double quotes there).\n"
+               "(a PATH that starts or ends with white space in double quotes there, with\n"
+               "\\\" for a \" in it).\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -742,6 +743,62 @@ static size_t text_escape_into(char *buf, const char *s) {
         return text_escape_n(buf, s, strlen(s), false);
 }
 
+/* The last PATH_Q_SLOTS paths path_q() put in double quotes, as they are
+ * ("\"/g \""), to free: words_escape_n() finds them in a line of freezectl's
+ * words. */
+#define PATH_Q_SLOTS 4
+static char *path_q_slots[PATH_Q_SLOTS];
+
+/* The n bytes at s, freezectl's words on a line of standard error, into buf
+ * (room for 4 * n + 1) as text_escape_n() shows them; but in a path that
+ * path_q() put in double quotes a '"' as \" besides, so that the quotes
+ * around it are the only bare ones ("/g\" " for "/g\" ").  This escapes the
+ * line as it is made (path_q() quotes before the line is escaped: its own
+ * \" would have its backslash doubled).  Returns the length written, without
+ * the NUL. */
+static size_t words_escape_n(char *buf, const char *s, size_t n) {
+        size_t k = 0;
+
+        for (;;) {
+                const char *at = NULL;
+                size_t at_len = 0;
+
+                /* The first quoted path in s (the longest, of two that start there). */
+                for (size_t i = 0; i < PATH_Q_SLOTS; i++) {
+                        const char *m;
+                        size_t l;
+
+                        if (!path_q_slots[i])
+                                continue;
+                        l = strlen(path_q_slots[i]);
+                        m = memmem(s, n, path_q_slots[i], l);
+                        if (m && (!at || m < at || (m == at && l > at_len))) {
+                                at = m;
+                                at_len = l;
+                        }
+                }
+                if (!at)
+                        break;
+                k += text_escape_n(buf + k, s, (size_t) (at - s), false);
+                buf[k++] = '"';
+                for (const char *p = at + 1, *end = at + at_len - 1; p < end;) {
+                        const char *q = memchr(p, '"', (size_t) (end - p)) ?: end;
+
+                        k += text_escape_n(buf + k, p, (size_t) (q - p), false);
+                        if (q < end) {
+                                buf[k++] = '\\';
+                                buf[k++] = '"';
+                                q++;
+                        }
+                        p = q;
+                }
+                buf[k++] = '"';
+                n -= (size_t) (at + at_len - s);
+                s = at + at_len;
+        }
+        return k + text_escape_n(buf + k, s, n, false);
+}
+
 /* s as a line of text output shows it (text_escape_into()): s itself where
  * nothing in it is escaped, else a copy in *tofree (to free).  s, as it is,
  * on a failed allocation: it is only shown. */
@@ -793,9 +850,9 @@ static void put_error_line(const char *line) {
                 return;
         }
         k = (size_t) sprintf(buf, PROGRAM ": ");
-        k += text_escape_n(buf + k, line, at, false);
+        k += words_escape_n(buf + k, line, at);
         k += text_escape_n(buf + k, line + at, n, true);
-        k += text_escape_n(buf + k, line + at + n, len - at - n, false);
+        k += words_escape_n(buf + k, line + at + n, len - at - n);
         buf[k++] = '\n';
         (void) fwrite(buf, 1, k, stderr);
         free(buf);
@@ -1236,7 +1293,7 @@ static void interrupt_say(const char *fmt, ...) {
         (void) snprintf(call_what, sizeof call_what, "%s", raw);
         /* The handler writes the line as it is, not through put_error_line():
          * its paths escaped here, as every other line on stderr has them. */
-        text_escape_into(what, raw);
+        words_escape_n(what, raw, strlen(raw));
         /* freezerd reads the caller's uid when it reads a call, and refuses
          * the call of a client that left the bus by then (it cannot tell
          * whose it was): a freezerd stopped or busy past the call's timeout
@@ -1519,11 +1576,11 @@ static char *path_shown(const char *arg) {
  * where it is empty or starts or ends with white space, which would
  * otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
  * "cannot freeze /a : ..." read as /a).  Ordinary paths keep their usual
- * look.  The result lives until the PATH_Q_SLOTS-th next call: enough for
- * the paths of one message. */
-#define PATH_Q_SLOTS 4
+ * look.  The line that says it escapes a '"' inside the quotes as \"
+ * (words_escape_n(), which finds it in path_q_slots).  The result lives
+ * until the PATH_Q_SLOTS-th next call: enough for the paths of one
+ * message. */
 static const char *path_q(const char *path) {
-        static char *slots[PATH_Q_SLOTS];
         static unsigned next;
         size_t n;
         char *q;
@@ -1535,8 +1592,8 @@ static const char *path_q(const char *path) {
                 return path;
         if (asprintf(&q, "\"%s\"", path) < 0)
                 return path;
-        free(slots[next]);
-        slots[next] = q;
+        free(path_q_slots[next]);
+        path_q_slots[next] = q;
         next = (next + 1) % PATH_Q_SLOTS;
         return q;
 }

@@ -41,6 +41,8 @@ Checks:
     --except=" /g/x": freezectl's words name the path in double quotes (they read as /g,
     /g/, /, /g, /g/x); freeze /nope and status "/g/a b" as they were.  freeze /g "" /g:
     "empty PATH: the 2nd of the 3 given" (it said "empty PATH", whichever it was).
+  * freeze '/g" ', '/g\\" ' and /g --except='/g/" x ': a '"' inside the quotes as \\" (they
+    printed "/g" "), a backslash doubled.
   * thaw --recursive "/g/p /c " with "/g/p " frozen: the note names both quoted.
   * --address= with a guid= that is not the bus' id: freeze, batch (freezectl's own
     wire) and list (sd-bus) each exit 1 with one line "cannot connect to the bus at
@@ -267,6 +269,11 @@ def check_quoted_paths(sc, bus):
     "/g "); ordinary paths as they were."""
     for args, start in ((['freeze', '/g '], 'freezectl: cannot freeze "/g ": NoSuchGroup: '),
                         (['thaw', '/g/ '], 'freezectl: cannot thaw "/g/ ": NoSuchGroup: '),
+                        # A '"' inside the quotes as \", after a backslash (doubled) too.
+                        (['freeze', '/g" '], 'freezectl: cannot freeze "/g\\" ": NoSuchGroup: '),
+                        (['freeze', '/g\\" '], 'freezectl: cannot freeze "/g\\\\\\" ": NoSuchGroup: '),
+                        (['freeze', '/g', '--except=/g/" x '], 'freezectl: cannot freeze /g except "/g/\\" x ": '
+                                                               'NoSuchGroup: '),
                         (['status', ' '], 'freezectl: cannot get status of "/ ": NoSuchGroup: '),
                         (['tree', '/g\t'], 'freezectl: cannot show tree of "/g\\x09": InvalidPath: '),
                         (['freeze', '/g', '--except=/g/x '], 'freezectl: cannot freeze /g except "/g/x ": '
