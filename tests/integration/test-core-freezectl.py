@@ -28,6 +28,8 @@ Checks:
     (it said the bus did not let root in), and a bus address that is none (--address=bogus,
     which said only "Invalid argument"); --json failure objects carry error and
     message.
+  * --help says that a Timeout's last sentence on an error line is freezectl's
+    (it said the line carries "<message from freezerd>").
   * `freezectl freeze --help` and `help freeze` print freeze's entries and
     options (not the whole help, as --help did), `help watch` watch's, and
     `help` the whole --help.  -h/--help acts as soon as it is read: `--help
@@ -650,6 +652,11 @@ def test():
             # whole --help; "help" was an unknown command).
             whole = ft.freezectl('--help').stdout
             ft.check_equal(ft.freezectl('help').stdout, whole, 'freezectl help prints --help')
+            # Error lines: the Timeout's last sentence is freezectl's, not "<message from freezerd>".
+            ft.check('The message is freezerd\'s, but for a Timeout\'s last sentence without --rollback, which is '
+                     'freezectl\'s: "Without --rollback the flags stay as asked, and the kernel goes on with them"'
+                     in ' '.join(whole.split()),
+                     'freezectl --help: a Timeout\'s last sentence on an error line is freezectl\'s', whole)
             for args in (['freeze', '--help'], ['help', 'freeze'], ['--help', 'freeze', '/g']):
                 r = ft.freezectl(*args)
                 what = ' '.join(args)
