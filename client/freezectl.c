@@ -957,6 +957,19 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
             asprintf(&translated, "%.*s. Without --rollback the flags stay as asked, and the kernel goes on with them",
                      (int) (len - strlen(without_flag)), message) >= 0)
                 message = translated;
+        /* A batch's Cancelled or NoSuchGroup names the flags it wrote that
+         * stay, after the same words (daemon/manager.c, operation_stays()):
+         * the last such sentence, which the paths follow. */
+        static const char stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ";
+        const char *at = NULL;
+        if (!translated && !arg_rollback && message &&
+            (streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
+             streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup")))
+                for (const char *p = message; (p = strstr(p, stays)); p++)
+                        at = p;
+        if (at && asprintf(&translated, "%.*s. Without --rollback the flags it wrote stay as asked: %s",
+                           (int) (at - message), message, at + strlen(stays)) >= 0)
+                message = translated;
 
         verbatim_message = message;
         verbatim_from = strlen(what);

@@ -17,12 +17,16 @@ Checks, each call through busctl (what an operator sees) or the test's client:
   * ApplyBatch [/s, /c, /a] freeze, no flags; /c frozen, then rmdir /c: NoSuchGroup
     "/c was removed while waiting for it to freeze", naming /s and /a as staying,
     not /c.
+  * The same through `freezectl batch -`: its error line says "Without --rollback the
+    flags it wrote stay as asked: ", its option's name, not freezerd's bus flag.
   * The same Cancelled with ROLLBACK_ON_TIMEOUT: "Every flag this call changed was
     restored", nothing said to stay, /a and /b running.
   * A single Freeze of /s reversed by a Thaw: nothing said to stay (its one flag was
     reversed)."""
 
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -59,6 +63,22 @@ def test():
             ft.check_equal(sorted(stays), ['/a', '/b'], 'Cancelled batch: the flags named as staying')
             ft.check_equal((sc.read_freeze('/a'), sc.read_freeze('/b'), sc.read_freeze('/s')), (1, 1, 0),
                            'Cancelled batch: /a and /b stay frozen, /s thawed')
+            thaw_all()
+
+            # ---- the same through freezectl batch: said of its option, --rollback
+            batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', '/a', '/b')]))
+            batch.stdin.close()
+            ft.wait_for(lambda: sc.frozen('/a') and sc.frozen('/b') and sc.read_freeze('/s') == 1,
+                        what='freezectl batch: /a and /b frozen, /s freezing')
+            ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
+            err = batch.stderr.read()
+            batch.stdout.read()
+            batch.wait(timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(batch.returncode == 1 and 'Without --rollback the flags it wrote stay as asked: ' in err and
+                     'ROLLBACK_ON_TIMEOUT' not in err, 'freezectl batch, Cancelled: the flags that stay, said of '
+                     '--rollback', (batch.returncode, err))
             thaw_all()
 
             # ---- NoSuchGroup: a named group removed while the call waits
