@@ -1297,7 +1297,7 @@ static void interrupt_install(void) {
  * between, so that a signal never finds half of it. */
 _printf_(1, 2)
 static void interrupt_say(const char *fmt, ...) {
-        char raw[256], what[4 * sizeof raw];
+        char raw[256], line[4 * sizeof goes_on];
         va_list ap;
         int n;
 
@@ -1307,9 +1307,6 @@ static void interrupt_say(const char *fmt, ...) {
         (void) vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
         (void) snprintf(call_what, sizeof call_what, "%s", raw);
-        /* The handler writes the line as it is, not through put_error_line():
-         * its paths escaped here, as every other line on stderr has them. */
-        words_escape_n(what, raw, strlen(raw));
         /* freezerd reads the caller's uid when it reads a call, and refuses
          * the call of a client that left the bus by then (it cannot tell
          * whose it was): a freezerd stopped or busy past the call's timeout
@@ -1320,7 +1317,7 @@ static void interrupt_say(const char *fmt, ...) {
                 (void) snprintf(goes_on, sizeof goes_on,
                                 "freezerd may still carry out %s: if it runs, it goes on with the call, or carries "
                                 "it out once it reads it%s; see freezectl status",
-                                what,
+                                raw,
                                 arg_no_wait    ? ""
                                 : arg_rollback ? " (with --rollback it restores the flags if the kernel does not "
                                                  "confirm in time)"
@@ -1329,12 +1326,16 @@ static void interrupt_say(const char *fmt, ...) {
                 (void) snprintf(goes_on, sizeof goes_on,
                                 "freezerd may or may not carry out %s: a call it was already working on goes on%s, "
                                 "one it reads only after freezectl left the bus is refused; see freezectl status",
-                                what,
+                                raw,
                                 arg_no_wait    ? ""
                                 : arg_rollback ? " (with --rollback it restores the flags if the kernel does not "
                                                  "confirm in time)"
                                                : " (the flags it wrote stay)");
-        n = snprintf(interrupt_line, sizeof interrupt_line, PROGRAM ": interrupted: %s\n", goes_on);
+        /* goes_on goes into an error line, which put_error_line() escapes;
+         * the handler writes this one as it is, not through put_error_line():
+         * escaped here, once, as every other line on stderr is. */
+        words_escape_n(line, goes_on, strlen(goes_on));
+        n = snprintf(interrupt_line, sizeof interrupt_line, PROGRAM ": interrupted: %s\n", line);
         interrupt_len = n <= 0 ? 0 : (size_t) n >= sizeof interrupt_line ? (int) sizeof interrupt_line - 1 : n;
 }
 

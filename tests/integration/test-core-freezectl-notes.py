@@ -87,6 +87,19 @@ def check_stopped(sc, bus, d):
             ft.wait_for(lambda: sc.read_freeze('/g') == 1, what='freezerd to carry out the call it read late')
             ft.freezectl('thaw', '/g', address=bus.address)
 
+    # A path with a backslash in that line: escaped once where freezectl names it and
+    # where it says what freezerd may still carry out (the second part was escaped twice).
+    path = '/g/n\\x0a'  # a literal backslash; no such group: freezerd, read late, refuses it
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        r = ft.freezectl('freeze', path, '--timeout=1s', check=False, timeout=ft.DEFAULT_TIMEOUT * 2, socket=private)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    shown = path.replace('\\', '\\\\')
+    what = f'freeze {path} with freezerd stopped'
+    one_line(r, what, f'cannot freeze {shown}: no reply from freezerd', f'carry out the freeze of {shown}:')
+    ft.check('\\\\\\' not in r.stderr, f'{what}: no backslash escaped twice', r.stderr)
+
 
 def check_except_keeps_frozen(sc, bus):
     ft.freezectl('freeze', '/pods/a/x', address=bus.address)
