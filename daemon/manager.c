@@ -1471,7 +1471,7 @@ static void odd_name_log(GroupData *pd, const char *parent_path, const char *nam
                                 return;
         }
         log_warning("Not following %s/%s: its name is not UTF-8 that D-Bus can carry, or holds a control character%s",
-                    streq(parent_path, "/") ? "" : parent_path, cg_escape(name, true, esc, sizeof esc),
+                    streq(parent_path, "/") ? "" : CG_QUOTE(parent_path), cg_escape(name, true, esc, sizeof esc),
                     o && o->n == ODD_NAMES_MAX ? " (more such groups here are not followed either, and not logged)"
                                                : "");
         if (!o)

@@ -154,12 +154,20 @@ static int child_followed(const char *path, const char *name, OddFollowedFn foll
 
 int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, void *userdata, OddGroups *o,
                        char **ret_where) {
-        _cleanup_free_ char *names = NULL;
+        _cleanup_free_ char *names = NULL, *shown = NULL;
         const char *rel = cg_path_relative(path);
-        size_t size = 0;
+        size_t size = 0, len = strlen(path);
         int r;
 
         *ret_where = NULL;
+        /* path (a followed group's) escaped as its children's names are, so
+         * that the shown paths, which cg_quote_shown() quotes as they are,
+         * have every backslash doubled: a literal "\x0a" in it must not read
+         * as an escape. */
+        shown = malloc(4 * len + 8);
+        if (!shown)
+                return -ENOMEM;
+        (void) cg_escape(path, false, shown, 4 * len + 8);
         r = list_subdirs(root_fd, rel, &names, &size);
         if (r < 0)
                 return r;
@@ -171,9 +179,9 @@ int odd_groups_collect(int root_fd, const char *path, OddFollowedFn followed, vo
                         return r;
                 if (r > 0)
                         continue; /* in the model, with its own listing */
-                r = collect_subtree(root_fd, join_rel(rel, name), join_shown(path, name), o);
+                r = collect_subtree(root_fd, join_rel(rel, name), join_shown(shown, name), o);
                 if (r < 0) {
-                        *ret_where = join_shown(path, name);
+                        *ret_where = join_shown(shown, name);
                         return r;
                 }
         }

@@ -359,6 +359,22 @@ def test():
                 os.rmdir(rodd)
                 u.call('Thaw', '/own/b', tmo, 0)
                 ft.check_equal(flags(), all_zero, 'and all thawed again')
+                # The same below U's group whose name holds a literal backslash: the path
+                # names it with that backslash doubled, as every quoted path has it (its
+                # "\x0a" read as an escaped newline).
+                sc.mkdir('/own/bs\\x0a')
+                sc.delegate('/own/bs\\x0a', U)
+                rodd = os.fsencode(sc.abspath('/own/bs\\x0a')) + b'/rodd\xff'
+                os.mkdir(rodd)
+                with open(rodd + b'/cgroup.freeze', 'w') as f:
+                    f.write('1')
+                root.call('ListGroups')  # a round trip after freezerd read the IN_CREATE
+                denied(u.group_call, '/own/bs\\x0a', 'Thaw', tmo, R, path='/own/bs\\\\x0a/rodd\\xff',
+                       what='Group.Thaw /own/bs\\x0a RECURSIVE with its /rodd\\xff frozen by root')
+                with open(rodd + b'/cgroup.freeze', 'w') as f:
+                    f.write('0')
+                os.rmdir(rodd)
+                os.rmdir(sc.abspath('/own/bs\\x0a'))
                 # The group a RECURSIVE call names must pass even when its flag would not
                 # change, as without RECURSIVE ("Who may do what"): thawing root's running
                 # /foreign or /own/rc is refused, not a success that wrote nothing.

@@ -138,6 +138,20 @@ def test():
             ft.check(not ft.task_frozen(ft.proc_state(sleeper.pid)), 'the sleeper of /pods/bad\\xff still runs')
             r = ft.freezectl('freeze', '/pods', '--except=/pods/a', address=bus.address, check=False)
             print('# ' + r.stderr.strip(), flush=True)
+
+            # The same below a followed group whose name holds a literal backslash: its
+            # path in the message has the backslash doubled, as in every quoted path, so
+            # that its "\x0a" does not read as an escaped newline.
+            bs = os.fsencode(sc.abspath('/bs\\x0a'))
+            os.mkdir(bs)
+            os.mkdir(bs + b'/a')
+            os.mkdir(bs + b'/' + ODD[0])
+            c.call('Track', '/bs\\x0a')
+            e = ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSupported', c.call, 'FreezeExcept', '/bs\\x0a',
+                                     ['/bs\\x0a/a'], 0, 0)
+            ft.check('/bs\\\\x0a/bad\\xff ' in e.message and '/bs\\x0a/' not in e.message.replace('\\\\', ''),
+                     'FreezeExcept below /bs\\x0a: the odd group named with the backslash of its parent doubled',
+                     e.message)
             ft.check(r.returncode == 1 and 'NotSupported' in r.stderr and 'apart from its siblings' in r.stderr
                      and 'freeze /pods as a whole' in r.stderr,
                      'freezectl freeze /pods --except=/pods/a exits 1 and prints the error', r)
