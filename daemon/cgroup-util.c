@@ -387,12 +387,31 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
  * bound (not 0), stops before the character that would pass p + bound.  A
  * backslash doubled, but with shown (a string cg_escape() made) as it is.
  * Returns the new k. */
+/* In a string cg_escape() made, the length of the escape at p ("\\" or
+ * "\xNN"), kept whole where a quote cuts the string; 0 for none. */
+static size_t shown_escape_len(const unsigned char *p, const unsigned char *end) {
+        if (*p != '\\' || end - p < 2)
+                return 0;
+        if (p[1] == '\\')
+                return 2;
+        return p[1] == 'x' && end - p >= 4 ? 4 : 0;
+}
+
 static size_t quote_part(const unsigned char *p, const unsigned char *end, size_t bound, bool shown, char *buf,
                          size_t k) {
         const unsigned char *start = p;
 
         while (p < end) {
-                size_t n = cg_utf8_char_len(p, true);
+                size_t n = cg_utf8_char_len(p, true), e = shown ? shown_escape_len(p, end) : 0;
+
+                if (e > 0) {
+                        if (bound > 0 && (size_t) (p - start) + e > bound)
+                                break; /* an escape is cut whole, or not at all */
+                        memcpy(buf + k, p, e);
+                        k += e;
+                        p += e;
+                        continue;
+                }
 
                 if (bound > 0 && (size_t) (p - start) + (n ?: 1) > bound)
                         break; /* cut before the character that would pass the bound */
@@ -436,6 +455,18 @@ static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZ
         tail = end - CG_QUOTE_TAIL;
         for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
                 tail++;
+        if (shown) {
+                /* Nor in an escape: the first one that begins in the tail's
+                 * bytes, found from the start (a backslash there may be the
+                 * second of "\\"). */
+                const unsigned char *q = p;
+
+                while (q < tail) {
+                        size_t e = shown_escape_len(q, end);
+                        q += e ?: 1;
+                }
+                tail = q;
+        }
         k = quote_part(tail, end, 0, shown, buf, k);
         snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", len);
         return buf;

@@ -392,6 +392,30 @@ static void test_quote(void) {
         CHECK_STR(cg_escape("/s\\x0al\n", false, buf, sizeof buf), "/s\\\\x0al\\x0a");
         /* What cg_escape() made, quoted: its backslashes as they are. */
         CHECK_STR(cg_quote_shown("/s\\\\x0al\\xff", buf), "/s\\\\x0al\\xff");
+        /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
+         * or a "\xNN", so that the quote holds no lone backslash, which
+         * would make a "\x0a" after it read as an escape. */
+        for (size_t shift = 0; shift < 5; shift++) {
+                char shown[512];
+                size_t runs_odd = 0, run = 0, n = shift;
+
+                memset(shown, 'a', shift);
+                for (; n + 5 < sizeof shown; n += 5)
+                        memcpy(shown + n, "\\\\x0a", 5); /* a literal "\x0a", shown */
+                shown[n] = 0;
+                cg_quote_shown(shown, buf);
+                for (const char *c = buf;; c++) {
+                        if (*c == '\\') {
+                                run++;
+                                continue;
+                        }
+                        runs_odd += run % 2;
+                        run = 0;
+                        if (!*c)
+                                break;
+                }
+                CHECK(strstr(buf, "...") && runs_odd == 0);
+        }
 
         memset(big, 'a', CG_QUOTE_MAX);
         big[CG_QUOTE_MAX] = 0;
