@@ -2952,11 +2952,11 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                 manager_dispatch(m);
                 return;
         }
-        /* Each path quoted (cg_quote(): under 300 bytes, as the groups
-         * freezerd follows have UTF-8 names without control characters), at
-         * most TIMEOUT_GROUPS_NAMED groups named, each with up to 4 below it,
-         * and up to STUCK_TASKS_LISTED tasks: a batch of 65,536 groups of 4 kB
-         * paths still gets a message under 10 kB. */
+        /* Each path quoted (cg_quote(): under 550 bytes, as the groups
+         * freezerd follows have UTF-8 names without control characters, a
+         * backslash doubled), at most TIMEOUT_GROUPS_NAMED groups named, each
+         * with up to 4 below it, and up to STUCK_TASKS_LISTED tasks: a batch
+         * of 65,536 groups of 4 kB paths still gets a message under 14 kB. */
         unsigned n_listed = 0;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 OpEntry *e = &op->entries[i];
