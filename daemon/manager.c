@@ -4371,12 +4371,14 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         was_root = i >= 0;
         was_called = was_root && m->track_roots_called[i];
         r = manager_ensure_path(m, norm, true, &g, error);
-        if (r < 0 && !was_root && (r == -ENOMEM || (called && m->started))) {
+        if (r < 0 && !was_root &&
+            (r == -ENOMEM || (called && m->started) || !sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP))) {
                 /* Part-way: the groups it added above norm are held by no
                  * root (a reload that fails so would keep them for good; a
                  * call's lookup of /c/none/z, NoSuchGroup, would keep /c
-                 * watched until the stop).  But for a root of the
-                 * configuration or of tracked.json that does not exist
+                 * watched until the stop; a configured root that is no
+                 * directory is skipped, with a warning).  But for a root of
+                 * the configuration or of tracked.json that does not exist
                  * yet: it waits for its directory, watched through them
                  * (manager_track_pending()). */
                 manager_untracked_prune(m, norm, UNTRACK_UNDONE);

@@ -23,7 +23,8 @@ part-way).
   model, unpublished, with its files open and its directory watched, held by
   no root, until the stop.)
   So too for a call: GetGroup("/c/none/z") and Track("/c/none"), NoSuchGroup, leave
-  /c unwatched (it stayed in the model until the stop)."""
+  /c unwatched (it stayed in the model until the stop), and so does a configured root
+  that is a file, /c/cgroup.procs, skipped with a warning."""
 
 import json
 import os
@@ -46,6 +47,13 @@ def test():
             sc.mkdir(g)
         for failing, root in (('/c', '/c'), ('/none', '/none'), ('/c/d', '/c/d/e')):
             run(sc, bus, failing, root)
+        # A configured root that cannot be tracked for another reason than that it does not
+        # exist (a file: no cgroup directory) is skipped with a warning, and leaves nothing
+        # of its path in the model (/c stayed watched until the stop).
+        with ft.Daemon(bus, sc.root, config={'track': ['/a', '/c/cgroup.procs']}) as d:
+            ft.check_equal(ft.published_paths(d.client), ['/', '/a', '/a/x'], 'track ["/a", "/c/cgroup.procs"]: /a')
+            ft.check('Cannot track /c/cgroup.procs' in d.log(), '  ... a warning names /c/cgroup.procs', d.log())
+            ft.check(not watched(d, sc.abspath('/c')), '  ... /c is not watched (not in the model)')
     print('# checked: a reload that fails keeps the configuration before whole, and later ones converge')
 
 
