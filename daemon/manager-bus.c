@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config-build.h"
@@ -1726,12 +1727,16 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
  * does not exist its lookup says so first. */
 static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, sd_bus_error *error) {
         _cleanup_free_ char *top = NULL;
+        struct stat st;
         size_t n = 0, l;
         bool check;
         int r;
 
+        /* Only over a top that is a group: one that is not (missing, a
+         * file) gets its own error from its lookup. */
         check = cg_path_normalize(path, &top, NULL) >= 0 &&
-                (tree_get(m->tree, top) || faccessat(m->root_fd, top + 1, F_OK, AT_SYMLINK_NOFOLLOW) >= 0);
+                (tree_get(m->tree, top) ||
+                 (fstatat(m->root_fd, top + 1, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode)));
         l = top ? strlen(top) : 0;
         r = sd_bus_message_enter_container(msg, 'a', "s");
         if (r < 0)
