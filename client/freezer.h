@@ -47,7 +47,7 @@
  *     "org.freezerd.Freezer1.Error.Timeout"). An argument refused before
  *     anything is sent (a NULL path, an order or a resource out of range) is
  *     -EINVAL with "org.freedesktop.DBus.Error.InvalidArgs" and a message
- *     naming the argument and its value (since libfreezer 0.6; the message
+ *     naming the argument and its value (since libfreezer 0.6.1; the message
  *     was "Invalid argument"). freezer_open_*() fail
  *     without a handle and report the errno only.
  *   - A handle is not thread-safe and must not be used after fork(); use one
@@ -443,7 +443,8 @@ FREEZER_EXPORT int freezer_cancel_call(freezer *f, uint64_t id);
  * names the file and the errno's text, and the subtree is not kept as a
  * tracked root (a group within another tracked subtree stays tracked as part
  * of it; one tracked already by a lookup stays tracked until the daemon
- * stops). */
+ * stops; a root of the daemon's configuration stays tracked by it alone);
+ * -ENOMEM (NoMemory) where the save ran out of memory. */
 FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
 /* Stop following a subtree given to freezer_track() earlier or named in the
  * daemon's configuration (Manager.Untrack). The groups' cgroup.freeze flags
@@ -451,7 +452,9 @@ FREEZER_EXPORT int freezer_track(freezer *f, const char *path);
  * within a tracked subtree, or outside them) fails with -ENOENT, named
  * NotTracked (a freezerd older than 0.6: NoSuchGroup).  -EIO (Failed) where
  * the daemon cannot save its state directory's tracked.json without the
- * subtree: it stays tracked, as a restart would track it. */
+ * subtree: it stays tracked, as a restart would track it (-ENOMEM, NoMemory,
+ * where the save ran out of memory); a subtree that the file lacks (tracked
+ * by a lookup whose save failed) is untracked all the same. */
 FREEZER_EXPORT int freezer_untrack(freezer *f, const char *path);
 
 /* "running", "freezing", "frozen", "thawing", "freezing-by-parent",

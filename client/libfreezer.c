@@ -2820,16 +2820,19 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
 static int on_states_subscribed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(m);
-        int r = defer_reload_reply(f, m, on_states_subscribed, &f->ids_slot, &f->states_retry);
+        int before = f->reload_error, r = defer_reload_reply(f, m, on_states_subscribed, &f->ids_slot, &f->states_retry);
 
         /* A failed subscription has no Ids to load: what its reply asked
          * for is done again instead (read off the reply, which is at hand:
          * no memory needed).  An older freezerd's refusal, the fallback to
          * GroupsChanged; any other error (it exited again), nothing: the
-         * next start subscribes. */
+         * next start subscribes, and no dispatch need say -ENOMEM for a
+         * reply that asked for nothing. */
         if (r < 0 && e) {
                 f->states_retry = false;
                 f->states_fallback = error_no_group_states(e);
+                if (!f->states_fallback)
+                        f->reload_error = before;
                 held_drop(f);
         }
         return r;

@@ -1757,9 +1757,19 @@ static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, 
                         continue;
                 if (!streq(norm, top) && (streq(top, "/") || (strncmp(norm, top, l) == 0 && norm[l] == '/')))
                         continue; /* below top */
-                if (!tree_get(m->tree, norm) && faccessat(m->root_fd, norm + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-                    errno == ENOENT)
-                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist", CG_QUOTE(x));
+                if (!tree_get(m->tree, norm)) {
+                        /* As its lookup would say (path_error()). */
+                        if (fstatat(m->root_fd, norm + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                                if (errno == ENOENT)
+                                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
+                                                                 "%s does not exist", CG_QUOTE(x));
+                        } else if (S_ISLNK(st.st_mode))
+                                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
+                                                         "%s is or passes through a symlink", CG_QUOTE(x));
+                        else if (!S_ISDIR(st.st_mode))
+                                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
+                                                         "%s is not a cgroup directory", CG_QUOTE(x));
+                }
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Excluded group %s is not below %s",
                                          CG_QUOTE(norm), CG_QUOTE(top));
         }

@@ -4324,7 +4324,7 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                 return bus_error_set_failed(error, r,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "but may not be after a restart: %s",
-                                            m->state_dir, CG_QUOTE(norm), strerror(-r));
+                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-r));
         }
         if (save >= 0)
                 return 0; /* no file to keep it in (no state directory) */
@@ -4340,7 +4340,7 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                 return bus_error_set_failed(error, save,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "by the configuration alone: %s",
-                                            m->state_dir, CG_QUOTE(norm), strerror(-save));
+                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-save));
         /* In another root's subtree it is still tracked, and published:
          * what the call did not get is a root of its own, kept. */
         in = track_root_covering(m, norm);
@@ -4349,9 +4349,9 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "within the subtree of %s but is not kept as a track root of its own: "
                                             "%s",
-                                            m->state_dir, CG_QUOTE(norm), CG_QUOTE(in), strerror(-save));
+                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), CG_QUOTE(in), strerror(-save));
         return bus_error_set_failed(error, save, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
-                                    m->state_dir, CG_QUOTE(norm), strerror(-save));
+                                    CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-save));
 }
 
 /* keep: see manager_track(). */
@@ -4657,7 +4657,7 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                         return bus_error_set_failed(error, r,
                                                     "Cannot save tracked subtrees to %s/tracked.json, %s stays "
                                                     "tracked: %s",
-                                                    m->state_dir, CG_QUOTE(norm), strerror(-r));
+                                                    CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-r));
                 }
         }
         free(root);

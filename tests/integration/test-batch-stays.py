@@ -68,14 +68,19 @@ def test():
             # ---- the same through freezectl batch: said of its option, --rollback
             batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', '/a', '/b')]))
-            batch.stdin.close()
-            ft.wait_for(lambda: sc.frozen('/a') and sc.frozen('/b') and sc.read_freeze('/s') == 1,
-                        what='freezectl batch: /a and /b frozen, /s freezing')
-            ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
-            err = batch.stderr.read()
-            batch.stdout.read()
-            batch.wait(timeout=ft.DEFAULT_TIMEOUT)
+            try:
+                batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', '/a', '/b')]))
+                batch.stdin.close()
+                ft.wait_for(lambda: sc.frozen('/a') and sc.frozen('/b') and sc.read_freeze('/s') == 1,
+                            what='freezectl batch: /a and /b frozen, /s freezing')
+                ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
+                err = batch.stderr.read()
+                batch.stdout.read()
+                batch.wait(timeout=ft.DEFAULT_TIMEOUT)
+            finally:
+                if batch.poll() is None:
+                    batch.kill()
+                    batch.wait()
             ft.check(batch.returncode == 1 and 'Without --rollback the flags it wrote stay as asked: ' in err and
                      'ROLLBACK_ON_TIMEOUT' not in err, 'freezectl batch, Cancelled: the flags that stay, said of '
                      '--rollback', (batch.returncode, err))

@@ -24,6 +24,7 @@ property unchanged (no /u, /u/x or /v), no InterfacesAdded, tracked.json unchang
     refused before its path is looked up; FreezeExcept(/u, [/v/y]) and (/u, [/nonexistent]):
     the top outside the tracked subtrees is not tracked either (InvalidArgs, NoSuchGroup);
     FreezeExcept(/t/cgroup.procs, [/u/x]): the top's own InvalidPath, not the exclusion's;
+    FreezeExcept(/t, [/u/cgroup.procs]): the file's InvalidPath, as its lookup says;
     FreezeExcept(/u, 4,097 exclusions) and ApplyBatch of 65,537 requests for /u/x: the
     limits, checked before the first path is looked up.
   * Then, as a control, GetGroup(/u) tracks /u (published, InterfacesAdded)."""
@@ -95,6 +96,11 @@ def test():
             ft.check('/t/cgroup.procs is not a cgroup directory' in e.message,
                      'FreezeExcept of a file (/t/cgroup.procs): its own error first, not the exclusion\'s', e.message)
             nothing_tracked('FreezeExcept of /t/cgroup.procs')
+            e = ft.expect_dbus_error(ft.ERROR_INVALID_PATH, c.call, 'FreezeExcept', '/t', ['/u/cgroup.procs'], 0, 0)
+            ft.check('/u/cgroup.procs is not a cgroup directory' in e.message,
+                     'FreezeExcept of /t excluding a file outside it: the file\'s InvalidPath, as its lookup says',
+                     e.message)
+            nothing_tracked('FreezeExcept of /t excluding /u/cgroup.procs')
             refused('FreezeExcept of /u with 4,097 exclusions', 'FreezeExcept', '/u', ['/u/x'] * 4097, 0, 0,
                     contains='At most 4096 exclusions')
             refused('ApplyBatch of 65,537 requests', 'ApplyBatch', [('/u/x', True)] * 65537, 'auto', 0, 0,

@@ -10,8 +10,9 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     SubscribeGroups as the refusal says: the callback reports /g frozen.  (It loaded the Ids
     and read the states instead, never subscribing: no change was ever reported.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
-    FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the reply of its new
-    subscription lost: watch warns "out of memory, some changes may be reported late" and
+    FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
+    reload after the start lost (its new subscription's or its group list's, whichever
+    comes first): watch warns "out of memory, some changes may be reported late" and
     goes on (it said "lost the connection to the bus: Cannot allocate memory" and exited):
     a freeze of /g after that is printed."""
 
