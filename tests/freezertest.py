@@ -1024,8 +1024,7 @@ class Daemon:
     def _start(self):
         self.tmpdir = tempfile.mkdtemp(prefix=f'{TMP_PREFIX}daemon-{os.getpid()}-')
         self.config_path = os.path.join(self.tmpdir, 'freezerd.json')
-        with open(self.config_path, 'w') as f:
-            json.dump(self.config, f)
+        self.write_config(self.config)
         self.log_path = os.path.join(self.tmpdir, 'freezerd.log')
         notify_path = os.path.join(self.tmpdir, 'notify')
         self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
@@ -1091,6 +1090,11 @@ class Daemon:
                 fail(f'freezerd exited with status {self.exit_status} before READY=1')
             return self.ready_count() > count_before
         wait_for(ready, timeout=timeout, what='READY=1 from freezerd')
+
+    def write_config(self, config):
+        """Replace freezerd's configuration file (read at the start and at each reload())."""
+        with open(self.config_path, 'w') as f:
+            json.dump(config, f)
 
     def reload(self, timeout=None):
         """SIGHUP, then wait for the next READY=1."""

@@ -26,7 +26,6 @@ Checks:
 "Not published" is checked after a group made later below a tracked one came out:
 freezerd reads the kernel's inotify events in order."""
 
-import json
 import os
 import shutil
 import sys
@@ -108,8 +107,7 @@ def test():
 
             # SIGHUP drops /gone and /q/z before they exist, keeps /late.
             before = c.group_property('/', 'Descendants')
-            with open(d.config_path, 'w') as f:
-                json.dump({'track': ['/pods', '/x/y', '/m/n', '/late']}, f)
+            d.write_config({'track': ['/pods', '/x/y', '/m/n', '/late']})
             d.reload()
             ft.check_equal(c.group_property('/', 'Descendants'), before - 1,
                            'after the reload /q (kept for /q/z alone) left the model')

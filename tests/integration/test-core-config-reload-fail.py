@@ -26,18 +26,12 @@ part-way).
   /c unwatched (it stayed in the model until the stop), and so does a configured root
   that is a file, /c/cgroup.procs, skipped with a warning."""
 
-import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
-
-
-def write_config(d, config):
-    with open(d.config_path, 'w') as f:
-        json.dump(config, f)
 
 
 def test():
@@ -88,7 +82,7 @@ def run(sc, bus, failing, root):
                 ft.check(not watched(d, sc.abspath('/c')), f'{method}({path}), NoSuchGroup: /c is not watched')
 
         rec = c.record()
-        write_config(d, {'track': ['/b', root], 'default_timeout_usec': 7000000})
+        d.write_config({'track': ['/b', root], 'default_timeout_usec': 7000000})
         d.reload()
         ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x'],
                        f'a reload that cannot add {root}: /a stays, /b is not tracked')
@@ -98,12 +92,12 @@ def run(sc, bus, failing, root):
                  in d.log(), '  ... the log says so', d.log()[-2000:])
         ft.check(not watched(d, sc.abspath('/c')), '  ... /c is not watched (not in the model)')
 
-        write_config(d, {'track': ['/b']})
+        d.write_config({'track': ['/b']})
         d.reload()
         ft.check_equal(ft.published_paths(c), ['/', '/b'], 'the next reload, with ["/b"]: /b alone, /a dropped')
         ft.check_equal(c.manager_property('DefaultTimeoutUSec'), 10000000, '  ... the default timeout')
 
-        write_config(d, {'track': ['/a']})
+        d.write_config({'track': ['/a']})
         d.reload()
         ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x'], 'and with ["/a"]: /a again, /b dropped')
 

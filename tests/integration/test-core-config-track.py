@@ -31,11 +31,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 
-def write_config(d, config):
-    with open(d.config_path, 'w') as f:
-        json.dump(config, f)
-
-
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     with tempfile.TemporaryDirectory(prefix=f'{ft.TMP_PREFIX}state-{os.getpid()}-') as state_dir:
@@ -60,7 +55,7 @@ def check_reload_cancels():
             c = d.client
             pending = c.call_async('Freeze', '/stuck', 60 * 1000000, 0)
             ft.check_equal(c.group_property('/stuck', 'FreezerState'), 'freezing', 'Freeze(/stuck) waits')
-            write_config(d, {'track': ['/pods']})
+            d.write_config({'track': ['/pods']})
             d.reload()
             e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
             ft.check('/stuck is no longer tracked (the configuration reload dropped / from "track")' in e.message
@@ -86,14 +81,14 @@ def run(state_dir):
             c = d.client
             c.call('Track', '/a')
             c.call('GetGroup', '/b')
-            write_config(d, {'track': ['/a', '/b', '/c']})
+            d.write_config({'track': ['/a', '/b', '/c']})
             d.reload()
             ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x', '/b', '/c'], 'all three tracked')
             ft.check_equal(sorted(ft.tracked_roots(state_dir)), ['/a', '/b'],
                            'tracked.json holds what calls asked for (/a, /b), configured or not')
 
             rec = c.record()
-            write_config(d, {'track': ['/none']})
+            d.write_config({'track': ['/none']})
             d.reload()
             ft.check_equal(ft.published_paths(c), ['/', '/a', '/a/x', '/b'],
                            'SIGHUP with track [/none]: /a and /b, which calls asked for, stay; /c goes')

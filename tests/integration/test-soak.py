@@ -548,8 +548,7 @@ class Soak:
         old = set(self.config_roots)
         if self.rng.random() < 0.5:
             self.config_roots ^= {'/B'}
-            with open(self.d.config_path, 'w') as f:
-                json.dump({'track': sorted(self.config_roots)}, f)
+            self.d.write_config({'track': sorted(self.config_roots)})
         self.note(f'SIGHUP, "track": {sorted(self.config_roots)}')
         self.count('SIGHUP')
         self.d.reload()
