@@ -580,23 +580,13 @@ static void test_ids_removed(const char *socket_path) {
         freezer_close(f);
 }
 
-/* The reply of a reload of Ids that cannot be queued (no memory, made so by
- * the test hook): freezer_dispatch() fails with -ENOMEM once, and the Ids
- * are loaded again (then the states read), so /new6, whose InterfacesAdded
- * was dropped, is reported.  (The reload waited for the lost reply for ever,
- * and no other reload started: /new6 was never reported, nor the error.) */
-static void test_reload_reply_lost(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
+/* Dispatched until new_path is reported, or for seconds: the -ENOMEM
+ * failures counted, the handle due at once after each. */
+static unsigned dispatch_until_reported(freezer *f, unsigned seconds) {
         unsigned enomem = 0;
-        char calls[32];
 
-        if (!f)
-                return;
-        new_path = "/new6";
-        /* Its InterfacesAdded dropped: the Ids asked for again. */
-        CHECK_R(freezer_freeze(f, "/new6", 0, 0), 0);
-        freezer_test_fail_reload_replies = 1;
-        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; new_reported == 0 && mono_usec() < deadline;) {
+        for (uint64_t deadline = mono_usec() + seconds * USEC_PER_SEC;
+             new_reported == 0 && mono_usec() < deadline;) {
                 struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
                 uint64_t t = UINT64_MAX;
                 int r = freezer_dispatch(f);
@@ -615,6 +605,26 @@ static void test_reload_reply_lost(const char *socket_path) {
                 if (r == 0)
                         (void) poll(&p, 1, 100);
         }
+        return enomem;
+}
+
+/* The reply of a reload of Ids that cannot be queued (no memory, made so by
+ * the test hook): freezer_dispatch() fails with -ENOMEM once, and the Ids
+ * are loaded again (then the states read), so /new6, whose InterfacesAdded
+ * was dropped, is reported.  (The reload waited for the lost reply for ever,
+ * and no other reload started: /new6 was never reported, nor the error.) */
+static void test_reload_reply_lost(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        unsigned enomem;
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new6";
+        /* Its InterfacesAdded dropped: the Ids asked for again. */
+        CHECK_R(freezer_freeze(f, "/new6", 0, 0), 0);
+        freezer_test_fail_reload_replies = 1;
+        enomem = dispatch_until_reported(f, 5);
         drain(f, N_CALLS);
         CHECK(freezer_test_fail_reload_replies == 0);
         CHECK_R(enomem, 1);
@@ -624,32 +634,6 @@ static void test_reload_reply_lost(const char *socket_path) {
         CHECK_STR(calls, "IIS");
         new_path = "/new2";
         freezer_close(f);
-}
-
-/* Dispatched until new_path is reported, or for seconds: the -ENOMEM
- * failures counted, the handle due at once after each. */
-static unsigned dispatch_until_reported(freezer *f, unsigned seconds) {
-        unsigned enomem = 0;
-
-        for (uint64_t deadline = mono_usec() + seconds * USEC_PER_SEC;
-             new_reported == 0 && mono_usec() < deadline;) {
-                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
-                uint64_t t = UINT64_MAX;
-                int r = freezer_dispatch(f);
-
-                if (r == -ENOMEM) {
-                        enomem++;
-                        CHECK_R(freezer_get_timeout(f, &t), 1);
-                        CHECK(t == 0);
-                        continue;
-                }
-                CHECK(r >= 0);
-                if (r < 0)
-                        break;
-                if (r == 0)
-                        (void) poll(&p, 1, 100);
-        }
-        return enomem;
 }
 
 /* The Ids of a reload that came but could not be loaded (no memory, made so
