@@ -40,30 +40,27 @@ class Pressure(ctypes.Structure):
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     path = base.libfreezer_path()
-    if not os.path.exists(path):
-        ft.skip(f'{path} is not built')
     base.reexec_for_asan(path)
-    lib = ctypes.CDLL(path)
+    lib = base.open_lib(path)
     P = ctypes.c_void_p
-    for name, res, args in (
-            ('freezer_open_address', ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
-            ('freezer_close', P, [P]),
-            ('freezer_last_error_name', ctypes.c_char_p, [P]),
-            ('freezer_last_error_message', ctypes.c_char_p, [P]),
-            ('freezer_freeze', ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
-            ('freezer_thaw', ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
-            ('freezer_track', ctypes.c_int, [P, ctypes.c_char_p]),
-            ('freezer_apply_batch', ctypes.c_int, [P, ctypes.POINTER(Request), ctypes.c_size_t, ctypes.c_int,
-                                                   ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint32),
-                                                   ctypes.POINTER(ctypes.c_uint32)]),
-            ('freezer_freeze_except', ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
-                                                     ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, P]),
-            ('freezer_get_pressure', ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(Pressure)]),
-            ('freezer_add_pressure_trigger', ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool,
-                                                            ctypes.c_uint64, ctypes.c_uint64,
-                                                            ctypes.POINTER(ctypes.c_uint32)])):
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
+    base.bind(lib, {
+        'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+        'freezer_close': (P, [P]),
+        'freezer_last_error_name': (ctypes.c_char_p, [P]),
+        'freezer_last_error_message': (ctypes.c_char_p, [P]),
+        'freezer_freeze': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
+        'freezer_thaw': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
+        'freezer_track': (ctypes.c_int, [P, ctypes.c_char_p]),
+        'freezer_apply_batch': (ctypes.c_int, [P, ctypes.POINTER(Request), ctypes.c_size_t, ctypes.c_int,
+                                               ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint32),
+                                               ctypes.POINTER(ctypes.c_uint32)]),
+        'freezer_freeze_except': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                                                 ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, P]),
+        'freezer_get_pressure': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(Pressure)]),
+        'freezer_add_pressure_trigger': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool,
+                                                        ctypes.c_uint64, ctypes.c_uint64,
+                                                        ctypes.POINTER(ctypes.c_uint32)]),
+    })
 
     with ft.Scratch('core-libfreezer-args') as sc, ft.Bus() as bus:
         sc.mkdir('/g/h')

@@ -47,19 +47,15 @@ DENY_GROUP_STATES = '''        <policy context="default">
 
 def load():
     path = os.environ.get('LIBFREEZER_HOOKS_SO') or os.path.join(ft.BUILDDIR, 'tests', 'libfreezer-test-hooks.so')
-    if not os.path.exists(path):
-        ft.skip(f'{path} is not built')
     base.reexec_for_asan(path)
-    lib = ctypes.CDLL(path)
+    lib = base.open_lib(path)
     P = ctypes.c_void_p
-    for name, res, args in (
-            ('freezer_open_address', ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
-            ('freezer_close', P, [P]),
-            ('freezer_set_state_callback', ctypes.c_int, [P, CALLBACK, P]),
-            ('freezer_dispatch', ctypes.c_int, [P])):
-        fn = getattr(lib, name)
-        fn.restype = res
-        fn.argtypes = args
+    base.bind(lib, {
+        'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
+        'freezer_close': (P, [P]),
+        'freezer_set_state_callback': (ctypes.c_int, [P, CALLBACK, P]),
+        'freezer_dispatch': (ctypes.c_int, [P]),
+    })
     return lib
 
 

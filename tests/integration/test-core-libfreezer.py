@@ -149,11 +149,25 @@ def reexec_for_asan(path):
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
-def load():
-    path = libfreezer_path()
+def open_lib(path):
+    """The library at path (skipping the test where it is not built); run reexec_for_asan()
+    first."""
     if not os.path.exists(path):
         ft.skip(f'{path} is not built')
-    lib = ctypes.CDLL(path)
+    return ctypes.CDLL(path)
+
+
+def bind(lib, sig, optional=False):
+    """Each function of sig ({name: (restype, argtypes)}) typed in lib; with optional, one
+    the library lacks (an older one) is left out."""
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name, None) if optional else getattr(lib, name)
+        if fn is not None:
+            fn.restype, fn.argtypes = res, args
+
+
+def load():
+    lib = open_lib(libfreezer_path())
     P = ctypes.c_void_p
     sig = {
         'freezer_open_address': (ctypes.c_int, [ctypes.POINTER(P), ctypes.c_char_p]),
@@ -182,10 +196,7 @@ def load():
         # Since 0.4 (LIBFREEZER_0.4): check_resync() fails without it.
         'freezer_set_resync_callback': (ctypes.c_int, [P, RESYNC_CALLBACK, P]),
     }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.restype, fn.argtypes = res, args
+    bind(lib, sig, optional=True)
     return lib
 
 
