@@ -4131,10 +4131,12 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                         *s++ = 0;
                 bool last = !s || !*s;
                 Group *c;
-                size_t len = (size_t) (p - copy) + strlen(p);
-                if (!last && m->test_track_root_enomem && strncmp(path, m->test_track_root_enomem, len) == 0 &&
-                    m->test_track_root_enomem[len] == 0)
-                        return path_error(error, -ENOMEM, path);
+                if (!last && m->test_track_root_enomem) {
+                        size_t len = (size_t) (p - copy) + strlen(p);
+
+                        if (strncmp(path, m->test_track_root_enomem, len) == 0 && m->test_track_root_enomem[len] == 0)
+                                return path_error(error, -ENOMEM, path);
+                }
                 r = manager_add_subtree(m, g, p, last ? track : g->tracked, &c);
                 if (r < 0) {
                         /* Report the path as far as it was resolved. */
@@ -4179,6 +4181,23 @@ static bool track_root_called(Manager *m, const char *path) {
         return i >= 0 && m->track_roots_called[i];
 }
 
+/* Moves n roots (path, called, saved) from index from to index to. */
+static void track_roots_move(Manager *m, size_t to, size_t from, size_t n) {
+        memmove(m->track_roots + to, m->track_roots + from, n * sizeof(char *));
+        memmove(m->track_roots_called + to, m->track_roots_called + from, n * sizeof(bool));
+        memmove(m->track_roots_saved + to, m->track_roots_saved + from, n * sizeof(bool));
+}
+
+/* Root i out of the arrays, its path returned (not freed); the hashes are
+ * the caller's to rebuild. */
+static char *track_root_take(Manager *m, size_t i) {
+        char *path = m->track_roots[i];
+
+        track_roots_move(m, i, i + 1, m->n_track_roots - i - 1);
+        m->track_roots[--m->n_track_roots] = NULL;
+        return path;
+}
+
 /* Root i was tracked again, or made again: it goes last, among the roots a
  * call asked for the last to be forgotten (manager_forget_waiting_roots()).
  * tracked.json keeps that order for the next start, but is not written for
@@ -4193,9 +4212,7 @@ static void track_root_touch(Manager *m, size_t i) {
         if (called && i + 1 < m->n_track_roots)
                 m->track_order_unsaved = true;
 
-        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i - 1) * sizeof(char *));
-        memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
-        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
+        track_roots_move(m, i, i + 1, m->n_track_roots - i - 1);
         m->track_roots[m->n_track_roots - 1] = path;
         m->track_roots_called[m->n_track_roots - 1] = called;
         m->track_roots_saved[m->n_track_roots - 1] = saved;
@@ -4256,12 +4273,7 @@ static int track_root_add(Manager *m, const char *path, bool called, int *ret_sa
 
 /* Root i leaves m->track_roots. */
 static void track_root_remove(Manager *m, size_t i) {
-        free(m->track_roots[i]);
-        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
-        memmove(m->track_roots_called + i, m->track_roots_called + i + 1,
-                (m->n_track_roots - i - 1) * sizeof(bool));
-        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
-        m->n_track_roots--;
+        free(track_root_take(m, i));
         track_root_hashes_rebuild(m);
 }
 
@@ -4625,15 +4637,11 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
         }
 
         size_t i = (size_t) track_root_find(m, norm);
-        char *root = m->track_roots[i];
         bool called = m->track_roots_called[i], saved = m->track_roots_saved[i];
-
         /* Out of the arrays, its string kept: it goes back where it was
          * should tracked.json, which has it, not be saved without it. */
-        memmove(m->track_roots + i, m->track_roots + i + 1, (m->n_track_roots - i) * sizeof(char *));
-        memmove(m->track_roots_called + i, m->track_roots_called + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
-        memmove(m->track_roots_saved + i, m->track_roots_saved + i + 1, (m->n_track_roots - i - 1) * sizeof(bool));
-        m->n_track_roots--;
+        char *root = track_root_take(m, i);
+
         /* One only the configuration asked for is not in the file.  One
          * the file lacks (its save failed: a lookup's on a read-only state
          * directory) is gone from it already: the save is tried for the
@@ -4644,16 +4652,11 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                         /* The caller is told, and it stays tracked: the
                          * file, as it was, has it for the next start.  (The
                          * arrays only shrank: there is room.) */
-                        memmove(m->track_roots + i + 1, m->track_roots + i,
-                                (m->n_track_roots - i + 1) * sizeof(char *));
-                        memmove(m->track_roots_called + i + 1, m->track_roots_called + i,
-                                (m->n_track_roots - i) * sizeof(bool));
-                        memmove(m->track_roots_saved + i + 1, m->track_roots_saved + i,
-                                (m->n_track_roots - i) * sizeof(bool));
+                        track_roots_move(m, i + 1, i, m->n_track_roots - i);
                         m->track_roots[i] = root;
                         m->track_roots_called[i] = true;
                         m->track_roots_saved[i] = true;
-                        m->n_track_roots++;
+                        m->track_roots[++m->n_track_roots] = NULL;
                         return bus_error_set_failed(error, r,
                                                     "Cannot save tracked subtrees to %s/tracked.json, %s stays "
                                                     "tracked: %s",
