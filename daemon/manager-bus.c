@@ -1493,9 +1493,7 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                         return r;
                 if (r == 0)
                         break;
-                if (++n_requests > BATCH_MAX_REQUESTS)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
+                n_requests++; /* at most BATCH_MAX_REQUESTS: counted above */
                 r = resolve_group(m, &c, path, &g, error);
                 if (r < 0 && skip_missing && sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP)) {
                         /* Not there (nor made a moment ago: resolve_group()
@@ -1761,14 +1759,11 @@ static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, 
                         /* As its lookup would say (path_error()). */
                         if (fstatat(m->root_fd, norm + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 if (errno == ENOENT)
-                                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
-                                                                 "%s does not exist", CG_QUOTE(x));
+                                        return manager_path_error(error, -ENOENT, x);
                         } else if (S_ISLNK(st.st_mode))
-                                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                                         "%s is or passes through a symlink", CG_QUOTE(x));
+                                return manager_path_error(error, -ELOOP, x);
                         else if (!S_ISDIR(st.st_mode))
-                                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                                         "%s is not a cgroup directory", CG_QUOTE(x));
+                                return manager_path_error(error, -ENOTDIR, x);
                 }
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Excluded group %s is not below %s",
                                          CG_QUOTE(norm), CG_QUOTE(top));

@@ -4056,7 +4056,7 @@ static int normalize_path(const char *path, char **ret, sd_bus_error *error) {
 
 /* ---- tracking ----------------------------------------------------------------------------------------- */
 
-static int path_error(sd_bus_error *error, int r, const char *raw) {
+int manager_path_error(sd_bus_error *error, int r, const char *raw) {
         const char *path = CG_QUOTE(raw);
 
         switch (r) {
@@ -4111,7 +4111,7 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                 if (track) {
                         r = manager_track_existing(m, g);
                         if (r < 0)
-                                return path_error(error, r, path);
+                                return manager_path_error(error, r, path);
                 }
                 *ret = g;
                 return 0;
@@ -4123,7 +4123,7 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                 for (const char *q = path; *q; q++)
                         depth += *q == '/';
                 if (depth > GROUP_DEPTH_MAX)
-                        return path_error(error, -E2BIG, path);
+                        return manager_path_error(error, -E2BIG, path);
         }
         for (p = copy + 1; p && *p; p = s) {
                 s = strchr(p, '/');
@@ -4135,12 +4135,12 @@ static int manager_ensure_path(Manager *m, const char *path, bool track, Group *
                         size_t len = (size_t) (p - copy) + strlen(p);
 
                         if (strncmp(path, m->test_track_root_enomem, len) == 0 && m->test_track_root_enomem[len] == 0)
-                                return path_error(error, -ENOMEM, path);
+                                return manager_path_error(error, -ENOMEM, path);
                 }
                 r = manager_add_subtree(m, g, p, last ? track : g->tracked, &c);
                 if (r < 0) {
                         /* Report the path as far as it was resolved. */
-                        return path_error(error, r, path);
+                        return manager_path_error(error, r, path);
                 }
                 g = c;
         }
@@ -4871,7 +4871,7 @@ int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error 
         } else {
                 dirfd = cg_openat_beneath(m->root_fd, cg_path_relative(norm), O_PATH | O_DIRECTORY, 0);
                 if (dirfd < 0) {
-                        path_error(error, dirfd, norm);
+                        manager_path_error(error, dirfd, norm);
                         return dirfd;
                 }
                 fd = openat(dirfd, "cgroup.freeze", O_PATH | O_NOFOLLOW | O_CLOEXEC);

@@ -395,6 +395,11 @@ int manager_start(Manager *m);
 /* Re-read the configuration: new default timeout, tracked subtrees. */
 int manager_reload(Manager *m, const Config *config);
 
+/* The error of a path that cannot be looked up, by its errno (-ENOENT:
+ * NoSuchGroup "PATH does not exist", -ENOTDIR, -ELOOP...: InvalidPath...),
+ * raw quoted (CG_QUOTE()). */
+int manager_path_error(sd_bus_error *error, int r, const char *raw);
+
 /* Resolve an API path to a published group (a tracked one, or the root). If
  * the cgroup exists but lies outside the tracked subtrees, its subtree is
  * tracked first.  On failure fills error (InvalidPath or NoSuchGroup) and
