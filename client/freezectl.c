@@ -945,32 +945,30 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 message = trimmed;
         }
 
-        /* freezerd's Timeout ends on what becomes of the flags "Without
-         * ROLLBACK_ON_TIMEOUT", the bus flag (daemon/manager.c): said in
-         * freezectl's terms, its option.  That sentence only, at the end:
-         * not the same words in a group's path.  (--json keeps freezerd's
-         * message as it is.) */
+        /* freezerd says what becomes of the flags "Without
+         * ROLLBACK_ON_TIMEOUT", its bus flag (daemon/manager.c): said in
+         * freezectl's terms, its option, where freezerd's sentence is: the
+         * end of a Timeout's message; in a batch's Cancelled or NoSuchGroup
+         * the last such sentence, which the paths that stay follow
+         * (operation_stays()).  Not the same words in a group's path.
+         * (--json keeps freezerd's message as it is.) */
+        static const char flag_words[] = ". Without ROLLBACK_ON_TIMEOUT",
+                          timeout_end[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
+                                          "goes on with them",
+                          stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ";
         _cleanup_free_ char *translated = NULL;
-        static const char without_flag[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
-                                           "goes on with them";
-        size_t len = message ? strlen(message) : 0;
-        if (!arg_rollback && streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") &&
-            len >= strlen(without_flag) && streq(message + len - strlen(without_flag), without_flag) &&
-            asprintf(&translated, "%.*s. Without --rollback the flags stay as asked, and the kernel goes on with them",
-                     (int) (len - strlen(without_flag)), message) >= 0)
-                message = translated;
-        /* A batch's Cancelled or NoSuchGroup names the flags it wrote that
-         * stay, after the same words (daemon/manager.c, operation_stays()):
-         * the last such sentence, which the paths follow. */
-        static const char stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ";
         const char *at = NULL;
-        if (!translated && !arg_rollback && message &&
-            (streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
-             streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup")))
+        size_t len = message ? strlen(message) : 0;
+        bool cancelled = streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
+                         streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup");
+        if (!arg_rollback && message && streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") &&
+            len >= strlen(timeout_end) && streq(message + len - strlen(timeout_end), timeout_end))
+                at = message + len - strlen(timeout_end);
+        else if (!arg_rollback && message && cancelled)
                 for (const char *p = message; (p = strstr(p, stays)); p++)
                         at = p;
-        if (at && asprintf(&translated, "%.*s. Without --rollback the flags it wrote stay as asked: %s",
-                           (int) (at - message), message, at + strlen(stays)) >= 0)
+        if (at && asprintf(&translated, "%.*s. Without --rollback%s", (int) (at - message), message,
+                           at + strlen(flag_words)) >= 0)
                 message = translated;
 
         verbatim_message = message;
