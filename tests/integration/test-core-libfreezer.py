@@ -401,6 +401,17 @@ def open_state_recorder(lib, bus):
     return f, events, on_state
 
 
+def wait_callback_follows(lib, f, c, events, what):
+    """Until the state callback of handle f reports /g (changed through c): the handle
+    subscribes when it sees freezerd's NameOwnerChanged, which no reply of ours orders."""
+    def seen():
+        c.call('Freeze', '/g', 0, 0)
+        c.call('Thaw', '/g', 0, 0)
+        lib.freezer_dispatch(f)
+        return any(p == '/g' for p, _s, _fr in events)
+    ft.wait_for(seen, what=what, poll=0.05)
+
+
 def check_resubscribe(lib, sc, bus):
     """A state callback installed while no freezerd runs: no error; once freezerd starts, the
     handle subscribes (SubscribeGroups) and the callback sees its changes."""
@@ -414,14 +425,7 @@ def check_resubscribe(lib, sc, bus):
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
 
-            # The handle subscribes when it sees freezerd's NameOwnerChanged, which no
-            # reply of ours orders: change /g until the callback tells.
-            def seen():
-                c.call('Freeze', '/g', 0, 0)
-                c.call('Thaw', '/g', 0, 0)
-                lib.freezer_dispatch(f)
-                return any(p == '/g' for p, _s, _fr in events)
-            ft.wait_for(seen, what='the state callback after freezerd started', poll=0.05)
+            wait_callback_follows(lib, f, c, events, 'the state callback after freezerd started')
             ft.check(True, 'the handle subscribed to the freezerd that started after it')
     finally:
         if fd >= 0:
@@ -476,12 +480,7 @@ def check_exit_during_install(lib, sc, bus):
             with ft.Daemon(bus, sc.root) as d:
                 c = d.client
 
-                def seen():
-                    c.call('Freeze', '/g', 0, 0)
-                    c.call('Thaw', '/g', 0, 0)
-                    lib.freezer_dispatch(f)
-                    return any(p == '/g' for p, _s, _fr in events)
-                ft.wait_for(seen, what=f'{what}: the state callback after freezerd started', poll=0.05)
+                wait_callback_follows(lib, f, c, events, f'{what}: the state callback after freezerd started')
                 ft.check(True, f'{what}: the handle subscribed to the freezerd that started next')
         finally:
             if fd >= 0:
