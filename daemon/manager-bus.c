@@ -642,6 +642,7 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                                          "the groups below that it does not follow cannot be "
                                          "recorded in %s: %s; their flags are left as they were",
                                          m->runtime_dir, strerror(-journaled));
+        manager_call_accept(m); /* it writes (Thaw RECURSIVE of unfollowed groups alone) */
         r = odd_groups_write(m->root_fd, &b->odd, false, m->test_write_delay_usec, &failed);
         if (r < 0)
                 odd_groups_restore(m->root_fd, &b->odd);
@@ -1041,6 +1042,7 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 }
                 if (n == 0 && odd.n == 0) {
                         free(items);
+                        manager_call_accept(m); /* nothing to write: done */
                         return sd_bus_reply_method_return(call, NULL);
                 }
                 /* Every group of the subtree whose flag changes, or nothing. */
@@ -1147,15 +1149,18 @@ static int method_freeze_thaw(sd_bus_message *msg, Manager *m, bool freeze, sd_b
 }
 
 /* The Manager methods that write flags: handler(msg), and again while
- * call_again_if_remade() says so. */
+ * call_again_if_remade() says so.  Their lookups may track the paths they
+ * name: one refused before it writes undoes that (manager_call_begin()). */
 static int handle_until_not_remade(sd_bus_message *msg, void *userdata, sd_bus_message_handler_t handler,
                                    sd_bus_error *error) {
         unsigned tries = 0;
         int r;
 
-        do
+        do {
+                manager_call_begin(userdata);
                 r = handler(msg, userdata, error);
-        while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        } while (call_again_if_remade(userdata, msg, &r, &tries, error));
+        manager_call_end(userdata, r < 0);
         return r;
 }
 
@@ -1545,8 +1550,10 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (n_requests == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
         skipped_missing = count_missing(m, missing, n_missing, items, n);
-        if (n == 0) /* every request left out */
+        if (n == 0) { /* every request left out */
+                manager_call_accept(m);
                 return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
+        }
 
         if (flags & FREEZER_FLAG_RECURSIVE) {
                 BatchItem *expanded = NULL;
@@ -1598,8 +1605,10 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 r = collect_odd_batch(m, items, n, root_thawed, &odd, error);
                 if (r < 0)
                         return r;
-                if (n == 0 && odd.n == 0)
+                if (n == 0 && odd.n == 0) {
+                        manager_call_accept(m); /* nothing to write: done */
                         return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
+                }
         } else
                 for (size_t i = 0; i < n; i++)
                         if (!items[i].group->parent)
@@ -1919,8 +1928,10 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                                  "%s no longer exists; nothing was written", CG_QUOTE(g->path));
         }
-        if (n_cover == 0)
+        if (n_cover == 0) {
+                manager_call_accept(m); /* nothing to freeze: done */
                 return sd_bus_reply_method_return(msg, "as", 0);
+        }
 
         items = calloc(n_cover, sizeof *items);
         if (!items)

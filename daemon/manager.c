@@ -1389,6 +1389,10 @@ static void group_announce(Manager *m, Group *g) {
 }
 
 void manager_announce(Manager *m) {
+        /* Held while a call that may yet be refused looks paths up: what it
+         * tracks goes again if it is (manager_call_end()), unannounced. */
+        if (m->call.open && !m->call.accepted)
+                return;
         /* on_group_added() may not add or remove groups: the array stays put. */
         for (size_t i = 0; i < m->n_announce; i++) {
                 Group *g = m->announce[i];
@@ -2726,6 +2730,8 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
 
         if (!w)
                 return -ENOMEM;
+        /* The call writes: what its lookups tracked stays (manager_call_begin()). */
+        manager_call_accept(m);
         m->write_gen++;
         for (size_t i = 0; i < n; i++)
                 if (gs[i])
@@ -4220,10 +4226,11 @@ static void track_root_touch(Manager *m, size_t i) {
 
 /* called: a call asks for it (see Manager.track_roots_called), not the
  * configuration.  A configured root a call asks for too is marked so.
- * ret_save (may be NULL): what the save of tracked.json that this made
- * returned, 0 where none was made (Track() undoes it where that failed:
- * track_root_unsaved()). */
-static int track_root_add(Manager *m, const char *path, bool called, int *ret_save) {
+ * save: save tracked.json if that changed it (false: a lookup of a call not
+ * yet accepted, saved by manager_call_accept()).  ret_save (may be NULL):
+ * what the save of tracked.json that this made returned, 0 where none was
+ * made (Track() undoes it where that failed: track_root_unsaved()). */
+static int track_root_add(Manager *m, const char *path, bool called, bool save, int *ret_save) {
         ssize_t i = track_root_find(m, path);
         bool *c;
         char **n;
@@ -4234,7 +4241,7 @@ static int track_root_add(Manager *m, const char *path, bool called, int *ret_sa
         if (i >= 0) {
                 if (called && !m->track_roots_called[i]) {
                         m->track_roots_called[i] = true;
-                        r = manager_save_tracked(m);
+                        r = save ? manager_save_tracked(m) : 0;
                         if (ret_save)
                                 *ret_save = r;
                 }
@@ -4265,7 +4272,7 @@ static int track_root_add(Manager *m, const char *path, bool called, int *ret_sa
         m->track_roots_called[m->n_track_roots] = called;
         c[m->n_track_roots] = false;
         n[++m->n_track_roots] = NULL;
-        r = manager_save_tracked(m);
+        r = save ? manager_save_tracked(m) : 0;
         if (ret_save)
                 *ret_save = r;
         return 0;
@@ -4314,6 +4321,18 @@ static const char *track_root_covering(Manager *m, const char *path) {
         return best;
 }
 
+/* Root i (norm) was added, or, configured, marked as asked for by a call:
+ * undone.  The groups only it brought leave the model, as at an Untrack()
+ * of it; tracked.json is the caller's to save. */
+static void track_root_undo(Manager *m, size_t i, const char *norm, bool configured) {
+        if (configured) {
+                m->track_roots_called[i] = false;
+                return;
+        }
+        track_root_remove(m, i);
+        manager_untracked_prune(m, norm, UNTRACK_UNDONE);
+}
+
 /* Track() asked for norm (keep, in track_path()): tracked.json must have it,
  * or a restart would not track it.  save: what the save track_root_add()
  * made returned.  Where the file lacks it, the call fails, and what it
@@ -4340,14 +4359,8 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
         }
         if (save >= 0)
                 return 0; /* no file to keep it in (no state directory) */
-        if (was_root)
-                m->track_roots_called[i] = false;
-        else {
-                track_root_remove(m, (size_t) i);
-                /* As an Untrack() of it: the groups only it brought leave
-                 * the model (unannounced, added in this loop turn). */
-                manager_untracked_prune(m, norm, UNTRACK_UNDONE);
-        }
+        /* Unannounced: added in this loop turn. */
+        track_root_undo(m, (size_t) i, norm, was_root);
         if (was_root)
                 return bus_error_set_failed(error, save,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
@@ -4368,9 +4381,9 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
 
 /* keep: see manager_track(). */
 static int track_path(Manager *m, const char *path, bool called, bool keep, Group **ret, sd_bus_error *error) {
-        _cleanup_free_ char *norm = NULL;
+        _cleanup_free_ char *norm = NULL, *noted = NULL;
         Group *g = NULL;
-        bool rescan, was_root, was_called;
+        bool rescan, was_root, was_called, held;
         int save, r;
         ssize_t i;
 
@@ -4382,6 +4395,20 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
         i = track_root_find(m, norm);
         was_root = i >= 0;
         was_called = was_root && m->track_roots_called[i];
+        /* A lookup of a call (manager_call_begin()) that adds a root, or
+         * makes a configured one the calls': noted, for the call to undo
+         * should it be refused.  Its room first: nothing to undo here
+         * where there is none. */
+        if (!keep && m->call.open && (!was_root || !was_called)) {
+                struct CallRoot *l = reallocarray(m->call.roots, m->call.n_roots + 1, sizeof *l);
+
+                if (l)
+                        m->call.roots = l;
+                noted = l ? strdup(norm) : NULL;
+                if (!noted)
+                        return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+        }
+        held = !keep && m->call.open && !m->call.accepted;
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0 && !was_root &&
             (r == -ENOMEM || (called && m->started) || !sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP))) {
@@ -4400,7 +4427,7 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                 return r;
         if (rescan)
                 manager_rescan(m, g);
-        r = track_root_add(m, norm, called, &save);
+        r = track_root_add(m, norm, called, !held, &save);
         if (r < 0) {
                 /* Not a root, so no root holds what manager_ensure_path()
                  * added: it goes, as at an Untrack() of it (none of it was
@@ -4408,6 +4435,10 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                 manager_untracked_prune(m, norm, UNTRACK_UNDONE);
                 return bus_error_set_failed(error, r, "%s", strerror(-r));
         }
+        if (noted)
+                m->call.roots[m->call.n_roots++] = (struct CallRoot) { .path = TAKE_PTR(noted), .configured = was_root };
+        if (held && (!was_root || !was_called))
+                m->call.unsaved = true;
         if (keep) {
                 r = track_root_unsaved(m, norm, was_root, was_called, save, error);
                 if (r < 0)
@@ -4847,6 +4878,59 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         return manager_track(m, norm, false, ret, error);
 }
 
+void manager_call_begin(Manager *m) {
+        m->call.open = true;
+        m->call.accepted = false;
+}
+
+void manager_call_accept(Manager *m) {
+        if (!m->call.open || m->call.accepted)
+                return;
+        m->call.accepted = true;
+        /* Once for all its lookups; a failure is logged, as a lookup's
+         * alone: what it tracked is tracked until the stop. */
+        if (m->call.unsaved)
+                (void) manager_save_tracked(m);
+        m->call.unsaved = false;
+        manager_announce(m); /* before its reply, as manager_track() does */
+}
+
+void manager_call_end(Manager *m, bool failed) {
+        bool save = false;
+
+        if (!m->call.open)
+                return;
+        if (failed && !m->call.accepted) {
+                /* The newest first, as they were added: each root taken out
+                 * leaves what the others (and the roots before the call)
+                 * need.  One gone from the roots meanwhile (forgotten while
+                 * the call read the kernel's events) needs nothing more.
+                 * tracked.json has one only where another change saved it
+                 * meanwhile: then it is saved again. */
+                for (size_t k = m->call.n_roots; k > 0; k--) {
+                        const struct CallRoot *c = &m->call.roots[k - 1];
+                        ssize_t i = track_root_find(m, c->path);
+
+                        if (i < 0)
+                                continue;
+                        save = save || m->track_roots_saved[i];
+                        track_root_undo(m, (size_t) i, c->path, c->configured);
+                }
+                m->call.unsaved = false;
+        } else
+                manager_call_accept(m);
+        for (size_t k = 0; k < m->call.n_roots; k++)
+                free(m->call.roots[k].path);
+        m->call.roots = mfree(m->call.roots);
+        m->call.n_roots = 0;
+        m->call.open = false;
+        if (save)
+                (void) manager_save_tracked(m);
+        /* What is left: groups its lookups added within the tracked
+         * subtrees (as their mkdir events would), or the events it read. */
+        manager_announce(m);
+}
+
 /* Access checks (access.h): the owner of a group's cgroup.freeze, without
  * adding anything to the model.  The fd freezerd writes through when it has
  * one (the very file a write would reach), else the file opened O_PATH beneath
@@ -5232,13 +5316,13 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 if (g && g->tracked) {
                         /* In a subtree tracked already (["/a"] to ["/a/x"]): a root
                          * now, with no scan, before the old root is dropped. */
-                        r = track_root_add(m, *p, false, NULL);
+                        r = track_root_add(m, *p, false, true, NULL);
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", *p);
                         continue;
                 }
                 if (streq(*p, "/")) {
-                        r = track_root_add(m, "/", false, NULL);
+                        r = track_root_add(m, "/", false, true, NULL);
                         if (r < 0)
                                 return log_error_errno(r, "Cannot track %s: %m", m->cgroup_root);
                         r = manager_track_existing(m, tree_root(m->tree));
@@ -5258,7 +5342,7 @@ static int manager_apply_track_config(Manager *m, char **track) {
                         continue;
                 }
                 /* Made later, it is tracked then (manager_track_pending()). */
-                r = track_root_add(m, *p, false, NULL);
+                r = track_root_add(m, *p, false, true, NULL);
                 if (r < 0)
                         return log_error_errno(r, "Cannot track %s: %m", *p);
                 log_notice("%s does not exist yet: it is tracked once it is made.", *p);
@@ -5605,7 +5689,7 @@ static void manager_load_tracked(Manager *m) {
                          * now says, with no second look through its subtree. */
                         _cleanup_free_ char *norm = NULL;
                         if (normalize_path(p, &norm, &error) >= 0 && manager_is_track_root(m, norm)) {
-                                (void) track_root_add(m, norm, true, NULL); /* there already: allocates nothing */
+                                (void) track_root_add(m, norm, true, true, NULL); /* there already: allocates nothing */
                                 continue;
                         }
                         sd_bus_error_free(&error);
@@ -5620,7 +5704,7 @@ static void manager_load_tracked(Manager *m) {
                  * removed while freezerd runs: it waits (manager_track_pending()). */
                 _cleanup_free_ char *norm = NULL;
                 sd_bus_error_free(&error);
-                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm, true, NULL) < 0)
+                if (normalize_path(p, &norm, &error) < 0 || track_root_add(m, norm, true, true, NULL) < 0)
                         log_warning("Cannot keep %s, tracked before the restart, waiting to be made: out of memory.",
                                     p);
                 else

@@ -347,6 +347,19 @@ struct Manager {
          * is done, not halfway (a subtree's top before its descendants). */
         Group **announce;
         size_t n_announce, announce_cap;
+        /* The call being handled whose lookups may track paths outside the
+         * tracked subtrees (manager_call_begin()), and the roots they added:
+         * undone if it is refused before it writes. */
+        struct {
+                bool open;     /* between manager_call_begin() and manager_call_end() */
+                bool accepted; /* manager_call_accept() since the last manager_call_begin() */
+                bool unsaved;  /* a lookup's root waits for tracked.json until it is accepted */
+                struct CallRoot {
+                        char *path;
+                        bool configured; /* a root of the configuration, which the call only marked as asked for */
+                } *roots;
+                size_t n_roots;
+        } call;
 };
 
 int manager_new(struct event_base *base, const Config *config, const char *cgroup_root, const char *runtime_dir,
@@ -405,6 +418,24 @@ int manager_path_error(sd_bus_error *error, int r, const char *raw);
  * tracked first.  On failure fills error (InvalidPath or NoSuchGroup) and
  * returns -errno. */
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error);
+
+/* A call that looks up several paths (ApplyBatch, FreezeExcept), or checks
+ * more after its lookup (Freeze, Thaw), is all or nothing for tracking too: a
+ * lookup tracks a path outside the tracked subtrees (manager_resolve_group()),
+ * and a call refused after it (a later path missing or malformed,
+ * AccessDenied, a state check) must leave freezerd as it found it.  Between
+ * manager_call_begin() and manager_call_end(), the roots its lookups add are
+ * noted, their tracked.json save and the InterfacesAdded of what they publish
+ * held.  manager_call_accept(): the call passed its checks and writes (or
+ * replies with nothing to write): the file is saved and the groups announced,
+ * before any reply.  manager_call_end(): failed before it was accepted, its
+ * lookups' roots go again (tracked.json, objects, watches as before); else
+ * as manager_call_accept().  manager_call_begin() again (the call handled
+ * again, nothing written: call_again_if_remade()) keeps the roots noted and
+ * holds again.  Outside such a call, manager_call_accept() does nothing. */
+void manager_call_begin(Manager *m);
+void manager_call_accept(Manager *m);
+void manager_call_end(Manager *m, bool failed);
 
 /* Whether manager_resolve_group() of norm (a normalized path) would track it
  * as a new track root: false for a published group, and for one made a
