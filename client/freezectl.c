@@ -240,10 +240,13 @@ static void help_to(FILE *f) {
                "(a PATH that starts or ends with white space in double quotes there, with\n"
                "\\\" for a \" in it). The message is freezerd's, but for a Timeout's last\n"
                "sentence without --rollback, which is freezectl's: \"Without --rollback the\n"
-               "flags stay as asked, and the kernel goes on with them\", and a batch's\n"
-               "Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote stay as\n"
-               "asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT, there;\n"
-               "--json keeps its message as it is).\n"
+               "flags stay as asked, and the kernel goes on with them\" (for --except and\n"
+               "--recursive, which set flags of groups not named, \"Without --rollback the\n"
+               "flags it wrote stay as asked, and the kernel goes on with them: PATH...\"),\n"
+               "and a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it\n"
+               "wrote stay as asked: PATH...\" (freezerd names its bus flag,\n"
+               "ROLLBACK_ON_TIMEOUT, there; --json keeps its message as it is). Up to four\n"
+               "PATHs, then \"and N more\".\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -273,11 +276,12 @@ static void help_to(FILE *f) {
                "cannot freeze a group without its descendants. The groups printed are the\n"
                "ones whose flag is now set (also those that had it set already); feed them\n"
                "to batch to thaw them again (see the examples). A timeout without --rollback\n"
-               "prints none and leaves the flags set: tree PATH shows them. A group it would\n"
-               "freeze on its own that freezerd does not follow fails it, nothing frozen: for\n"
-               "its name (not UTF-8, a C0 control character or DEL) with NotSupported,\n"
-               "because freezerd could not watch it (the inotify watch limit) with\n"
-               "LimitsExceeded: freeze PATH whole.\n"
+               "prints none and leaves the flags set: its error line names them (tree PATH\n"
+               "shows them where there are more than four). A group it would freeze on its\n"
+               "own that freezerd does not follow fails it, nothing frozen: for its name\n"
+               "(not UTF-8, a C0 control character or DEL) with NotSupported, because\n"
+               "freezerd could not watch it (the inotify watch limit) with LimitsExceeded:\n"
+               "freeze PATH whole.\n"
                "\n"
                "Batch files hold a JSON array of at most 65536 objects (and at most 64 MiB),\n"
                "each with exactly the keys \"path\" (a string) and \"freeze\" (true to freeze,\n"
@@ -948,24 +952,29 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         /* freezerd says what becomes of the flags "Without
          * ROLLBACK_ON_TIMEOUT", its bus flag (daemon/manager.c): said in
          * freezectl's terms, its option, where freezerd's sentence is: the
-         * end of a Timeout's message; in a batch's Cancelled or NoSuchGroup
-         * the last such sentence, which the paths that stay follow
-         * (operation_stays()).  Not the same words in a group's path.
-         * (--json keeps freezerd's message as it is.) */
+         * end of a Timeout's message, or, where a Timeout (of a call that
+         * wrote groups it did not name: freeze --except, --recursive) or a
+         * batch's Cancelled or NoSuchGroup names the flags that stay, the
+         * last such sentence, which their paths follow (operation_stays()).
+         * Not the same words in a group's path.  (--json keeps freezerd's
+         * message as it is.) */
         static const char flag_words[] = ". Without ROLLBACK_ON_TIMEOUT",
                           timeout_end[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
                                           "goes on with them",
-                          stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ";
+                          stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ",
+                          timeout_stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and "
+                                            "the kernel goes on with them: ";
         _cleanup_free_ char *translated = NULL;
         const char *at = NULL;
         size_t len = message ? strlen(message) : 0;
-        bool cancelled = streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
+        bool timeout = streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout"),
+             cancelled = streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
                          streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup");
-        if (!arg_rollback && message && streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout") &&
-            len >= strlen(timeout_end) && streq(message + len - strlen(timeout_end), timeout_end))
+        if (!arg_rollback && message && timeout && len >= strlen(timeout_end) &&
+            streq(message + len - strlen(timeout_end), timeout_end))
                 at = message + len - strlen(timeout_end);
-        else if (!arg_rollback && message && cancelled)
-                for (const char *p = message; (p = strstr(p, stays)); p++)
+        else if (!arg_rollback && message && (timeout || cancelled))
+                for (const char *p = message; (p = strstr(p, timeout ? timeout_stays : stays)); p++)
                         at = p;
         if (at && asprintf(&translated, "%.*s. Without --rollback%s", (int) (at - message), message,
                            at + strlen(flag_words)) >= 0)
@@ -2344,6 +2353,30 @@ static bool running_between(const char *top) {
         return between;
 }
 
+/* Whether a Timeout's message (freeze --except, without --rollback) names
+ * every group whose flag stays set: 1; 0 where it leaves some out ("and N
+ * more", after the last of them); -1 where it names none (a freezerd
+ * before it did, or no flag written). */
+static int timeout_names_stays(const char *message) {
+        static const char sentence[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the "
+                                       "kernel goes on with them: ";
+        const char *list = NULL, *more;
+        size_t n;
+
+        for (const char *p = message; p && (p = strstr(p, sentence)); p++)
+                list = p + strlen(sentence);
+        if (!list)
+                return -1;
+        /* " and 12 more" at the end */
+        more = strrchr(list, ' ');
+        if (!more || !streq(more, " more"))
+                return 1;
+        while (more > list && more[-1] >= '0' && more[-1] <= '9')
+                more--;
+        n = strlen(" and ");
+        return (size_t) (more - list) >= n && strncmp(more - n, " and ", n) == 0 && more[0] != ' ' ? 0 : 1;
+}
+
 static int verb_freeze_except(freezer *f, const char *arg) {
         _cleanup_free_ char *shown = path_shown(arg);
         const char *path = shown ?: arg, *x = arg_except_norm[0] ?: arg_except[0];
@@ -2376,19 +2409,20 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                  * may do what"), while this call checked only the groups it
                  * froze: a delegated subtree's top, whose flag is root's, is
                  * refused. */
-                if (!arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")) {
-                        if (geteuid() == 0)
-                                log_error("note: the groups whose flags stay set (without --rollback) are not "
-                                          "printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw "
-                                          "--recursive %s' clears every flag below it, also those set before)",
-                                          path, path);
-                        else
-                                log_error("note: the groups whose flags stay set (without --rollback) are not "
-                                          "printed: '" PROGRAM " tree %s' shows them ('" PROGRAM " thaw' of "
-                                          "those it shows frozen clears them: they are yours; a thaw --recursive of "
-                                          "%s is refused unless %s's own flag is yours too)",
-                                          path, path, path);
-                }
+                int named = !arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")
+                                    ? timeout_names_stays(freezer_last_error_message(f))
+                                    : 1;
+                if (named == 0 && geteuid() == 0)
+                        log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
+                                  " tree %s' shows them ('" PROGRAM " thaw --recursive %s' clears every flag below "
+                                  "it, also those set before)",
+                                  named < 0 ? "printed" : "all named", path, path);
+                else if (named <= 0)
+                        log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
+                                  " tree %s' shows them ('" PROGRAM " thaw' of those it shows frozen clears them: "
+                                  "they are yours; a thaw --recursive of %s is refused unless %s's own flag is "
+                                  "yours too)",
+                                  named < 0 ? "printed" : "all named", path, path, path);
                 return EXIT_FAILURE;
         }
 

@@ -352,7 +352,11 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * succeeds without it; path or an excluded group removed a moment ago, before
  * the daemon read its removal, fails the call with -ENOENT (NoSuchGroup),
  * nothing written, as once the daemon read it. Free *ret_frozen with
- * freezer_strv_free(); it is NULL on failure.
+ * freezer_strv_free(); it is NULL on failure. A -ETIMEDOUT without
+ * FREEZER_ROLLBACK_ON_TIMEOUT leaves the flags it set, and its message
+ * (freezer_last_error_message()) names them, as "... the flags it wrote stay
+ * as asked, and the kernel goes on with them: /a, /b" (at most four, then
+ * "and N more"); so does that of a FREEZER_RECURSIVE freeze.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,

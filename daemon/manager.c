@@ -2061,12 +2061,18 @@ static void operation_doom_leaving(Operation *op, bool over_success, const char 
 /* Cancelled: one of op's flags was written back to the other value. */
 #define operation_reversed(op, ...) operation_doom_leaving((op), true, BUS_ERROR_CANCELLED, __VA_ARGS__)
 
-/* ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: /a, /b":
- * the groups whose flag op wrote and that still have it, at most
- * STAYS_GROUPS_NAMED named; NULL where there is none (a single Freeze's
- * flag reversed, the group of a single call removed). */
+/* The sentence that names the flags that stay (operation_stays()), and
+ * that of a Timeout, whose flags all stay as asked, the kernel not done with
+ * them; freezectl finds these words to say them of its option (--rollback). */
+#define STAYS_SENTENCE ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked"
+#define TIMEOUT_STAYS_SENTENCE STAYS_SENTENCE ", and the kernel goes on with them"
+
+/* sentence (STAYS_SENTENCE...) and ": /a, /b": the groups whose flag op
+ * wrote and that still have it, at most STAYS_GROUPS_NAMED named; NULL where
+ * there is none (a single Freeze's flag reversed, the group of a single call
+ * removed). */
 #define STAYS_GROUPS_NAMED 4
-static char *operation_stays(const Operation *op) {
+static char *operation_stays(const Operation *op, const char *sentence) {
         _cleanup_free_ char *text = NULL;
         size_t size = 0, n = 0;
         FILE *f;
@@ -2082,9 +2088,7 @@ static char *operation_stays(const Operation *op) {
                 if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
                         continue;
                 if (n++ < STAYS_GROUPS_NAMED)
-                        fprintf(f, "%s%s",
-                                n > 1 ? ", " : ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ",
-                                CG_QUOTE(e->group->path));
+                        fprintf(f, "%s%s%s", n > 1 ? ", " : sentence, n > 1 ? "" : ": ", CG_QUOTE(e->group->path));
         }
         if (n > STAYS_GROUPS_NAMED)
                 fprintf(f, " and %zu more", n - STAYS_GROUPS_NAMED);
@@ -2137,14 +2141,20 @@ void manager_dispatch(Manager *m) {
                         kept_msg = NULL;
                 /* A timeout without ROLLBACK_ON_TIMEOUT changes nothing back:
                  * said, as the rollback's restore is, lest "Timed out" read as
-                 * if nothing had been done (the group goes on freezing). */
+                 * if nothing had been done (the group goes on freezing).  A
+                 * call that wrote groups it did not name says which, for its
+                 * caller to undo them, as its success's reply would let it
+                 * (FreezeExcept returns its cover). */
                 bool stays = streq(op->doom_name, BUS_ERROR_TIMEOUT) &&
                              !(op->flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT);
-                _cleanup_free_ char *stays_msg = op->doom_tell_stays ? operation_stays(op) : NULL;
+                _cleanup_free_ char *stays_msg = op->doom_tell_stays ? operation_stays(op, STAYS_SENTENCE)
+                                                 : stays && op->writes_unnamed
+                                                         ? operation_stays(op, TIMEOUT_STAYS_SENTENCE)
+                                                         : NULL;
                 operation_fail(op, op->doom_name, "%s%s%s%s%s", msg ?: "Failed",
                                restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "",
-                               stays ? ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes "
-                                       "on with them" : "", stays_msg ?: "");
+                               stays && !stays_msg ? ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the "
+                                                     "kernel goes on with them" : "", stays_msg ?: "");
         }
 }
 
@@ -3545,6 +3555,8 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 /* Before the writes: batch_written() may put them in the model
                  * while they go on. */
                 e->unnamed = items[i].unnamed;
+                /* counted: named, with SKIP_MISSING (BatchItem.counted). */
+                op->writes_unnamed |= items[i].unnamed && !items[i].counted && to_write[i];
                 e->index = (unsigned) items[i].index;
                 e->want = OP_WANT_EFFECTIVE;
                 e->new_freeze = items[i].freeze;

@@ -190,6 +190,10 @@ struct Operation {
         bool doomed;        /* its failure is queued (operation_doom()) */
         bool doom_rollback;
         bool doom_tell_stays; /* its failure (a reversal, a removal) leaves its other flags: the reply names them */
+        /* It writes groups the call did not name (a RECURSIVE request's
+         * subtree, FreezeExcept's cover): the caller cannot tell which flags
+         * a Timeout leaves set, so its reply names them. */
+        bool writes_unnamed;
         bool vanished_check; /* an unnamed group of it was removed: manager_dispatch() looks again */
         const char *doom_name;
         char *doom_message;

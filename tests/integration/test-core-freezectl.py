@@ -654,8 +654,10 @@ def test():
             ft.check_equal(ft.freezectl('help').stdout, whole, 'freezectl help prints --help')
             # Error lines: the Timeout's last sentence is freezectl's, not "<message from freezerd>".
             ft.check('The message is freezerd\'s, but for a Timeout\'s last sentence without --rollback, which is '
-                     'freezectl\'s: "Without --rollback the flags stay as asked, and the kernel goes on with them", '
-                     'and a batch\'s Cancelled or NoSuchGroup\'s "Without --rollback the flags it wrote stay as asked: '
+                     'freezectl\'s: "Without --rollback the flags stay as asked, and the kernel goes on with them" '
+                     '(for --except and --recursive, which set flags of groups not named, "Without --rollback the '
+                     'flags it wrote stay as asked, and the kernel goes on with them: PATH..."), and a batch\'s '
+                     'Cancelled or NoSuchGroup\'s "Without --rollback the flags it wrote stay as asked: '
                      'PATH..."' in ' '.join(whole.split()),
                      'freezectl --help: a Timeout\'s last sentence on an error line is freezectl\'s', whole)
             for args in (['freeze', '--help'], ['help', 'freeze'], ['--help', 'freeze', '/g']):

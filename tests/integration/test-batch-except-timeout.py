@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A Timeout of a call that writes groups it does not name (FreezeExcept's cover, a
+RECURSIVE freeze's subtree) names the flags it wrote, which stay without
+ROLLBACK_ON_TIMEOUT: the caller cannot tell them otherwise, and FreezeExcept's
+success returns them so that one ApplyBatch undoes the call.
+
+  /t
+   +- a        a sleeper, then a task blocked on a FUSE mount (never finishes freezing)
+   +- b        a sleeper
+   `- k ---- keep   the excluded group
+         `-- c
+
+Checks:
+  * FreezeExcept("/t", ["/t/k/keep"]) succeeds (nothing stuck yet) and returns the
+    cover {/t/a, /t/b, /t/k/c}; thawed again.
+  * With /t/a stuck, the same call (300 ms, no flags) fails with Timeout, its message
+    ending "Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the kernel
+    goes on with them: " and naming exactly that cover; their flags are 1.
+  * The same with ROLLBACK_ON_TIMEOUT: "Every flag this call changed was restored",
+    nothing said to stay, every flag 0.
+  * `freezectl freeze /t --except=/t/k/keep` (and with --json) times out: exit 1,
+    nothing on standard output, the error line names the cover after "Without
+    --rollback the flags it wrote stay as asked, and the kernel goes on with them: ",
+    not freezerd's bus flag, and no note that they are not printed.
+  * With three more groups (/t/d, /t/e, /t/f) the cover is 6 groups: the message names
+    four "and 2 more", and freezectl notes that not all are named, where to see them.
+  * Freeze("/t", RECURSIVE) timing out names the flags it wrote too (/t, /t/a, ...); a
+    plain ApplyBatch of named groups keeps its one sentence, "the flags stay as asked,
+    and the kernel goes on with them": its caller knows them."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import freezertest as ft  # noqa: E402
+
+STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the kernel goes on with them: '
+STAYS_CTL = '. Without --rollback the flags it wrote stay as asked, and the kernel goes on with them: '
+PLAIN = '. Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes on with them'
+GROUPS = ['/t/a', '/t/b', '/t/k/keep', '/t/k/c']
+COVER = ['/t/a', '/t/b', '/t/k/c']
+SHORT_USEC = 300000
+
+
+def named(message, stays=STAYS):
+    ft.check(stays in message, 'the Timeout names the flags that stay', repr(message))
+    return sorted(message.rsplit(stays, 1)[-1].split(', '))
+
+
+def test():
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
+    long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
+    with ft.Scratch('batch-except-timeout') as sc, ft.Bus() as bus, ft.FuseHang() as fuse:
+        for g in GROUPS:
+            sc.mkdir(g)
+        for g in ('/t/a', '/t/b'):
+            sc.spawn_sleepers(g, 1)
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            def flags(groups):
+                return [sc.read_freeze(g) for g in groups]
+
+            def thaw_all():
+                c.call('Thaw', '/t', long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
+                ft.check_equal(flags(['/t'] + GROUPS), [0] * (1 + len(GROUPS)), 'every flag cleared')
+
+            # ---- the cover, as the call's success returns it
+            cover = sorted(c.call('FreezeExcept', '/t', ['/t/k/keep'], long_usec, 0)[0])
+            ft.check_equal(cover, COVER, 'FreezeExcept succeeds with the cover')
+            thaw_all()
+
+            fuse.spawn_stuck(sc, '/t/a')
+
+            # ---- no ROLLBACK_ON_TIMEOUT: the cover's flags stay, named
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/t', ['/t/k/keep'], SHORT_USEC, 0)
+            ft.check('/t/a (freezing' in e.message, 'the Timeout names /t/a as not done', repr(e.message))
+            ft.check_equal(named(e.message), cover, 'the Timeout names every group it froze: the cover')
+            ft.check(PLAIN not in e.message, '... in one sentence, not two', repr(e.message))
+            ft.check_equal(flags(cover), [1] * len(cover), '... whose flags stay 1')
+            thaw_all()
+
+            # ---- ROLLBACK_ON_TIMEOUT: restored, nothing stays
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/t', ['/t/k/keep'], SHORT_USEC,
+                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check('stay as asked' not in e.message and
+                     e.message.endswith('. Every flag this call changed was restored'),
+                     'with ROLLBACK_ON_TIMEOUT: restored, nothing said to stay', repr(e.message))
+            ft.check_equal(flags(['/t'] + GROUPS), [0] * (1 + len(GROUPS)), '... every flag 0')
+
+            # ---- freezectl: the same groups, said of --rollback, text and --json
+            for json_opt in ([], ['--json']):
+                r = ft.freezectl(*json_opt, 'freeze', '/t', '--except=/t/k/keep', '--timeout=300ms',
+                                 address=bus.address, check=False)
+                what = f'freezectl {" ".join(json_opt)} freeze --except times out'
+                ft.check(r.returncode == 1 and r.stdout == '' and 'Timeout' in r.stderr, f'{what}: exit 1, no '
+                         'output', r)
+                ft.check_equal(named(r.stderr.rstrip('\n'), STAYS_CTL), cover, f'{what}: the error line names the '
+                               'cover as staying')
+                ft.check('ROLLBACK_ON_TIMEOUT' not in r.stderr and 'note: the groups whose flags stay' not in r.stderr,
+                         f"{what}: said of --rollback, and no note that they are not printed", r.stderr)
+                ft.check_equal(flags(cover), [1] * len(cover), f'{what}: the flags stay')
+                thaw_all()
+
+            # ---- more than four: four named, "and 2 more"; freezectl says where to see them
+            for g in ('/t/d', '/t/e', '/t/f'):
+                sc.mkdir(g)
+                c.call('GetGroup', g)
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/t', ['/t/k/keep'], SHORT_USEC, 0)
+            ft.check(e.message.endswith(' and 2 more') and len(named(e.message[:-len(' and 2 more')])) == 4,
+                     'a cover of 6: four named, "and 2 more"', repr(e.message))
+            thaw_all()
+            r = ft.freezectl('freeze', '/t', '--except=/t/k/keep', '--timeout=300ms', address=bus.address,
+                             check=False)
+            ft.check(r.returncode == 1 and r.stdout == '' and ' and 2 more' in r.stderr and
+                     "note: the groups whose flags stay set (without --rollback) are not all named: "
+                     "'freezectl tree /t' shows them" in r.stderr,
+                     'freezectl: not all named, a note says where to see them', r)
+            thaw_all()
+
+            # ---- Freeze RECURSIVE names the flags it wrote; a plain batch does not need to
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/t', SHORT_USEC, ft.FLAG_RECURSIVE)
+            ft.check(STAYS + '/t, ' in e.message and e.message.endswith(' more'),
+                     'Freeze RECURSIVE: the Timeout names the flags it wrote', repr(e.message))
+            thaw_all()
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/t/a', True), ('/t/b', True)],
+                                     'auto', SHORT_USEC, 0)
+            ft.check(e.message.endswith(PLAIN) and STAYS not in e.message,
+                     'a batch of named groups: the flags stay, not named again', repr(e.message))
+            thaw_all()
+    print('# checked: a Timeout of FreezeExcept (and of a RECURSIVE freeze) names the flags that stay, the cover '
+          'its success returns; with ROLLBACK_ON_TIMEOUT none; freezectl says so of --rollback')
+
+
+ft.run(test)
