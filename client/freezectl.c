@@ -237,16 +237,17 @@ static void help_to(FILE *f) {
                "it), and exits 1 when any path failed. They print nothing on success\n"
                "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
-               "(a PATH that starts or ends with white space in double quotes there, with\n"
-               "\\\" for a \" in it). The message is freezerd's, but for a Timeout's last\n"
-               "sentence without --rollback, which is freezectl's: \"Without --rollback the\n"
-               "flags stay as asked, and the kernel goes on with them\" (for --except and\n"
+               "(a PATH that is empty or holds a name that starts or ends with white space in\n"
+               "double quotes there, with \\\" for a \" in it; freezerd's message puts such a\n"
+               "path in double quotes too). The message is freezerd's, but for a Timeout's\n"
+               "last sentence without --rollback, which is freezectl's: \"Without --rollback\n"
+               "the flags stay as asked, and the kernel goes on with them\" (for --except and\n"
                "--recursive, which set flags of groups not named, \"Without --rollback the\n"
-               "flags it wrote stay as asked, and the kernel goes on with them: PATH...\"),\n"
-               "and a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it\n"
-               "wrote stay as asked: PATH...\" (freezerd names its bus flag,\n"
-               "ROLLBACK_ON_TIMEOUT, there; --json keeps its message as it is). Up to four\n"
-               "PATHs, then \"and N more\".\n"
+               "flags it wrote stay as asked, and the kernel goes on with them: PATH...\"), and\n"
+               "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
+               "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
+               "there; --json keeps its message as it is). Up to four PATHs, then \"and N\n"
+               "more\".\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -1599,22 +1600,20 @@ static char *path_shown(const char *arg) {
 }
 
 /* A path as freezectl's messages name it: as it is, but in double quotes
- * where it is empty or starts or ends with white space, which would
- * otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
- * "cannot freeze /a : ..." read as /a).  Ordinary paths keep their usual
- * look.  The line that says it escapes a '"' inside the quotes as \"
+ * where it is empty or a name in it starts or ends with white space, which
+ * would otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
+ * "cannot freeze /a : ..." read as /a; "/ /a" for " /a"), as freezerd's
+ * messages do (cg_quote_plain()).  Ordinary paths keep their usual look.  The line that says it escapes a '"' inside the quotes as \"
  * (words_escape_n(), which finds it in path_q_slots).  The result lives
  * until the PATH_Q_SLOTS-th next call: enough for the paths of one
  * message. */
 static const char *path_q(const char *path) {
         static unsigned next;
-        size_t n;
         char *q;
 
         if (!path)
                 return "(null)";
-        n = strlen(path);
-        if (n > 0 && !strchr(" \t\n\v\f\r", path[0]) && !strchr(" \t\n\v\f\r", path[n - 1]))
+        if (cg_quote_plain(path))
                 return path;
         if (asprintf(&q, "\"%s\"", path) < 0)
                 return path;

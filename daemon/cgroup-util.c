@@ -480,6 +480,18 @@ const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]) {
         return quote(s, true, buf);
 }
 
+bool cg_quote_plain(const char *s) {
+        static const char white[] = " \t\n\v\f\r";
+
+        if (!*s)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (strchr(white, *p) &&
+                    (p == s || p[-1] == '/' || !p[1] || p[1] == '/'))
+                        return false;
+        return true;
+}
+
 /* Checks in, and on success returns the part to keep (after the leading '/',
  * without the trailing '/') as [*ret_start, *ret_start + *ret_len).  On
  * failure returns -EINVAL or -ENAMETOOLONG and sets *ret_reason. */

@@ -79,6 +79,13 @@ const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
 const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]);
 #define CG_QUOTE_SHOWN(s) cg_quote_shown((s), (char[CG_QUOTE_SIZE]) { 0 })
 
+/* Whether s reads as itself in a message where cg_quote() puts it bare: not
+ * empty, and no '/'-separated part of it starting or ending with white space,
+ * which a reader does not see (" /pods" normalized is "/ /pods", read as two
+ * paths; "/pods " as "/pods").  A message puts any other in double quotes,
+ * as freezectl's words name such a path. */
+bool cg_quote_plain(const char *s);
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

@@ -1768,11 +1768,11 @@ static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, 
                         /* As its lookup would say (path_error()). */
                         if (fstatat(m->root_fd, norm + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 if (errno == ENOENT)
-                                        return manager_path_error(error, -ENOENT, x);
+                                        return manager_path_error(error, -ENOENT, norm);
                         } else if (S_ISLNK(st.st_mode))
-                                return manager_path_error(error, -ELOOP, x);
+                                return manager_path_error(error, -ELOOP, norm);
                         else if (!S_ISDIR(st.st_mode))
-                                return manager_path_error(error, -ENOTDIR, x);
+                                return manager_path_error(error, -ENOTDIR, norm);
                 }
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Excluded group %s is not below %s",
                                          CG_QUOTE(norm), CG_QUOTE(top));

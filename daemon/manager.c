@@ -4075,37 +4075,42 @@ static int normalize_path(const char *path, char **ret, sd_bus_error *error) {
 /* ---- tracking ----------------------------------------------------------------------------------------- */
 
 int manager_path_error(sd_bus_error *error, int r, const char *raw) {
-        const char *path = CG_QUOTE(raw);
+        /* In double quotes where white space at the start or end of a name
+         * would not be seen ("/ /pods" for " /pods"), as freezectl shows it. */
+        const char *path = CG_QUOTE(raw), *q = cg_quote_plain(raw) ? "" : "\"";
 
         switch (r) {
         case -ENOENT:
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist", path);
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s%s%s does not exist", q, path, q);
         case -ELOOP:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s is or passes through a symlink", path);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s is or passes through a symlink", q,
+                                         path, q);
         case -ENOTDIR:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s is not a cgroup directory", path);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s is not a cgroup directory", q, path,
+                                         q);
         case -EXDEV:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s leaves the cgroup root", path);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s leaves the cgroup root", q, path, q);
         case -ENOSPC:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) is "
-                                         "reached",
-                                         path);
+                                         "Cannot track %s%s%s: the inotify watch limit (fs.inotify.max_user_watches) "
+                                         "is reached",
+                                         q, path, q);
         case -EILSEQ:
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                         "%s holds a name D-Bus cannot carry (not UTF-8, a noncharacter or a control "
-                                         "character): freezerd does not follow it",
-                                         path);
+                                         "%s%s%s holds a name D-Bus cannot carry (not UTF-8, a noncharacter or a "
+                                         "control character): freezerd does not follow it",
+                                         q, path, q);
         case -E2BIG:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s: it is deeper than %u levels below the cgroup root", path,
-                                         GROUP_DEPTH_MAX);
+                                         "Cannot track %s%s%s: it is deeper than %u levels below the cgroup root", q,
+                                         path, q, GROUP_DEPTH_MAX);
         case -EMFILE:
         case -ENFILE:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s: freezerd has no file descriptors left (RLIMIT_NOFILE)", path);
+                                         "Cannot track %s%s%s: freezerd has no file descriptors left (RLIMIT_NOFILE)",
+                                         q, path, q);
         default:
-                return bus_error_set_failed(error, r, "Cannot open %s: %s", path, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot open %s%s%s: %s", q, path, q, strerror(-r));
         }
 }
 

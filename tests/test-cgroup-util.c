@@ -392,6 +392,11 @@ static void test_quote(void) {
         CHECK_STR(cg_escape("/s\\x0al\n", false, buf, sizeof buf), "/s\\\\x0al\\x0a");
         /* What cg_escape() made, quoted: its backslashes as they are. */
         CHECK_STR(cg_quote_shown("/s\\\\x0al\\xff", buf), "/s\\\\x0al\\xff");
+        /* Plain, or to go in double quotes: white space no reader sees. */
+        CHECK(cg_quote_plain("/a/b") && cg_quote_plain("/") && cg_quote_plain("/my app/b c"));
+        CHECK(!cg_quote_plain("") && !cg_quote_plain(" ") && !cg_quote_plain("/ /pods") &&
+              !cg_quote_plain("/pods ") && !cg_quote_plain(" /pods") && !cg_quote_plain("/a\t/b") &&
+              !cg_quote_plain("/a/ b"));
         /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
          * or a "\xNN", so that the quote holds no lone backslash, which
          * would make a "\x0a" after it read as an escape. */

@@ -11,6 +11,12 @@ Checks (each error's message names the path it is about):
     (cgroupfs has no symlinks, so RESOLVE_NO_SYMLINKS is not exercised here.)
   * NoSuchGroup for "/missing", "/g/missing/deeper" (Freeze, Thaw, GetGroup, Track)
     and for the group object of a missing group.
+  * NoSuchGroup for " /missing", "/missing ", "/g/ h", " " (Freeze, Thaw, GetGroup,
+    Track, an exclusion of FreezeExcept): the message names the path normalized, in
+    double quotes ('"/ /missing" does not exist', which read "/ /missing does not
+    exist"); FreezeExcept's exclusion "missing" is "/missing", as its lookup says (it
+    said "missing").  freezectl's line names " /missing" so too ("/ /missing" was
+    bare), and a file system path ending in a space still gets its hint.
   * org.freedesktop.DBus.Error.InvalidArgs for flags 8, 16 and 1<<63 (Freeze,
     Thaw, Group.Freeze).
   * After all of these every cgroup.freeze is still 0 and FreezerState "running".
@@ -112,7 +118,7 @@ def check_unknown_objects(c, where):
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
     with ft.Scratch('core-paths') as sc, ft.Bus() as bus:
         sc.mkdir('/g/h')
         sc.mkdir('/g/' + 'b' * 200 + '/' + 'c' * 200)
@@ -152,6 +158,30 @@ def test():
                     refused(ft.ERROR_NO_SUCH_GROUP, c.call, m, p, 0, 0, name_in_message=p)
                 refused(ft.ERROR_NO_SUCH_GROUP, c.call, 'GetGroup', p, name_in_message=p)
                 refused(ft.ERROR_NO_SUCH_GROUP, c.call, 'Track', p, name_in_message=p)
+            # White space at the start or end of a name, which a reader does not see:
+            # the path as freezerd normalizes it (" /missing" is "/ /missing"), in
+            # double quotes; and an exclusion of FreezeExcept outside its top (its
+            # early check) as its lookup names it, normalized.
+            for p, shown in ((' /missing', '"/ /missing"'), ('/missing ', '"/missing "'), ('/g/ h', '"/g/ h"'),
+                             (' ', '"/ "'), ('missing', '/missing')):
+                for m in ('Freeze', 'Thaw'):
+                    e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, m, p, 0, 0)
+                    ft.check_equal(e.message, f'{shown} does not exist', f'{m}({p!r}): the message')
+                for m in ('GetGroup', 'Track'):
+                    e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, m, p)
+                    ft.check_equal(e.message, f'{shown} does not exist', f'{m}({p!r}): the message')
+                e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, 'FreezeExcept', '/g', [p], 0, 0)
+                ft.check_equal(e.message, f'{shown} does not exist', f'FreezeExcept("/g", [{p!r}]): the message')
+            # freezectl's words name it alike, and its hint for a file system path given
+            # as PATH still comes.
+            r = ft.freezectl('freeze', ' /missing', address=bus.address, check=False)
+            ft.check_equal((r.returncode, r.stderr), (1, 'freezectl: cannot freeze "/ /missing": NoSuchGroup: '
+                                                         '"/ /missing" does not exist\n'), 'freezectl freeze " /missing"')
+            r = ft.freezectl('freeze', sc.root + '/g ', address=bus.address, check=False)
+            ft.check(r.returncode == 1 and f'NoSuchGroup: "{sc.root}/g " does not exist (PATH names a cgroup relative '
+                     "to freezerd's cgroup root" in r.stderr,
+                     'freezectl freeze of a file system path ending in a space: quoted, with its hint', r)
+            ft.check_equal(sc.read_freeze('/g'), 0, 'none of these wrote /g')
             try:
                 c.group_call('/missing', 'Freeze', 0, 0)
                 ft.fail('Group.Freeze on the object of a missing group succeeded')
