@@ -1461,7 +1461,8 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         while ((r = sd_bus_message_skip(msg, "(sb)")) > 0)
                 if (++n_requests > BATCH_MAX_REQUESTS)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "A batch holds at most %d requests", BATCH_MAX_REQUESTS);
+                                                 "A batch holds at most %d requests; nothing was written",
+                                                 BATCH_MAX_REQUESTS);
         if (r < 0)
                 return r;
         n_requests = 0;
@@ -1758,8 +1759,8 @@ static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, 
                 if (r == 0)
                         break;
                 if (++n > BATCH_MAX_EXCLUDES)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "At most %d exclusions",
-                                                 BATCH_MAX_EXCLUDES);
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "At most %d exclusions; nothing was written", BATCH_MAX_EXCLUDES);
                 if (!check || cg_path_normalize(x, &norm, NULL) < 0)
                         continue;
                 if (!streq(norm, top) && (streq(top, "/") || (strncmp(norm, top, l) == 0 && norm[l] == '/')))

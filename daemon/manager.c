@@ -3285,7 +3285,7 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
         if (r == -EFBIG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "The batch journal of these %zu groups would be larger than the %u MiB a "
-                                         "start reads back, nothing was written",
+                                         "start reads back; nothing was written",
                                          k, JOURNAL_SIZE_MAX / (1024 * 1024));
         if (r < 0)
                 return bus_error_set_failed(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
