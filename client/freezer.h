@@ -587,7 +587,13 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * (the dispatch may have run callbacks before); the handle stays usable: the
  * next freezer_dispatch() asks for it again (freezer_get_timeout() says
  * "now" and freezer_wait() returns at once until then), and what changed
- * meanwhile is reported as for dropped signals, late. It must not be called from a
+ * meanwhile is reported as for dropped signals, late. While the replies of
+ * those retries are lost too (a lasting shortage), each further retry waits
+ * twice as long as the one before, from 10 ms up to 1 s, and a reply kept
+ * ends that: freezer_get_timeout() says when the retry is due,
+ * freezer_wait() returns then, and a freezer_dispatch() before that does
+ * not start it; the losses fail freezer_dispatch() with -ENOMEM as above.
+ * It must not be called from a
  * callback (it fails with -EBUSY); the callbacks may call the other
  * functions, including the freezer_set_*_callback() ones and
  * freezer_close().
@@ -597,7 +603,9 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * UINT64_MAX for never, 0 for now (messages already read and queued, e.g. by a
  * blocking call). A loop that also waits for that time needs no other rule;
  * it is how a call of freezer_*_async() whose daemon never answers ends, with
- * -ETIMEDOUT, after its method-call timeout. Returns > 0 if there is a time,
+ * -ETIMEDOUT, after its method-call timeout, and how a reload whose reply was
+ * lost for lack of memory is retried once its wait is over (see -ENOMEM
+ * above). Returns > 0 if there is a time,
  * 0 if not, or a negative errno (-ENOTCONN: the connection is lost).
  *
  * freezer_wait() blocks until there is something to dispatch or timeout_usec

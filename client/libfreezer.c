@@ -223,9 +223,13 @@ struct freezer {
          * callback's list) that could not be queued, for lack of memory
          * (defer_reload_reply()): reload_error, until a freezer_dispatch()
          * returned it, and the reload to start again (states_retry,
-         * known_retry) from a freezer_dispatch() (reloads_retry()). */
+         * known_retry) from a freezer_dispatch() (reloads_retry()), not
+         * before reload_at (CLOCK_MONOTONIC µs), which backs off by
+         * reload_delay as the retries' replies are lost again
+         * (reload_lost()). */
         int reload_error;
         bool states_retry, known_retry;
+        uint64_t reload_at, reload_delay;
         /* The lost reply was SubscribeGroupStates()'s "no GroupStatesChanged
          * here" (an older freezerd): the retry falls back to SubscribeGroups()
          * as on_states_subscribed() would have, instead of loading Ids. */
@@ -237,10 +241,47 @@ struct freezer {
         bool more_pending;
 };
 
+/* A reload whose reply was lost waits to be started again
+ * (reloads_retry()). */
+static bool reload_pending(freezer *f) {
+        return f->states_retry || f->known_retry || f->states_fallback;
+}
+
 /* A reload's reply was lost (defer_reload_reply()): the error to report,
- * or the reload to start again, is for freezer_dispatch(). */
+ * or the reload to start again once its time came, is for
+ * freezer_dispatch(). */
 static bool reload_due(freezer *f) {
-        return f->reload_error < 0 || f->states_retry || f->known_retry || f->states_fallback;
+        return f->reload_error < 0 || (reload_pending(f) && f->reload_at <= now_usec());
+}
+
+/* The retries of lost reloads back off while their replies are lost again:
+ * the first at once (a single loss, to a passing peak of memory use, costs
+ * nothing), then after 10 ms, doubled with each loss up to 1 s.  Each retry
+ * is a bus call whose reply (every group's Id, heavy with 10,000 groups) is
+ * lost again as long as memory lacks, and came again as fast as freezerd
+ * answered: the program spun, and spent memory that it lacked.  10 ms is
+ * some hundred round trips of a small list (freezectl watch, a few groups:
+ * about 6,000 lost replies a second), so from the second retry on the rate
+ * falls by that much, while a short shortage delays the reports by tens of
+ * milliseconds only (10, 20, 40, ...: seven doublings reach the cap).  1 s
+ * bounds both how late changes are reported once memory is back (a second
+ * more) and the cost of a lasting shortage (a reply a second). */
+#define RELOAD_RETRY_DELAY_MIN_USEC (10 * USEC_PER_MSEC)
+#define RELOAD_RETRY_DELAY_MAX_USEC USEC_PER_SEC
+
+/* A reload's reply lost, or its Ids not loaded, for lack of memory (r): the
+ * error for the next freezer_dispatch(), the reload (*retry) for one after
+ * reload_delay.  Several lost at once are retried together. */
+static void reload_lost(freezer *f, bool *retry, int r) {
+        if (!reload_pending(f))
+                f->reload_at = usec_add(now_usec(), f->reload_delay);
+        *retry = true;
+        f->reload_error = r;
+}
+
+/* A reload's reply came and was kept: the next loss is retried at once. */
+static void reload_done(freezer *f) {
+        f->reload_delay = 0;
 }
 
 static const char *const state_table[] = {
@@ -553,8 +594,8 @@ static bool ids_load_fails(void) {
  * defer() queues it.  Without the memory the reply is lost, and sd-bus
  * drops a handler's error: the slot at home would wait for it for ever, and
  * with it every later reload (they start only while none is in flight).  So
- * the slot is let go, the next freezer_dispatch() starts the reload again
- * (*retry), and the dispatch that sees the loss fails with it
+ * the slot is let go, a later freezer_dispatch() starts the reload again
+ * (*retry, reload_lost()), and the dispatch that sees the loss fails with it
  * (reload_error). */
 static int defer_reload_reply(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler,
                               sd_bus_slot **home, bool *retry) {
@@ -562,8 +603,7 @@ static int defer_reload_reply(freezer *f, sd_bus_message *m, sd_bus_message_hand
 
         if (r < 0) {
                 *home = sd_bus_slot_unref(*home);
-                *retry = true;
-                f->reload_error = r;
+                reload_lost(f, retry, r);
         }
         return r;
 }
@@ -1751,6 +1791,12 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
         r = sd_bus_get_timeout(f->bus, ret_usec);
         if (r < 0)
                 return error_set(f, r);
+        /* A lost reload's retry that backs off (reload_lost()): its time,
+         * unless sd-bus is due earlier. */
+        if (reload_pending(f) && (r == 0 || f->reload_at < *ret_usec)) {
+                *ret_usec = f->reload_at;
+                r = 1;
+        }
         return r;
 }
 
@@ -2259,7 +2305,8 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                 return error_set(f, -EBUSY);
 
         /* A reload's reply lost since the last dispatch (in a blocking
-         * call, say): said now, the reload started again by the next one. */
+         * call, say): said now, the reload started again by a later one
+         * once it is due (reload_lost()). */
         if (f->reload_error < 0) {
                 r = f->reload_error;
                 f->reload_error = 0;
@@ -2305,7 +2352,7 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                         f->dispatching = false;
                         return error_set(f, r);
                 }
-                if (f->reload_error < 0) { /* a reload's reply lost: started again next time */
+                if (f->reload_error < 0) { /* a reload's reply lost: started again once due */
                         r = f->reload_error;
                         f->reload_error = 0;
                         f->dispatching = false;
@@ -2344,6 +2391,7 @@ FREEZER_EXPORT int freezer_get_events(freezer *f) {
 }
 
 FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
+        bool retry_first = false;
         int r;
 
         if (!f)
@@ -2352,10 +2400,24 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
          * handlers (queued by a blocking call). */
         if (f->more_pending || f->deferred || reload_due(f))
                 return 1;
+        /* No longer than until a lost reload's retry is due (later than
+         * now: reload_due()). */
+        if (reload_pending(f)) {
+                uint64_t n = now_usec();
+
+                if (f->reload_at <= n)
+                        return 1;
+                if (f->reload_at - n < timeout_usec) {
+                        timeout_usec = f->reload_at - n;
+                        retry_first = true;
+                }
+        }
 
         r = sd_bus_wait(f->bus, timeout_usec);
         if (r < 0)
                 return error_set(f, r);
+        if (r == 0 && retry_first)
+                return 1;
         if (r == 0) {
                 /* sd_bus_wait() says 0 without waiting, too, when messages are
                  * queued already or a call's deadline passed: both are for
@@ -2797,6 +2859,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        reload_done(f);
         if (!f->state_cb)
                 return 0;
         if (e) {
@@ -2847,6 +2910,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        reload_done(f);
         if (f->ids_again) { /* an InterfacesAdded/Removed dropped meanwhile */
                 if (f->state_cb)
                         ids_reload(f);
@@ -2910,19 +2974,19 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                         /* Without the memory for the new table: the states
                          * read with the old one would pass over the groups
                          * made meanwhile, their signals skipped for good.
-                         * Loaded again from the next dispatch, which this one
-                         * tells, as for a reply that could not be queued
-                         * (defer_reload_reply()); what the held signals said
-                         * is read again then. */
+                         * Loaded again from a later dispatch (reload_lost()),
+                         * which this one tells, as for a reply that could not
+                         * be queued (defer_reload_reply()); what the held
+                         * signals said is read again then. */
                         for (size_t i = 0; i < n_held; i++)
                                 sd_bus_message_unref(held[i]);
                         free(held);
                         f->held_lost = false;
-                        f->states_retry = true;
-                        f->reload_error = r;
+                        reload_lost(f, &f->states_retry, r);
                         return 0;
                 }
         }
+        reload_done(f);
         if (f->ids_again && f->state_cb) { /* older than an InterfacesAdded/Removed dropped since */
                 ids_reload(f);
                 free(held); /* dropped when they were lost: empty */
@@ -3284,12 +3348,22 @@ static void groups_reload(freezer *f) {
  * again (freezerd counts each); but one refused by an older freezerd
  * (states_fallback) falls back to SubscribeGroups(), as its reply would
  * have had it.  Nothing is left to reload once the
- * callback is gone, or the connection is lost. */
+ * callback is gone, or the connection is lost.  Not before reload_at: each
+ * retry doubles the wait before the next (reload_lost()), and one whose
+ * reply is kept ends that (reload_done()). */
 static void reloads_retry(freezer *f) {
         int r = 0;
 
         if (sd_bus_is_open(f->bus) <= 0)
                 f->states_retry = f->known_retry = f->states_fallback = false;
+        if (!reload_pending(f) || f->reload_at > now_usec())
+                return;
+        if (f->reload_delay == 0)
+                f->reload_delay = RELOAD_RETRY_DELAY_MIN_USEC;
+        else if (f->reload_delay < RELOAD_RETRY_DELAY_MAX_USEC / 2)
+                f->reload_delay *= 2;
+        else
+                f->reload_delay = RELOAD_RETRY_DELAY_MAX_USEC;
         if (f->states_fallback) {
                 /* As on_states_subscribed() for this error, unless the
                  * callback went, or a freezerd (re)started since and was
@@ -3324,6 +3398,9 @@ static void reloads_retry(freezer *f) {
                 else if (r >= 0)
                         r = q;
         }
+        /* One that could not be sent (no memory either) waits as long. */
+        if (reload_pending(f))
+                f->reload_at = usec_add(now_usec(), f->reload_delay);
         if (r < 0 && f->reload_error == 0)
                 f->reload_error = r;
 }
@@ -3335,6 +3412,7 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
 
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_in = f->known_again = false;
+        reload_done(f);
         if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL))
                 return 0; /* freezerd went, or is one without Ids: signals as they come */
 

@@ -14,7 +14,8 @@
  * again.  And, with the test hooks of that build, the state callback's
  * groups that a reload of Ids finds gone dropped, and a reload whose reply
  * cannot be queued (no memory) reported by freezer_dispatch() and started
- * again, as one whose Ids cannot be loaded, and Ids past the table's bound
+ * again, as one whose Ids cannot be loaded, the retries of replies lost for
+ * good backing off, and Ids past the table's bound
  * loaded as far as they fit.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -660,6 +661,80 @@ static void test_ids_load_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The poll() timeout (ms) until the handle's due time, -1 for none. */
+static int due_ms(freezer *f) {
+        uint64_t t, n;
+
+        if (freezer_get_timeout(f, &t) <= 0 || t == UINT64_MAX)
+                return -1;
+        n = mono_usec();
+        return t <= n ? 0 : (int) ((t - n + 999) / 1000);
+}
+
+/* The replies of reloads lost for good (no memory, lasting): the retries
+ * back off (at once, then after 10 ms, 20 ms, ... up to 1 s), so over 1.5 s
+ * a loop that polls the fd and freezer_get_timeout() sees a few -ENOMEM
+ * (a reload every 10 + 20 + ... ms: 9 by 1.27 s), and freezer_get_timeout()
+ * says a time to come after the second.  Once replies are kept again, the
+ * next retry (within the cap) loads the Ids, and /new9, whose InterfacesAdded
+ * was dropped, is reported.  (Every retry was due at once: a ListGroupIds
+ * per round trip, hundreds of -ENOMEM, the loop never slept.) */
+static void test_reload_backoff(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        unsigned enomem = 0, future = 0, lost, ids = 0;
+        char calls[256];
+        uint64_t start;
+
+        if (!f)
+                return;
+        new_path = "/new9";
+        CHECK_R(freezer_freeze(f, "/new9", 0, 0), 0);
+        freezer_test_fail_reload_replies = 1000;
+        start = mono_usec();
+        /* Stopped at 100 -ENOMEM: the stand-in's log would fill up. */
+        while (mono_usec() < start + 3 * USEC_PER_SEC / 2 && enomem < 100) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t t;
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        /* From the second loss on the retry waits (a
+                         * stall of the machine past the first short delays
+                         * may make them due already: two are let pass). */
+                        if (enomem >= 2 && freezer_get_timeout(f, &t) > 0 && t > mono_usec())
+                                future++;
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, due_ms(f));
+        }
+        lost = 1000 - freezer_test_fail_reload_replies;
+        freezer_test_fail_reload_replies = 0;
+        for (ssize_t n; (n = read(calls_pipe[0], calls, sizeof calls)) > 0;)
+                for (ssize_t i = 0; i < n; i++)
+                        ids += calls[i] == 'I';
+        fprintf(stderr, "# lasting loss over 1.5 s: %u -ENOMEM, %u replies lost, %u ListGroupIds\n", enomem,
+                lost, ids);
+        CHECK(enomem >= 3 && enomem <= 12);
+        CHECK(lost == enomem);
+        CHECK(ids <= enomem + 1);
+        CHECK(future + 2 >= enomem && future >= 1);
+        CHECK_R(new_reported, 0);
+
+        /* Memory again: the next retry loads the Ids, then the states. */
+        CHECK_R(dispatch_until_reported(f, 5), 0);
+        CHECK_R(new_reported, 1);
+        drain(f, N_CALLS);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* Ids past GROUP_TABLE_MAX (lowered by the test hook to one less than the
  * groups there are): /new8 is removed and made again (another Id, listed
  * last), both signals dropped.  The Ids loaded again keep the first ones
@@ -746,6 +821,7 @@ int main(void) {
         test_ids_removed(socket_path);
         test_reload_reply_lost(socket_path);
         test_ids_load_lost(socket_path);
+        test_reload_backoff(socket_path);
         test_ids_past_max(socket_path);
 
         kill(pid, SIGKILL);
