@@ -3894,10 +3894,18 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
         }
 }
 
+/* A run of freezer_dispatch()'s -ENOMEM (replies lost for lack of memory,
+ * retried by libfreezer at most a second and a round trip apart while
+ * memory lacks) ends once none came for this long. */
+#define WATCH_ENOMEM_QUIET_USEC (5 * USEC_PER_SEC)
+
 static int verb_watch(freezer *f, char **args, size_t n_args) {
         watch_context c = { .ret = EXIT_SUCCESS };
         sigset_t mask;
         int sfd = -1, ret = EXIT_FAILURE, r;
+        /* The -ENOMEM of the run going on, and the last one's time. */
+        unsigned n_enomem = 0;
+        uint64_t enomem_last = 0;
 
         /* SIGINT and SIGTERM end the watch through the loop (blocked there,
          * read from sfd), so that the triggers are removed first.  During the
@@ -3971,12 +3979,17 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                         goto finish; /* the triggers went with the connection */
                 }
                 /* A reply that makes up for missed signals could not be
-                 * queued: the handle stays usable and asks for it again in
-                 * the next dispatch, so what changed meanwhile is printed
-                 * then, late. */
-                if (r == -ENOMEM)
-                        log_error("watch: out of memory, some changes may be reported late");
-                else if (r < 0) {
+                 * queued: the handle stays usable and asks for it again
+                 * from a later dispatch, so what changed meanwhile is
+                 * printed then, late.  Said once per run of them: under a
+                 * lasting shortage every retry fails too. */
+                if (r == -ENOMEM) {
+                        if (n_enomem == 0)
+                                log_error("watch: out of memory, some changes may be reported late");
+                        if (n_enomem < UINT_MAX)
+                                n_enomem++;
+                        enomem_last = now_usec();
+                } else if (r < 0) {
                         log_failure(f, r, "watch: %s", lost);
                         goto finish;
                 }
@@ -3995,6 +4008,19 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                 uint64_t due;
                 if (freezer_get_timeout(f, &due) <= 0)
                         due = UINT64_MAX;
+                /* The end of a run of -ENOMEM, said when it comes. */
+                if (n_enomem > 0) {
+                        uint64_t quiet = usec_add(enomem_last, WATCH_ENOMEM_QUIET_USEC);
+
+                        if (now_usec() >= quiet) {
+                                if (n_enomem > 1)
+                                        log_error("watch: out of memory %u times in a row, none for %" PRIu64
+                                                  " s since",
+                                                  n_enomem, WATCH_ENOMEM_QUIET_USEC / USEC_PER_SEC);
+                                n_enomem = 0;
+                        } else if (quiet < due)
+                                due = quiet;
+                }
 
                 if (poll(p, ELEMENTSOF(p), poll_timeout_ms(due)) < 0) {
                         if (errno == EINTR)

@@ -14,18 +14,26 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     reload after the start lost (its new subscription's or its group list's, whichever
     comes first): watch warns "out of memory, some changes may be reported late" and
     goes on (it said "lost the connection to the bus: Cannot allocate memory" and exited):
-    a freeze of /g after that is printed."""
+    a freeze of /g after that is printed.
+  * The same with every reply of a reload lost (a lasting shortage): over
+    1.5 s watch warns once, and sleeps between the retries, which back off: it used little
+    CPU time.  (The retries came as fast as freezerd answered, watch warned on each, some
+    thousand lines, and spun.)  With four replies lost in a row, watch warns once, says
+    "out of memory N times in a row" once 5 s passed without another, and prints a
+    change."""
 
 import ctypes
 import errno
 import importlib.util
 import os
+import re
 import shutil
 import sys
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -94,59 +102,150 @@ def check_fallback_reply_lost(lib, sc, bus):
         lib.freezer_close(f)
 
 
-def check_watch_goes_on(sc, bus):
-    what = 'freezectl watch, the reply of its subscription to a restarted freezerd lost'
+WARNING = 'freezectl: watch: out of memory, some changes may be reported late'
+
+
+def hooks_bin(what):
+    """freezectl-test-hooks, or None (said) where it is not built."""
     path = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
     if not os.path.exists(path):
         print(f'# {path} is not built: {what} not checked', flush=True)
-        return
-    out, err = [], []
+        return None
+    return path
 
+
+class Watch:
+    """freezectl-test-hooks watch on bus, the hook failing n reload replies, its output
+    lines read into out and err as they come; ended (SIGINT) on exit."""
+
+    def __init__(self, path, bus, n):
+        env = dict(os.environ, FREEZER_TEST_FAIL_RELOAD_REPLIES=str(n))
+        self.out, self.err = [], []
+        self.p = subprocess.Popen([path, f'--address={bus.address}', 'watch'], env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.threads = [threading.Thread(target=self.reader, args=(self.p.stdout, self.out), daemon=True),
+                        threading.Thread(target=self.reader, args=(self.p.stderr, self.err), daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    @staticmethod
     def reader(stream, into):
         for line in iter(stream.readline, b''):
             into.append(line.decode(errors='replace'))
-    with ft.Daemon(bus, sc.root) as d:
-        env = dict(os.environ, FREEZER_TEST_FAIL_RELOAD_REPLIES='1')
-        p = subprocess.Popen([path, f'--address={bus.address}', 'watch'], env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        threads = [threading.Thread(target=reader, args=(p.stdout, out), daemon=True),
-                   threading.Thread(target=reader, args=(p.stderr, err), daemon=True)]
-        for t in threads:
-            t.start()
-        try:
-            ft.wait_for(lambda: any('watching' in line for line in out) or p.poll() is not None, poll=0.05,
-                        what=f'{what}: the watching line')
-            d.stop()
-            with ft.Daemon(bus, sc.root) as d2:
-                c = d2.client
-                ft.wait_for(lambda: any('out of memory' in line for line in err) or p.poll() is not None,
-                            poll=0.05, what=f'{what}: the warning')
-                ft.check(p.poll() is None and
-                         any(line.rstrip('\n') == 'freezectl: watch: out of memory, some changes may be reported late'
-                             for line in err),
-                         f'{what}: the warning, and watch goes on', (p.poll(), out, err))
-                n = len(out)
 
-                def seen():
-                    if p.poll() is not None:
-                        return True
-                    c.call('Freeze', '/g', 0, 0)
-                    c.call('Thaw', '/g', 0, 0)
-                    return any('/g' in line for line in out[n:])
-                ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
-                ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
-                         f'{what}: a change after the warning printed', (p.poll(), out[n:], err))
-        finally:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(timeout=ft.DEFAULT_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            for t in threads:
-                t.join(timeout=ft.DEFAULT_TIMEOUT)
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(timeout=ft.DEFAULT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        for t in self.threads:
+            t.join(timeout=ft.DEFAULT_TIMEOUT)
+
+    def wait_watching(self, what):
+        ft.wait_for(lambda: any('watching' in line for line in self.out) or self.p.poll() is not None, poll=0.05,
+                    what=f'{what}: the watching line')
+
+    def wait_warning(self, what):
+        ft.wait_for(lambda: any('out of memory' in line for line in self.err) or self.p.poll() is not None,
+                    poll=0.05, what=f'{what}: the warning')
+
+    def warnings(self):
+        return sum(line.rstrip('\n') == WARNING for line in self.err)
+
+
+def check_watch_goes_on(sc, bus):
+    what = 'freezectl watch, the reply of its subscription to a restarted freezerd lost'
+    path = hooks_bin(what)
+    if not path:
+        return
+    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 1) as w:
+        p, out, err = w.p, w.out, w.err
+        w.wait_watching(what)
+        d.stop()
+        with ft.Daemon(bus, sc.root) as d2:
+            c = d2.client
+            w.wait_warning(what)
+            ft.check(p.poll() is None and w.warnings() == 1, f'{what}: the warning, and watch goes on',
+                     (p.poll(), out, err))
+            n = len(out)
+
+            def seen():
+                if p.poll() is not None:
+                    return True
+                c.call('Freeze', '/g', 0, 0)
+                c.call('Thaw', '/g', 0, 0)
+                return any('/g' in line for line in out[n:])
+            ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
+            ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
+                     f'{what}: a change after the warning printed', (p.poll(), out[n:], err))
     ft.check(not any('lost the connection' in line for line in err), f'{what}: no "lost the connection"', err)
+
+
+WINDOW = 1.5  # seconds
+
+
+def check_watch_lasting_shortage(sc, bus):
+    what = 'freezectl watch, every reply of its reloads after freezerd restarted lost'
+    path = hooks_bin(what)
+    if not path:
+        return
+    # As many as never run out: at a round trip each (the retries without a pause) 1000
+    # took a fraction of the window.
+    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 10**6) as w:
+        w.wait_watching(what)
+        d.stop()
+        with ft.Daemon(bus, sc.root):
+            w.wait_warning(what)
+            t0, c0 = time.monotonic(), ft.proc_cpu_ticks(w.p.pid)
+            time.sleep(WINDOW)  # a window to count warnings and measure CPU time in, not a wait for an event
+            ticks, wall = ft.proc_cpu_ticks(w.p.pid) - c0, time.monotonic() - t0
+            ft.check(w.p.poll() is None, f'{what}: watch goes on', w.err[-5:])
+            warnings = w.warnings()
+            print(f'# {warnings} warnings, {ticks} ticks of CPU time in {wall:.1f} s', flush=True)
+            # A retry at once, then after 10 ms, doubling up to 1 s: a handful of round trips,
+            # each far below a tick even under a sanitizer.  Spinning took most of the window.
+            limit = int(wall * os.sysconf('SC_CLK_TCK') / 10)
+            ft.check(ticks <= limit, f'{what}: watch mostly slept ({ticks} ticks of CPU time in {wall:.1f} s, '
+                     f'at most {limit})')
+            ft.check(warnings == 1, f'{what}: warned once in {wall:.1f} s', (warnings, w.err[:5]))
+    ft.check(not any('lost the connection' in line for line in w.err), f'{what}: no "lost the connection"',
+             w.err[-5:])
+
+
+def check_watch_run_ends(sc, bus):
+    what = 'freezectl watch, four replies of its reloads after freezerd restarted lost'
+    path = hooks_bin(what)
+    if not path:
+        return
+    # Replies lost during one blocking call (the catch-up's freezer_list() after the
+    # restart) are said by one -ENOMEM.
+    end = re.compile(r'freezectl: watch: out of memory ([234]) times in a row, none for 5 s since')
+    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 4) as w:
+        w.wait_watching(what)
+        d.stop()
+        with ft.Daemon(bus, sc.root) as d2:
+            ft.wait_for(lambda: any(end.fullmatch(line.rstrip('\n')) for line in w.err) or w.p.poll() is not None,
+                        timeout=ft.DEFAULT_TIMEOUT + 5, poll=0.1, what=f'{what}: the end of the run said')
+            ft.check(w.p.poll() is None and w.warnings() == 1 and len(w.err) == 2 and
+                     end.fullmatch(w.err[1].rstrip('\n')),
+                     f'{what}: one warning, then "out of memory N times in a row, none for 5 s since"',
+                     (w.p.poll(), w.err))
+            n = len(w.out)
+
+            def seen():
+                if w.p.poll() is not None:
+                    return True
+                d2.client.call('Freeze', '/g', 0, 0)
+                d2.client.call('Thaw', '/g', 0, 0)
+                return any('/g' in line for line in w.out[n:])
+            ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
+            ft.check(w.p.poll() is None, f'{what}: a change printed after', w.err)
 
 
 def test():
@@ -165,10 +264,13 @@ def test():
                 check_fallback_reply_lost(lib, sc, bus)
             with ft.Bus() as bus:
                 check_watch_goes_on(sc, bus)
+                check_watch_lasting_shortage(sc, bus)
+                check_watch_run_ends(sc, bus)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
-          'freezectl watch goes on after freezer_dispatch()\'s -ENOMEM')
+          'freezectl watch goes on after freezer_dispatch()\'s -ENOMEM, warns once and sleeps while replies '
+          'stay lost')
 
 
 if __name__ == '__main__':
