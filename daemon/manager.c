@@ -2737,11 +2737,14 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
         _cleanup_free_ FreezeWrite *w = calloc(n ?: 1, sizeof *w);
         uint64_t reach = 0;
         bool first = true;
+        /* A call whose lookups tracked paths is accepted below, once every
+         * file is open: its first file kept open is looked at too, or a
+         * write to a group removed a moment ago would fail with nothing
+         * written, after the accept kept what the call tracked. */
+        bool undoable = m->call.open && !m->call.accepted && m->call.n_roots > 0;
 
         if (!w)
                 return -ENOMEM;
-        /* The call writes: what its lookups tracked stays (manager_call_begin()). */
-        manager_call_accept(m);
         m->write_gen++;
         for (size_t i = 0; i < n; i++)
                 if (gs[i])
@@ -2764,7 +2767,7 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                  * and its failure is looked at after (below); nor one that
                  * may vanish among them, but a group made again under its
                  * name would be left out, not written. */
-                if ((!kept || !first || w[i].may_vanish) && group_removal_unread(m, &unread, gs[i], n)) {
+                if ((!kept || !first || w[i].may_vanish || undoable) && group_removal_unread(m, &unread, gs[i], n)) {
                         fd = group_check_exists(m, gs[i]);
                         if (fd == -ESTALE) {
                                 /* Nothing is written: the call starts over. */
@@ -2792,6 +2795,10 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
                 first = false;
                 reach += write_reach(m, gs[i], v[i]);
         }
+        /* Every file open, none gone: the call writes, and what its lookups
+         * tracked stays (manager_call_begin()).  Not before: a call that
+         * fails above wrote nothing. */
+        manager_call_accept(m);
 
         bool threaded = false;
         if (reach >= REALTIME_WRITE_MIN_GROUPS && m->config.realtime_writes && !m->realtime_refused) {
