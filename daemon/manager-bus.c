@@ -642,7 +642,9 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                                          "the groups below that it does not follow cannot be "
                                          "recorded in %s: %s; their flags are left as they were",
                                          m->runtime_dir, strerror(-journaled));
-        manager_call_accept(m); /* it writes (Thaw RECURSIVE of unfollowed groups alone) */
+        /* It writes: b's call is accepted, not another one open meanwhile
+         * (this runs from reply_batch_done() too). */
+        manager_call_accept(m, b->call);
         r = odd_groups_write(m->root_fd, &b->odd, false, m->test_write_delay_usec, &failed);
         if (r < 0)
                 odd_groups_restore(m->root_fd, &b->odd);
@@ -1042,7 +1044,7 @@ static int start_freeze(Manager *m, Caller *c, sd_bus_message *call, Group *g, b
                 }
                 if (n == 0 && odd.n == 0) {
                         free(items);
-                        manager_call_accept(m); /* nothing to write: done */
+                        manager_call_accept(m, call); /* nothing to write: done */
                         return sd_bus_reply_method_return(call, NULL);
                 }
                 /* Every group of the subtree whose flag changes, or nothing. */
@@ -1157,7 +1159,7 @@ static int handle_until_not_remade(sd_bus_message *msg, void *userdata, sd_bus_m
         int r;
 
         do {
-                manager_call_begin(userdata);
+                manager_call_begin(userdata, msg);
                 r = handler(msg, userdata, error);
         } while (call_again_if_remade(userdata, msg, &r, &tries, error));
         manager_call_end(userdata, r < 0);
@@ -1552,7 +1554,7 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The batch is empty");
         skipped_missing = count_missing(m, missing, n_missing, items, n);
         if (n == 0) { /* every request left out */
-                manager_call_accept(m);
+                manager_call_accept(m, msg);
                 return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
         }
 
@@ -1607,7 +1609,7 @@ static int apply_batch(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 if (r < 0)
                         return r;
                 if (n == 0 && odd.n == 0) {
-                        manager_call_accept(m); /* nothing to write: done */
+                        manager_call_accept(m, msg); /* nothing to write: done */
                         return sd_bus_reply_method_return(msg, "uu", 0, skipped_missing);
                 }
         } else
@@ -1930,7 +1932,7 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                                  "%s no longer exists; nothing was written", CG_QUOTE(g->path));
         }
         if (n_cover == 0) {
-                manager_call_accept(m); /* nothing to freeze: done */
+                manager_call_accept(m, msg); /* nothing to freeze: done */
                 return sd_bus_reply_method_return(msg, "as", 0);
         }
 

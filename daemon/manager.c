@@ -71,6 +71,7 @@ typedef enum UntrackCause {
 static void manager_untracked_prune(Manager *m, const char *norm, UntrackCause cause);
 static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause, sd_bus_error *error);
 static void manager_forget_waiting_roots(Manager *m);
+static void call_accept(Manager *m);
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -2797,8 +2798,10 @@ static int manager_write_freezes(Manager *m, Group *const *gs, const bool *v, si
         }
         /* Every file open, none gone: the call writes, and what its lookups
          * tracked stays (manager_call_begin()).  Not before: a call that
-         * fails above wrote nothing. */
-        manager_call_accept(m);
+         * fails above wrote nothing.  The call open is the one that writes:
+         * only a call's handler writes here (freeze_start(), batch_start()),
+         * never the loop while another call is open. */
+        call_accept(m);
 
         bool threaded = false;
         if (reach >= REALTIME_WRITE_MIN_GROUPS && m->config.realtime_writes && !m->realtime_refused) {
@@ -4902,12 +4905,13 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         return manager_track(m, norm, false, ret, error);
 }
 
-void manager_call_begin(Manager *m) {
+void manager_call_begin(Manager *m, sd_bus_message *msg) {
+        m->call.msg = msg;
         m->call.open = true;
         m->call.accepted = false;
 }
 
-void manager_call_accept(Manager *m) {
+static void call_accept(Manager *m) {
         if (!m->call.open || m->call.accepted)
                 return;
         m->call.accepted = true;
@@ -4917,6 +4921,11 @@ void manager_call_accept(Manager *m) {
                 (void) manager_save_tracked(m);
         m->call.unsaved = false;
         manager_announce(m); /* before its reply, as manager_track() does */
+}
+
+void manager_call_accept(Manager *m, sd_bus_message *msg) {
+        if (msg == m->call.msg)
+                call_accept(m);
 }
 
 void manager_call_end(Manager *m, bool failed) {
@@ -4942,12 +4951,13 @@ void manager_call_end(Manager *m, bool failed) {
                 }
                 m->call.unsaved = false;
         } else
-                manager_call_accept(m);
+                call_accept(m);
         for (size_t k = 0; k < m->call.n_roots; k++)
                 free(m->call.roots[k].path);
         m->call.roots = mfree(m->call.roots);
         m->call.n_roots = 0;
         m->call.open = false;
+        m->call.msg = NULL;
         if (save)
                 (void) manager_save_tracked(m);
         /* What is left: groups its lookups added within the tracked

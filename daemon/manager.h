@@ -355,6 +355,7 @@ struct Manager {
          * tracked subtrees (manager_call_begin()), and the roots they added:
          * undone if it is refused before it writes. */
         struct {
+                sd_bus_message *msg; /* the call's message (not referenced: it outlives the handler) */
                 bool open;     /* between manager_call_begin() and manager_call_end() */
                 bool accepted; /* manager_call_accept() since the last manager_call_begin() */
                 bool unsaved;  /* a lookup's root waits for tracked.json until it is accepted */
@@ -436,9 +437,14 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
  * lookups' roots go again (tracked.json, objects, watches as before); else
  * as manager_call_accept().  manager_call_begin() again (the call handled
  * again, nothing written: call_again_if_remade()) keeps the roots noted and
- * holds again.  Outside such a call, manager_call_accept() does nothing. */
-void manager_call_begin(Manager *m);
-void manager_call_accept(Manager *m);
+ * holds again.  Outside such a call, manager_call_accept() does nothing.
+ * manager_call_accept()'s msg is the message of the call that writes: that
+ * of another (an earlier call's batch, whose reply_batch_done() thaws the
+ * groups freezerd does not follow once the kernel confirmed it, which can
+ * come while this one is handled: the events read before it is handled
+ * again, or the removal of what it tracked) accepts nothing. */
+void manager_call_begin(Manager *m, sd_bus_message *msg);
+void manager_call_accept(Manager *m, sd_bus_message *msg);
 void manager_call_end(Manager *m, bool failed);
 
 /* Whether manager_resolve_group() of norm (a normalized path) would track it
