@@ -4928,27 +4928,82 @@ void manager_call_accept(Manager *m, sd_bus_message *msg) {
                 call_accept(m);
 }
 
+static int call_root_path_cmp(const void *a, const void *b) {
+        return strcmp(((const struct CallRoot *) a)->path, ((const struct CallRoot *) b)->path);
+}
+
+/* By path, then the entry of a lookup that added it first. */
+static int call_root_cmp(const void *a, const void *b) {
+        const struct CallRoot *x = a, *y = b;
+
+        return call_root_path_cmp(a, b) ?: (int) x->configured - (int) y->configured;
+}
+
+/* A call refused before it was accepted: the roots its lookups added go
+ * again, and the configured ones they marked as asked for are the
+ * configuration's alone again.  All taken out of the roots at once, the
+ * hashes rebuilt once, then what each one alone needed is pruned (as
+ * manager_forget_waiting_roots() does): one at a time, each a look through
+ * every root, a refused ApplyBatch of 8,000 new paths took seconds.  One
+ * gone from the roots meanwhile (forgotten while the call read the kernel's
+ * events) needs nothing more.  A path noted twice (tracked, forgotten,
+ * tracked again) is taken out if one of its lookups added it.  Returns
+ * whether tracked.json has one of them (another change saved it
+ * meanwhile): the caller saves it again. */
+static bool call_roots_undo(Manager *m) {
+        struct CallRoot *roots = m->call.roots;
+        size_t n = 0, j = 0;
+        bool save = false, taken = false;
+
+        if (m->call.n_roots == 0)
+                return false;
+        /* Sorted, one per path (one that added it first), for bsearch(). */
+        qsort(roots, m->call.n_roots, sizeof *roots, call_root_cmp);
+        for (size_t k = 0; k < m->call.n_roots; k++) {
+                if (n > 0 && streq(roots[n - 1].path, roots[k].path)) {
+                        free(roots[k].path);
+                        continue;
+                }
+                roots[n] = roots[k];
+                roots[n++].taken = false;
+        }
+        m->call.n_roots = n;
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                const struct CallRoot key = { .path = m->track_roots[i] },
+                                      *c = bsearch(&key, roots, n, sizeof *roots, call_root_path_cmp);
+
+                if (c)
+                        save = save || m->track_roots_saved[i];
+                if (c && c->configured)
+                        m->track_roots_called[i] = false;
+                else if (c) {
+                        roots[c - roots].taken = taken = true;
+                        free(m->track_roots[i]);
+                        continue;
+                }
+                m->track_roots[j] = m->track_roots[i];
+                m->track_roots_called[j] = m->track_roots_called[i];
+                m->track_roots_saved[j++] = m->track_roots_saved[i];
+        }
+        if (!taken)
+                return save; /* nothing moved */
+        m->n_track_roots = j;
+        m->track_roots[j] = NULL;
+        track_root_hashes_rebuild(m);
+        /* Unannounced: held since the call began (manager_announce()). */
+        for (size_t k = 0; k < n; k++)
+                if (roots[k].taken)
+                        manager_untracked_prune(m, roots[k].path, UNTRACK_UNDONE);
+        return save;
+}
+
 void manager_call_end(Manager *m, bool failed) {
         bool save = false;
 
         if (!m->call.open)
                 return;
         if (failed && !m->call.accepted) {
-                /* The newest first, as they were added: each root taken out
-                 * leaves what the others (and the roots before the call)
-                 * need.  One gone from the roots meanwhile (forgotten while
-                 * the call read the kernel's events) needs nothing more.
-                 * tracked.json has one only where another change saved it
-                 * meanwhile: then it is saved again. */
-                for (size_t k = m->call.n_roots; k > 0; k--) {
-                        const struct CallRoot *c = &m->call.roots[k - 1];
-                        ssize_t i = track_root_find(m, c->path);
-
-                        if (i < 0)
-                                continue;
-                        save = save || m->track_roots_saved[i];
-                        track_root_undo(m, (size_t) i, c->path, c->configured);
-                }
+                save = call_roots_undo(m);
                 m->call.unsaved = false;
         } else
                 call_accept(m);

@@ -362,6 +362,7 @@ struct Manager {
                 struct CallRoot {
                         char *path;
                         bool configured; /* a root of the configuration, which the call only marked as asked for */
+                        bool taken;      /* taken out of the roots by the undo (manager_call_end()) */
                 } *roots;
                 size_t n_roots;
         } call;
