@@ -279,7 +279,11 @@ static void reload_lost(freezer *f, bool *retry, int r) {
         f->reload_error = r;
 }
 
-/* A reload's reply came and was kept: the next loss is retried at once. */
+/* A reload's last reply came and was kept: the next loss is retried at
+ * once.  Not for a reply that asks for another read (the state callback's
+ * states after its Ids, a read again for a signal dropped meanwhile): were
+ * the delay reset there, a read whose reply is lost again and again would
+ * be retried at once each time, its Ids' reply kept in between. */
 static void reload_done(freezer *f) {
         f->reload_delay = 0;
 }
@@ -556,7 +560,18 @@ static void __attribute__((constructor)) test_hooks_init(void) {
                 freezer_test_fail_reload_replies = (unsigned) strtoul(e, NULL, 10);
 }
 
-static bool reload_reply_fails(void) {
+/* The next this many replies of the state callback's states read again
+ * (ListGroups() after its Ids) fail alone: the Ids' replies are kept. */
+extern unsigned freezer_test_fail_reread_replies;
+unsigned freezer_test_fail_reread_replies;
+
+static int on_states_reread(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+
+static bool reload_reply_fails(sd_bus_message_handler_t handler) {
+        if (handler == on_states_reread && freezer_test_fail_reread_replies > 0) {
+                freezer_test_fail_reread_replies--;
+                return true;
+        }
         if (freezer_test_fail_reload_replies == 0)
                 return false;
         freezer_test_fail_reload_replies--;
@@ -581,7 +596,7 @@ size_t freezer_test_state_groups(freezer *f) {
         return group_table_size(&f->groups);
 }
 #else
-static bool reload_reply_fails(void) {
+static bool reload_reply_fails(_unused_ sd_bus_message_handler_t handler) {
         return false;
 }
 
@@ -599,7 +614,7 @@ static bool ids_load_fails(void) {
  * (reload_error). */
 static int defer_reload_reply(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler,
                               sd_bus_slot **home, bool *retry) {
-        int r = reload_reply_fails() ? -ENOMEM : defer(f, m, handler, f, home, false);
+        int r = reload_reply_fails(handler) ? -ENOMEM : defer(f, m, handler, f, home, false);
 
         if (r < 0) {
                 *home = sd_bus_slot_unref(*home);
@@ -2859,10 +2874,10 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
-        reload_done(f);
         if (!f->state_cb)
                 return 0;
         if (e) {
+                reload_done(f);
                 held_drop(f);
                 /* This freezerd lacks GroupStatesChanged: GroupsChanged then.
                  * Any other error (it exited again): the next start retries. */
@@ -2910,7 +2925,6 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
-        reload_done(f);
         if (f->ids_again) { /* an InterfacesAdded/Removed dropped meanwhile */
                 if (f->state_cb)
                         ids_reload(f);
@@ -2921,6 +2935,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
                 states_lost(f);
                 return 0;
         }
+        reload_done(f);
         if (!f->state_cb || sd_bus_message_is_method_error(reply, NULL))
                 return 0;
         r = sd_bus_message_enter_container(reply, 'a', "(sos)");
@@ -2986,7 +3001,6 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                         return 0;
                 }
         }
-        reload_done(f);
         if (f->ids_again && f->state_cb) { /* older than an InterfacesAdded/Removed dropped since */
                 ids_reload(f);
                 free(held); /* dropped when they were lost: empty */
@@ -3003,6 +3017,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                 free(held); /* dropped when they were lost: empty */
                 return 0;
         }
+        reload_done(f);
         /* In the order they came; the callback may remove itself (or a
          * NameOwnerChanged handled meanwhile may have cleared the table). */
         for (size_t i = 0; i < n_held; i++) {
@@ -3349,8 +3364,8 @@ static void groups_reload(freezer *f) {
  * (states_fallback) falls back to SubscribeGroups(), as its reply would
  * have had it.  Nothing is left to reload once the
  * callback is gone, or the connection is lost.  Not before reload_at: each
- * retry doubles the wait before the next (reload_lost()), and one whose
- * reply is kept ends that (reload_done()). */
+ * retry doubles the wait before the next (reload_lost()), and a reload
+ * whose last reply is kept ends that (reload_done()). */
 static void reloads_retry(freezer *f) {
         int r = 0;
 

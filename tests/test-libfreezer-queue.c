@@ -15,8 +15,8 @@
  * groups that a reload of Ids finds gone dropped, and a reload whose reply
  * cannot be queued (no memory) reported by freezer_dispatch() and started
  * again, as one whose Ids cannot be loaded, the retries of replies lost for
- * good backing off, and Ids past the table's bound
- * loaded as far as they fit.  And, needing no stand-in, which states
+ * good backing off (the states read after the Ids lost alone too), and Ids
+ * past the table's bound loaded as far as they fit.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -52,6 +52,7 @@
 
 /* The test hooks of libfreezer's test build (FREEZER_TEST_HOOKS). */
 extern unsigned freezer_test_fail_reload_replies;
+extern unsigned freezer_test_fail_reread_replies;
 extern unsigned freezer_test_fail_ids_loads;
 extern size_t freezer_test_group_table_max;
 size_t freezer_test_state_groups(freezer *f);
@@ -735,6 +736,69 @@ static void test_reload_backoff(const char *socket_path) {
         freezer_close(f);
 }
 
+/* Dispatched as a loop that polls the fd until freezer_get_timeout()'s time,
+ * with *lost set to lose the next so many replies, for 1.5 s or until max
+ * -ENOMEM: their count.  *lost is 0 after. */
+static unsigned dispatch_lasting_loss(freezer *f, unsigned *lost, unsigned max) {
+        unsigned enomem = 0;
+
+        *lost = 1000;
+        for (uint64_t deadline = mono_usec() + 3 * USEC_PER_SEC / 2; mono_usec() < deadline && enomem < max;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, due_ms(f));
+        }
+        *lost = 0;
+        return enomem;
+}
+
+/* Every states read (ListGroups, after the Ids) lost, the Ids' replies
+ * kept: the retries back off as in test_reload_backoff() (a reload is done
+ * once its states are in, not its Ids), each a ListGroupIds then a
+ * ListGroups.  Once replies are kept again, /new10, whose InterfacesAdded was
+ * dropped, is reported.  (Each kept Ids reply reset the delay: every retry
+ * was due at once, 100 -ENOMEM in some milliseconds.) */
+static void test_reload_backoff_reread(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        unsigned enomem, ids = 0, states = 0;
+        char calls[256];
+
+        if (!f)
+                return;
+        new_path = "/new10";
+        CHECK_R(freezer_freeze(f, "/new10", 0, 0), 0);
+        /* Stopped at 100 -ENOMEM: the stand-in's log would fill up. */
+        enomem = dispatch_lasting_loss(f, &freezer_test_fail_reread_replies, 100);
+        for (ssize_t n; (n = read(calls_pipe[0], calls, sizeof calls)) > 0;)
+                for (ssize_t i = 0; i < n; i++) {
+                        ids += calls[i] == 'I';
+                        states += calls[i] == 'S';
+                }
+        fprintf(stderr, "# states reads lost over 1.5 s: %u -ENOMEM, %u ListGroupIds, %u ListGroups\n", enomem,
+                ids, states);
+        CHECK(enomem >= 3 && enomem <= 12);
+        CHECK(states == enomem);
+        CHECK(ids <= enomem + 1);
+        CHECK_R(new_reported, 0);
+
+        CHECK_R(dispatch_until_reported(f, 5), 0);
+        CHECK_R(new_reported, 1);
+        drain(f, N_CALLS);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* Ids past GROUP_TABLE_MAX (lowered by the test hook to one less than the
  * groups there are): /new8 is removed and made again (another Id, listed
  * last), both signals dropped.  The Ids loaded again keep the first ones
@@ -822,6 +886,7 @@ int main(void) {
         test_reload_reply_lost(socket_path);
         test_ids_load_lost(socket_path);
         test_reload_backoff(socket_path);
+        test_reload_backoff_reread(socket_path);
         test_ids_past_max(socket_path);
 
         kill(pid, SIGKILL);
