@@ -279,6 +279,14 @@ static void reload_lost(freezer *f, bool *retry, int r) {
         f->reload_error = r;
 }
 
+/* Retries dropped (their callback gone, freezerd gone or restarted, the
+ * connection lost): with none left, the delay they grew goes with them, and
+ * the next loss, a first one again, is retried at once (as reload_done()). */
+static void reload_retries_dropped(freezer *f) {
+        if (!reload_pending(f))
+                f->reload_delay = f->reload_at = 0;
+}
+
 /* A reload's last reply came and was kept: the next loss is retried at
  * once.  Not for a reply that asks for another read (the state callback's
  * states after its Ids, a read again for a signal dropped meanwhile): were
@@ -1075,6 +1083,7 @@ static void cache_clear(freezer *f) {
          * again starts from none. */
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
         f->states_retry = f->states_fallback = false;
+        reload_retries_dropped(f);
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
@@ -3233,6 +3242,7 @@ static void groups_clear(freezer *f) {
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_loaded = f->known_base = f->known_in = f->known_lost = f->known_again = false;
         f->known_retry = false;
+        reload_retries_dropped(f);
         f->known_gen++;
 }
 
@@ -3369,8 +3379,10 @@ static void groups_reload(freezer *f) {
 static void reloads_retry(freezer *f) {
         int r = 0;
 
-        if (sd_bus_is_open(f->bus) <= 0)
+        if (sd_bus_is_open(f->bus) <= 0) {
                 f->states_retry = f->known_retry = f->states_fallback = false;
+                reload_retries_dropped(f);
+        }
         if (!reload_pending(f) || f->reload_at > now_usec())
                 return;
         if (f->reload_delay == 0)

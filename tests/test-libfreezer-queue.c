@@ -15,8 +15,9 @@
  * groups that a reload of Ids finds gone dropped, and a reload whose reply
  * cannot be queued (no memory) reported by freezer_dispatch() and started
  * again, as one whose Ids cannot be loaded, the retries of replies lost for
- * good backing off (the states read after the Ids lost alone too), and Ids
- * past the table's bound loaded as far as they fit.  And, needing no stand-in, which states
+ * good backing off (the states read after the Ids lost alone too; the delay
+ * gone with the retries of a callback removed), and Ids past the table's
+ * bound loaded as far as they fit.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -799,6 +800,60 @@ static void test_reload_backoff_reread(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The state callback's Ids loaded again (a dropped InterfacesAdded of
+ * new_path), their reply lost once: retried at once, as after no loss
+ * (dispatch_until_reported() checks), and new_path reported. */
+static void single_loss_at_once(freezer *f) {
+        calls_done = new_reported = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, new_path, 0, 0), 0);
+        freezer_test_fail_reload_replies = 1;
+        CHECK_R(dispatch_until_reported(f, 5), 1);
+        CHECK_R(new_reported, 1);
+        drain(f, N_CALLS);
+}
+
+/* Retries whose replies were lost again (the delay grown to 160 ms), then
+ * dropped with the callback they were for: the next loss, of another
+ * reload, is a first one again, retried at once.  The state callback's
+ * retries, dropped as it is removed and installed again; the group
+ * callback's, as it is removed.  (The grown delay stayed: that loss waited
+ * for it.) */
+static void test_reload_delay_reset(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[256];
+
+        if (!f)
+                return;
+        new_path = "/new11";
+        CHECK_R(freezer_freeze(f, "/new11", 0, 0), 0);
+        CHECK_R(dispatch_lasting_loss(f, &freezer_test_fail_reload_replies, 6), 6);
+        CHECK_R(freezer_set_state_callback(f, NULL, NULL), 0);
+        drain(f, N_CALLS);
+        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
+        new_path = "/new12";
+        single_loss_at_once(f);
+        CHECK_R(freezer_set_state_callback(f, NULL, NULL), 0);
+
+        /* The group callback's list lost the same way. */
+        CHECK_R(freezer_set_group_callback(f, group_cb, NULL), 0);
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/new13", 0, 0), 0);
+        CHECK_R(dispatch_lasting_loss(f, &freezer_test_fail_reload_replies, 6), 6);
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        drain(f, N_CALLS);
+        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
+        new_path = "/new14";
+        single_loss_at_once(f);
+        while (read(calls_pipe[0], calls, sizeof calls) > 0)
+                ;
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* Ids past GROUP_TABLE_MAX (lowered by the test hook to one less than the
  * groups there are): /new8 is removed and made again (another Id, listed
  * last), both signals dropped.  The Ids loaded again keep the first ones
@@ -887,6 +942,7 @@ int main(void) {
         test_ids_load_lost(socket_path);
         test_reload_backoff(socket_path);
         test_reload_backoff_reread(socket_path);
+        test_reload_delay_reset(socket_path);
         test_ids_past_max(socket_path);
 
         kill(pid, SIGKILL);
