@@ -173,8 +173,10 @@ int main(int argc, char *argv[]) {
                         printf("(the loop is free: tick %d, %zu of %zu answered)\n", ++ticks, n_done, n);
                 /* Also on a timeout: a call whose daemon never answers ends here. */
                 r = freezer_dispatch(f);
-                /* -ENOMEM is not fatal: the handle stays usable, the next
-                 * dispatch asks again for what it could not keep. */
+                /* -ENOMEM is not fatal: the handle stays usable and asks
+                 * again for what it could not keep, at once the first time,
+                 * then up to 1 s later while that is lost again (the poll
+                 * timeout above, from freezer_get_timeout(), says when). */
                 if (r == -ENOMEM)
                         fprintf(stderr, "Out of memory, going on: %s\n", strerror(-r));
                 else if (r < 0) {
