@@ -492,6 +492,30 @@ bool cg_quote_plain(const char *s) {
         return true;
 }
 
+const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
+        char quoted[CG_QUOTE_SIZE];
+        const char *q = cg_quote(s, quoted);
+        size_t k = 0;
+
+        if (cg_quote_plain(s) &&
+            (!list || (!strchr(q, '"') && !strstr(q, ", ") && !strstr(q, " and ") && !strstr(q, ": ") &&
+                       !strstr(q, ". ")))) {
+                memcpy(buf, q, strlen(q) + 1);
+                return buf;
+        }
+        /* cg_quote() doubled every backslash: a \" inside is the name's
+         * quote, and the first bare one ends the path. */
+        buf[k++] = '"';
+        for (; *q; q++) {
+                if (*q == '"')
+                        buf[k++] = '\\';
+                buf[k++] = *q;
+        }
+        buf[k++] = '"';
+        buf[k] = 0;
+        return buf;
+}
+
 /* Checks in, and on success returns the part to keep (after the leading '/',
  * without the trailing '/') as [*ret_start, *ret_start + *ret_len).  On
  * failure returns -EINVAL or -ENAMETOOLONG and sets *ret_reason. */

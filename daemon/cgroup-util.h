@@ -86,6 +86,19 @@ const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]);
  * as freezectl's words name such a path. */
 bool cg_quote_plain(const char *s);
 
+/* s as a message names a path: cg_quote(s), in double quotes (a '"' in it
+ * as \", which cannot be mistaken for cg_quote()'s doubled backslash) where
+ * it does not read as itself (!cg_quote_plain(s)), as freezectl's path_q()
+ * names it.  With list, where it is one of a list of paths (a Timeout's,
+ * operation_stays()'s), also where it holds a '"' or what separates such a
+ * list and its sentences (", ", " and ", ": ", ". "): a name must not pass
+ * for the list's end or for freezerd's words, which freezectl looks for
+ * outside double quotes only. */
+#define CG_QUOTE_NAMED_SIZE (CG_QUOTE_SIZE + CG_QUOTE_MAX + 2)
+const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]);
+#define CG_NAMED(s) cg_quote_named((s), false, (char[CG_QUOTE_NAMED_SIZE]) { 0 })
+#define CG_NAMED_IN_LIST(s) cg_quote_named((s), true, (char[CG_QUOTE_NAMED_SIZE]) { 0 })
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

@@ -1929,7 +1929,7 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         return r; /* made again under its name: handled again (call_again_if_remade()) */
                 if (r < 0)
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
-                                                 "%s no longer exists; nothing was written", CG_QUOTE(g->path));
+                                                 "%s no longer exists; nothing was written", CG_NAMED(g->path));
         }
         if (n_cover == 0) {
                 manager_call_accept(m, msg); /* nothing to freeze: done */
@@ -2250,7 +2250,7 @@ static int group_method_freeze_thaw(sd_bus_message *msg, Group *g, bool freeze, 
                 g = tree_get(m->tree, path);
                 if (!g || !group_published(g))
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists",
-                                                 CG_QUOTE(path));
+                                                 CG_NAMED(path));
         }
 }
 

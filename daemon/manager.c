@@ -3245,7 +3245,7 @@ static int operation_arm(Operation *op) {
 
 static int errno_to_bus_error(int r, const Group *g, const char *what, sd_bus_error *error) {
         if (r == -ENOENT || r == -ENODEV)
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_QUOTE(g->path));
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_NAMED(g->path));
         return bus_error_set_failed(error, r, "Cannot %s %s: %s", what, CG_QUOTE(g->path), strerror(-r));
 }
 
@@ -3603,7 +3603,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         operation_free(op);
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP,
                                                  "Request %zu: %s no longer exists; nothing was written",
-                                                 items[i].index, CG_QUOTE(items[i].group->path));
+                                                 items[i].index, CG_NAMED(items[i].group->path));
                 }
         }
         r = operation_journal(op, (const Group *const *) to_write, values, n, error);
@@ -4086,41 +4086,40 @@ static int normalize_path(const char *path, char **ret, sd_bus_error *error) {
 
 int manager_path_error(sd_bus_error *error, int r, const char *raw) {
         /* In double quotes where white space at the start or end of a name
-         * would not be seen ("/ /pods" for " /pods"), as freezectl shows it. */
-        const char *path = CG_QUOTE(raw), *q = cg_quote_plain(raw) ? "" : "\"";
+         * would not be seen ("/ /pods" for " /pods"), a '"' in it as \", as
+         * freezectl shows it. */
+        const char *path = CG_NAMED(raw);
 
         switch (r) {
         case -ENOENT:
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s%s%s does not exist", q, path, q);
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s does not exist", path);
         case -ELOOP:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s is or passes through a symlink", q,
-                                         path, q);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s is or passes through a symlink", path);
         case -ENOTDIR:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s is not a cgroup directory", q, path,
-                                         q);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s is not a cgroup directory", path);
         case -EXDEV:
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s%s%s leaves the cgroup root", q, path, q);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH, "%s leaves the cgroup root", path);
         case -ENOSPC:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s%s%s: the inotify watch limit (fs.inotify.max_user_watches) "
+                                         "Cannot track %s: the inotify watch limit (fs.inotify.max_user_watches) "
                                          "is reached",
-                                         q, path, q);
+                                         path);
         case -EILSEQ:
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                         "%s%s%s holds a name D-Bus cannot carry (not UTF-8, a noncharacter or a "
+                                         "%s holds a name D-Bus cannot carry (not UTF-8, a noncharacter or a "
                                          "control character): freezerd does not follow it",
-                                         q, path, q);
+                                         path);
         case -E2BIG:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s%s%s: it is deeper than %u levels below the cgroup root", q,
-                                         path, q, GROUP_DEPTH_MAX);
+                                         "Cannot track %s: it is deeper than %u levels below the cgroup root", path,
+                                         GROUP_DEPTH_MAX);
         case -EMFILE:
         case -ENFILE:
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Cannot track %s%s%s: freezerd has no file descriptors left (RLIMIT_NOFILE)",
-                                         q, path, q);
+                                         "Cannot track %s: freezerd has no file descriptors left (RLIMIT_NOFILE)",
+                                         path);
         default:
-                return bus_error_set_failed(error, r, "Cannot open %s%s%s: %s", q, path, q, strerror(-r));
+                return bus_error_set_failed(error, r, "Cannot open %s: %s", path, strerror(-r));
         }
 }
 
@@ -4679,19 +4678,19 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                                         return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
                                                                  "%s is not a tracked root, and %s (in the tracked "
                                                                  "subtree at %s)",
-                                                                 CG_QUOTE(norm),
+                                                                 CG_NAMED(norm),
                                                                  fd == -ENOENT ? "does not exist" : "is no group",
-                                                                 CG_QUOTE(in));
+                                                                 CG_NAMED(in));
                         }
                         return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
                                                  "%s is not a tracked root, only a group of the tracked subtree at "
                                                  "%s: Untrack() that root (see Track() and the \"track\" setting)",
-                                                 CG_QUOTE(norm), CG_QUOTE(in));
+                                                 CG_NAMED(norm), CG_NAMED(in));
                 }
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_TRACKED,
                                          "%s is not a tracked root, nor in a tracked subtree (see Track() and the "
                                          "\"track\" setting)",
-                                         CG_QUOTE(norm));
+                                         CG_NAMED(norm));
         }
 
         size_t i = (size_t) track_root_find(m, norm);

@@ -112,7 +112,7 @@ static int group_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_err
         case -ENOENT:
                 if (group_dir_exists(p, g) == 0)
                         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists",
-                                                 CG_QUOTE(g->path));
+                                                 CG_NAMED(g->path));
                 if (group_pressure_hidden(p, g) > 0)
                         return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                  "%s of %s is hidden: its cgroup.pressure is 0", file,
@@ -126,7 +126,7 @@ static int group_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_err
                                          "%s of %s: pressure stall information is disabled in the kernel (psi=0)",
                                          file, CG_QUOTE(g->path));
         case -ENODEV:
-                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_QUOTE(g->path));
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_NAMED(g->path));
         case -EBADMSG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "%s of %s is malformed", file, CG_QUOTE(g->path));
         default:

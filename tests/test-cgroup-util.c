@@ -397,6 +397,26 @@ static void test_quote(void) {
         CHECK(!cg_quote_plain("") && !cg_quote_plain(" ") && !cg_quote_plain("/ /pods") &&
               !cg_quote_plain("/pods ") && !cg_quote_plain(" /pods") && !cg_quote_plain("/a\t/b") &&
               !cg_quote_plain("/a/ b"));
+        /* Named: in double quotes where not plain, a '"' inside as \" (a
+         * backslash doubled before); in a list also where it holds a '"' or
+         * the list's separators. */
+        {
+                char named[CG_QUOTE_NAMED_SIZE];
+
+                CHECK_STR(cg_quote_named("/a/b", false, named), "/a/b");
+                CHECK_STR(cg_quote_named("/a\"b", false, named), "/a\"b");
+                CHECK_STR(cg_quote_named(" /a\"b", false, named), "\" /a\\\"b\"");
+                CHECK_STR(cg_quote_named("/a\\\" ", false, named), "\"/a\\\\\\\" \"");
+                CHECK_STR(cg_quote_named("/a, b", false, named), "/a, b");
+                CHECK_STR(cg_quote_named("/my app/b c", true, named), "/my app/b c");
+                CHECK_STR(cg_quote_named("/a\"b", true, named), "\"/a\\\"b\"");
+                CHECK_STR(cg_quote_named("/a, b", true, named), "\"/a, b\"");
+                CHECK_STR(cg_quote_named("/x and 3 more", true, named), "\"/x and 3 more\"");
+                CHECK_STR(cg_quote_named("/a: b", true, named), "\"/a: b\"");
+                CHECK_STR(cg_quote_named("/a. b", true, named), "\"/a. b\"");
+                CHECK_STR(cg_quote_named("/a.b:c,d", true, named), "/a.b:c,d");
+                CHECK_STR(cg_quote_named("/e ", true, named), "\"/e \"");
+        }
         /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
          * or a "\xNN", so that the quote holds no lone backslash, which
          * would make a "\x0a" after it read as an escape. */

@@ -163,7 +163,12 @@ def test():
             # double quotes; and an exclusion of FreezeExcept outside its top (its
             # early check) as its lookup names it, normalized.
             for p, shown in ((' /missing', '"/ /missing"'), ('/missing ', '"/missing "'), ('/g/ h', '"/g/ h"'),
-                             (' ', '"/ "'), ('missing', '/missing')):
+                             (' ', '"/ "'), ('missing', '/missing'),
+                             # A '"' inside the double quotes as \" (backslashes are doubled): the
+                             # bare ones are the quotes (it read '"/ /a"b" does not exist').  A path
+                             # that reads as itself stays bare, '"' and all, as freezectl's.
+                             (' /a"b', r'"/ /a\"b"'), ('/a" ', r'"/a\" "'), ('/a\\" ', r'"/a\\\" "'),
+                             ('/q"x', '/q"x')):
                 for m in ('Freeze', 'Thaw'):
                     e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, c.call, m, p, 0, 0)
                     ft.check_equal(e.message, f'{shown} does not exist', f'{m}({p!r}): the message')
@@ -177,6 +182,10 @@ def test():
             r = ft.freezectl('freeze', ' /missing', address=bus.address, check=False)
             ft.check_equal((r.returncode, r.stderr), (1, 'freezectl: cannot freeze "/ /missing": NoSuchGroup: '
                                                          '"/ /missing" does not exist\n'), 'freezectl freeze " /missing"')
+            r = ft.freezectl('freeze', ' /a"b', address=bus.address, check=False)
+            ft.check_equal((r.returncode, r.stderr), (1, r'freezectl: cannot freeze "/ /a\"b": NoSuchGroup: '
+                                                         r'"/ /a\"b" does not exist' '\n'),
+                           'freezectl freeze \' /a"b\': both name it alike')
             r = ft.freezectl('freeze', sc.root + '/g ', address=bus.address, check=False)
             ft.check(r.returncode == 1 and f'NoSuchGroup: "{sc.root}/g " does not exist (PATH names a cgroup relative '
                      "to freezerd's cgroup root" in r.stderr,

@@ -168,6 +168,11 @@ def test():
                                                          '/pods/a/typo is not a tracked root, and does not exist '
                                                          '(in the tracked subtree at /pods/a)\n'),
                            'freezectl untrack /pods/a/typo: exit 1, the same in one line')
+            # A name ending in white space in double quotes, as NoSuchGroup's: "/pods/a/typo
+            # is not ..." hid it.
+            e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/typo ')
+            ft.check_equal(e.message, '"/pods/a/typo " is not a tracked root, and does not exist (in the tracked '
+                                      'subtree at /pods/a)', 'Untrack("/pods/a/typo "): the path in double quotes')
             s.check('Untrack of a path that does not exist', kept)
             # A file of a group is no group either.
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/cgroup.procs')
