@@ -247,7 +247,8 @@ static void help_to(FILE *f) {
                "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
                "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
                "there; --json keeps its message as it is). Up to four PATHs, then \"and N\n"
-               "more\".\n"
+               "more\"; a PATH there that holds a \" or \", \", \" and \", \": \" or \". \" in\n"
+               "double quotes too, as freezerd names it.\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -933,6 +934,68 @@ static void log_bus_as_socket(const char *what, const char *peer) {
 static void log_failure_line(const char *what, const char *name, const char *message, int r);
 static const char *other_buses_hint(int r);
 
+/* Whether list, the text after freezerd's sentence that names the flags
+ * that stay (operation_stays()), is such a list to its end: paths separated
+ * by ", ", then maybe " and N more" (*ret_cut).  freezerd puts a path in
+ * double quotes where it holds a '"' or what separates the list or ends it
+ * (", ", " and ", ": ", ". "), a '"' inside as \" (its backslashes doubled);
+ * so the same words inside a path (a group named "x and 3 more", or one
+ * holding the sentence) are in quotes, and a list that starts inside a quoted
+ * path meets its closing quote bare: no such list.  Before freezerd quoted so
+ * (or in any other message), false. */
+static bool stays_list(const char *list, bool *ret_cut) {
+        const char *p = list;
+
+        for (;;) {
+                if (*p == '"') {
+                        for (p++; *p && *p != '"'; p++)
+                                if (*p == '\\' && p[1])
+                                        p++;
+                        if (*p++ != '"')
+                                return false;
+                } else {
+                        const char *start = p;
+
+                        for (; *p && !startswith(p, ", ") && !startswith(p, " and "); p++)
+                                if (*p == '"' || startswith(p, ": ") || startswith(p, ". "))
+                                        return false;
+                        if (p == start)
+                                return false;
+                }
+                if (!*p) {
+                        *ret_cut = false;
+                        return true;
+                }
+                if (startswith(p, ", ")) {
+                        p += strlen(", ");
+                        continue;
+                }
+                if (!startswith(p, " and "))
+                        return false;
+                p += strlen(" and ");
+                if (*p < '0' || *p > '9')
+                        return false;
+                while (*p >= '0' && *p <= '9')
+                        p++;
+                *ret_cut = true;
+                return streq(p, " more");
+        }
+}
+
+/* The last sentence in message that a list of paths follows to its end
+ * (stays_list()), NULL if none; *ret_cut: whether it leaves some out. */
+static const char *stays_find(const char *message, const char *sentence, bool *ret_cut) {
+        const char *found = NULL;
+        bool cut;
+
+        for (const char *p = message; p && (p = strstr(p, sentence)); p++)
+                if (stays_list(p + strlen(sentence), &cut)) {
+                        found = p;
+                        *ret_cut = cut;
+                }
+        return found;
+}
+
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
         _cleanup_free_ char *what = NULL, *trimmed = NULL;
@@ -942,10 +1005,11 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 return;
         }
         /* A bus daemon's messages end with a newline, which has no place in
-         * the middle of our line. */
+         * the middle of our line.  Only that: freezerd's may end with a path
+         * whose trailing space is its own. */
         if (message && (trimmed = strdup(message))) {
                 size_t n = strlen(trimmed);
-                while (n > 0 && (trimmed[n - 1] == '\n' || trimmed[n - 1] == ' '))
+                while (n > 0 && trimmed[n - 1] == '\n')
                         trimmed[--n] = 0;
                 message = trimmed;
         }
@@ -956,9 +1020,10 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
          * end of a Timeout's message, or, where a Timeout (of a call that
          * wrote groups it did not name: freeze --except, --recursive) or a
          * batch's Cancelled or NoSuchGroup names the flags that stay, the
-         * last such sentence, which their paths follow (operation_stays()).
-         * Not the same words in a group's path.  (--json keeps freezerd's
-         * message as it is.) */
+         * last such sentence that their paths follow to the end
+         * (stays_find()).  Not the same words in a group's path, which
+         * freezerd puts in double quotes.  (--json keeps freezerd's message as
+         * it is.) */
         static const char flag_words[] = ". Without ROLLBACK_ON_TIMEOUT",
                           timeout_end[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
                                           "goes on with them",
@@ -968,6 +1033,7 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         _cleanup_free_ char *translated = NULL;
         const char *at = NULL;
         size_t len = message ? strlen(message) : 0;
+        bool cut;
         bool timeout = streq_ptr(name, "org.freezerd.Freezer1.Error.Timeout"),
              cancelled = streq_ptr(name, "org.freezerd.Freezer1.Error.Cancelled") ||
                          streq_ptr(name, "org.freezerd.Freezer1.Error.NoSuchGroup");
@@ -975,8 +1041,7 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
             streq(message + len - strlen(timeout_end), timeout_end))
                 at = message + len - strlen(timeout_end);
         else if (!arg_rollback && message && (timeout || cancelled))
-                for (const char *p = message; (p = strstr(p, timeout ? timeout_stays : stays)); p++)
-                        at = p;
+                at = stays_find(message, timeout ? timeout_stays : stays, &cut);
         if (at && asprintf(&translated, "%.*s. Without --rollback%s", (int) (at - message), message,
                            at + strlen(flag_words)) >= 0)
                 message = translated;
@@ -2355,25 +2420,15 @@ static bool running_between(const char *top) {
 /* Whether a Timeout's message (freeze --except, without --rollback) names
  * every group whose flag stays set: 1; 0 where it leaves some out ("and N
  * more", after the last of them); -1 where it names none (a freezerd
- * before it did, or no flag written). */
+ * before it did, or no flag set by this call). */
 static int timeout_names_stays(const char *message) {
         static const char sentence[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the "
                                        "kernel goes on with them: ";
-        const char *list = NULL, *more;
-        size_t n;
+        bool cut;
 
-        for (const char *p = message; p && (p = strstr(p, sentence)); p++)
-                list = p + strlen(sentence);
-        if (!list)
+        if (!message || !stays_find(message, sentence, &cut))
                 return -1;
-        /* " and 12 more" at the end */
-        more = strrchr(list, ' ');
-        if (!more || !streq(more, " more"))
-                return 1;
-        while (more > list && more[-1] >= '0' && more[-1] <= '9')
-                more--;
-        n = strlen(" and ");
-        return (size_t) (more - list) >= n && strncmp(more - n, " and ", n) == 0 && more[0] != ' ' ? 0 : 1;
+        return cut ? 0 : 1;
 }
 
 static int verb_freeze_except(freezer *f, const char *arg) {

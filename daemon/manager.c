@@ -873,7 +873,7 @@ static void group_data_destroy(Group *g, void *userdata) {
                         e->op->vanished_check = m->vanished_check = true;
                 } else
                         operation_doom_leaving(e->op, false, BUS_ERROR_NO_SUCH_GROUP,
-                                               "%s was removed while waiting for it to %s", CG_QUOTE(g->path),
+                                               "%s was removed while waiting for it to %s", CG_NAMED_IN_LIST(g->path),
                                                e->new_freeze ? "freeze" : "thaw");
                 entry_unlink(e);
         }
@@ -2064,7 +2064,10 @@ static void operation_doom_leaving(Operation *op, bool over_success, const char 
 
 /* The sentence that names the flags that stay (operation_stays()), and
  * that of a Timeout, whose flags all stay as asked, the kernel not done with
- * them; freezectl finds these words to say them of its option (--rollback). */
+ * them; freezectl finds these words to say them of its option (--rollback),
+ * outside double quotes: every path in these messages is named by
+ * CG_NAMED_IN_LIST(), so that no name passes for them or for a list's end
+ * ("and 3 more"). */
 #define STAYS_SENTENCE ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked"
 #define TIMEOUT_STAYS_SENTENCE STAYS_SENTENCE ", and the kernel goes on with them"
 
@@ -2089,7 +2092,8 @@ static char *operation_stays(const Operation *op, const char *sentence) {
                 if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
                         continue;
                 if (n++ < STAYS_GROUPS_NAMED)
-                        fprintf(f, "%s%s%s", n > 1 ? ", " : sentence, n > 1 ? "" : ": ", CG_QUOTE(e->group->path));
+                        fprintf(f, "%s%s%s", n > 1 ? ", " : sentence, n > 1 ? "" : ": ",
+                                CG_NAMED_IN_LIST(e->group->path));
         }
         if (n > STAYS_GROUPS_NAMED)
                 fprintf(f, " and %zu more", n - STAYS_GROUPS_NAMED);
@@ -2137,7 +2141,7 @@ void manager_dispatch(Manager *m) {
                 if (op->doom_rollback)
                         restored = operation_rollback(op, &kept, &kept_path);
                 if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
-                                         restored ? ", but" : ". The flag of", CG_QUOTE(kept_path),
+                                         restored ? ", but" : ". The flag of", CG_NAMED_IN_LIST(kept_path),
                                          kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
                         kept_msg = NULL;
                 /* A timeout without ROLLBACK_ON_TIMEOUT changes nothing back:
@@ -2480,14 +2484,14 @@ static void entry_reversed(OpEntry *e) {
                                 operation_reversed(op,
                                                    "%s: the request to %s was reversed (cgroup.freeze is now %d) "
                                                    "while the call still waited for %s",
-                                                   CG_QUOTE(g->path), e->new_freeze ? "freeze" : "thaw",
-                                                   g->freeze, CG_QUOTE(w->group->path));
+                                                   CG_NAMED_IN_LIST(g->path), e->new_freeze ? "freeze" : "thaw",
+                                                   g->freeze, CG_NAMED_IN_LIST(w->group->path));
                                 return;
                         }
                 }
 
         operation_reversed(op, "%s: the request to %s was reversed (cgroup.freeze is now %d) before %s",
-                           CG_QUOTE(g->path),
+                           CG_NAMED_IN_LIST(g->path),
                            e->new_freeze ? "freeze" : "thaw", g->freeze,
                            op->doomed ? "freezerd answered" : "the kernel confirmed it");
 }
@@ -2886,7 +2890,7 @@ static void group_list_blocking(FILE *f, Group *g) {
                 if (!group_holds_back_freeze(c))
                         continue;
                 if (n < 4)
-                        fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", CG_QUOTE(c->path),
+                        fprintf(f, "%s%s %s", n ? ", " : "; not frozen below it: ", CG_NAMED_IN_LIST(c->path),
                                 freezer_state_to_string(c->state));
                 n++;
         }
@@ -2938,7 +2942,7 @@ static void group_list_stuck_tasks(Manager *m, const Group *g, StuckTasks *st) {
                         continue;
                 }
                 fprintf(st->f, "%s%d (%s) of %s, %s", st->listed ? "; " : ". Not frozen: task ", (int) t.tid, t.comm,
-                        CG_QUOTE(g->path), task_state_describe(&t, desc, sizeof desc));
+                        CG_NAMED_IN_LIST(g->path), task_state_describe(&t, desc, sizeof desc));
                 st->listed++;
         }
 }
@@ -2978,7 +2982,7 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                 manager_dispatch(m);
                 return;
         }
-        /* Each path quoted (cg_quote(): under 550 bytes, as the groups
+        /* Each path quoted (CG_NAMED_IN_LIST(): under 550 bytes, as the groups
          * freezerd follows have UTF-8 names without control characters, a
          * backslash doubled), at most TIMEOUT_GROUPS_NAMED groups named, each
          * with up to 4 below it, and up to STUCK_TASKS_LISTED tasks: a batch
@@ -2989,7 +2993,7 @@ static void operation_timeout(evutil_socket_t fd, short what, void *userdata) {
                 if (!e->group || e->done)
                         continue;
                 if (n_listed < TIMEOUT_GROUPS_NAMED) {
-                        fprintf(f, "%s%s (%s", n_listed ? ", " : "", CG_QUOTE(e->group->path),
+                        fprintf(f, "%s%s (%s", n_listed ? ", " : "", CG_NAMED_IN_LIST(e->group->path),
                                 freezer_state_to_string(e->group->state));
                         group_list_blocking(f, e->group);
                         fputc(')', f);
@@ -3675,13 +3679,14 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                          * know the order the batch was planned in. */
                         for (size_t j = 0, named = 0; f && j < i; j++)
                                 if (op->entries[j].wrote && named++ < TIMEOUT_GROUPS_NAMED)
-                                        fprintf(f, "%s%s", named > 1 ? ", " : ": ", CG_QUOTE(items[j].group->path));
+                                        fprintf(f, "%s%s", named > 1 ? ", " : ": ",
+                                                CG_NAMED_IN_LIST(items[j].group->path));
                         if (f && n_stay > TIMEOUT_GROUPS_NAMED)
                                 fprintf(f, " and %zu more", n_stay - TIMEOUT_GROUPS_NAMED);
                         if (f)
                                 fclose(f);
                         if (asprintf(&msg, "Cannot %s %s: %s; %s%s", items[i].freeze ? "freeze" : "thaw",
-                                     CG_QUOTE(g->path),
+                                     CG_NAMED_IN_LIST(g->path),
                                      r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
                                      n_stay == 0 ? "nothing was written"
                                      : rollback  ? "the batch was rolled back"

@@ -2071,6 +2071,57 @@ def proc_cpu_ticks(pid):
 # ---- FreezerState --------------------------------------------------------------------------------------------
 
 
+def stays_list(message, sentence):
+    """The paths of the list that follows the last `sentence` in message to its end, as
+    freezectl finds it: ", "-separated, a path holding a '"' or the list's separators in
+    double quotes (a '"' inside as \\"), then maybe " and N more".  Returns (paths, more),
+    each quoted path unquoted (its \\" as '"', other escapes kept as they are: CG_QUOTE's),
+    or (None, None) where no such list ends message."""
+    found = (None, None)
+    at = message.find(sentence)
+    while at >= 0:
+        parsed = _parse_stays(message[at + len(sentence):])
+        if parsed[0] is not None:
+            found = parsed
+        at = message.find(sentence, at + 1)
+    return found
+
+
+def _parse_stays(text):
+    paths, i, n = [], 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            j, p = i + 1, ''
+            while j < n and text[j] != '"':
+                if text[j] == '\\' and j + 1 < n:
+                    p += text[j:j + 2] if text[j + 1] != '"' else '"'
+                    j += 2
+                else:
+                    p += text[j]
+                    j += 1
+            if j >= n:
+                return None, None
+            paths.append(p)
+            i = j + 1
+        else:
+            j = i
+            while j < n and not text.startswith(', ', j) and not text.startswith(' and ', j):
+                if text[j] == '"' or text.startswith(': ', j) or text.startswith('. ', j):
+                    return None, None
+                j += 1
+            if j == i:
+                return None, None
+            paths.append(text[i:j])
+            i = j
+        if i == n:
+            return paths, 0
+        if text.startswith(', ', i):
+            i += 2
+            continue
+        m = re.fullmatch(r' and ([0-9]+) more', text[i:])
+        return (paths, int(m.group(1))) if m else (None, None)
+
+
 def ancestors(path):
     """The ancestors of an API-style group path below the scratch root, outermost first:
     ancestors('/A/B/C') == ['/A', '/A/B']."""

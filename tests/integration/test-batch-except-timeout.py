@@ -27,7 +27,12 @@ Checks:
     four "and 2 more", and freezectl notes that not all are named, where to see them.
   * Freeze("/t", RECURSIVE) timing out names the flags it wrote too (/t, /t/a, ...); a
     plain ApplyBatch of named groups keeps its one sentence, "the flags stay as asked,
-    and the kernel goes on with them": its caller knows them."""
+    and the kernel goes on with them": its caller knows them.
+  * /u with /u/a stuck, /u/keep excluded and covers named "/u/x and 3 more", one
+    holding the whole sentence ("/u/zz. Without ROLLBACK_ON_TIMEOUT ...: q") and
+    "/u/e " (a trailing space): the Timeout puts these in double quotes; freezectl finds
+    the list after the real sentence (not in the name), says it of --rollback, takes
+    none of them for "and N more" (no note) and keeps "/u/e "'s space."""
 
 import os
 import sys
@@ -39,6 +44,10 @@ STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the
 STAYS_CTL = '. Without --rollback the flags it wrote stay as asked, and the kernel goes on with them: '
 PLAIN = '. Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes on with them'
 GROUPS = ['/t/a', '/t/b', '/t/k/keep', '/t/k/c']
+# Names that read as the list's words (commas, "and N more", the sentence itself) or
+# hide a space.
+U_MORE, U_TRAP, U_SPACE = '/u/x and 3 more', '/u/zz' + STAYS + 'q', '/u/e '
+U_COVER = sorted(['/u/a', U_MORE, U_TRAP, U_SPACE])
 COVER = ['/t/a', '/t/b', '/t/k/c']
 SHORT_USEC = 300000
 
@@ -52,7 +61,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
     long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
     with ft.Scratch('batch-except-timeout') as sc, ft.Bus() as bus, ft.FuseHang() as fuse:
-        for g in GROUPS:
+        for g in GROUPS + ['/u/keep'] + U_COVER:
             sc.mkdir(g)
         for g in ('/t/a', '/t/b'):
             sc.spawn_sleepers(g, 1)
@@ -129,6 +138,25 @@ def test():
             ft.check(e.message.endswith(PLAIN) and STAYS not in e.message,
                      'a batch of named groups: the flags stay, not named again', repr(e.message))
             thaw_all()
+
+            # ---- names that read as the list's words: in double quotes, freezectl not fooled
+            fuse.spawn_stuck(sc, '/u/a')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/u', ['/u/keep'], SHORT_USEC, 0)
+            for q in ('"/u/x and 3 more"', f'"{U_TRAP}"', '"/u/e "'):
+                ft.check(q in e.message, f'the Timeout names {q} in double quotes', repr(e.message))
+            paths, more = ft.stays_list(e.message, STAYS)
+            ft.check_equal((sorted(paths or []), more), (U_COVER, 0), 'the Timeout names exactly the cover of /u')
+            c.call('Thaw', '/u', long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
+            r = ft.freezectl('freeze', '/u', '--except=/u/keep', '--timeout=300ms', address=bus.address,
+                             check=False)
+            lines = r.stderr.split('\n')
+            ft.check(r.returncode == 1 and len(lines) == 2 and lines[1] == '',
+                     'freezectl: one error line, no note (all are named)', r)
+            ft.check_equal(lines[0].count(STAYS_CTL), 1, 'freezectl says the real sentence of --rollback, once')
+            paths, more = ft.stays_list(lines[0], STAYS_CTL)
+            ft.check_equal((sorted(paths or []), more), (U_COVER, 0),
+                           "freezectl's line names the cover as freezerd's, the names whole (\"/u/e \" too)")
+            c.call('Thaw', '/u', long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
     print('# checked: a Timeout of FreezeExcept (and of a RECURSIVE freeze) names the flags that stay, the cover '
           'its success returns; with ROLLBACK_ON_TIMEOUT none; freezectl says so of --rollback')
 

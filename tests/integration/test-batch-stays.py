@@ -22,7 +22,13 @@ Checks, each call through busctl (what an operator sees) or the test's client:
   * The same Cancelled with ROLLBACK_ON_TIMEOUT: "Every flag this call changed was
     restored", nothing said to stay, /a and /b running.
   * A single Freeze of /s reversed by a Thaw: nothing said to stay (its one flag was
-    reversed)."""
+    reversed).
+  * Names that read as the list's words, "/x and 3 more" and one holding the sentence
+    ("/zz. Without ROLLBACK_ON_TIMEOUT ...: q"): a Cancelled batch through `freezectl
+    batch -` names them in double quotes, and freezectl says the real sentence of
+    --rollback, not the one in the name; a NoSuchGroup of a removed group named with
+    the sentence ("/c. Without ...: y") puts it in double quotes, and the list after
+    it names /s and "/x and 3 more"."""
 
 import json
 import os
@@ -33,6 +39,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import freezertest as ft  # noqa: E402
 
 STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: '
+STAYS_CTL = '. Without --rollback the flags it wrote stay as asked: '
+MORE, TRAP, GONE = '/x and 3 more', '/zz' + STAYS + 'q', '/c' + STAYS + 'y'
 
 
 def test():
@@ -117,6 +125,47 @@ def test():
             ft.check(r.returncode == 0, 'busctl Thaw of /s', (r.returncode, r.stderr))
             e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
             ft.check('stay' not in e.message, 'a single Freeze reversed: nothing said to stay', e.message)
+
+            # ---- names that read as the list's words: in double quotes, freezectl not fooled
+            for g in (MORE, TRAP, GONE):
+                sc.mkdir(g)
+                c.call('GetGroup', g)
+            batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', MORE, TRAP)]))
+                batch.stdin.close()
+                ft.wait_for(lambda: sc.frozen(MORE) and sc.frozen(TRAP) and sc.read_freeze('/s') == 1,
+                            what='freezectl batch: MORE and TRAP frozen, /s freezing')
+                ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
+                err = batch.stderr.read()
+                batch.stdout.read()
+                batch.wait(timeout=ft.DEFAULT_TIMEOUT)
+            finally:
+                if batch.poll() is None:
+                    batch.kill()
+                    batch.wait()
+            line = err.split('\n')[0]
+            ft.check(batch.returncode == 1 and '"/x and 3 more"' in line and f'"{TRAP}"' in line and
+                     line.count(STAYS_CTL) == 1, 'freezectl batch, Cancelled: the names in double quotes, the real '
+                     'sentence said of --rollback', (batch.returncode, err))
+            paths, more = ft.stays_list(line, STAYS_CTL)
+            ft.check_equal((sorted(paths or []), more), (sorted([MORE, TRAP]), 0),
+                           'freezectl batch, Cancelled: the list names both, whole')
+            c.call('ApplyBatch', [(g, False) for g in ('/s', MORE, TRAP)], 'auto', long_usec, 0)
+
+            pending = c.call_async('ApplyBatch', [('/s', True), (GONE, True), (MORE, True)], 'auto', long_usec, 0)
+            ft.wait_for(lambda: sc.frozen(MORE) and sc.frozen(GONE) and sc.read_freeze('/s') == 1,
+                        what='MORE and GONE frozen, /s freezing')
+            sc.rmdir(GONE)
+            e = ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, pending.result)
+            ft.check(e.message.startswith(f'"{GONE}" was removed while waiting for it to freeze' + STAYS),
+                     'removed group named with the sentence: in double quotes', e.message)
+            paths, more = ft.stays_list(e.message, STAYS)
+            ft.check_equal((sorted(paths or []), more), (sorted(['/s', MORE]), 0),
+                           'removed group named with the sentence: the flags named as staying')
+            thaw_all()
+            c.call('Thaw', MORE, long_usec, 0)
     print('# checked: Cancelled and NoSuchGroup of a batch name the flags that stay, not with ROLLBACK_ON_TIMEOUT '
           'nor for a single Freeze')
 
