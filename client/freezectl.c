@@ -2466,7 +2466,7 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                 int named = !arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")
                                     ? timeout_names_stays(freezer_last_error_message(f))
                                     : 1;
-                if (named == 0 && geteuid() == 0)
+                if (named <= 0 && geteuid() == 0)
                         log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
                                   " tree %s' shows them ('" PROGRAM " thaw --recursive %s' clears every flag below "
                                   "it, also those set before)",

@@ -28,6 +28,9 @@ Checks:
   * Freeze("/t", RECURSIVE) timing out names the flags it wrote too (/t, /t/a, ...); a
     plain ApplyBatch of named groups keeps its one sentence, "the flags stay as asked,
     and the kernel goes on with them": its caller knows them.
+  * Every cover flag set before the call: the Timeout names none, and freezectl (run
+    as root) notes that they are not printed with root's advice, thaw --recursive (it
+    gave the advice of a caller who is not root).
   * /u with /u/a stuck, /u/keep excluded and covers named "/u/x and 3 more", one
     holding the whole sentence ("/u/zz. Without ROLLBACK_ON_TIMEOUT ...: q") and
     "/u/e " (a trailing space): the Timeout puts these in double quotes; freezectl finds
@@ -42,6 +45,7 @@ import freezertest as ft  # noqa: E402
 
 STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the kernel goes on with them: '
 STAYS_CTL = '. Without --rollback the flags it wrote stay as asked, and the kernel goes on with them: '
+PLAIN_CTL = '. Without --rollback the flags stay as asked, and the kernel goes on with them'
 PLAIN = '. Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel goes on with them'
 GROUPS = ['/t/a', '/t/b', '/t/k/keep', '/t/k/c']
 # Names that read as the list's words (commas, "and N more", the sentence itself) or
@@ -137,6 +141,21 @@ def test():
                                      'auto', SHORT_USEC, 0)
             ft.check(e.message.endswith(PLAIN) and STAYS not in e.message,
                      'a batch of named groups: the flags stay, not named again', repr(e.message))
+            thaw_all()
+
+            # ---- every cover flag set before: none named; root's note (thaw --recursive)
+            ft.check_equal(os.geteuid(), 0, 'the test runs as root')
+            for g in COVER + ['/t/d', '/t/e', '/t/f']:
+                c.call('Freeze', g, long_usec, ft.FLAG_NO_WAIT)
+            r = ft.freezectl('freeze', '/t', '--except=/t/k/keep', '--timeout=300ms', address=bus.address,
+                             check=False)
+            lines = r.stderr.split('\n')
+            ft.check(r.returncode == 1 and lines[0].endswith(PLAIN_CTL) and STAYS_CTL not in r.stderr,
+                     'every flag set before: freezectl names none', r)
+            ft.check_equal(lines[1:], ["freezectl: note: the groups whose flags stay set (without --rollback) are "
+                                       "not printed: 'freezectl tree /t' shows them ('freezectl thaw --recursive "
+                                       "/t' clears every flag below it, also those set before)", ''],
+                           "... and, to root, root's note")
             thaw_all()
 
             # ---- names that read as the list's words: in double quotes, freezectl not fooled
