@@ -356,7 +356,8 @@ FREEZER_EXPORT int freezer_apply_batch(freezer *f, const freezer_request *reques
  * FREEZER_ROLLBACK_ON_TIMEOUT leaves the flags it set, and its message
  * (freezer_last_error_message()) names them, as "... the flags it wrote stay
  * as asked, and the kernel goes on with them: /a, /b" (at most four, then
- * "and N more"); so does that of a FREEZER_RECURSIVE freeze.
+ * "and N more"; not the flags set before the call, which *ret_frozen of a
+ * success holds too); so does that of a FREEZER_RECURSIVE freeze.
  */
 FREEZER_EXPORT int freezer_freeze_except(freezer *f, const char *path,
                                          const char *const *exclude, size_t n_exclude,

@@ -1944,7 +1944,8 @@ static bool operation_rejournal(Operation *op, Group *const *gs) {
  * wrote that flag no longer owns it alone.  Its rollback would take back what
  * mine's caller is told is done (a Freeze of a group already frozen by a
  * pending call is skipped, and succeeds), so it leaves the flag (adopted),
- * and the caller of the rollback is told which.  Where mine's call has
+ * and the caller of the rollback is told which; mine's call names it among
+ * the flags it set (took_over: operation_stays()).  Where mine's call has
  * ROLLBACK_ON_TIMEOUT itself, it takes over the restoring (inherited): had
  * it written the flag, its rollback would restore it.  The journals this
  * makes stale are written again by operations_rejournal(), once per
@@ -1958,6 +1959,7 @@ static bool group_adopt(Group *g, OpEntry *mine) {
                         continue;
                 e->adopted = true;
                 e->op->journal_stale = any = true;
+                mine->took_over = true;
                 if (inherit && !mine->inherited) {
                         mine->inherited = true;
                         mine->op->journal_stale = true;
@@ -2072,9 +2074,11 @@ static void operation_doom_leaving(Operation *op, bool over_success, const char 
 #define TIMEOUT_STAYS_SENTENCE STAYS_SENTENCE ", and the kernel goes on with them"
 
 /* sentence (STAYS_SENTENCE...) and ": /a, /b": the groups whose flag op
- * wrote and that still have it, at most STAYS_GROUPS_NAMED named; NULL where
+ * set and that still have it, at most STAYS_GROUPS_NAMED named; NULL where
  * there is none (a single Freeze's flag reversed, the group of a single call
- * removed). */
+ * removed).  Those it wrote, and those an earlier ROLLBACK call wrote that
+ * stay because op asked for them too (took_over): that call's rollback
+ * leaves them.  Not those as asked before, which were none's to undo. */
 #define STAYS_GROUPS_NAMED 4
 static char *operation_stays(const Operation *op, const char *sentence) {
         _cleanup_free_ char *text = NULL;
@@ -2089,7 +2093,7 @@ static char *operation_stays(const Operation *op, const char *sentence) {
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
 
-                if (!e->group || !e->wrote || e->group->freeze != e->new_freeze)
+                if (!e->group || !(e->wrote || e->took_over) || e->group->freeze != e->new_freeze)
                         continue;
                 if (n++ < STAYS_GROUPS_NAMED)
                         fprintf(f, "%s%s%s", n > 1 ? ", " : sentence, n > 1 ? "" : ": ",
@@ -3711,8 +3715,12 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
 
         bool stale = false;
         for (size_t i = 0; i < n; i++)
-                if (!op->entries[i].vanished)
+                if (!op->entries[i].vanished) {
                         stale = group_adopt(items[i].group, &op->entries[i]) || stale;
+                        /* A flag of its cover it did not write stays because
+                         * of it all the same: its Timeout names it. */
+                        op->writes_unnamed |= op->entries[i].took_over && items[i].unnamed && !items[i].counted;
+                }
         if (stale) {
                 _cleanup_free_ Group **gs = calloc(n, sizeof *gs);
                 for (size_t i = 0; gs && i < n; i++)

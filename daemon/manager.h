@@ -160,6 +160,8 @@ struct OpEntry {
         bool adopted;       /* a later call asked for the same flag: rollback leaves it */
         bool inherited;     /* asked for a flag an earlier ROLLBACK call wrote, and took over its
                              * restoring (prev_freeze is that call's): rollback restores it */
+        bool took_over;     /* asked for a flag an earlier ROLLBACK call wrote, and made it stay
+                             * (group_adopt()): the flag stays set because of this call too */
         bool done;          /* the kernel reports what we wait for */
         bool unnamed;       /* BatchItem.unnamed: its removal leaves it out instead of failing the call */
         bool vanished;      /* unnamed, and removed: neither written nor waited for */

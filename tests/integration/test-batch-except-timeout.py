@@ -23,6 +23,10 @@ Checks:
     nothing on standard output, the error line names the cover after "Without
     --rollback the flags it wrote stay as asked, and the kernel goes on with them: ",
     not freezerd's bus flag, and no note that they are not printed.
+  * /t/a and /t/b frozen by a pending ApplyBatch with ROLLBACK_ON_TIMEOUT, FreezeExcept
+    without it times out: it names the whole cover, /t/a and /t/b too (it took them
+    over: the batch's rollback leaves them, "kept"), not only /t/k/c, which it wrote;
+    every flag stays 1.
   * With three more groups (/t/d, /t/e, /t/f) the cover is 6 groups: the message names
     four "and 2 more", and freezectl notes that not all are named, where to see them.
   * Freeze("/t", RECURSIVE) timing out names the flags it wrote too (/t, /t/a, ...); a
@@ -115,6 +119,21 @@ def test():
                          f"{what}: said of --rollback, and no note that they are not printed", r.stderr)
                 ft.check_equal(flags(cover), [1] * len(cover), f'{what}: the flags stay')
                 thaw_all()
+
+            # ---- flags an earlier ROLLBACK call wrote, taken over: named, as they stay for this call
+            pending = c.call_async('ApplyBatch', [('/t/a', True), ('/t/b', True)], 'auto', 2000000,
+                                   ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.wait_for(lambda: flags(['/t/a', '/t/b']) == [1, 1] and sc.frozen('/t/b'),
+                        what='the pending batch wrote /t/a and /t/b')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'FreezeExcept', '/t', ['/t/k/keep'], SHORT_USEC, 0)
+            paths, more = ft.stays_list(e.message, STAYS)
+            ft.check_equal((sorted(paths or []), more), (cover, 0),
+                           'the Timeout names the flags it took over from the pending batch too: the cover')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, pending.result)
+            ft.check('kept: a later call asked for them too' in e.message,
+                     "the batch's rollback leaves them to the later call", repr(e.message))
+            ft.check_equal(flags(cover), [1] * len(cover), '... whose flags stay 1')
+            thaw_all()
 
             # ---- more than four: four named, "and 2 more"; freezectl says where to see them
             for g in ('/t/d', '/t/e', '/t/f'):
