@@ -3306,7 +3306,7 @@ static int operation_journal(Operation *op, const Group *const *groups, const bo
                                          "start reads back; nothing was written",
                                          k, JOURNAL_SIZE_MAX / (1024 * 1024));
         if (r < 0)
-                return bus_error_set_failed(error, r, "Cannot record the batch journal in %s, nothing was written: %s",
+                return bus_error_set_failed(error, r, "Cannot record the batch journal in %s: %s; nothing was written",
                                             m->runtime_dir, strerror(-r));
         return 0;
 }

@@ -12,8 +12,8 @@ took Failed for -EACCES (sd-bus' own map), freezectl printed "AccessDenied: ..."
 
   1. freezerd as root; its runtime directory made immutable (chattr +i, where the
      file system has it): Freeze /a with ROLLBACK_ON_TIMEOUT cannot record its
-     batch journal (EPERM).  Failed "Cannot record the batch journal in RUNDIR,
-     nothing was written: Operation not permitted" (was AccessDenied); /a's
+     batch journal (EPERM).  Failed "Cannot record the batch journal in RUNDIR:
+     Operation not permitted; nothing was written" (was AccessDenied); /a's
      cgroup.freeze still 0.  freezer_freeze() gives -EIO (was -EACCES) and the
      name Failed; `freezectl freeze --rollback /a` exits 1 with "freezerd
      failed: Cannot record ..." (was "AccessDenied: ...").
@@ -89,8 +89,8 @@ def check_journal(lib, sc, bus):
             return False
         f = None
         try:
-            message = f'Cannot record the batch journal in {d.runtime_dir}, nothing was written: ' \
-                      'Operation not permitted'
+            message = f'Cannot record the batch journal in {d.runtime_dir}: Operation not permitted; ' \
+                      'nothing was written'
             e = ft.expect_dbus_error(ERROR_FAILED, c.call, 'Freeze', '/a', CALL_USEC, ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.check_equal(e.message, message, 'the journal that cannot be recorded: its message')
             ft.check_equal(sc.read_freeze('/a'), 0, '/a: nothing was written')
