@@ -724,10 +724,13 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * signals are reported as they come until they are in; but if signals are
  * dropped before that, the list is compared with what the handle knew, and
  * those groups are reported with the others.  Without that list (a daemon
- * without ListGroupIds(), no memory for the table, or more than 4,194,304
- * groups), signals are reported as they come, and a group whose signal was
- * dropped is not reported: after a long blocking call under a flood, read the
- * groups afresh to be sure.
+ * without ListGroupIds(), no memory for the table of the list at the
+ * installation, or more than 4,194,304 groups), signals are reported as they
+ * come, and a group whose signal was dropped is not reported: after a long
+ * blocking call under a flood, read the groups afresh to be sure.  A list read
+ * later (after a dropped signal or a start of freezerd) that lacks the memory
+ * for its table is read again from the next freezer_dispatch(), which fails
+ * with -ENOMEM (see there).
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);

@@ -598,6 +598,18 @@ static bool ids_load_fails(void) {
         return true;
 }
 
+/* The next this many lists of the group callback's groups (not the one at
+ * its installation) fail to be read, as without the memory. */
+extern unsigned freezer_test_fail_group_lists;
+unsigned freezer_test_fail_group_lists;
+
+static bool group_list_fails(void) {
+        if (freezer_test_fail_group_lists == 0)
+                return false;
+        freezer_test_fail_group_lists--;
+        return true;
+}
+
 /* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
@@ -609,6 +621,10 @@ static bool reload_reply_fails(_unused_ sd_bus_message_handler_t handler) {
 }
 
 static bool ids_load_fails(void) {
+        return false;
+}
+
+static bool group_list_fails(void) {
         return false;
 }
 #endif
@@ -3255,7 +3271,9 @@ static void group_report(freezer *f, const char *path, bool added, freezer_state
                 f->group_cb(f, copy, added, state, f->group_userdata);
 }
 
-/* A ListGroupIds()'s a(st) as a table keyed by path. */
+/* A ListGroupIds()'s a(st) as a table keyed by path: -E2BIG past
+ * GROUP_TABLE_MAX (freezer.h: such a list is not kept; read again, it would
+ * not fit either), unlike -ENOMEM, which a later read may not meet. */
 static int groups_read(sd_bus_message *reply, group_table *ret) {
         group_table t = {};
         int r;
@@ -3269,7 +3287,7 @@ static int groups_read(sd_bus_message *reply, group_table *ret) {
                 if (r <= 0)
                         break;
                 if (!group_table_put(&t, path, id, NULL))
-                        r = -ENOMEM;
+                        r = t.n_entries >= GROUP_TABLE_MAX ? -E2BIG : -ENOMEM;
         }
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
@@ -3436,15 +3454,30 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
         freezer *f = userdata;
         bool compare = f->known_lost && f->known_base, again = f->known_again;
         group_table before;
+        int r;
 
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_in = f->known_again = false;
-        reload_done(f);
-        if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL))
+        if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL)) {
+                reload_done(f);
                 return 0; /* freezerd went, or is one without Ids: signals as they come */
+        }
 
         before = f->known;
-        if (groups_read(reply, &f->known) < 0) {
+        r = group_list_fails() ? -ENOMEM : groups_read(reply, &f->known);
+        if (r == -ENOMEM) {
+                /* Without the memory for the new table: what the dropped
+                 * signals said would be lost for good.  Listed again from a
+                 * later dispatch (reload_lost()), which this one tells, as
+                 * for a reply that could not be queued (defer_reload_reply());
+                 * the table, known_lost and known_loaded stay as they were,
+                 * so that list is compared with what the callback was told. */
+                f->known = before;
+                reload_lost(f, &f->known_retry, r);
+                return 0;
+        }
+        reload_done(f);
+        if (r < 0) {
                 f->known = before;
                 f->known_loaded = false;
                 return 0;

@@ -17,7 +17,9 @@
  * again, as one whose Ids cannot be loaded, the retries of replies lost for
  * good backing off (the states read after the Ids lost alone too; the delay
  * gone with the retries of a callback removed), and Ids past the table's
- * bound loaded as far as they fit.  And, needing no stand-in, which states
+ * bound loaded as far as they fit; the group callback's list read again that
+ * lacks the memory for its table read once more (-ENOMEM), one past the
+ * bound not.  And, needing no stand-in, which states
  * freezer_state_frozen() calls frozen.
  * Exit status 0 if all pass, 1 otherwise.
  */
@@ -56,6 +58,7 @@ extern unsigned freezer_test_fail_reload_replies;
 extern unsigned freezer_test_fail_reread_replies;
 extern unsigned freezer_test_fail_ids_loads;
 extern size_t freezer_test_group_table_max;
+extern unsigned freezer_test_fail_group_lists;
 size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
@@ -887,6 +890,93 @@ static void test_ids_past_max(const char *socket_path) {
         freezer_close(f);
 }
 
+/* A handle with a group callback (its list at the installation read off
+ * the log, the reports cleared) and N_CALLS freezes in flight, whose replies
+ * fill its queue to the bound: a signal that comes next is dropped.  NULL if
+ * it cannot be opened. */
+static freezer *open_groups_queue_full(const char *socket_path) {
+        freezer *f = NULL;
+        char calls[32];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return NULL;
+        CHECK_R(freezer_set_group_callback(f, group_cb, NULL), 0);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+        group_reports[0] = 0;
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        return f;
+}
+
+/* The group callback's list, read again after /new10's InterfacesAdded was
+ * dropped, that cannot be read into a table (no memory, made so by the test
+ * hook): freezer_dispatch() fails with -ENOMEM once, the groups are listed
+ * again, and /new10 is reported added.  (The failure was ignored: /new10
+ * was never reported, nor the error.) */
+static void test_group_list_lost(const char *socket_path) {
+        freezer *f = open_groups_queue_full(socket_path);
+        unsigned enomem = 0;
+        char calls[32];
+
+        if (!f)
+                return;
+        CHECK_R(freezer_freeze(f, "/new10", 0, 0), 0);
+        freezer_test_fail_group_lists = 1;
+        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC;
+             (calls_done < N_CALLS || group_reports[0] == 0) && mono_usec() < deadline;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        CHECK(calls_done == N_CALLS);
+        CHECK_R(freezer_test_fail_group_lists, 0);
+        CHECK_R(enomem, 1);
+        CHECK_STR(group_reports, "+/new10");
+        /* The list the hook failed, the one after. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "II");
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
+/* The group callback's list, read again after /new11's InterfacesAdded was
+ * dropped, holds more groups than the table's bound (lowered by the test
+ * hook): no -ENOMEM, and it is not listed again (it would not fit either:
+ * one list after another, for as long as the callback is installed), and
+ * signals are reported as they come from then on (freezer.h). */
+static void test_group_list_past_max(const char *socket_path) {
+        freezer *f = open_groups_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
+        freezer_test_group_table_max = 1;
+        CHECK_R(freezer_freeze(f, "/new11", 0, 0), 0);
+        dispatch_all(f);
+        CHECK(calls_done == N_CALLS);
+        CHECK_STR(group_reports, "");
+        CHECK_R(freezer_freeze(f, "/del/new11", 0, 0), 0);
+        dispatch_all(f);
+        CHECK_STR(group_reports, "-/new11");
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+        freezer_test_group_table_max = 1U << 22;
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -944,6 +1034,8 @@ int main(void) {
         test_reload_backoff_reread(socket_path);
         test_reload_delay_reset(socket_path);
         test_ids_past_max(socket_path);
+        test_group_list_lost(socket_path);
+        test_group_list_past_max(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
