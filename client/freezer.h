@@ -585,9 +585,12 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
  * group callback's list) could not be queued or loaded for lack of memory
- * (the dispatch may have run callbacks before); the handle stays usable: the
- * next freezer_dispatch() asks for it again (freezer_get_timeout() says
- * "now" and freezer_wait() returns at once until then), and what changed
+ * (the dispatch may have run callbacks before); one -ENOMEM says every such
+ * reply lost since the last freezer_dispatch() returned (several lost during
+ * one blocking call, say, fail the next freezer_dispatch() once); the handle
+ * stays usable: the next freezer_dispatch() asks for each again
+ * (freezer_get_timeout() says "now" and freezer_wait() returns at once
+ * until then), and what changed
  * meanwhile is reported as for dropped signals, late. While the replies of
  * those retries are lost too (a lasting shortage), each further retry waits
  * twice as long as the one before, from 10 ms up to 1 s, until a reload
