@@ -594,10 +594,10 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * meanwhile is reported as for dropped signals, late. While the replies of
  * those retries are lost too (a lasting shortage), each further retry waits
  * twice as long as the one before, from 10 ms up to 1 s, until a reload
- * gets all its replies (the states read after the Ids, too) or the retries
- * are dropped (their callback removed, freezerd restarted, the connection
- * lost): the next loss is retried at once again.
- * freezer_get_timeout() says when the retry is due,
+ * gets all its replies (the states read after the Ids, too), the fallback
+ * to SubscribeGroups() is sent, or the retries are dropped (their callback
+ * removed, freezerd restarted, the connection lost): the next loss is
+ * retried at once again. freezer_get_timeout() says when the retry is due,
  * freezer_wait() returns then, and a freezer_dispatch() before that does
  * not start it; the losses fail freezer_dispatch() with -ENOMEM as above.
  * It must not be called from a

@@ -3393,8 +3393,10 @@ static void groups_reload(freezer *f) {
  * have had it.  Nothing is left to reload once the
  * callback is gone, or the connection is lost.  Not before reload_at: each
  * retry doubles the wait before the next (reload_lost()), and a reload
- * whose last reply is kept ends that (reload_done()). */
+ * whose last reply is kept ends that (reload_done()), as does the fallback,
+ * which waits for no reply. */
 static void reloads_retry(freezer *f) {
+        bool replies;
         int r = 0;
 
         if (sd_bus_is_open(f->bus) <= 0) {
@@ -3403,6 +3405,7 @@ static void reloads_retry(freezer *f) {
         }
         if (!reload_pending(f) || f->reload_at > now_usec())
                 return;
+        replies = f->states_retry || f->known_retry;
         if (f->reload_delay == 0)
                 f->reload_delay = RELOAD_RETRY_DELAY_MIN_USEC;
         else if (f->reload_delay < RELOAD_RETRY_DELAY_MAX_USEC / 2)
@@ -3446,6 +3449,10 @@ static void reloads_retry(freezer *f) {
         /* One that could not be sent (no memory either) waits as long. */
         if (reload_pending(f))
                 f->reload_at = usec_add(now_usec(), f->reload_delay);
+        else if (!replies)
+                /* The fallback alone, done: no reply comes to end the
+                 * backoff, and a later loss is retried at once. */
+                reload_done(f);
         if (r < 0 && f->reload_error == 0)
                 f->reload_error = r;
 }

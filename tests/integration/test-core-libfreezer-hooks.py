@@ -9,6 +9,9 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     memory).  freezer_dispatch() fails with -ENOMEM once, and the next one falls back to
     SubscribeGroups as the refusal says: the callback reports /g frozen.  (It loaded the Ids
     and read the states instead, never subscribing: no change was ever reported.)
+  * freezerd restarted, and that reply lost again: the retry is due at once, as for
+    a first loss (the fallback, which waits for no reply, did not end the backoff: it
+    was due 10 ms later).
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -63,6 +66,7 @@ def load():
         'freezer_close': (P, [P]),
         'freezer_set_state_callback': (ctypes.c_int, [P, CALLBACK, P]),
         'freezer_dispatch': (ctypes.c_int, [P]),
+        'freezer_get_timeout': (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_uint64)]),
     })
     return lib
 
@@ -98,6 +102,30 @@ def check_fallback_reply_lost(lib, sc, bus):
             ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
             ft.check_equal(ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value, 0,
                            f'{what}: the hook failed the reply')
+        # The fallback waits for no reply, which would have ended the backoff: a later
+        # loss (here the same, after another start) is retried at once all the same.
+        what = 'SubscribeGroupStates refused again after a restart, its reply lost again'
+        events.clear()
+        results.clear()
+        timeouts = []
+        ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value = 1
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+
+            def seen():
+                r = lib.freezer_dispatch(f)
+                results.append(r)
+                if r == -errno.ENOMEM:
+                    t = ctypes.c_uint64()
+                    timeouts.append((lib.freezer_get_timeout(f, ctypes.byref(t)), t.value))
+                if ('/g', FROZEN, True) in events:
+                    return True
+                c.call('Freeze', '/g', 0, 0)
+                c.call('Thaw', '/g', 0, 0)
+                return False
+            ft.wait_for(seen, what=f'{what}: the state callback reports /g frozen', poll=0.05)
+            ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
+            ft.check_equal(timeouts, [(1, 0)], f'{what}: the retry is due at once (freezer_get_timeout() says 0)')
     finally:
         lib.freezer_close(f)
 
