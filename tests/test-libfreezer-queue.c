@@ -911,10 +911,10 @@ static freezer *open_groups_queue_full(const char *socket_path) {
         return f;
 }
 
-/* The group callback's list, read again after /new10's InterfacesAdded was
+/* The group callback's list, read again after /new15's InterfacesAdded was
  * dropped, that cannot be read into a table (no memory, made so by the test
  * hook): freezer_dispatch() fails with -ENOMEM once, the groups are listed
- * again, and /new10 is reported added.  (The failure was ignored: /new10
+ * again, and /new15 is reported added.  (The failure was ignored: /new15
  * was never reported, nor the error.) */
 static void test_group_list_lost(const char *socket_path) {
         freezer *f = open_groups_queue_full(socket_path);
@@ -923,7 +923,7 @@ static void test_group_list_lost(const char *socket_path) {
 
         if (!f)
                 return;
-        CHECK_R(freezer_freeze(f, "/new10", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/new15", 0, 0), 0);
         freezer_test_fail_group_lists = 1;
         for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC;
              (calls_done < N_CALLS || group_reports[0] == 0) && mono_usec() < deadline;) {
@@ -943,7 +943,7 @@ static void test_group_list_lost(const char *socket_path) {
         CHECK(calls_done == N_CALLS);
         CHECK_R(freezer_test_fail_group_lists, 0);
         CHECK_R(enomem, 1);
-        CHECK_STR(group_reports, "+/new10");
+        CHECK_STR(group_reports, "+/new15");
         /* The list the hook failed, the one after. */
         calls_read(calls, sizeof calls);
         CHECK_STR(calls, "II");
@@ -951,7 +951,7 @@ static void test_group_list_lost(const char *socket_path) {
         freezer_close(f);
 }
 
-/* The group callback's list, read again after /new11's InterfacesAdded was
+/* The group callback's list, read again after /new16's InterfacesAdded was
  * dropped, holds more groups than the table's bound (lowered by the test
  * hook): no -ENOMEM, and it is not listed again (it would not fit either:
  * one list after another, for as long as the callback is installed), and
@@ -963,13 +963,13 @@ static void test_group_list_past_max(const char *socket_path) {
         if (!f)
                 return;
         freezer_test_group_table_max = 1;
-        CHECK_R(freezer_freeze(f, "/new11", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/new16", 0, 0), 0);
         dispatch_all(f);
         CHECK(calls_done == N_CALLS);
         CHECK_STR(group_reports, "");
-        CHECK_R(freezer_freeze(f, "/del/new11", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/del/new16", 0, 0), 0);
         dispatch_all(f);
-        CHECK_STR(group_reports, "-/new11");
+        CHECK_STR(group_reports, "-/new16");
         calls_read(calls, sizeof calls);
         CHECK_STR(calls, "I");
         freezer_test_group_table_max = 1U << 22;
