@@ -3483,7 +3483,10 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
                 reload_lost(f, &f->known_retry, r);
                 return 0;
         }
-        reload_done(f);
+        /* Not before a list read again (again): its reply, lost, backs off
+         * as on_states_reread()'s. */
+        if (r < 0 || !again)
+                reload_done(f);
         if (r < 0) {
                 f->known = before;
                 f->known_loaded = false;
