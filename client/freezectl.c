@@ -941,13 +941,17 @@ static const char *other_buses_hint(int r);
  * (", ", " and ", ": ", ". "), a '"' inside as \" (its backslashes doubled);
  * so the same words inside a path (a group named "x and 3 more", or one
  * holding the sentence) are in quotes, and a list that starts inside a quoted
- * path meets its closing quote bare: no such list.  Before freezerd quoted so
- * (or in any other message), false. */
+ * path meets its closing quote bare: no such list.  Each path starts with
+ * '/' (or '"/'): a path of a NoSuchGroup that holds the sentence is followed
+ * by " does not exist", no list.  Before freezerd quoted so (or in any other
+ * message), false. */
 static bool stays_list(const char *list, bool *ret_cut) {
         const char *p = list;
 
         for (;;) {
                 if (*p == '"') {
+                        if (p[1] != '/')
+                                return false;
                         for (p++; *p && *p != '"'; p++)
                                 if (*p == '\\' && p[1])
                                         p++;
@@ -956,6 +960,10 @@ static bool stays_list(const char *list, bool *ret_cut) {
                 } else {
                         const char *start = p;
 
+                        /* freezerd's paths are absolute: "etc does not exist"
+                         * after the same words in a path is no list. */
+                        if (*p != '/')
+                                return false;
                         for (; *p && !startswith(p, ", ") && !startswith(p, " and "); p++)
                                 if (*p == '"' || startswith(p, ": ") || startswith(p, ". "))
                                         return false;

@@ -492,14 +492,31 @@ bool cg_quote_plain(const char *s) {
         return true;
 }
 
+/* Whether q (quoted by cg_quote()) reads as one path in a list of them:
+ * no '"', and none of the words that separate or end the list (", ",
+ * " and ", ": ", ". "), also where its end meets the ", " or " and N more"
+ * that follows it ("/x," "/x:" "/x." "/x and"). */
+static bool list_plain(const char *q) {
+        static const char *const words[] = { ", ", " and ", ": ", ". " };
+        size_t n = strlen(q);
+
+        if (strchr(q, '"'))
+                return false;
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+                size_t w = strlen(words[i]) - 1; /* without its last space */
+
+                if (strstr(q, words[i]) || (n >= w && strncmp(q + n - w, words[i], w) == 0))
+                        return false;
+        }
+        return true;
+}
+
 const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
         char quoted[CG_QUOTE_SIZE];
         const char *q = cg_quote(s, quoted);
         size_t k = 0;
 
-        if (cg_quote_plain(s) &&
-            (!list || (!strchr(q, '"') && !strstr(q, ", ") && !strstr(q, " and ") && !strstr(q, ": ") &&
-                       !strstr(q, ". ")))) {
+        if (cg_quote_plain(s) && (!list || list_plain(q))) {
                 memcpy(buf, q, strlen(q) + 1);
                 return buf;
         }

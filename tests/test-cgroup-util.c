@@ -416,6 +416,13 @@ static void test_quote(void) {
                 CHECK_STR(cg_quote_named("/a. b", true, named), "\"/a. b\"");
                 CHECK_STR(cg_quote_named("/a.b:c,d", true, named), "/a.b:c,d");
                 CHECK_STR(cg_quote_named("/e ", true, named), "\"/e \"");
+                /* Where the name's end meets the ", " or " and N more" after it. */
+                CHECK_STR(cg_quote_named("/u/e,", true, named), "\"/u/e,\"");
+                CHECK_STR(cg_quote_named("/v/d:", true, named), "\"/v/d:\"");
+                CHECK_STR(cg_quote_named("/w/d.", true, named), "\"/w/d.\"");
+                CHECK_STR(cg_quote_named("/x and", true, named), "\"/x and\"");
+                CHECK_STR(cg_quote_named("/x,y", true, named), "/x,y");
+                CHECK_STR(cg_quote_named("/u/e,", false, named), "/u/e,");
         }
         /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
          * or a "\xNN", so that the quote holds no lone backslash, which

@@ -186,6 +186,13 @@ def test():
             ft.check_equal((r.returncode, r.stderr), (1, r'freezectl: cannot freeze "/ /a\"b": NoSuchGroup: '
                                                          r'"/ /a\"b" does not exist' '\n'),
                            'freezectl freeze \' /a"b\': both name it alike')
+            # A path that holds freezerd's "flags it wrote stay" sentence is no such list
+            # (its words run on to " does not exist"): freezectl leaves them as they are.
+            odd = '/x. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: etc'
+            r = ft.freezectl('freeze', odd, address=bus.address, check=False)
+            ft.check_equal((r.returncode, r.stderr), (1, f'freezectl: cannot freeze {odd}: NoSuchGroup: {odd} does '
+                                                         'not exist\n'),
+                           'freezectl freeze of a missing path holding the stays sentence: not rewritten')
             r = ft.freezectl('freeze', sc.root + '/g ', address=bus.address, check=False)
             ft.check(r.returncode == 1 and f'NoSuchGroup: "{sc.root}/g " does not exist (PATH names a cgroup relative '
                      "to freezerd's cgroup root" in r.stderr,
