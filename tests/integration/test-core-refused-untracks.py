@@ -8,8 +8,10 @@ refused after a lookup that tracked an earlier path: that path stayed tracked (i
 tracked.json, published with InterfacesAdded, its directory watched) by a call that did
 nothing ("one bad path ... means nothing is written and the error names it").
 
-  "track": ["/t1"]
+  "track": ["/t1", "/p/q"]
   /t1/a       tracked
+  /p/q/r      tracked; /p and /p/z/y outside
+  /o/a/b/c/d, /o/a/b/e, /o/a/f, /o/g, /o2/a/b, /o2/a-b, /o2/a.b: outside, nested
   /other/x    outside the tracked subtrees (a sleeper)
   /other/y    outside too; cgroup.freeze of /other and /other/y owned by nobody
   /other/h    (with /dev/fuse) a task blocked on a FUSE mount: its freeze never finishes
@@ -20,13 +22,22 @@ tracked.json unchanged, no InterfacesAdded or InterfacesRemoved, every cgroup.fr
 /other as it was, and freezerd's inotify instance holding as many watches as before:
   * ApplyBatch [(/other/x, 1), (/other/missing, 1)]: NoSuchGroup naming request 1;
   * ApplyBatch [(/other/x, 1), (/, 1)]: InvalidPath ("/" is the cgroup root);
+  * ApplyBatch [(/, 0), (/other/x, 1), (/missing, 1)] and [(/o/a/b, 1), (/o, 1), (/, 0),
+    (/missing, 1)]: NoSuchGroup; FreezeExcept(/, [/missing]): NoSuchGroup; Freeze(/):
+    InvalidPath;
   * ApplyBatch [(/other/x, 1), (/t1/cgroup.procs, 1)]: InvalidPath (a file);
   * ApplyBatch [(/other/y, 1), (/other/x, 1)] RECURSIVE: /other/x the same, after /other/y;
   * FreezeExcept(/other, [/other/missing]): NoSuchGroup, after /other was looked up;
   * FreezeExcept(/other, [/other/x]) with /other/x's own cgroup.freeze 1: InvalidArgs;
   * as nobody: ApplyBatch [(/other/y, 1), (/other/x, 1)]: AccessDenied for /other/x,
     which nobody may not have tracked, after /other/y was; Freeze(/other, RECURSIVE):
-    AccessDenied for /other/x (root's, its flag would change), after /other was tracked.
+    AccessDenied for /other/x (root's, its flag would change), after /other was tracked;
+  * ApplyBatch of nested new roots, then (/o/missing, 1): NoSuchGroup, the call's roots all
+    undone at once (sorted), each pruning what it alone needed: child then parent, parent
+    then child, four levels, names that sort around '/' (/o2/a-b, /o2/a.b, /o2/a/b,
+    /o2/a), a parent of the configured /p/q (with /p/z/y beside it, or with /p/q and
+    /p/q/r named too), five at once; and with /o/a/b Track()ed before the call, the
+    call's roots below, above and beside it (it stays tracked).
 Calls accepted keep what they tracked:
   * Freeze(/other/h, 300 ms) fails with Timeout (with /dev/fuse): it wrote, /other/h stays
     tracked (in tracked.json, published);
@@ -45,6 +56,7 @@ import freezertest as ft  # noqa: E402
 ERROR_UNKNOWN_OBJECT = 'org.freedesktop.DBus.Error.UnknownObject'
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
 OTHER = ('/other', '/other/x', '/other/y')
+NESTED = ('/o/a/b/c/d', '/o/a/b/e', '/o/a/f', '/o/g', '/p/q/r', '/p/z/y', '/o2/a/b', '/o2/a-b', '/o2/a.b')
 
 
 def watches(d):
@@ -59,14 +71,16 @@ def test():
         sc.mkdir('/t1/a')
         sc.spawn_sleepers('/other/x', 1)
         sc.mkdir('/other/y')
+        for g in NESTED:
+            sc.mkdir(g)
         for g in ('/other', '/other/y'):
             os.chown(sc.abspath(g, 'cgroup.freeze'), nobody, nobody)
-        with ft.Daemon(bus, sc.root, config={'track': ['/t1']}) as d:
+        with ft.Daemon(bus, sc.root, config={'track': ['/t1', '/p/q']}) as d:
             c = d.client
             u = ft.client_as_nobody(bus)
             rec = c.record()
             published = ft.published_paths(c)
-            ft.check_equal(published, ['/', '/t1', '/t1/a'], 'published at start')
+            ft.check_equal(published, ['/', '/p/q', '/p/q/r', '/t1', '/t1/a'], 'published at start')
             roots = ft.tracked_roots(d.state_dir)
             n_watches = watches(d)
             flags = {g: sc.read_freeze(g) for g in OTHER}
@@ -93,6 +107,14 @@ def test():
                     [('/other/x', True), ('/other/missing', True)], 'auto', 0, 0)
             refused('ApplyBatch [/other/x, /]', ft.ERROR_INVALID_PATH, 'Request 1: / is freezerd\'s cgroup root',
                     c.call, 'ApplyBatch', [('/other/x', True), ('/', True)], 'auto', 0, 0)
+            refused('ApplyBatch [/, /other/x, /missing]', ft.ERROR_NO_SUCH_GROUP, 'Request 2: /missing does not exist',
+                    c.call, 'ApplyBatch', [('/', False), ('/other/x', True), ('/missing', True)], 'auto', 0, 0)
+            refused('ApplyBatch [/o/a/b, /o, /, /missing]', ft.ERROR_NO_SUCH_GROUP,
+                    'Request 3: /missing does not exist', c.call, 'ApplyBatch',
+                    [('/o/a/b', True), ('/o', True), ('/', False), ('/missing', True)], 'auto', 0, 0)
+            refused('FreezeExcept(/, [/missing])', ft.ERROR_NO_SUCH_GROUP, '/missing does not exist', c.call,
+                    'FreezeExcept', '/', ['/missing'], 0, 0)
+            refused('Freeze(/)', ft.ERROR_INVALID_PATH, 'cgroup root', c.call, 'Freeze', '/', 0, 0)
             refused('ApplyBatch [/other/x, /t1/cgroup.procs]', ft.ERROR_INVALID_PATH, 'Request 1:', c.call,
                     'ApplyBatch', [('/other/x', True), ('/t1/cgroup.procs', True)], 'auto', 0, 0)
             refused('ApplyBatch RECURSIVE [/other/y, /other/x, /other/missing]', ft.ERROR_NO_SUCH_GROUP,
@@ -114,6 +136,41 @@ def test():
                         '/other', 0, ft.FLAG_RECURSIVE)
             else:
                 print('# no user nobody: the AccessDenied cases are left out')
+
+            # Nested new roots, all undone at once: the prune of each takes what it alone
+            # needed, whichever order the call named them in.
+            def refused_nested(what, paths):
+                items = [(p, True) for p in paths] + [('/o/missing', True)]
+                refused(f'ApplyBatch {what}', ft.ERROR_NO_SUCH_GROUP, f'Request {len(paths)}: /o/missing', c.call,
+                        'ApplyBatch', items, 'auto', 0, 0)
+
+            def nested_cases():
+                refused_nested('child then parent', ['/o/a/b', '/o/a'])
+                refused_nested('parent then child', ['/o/a', '/o/a/b'])
+                refused_nested('four levels', ['/o/a/b/c/d', '/o/a/b', '/o/a', '/o'])
+                refused_nested('names sorting around /', ['/o2/a/b', '/o2/a-b', '/o2/a.b', '/o2/a'])
+                refused_nested('a parent of the configured /p/q', ['/p/z/y', '/p'])
+                refused_nested('/p/q, /p/q/r, then their parent', ['/p/q', '/p/q/r', '/p'])
+                refused_nested('five at once', ['/o/g', '/o/a/f', '/o/a/b/e', '/o/a/b/c', '/o/a'])
+
+            nested_cases()
+            # A root tracked before the call, the call's roots below, above and beside it.
+            before_track = (published, roots, n_watches)
+            c.call('Track', '/o/a/b')
+            rec.clear()
+            published = ft.published_paths(c)
+            roots = ft.tracked_roots(d.state_dir)
+            n_watches = watches(d)
+            ft.check_equal(roots, ['/o/a/b'], 'Track(/o/a/b): in tracked.json')
+            refused_nested('with /o/a/b tracked: below, then above it', ['/o/a/b/c', '/o/a', '/o'])
+            refused_nested('with /o/a/b tracked: beside it', ['/o/a/f', '/o/g'])
+            nested_cases()
+            c.call('Untrack', '/o/a/b')
+            rec.clear()
+            ft.check_equal((ft.published_paths(c), ft.tracked_roots(d.state_dir) or [], watches(d)),
+                           (before_track[0], before_track[1] or [], before_track[2]),
+                           'Untrack(/o/a/b): ListGroups, tracked.json, watches as before its Track()')
+            published, roots, n_watches = before_track[0], ft.tracked_roots(d.state_dir), before_track[2]
 
             # A refused call naming the configured root keeps it (nothing to undo there).
             refused('ApplyBatch [/t1, /other/missing]', ft.ERROR_NO_SUCH_GROUP, 'Request 1:', c.call, 'ApplyBatch',
