@@ -938,8 +938,8 @@ static const char *other_buses_hint(int r);
  * that stay (operation_stays()), is such a list to its end: paths separated
  * by ", ", then maybe " and N more" (*ret_cut).  freezerd puts a path in
  * double quotes where it holds a '"' or what separates the list or ends it
- * (", ", " and ", ": ", ". "), a '"' inside as \" (its backslashes doubled);
- * so the same words inside a path (a group named "x and 3 more", or one
+ * (", ", " and ", ": ", ". ", also where its end meets them), a '"' inside
+ * as \" (its backslashes doubled); so the same words inside a path (a group named "x and 3 more", or one
  * holding the sentence) are in quotes, and a list that starts inside a quoted
  * path meets its closing quote bare: no such list.  Each path starts with
  * '/' (or '"/'): a path of a NoSuchGroup that holds the sentence is followed
