@@ -421,6 +421,7 @@ class Soak:
         self.note(desc)
         self.count(name)
         before = dict(self.flags)
+        roots, called = set(self.roots), set(self.called)
         reply, err = self.outcome(name, send())
         if err is None:
             self.note(f'  -> {reply!r}')
@@ -437,7 +438,10 @@ class Soak:
             # The own flags are cleared all the same (unless "/" is frozen from above).
             apply(self.flags, None)
         else:
-            self.flags = before  # refused: nothing written
+            # Refused: nothing written, and the path it tracked (outside the tracked
+            # subtrees) untracked again.
+            self.flags = before
+            self.roots, self.called = roots, called
 
     def op_concurrent(self, dirs):
         """Two clients' calls sent back to back (no ROLLBACK: either order's flags)."""
