@@ -4594,26 +4594,26 @@ static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause c
                                 operation_doom(e->op, true, BUS_ERROR_CANCELLED,
                                                "%s is no longer tracked (the configuration reload dropped %s "
                                                "from \"track\") while waiting for it to %s",
-                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
                                 break;
                         case UNTRACK_UNDONE:
                                 operation_doom(e->op, true, BUS_ERROR_CANCELLED,
                                                "%s is no longer tracked (tracking %s failed) while waiting for it "
                                                "to %s",
-                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
                                 break;
                         case UNTRACK_FORGOTTEN:
                                 operation_doom(e->op, true, BUS_ERROR_CANCELLED,
                                                "%s is no longer tracked (%s, tracked at a call's request, was "
                                                "dropped: more than %u such gone subtrees wait to be made again) "
                                                "while waiting for it to %s",
-                                               CG_QUOTE(c->path), CG_QUOTE(untracked), TRACK_ROOTS_WAITING_MAX,
+                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), TRACK_ROOTS_WAITING_MAX,
                                                what);
                                 break;
                         default:
                                 operation_doom(e->op, true, BUS_ERROR_CANCELLED,
                                                "%s is no longer tracked (Untrack of %s) while waiting for it to %s",
-                                               CG_QUOTE(c->path), CG_QUOTE(untracked), what);
+                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
                         }
                 }
 }
@@ -4956,7 +4956,7 @@ static int call_root_cmp(const void *a, const void *b) {
  * configuration's alone again.  All taken out of the roots at once, the
  * hashes rebuilt once, then what each one alone needed is pruned (as
  * manager_forget_waiting_roots() does): one at a time, each a look through
- * every root, a refused ApplyBatch of 8,000 new paths took seconds.  One
+ * every root, a refused ApplyBatch of 8,000 new paths would take seconds.  One
  * gone from the roots meanwhile (forgotten while the call read the kernel's
  * events) needs nothing more.  A path noted twice (tracked, forgotten,
  * tracked again) is taken out if one of its lookups added it.  Returns
