@@ -247,8 +247,8 @@ static void help_to(FILE *f) {
                "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
                "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
                "there; --json keeps its message as it is). Up to four PATHs, then \"and N\n"
-               "more\"; a PATH there that holds a \" or \", \", \" and \", \": \" or \". \" in\n"
-               "double quotes too, as freezerd names it.\n"
+               "more\"; a PATH there that holds a \" or \", \", \" and \", \": \" or \". \", or\n"
+               "ends in \",\", \" and\", \":\" or \".\", in double quotes too, as freezerd names it.\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -934,6 +934,11 @@ static void log_bus_as_socket(const char *what, const char *peer) {
 static void log_failure_line(const char *what, const char *name, const char *message, int r);
 static const char *other_buses_hint(int r);
 
+/* freezerd's sentence before the flags a Timeout of a call that set flags of
+ * groups it did not name leaves set (operation_stays() in daemon/manager.c). */
+#define TIMEOUT_STAYS_SENTENCE \
+        ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the kernel goes on with them: "
+
 /* Whether list, the text after freezerd's sentence that names the flags
  * that stay (operation_stays()), is such a list to its end: paths separated
  * by ", ", then maybe " and N more" (*ret_cut).  freezerd puts a path in
@@ -943,8 +948,8 @@ static const char *other_buses_hint(int r);
  * holding the sentence) are in quotes, and a list that starts inside a quoted
  * path meets its closing quote bare: no such list.  Each path starts with
  * '/' (or '"/'): a path of a NoSuchGroup that holds the sentence is followed
- * by " does not exist", no list.  Before freezerd quoted so (or in any other
- * message), false. */
+ * by " does not exist", no list.  From a freezerd that does not quote so
+ * (or in any other message), false. */
 static bool stays_list(const char *list, bool *ret_cut) {
         const char *p = list;
 
@@ -1036,8 +1041,7 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                           timeout_end[] = ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the kernel "
                                           "goes on with them",
                           stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: ",
-                          timeout_stays[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and "
-                                            "the kernel goes on with them: ";
+                          timeout_stays[] = TIMEOUT_STAYS_SENTENCE;
         _cleanup_free_ char *translated = NULL;
         const char *at = NULL;
         size_t len = message ? strlen(message) : 0;
@@ -2430,11 +2434,9 @@ static bool running_between(const char *top) {
  * more", after the last of them); -1 where it names none (a freezerd
  * before it did, or no flag set by this call). */
 static int timeout_names_stays(const char *message) {
-        static const char sentence[] = ". Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked, and the "
-                                       "kernel goes on with them: ";
         bool cut;
 
-        if (!message || !stays_find(message, sentence, &cut))
+        if (!message || !stays_find(message, TIMEOUT_STAYS_SENTENCE, &cut))
                 return -1;
         return cut ? 0 : 1;
 }

@@ -2090,6 +2090,9 @@ def stays_list(message, sentence):
 def _parse_stays(text):
     paths, i, n = [], 0, len(text)
     while True:
+        # freezerd's paths are absolute, as freezectl's stays_list() requires.
+        if not text.startswith('/', i) and not text.startswith('"/', i):
+            return None, None
         if i < n and text[i] == '"':
             j, p = i + 1, ''
             while j < n and text[j] != '"':
