@@ -295,7 +295,9 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * that of requests skipped (either pointer may be NULL; both are set to 0 on
  * failure). With FREEZER_RECURSIVE each request
  * stands for its path's whole subtree, and the counts are of the groups in
- * those subtrees.
+ * those subtrees; a -ETIMEDOUT of such a batch without
+ * FREEZER_ROLLBACK_ON_TIMEOUT names in its message the flags it set, as
+ * freezer_freeze_except()'s does.
  *
  * Unless FREEZER_NO_WAIT is given, the call returns once every requested
  * group's kernel "frozen" matches its final effective flag (frozen when it or
@@ -732,8 +734,9 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * come, and a group whose signal was dropped is not reported: after a long
  * blocking call under a flood, read the groups afresh to be sure.  A list read
  * later (after a dropped signal or a start of freezerd) that lacks the memory
- * for its table is read again from the next freezer_dispatch(), which fails
- * with -ENOMEM (see there).
+ * for its table is read again from a later freezer_dispatch() (the first
+ * retry at once, further ones backing off), and the dispatch that sees the
+ * loss fails with -ENOMEM (see there).
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);

@@ -258,8 +258,9 @@ static bool reload_due(freezer *f) {
  * the first at once (a single loss, to a passing peak of memory use, costs
  * nothing), then after 10 ms, doubled with each loss up to 1 s.  Each retry
  * is a bus call whose reply (every group's Id, heavy with 10,000 groups) is
- * lost again as long as memory lacks, and came again as fast as freezerd
- * answered: the program spun, and spent memory that it lacked.  10 ms is
+ * lost again as long as memory lacks; asked again at once, it would come as
+ * fast as freezerd answers: the program would spin, spending memory that it
+ * lacks.  10 ms is
  * some hundred round trips of a small list (freezectl watch, a few groups:
  * about 6,000 lost replies a second), so from the second retry on the rate
  * falls by that much, while a short shortage delays the reports by tens of

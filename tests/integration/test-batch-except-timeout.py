@@ -121,7 +121,9 @@ def test():
                 thaw_all()
 
             # ---- flags an earlier ROLLBACK call wrote, taken over: named, as they stay for this call
-            pending = c.call_async('ApplyBatch', [('/t/a', True), ('/t/b', True)], 'auto', 2000000,
+            # Its timeout well past the FreezeExcept's (SHORT_USEC), which must end first
+            # also on a slow run (under a sanitizer, on a loaded machine).
+            pending = c.call_async('ApplyBatch', [('/t/a', True), ('/t/b', True)], 'auto', 5000000,
                                    ft.FLAG_ROLLBACK_ON_TIMEOUT)
             ft.wait_for(lambda: flags(['/t/a', '/t/b']) == [1, 1] and sc.frozen('/t/b'),
                         what='the pending batch wrote /t/a and /t/b')
