@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -676,6 +677,37 @@ static int due_ms(freezer *f) {
         return t <= n ? 0 : (int) ((t - n + 999) / 1000);
 }
 
+/* Dispatched as a loop that polls the fd until freezer_get_timeout()'s time
+ * (100 ms at most at a time), until deadline, max -ENOMEM, or done() (may be
+ * NULL) says so: the -ENOMEM counted.  *future (may be NULL) counts the
+ * losses from the second on after which the retry is due later, not at once
+ * (a stall of the machine past the first short delays may make them due
+ * already: the caller lets two pass). */
+static unsigned dispatch_counting_enomem(freezer *f, uint64_t deadline, unsigned max, bool (*done)(void),
+                                         unsigned *future) {
+        unsigned enomem = 0;
+
+        while (mono_usec() < deadline && enomem < max && !(done && done())) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t t;
+                int r = freezer_dispatch(f), ms;
+
+                if (r == -ENOMEM) {
+                        enomem++;
+                        if (future && enomem >= 2 && freezer_get_timeout(f, &t) > 0 && t > mono_usec())
+                                (*future)++;
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                ms = due_ms(f);
+                if (r == 0)
+                        (void) poll(&p, 1, ms < 0 || ms > 100 ? 100 : ms);
+        }
+        return enomem;
+}
+
 /* The replies of reloads lost for good (no memory, lasting): the retries
  * back off (at once, then after 10 ms, 20 ms, ... up to 1 s), so over 1.5 s
  * a loop that polls the fd and freezer_get_timeout() sees a few -ENOMEM
@@ -686,37 +718,16 @@ static int due_ms(freezer *f) {
  * per round trip, hundreds of -ENOMEM, the loop never slept.) */
 static void test_reload_backoff(const char *socket_path) {
         freezer *f = open_queue_full(socket_path);
-        unsigned enomem = 0, future = 0, lost, ids = 0;
+        unsigned enomem, future = 0, lost, ids = 0;
         char calls[256];
-        uint64_t start;
 
         if (!f)
                 return;
         new_path = "/new9";
         CHECK_R(freezer_freeze(f, "/new9", 0, 0), 0);
         freezer_test_fail_reload_replies = 1000;
-        start = mono_usec();
         /* Stopped at 100 -ENOMEM: the stand-in's log would fill up. */
-        while (mono_usec() < start + 3 * USEC_PER_SEC / 2 && enomem < 100) {
-                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
-                uint64_t t;
-                int r = freezer_dispatch(f);
-
-                if (r == -ENOMEM) {
-                        enomem++;
-                        /* From the second loss on the retry waits (a
-                         * stall of the machine past the first short delays
-                         * may make them due already: two are let pass). */
-                        if (enomem >= 2 && freezer_get_timeout(f, &t) > 0 && t > mono_usec())
-                                future++;
-                        continue;
-                }
-                CHECK(r >= 0);
-                if (r < 0)
-                        break;
-                if (r == 0)
-                        (void) poll(&p, 1, due_ms(f));
-        }
+        enomem = dispatch_counting_enomem(f, mono_usec() + 3 * USEC_PER_SEC / 2, 100, NULL, &future);
         lost = 1000 - freezer_test_fail_reload_replies;
         freezer_test_fail_reload_replies = 0;
         for (ssize_t n; (n = read(calls_pipe[0], calls, sizeof calls)) > 0;)
@@ -744,23 +755,10 @@ static void test_reload_backoff(const char *socket_path) {
  * with *lost set to lose the next so many replies, for 1.5 s or until max
  * -ENOMEM: their count.  *lost is 0 after. */
 static unsigned dispatch_lasting_loss(freezer *f, unsigned *lost, unsigned max) {
-        unsigned enomem = 0;
+        unsigned enomem;
 
         *lost = 1000;
-        for (uint64_t deadline = mono_usec() + 3 * USEC_PER_SEC / 2; mono_usec() < deadline && enomem < max;) {
-                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
-                int r = freezer_dispatch(f);
-
-                if (r == -ENOMEM) {
-                        enomem++;
-                        continue;
-                }
-                CHECK(r >= 0);
-                if (r < 0)
-                        break;
-                if (r == 0)
-                        (void) poll(&p, 1, due_ms(f));
-        }
+        enomem = dispatch_counting_enomem(f, mono_usec() + 3 * USEC_PER_SEC / 2, max, NULL, NULL);
         *lost = 0;
         return enomem;
 }
@@ -911,6 +909,11 @@ static freezer *open_groups_queue_full(const char *socket_path) {
         return f;
 }
 
+/* The calls of open_groups_queue_full() answered, and a group reported. */
+static bool calls_and_report_done(void) {
+        return calls_done == N_CALLS && group_reports[0] != 0;
+}
+
 /* The group callback's list, read again after /new15's InterfacesAdded was
  * dropped, that cannot be read into a table (no memory, made so by the test
  * hook): freezer_dispatch() fails with -ENOMEM once, the groups are listed
@@ -918,28 +921,14 @@ static freezer *open_groups_queue_full(const char *socket_path) {
  * was never reported, nor the error.) */
 static void test_group_list_lost(const char *socket_path) {
         freezer *f = open_groups_queue_full(socket_path);
-        unsigned enomem = 0;
+        unsigned enomem;
         char calls[32];
 
         if (!f)
                 return;
         CHECK_R(freezer_freeze(f, "/new15", 0, 0), 0);
         freezer_test_fail_group_lists = 1;
-        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC;
-             (calls_done < N_CALLS || group_reports[0] == 0) && mono_usec() < deadline;) {
-                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
-                int r = freezer_dispatch(f);
-
-                if (r == -ENOMEM) {
-                        enomem++;
-                        continue;
-                }
-                CHECK(r >= 0);
-                if (r < 0)
-                        break;
-                if (r == 0)
-                        (void) poll(&p, 1, 100);
-        }
+        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
         CHECK(calls_done == N_CALLS);
         CHECK_R(freezer_test_fail_group_lists, 0);
         CHECK_R(enomem, 1);
