@@ -43,6 +43,27 @@ STAYS_CTL = '. Without --rollback the flags it wrote stay as asked: '
 MORE, TRAP, GONE = '/x and 3 more', '/zz' + STAYS + 'q', '/c' + STAYS + 'y'
 
 
+def batch_cancelled(bus, sc, x, y):
+    """`freezectl batch` freezing /s (whose task never freezes), x and y, Cancelled by a
+    busctl Thaw of /s once x and y are frozen: the finished process and its stderr."""
+    batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', x, y)]))
+        batch.stdin.close()
+        ft.wait_for(lambda: sc.frozen(x) and sc.frozen(y) and sc.read_freeze('/s') == 1,
+                    what=f'freezectl batch: {x} and {y} frozen, /s freezing')
+        ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
+        err = batch.stderr.read()
+        batch.stdout.read()
+        batch.wait(timeout=ft.DEFAULT_TIMEOUT)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+            batch.wait()
+    return batch, err
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse', 'busctl')
     long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
@@ -74,21 +95,7 @@ def test():
             thaw_all()
 
             # ---- the same through freezectl batch: said of its option, --rollback
-            batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            try:
-                batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', '/a', '/b')]))
-                batch.stdin.close()
-                ft.wait_for(lambda: sc.frozen('/a') and sc.frozen('/b') and sc.read_freeze('/s') == 1,
-                            what='freezectl batch: /a and /b frozen, /s freezing')
-                ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
-                err = batch.stderr.read()
-                batch.stdout.read()
-                batch.wait(timeout=ft.DEFAULT_TIMEOUT)
-            finally:
-                if batch.poll() is None:
-                    batch.kill()
-                    batch.wait()
+            batch, err = batch_cancelled(bus, sc, '/a', '/b')
             ft.check(batch.returncode == 1 and 'Without --rollback the flags it wrote stay as asked: ' in err and
                      'ROLLBACK_ON_TIMEOUT' not in err, 'freezectl batch, Cancelled: the flags that stay, said of '
                      '--rollback', (batch.returncode, err))
@@ -130,21 +137,7 @@ def test():
             for g in (MORE, TRAP, GONE):
                 sc.mkdir(g)
                 c.call('GetGroup', g)
-            batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            try:
-                batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', MORE, TRAP)]))
-                batch.stdin.close()
-                ft.wait_for(lambda: sc.frozen(MORE) and sc.frozen(TRAP) and sc.read_freeze('/s') == 1,
-                            what='freezectl batch: MORE and TRAP frozen, /s freezing')
-                ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
-                err = batch.stderr.read()
-                batch.stdout.read()
-                batch.wait(timeout=ft.DEFAULT_TIMEOUT)
-            finally:
-                if batch.poll() is None:
-                    batch.kill()
-                    batch.wait()
+            batch, err = batch_cancelled(bus, sc, MORE, TRAP)
             line = err.split('\n')[0]
             ft.check(batch.returncode == 1 and '"/x and 3 more"' in line and f'"{TRAP}"' in line and
                      line.count(STAYS_CTL) == 1, 'freezectl batch, Cancelled: the names in double quotes, the real '
