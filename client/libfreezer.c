@@ -555,6 +555,15 @@ static int defer(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler
         }
 
 #ifdef FREEZER_TEST_HOOKS
+/* One of the counts below taken: true (fail, as without the memory) while
+ * it was not 0. */
+static bool hook_take(unsigned *count) {
+        if (*count == 0)
+                return false;
+        (*count)--;
+        return true;
+}
+
 /* Test builds only (tests/meson.build): the next this many replies of
  * reloads fail to be queued, as without the memory. */
 extern unsigned freezer_test_fail_reload_replies;
@@ -577,14 +586,8 @@ unsigned freezer_test_fail_reread_replies;
 static int on_states_reread(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
 
 static bool reload_reply_fails(sd_bus_message_handler_t handler) {
-        if (handler == on_states_reread && freezer_test_fail_reread_replies > 0) {
-                freezer_test_fail_reread_replies--;
-                return true;
-        }
-        if (freezer_test_fail_reload_replies == 0)
-                return false;
-        freezer_test_fail_reload_replies--;
-        return true;
+        return (handler == on_states_reread && hook_take(&freezer_test_fail_reread_replies)) ||
+               hook_take(&freezer_test_fail_reload_replies);
 }
 
 /* The next this many loads of the state callback's Ids fail, as without
@@ -593,10 +596,7 @@ extern unsigned freezer_test_fail_ids_loads;
 unsigned freezer_test_fail_ids_loads;
 
 static bool ids_load_fails(void) {
-        if (freezer_test_fail_ids_loads == 0)
-                return false;
-        freezer_test_fail_ids_loads--;
-        return true;
+        return hook_take(&freezer_test_fail_ids_loads);
 }
 
 /* The next this many lists of the group callback's groups (not the one at
@@ -605,10 +605,7 @@ extern unsigned freezer_test_fail_group_lists;
 unsigned freezer_test_fail_group_lists;
 
 static bool group_list_fails(void) {
-        if (freezer_test_fail_group_lists == 0)
-                return false;
-        freezer_test_fail_group_lists--;
-        return true;
+        return hook_take(&freezer_test_fail_group_lists);
 }
 
 /* The live entries of the state callback's table. */
