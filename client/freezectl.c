@@ -1680,7 +1680,8 @@ static char *path_shown(const char *arg) {
  * where it is empty or a name in it starts or ends with white space, which
  * would otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
  * "cannot freeze /a : ..." read as /a; "/ /a" for " /a"), as freezerd's
- * messages do (cg_quote_plain()).  Ordinary paths keep their usual look.  The line that says it escapes a '"' inside the quotes as \"
+ * messages do (cg_quote_plain()).  Ordinary paths keep their usual look.
+ * The line that says it escapes a '"' inside the quotes as \"
  * (words_escape_n(), which finds it in path_q_slots).  The result lives
  * until the PATH_Q_SLOTS-th next call: enough for the paths of one
  * message. */
