@@ -374,7 +374,7 @@ void manager_bus_release_callers(bool refuse) {
 
 /* The error says what was refused and on which path, nothing more (not the
  * owner, not the caller's uid).  quoted: the path as the message quotes it
- * (CG_QUOTE(), or CG_QUOTE_SHOWN() of a name freezerd does not follow); NULL:
+ * (CG_NAMED(), or CG_QUOTE_SHOWN() of a name freezerd does not follow); NULL:
  * the caller's uid is unknown.  outside: a lookup (GetGroup, Freeze...) of a
  * path outside the tracked subtrees, which would have tracked it. */
 static int access_denied(AccessAction a, const char *quoted, bool outside, sd_bus_error *error) {
@@ -408,7 +408,7 @@ static int check_access_path(Manager *m, Caller *c, AccessAction a, const char *
                         return r;
         }
         if (!access_allowed(a, caller, owner)) {
-                r = access_denied(a, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(path), outside, error);
+                r = access_denied(a, caller == ACCESS_UID_INVALID ? NULL : CG_NAMED(path), outside, error);
                 return r < 0 ? r : -EACCES;
         }
         return 0;
@@ -478,7 +478,7 @@ static int check_access_groups(Manager *m, Caller *c, BatchItem *items, Group *c
                 r = manager_group_check_exists(m, g);
                 if (r == -ESTALE)
                         return r;
-                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(g->path), false, error);
+                r = access_denied(ACCESS_FREEZE, caller == ACCESS_UID_INVALID ? NULL : CG_NAMED(g->path), false, error);
                 return r < 0 ? r : -EACCES;
         }
         return 0;
@@ -890,18 +890,18 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s that freezerd does not follow: more than "
                                          "%d; nothing was written",
-                                         CG_QUOTE(c->path), ODD_GROUPS_MAX);
+                                         CG_NAMED(c->path), ODD_GROUPS_MAX);
         if (r == -ENAMETOOLONG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s, which freezerd does not follow: a group "
                                          "there is nested so deep that its path is longer than the kernel opens "
                                          "(PATH_MAX, %d bytes); nothing was written",
-                                         where ?: CG_QUOTE(c->path), PATH_MAX);
+                                         where ?: CG_NAMED(c->path), PATH_MAX);
         if (r == -ENOENT)
                 return 0; /* removed meanwhile: its rmdir is on its way */
         if (r < 0)
                 return bus_error_set_failed(error, r, "Cannot list the groups below %s: %s; nothing was written",
-                                            where ?: CG_QUOTE(c->path), strerror(-r));
+                                            where ?: CG_NAMED(c->path), strerror(-r));
         return 0;
 }
 
@@ -1311,7 +1311,7 @@ static int method_untrack(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 if (access_needs_owner(ACCESS_UNTRACK, caller) && manager_freeze_owner(m, norm, &owner, NULL) < 0)
                         owner = ACCESS_UID_INVALID;
                 if (!access_allowed(ACCESS_UNTRACK, caller, owner))
-                        return access_denied(ACCESS_UNTRACK, caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE(norm),
+                        return access_denied(ACCESS_UNTRACK, caller == ACCESS_UID_INVALID ? NULL : CG_NAMED(norm),
                                              false, error);
         }
         r = manager_untrack(m, path, error);
@@ -1703,7 +1703,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                 return bus_error_set_failed(error, r,
                                                             "Cannot list the groups below %s: %s; nothing was "
                                                             "written",
-                                                            CG_QUOTE(a->path), strerror(-r));
+                                                            CG_NAMED(a->path), strerror(-r));
                         if (odd && by_name)
                                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
@@ -1711,7 +1711,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "carry, or holds a control character; freeze %s as a whole "
                                                          "(or rename that group); nothing was written",
                                                          streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE_SHOWN(odd), CG_QUOTE(a->path));
+                                                         CG_QUOTE_SHOWN(odd), CG_NAMED(a->path));
                         if (odd)
                                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                                          "Cannot freeze %s%s%s apart from its siblings: freezerd does "
@@ -1721,7 +1721,7 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                          "or raise the limit and Track(\"%s\") to follow it; nothing "
                                                          "was written",
                                                          streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE_SHOWN(odd), CG_QUOTE(a->path), CG_QUOTE(a->path));
+                                                         CG_QUOTE_SHOWN(odd), CG_NAMED(a->path), CG_QUOTE(a->path));
                 }
         return 0;
 }
@@ -1778,7 +1778,7 @@ static int except_args_check(Manager *m, sd_bus_message *msg, const char *path, 
                                 return manager_path_error(error, -ENOTDIR, norm);
                 }
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Excluded group %s is not below %s",
-                                         CG_QUOTE(norm), CG_QUOTE(top));
+                                         CG_NAMED(norm), CG_NAMED(top));
         }
         return sd_bus_message_exit_container(msg);
 }
@@ -1846,8 +1846,8 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                 below = a == top;
                         if (!below)
                                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Excluded group %s is not below %s", CG_QUOTE(g->path),
-                                                         CG_QUOTE(top->path));
+                                                         "Excluded group %s is not below %s", CG_NAMED(g->path),
+                                                         CG_NAMED(top->path));
                 }
                 Group **l = realloc(excluded, (n_excluded + 1) * sizeof *l);
                 if (!l)
@@ -1905,13 +1905,14 @@ static int freeze_except(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Cannot keep %s running: its own cgroup.freeze is 1; thaw it first; "
                                                  "nothing was written",
-                                                 CG_QUOTE(x->path));
+                                                 CG_NAMED(x->path));
                 a = manager_frozen_by(m, x, &outer);
                 return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
                                          "Cannot keep %s running: its ancestor %s%s freezes it "
                                          "(cgroup.freeze 1 there); thaw %s first; nothing was written",
-                                         CG_QUOTE(x->path), a ?: "(unknown)", outer ? ", above freezerd's cgroup root," : "",
-                                         a ?: "that ancestor");
+                                         CG_NAMED(x->path), a ? CG_NAMED(a) : "(unknown)",
+                                         outer ? ", above freezerd's cgroup root," : "",
+                                         a ? CG_NAMED(a) : "that ancestor");
         }
         r = refuse_odd_in_cover(m, top, excluded, n_excluded, false, error);
         if (r < 0)
@@ -2287,7 +2288,7 @@ static int group_property_get(sd_bus *bus, const char *path, const char *interfa
                 int r = manager_group_frozen_usec(group_manager(g), g, &v);
                 if (r < 0 && r != -ENOENT && r != -ENODEV)
                         return bus_error_set_failed(error, r, "Cannot read cgroup.stat.local of %s: %s",
-                                                    CG_QUOTE(g->path), strerror(-r));
+                                                    CG_NAMED(g->path), strerror(-r));
                 return sd_bus_message_append(reply, "t", v);
         }
         return bus_error_set_failed(error, -EINVAL, "Unknown property %s", property); /* the vtable's own */

@@ -2429,9 +2429,9 @@ static bool operation_check(Operation *op) {
                                 const char *a = manager_frozen_by(op->manager, g, &outer);
                                 operation_doom(op, false, BUS_ERROR_FROZEN_BY_PARENT,
                                                "%s: its own flag is cleared, but it is still frozen by %s%s%s",
-                                               CG_QUOTE(g->path), a ? CG_QUOTE(a) : "an ancestor",
+                                               CG_NAMED(g->path), a ? CG_NAMED(a) : "an ancestor",
                                                outer ? ", above freezerd's cgroup root " : "",
-                                               outer ? CG_QUOTE(op->manager->cgroup_root) : "");
+                                               outer ? CG_NAMED(op->manager->cgroup_root) : "");
                                 return true;
                         }
                         e->done = !g->frozen;
@@ -3254,7 +3254,7 @@ static int operation_arm(Operation *op) {
 static int errno_to_bus_error(int r, const Group *g, const char *what, sd_bus_error *error) {
         if (r == -ENOENT || r == -ENODEV)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_NAMED(g->path));
-        return bus_error_set_failed(error, r, "Cannot %s %s: %s", what, CG_QUOTE(g->path), strerror(-r));
+        return bus_error_set_failed(error, r, "Cannot %s %s: %s", what, CG_NAMED(g->path), strerror(-r));
 }
 
 /* Freezing the group freezerd runs in (or an ancestor) would stop freezerd
@@ -3269,7 +3269,7 @@ static int refuse_self_freeze(Manager *m, const Group *g, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Refusing to freeze %s: it contains freezerd itself (%s), which could then "
                                          "never confirm or undo the freeze",
-                                         CG_QUOTE(g->path), CG_QUOTE(m->self_path));
+                                         CG_NAMED(g->path), CG_NAMED(m->self_path));
         return 0;
 }
 
@@ -3330,10 +3330,10 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
                         return sd_bus_error_setf(error, BUS_ERROR_FROZEN_BY_PARENT,
                                                  "%s is frozen by %s, above freezerd's cgroup root %s; nothing was "
                                                  "written",
-                                                 CG_QUOTE(g->path), CG_QUOTE(a), CG_QUOTE(m->cgroup_root));
+                                                 CG_NAMED(g->path), CG_NAMED(a), CG_NAMED(m->cgroup_root));
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
-                                         "%s is freezerd's cgroup root (%s) and cannot be %s", CG_QUOTE(g->path),
-                                         CG_QUOTE(m->cgroup_root),
+                                         "%s is freezerd's cgroup root (%s) and cannot be %s", CG_NAMED(g->path),
+                                         CG_NAMED(m->cgroup_root),
                                          freeze ? "frozen" : "thawed");
         }
 
@@ -3405,7 +3405,7 @@ static int freeze_start(Manager *m, Group *g, bool freeze, uint64_t timeout_usec
         r = operation_arm(op);
         if (r < 0)
                 operation_doom(op, true, r == -ENOMEM ? SD_BUS_ERROR_NO_MEMORY : SD_BUS_ERROR_FAILED,
-                               "Cannot arm the timeout for %s: %s", CG_QUOTE(g->path), strerror(-r));
+                               "Cannot arm the timeout for %s: %s", CG_NAMED(g->path), strerror(-r));
         return 0;
 }
 
@@ -3537,7 +3537,7 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 if (items[i].group == tree_root(m->tree))
                         return sd_bus_error_setf(error, BUS_ERROR_INVALID_PATH,
                                                  "/ is freezerd's cgroup root (%s) and cannot be frozen or thawed",
-                                                 CG_QUOTE(m->cgroup_root));
+                                                 CG_NAMED(m->cgroup_root));
 
         for (size_t i = 0, freezes = 0; i < n; i++)
                 if (items[i].freeze) {
@@ -4394,7 +4394,7 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                 return bus_error_set_failed(error, r,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "but may not be after a restart: %s",
-                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-r));
+                                            CG_QUOTE(m->state_dir), CG_NAMED(norm), strerror(-r));
         }
         if (save >= 0)
                 return 0; /* no file to keep it in (no state directory) */
@@ -4404,7 +4404,7 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                 return bus_error_set_failed(error, save,
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "by the configuration alone: %s",
-                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-save));
+                                            CG_QUOTE(m->state_dir), CG_NAMED(norm), strerror(-save));
         /* In another root's subtree it is still tracked, and published:
          * what the call did not get is a root of its own, kept. */
         in = track_root_covering(m, norm);
@@ -4413,9 +4413,9 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                                             "Cannot save tracked subtrees to %s/tracked.json, %s stays tracked "
                                             "within the subtree of %s but is not kept as a track root of its own: "
                                             "%s",
-                                            CG_QUOTE(m->state_dir), CG_QUOTE(norm), CG_QUOTE(in), strerror(-save));
+                                            CG_QUOTE(m->state_dir), CG_NAMED(norm), CG_NAMED(in), strerror(-save));
         return bus_error_set_failed(error, save, "Cannot save tracked subtrees to %s/tracked.json, %s is not tracked: %s",
-                                    CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-save));
+                                    CG_QUOTE(m->state_dir), CG_NAMED(norm), strerror(-save));
 }
 
 /* keep: see manager_track(). */
@@ -4730,7 +4730,7 @@ static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause
                         return bus_error_set_failed(error, r,
                                                     "Cannot save tracked subtrees to %s/tracked.json, %s stays "
                                                     "tracked: %s",
-                                                    CG_QUOTE(m->state_dir), CG_QUOTE(norm), strerror(-r));
+                                                    CG_QUOTE(m->state_dir), CG_NAMED(norm), strerror(-r));
                 }
         }
         free(root);
@@ -5066,7 +5066,7 @@ int manager_freeze_owner(Manager *m, const char *path, uid_t *ret, sd_bus_error 
                 }
                 if (fd < 0 || fstat(fd, &st) < 0) {
                         r = -errno;
-                        bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s", CG_QUOTE(norm),
+                        bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s", CG_NAMED(norm),
                                              strerror(-r));
                         return r;
                 }
@@ -6045,13 +6045,13 @@ static void operation_doom_shutdown(Operation *op) {
         if (n_waiting == 1)
                 operation_doom(op, true, BUS_ERROR_CANCELLED,
                                "freezerd is shutting down; the cgroup.freeze of %s stays %d (%snot yet confirmed)",
-                               CG_QUOTE(first->group->path), first->new_freeze,
+                               CG_NAMED(first->group->path), first->new_freeze,
                                first->wrote ? "written, " : "");
         else
                 operation_doom(op, true, BUS_ERROR_CANCELLED,
                                "freezerd is shutting down; the cgroup.freeze of %s stays %d (%snot yet confirmed), "
                                "and so do the %u other flags this call waited on",
-                               CG_QUOTE(first->group->path), first->new_freeze,
+                               CG_NAMED(first->group->path), first->new_freeze,
                                first->wrote ? "written, " : "", n_waiting - 1);
 }
 

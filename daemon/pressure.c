@@ -116,21 +116,21 @@ static int group_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_err
                 if (group_pressure_hidden(p, g) > 0)
                         return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                                  "%s of %s is hidden: its cgroup.pressure is 0", file,
-                                                 CG_QUOTE(g->path));
+                                                 CG_NAMED(g->path));
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                          "%s has no %s: pressure stall information is not available (kernel "
                                          "without CONFIG_PSI, or booted with psi=0)",
-                                         CG_QUOTE(g->path), file);
+                                         CG_NAMED(g->path), file);
         case -EOPNOTSUPP:
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
                                          "%s of %s: pressure stall information is disabled in the kernel (psi=0)",
-                                         file, CG_QUOTE(g->path));
+                                         file, CG_NAMED(g->path));
         case -ENODEV:
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_GROUP, "%s no longer exists", CG_NAMED(g->path));
         case -EBADMSG:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "%s of %s is malformed", file, CG_QUOTE(g->path));
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "%s of %s is malformed", file, CG_NAMED(g->path));
         default:
-                return bus_error_set_failed(error, r, "Cannot read %s of %s: %s", file, CG_QUOTE(g->path),
+                return bus_error_set_failed(error, r, "Cannot read %s of %s: %s", file, CG_NAMED(g->path),
                                             strerror(-r));
         }
 }
@@ -1006,7 +1006,7 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
                 if (g)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "The kernel refused the trigger on %s of %s", resource_file(res),
-                                                 CG_QUOTE(g->path));
+                                                 CG_NAMED(g->path));
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The kernel refused the trigger on /proc/pressure/%s",
                                          psi_resource_to_string(res));
@@ -1021,7 +1021,7 @@ static int arm_error(Pressure *p, Group *g, PsiResource res, int r, sd_bus_error
                         return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                                  "freezerd may not write %s of %s (Permission denied): a trigger "
                                                  "needs write access to the file, and it belongs to another user",
-                                                 resource_file(res), CG_QUOTE(g->path));
+                                                 resource_file(res), CG_NAMED(g->path));
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "freezerd may not write /proc/pressure/%s (Permission denied)",
                                          psi_resource_to_string(res));
@@ -1328,7 +1328,7 @@ int pressure_trigger_remove(Pressure *p, sd_bus_message *call, Group *g, uint32_
         if (!t || t->group != g || t->client != client_find(p, call))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "No pressure trigger %" PRIu32 " of this client on %s", id,
-                                         g ? CG_QUOTE(g->path) : "the Manager");
+                                         g ? CG_NAMED(g->path) : "the Manager");
         c = t->client;
         trigger_free(t);
         client_maybe_free(c);

@@ -29,7 +29,9 @@ Checked, as U:
     GetManagedObjects, Introspect, the Manager's properties;
   * Freeze/Thaw/Group.Freeze of /foreign, of /own/rc: AccessDenied naming the path
     (and not the owner), cgroup.freeze unchanged; of its own groups: done (kernel
-    frozen, then running);
+    frozen, then running); Freeze of root's "/foreign/ s" and GetGroup of the
+    untracked "/foreign2/ s": AccessDenied naming the path in double quotes (it was
+    bare: "/foreign/ s" read as "/foreign/" and "s");
   * RECURSIVE over /own (which holds root's /own/rc): a freeze refused whole, a thaw
     done while /own/rc's flag is 0 (nothing to write there) and refused whole while root
     froze it; likewise with root's /own/rodd\xff, which freezerd does not follow (it
@@ -94,6 +96,8 @@ ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
 ERROR_LIMITS_EXCEEDED = ft.ERROR_LIMITS_EXCEEDED
 OWNED = ['/own', '/own/a', '/own/a/x', '/own/b', '/own2']
 ROOTS = ['/own/rc', '/foreign', '/foreign2']
+# root's, named with a space at the start: AccessDenied puts them in double quotes
+SPACED = ['/foreign/ s', '/foreign2/ s']
 ALL = ['/own', '/own/a', '/own/a/x', '/own/b', '/own/rc', '/foreign', '/other', '/own2', '/foreign2']
 WINDOW = 2_000_000
 THRESHOLD = 100_000
@@ -253,6 +257,8 @@ def test():
     with ft.Scratch('access') as sc:
         for g in ALL:
             sc.mkdir(g)
+        for g in SPACED:
+            sc.mkdir(g)
         for g in OWNED:
             sc.delegate(g, U)
         sc.delegate('/other', U2)
@@ -306,6 +312,10 @@ def test():
                 denied(u.call, 'Freeze', '/other', tmo, 0, path='/other')
                 ft.check_equal(flags(), all_zero, 'nothing was written')
                 ft.check_equal(sc.read_events('/foreign')['frozen'], 0, '/foreign runs')
+                e = denied(u.call, 'Freeze', '/foreign/ s', tmo, 0, path='"/foreign/ s"')
+                ft.check_equal(e.message, 'Not allowed to freeze or thaw "/foreign/ s": only root and the owner of its '
+                               'cgroup.freeze may; nothing was written', 'Freeze "/foreign/ s": the message')
+                ft.check_equal(sc.read_freeze('/foreign/ s'), 0, '"/foreign/ s" was not written')
 
                 u.call('Freeze', '/own/a/x', tmo, 0)
                 ft.check_equal((sc.read_freeze('/own/a/x'), sc.read_events('/own/a/x')['frozen']), (1, 1),
@@ -464,6 +474,9 @@ def test():
                 denied(u.call, 'ApplyBatch', [('/own/a', True), ('/foreign2', True)], 'auto', tmo, 0,
                        path='/foreign2', what='ApplyBatch with untracked /foreign2')
                 denied(u.call, 'Track', '/foreign2', path='/foreign2')
+                e = denied(u.call, 'GetGroup', '/foreign2/ s', path='"/foreign2/ s"')
+                ft.check(e.message.startswith('"/foreign2/ s" lies outside the tracked subtrees'),
+                         'GetGroup "/foreign2/ s": the message names it in double quotes', e.message)
                 ft.check('/foreign2' not in tracked() and groups_count() == n0,
                          'U could not make freezerd track /foreign2', tracked())
                 denied(u.call, 'Untrack', '/foreign', path='/foreign')

@@ -17,6 +17,11 @@ Checks (each error's message names the path it is about):
     exist"); FreezeExcept's exclusion "missing" is "/missing", as its lookup says (it
     said "missing").  freezectl's line names " /missing" so too ("/ /missing" was
     bare), and a file system path ending in a space still gets its hint.
+  * Groups "/p ", "/p / b", "/q " that exist: Thaw("/p / b") while "/p " is frozen
+    fails with FrozenByParent naming both in double quotes (freezectl's line too),
+    as does FreezeExcept("/", ["/p / b"]) then; FreezeExcept("/p ", ["/q "]) and
+    FreezeExcept("/p / b", ["/p "]) fail with 'Excluded group "/q " is not below
+    "/p "' (each path bare before, which read "/p" and "/ b").
   * org.freedesktop.DBus.Error.InvalidArgs for flags 8, 16 and 1<<63 (Freeze,
     Thaw, Group.Freeze).
   * After all of these every cgroup.freeze is still 0 and FreezerState "running".
@@ -68,6 +73,30 @@ def check_huge(c):
                  f'{what}: the message quotes the start and the end of it, and its size '
                  f'({len(e.message.encode())} bytes)',
                  repr(e.message[:100] + ' ... ' + e.message[-100:]))
+
+
+def check_spaced_groups(sc, c, bus):
+    """Groups that exist, named with white space at an end: the errors about them
+    (FrozenByParent, an exclusion not below the top) put each path in double quotes
+    too."""
+    c.call('Freeze', '/p ', 0, 0)
+    e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, c.call, 'Thaw', '/p / b', 0, 0)
+    ft.check_equal(e.message, '"/p / b": its own flag is cleared, but it is still frozen by "/p "',
+                   'Thaw("/p / b") under the frozen "/p ": the message')
+    r = ft.freezectl('thaw', '/p / b', address=bus.address, check=False)
+    ft.check_equal((r.returncode, r.stderr),
+                   (1, 'freezectl: cannot thaw "/p / b": FrozenByParent: "/p / b": its own flag is cleared, but it '
+                       'is still frozen by "/p "\n'), 'freezectl thaw "/p / b": both name them alike')
+    e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, c.call, 'FreezeExcept', '/', ['/p / b'], 0, 0)
+    ft.check_equal(e.message, 'Cannot keep "/p / b" running: its ancestor "/p " freezes it (cgroup.freeze 1 there); '
+                   'thaw "/p " first; nothing was written', 'FreezeExcept("/", ["/p / b"]): the message')
+    c.call('Thaw', '/p ', 0, 0)
+    for top, x in (('/p ', '/q '), ('/p / b', '/p ')):
+        e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, c.call, 'FreezeExcept', top, [x], 0, 0)
+        ft.check_equal(e.message, f'Excluded group "{x}" is not below "{top}"',
+                       f'FreezeExcept({top!r}, [{x!r}]): the message')
+    ft.check_equal((sc.read_freeze('/p '), sc.read_freeze('/p / b'), sc.read_freeze('/q ')), (0, 0, 0),
+                   'nothing stays written below "/p " or in "/q "')
 
 
 def check_unknown_objects(c, where):
@@ -122,6 +151,8 @@ def test():
     with ft.Scratch('core-paths') as sc, ft.Bus() as bus:
         sc.mkdir('/g/h')
         sc.mkdir('/g/' + 'b' * 200 + '/' + 'c' * 200)
+        sc.mkdir('/p / b')
+        sc.mkdir('/q ')
         sc.spawn_sleepers('/g', 1)
 
         with ft.Daemon(bus, sc.root) as d:
@@ -198,6 +229,7 @@ def test():
                      "to freezerd's cgroup root" in r.stderr,
                      'freezectl freeze of a file system path ending in a space: quoted, with its hint', r)
             ft.check_equal(sc.read_freeze('/g'), 0, 'none of these wrote /g')
+            check_spaced_groups(sc, c, bus)
             try:
                 c.group_call('/missing', 'Freeze', 0, 0)
                 ft.fail('Group.Freeze on the object of a missing group succeeded')
