@@ -756,8 +756,9 @@ static size_t text_escape_into(char *buf, const char *s) {
 
 /* The last PATH_Q_SLOTS paths path_q() put in double quotes, as they are
  * ("\"/g \""), to free: words_escape_n() finds them in a line of freezectl's
- * words. */
-#define PATH_Q_SLOTS 4
+ * words.  As many as one line names: freeze --except's note, up to four
+ * groups and the excluded one (note_frozen_in_excluded()). */
+#define PATH_Q_SLOTS 8
 static char *path_q_slots[PATH_Q_SLOTS];
 
 /* The n bytes at s, freezectl's words on a line of standard error, into buf
@@ -2385,7 +2386,7 @@ static void note_frozen_in_excluded(freezer *f) {
                             (groups[j].state != FREEZER_STATE_FROZEN && groups[j].state != FREEZER_STATE_FREEZING))
                                 continue;
                         if (k < NOTE_NAMES_MAX)
-                                fprintf(m, "%s%s", k > 0 ? ", " : "", groups[j].path);
+                                fprintf(m, "%s%s", k > 0 ? ", " : "", path_q(groups[j].path));
                         k++;
                 }
                 if (k > NOTE_NAMES_MAX)
@@ -2395,7 +2396,8 @@ static void note_frozen_in_excluded(freezer *f) {
                 if (k > 0)
                         log_error("note: %s, below the excluded %s, %s frozen by %s own flag%s: --except leaves "
                                   "the excluded subtrees as they are (thaw %s to run %s)",
-                                  names, x, k == 1 ? "stays" : "stay", k == 1 ? "its" : "their", k == 1 ? "" : "s",
+                                  names, path_q(x), k == 1 ? "stays" : "stay", k == 1 ? "its" : "their",
+                                  k == 1 ? "" : "s",
                                   k == 1 ? "it" : "them", k == 1 ? "it" : "them");
         }
         freezer_group_array_free(groups, n);
@@ -2509,7 +2511,7 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                 bool between = running_between(path);
                 log_error("note: nothing was frozen: the excluded subtrees hold every group below %s (the tasks of "
                           "%s itself%s keep running)",
-                          path, path, between ? ", and of the groups between it and them," : "");
+                          path_q(path), path_q(path), between ? ", and of the groups between it and them," : "");
         }
 
         if (arg_json) {

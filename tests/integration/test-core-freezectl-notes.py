@@ -17,6 +17,10 @@ Checks:
     /pods/b printed, and one note on stderr naming /pods/a/x as staying frozen
     below the excluded /pods/a (nothing said it); `--except=/pods/a/x` itself
     is still refused (InvalidArgs, exit 1).
+  * The groups "/sp/ a/\"q ", "/sp/ a/r " ... "/sp/ a/u ": `freeze "/sp/ a"` excepting
+    all five notes that nothing was frozen below "/sp/ a", in double quotes; with the
+    five frozen, `freeze /sp --except="/sp/ a"` notes the first four of them and the
+    excluded "/sp/ a" in double quotes, the '"' as \" (they were bare).
   * a PATH that freezerd normalizes ("-dash", "nope/") names the group the same
     way at the start of the error line as freezerd's message does ("cannot
     freeze /-dash: NoSuchGroup: /-dash does not exist"; it said "cannot freeze
@@ -118,6 +122,32 @@ def check_except_keeps_frozen(sc, bus):
     r = ft.freezectl('freeze', '/pods', '--except=/pods/a', address=bus.address)
     ft.check_equal(r.stderr, '', 'freeze --except with nothing frozen below the excluded group: no note')
     ft.freezectl('thaw', '/pods/b', address=bus.address)
+
+
+SPACED_TOP = '/sp/ a'
+SPACED = [SPACED_TOP + '/' + n for n in ('"q ', 'r ', 's ', 't ', 'u ')]
+
+
+def check_except_spaced(sc, bus):
+    """The notes of freeze --except name the groups freezerd lists as freezectl's
+    words name a path: in double quotes where a name starts or ends with white space
+    (a '"' in it as \\"), also the fifth of one line (the first is not left bare)."""
+    excepts = [f'--except={p}' for p in SPACED]
+    r = ft.freezectl('freeze', SPACED_TOP, *excepts, address=bus.address, check=False)
+    ft.check_equal((r.returncode, r.stderr),
+                   (0, 'freezectl: note: nothing was frozen: the excluded subtrees hold every group below "/sp/ a" '
+                       '(the tasks of "/sp/ a" itself keep running)\n'),
+                   f'freeze {SPACED_TOP!r} except all its children: the note quotes it')
+    for p in SPACED:
+        ft.freezectl('freeze', p, address=bus.address)
+    r = ft.freezectl('freeze', '/sp', f'--except={SPACED_TOP}', address=bus.address, check=False)
+    ft.check_equal((r.returncode, r.stderr),
+                   (0, r'freezectl: note: "/sp/ a/\"q ", "/sp/ a/r ", "/sp/ a/s ", "/sp/ a/t " and 1 more, below the '
+                       r'excluded "/sp/ a", stay frozen by their own flags: --except leaves the excluded subtrees as '
+                       'they are (thaw them to run them)\n'),
+                   f'freeze /sp --except={SPACED_TOP!r} with its children frozen: the note quotes each')
+    ft.freezectl('thaw', '--recursive', '/sp', address=bus.address)
+    ft.check_equal([sc.read_freeze(p) for p in ['/sp/b'] + SPACED], [0] * 6, 'thaw --recursive /sp')
 
 
 def check_thaw_frozen_below(sc, bus, d):
@@ -234,7 +264,7 @@ def test():
     check_user_bus_named()
     with ft.Scratch('core-freezectl-notes') as sc, ft.Bus() as bus:
         check_help(bus)
-        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d'):
+        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d', '/sp/b', *SPACED):
             sc.mkdir(g)
         for g in ('/d/a', '/d/b', '/d/c'):
             sc.spawn_sleepers(g, 2)
@@ -243,6 +273,7 @@ def test():
             check_zero_totals(bus)
             check_normalized_prefix(bus)
             check_except_keeps_frozen(sc, bus)
+            check_except_spaced(sc, bus)
             check_stopped(sc, bus, d)
 
 
