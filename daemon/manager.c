@@ -4418,6 +4418,73 @@ static int track_root_unsaved(Manager *m, const char *norm, bool was_root, bool 
                                     CG_QUOTE(m->state_dir), CG_NAMED(norm), strerror(-save));
 }
 
+/* Before a lookup of a call not yet accepted adds to the model, for the
+ * undo should the call be refused (call_marks_undo()): the nearest group of
+ * the model at or above norm and its ancestors (what the lookup may mark
+ * changed) as they are, each group once, and the number of groups published.
+ * Out of memory some are not noted: their signals go out as they did. */
+static void call_marks_note(Manager *m, const char *norm) {
+        _cleanup_free_ char *up = NULL;
+        Group *g = tree_get(m->tree, norm);
+        char *s;
+
+        if (!m->call.counted) {
+                m->call.counted = true;
+                m->call.groups_count_changed = m->groups_count_changed;
+                m->call.published = tree_published(m->tree);
+        }
+        if (!g) {
+                up = strdup(norm);
+                if (!up)
+                        return;
+                while (!g && (s = strrchr(up, '/'))) {
+                        s[s == up] = 0; /* "/a" gives "/" */
+                        g = tree_get(m->tree, up);
+                        if (s == up)
+                                break;
+                }
+        }
+        /* Noted with its ancestors: the first one noted already ends it. */
+        for (; g && u64set_add(&m->call.marked, (uint64_t) (uintptr_t) g) > 0; g = g->parent) {
+                char *path = NULL;
+
+                if (GROW_ARRAY(m->call.marks, m->call.n_marks_allocated, m->call.n_marks + 1, 8) < 0 ||
+                    !(path = strdup(g->path))) {
+                        (void) u64set_remove(&m->call.marked, (uint64_t) (uintptr_t) g);
+                        return;
+                }
+                m->call.marks[m->call.n_marks++] = (struct CallMark) {
+                        .path = path,
+                        .id = g->id,
+                        .changed = g->changed,
+                        .n_descendants = g->n_descendants,
+                        .n_frozen_descendants = g->n_frozen_descendants,
+                };
+        }
+}
+
+/* After call_roots_undo(): the groups noted by call_marks_note() whose
+ * counts are back to what they were lose the marks the call's lookups and
+ * their undo gave those counts, and the Manager's Groups its own, where the
+ * number is back too: a refused call's signals would say nothing changed.
+ * A count moved meanwhile (the kernel's events read in the middle of the
+ * call: call_again_if_remade()) keeps its mark, as does one marked before
+ * the call. */
+static void call_marks_undo(Manager *m) {
+        const unsigned counts = GROUP_CHANGED_DESCENDANTS | GROUP_CHANGED_FROZEN_DESCENDANTS;
+
+        for (size_t k = 0; k < m->call.n_marks; k++) {
+                const struct CallMark *c = &m->call.marks[k];
+                Group *g = tree_get(m->tree, c->path);
+
+                if (g && g->id == c->id && g->n_descendants == c->n_descendants &&
+                    g->n_frozen_descendants == c->n_frozen_descendants)
+                        tree_unmark_changed(m->tree, g, counts & ~c->changed);
+        }
+        if (m->call.counted && !m->call.groups_count_changed && tree_published(m->tree) == m->call.published)
+                m->groups_count_changed = false;
+}
+
 /* keep: see manager_track(). */
 static int track_path(Manager *m, const char *path, bool called, bool keep, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL, *noted = NULL;
@@ -4448,6 +4515,8 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                         return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
         }
         held = !keep && m->call.open && !m->call.accepted;
+        if (held)
+                call_marks_note(m, norm);
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0 && !was_root &&
             (r == -ENOMEM || (called && m->started) || !sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP))) {
@@ -5016,6 +5085,7 @@ void manager_call_end(Manager *m, bool failed) {
                 return;
         if (failed && !m->call.accepted) {
                 save = call_roots_undo(m);
+                call_marks_undo(m);
                 m->call.unsaved = false;
         } else
                 call_accept(m);
@@ -5023,6 +5093,12 @@ void manager_call_end(Manager *m, bool failed) {
                 free(m->call.roots[k].path);
         m->call.roots = mfree(m->call.roots);
         m->call.n_roots = 0;
+        for (size_t k = 0; k < m->call.n_marks; k++)
+                free(m->call.marks[k].path);
+        m->call.marks = mfree(m->call.marks);
+        m->call.n_marks = m->call.n_marks_allocated = 0;
+        m->call.marked = u64set_free(m->call.marked);
+        m->call.counted = false;
         m->call.open = false;
         m->call.msg = NULL;
         if (save)

@@ -367,6 +367,23 @@ struct Manager {
                         bool taken;      /* taken out of the roots by the undo (manager_call_end()) */
                 } *roots;
                 size_t n_roots;
+                /* The groups above what its lookups add, as they were before
+                 * the first: the undo takes the marks of their counts off
+                 * again where those came back to the same, so that a refused
+                 * call sends no signal (PropertiesChanged, GroupsChanged,
+                 * GroupStatesChanged, the Manager's Groups) saying nothing
+                 * changed.  One per group, its ancestors with it. */
+                struct CallMark {
+                        char *path;
+                        uint64_t id;
+                        unsigned changed; /* its GROUP_CHANGED_* bits not yet sent */
+                        unsigned n_descendants, n_frozen_descendants;
+                } *marks;
+                size_t n_marks, n_marks_allocated;
+                struct U64Set *marked; /* the groups in marks (their addresses) */
+                bool counted; /* published and groups_count_changed noted */
+                bool groups_count_changed;
+                unsigned published;
         } call;
 };
 
@@ -437,7 +454,8 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
  * held.  manager_call_accept(): the call passed its checks and writes (or
  * replies with nothing to write): the file is saved and the groups announced,
  * before any reply.  manager_call_end(): failed before it was accepted, its
- * lookups' roots go again (tracked.json, objects, watches as before); else
+ * lookups' roots go again (tracked.json, objects, watches as before, and no
+ * signal for the counts above them that came back as they were); else
  * as manager_call_accept().  manager_call_begin() again (the call handled
  * again, nothing written: call_again_if_remade()) keeps the roots noted and
  * holds again.  Outside such a call, manager_call_accept() does nothing.

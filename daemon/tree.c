@@ -536,3 +536,9 @@ void tree_forget_changes(Tree *t, Group *g) {
         changed_unlink(t, g);
         g->changed = 0;
 }
+
+void tree_unmark_changed(Tree *t, Group *g, unsigned bits) {
+        g->changed &= ~bits;
+        if (g->changed == 0)
+                changed_unlink(t, g);
+}

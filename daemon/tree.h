@@ -142,6 +142,10 @@ void tree_requeue_changed(Tree *t, Group *g, unsigned bits);
 /* Drop g's pending changes: its announcement (InterfacesAdded) already
  * carries the current values. */
 void tree_forget_changes(Tree *t, Group *g);
+/* Clear bits of g's pending changes, g leaving the changed list (its place
+ * there kept otherwise) once none is left: changes that turned out to change
+ * nothing (a refused call's lookups, undone: manager_call_end()). */
+void tree_unmark_changed(Tree *t, Group *g, unsigned bits);
 
 /* Whether the kernel is expected to (eventually) report frozen: e_freeze. */
 static inline bool group_expect_frozen(const Group *g) {

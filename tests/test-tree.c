@@ -830,6 +830,26 @@ static void test_changed_list(void) {
         CHECK(!tree_pop_changed(t, &bits));
         CHECK_EQ(bits, 0);
 
+        /* tree_unmark_changed(): bits cleared, its place kept while some
+         * are left, off the list with the last. */
+        tree_set_populated(t, a, false);
+        tree_set_freeze(t, b, false);
+        tree_set_populated(t, c, false);
+        tree_unmark_changed(t, b, GROUP_CHANGED_FREEZE);
+        CHECK(b->on_changed_list);
+        CHECK_EQ(b->changed, GROUP_CHANGED_STATE);
+        tree_unmark_changed(t, a, GROUP_CHANGED_POPULATED | GROUP_CHANGED_DESCENDANTS);
+        CHECK(!a->on_changed_list && a->changed == 0);
+        tree_unmark_changed(t, a, GROUP_CHANGED_POPULATED); /* off the list already */
+        CHECK(!a->on_changed_list && a->changed == 0);
+        CHECK(tree_pop_changed(t, &bits) == b);
+        CHECK_EQ(bits, GROUP_CHANGED_STATE);
+        CHECK(tree_pop_changed(t, &bits) == c);
+        CHECK(!tree_pop_changed(t, NULL));
+        tree_set_populated(t, a, true);
+        tree_set_populated(t, c, true);
+        drain(t);
+
         /* A popped group that changes again goes to the tail. */
         tree_set_populated(t, a, false);
         tree_set_populated(t, b, false);
