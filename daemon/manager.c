@@ -4506,11 +4506,9 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
          * should it be refused.  Its room first: nothing to undo here
          * where there is none. */
         if (!keep && m->call.open && (!was_root || !was_called)) {
-                struct CallRoot *l = reallocarray(m->call.roots, m->call.n_roots + 1, sizeof *l);
-
-                if (l)
-                        m->call.roots = l;
-                noted = l ? strdup(norm) : NULL;
+                /* Doubled as it grows: a call may name thousands. */
+                r = GROW_ARRAY(m->call.roots, m->call.n_roots_allocated, m->call.n_roots + 1, 8);
+                noted = r >= 0 ? strdup(norm) : NULL;
                 if (!noted)
                         return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
         }
@@ -5092,7 +5090,7 @@ void manager_call_end(Manager *m, bool failed) {
         for (size_t k = 0; k < m->call.n_roots; k++)
                 free(m->call.roots[k].path);
         m->call.roots = mfree(m->call.roots);
-        m->call.n_roots = 0;
+        m->call.n_roots = m->call.n_roots_allocated = 0;
         for (size_t k = 0; k < m->call.n_marks; k++)
                 free(m->call.marks[k].path);
         m->call.marks = mfree(m->call.marks);

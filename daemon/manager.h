@@ -366,7 +366,7 @@ struct Manager {
                         bool configured; /* a root of the configuration, which the call only marked as asked for */
                         bool taken;      /* taken out of the roots by the undo (manager_call_end()) */
                 } *roots;
-                size_t n_roots;
+                size_t n_roots, n_roots_allocated;
                 /* The groups above what its lookups add, as they were before
                  * the first: the undo takes the marks of their counts off
                  * again where those came back to the same, so that a refused
