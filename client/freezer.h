@@ -586,7 +586,8 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * It says that a reply the handle waits for
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
- * group callback's list) could not be queued or loaded for lack of memory
+ * group callback's list, the one at its installation too) could not be
+ * queued or loaded for lack of memory
  * (the dispatch may have run callbacks before); one -ENOMEM says every such
  * reply lost since the last freezer_dispatch() returned (several lost during
  * one blocking call, say, fail the next freezer_dispatch() once); the handle
@@ -729,14 +730,15 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * signals are reported as they come until they are in; but if signals are
  * dropped before that, the list is compared with what the handle knew, and
  * those groups are reported with the others.  Without that list (a daemon
- * without ListGroupIds(), no memory for the table of the list at the
- * installation, or more than 4,194,304 groups), signals are reported as they
- * come, and a group whose signal was dropped is not reported: after a long
- * blocking call under a flood, read the groups afresh to be sure.  A list read
- * later (after a dropped signal or a start of freezerd) that lacks the memory
- * for its table is read again from a later freezer_dispatch() (the first
- * retry at once, further ones backing off), and the dispatch that sees the
- * loss fails with -ENOMEM (see there).
+ * without ListGroupIds(), or more than 4,194,304 groups), signals are
+ * reported as they come, and a group whose signal was dropped is not
+ * reported: after a long blocking call under a flood, read the groups afresh
+ * to be sure.  A list that lacks the memory for its reply or its table, the
+ * one at the installation (which still returns 0) or a later one (after a
+ * dropped signal or a start of freezerd), is read again from a later
+ * freezer_dispatch() (the first retry at once, further ones backing off),
+ * and the dispatch that sees the loss fails with -ENOMEM (see there); until
+ * the list at the installation is in, signals are reported as they come.
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);

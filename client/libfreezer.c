@@ -599,8 +599,8 @@ static bool ids_load_fails(void) {
         return hook_take(&freezer_test_fail_ids_loads);
 }
 
-/* The next this many lists of the group callback's groups (not the one at
- * its installation) fail to be read, as without the memory. */
+/* The next this many lists of the group callback's groups (the one at its
+ * installation too) fail to be read, as without the memory. */
 extern unsigned freezer_test_fail_group_lists;
 unsigned freezer_test_fail_group_lists;
 
@@ -3649,14 +3649,29 @@ static int on_interfaces_changed_before(sd_bus_message *m, void *userdata, _unus
  * freezerd yet, or one without ListGroupIds()) is no error: signals are
  * reported as they come, and a freezerd that starts is listed then.  Not
  * auto-started: the group callback only listens, as it did before it
- * listed. */
+ * listed.  One that lacks the memory for its call, its reply or its table
+ * is listed again from a later freezer_dispatch(), which says -ENOMEM, as a
+ * later list is (reload_lost(), on_groups_listed()): without it, a signal
+ * dropped later would have no table to be compared with, and its group
+ * would not be reported.  (An -ENOMEM of the call may be freezerd's
+ * NoMemory: not told apart, it is listed again too.)  Until that list is
+ * in, signals are reported as they come. */
 static void groups_load(freezer *f) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        int r;
 
         groups_clear(f);
-        if (new_manager_call(f, "ListGroupIds", &m) < 0 || sd_bus_message_set_auto_start(m, false) < 0 ||
-            call_wait(f, m, 0, &error, &reply) < 0 || groups_read(reply, &f->known) < 0)
+        r = new_manager_call(f, "ListGroupIds", &m);
+        if (r >= 0)
+                r = sd_bus_message_set_auto_start(m, false);
+        if (r >= 0)
+                r = call_wait(f, m, 0, &error, &reply);
+        if (r >= 0)
+                r = group_list_fails() ? -ENOMEM : groups_read(reply, &f->known);
+        if (r == -ENOMEM)
+                reload_lost(f, &f->known_retry, r);
+        if (r < 0)
                 return;
         f->known_loaded = f->known_base = true;
         for (deferred *d = f->deferred; d; d = d->next)
