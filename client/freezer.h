@@ -600,9 +600,11 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * gets all its replies (the states read after the Ids, too), the fallback
  * to SubscribeGroups() is sent, or the retries are dropped (their callback
  * removed, freezerd restarted, the connection lost): the next loss is
- * retried at once again. freezer_get_timeout() says when the retry is due,
- * freezer_wait() returns then, and a freezer_dispatch() before that does
- * not start it; the losses fail freezer_dispatch() with -ENOMEM as above.
+ * retried at once again. The state callback's reloads and the group
+ * callback's lists each back off on their own: a reply kept of one kind
+ * does not end the other's backoff. freezer_get_timeout() says when the
+ * retry is due, freezer_wait() returns then, and a freezer_dispatch()
+ * before that does not start it; the losses fail freezer_dispatch() with -ENOMEM as above.
  * It must not be called from a
  * callback (it fails with -EBUSY); the callbacks may call the other
  * functions, including the freezer_set_*_callback() ones and

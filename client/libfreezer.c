@@ -113,6 +113,12 @@ typedef struct reply_wait {
         bool timed_out; /* the reply is sd-bus' own for the call's timeout */
 } reply_wait;
 
+/* The retries of one kind of reload whose replies were lost (reload_lost()):
+ * not before at (CLOCK_MONOTONIC µs), which is delay after the last loss. */
+typedef struct reload_backoff {
+        uint64_t at, delay;
+} reload_backoff;
+
 struct freezer {
         sd_bus *bus;
         sd_bus_error error;
@@ -224,12 +230,13 @@ struct freezer {
          * (defer_reload_reply()): reload_error, until a freezer_dispatch()
          * returned it, and the reload to start again (states_retry,
          * known_retry) from a freezer_dispatch() (reloads_retry()), not
-         * before reload_at (CLOCK_MONOTONIC µs), which backs off by
-         * reload_delay as the retries' replies are lost again
-         * (reload_lost()). */
+         * before its kind's backoff says (states_backoff, known_backoff:
+         * reload_lost()).  Each kind backs off on its own: a reply kept of
+         * one says nothing of the memory the other's, a whole group list,
+         * needs. */
         int reload_error;
         bool states_retry, known_retry;
-        uint64_t reload_at, reload_delay;
+        reload_backoff states_backoff, known_backoff;
         /* The lost reply was SubscribeGroupStates()'s "no GroupStatesChanged
          * here" (an older freezerd): the retry falls back to SubscribeGroups()
          * as on_states_subscribed() would have, instead of loading Ids. */
@@ -241,17 +248,42 @@ struct freezer {
         bool more_pending;
 };
 
+/* A reload of the kind whose retry flag is at retry (the state callback's,
+ * states_retry, or the group callback's, known_retry) waits to be started
+ * again (reloads_retry()): the state callback's also for its fallback to
+ * SubscribeGroups(). */
+static bool reload_kind_pending(freezer *f, bool *retry) {
+        if (retry == &f->known_retry)
+                return f->known_retry;
+        return f->states_retry || f->states_fallback;
+}
+
+static reload_backoff *reload_kind_backoff(freezer *f, bool *retry) {
+        return retry == &f->known_retry ? &f->known_backoff : &f->states_backoff;
+}
+
 /* A reload whose reply was lost waits to be started again
  * (reloads_retry()). */
 static bool reload_pending(freezer *f) {
-        return f->states_retry || f->known_retry || f->states_fallback;
+        return reload_kind_pending(f, &f->states_retry) || reload_kind_pending(f, &f->known_retry);
+}
+
+/* When the first retry waiting is due (reload_pending() only). */
+static uint64_t reload_next_at(freezer *f) {
+        uint64_t at = UINT64_MAX;
+
+        if (reload_kind_pending(f, &f->states_retry))
+                at = f->states_backoff.at;
+        if (reload_kind_pending(f, &f->known_retry) && f->known_backoff.at < at)
+                at = f->known_backoff.at;
+        return at;
 }
 
 /* A reload's reply was lost (defer_reload_reply()): the error to report,
  * or the reload to start again once its time came, is for
  * freezer_dispatch(). */
 static bool reload_due(freezer *f) {
-        return f->reload_error < 0 || (reload_pending(f) && f->reload_at <= now_usec());
+        return f->reload_error < 0 || (reload_pending(f) && reload_next_at(f) <= now_usec());
 }
 
 /* The retries of lost reloads back off while their replies are lost again:
@@ -271,30 +303,36 @@ static bool reload_due(freezer *f) {
 #define RELOAD_RETRY_DELAY_MAX_USEC USEC_PER_SEC
 
 /* A reload's reply lost, or its Ids not loaded, for lack of memory (r): the
- * error for the next freezer_dispatch(), the reload (*retry) for one after
- * reload_delay.  Several lost at once are retried together. */
+ * error for the next freezer_dispatch(), the reload (*retry: states_retry or
+ * known_retry) for one after its kind's delay.  Several of a kind lost at
+ * once are retried together. */
 static void reload_lost(freezer *f, bool *retry, int r) {
-        if (!reload_pending(f))
-                f->reload_at = usec_add(now_usec(), f->reload_delay);
+        reload_backoff *b = reload_kind_backoff(f, retry);
+
+        if (!reload_kind_pending(f, retry))
+                b->at = usec_add(now_usec(), b->delay);
         *retry = true;
         f->reload_error = r;
 }
 
-/* Retries dropped (their callback gone, freezerd gone or restarted, the
- * connection lost): with none left, the delay they grew goes with them, and
- * the next loss, a first one again, is retried at once (as reload_done()). */
-static void reload_retries_dropped(freezer *f) {
-        if (!reload_pending(f))
-                f->reload_delay = f->reload_at = 0;
+/* Retries of the kind of retry dropped (their callback gone, freezerd gone
+ * or restarted, the connection lost): with none of it left, the delay they
+ * grew goes with them, and the next loss, a first one again, is retried at
+ * once (as reload_done()). */
+static void reload_retries_dropped(freezer *f, bool *retry) {
+        if (!reload_kind_pending(f, retry))
+                *reload_kind_backoff(f, retry) = (reload_backoff) {};
 }
 
-/* A reload's last reply came and was kept: the next loss is retried at
- * once.  Not for a reply that asks for another read (the state callback's
- * states after its Ids, a read again for a signal dropped meanwhile): were
- * the delay reset there, a read whose reply is lost again and again would
- * be retried at once each time, its Ids' reply kept in between. */
-static void reload_done(freezer *f) {
-        f->reload_delay = 0;
+/* A reload's last reply came and was kept (of the kind of retry): the next
+ * loss of that kind is retried at once; the other kind's retries, whose
+ * replies are lost on their own, go on backing off.  Not for a reply that
+ * asks for another read (the state callback's states after its Ids, a read
+ * again for a signal dropped meanwhile): were the delay reset there, a read
+ * whose reply is lost again and again would be retried at once each time,
+ * its Ids' reply kept in between. */
+static void reload_done(freezer *f, bool *retry) {
+        reload_kind_backoff(f, retry)->delay = 0;
 }
 
 static const char *const state_table[] = {
@@ -1097,7 +1135,7 @@ static void cache_clear(freezer *f) {
          * again starts from none. */
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
         f->states_retry = f->states_fallback = false;
-        reload_retries_dropped(f);
+        reload_retries_dropped(f, &f->states_retry);
 }
 
 static void trigger_entry_clear(trigger_entry *t) {
@@ -1831,8 +1869,8 @@ FREEZER_EXPORT int freezer_get_timeout(freezer *f, uint64_t *ret_usec) {
                 return error_set(f, r);
         /* A lost reload's retry that backs off (reload_lost()): its time,
          * unless sd-bus is due earlier. */
-        if (reload_pending(f) && (r == 0 || f->reload_at < *ret_usec)) {
-                *ret_usec = f->reload_at;
+        if (reload_pending(f) && (r == 0 || reload_next_at(f) < *ret_usec)) {
+                *ret_usec = reload_next_at(f);
                 r = 1;
         }
         return r;
@@ -2441,12 +2479,12 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec) {
         /* No longer than until a lost reload's retry is due (later than
          * now: reload_due()). */
         if (reload_pending(f)) {
-                uint64_t n = now_usec();
+                uint64_t n = now_usec(), at = reload_next_at(f);
 
-                if (f->reload_at <= n)
+                if (at <= n)
                         return 1;
-                if (f->reload_at - n < timeout_usec) {
-                        timeout_usec = f->reload_at - n;
+                if (at - n < timeout_usec) {
+                        timeout_usec = at - n;
                         retry_first = true;
                 }
         }
@@ -2900,7 +2938,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         if (!f->state_cb)
                 return 0;
         if (e) {
-                reload_done(f);
+                reload_done(f, &f->states_retry);
                 held_drop(f);
                 /* This freezerd lacks GroupStatesChanged: GroupsChanged then.
                  * Any other error (it exited again): the next start retries. */
@@ -2958,7 +2996,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
                 states_lost(f);
                 return 0;
         }
-        reload_done(f);
+        reload_done(f, &f->states_retry);
         if (!f->state_cb || sd_bus_message_is_method_error(reply, NULL))
                 return 0;
         r = sd_bus_message_enter_container(reply, 'a', "(sos)");
@@ -3040,7 +3078,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                 free(held); /* dropped when they were lost: empty */
                 return 0;
         }
-        reload_done(f);
+        reload_done(f, &f->states_retry);
         /* In the order they came; the callback may remove itself (or a
          * NameOwnerChanged handled meanwhile may have cleared the table). */
         for (size_t i = 0; i < n_held; i++) {
@@ -3108,6 +3146,9 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
         if (*old_owner)
                 pressure_triggers_ended_by(f, old_owner);
         cache_clear(f);
+        /* The group callback's retries too, where none waits (a list of
+         * the new freezerd follows). */
+        reload_retries_dropped(f, &f->known_retry);
         if (f->state_cb && *new_owner)
                 state_resubscribe(f);
         if (f->group_cb && *new_owner)
@@ -3256,7 +3297,7 @@ static void groups_clear(freezer *f) {
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_loaded = f->known_base = f->known_in = f->known_lost = f->known_again = false;
         f->known_retry = false;
-        reload_retries_dropped(f);
+        reload_retries_dropped(f, &f->known_retry);
         f->known_gen++;
 }
 
@@ -3379,6 +3420,17 @@ static void groups_reload(freezer *f) {
         groups_list(f);
 }
 
+/* A retry of b's kind started: the next waits twice as long as this one
+ * did (reload_lost()), 10 ms after the first, 1 s at most. */
+static void reload_backoff_grow(reload_backoff *b) {
+        if (b->delay == 0)
+                b->delay = RELOAD_RETRY_DELAY_MIN_USEC;
+        else if (b->delay < RELOAD_RETRY_DELAY_MAX_USEC / 2)
+                b->delay *= 2;
+        else
+                b->delay = RELOAD_RETRY_DELAY_MAX_USEC;
+}
+
 /* The reloads whose replies could not be queued (defer_reload_reply()),
  * started again; one that cannot be sent now is left for the next
  * dispatch, and its error for the one after (reload_error).  The state
@@ -3389,68 +3441,72 @@ static void groups_reload(freezer *f) {
  * again (freezerd counts each); but one refused by an older freezerd
  * (states_fallback) falls back to SubscribeGroups(), as its reply would
  * have had it.  Nothing is left to reload once the
- * callback is gone, or the connection is lost.  Not before reload_at: each
- * retry doubles the wait before the next (reload_lost()), and a reload
- * whose last reply is kept ends that (reload_done()), as does the fallback,
- * which waits for no reply. */
+ * callback is gone, or the connection is lost.  Each kind not before its
+ * backoff's time: each retry doubles the wait before the next of its kind
+ * (reload_lost()), and a reload whose last reply is kept ends that
+ * (reload_done()), as does the fallback, which waits for no reply. */
 static void reloads_retry(freezer *f) {
-        bool replies;
+        uint64_t n;
         int r = 0;
 
         if (sd_bus_is_open(f->bus) <= 0) {
                 f->states_retry = f->known_retry = f->states_fallback = false;
-                reload_retries_dropped(f);
+                reload_retries_dropped(f, &f->states_retry);
+                reload_retries_dropped(f, &f->known_retry);
         }
-        if (!reload_pending(f) || f->reload_at > now_usec())
-                return;
-        replies = f->states_retry || f->known_retry;
-        if (f->reload_delay == 0)
-                f->reload_delay = RELOAD_RETRY_DELAY_MIN_USEC;
-        else if (f->reload_delay < RELOAD_RETRY_DELAY_MAX_USEC / 2)
-                f->reload_delay *= 2;
-        else
-                f->reload_delay = RELOAD_RETRY_DELAY_MAX_USEC;
-        if (f->states_fallback) {
-                /* As on_states_subscribed() for this error, unless the
-                 * callback went, or a freezerd (re)started since and was
-                 * subscribed anew (state_resubscribe() cleared this). */
-                if (f->state_cb) {
-                        held_drop(f);
-                        r = state_match_set(f, false, false);
-                        if (r >= 0)
-                                r = call_subscription(f, "SubscribeGroups", NULL);
-                }
-                if (r >= 0)
-                        f->states_fallback = false;
-        }
-        if (f->states_retry) {
-                if (f->state_cb && !f->compact)
-                        r = states_lost(f);
-                else if (f->state_cb && f->ids_slot)
-                        ids_lost(f); /* a reload started since: the Ids with it, or after it */
-                else if (f->state_cb) {
-                        held_drop(f);
-                        f->held_lost = true;
-                        r = ids_reload(f);
-                }
-                if (r >= 0)
-                        f->states_retry = false;
-        }
-        if (f->known_retry) {
-                int q = f->group_cb && !f->known_slot ? groups_list(f) : 0;
+        n = now_usec();
+        if (reload_kind_pending(f, &f->states_retry) && f->states_backoff.at <= n) {
+                bool replies = f->states_retry;
 
+                reload_backoff_grow(&f->states_backoff);
+                if (f->states_fallback) {
+                        /* As on_states_subscribed() for this error, unless the
+                         * callback went, or a freezerd (re)started since and was
+                         * subscribed anew (state_resubscribe() cleared this). */
+                        if (f->state_cb) {
+                                held_drop(f);
+                                r = state_match_set(f, false, false);
+                                if (r >= 0)
+                                        r = call_subscription(f, "SubscribeGroups", NULL);
+                        }
+                        if (r >= 0)
+                                f->states_fallback = false;
+                }
+                if (f->states_retry) {
+                        if (f->state_cb && !f->compact)
+                                r = states_lost(f);
+                        else if (f->state_cb && f->ids_slot)
+                                ids_lost(f); /* a reload started since: the Ids with it, or after it */
+                        else if (f->state_cb) {
+                                held_drop(f);
+                                f->held_lost = true;
+                                r = ids_reload(f);
+                        }
+                        if (r >= 0)
+                                f->states_retry = false;
+                }
+                /* One that could not be sent (no memory either) waits as long. */
+                if (reload_kind_pending(f, &f->states_retry))
+                        f->states_backoff.at = usec_add(now_usec(), f->states_backoff.delay);
+                else if (!replies)
+                        /* The fallback alone, done: no reply comes to end the
+                         * backoff, and a later loss is retried at once. */
+                        reload_done(f, &f->states_retry);
+        }
+        if (f->known_retry && f->known_backoff.at <= n) {
+                int q = 0;
+
+                reload_backoff_grow(&f->known_backoff);
+                if (f->group_cb && !f->known_slot)
+                        q = groups_list(f);
                 if (q >= 0)
                         f->known_retry = false;
-                else if (r >= 0)
-                        r = q;
+                else {
+                        f->known_backoff.at = usec_add(now_usec(), f->known_backoff.delay);
+                        if (r >= 0)
+                                r = q;
+                }
         }
-        /* One that could not be sent (no memory either) waits as long. */
-        if (reload_pending(f))
-                f->reload_at = usec_add(now_usec(), f->reload_delay);
-        else if (!replies)
-                /* The fallback alone, done: no reply comes to end the
-                 * backoff, and a later loss is retried at once. */
-                reload_done(f);
         if (r < 0 && f->reload_error == 0)
                 f->reload_error = r;
 }
@@ -3464,7 +3520,7 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_in = f->known_again = false;
         if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL)) {
-                reload_done(f);
+                reload_done(f, &f->known_retry);
                 return 0; /* freezerd went, or is one without Ids: signals as they come */
         }
 
@@ -3484,7 +3540,7 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
         /* Not before a list read again (again): its reply, lost, backs off
          * as on_states_reread()'s. */
         if (r < 0 || !again)
-                reload_done(f);
+                reload_done(f, &f->known_retry);
         if (r < 0) {
                 f->known = before;
                 f->known_loaded = false;

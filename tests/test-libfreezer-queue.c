@@ -19,7 +19,9 @@
  * gone with the retries of a callback removed), and Ids past the table's
  * bound loaded as far as they fit; the group callback's list read again that
  * lacks the memory for its table read once more (-ENOMEM), one past the
- * bound not, and so is its list at the installation (then backing off).
+ * bound not, and so is its list at the installation (then backing off);
+ * the group callback's retries back off on their own, not reset by the
+ * state callback's reply kept.
  * And, needing no stand-in, which states freezer_state_frozen() calls
  * frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -1027,6 +1029,74 @@ static void test_group_list_first_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The state and the group callback, an InterfacesAdded of /new18 dropped:
+ * both reload, every group list lacks the memory for its table (the test
+ * hook), the states read after the Ids lost three times, then kept.  The
+ * group list's retries go on backing off after the states are in: the
+ * waits after its second and third loss since are 80 and 160 ms (more than
+ * 30 ms).  (The kinds shared one delay, which the states' kept reply reset:
+ * the list was retried at once, then after 10 ms, 20 ms.) */
+static void test_reload_backoff_kinds(const char *socket_path) {
+        freezer *f = NULL;
+        unsigned n_waits = 0;
+        uint64_t waits[3] = {};
+        char calls[256];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        CHECK_R(freezer_set_state_callback(f, state_cb, NULL), 0);
+        CHECK_R(freezer_set_group_callback(f, group_cb, NULL), 0);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "II");
+        calls_done = new_reported = 0;
+        group_reports[0] = 0;
+        new_path = "/new18";
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/new18", 0, 0), 0);
+        freezer_test_fail_group_lists = 1000;
+        freezer_test_fail_reread_replies = 3;
+        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; mono_usec() < deadline && n_waits < 3;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t t;
+                int r = freezer_dispatch(f), ms;
+
+                if (r == -ENOMEM) {
+                        if (new_reported > 0 && freezer_get_timeout(f, &t) > 0) {
+                                uint64_t n = mono_usec();
+
+                                waits[n_waits++] = t > n ? t - n : 0;
+                        }
+                        continue;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                ms = due_ms(f);
+                if (r == 0)
+                        (void) poll(&p, 1, ms < 0 || ms > 100 ? 100 : ms);
+        }
+        freezer_test_fail_group_lists = freezer_test_fail_reread_replies = 0;
+        fprintf(stderr, "# group lists lost after the states were in: waits of %llu, %llu, %llu ms\n",
+                (unsigned long long) waits[0] / 1000, (unsigned long long) waits[1] / 1000,
+                (unsigned long long) waits[2] / 1000);
+        CHECK_R(new_reported, 1);
+        CHECK_R(n_waits, 3);
+        CHECK(waits[1] >= 30 * USEC_PER_MSEC);
+        CHECK(waits[2] >= 30 * USEC_PER_MSEC);
+
+        /* Memory again: the next list is in, /new18 reported. */
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
+                0);
+        CHECK_STR(group_reports, "+/new18");
+        while (read(calls_pipe[0], calls, sizeof calls) > 0)
+                ;
+        new_path = "/new2";
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -1087,6 +1157,7 @@ int main(void) {
         test_group_list_lost(socket_path);
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
+        test_reload_backoff_kinds(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
