@@ -21,7 +21,8 @@
  * lacks the memory for its table read once more (-ENOMEM), one past the
  * bound not, and so is its list at the installation (then backing off);
  * the group callback's retries back off on their own, not reset by the
- * state callback's reply kept.
+ * state callback's reply kept, nor by a list kept that is read again for
+ * a signal dropped while its reply waited.
  * And, needing no stand-in, which states freezer_state_frozen() calls
  * frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -77,6 +78,9 @@ static struct {
 } groups[N_GROUPS_MAX];
 static unsigned n_groups;
 static uint64_t next_id = 100;
+/* Freeze("/slowlist") was called: the next ListGroupIds is answered 200 ms
+ * late (its letter logged at once), for the client to act while it waits. */
+static bool slow_list;
 
 /* ---- the stand-in (child process) ---- */
 
@@ -132,7 +136,7 @@ static int group_remove(sd_bus *bus, const char *path) {
  * NoReply error with the words of sd-bus' own for a call that timed out
  * (/noreply-max: and its serial); for /new... a group made (group_add())
  * first, for /del/X group X removed, for /remake/X removed and made again
- * (another Id). */
+ * (another Id), for /slowlist the next ListGroupIds slow (slow_list). */
 static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *s;
         int r;
@@ -154,6 +158,8 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
                 if (r < 0)
                         return r;
         }
+        if (streq(s, "/slowlist"))
+                slow_list = true;
         if (streq(s, "/hang")) {
                 sd_bus_message_ref(m); /* held: the reply never goes */
                 return 1;
@@ -211,6 +217,10 @@ static int method_list(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_b
         int r;
 
         calls_log(ids ? 'I' : 'S');
+        if (ids && slow_list) {
+                slow_list = false;
+                (void) usleep(200 * 1000);
+        }
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', ids ? "(st)" : "(sos)");
@@ -1097,6 +1107,86 @@ static void test_reload_backoff_kinds(const char *socket_path) {
         freezer_close(f);
 }
 
+/* /new20 reported by the group callback. */
+static bool new20_reported(void) {
+        return strstr(group_reports, "/new20") != NULL;
+}
+
+/* The group callback's list, read again after /new19's InterfacesAdded was
+ * dropped, lost three times (the delay grown to 40 ms by the third retry);
+ * that retry's reply is queued when /new20's InterfacesAdded is dropped, so
+ * it is read once more after it is handled, and that reply is lost too: it
+ * is retried 40 ms later (at least 20 ms), as the retries before it backed
+ * off, and both groups are reported.  (The retry whose reply came reset the
+ * delay though another read followed: the lost one was retried at once.) */
+static void test_group_list_again_backoff(const char *socket_path) {
+        freezer *f = open_groups_queue_full(socket_path);
+        uint64_t t = 0, wait = 0;
+        bool lost = false;
+        char calls[32];
+
+        if (!f)
+                return;
+        CHECK_R(freezer_freeze(f, "/new19", 0, 0), 0);
+        freezer_test_fail_group_lists = 3;
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, 3, NULL, NULL), 3);
+        CHECK_R(freezer_test_fail_group_lists, 0);
+        CHECK(calls_done == N_CALLS);
+        /* The third retry, answered late: sent by a dispatch, its reply not
+         * read before the queue is full again. */
+        CHECK_R(freezer_freeze(f, "/slowlist", 0, 0), 0);
+        while (read(calls_pipe[0], calls, sizeof calls) > 0)
+                ;
+        lists_seen = 0;
+        lists_wanted = 1;
+        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; mono_usec() < deadline && !lists_answered();) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f), ms = due_ms(f);
+
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                (void) poll(&p, 1, ms < 0 || ms > 10 ? 10 : ms);
+        }
+        CHECK_R(lists_seen, 1);
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/new20", 0, 0), 0);
+        /* The list that follows (queued after the retry's was read) lost. */
+        freezer_test_fail_reload_replies = 1;
+        for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; mono_usec() < deadline && !lost;) {
+                struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                int r = freezer_dispatch(f);
+
+                if (r == -ENOMEM) {
+                        lost = true;
+                        if (freezer_get_timeout(f, &t) > 0) {
+                                uint64_t n = mono_usec();
+
+                                wait = t > n ? t - n : 0;
+                        }
+                        break;
+                }
+                CHECK(r >= 0);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void) poll(&p, 1, 100);
+        }
+        fprintf(stderr, "# the list read again, lost: retried after %llu ms\n", (unsigned long long) wait / 1000);
+        CHECK(lost);
+        CHECK_R(freezer_test_fail_reload_replies, 0);
+        CHECK(wait >= 20 * USEC_PER_MSEC);
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, new20_reported, NULL), 0);
+        drain(f, N_CALLS);
+        CHECK_STR(group_reports, "+/new19 +/new20");
+        while (read(calls_pipe[0], calls, sizeof calls) > 0)
+                ;
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 /* The kernel's "frozen" of each state, by its name (a state appended to the
  * enum later must be added here, or the last check fails). */
 static void test_state_frozen(void) {
@@ -1158,6 +1248,7 @@ int main(void) {
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
         test_reload_backoff_kinds(socket_path);
+        test_group_list_again_backoff(socket_path);
 
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
