@@ -555,11 +555,13 @@ static int error_null_path(freezer *f) {
  * freezerd without GroupStatesChanged), ids_lost() for an
  * InterfacesAdded/Removed in what the state callback knows, groups_lost()
  * for one the group callback missed. */
+static bool signal_drop_forced(void);
+
 static int defer_full(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                       sd_bus_slot **home, bool limited, deferred **ret) {
         deferred *d;
 
-        if (limited && f->n_deferred >= DEFERRED_MAX)
+        if (limited && (f->n_deferred >= DEFERRED_MAX || signal_drop_forced()))
                 return -ENOBUFS;
         d = malloc(sizeof *d);
         if (!d)
@@ -646,6 +648,15 @@ static bool group_list_fails(void) {
         return hook_take(&freezer_test_fail_group_lists);
 }
 
+/* The next this many signals that may be dropped (defer()'s limited) are,
+ * as past DEFERRED_MAX: for a build with the real bound. */
+extern unsigned freezer_test_drop_signals;
+unsigned freezer_test_drop_signals;
+
+static bool signal_drop_forced(void) {
+        return hook_take(&freezer_test_drop_signals);
+}
+
 /* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
@@ -661,6 +672,10 @@ static bool ids_load_fails(void) {
 }
 
 static bool group_list_fails(void) {
+        return false;
+}
+
+static bool signal_drop_forced(void) {
         return false;
 }
 #endif

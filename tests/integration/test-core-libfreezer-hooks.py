@@ -9,9 +9,12 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     memory).  freezer_dispatch() fails with -ENOMEM once, and the next one falls back to
     SubscribeGroups as the refusal says: the callback reports /g frozen.  (It loaded the Ids
     and read the states instead, never subscribing: no change was ever reported.)
+  * With that freezerd, a GroupsChanged dropped (the hook, as past the handle's queue) and
+    the reply of the states read for it lost: the retry is due at once (the fallback had
+    left the retries' delay at 10 ms: due 10 ms later; a restart of freezerd, below,
+    resets the delay anyway).
   * freezerd restarted, and that reply lost again: the retry is due at once, as for
-    a first loss (the fallback, which waits for no reply, did not end the backoff: it
-    was due 10 ms later).
+    a first loss.
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -47,6 +50,7 @@ base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(base)
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
+RUNNING = 0  # FREEZER_STATE_RUNNING
 FROZEN = 2  # FREEZER_STATE_FROZEN
 
 DENY_GROUP_STATES = '''        <policy context="default">
@@ -69,6 +73,42 @@ def load():
         'freezer_get_timeout': (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_uint64)]),
     })
     return lib
+
+
+def hook(lib, name):
+    return ctypes.c_uint.in_dll(lib, name)
+
+
+def check_after_fallback(lib, f, c, events):
+    """With the same freezerd (no restart, which drops the retries and their delay): a
+    GroupsChanged dropped (the hook, as past the queue's bound), and the reply of the
+    states read for it lost: the retry is due at once."""
+    what = 'after the fallback, a GroupsChanged dropped and the reply of its states read lost'
+    results = []
+    timeouts = []
+    # Settled: the signals of the checks before dispatched (their last Thaw's too), so
+    # that the one dropped is the Freeze's below.
+    c.call('Thaw', '/g', 0, 0)
+    ft.wait_for(lambda: lib.freezer_dispatch(f) == 0 and events and events[-1][:2] == ('/g', RUNNING), poll=0.05,
+                what=f'{what}: /g reported running')
+    events.clear()
+    hook(lib, 'freezer_test_drop_signals').value = 1
+    hook(lib, 'freezer_test_fail_reload_replies').value = 1
+    c.call('Freeze', '/g', 0, 0)
+
+    def seen():
+        r = lib.freezer_dispatch(f)
+        results.append(r)
+        if r == -errno.ENOMEM:
+            t = ctypes.c_uint64()
+            timeouts.append((lib.freezer_get_timeout(f, ctypes.byref(t)), t.value))
+        return ('/g', FROZEN, True) in events and -errno.ENOMEM in results
+    ft.wait_for(seen, what=f'{what}: -ENOMEM, and the state callback reports /g frozen', poll=0.05)
+    ft.check_equal(hook(lib, 'freezer_test_drop_signals').value, 0, f'{what}: the hook dropped the signal')
+    ft.check_equal(hook(lib, 'freezer_test_fail_reload_replies').value, 0, f'{what}: the hook failed the reply')
+    ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
+    ft.check_equal(timeouts, [(1, 0)], f'{what}: the retry is due at once (freezer_get_timeout() says 0)')
+    c.call('Thaw', '/g', 0, 0)
 
 
 def check_fallback_reply_lost(lib, sc, bus):
@@ -102,8 +142,9 @@ def check_fallback_reply_lost(lib, sc, bus):
             ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
             ft.check_equal(ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value, 0,
                            f'{what}: the hook failed the reply')
-        # The fallback waits for no reply, which would have ended the backoff: a later
-        # loss (here the same, after another start) is retried at once all the same.
+            check_after_fallback(lib, f, c, events)
+        # A later loss after another start is retried at once too (the restart drops the
+        # retries and their delay; check_after_fallback() checks the fallback's end of it).
         what = 'SubscribeGroupStates refused again after a restart, its reply lost again'
         events.clear()
         results.clear()
