@@ -604,8 +604,8 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * callback's lists each back off on their own: a reply kept of one kind
  * does not end the other's backoff. freezer_get_timeout() says when the
  * retry is due, freezer_wait() returns then, and a freezer_dispatch()
- * before that does not start it; the losses fail freezer_dispatch() with -ENOMEM as above.
- * It must not be called from a
+ * before that does not start it; the losses fail freezer_dispatch() with
+ * -ENOMEM as above. It must not be called from a
  * callback (it fails with -EBUSY); the callbacks may call the other
  * functions, including the freezer_set_*_callback() ones and
  * freezer_close().
