@@ -4444,13 +4444,24 @@ static void call_marks_note(Manager *m, const char *norm) {
                                 break;
                 }
         }
-        /* Noted with its ancestors: the first one noted already ends it. */
-        for (; g && u64set_add(&m->call.marked, (uint64_t) (uintptr_t) g) > 0; g = g->parent) {
+        /* Noted with its ancestors: the first one noted already ends it.
+         * Known by the kernel's id, not by address: a group removed while the
+         * call is handled again (call_again_if_remade()) may leave its
+         * address to one made since.  One whose id is not known yet (0) is
+         * noted each time: the undo checks every mark on its own. */
+        for (; g; g = g->parent) {
                 char *path = NULL;
 
+                if (g->id != 0) {
+                        int r = u64set_add(&m->call.marked, g->id);
+
+                        if (r <= 0)
+                                return; /* noted already, or out of memory */
+                }
                 if (GROW_ARRAY(m->call.marks, m->call.n_marks_allocated, m->call.n_marks + 1, 8) < 0 ||
                     !(path = strdup(g->path))) {
-                        (void) u64set_remove(&m->call.marked, (uint64_t) (uintptr_t) g);
+                        if (g->id != 0)
+                                (void) u64set_remove(&m->call.marked, g->id);
                         return;
                 }
                 m->call.marks[m->call.n_marks++] = (struct CallMark) {

@@ -372,7 +372,8 @@ struct Manager {
                  * again where those came back to the same, so that a refused
                  * call sends no signal (PropertiesChanged, GroupsChanged,
                  * GroupStatesChanged, the Manager's Groups) saying nothing
-                 * changed.  One per group, its ancestors with it. */
+                 * changed.  One per group (by its id: a path removed and made
+                 * again meanwhile has two), its ancestors with it. */
                 struct CallMark {
                         char *path;
                         uint64_t id;
@@ -380,7 +381,7 @@ struct Manager {
                         unsigned n_descendants, n_frozen_descendants;
                 } *marks;
                 size_t n_marks, n_marks_allocated;
-                struct U64Set *marked; /* the groups in marks (their addresses) */
+                struct U64Set *marked; /* the groups in marks (their ids) */
                 bool counted; /* published and groups_count_changed noted */
                 bool groups_count_changed;
                 unsigned published;
