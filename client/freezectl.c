@@ -3052,7 +3052,12 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
 
         r = freezer_list(f, &groups, &n);
         if (r < 0) {
-                log_failure(f, r, "cannot list groups");
+                /* In the verb's words, as with a PATH (not list's "cannot
+                 * list groups", which `tree` alone said). */
+                if (root_group.path)
+                        log_failure(f, r, "cannot show tree of %s", path_q(root_group.path));
+                else
+                        log_failure(f, r, "cannot show tree");
                 goto finish;
         }
 

@@ -50,6 +50,8 @@ Checks:
   * `freeze /x --except=/x/keep` (text and --json) prints the groups it froze sorted
     by their bytes (/x/C, /x/a, /x/b), as list sorts (it printed freezerd's tree
     order).
+  * With no freezerd on the bus, `tree` says "cannot show tree: freezerd is
+    not running", as `tree PATH` names its verb (it said "cannot list groups").
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -370,6 +372,10 @@ def test():
         r = ft.freezectl('pressure', address=bus.address, check=False)
         ft.check_equal(r.returncode, 1, 'pressure with no freezerd on the bus exits 1')
         one_line(r, 'no freezerd: pressure', "cannot read the system's pressure: freezerd is not running")
+        # tree without PATH in its own words, as with one (it said list's "cannot list groups").
+        r = ft.freezectl('tree', address=bus.address, check=False)
+        ft.check_equal(r.returncode, 1, 'tree with no freezerd on the bus exits 1')
+        one_line(r, 'no freezerd: tree', 'freezectl: cannot show tree: freezerd is not running')
         # --json freeze there: the bus answered the call, so one "failed" object with its
         # error, as --help says (a connection that fails prints nothing).
         r = ft.freezectl('--json', 'freeze', '/g', '/g/k', address=bus.address, check=False)
