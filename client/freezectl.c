@@ -4443,8 +4443,10 @@ static bool long_option_takes_next(const struct option *options, const char *arg
  * arguments (argv as given, before getopt_long() permuted it; "help COMMAND"
  * names COMMAND), or the whole help without one, and look at no other
  * option.  0, or -EINVAL for an unknown command. */
-static int help_now(const struct option *options, int argc, char **argv) {
-        const char *words[2] = {};
+/* The words of argv (as given, not permuted) that are no option nor an
+ * option's argument: the command, and after "help" the one it is asked
+ * about, into words.  Returns how many (0 to 2). */
+static size_t command_words(const struct option *options, int argc, char **argv, const char *words[static 2]) {
         size_t n = 0;
         bool dashdash = false;
 
@@ -4464,12 +4466,49 @@ static int help_now(const struct option *options, int argc, char **argv) {
                         break;
                 words[n++] = a;
         }
+        return n;
+}
+
+static int help_now(const struct option *options, int argc, char **argv) {
+        const char *words[2] = {};
+        size_t n = command_words(options, argc, argv, words);
 
         if (n == 0 || (streq(words[0], "help") && n == 1)) {
                 help();
                 return 0;
         }
         return help_command(streq(words[0], "help") ? words[1] : words[0]) == EXIT_SUCCESS ? 0 : -EINVAL;
+}
+
+/* getopt_long() found no option of options in an argument (given: argv as
+ * given; argv: as getopt_long() permuted it so far): said, and where the
+ * command takes PATHs (or a FILE), how to pass one that starts with '-'
+ * ("freezectl freeze -odd" for the group /-odd read -o as an option). */
+static int invalid_option(const struct option *options, int argc, char **argv, char **given) {
+        const char *words[2] = {}, *word = argv[optind - 1];
+        const verb *v = NULL;
+        char option[3] = {};
+
+        if (optopt > 0 && optopt < 0x100) {
+                /* An unknown letter ends its argument ("-x") or not ("-odd"): then
+                 * getopt_long() did not step past it yet. */
+                if (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
+                    strchr(argv[optind] + 1, optopt) && argv[optind][strlen(argv[optind]) - 1] != optopt)
+                        word = argv[optind];
+                option[0] = '-';
+                option[1] = (char) optopt;
+        }
+        if (command_words(options, argc, given, words) > 0)
+                for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                        if (streq(verbs[i].name, words[0]))
+                                v = &verbs[i];
+        if (!v || v->max_args == 0)
+                return usage_error("invalid option '%s'", option[0] ? option : word);
+
+        log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--': "
+                  PROGRAM " %s -- %s)", option[0] ? option : word, streq(v->arg_name, "FILE") ? "file" : "path",
+                  v->name, word);
+        return -EINVAL;
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -4612,9 +4651,7 @@ static int parse_argv(int argc, char *argv[]) {
                          * as it does an unknown short one. */
                         if (optopt != 0 && startswith(arg, "--") && eq)
                                 return usage_error("option '%.*s' takes no argument", (int) (eq - arg), arg);
-                        if (optopt > 0 && optopt < 0x100)
-                                return usage_error("invalid option '-%c'", optopt);
-                        return usage_error("invalid option '%s'", arg);
+                        return invalid_option(options, argc, argv, given);
                 }
 
                 default:

@@ -52,6 +52,9 @@ Checks:
     order).
   * With no freezerd on the bus, `tree` says "cannot show tree: freezerd is
     not running", as `tree PATH` names its verb (it said "cannot list groups").
+  * An argument that starts with '-' and is no option of a command that takes
+    PATHs (`freeze -odd`, `status --odd`; `batch -x` for its FILE): exit 2, the
+    line says how to pass it: after "--" (it said only "invalid option '-o'").
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -634,6 +637,19 @@ def test():
                 r = ft.freezectl(*args, check=False)
                 ft.check_equal((r.returncode, r.stdout), (2, ''), f'{what} exits 2')
                 one_line(r, what)
+            # A path that reads as an option: said how to pass it ("-odd" was only "invalid option '-o'"),
+            # where the command takes one; list takes none, and its line has no such hint.
+            for args, line in ((['freeze', '-odd'], "invalid option '-o' (see --help; a path that starts with '-' "
+                                                   "goes after '--': freezectl freeze -- -odd)"),
+                               (['status', '--odd'], "invalid option '--odd' (see --help; a path that starts with "
+                                                     "'-' goes after '--': freezectl status -- --odd)"),
+                               (['batch', '-x'], "invalid option '-x' (see --help; a file that starts with '-' "
+                                                 "goes after '--': freezectl batch -- -x)"),
+                               (['list', '-o'], "invalid option '-o' (see --help)")):
+                r = ft.freezectl(*args, check=False)
+                what = ' '.join(args)
+                ft.check_equal((r.returncode, r.stdout, r.stderr), (2, '', f'freezectl: {line}\n'),
+                               f'{what}: exit 2, the line')
             # A unit --timeout= does not take is said to be one (help lists the units).
             for bad in ('1d', 'infinity'):
                 r = ft.freezectl('freeze', f'--timeout={bad}', '/g', check=False)
