@@ -21,7 +21,11 @@ Checks, freezerd restarted under a watch with a trigger (method-call timeout 10 
 Checks, freezerd stopped before watch starts (method-call timeout 10 min):
   * watch /g, SIGINT once it handles or blocks SIGINT (it is past connecting, in
     its setup's calls): exit 0 at once, no "watching" line (the signal was
-    blocked from the start, and waited for the setup's calls: 25 s each)."""
+    blocked from the start, and waited for the setup's calls: 25 s each).
+Checks, SIGINT pending at the watching line (freezectl-test-hooks stops itself once it
+blocked the signal for its loop, and the signal is sent meanwhile):
+  * exit 0 at once, without the watching line, as --help says of a signal before it (it
+    printed the line, which a script takes for "ready", and then ended)."""
 
 import os
 import selectors
@@ -158,12 +162,49 @@ def run_catch_up(bus, sc):
              f'{what}: the exited line, not the started one of the unfinished catch-up, no error', (out, lines))
 
 
+def stopped(pid):
+    """Whether pid is stopped (state T in /proc/PID/stat)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] == 'T'
+    except (OSError, IndexError):
+        return False
+
+
+def run_pending(bus):
+    """SIGINT that comes just before the watching line, once watch blocked it for its
+    loop: freezectl-test-hooks stops itself there (FREEZECTL_TEST_STOP_BEFORE_WATCHING),
+    the signal sent meanwhile stays pending."""
+    what = 'SIGINT pending before the watching line'
+    hooks = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
+    if not os.access(hooks, os.X_OK):
+        ft.fail(f'{hooks} is missing (a build with -Dtests=true makes it)')
+    env = dict(os.environ, FREEZECTL_TEST_STOP_BEFORE_WATCHING='1')
+    p = subprocess.Popen([hooks, f'--address={bus.address}', 'watch', '/g', TRIGGERS[0]], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
+                    what='freezectl watch to stop before its watching line')
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGCONT)
+        status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
+        out = p.stdout.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    ft.check_equal(status, 0, f'{what}: exit status 0')
+    ft.check(out == b'' and lines == [], f'{what}: no watching line (a script takes it for "ready"), no error',
+             (out, lines))
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'psi')
     with ft.Scratch('core-freezectl-watch-exit') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
         with ft.Daemon(bus, sc.root) as d:
             run(bus, d)
+            run_pending(bus)
         run_catch_up(bus, sc)
 
 
