@@ -239,7 +239,9 @@ static void help_to(FILE *f) {
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "(a PATH that is empty or holds a name that starts or ends with white space in\n"
                "double quotes there, with \\\" for a \" in it; freezerd's message puts such a\n"
-               "path in double quotes too). The message is freezerd's, but for a Timeout's\n"
+               "path in double quotes too; a PATH longer than 256 bytes as freezerd's message\n"
+               "cuts it: its first 96 bytes, \"...\", its last 160 and \" (N bytes)\").\n"
+               "The message is freezerd's, but for a Timeout's\n"
                "last sentence without --rollback, which is freezectl's: \"Without --rollback\n"
                "the flags stay as asked, and the kernel goes on with them\" (for --except and\n"
                "--recursive, which set flags of groups not named, \"Without --rollback the\n"
@@ -1677,24 +1679,76 @@ static char *path_shown(const char *arg) {
         return norm;
 }
 
+/* A path longer than CG_QUOTE_MAX bytes as freezerd's messages quote it
+ * (cg_quote()): its first CG_QUOTE_HEAD bytes at most, "...", its last
+ * CG_QUOTE_TAIL bytes at most, each part cut on a character, then " (N
+ * bytes)", so that a 5 kB argument does not make a 5 kB line, and the two
+ * parts of one line cut it alike.  Unlike cg_quote() nothing is escaped:
+ * the line is, as a whole, as it is written.  *ret: the cut path, to free,
+ * or NULL where the path is short enough to be named whole.  Returns 0 or
+ * -ENOMEM. */
+static int path_cut(const char *path, char **ret) {
+        const unsigned char *p = (const unsigned char *) path, *end, *tail;
+        size_t len = strlen(path), head = 0;
+
+        *ret = NULL;
+        if (len <= CG_QUOTE_MAX)
+                return 0;
+        end = p + len;
+        while (head < CG_QUOTE_HEAD) {
+                size_t n = cg_utf8_char_len(p + head, true) ?: 1; /* as cg_quote(): byte by byte */
+
+                if (head + n > CG_QUOTE_HEAD)
+                        break; /* before the character that would pass the bound */
+                head += n;
+        }
+        /* The tail from the first character that begins in its bytes (at
+         * most 3 continuation bytes skipped, as cg_quote() does). */
+        tail = end - CG_QUOTE_TAIL;
+        for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
+                tail++;
+        if (asprintf(ret, "%.*s...%s (%zu bytes)", (int) head, path, (const char *) tail, len) < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 /* A path as freezectl's messages name it: as it is, but in double quotes
  * where it is empty or a name in it starts or ends with white space, which
  * would otherwise not be seen ("cannot freeze "/a ": ..." for "/a ", where
  * "cannot freeze /a : ..." read as /a; "/ /a" for " /a"), as freezerd's
- * messages do (cg_quote_plain()).  Ordinary paths keep their usual look.
+ * messages do (cg_quote_plain()); and cut where it is long (path_cut()),
+ * inside the quotes as freezerd does.  Ordinary paths keep their usual look.
  * The line that says it escapes a '"' inside the quotes as \"
  * (words_escape_n(), which finds it in path_q_slots).  The result lives
  * until the PATH_Q_SLOTS-th next call: enough for the paths of one
  * message. */
 static const char *path_q(const char *path) {
-        static unsigned next;
+        static unsigned next, next_short;
+        static char *short_slots[PATH_Q_SLOTS];
+        _cleanup_free_ char *cut = NULL;
+        const char *shown = path;
         char *q;
 
         if (!path)
                 return "(null)";
-        if (cg_quote_plain(path))
+        if (path_cut(path, &cut) < 0)
                 return path;
-        if (asprintf(&q, "\"%s\"", path) < 0)
+        if (cut)
+                shown = cut;
+        if (cg_quote_plain(path)) {
+                if (!cut)
+                        return path;
+                /* Bare, kept apart from path_q_slots: words_escape_n() takes
+                 * those for quoted ones. */
+                free(short_slots[next_short]);
+                short_slots[next_short] = TAKE_PTR(cut);
+                q = short_slots[next_short];
+                next_short = (next_short + 1) % PATH_Q_SLOTS;
+                return q;
+        }
+        if (asprintf(&q, "\"%s\"", shown) < 0)
                 return path;
         free(path_q_slots[next]);
         path_q_slots[next] = q;

@@ -45,7 +45,14 @@ escaped newline:
     message (which doubles a backslash itself) as in freezectl's words.
   * freeze /b/a<LF>b: freezerd's message escapes the newline itself (\\x0a), which is
     shown as it is, while freezectl's words show it escaped too; freeze /b/a<LF>b\\x0a:
-    the newline as \\x0a and the literal one as \\\\x0a in both."""
+    the newline as \\x0a and the literal one as \\\\x0a in both.
+
+A path longer than 256 bytes is cut in freezectl's words as freezerd cuts it in its
+message (its first 96 and last 160 bytes, "...", " (N bytes)"):
+
+  * status of a 5,025-byte path (25 names of 200 bytes): one line under 1 kB, which
+    names it so, with its byte count (freezectl's words named it whole); the same in
+    double quotes where a name in it ends with a space."""
 
 import json
 import os
@@ -157,6 +164,23 @@ def check_backslashes(bus, sc):
                    'an error line: freezerd\'s own escape of a newline as it is')
 
 
+def check_long_paths(bus):
+    """A path of 25 names of 200 bytes (5,025 bytes): freezectl's words name it cut as
+    freezerd's message does (its first 96 and last 160 bytes, " (5025 bytes)"), the
+    line short; in double quotes where a name in it ends with a space, the quotes
+    around the cut path."""
+    for path, quoted in ((''.join('/' + 'y' * 200 for _ in range(25)), False),
+                         ('/' + 'y' * 199 + ' ' + ''.join('/' + 'y' * 200 for _ in range(24)), True)):
+        what = f'status of a {len(path)}-byte path{" with a name ending in a space" if quoted else ""}'
+        rc, out, err = run('status', path, address=bus.address)
+        ft.check_equal((rc, out, len(err.splitlines())), (1, '', 1), f'{what}: exit 1, one line')
+        head = path[:96] + '...' + path[-160:] + f' ({len(path)} bytes)'
+        prefix = f'freezectl: cannot get status of {chr(34) + head + chr(34) if quoted else head}: '
+        ft.check(len(err.encode()) < 1024 and err.startswith(prefix),
+                 f'{what}: freezectl\'s words name it cut, with its byte count, the line under 1 kB',
+                 f'{len(err.encode())} bytes: {err[:400]!r}')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
     with ft.Scratch('core-freezectl-escape') as sc, ft.Bus() as bus:
@@ -202,6 +226,7 @@ def test():
                            '--json list: the paths as they are')
 
             check_backslashes(bus, sc)
+            check_long_paths(bus)
 
             # ---- status, frozen by a parent named so
             sc.write_freeze(P, 1)
