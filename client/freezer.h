@@ -587,7 +587,9 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
  * group callback's list, the one at its installation too) could not be
- * queued or loaded for lack of memory
+ * queued or loaded for lack of memory, or was freezerd's NoMemory (it
+ * lacked the memory for that list, or for the state callback's
+ * subscription after it started, which is sent again then)
  * (the dispatch may have run callbacks before); one -ENOMEM says every such
  * reply lost since the last freezer_dispatch() returned (several lost during
  * one blocking call, say, fail the next freezer_dispatch() once); the handle
@@ -693,8 +695,9 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * 4,194,304 groups (or without the memory) the rest are not remembered:
  * with GroupsChanged their every mention is reported, with
  * GroupStatesChanged they are not reported (the handle lacks their Id).
- * Ids loaded again that lack the memory for their table are loaded again
- * from the next freezer_dispatch(), which fails with -ENOMEM (see there).
+ * Ids loaded again that lack the memory for their table (or that freezerd
+ * answers NoMemory) are loaded again from the next freezer_dispatch(), which
+ * fails with -ENOMEM (see there).
  */
 FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback cb, void *userdata);
 
@@ -735,7 +738,8 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * without ListGroupIds(), or more than 4,194,304 groups), signals are
  * reported as they come, and a group whose signal was dropped is not
  * reported: after a long blocking call under a flood, read the groups afresh
- * to be sure.  A list that lacks the memory for its reply or its table, the
+ * to be sure.  A list that lacks the memory for its reply or its table, or
+ * that freezerd answers NoMemory (it lacked the memory for it), the
  * one at the installation (which still returns 0) or a later one (after a
  * dropped signal or a start of freezerd), is read again from a later
  * freezer_dispatch() (the first retry at once, further ones backing off),

@@ -241,6 +241,10 @@ struct freezer {
          * here" (an older freezerd): the retry falls back to SubscribeGroups()
          * as on_states_subscribed() would have, instead of loading Ids. */
         bool states_fallback;
+        /* SubscribeGroupStates() was answered NoMemory (freezerd lacked the
+         * memory to subscribe us, and did not count it): the retry sends it
+         * again (state_resubscribe()), of the state callback's kind. */
+        bool states_resubscribe;
 
         /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
          * the next one, freezer_get_timeout() says "now" and freezer_wait()
@@ -255,7 +259,7 @@ struct freezer {
 static bool reload_kind_pending(freezer *f, bool *retry) {
         if (retry == &f->known_retry)
                 return f->known_retry;
-        return f->states_retry || f->states_fallback;
+        return f->states_retry || f->states_fallback || f->states_resubscribe;
 }
 
 static reload_backoff *reload_kind_backoff(freezer *f, bool *retry) {
@@ -333,6 +337,14 @@ static void reload_retries_dropped(freezer *f, bool *retry) {
  * its Ids' reply kept in between. */
 static void reload_done(freezer *f, bool *retry) {
         reload_kind_backoff(f, retry)->delay = 0;
+}
+
+/* A reload's reply is freezerd's NoMemory: it lacked the memory for the
+ * list (or the subscription) asked for.  What was asked for is missing as
+ * if the reply were lost here: it is asked for again (reload_lost()),
+ * with -ENOMEM from freezer_dispatch(), rather than taken as "none". */
+static bool reply_no_memory(sd_bus_message *reply) {
+        return sd_bus_message_is_method_error(reply, SD_BUS_ERROR_NO_MEMORY) > 0;
 }
 
 static const char *const state_table[] = {
@@ -1149,7 +1161,7 @@ static void cache_clear(freezer *f) {
         /* Of the reads just cancelled with ids_slot: a callback installed
          * again starts from none. */
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
-        f->states_retry = f->states_fallback = false;
+        f->states_retry = f->states_fallback = f->states_resubscribe = false;
         reload_retries_dropped(f, &f->states_retry);
 }
 
@@ -2952,6 +2964,12 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         if (!f->state_cb)
                 return 0;
+        if (reply_no_memory(reply)) {
+                /* Not subscribed: sent again from a later dispatch. */
+                held_drop(f);
+                reload_lost(f, &f->states_resubscribe, -ENOMEM);
+                return 0;
+        }
         if (e) {
                 reload_done(f, &f->states_retry);
                 held_drop(f);
@@ -2979,13 +2997,15 @@ static int on_states_subscribed_queue(sd_bus_message *m, void *userdata, _unused
         /* A failed subscription has no Ids to load: what its reply asked
          * for is done again instead (read off the reply, which is at hand:
          * no memory needed).  An older freezerd's refusal, the fallback to
-         * GroupsChanged; any other error (it exited again), nothing: the
-         * next start subscribes, and no dispatch need say -ENOMEM for a
-         * reply that asked for nothing. */
+         * GroupsChanged; freezerd's NoMemory, the subscription sent
+         * again; any other error (it exited again), nothing: the next start
+         * subscribes, and no dispatch need say -ENOMEM for a reply that
+         * asked for nothing. */
         if (r < 0 && e) {
                 f->states_retry = false;
                 f->states_fallback = error_no_group_states(e);
-                if (!f->states_fallback)
+                f->states_resubscribe = reply_no_memory(m);
+                if (!f->states_fallback && !f->states_resubscribe)
                         f->reload_error = before;
                 held_drop(f);
         }
@@ -3009,6 +3029,13 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
         f->held_lost = f->reread_in = f->reread_again = false;
         if (again) { /* older than a signal dropped since: read again */
                 states_lost(f);
+                return 0;
+        }
+        if (f->state_cb && reply_no_memory(reply)) {
+                /* As for a reply lost here (on_states_reread_queue()):
+                 * signals are dropped until the retry's states are in. */
+                f->held_lost = true;
+                reload_lost(f, &f->states_retry, -ENOMEM);
                 return 0;
         }
         reload_done(f, &f->states_retry);
@@ -3058,8 +3085,9 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         f->n_held = 0;
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         f->reread_in = false;
-        if (f->state_cb && !sd_bus_message_is_method_error(reply, NULL)) {
-                int r = group_ids_load(f, reply);
+        if (f->state_cb && (reply_no_memory(reply) || !sd_bus_message_is_method_error(reply, NULL))) {
+                /* freezerd's NoMemory: no Ids either. */
+                int r = reply_no_memory(reply) ? -ENOMEM : group_ids_load(f, reply);
 
                 if (r == -ENOMEM) {
                         /* Without the memory for the new table: the states
@@ -3119,8 +3147,9 @@ static int on_group_ids_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
  * (groups may have been made meanwhile).  Not waited for: a failure leaves
- * us without signals, as it would at start. */
-static void state_resubscribe(freezer *f) {
+ * us without signals, as it would at start (a retry, reloads_retry(), tries
+ * again later). */
+static int state_resubscribe(freezer *f) {
         int r;
 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
@@ -3128,13 +3157,15 @@ static void state_resubscribe(freezer *f) {
         f->ids_loading = true;
         held_drop(f);
         /* A new freezerd may have what the old one lacked. */
-        if (state_match_set(f, true, false) < 0)
-                return;
+        r = state_match_set(f, true, false);
+        if (r < 0)
+                return r;
         r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
                                      FREEZER_MANAGER_INTERFACE, "SubscribeGroupStates", on_states_subscribed_queue, f,
                                      "");
         if (r < 0)
                 f->ids_slot = NULL;
+        return r;
 }
 
 /* The resync callback, unless the handle is being closed (which clears it). */
@@ -3165,7 +3196,7 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
          * the new freezerd follows). */
         reload_retries_dropped(f, &f->known_retry);
         if (f->state_cb && *new_owner)
-                state_resubscribe(f);
+                (void) state_resubscribe(f);
         if (f->group_cb && *new_owner)
                 groups_reload(f);
 
@@ -3455,7 +3486,8 @@ static void reload_backoff_grow(reload_backoff *b) {
  * then.  A subscription whose reply was lost was sent: it is not sent
  * again (freezerd counts each); but one refused by an older freezerd
  * (states_fallback) falls back to SubscribeGroups(), as its reply would
- * have had it.  Nothing is left to reload once the
+ * have had it, and one freezerd answered NoMemory (states_resubscribe) is
+ * sent again.  Nothing is left to reload once the
  * callback is gone, or the connection is lost.  Each kind not before its
  * backoff's time: each retry doubles the wait before the next of its kind
  * (reload_lost()), and a reload whose last reply is kept ends that
@@ -3465,15 +3497,23 @@ static void reloads_retry(freezer *f) {
         int r = 0;
 
         if (sd_bus_is_open(f->bus) <= 0) {
-                f->states_retry = f->known_retry = f->states_fallback = false;
+                f->states_retry = f->known_retry = f->states_fallback = f->states_resubscribe = false;
                 reload_retries_dropped(f, &f->states_retry);
                 reload_retries_dropped(f, &f->known_retry);
         }
         n = now_usec();
         if (reload_kind_pending(f, &f->states_retry) && f->states_backoff.at <= n) {
-                bool replies = f->states_retry;
+                bool replies = f->states_retry || f->states_resubscribe;
 
                 reload_backoff_grow(&f->states_backoff);
+                if (f->states_resubscribe) {
+                        /* Its reply loads the Ids, and the states after them
+                         * as needed: a reload pending too is done with it. */
+                        if (f->state_cb)
+                                r = state_resubscribe(f);
+                        if (r >= 0)
+                                f->states_resubscribe = f->states_retry = false;
+                }
                 if (f->states_fallback) {
                         /* As on_states_subscribed() for this error, unless the
                          * callback went, or a freezerd (re)started since and was
@@ -3534,6 +3574,11 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
 
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_in = f->known_again = false;
+        if (f->group_cb && reply_no_memory(reply)) {
+                /* As for a table that lacks the memory, below. */
+                reload_lost(f, &f->known_retry, -ENOMEM);
+                return 0;
+        }
         if (!f->group_cb || sd_bus_message_is_method_error(reply, NULL)) {
                 reload_done(f, &f->known_retry);
                 return 0; /* freezerd went, or is one without Ids: signals as they come */

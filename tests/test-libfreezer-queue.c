@@ -22,7 +22,9 @@
  * bound not, and so is its list at the installation (then backing off);
  * the group callback's retries back off on their own, not reset by the
  * state callback's reply kept, nor by a list kept that is read again for
- * a signal dropped while its reply waited.
+ * a signal dropped while its reply waited.  And freezerd's NoMemory to a
+ * reload's list (the Ids, the states read after them, the group callback's
+ * list) retried as a reply lost here is, with -ENOMEM.
  * And, needing no stand-in, which states freezer_state_frozen() calls
  * frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -56,7 +58,7 @@
 #define N_SIGNALS 50    /* PressureExceeded sent at once */
 #define GROUP_PREFIX "/org/freezerd/Freezer1/group"
 #define GROUP_INTERFACE "org.freezerd.Freezer1.Group"
-#define N_GROUPS_MAX 16
+#define N_GROUPS_MAX 32
 
 /* The test hooks of libfreezer's test build (FREEZER_TEST_HOOKS). */
 extern unsigned freezer_test_fail_reload_replies;
@@ -81,6 +83,10 @@ static uint64_t next_id = 100;
 /* Freeze("/slowlist") was called: the next ListGroupIds is answered 200 ms
  * late (its letter logged at once), for the client to act while it waits. */
 static bool slow_list;
+/* Freeze("/nomem/ids") or Freeze("/nomem/states") was called: the next
+ * ListGroupIds, or ListGroups, is answered NoMemory (its letter logged), as
+ * freezerd answers when it lacks the memory for the list. */
+static bool nomem_ids, nomem_states;
 
 /* ---- the stand-in (child process) ---- */
 
@@ -136,7 +142,8 @@ static int group_remove(sd_bus *bus, const char *path) {
  * NoReply error with the words of sd-bus' own for a call that timed out
  * (/noreply-max: and its serial); for /new... a group made (group_add())
  * first, for /del/X group X removed, for /remake/X removed and made again
- * (another Id), for /slowlist the next ListGroupIds slow (slow_list). */
+ * (another Id), for /slowlist the next ListGroupIds slow (slow_list), for
+ * /nomem/ids and /nomem/states the next list answered NoMemory. */
 static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *s;
         int r;
@@ -160,6 +167,10 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
         }
         if (streq(s, "/slowlist"))
                 slow_list = true;
+        if (streq(s, "/nomem/ids"))
+                nomem_ids = true;
+        if (streq(s, "/nomem/states"))
+                nomem_states = true;
         if (streq(s, "/hang")) {
                 sd_bus_message_ref(m); /* held: the reply never goes */
                 return 1;
@@ -220,6 +231,11 @@ static int method_list(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_b
         if (ids && slow_list) {
                 slow_list = false;
                 (void) usleep(200 * 1000);
+        }
+        if (ids ? nomem_ids : nomem_states) {
+                *(ids ? &nomem_ids : &nomem_states) = false;
+                return sd_bus_reply_method_errorf(m, SD_BUS_ERROR_NO_MEMORY, "Cannot list the groups: %s",
+                                                  strerror(ENOMEM));
         }
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
@@ -680,6 +696,51 @@ static void test_ids_load_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The state callback's Ids loaded again (after /new21's InterfacesAdded
+ * was dropped) answered NoMemory by freezerd: freezer_dispatch() fails with
+ * -ENOMEM once, the Ids are loaded again and the states read, so /new21 is
+ * reported.  (The error was taken for "no Ids": the states were read with
+ * the old table, which lacked /new21, never reported, nor the error.) */
+static void test_ids_nomem(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new21";
+        CHECK_R(freezer_freeze(f, "/nomem/ids", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/new21", 0, 0), 0);
+        CHECK_R(dispatch_until_reported(f, 5), 1);
+        drain(f, N_CALLS);
+        CHECK_R(new_reported, 1);
+        /* The Ids answered NoMemory, the Ids again, the states. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IIS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
+/* The same for the states read after the Ids (/new22): freezerd's NoMemory
+ * to ListGroups is retried as a lost reply is, with -ENOMEM once.  (The
+ * error was taken for "no states": /new22 never reported.) */
+static void test_states_nomem(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new22";
+        CHECK_R(freezer_freeze(f, "/nomem/states", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/new22", 0, 0), 0);
+        CHECK_R(dispatch_until_reported(f, 5), 1);
+        drain(f, N_CALLS);
+        CHECK_R(new_reported, 1);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "ISIS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* The poll() timeout (ms) until the handle's due time, -1 for none. */
 static int due_ms(freezer *f) {
         uint64_t t, n;
@@ -947,6 +1008,31 @@ static void test_group_list_lost(const char *socket_path) {
         CHECK_R(enomem, 1);
         CHECK_STR(group_reports, "+/new15");
         /* The list the hook failed, the one after. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "II");
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
+/* The group callback's list, read again after /new23's InterfacesAdded was
+ * dropped, answered NoMemory by freezerd: freezer_dispatch() fails with
+ * -ENOMEM once, the groups are listed again, and /new23 is reported added.
+ * (The error was taken for a freezerd without Ids: /new23 never reported,
+ * nor the error.) */
+static void test_group_list_nomem(const char *socket_path) {
+        freezer *f = open_groups_queue_full(socket_path);
+        unsigned enomem;
+        char calls[32];
+
+        if (!f)
+                return;
+        CHECK_R(freezer_freeze(f, "/nomem/ids", 0, 0), 0);
+        CHECK_R(freezer_freeze(f, "/new23", 0, 0), 0);
+        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
+        CHECK(calls_done == N_CALLS);
+        CHECK_R(enomem, 1);
+        CHECK_STR(group_reports, "+/new23");
+        /* The list answered NoMemory, the one after. */
         calls_read(calls, sizeof calls);
         CHECK_STR(calls, "II");
         CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
@@ -1240,11 +1326,14 @@ int main(void) {
         test_ids_removed(socket_path);
         test_reload_reply_lost(socket_path);
         test_ids_load_lost(socket_path);
+        test_ids_nomem(socket_path);
+        test_states_nomem(socket_path);
         test_reload_backoff(socket_path);
         test_reload_backoff_reread(socket_path);
         test_reload_delay_reset(socket_path);
         test_ids_past_max(socket_path);
         test_group_list_lost(socket_path);
+        test_group_list_nomem(socket_path);
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
         test_reload_backoff_kinds(socket_path);
