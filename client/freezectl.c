@@ -1756,6 +1756,41 @@ static const char *path_q(const char *path) {
         return q;
 }
 
+/* A path as a word of a command line freezectl suggests: as it is where
+ * every byte of it reads as itself to a shell, else in single quotes, a '
+ * in it as '"'"' (not '\'': the line shows a backslash doubled,
+ * text_escape_n()).  path_q()'s double quotes are no shell word: a shell
+ * expands $, ` and \ in them, and a name with white space inside reads as
+ * two words bare.  Where it is not as it is, a copy in *tofree (to free);
+ * path, as it is, on a failed allocation: it is only shown. */
+static const char *shell_word(const char *path, char **tofree) {
+        const char *p;
+        size_t n = 2;
+        char *w, *k;
+
+        *tofree = NULL;
+        for (p = path; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      strchr("/._-+,:@%=", *p) || (unsigned char) *p >= 0x80))
+                        break;
+        if (*path && !*p)
+                return path;
+        for (p = path; *p; p++)
+                n += *p == '\'' ? 5 : 1;
+        w = k = malloc(n + 1);
+        if (!w)
+                return path;
+        *k++ = '\'';
+        for (p = path; *p; p++)
+                if (*p == '\'')
+                        k = stpcpy(k, "'\"'\"'");
+                else
+                        *k++ = *p;
+        *k++ = '\'';
+        *k = 0;
+        return *tofree = w;
+}
+
 /* thaw --recursive succeeds when a group stays frozen by an ancestor above
  * PATH (the batch clears the flags it was asked to); say so, naming the
  * ancestor, rather than leave the caller to find the group still frozen. */
@@ -2499,7 +2534,7 @@ static int timeout_names_stays(const char *message) {
 }
 
 static int verb_freeze_except(freezer *f, const char *arg) {
-        _cleanup_free_ char *shown = path_shown(arg);
+        _cleanup_free_ char *shown = path_shown(arg), *word_tofree = NULL;
         const char *path = shown ?: arg, *x = arg_except_norm[0] ?: arg_except[0];
         char **frozen = NULL;
         size_t n;
@@ -2533,17 +2568,21 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                 int named = !arg_rollback && name && streq(name, "org.freezerd.Freezer1.Error.Timeout")
                                     ? timeout_names_stays(freezer_last_error_message(f))
                                     : 1;
+                /* PATH in the commands as a shell word, in the words as the
+                 * other messages name it. */
+                const char *word = named <= 0 ? shell_word(path, &word_tofree) : path;
+
                 if (named <= 0 && geteuid() == 0)
                         log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
                                   " tree %s' shows them ('" PROGRAM " thaw --recursive %s' clears every flag below "
                                   "it, also those set before)",
-                                  named < 0 ? "printed" : "all named", path, path);
+                                  named < 0 ? "printed" : "all named", word, word);
                 else if (named <= 0)
                         log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
                                   " tree %s' shows them ('" PROGRAM " thaw' of those it shows frozen clears them: "
                                   "they are yours; a thaw --recursive of %s is refused unless %s's own flag is "
                                   "yours too)",
-                                  named < 0 ? "printed" : "all named", path, path, path);
+                                  named < 0 ? "printed" : "all named", word, path_q(path), path_q(path));
                 return EXIT_FAILURE;
         }
 

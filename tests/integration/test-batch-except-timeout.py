@@ -39,9 +39,14 @@ Checks:
     holding the whole sentence ("/u/zz. Without ROLLBACK_ON_TIMEOUT ...: q") and
     "/u/e " (a trailing space): the Timeout puts these in double quotes; freezectl finds
     the list after the real sentence (not in the name), says it of --rollback, takes
-    none of them for "and N more" (no note) and keeps "/u/e "'s space."""
+    none of them for "and N more" (no note) and keeps "/u/e "'s space.
+  * "/it's " (an apostrophe, a trailing space) with "/it's /a" stuck, its flag set before,
+    "/it's /keep" excluded: root's note suggests 'freezectl tree '/it'"'"'s '' (PATH as a
+    shell word, which a shell reads as the path, with no backslash, which the line shows
+    doubled; it printed it bare: two words, the quote unclosed)."""
 
 import os
+import shlex
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -56,6 +61,9 @@ GROUPS = ['/t/a', '/t/b', '/t/k/keep', '/t/k/c']
 # hide a space.
 U_MORE, U_TRAP, U_SPACE = '/u/x and 3 more', '/u/zz' + STAYS + 'q', '/u/e '
 U_COVER = sorted(['/u/a', U_MORE, U_TRAP, U_SPACE])
+# A name that no shell reads bare: a quote, a trailing space.
+W = "/it's "
+W_WORD = "'/it'\"'\"'s '"
 COVER = ['/t/a', '/t/b', '/t/k/c']
 SHORT_USEC = 300000
 
@@ -69,7 +77,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
     long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
     with ft.Scratch('batch-except-timeout') as sc, ft.Bus() as bus, ft.FuseHang() as fuse:
-        for g in GROUPS + ['/u/keep'] + U_COVER:
+        for g in GROUPS + ['/u/keep'] + U_COVER + [W + '/a', W + '/keep']:
             sc.mkdir(g)
         for g in ('/t/a', '/t/b'):
             sc.spawn_sleepers(g, 1)
@@ -197,6 +205,21 @@ def test():
             ft.check_equal((sorted(paths or []), more), (U_COVER, 0),
                            "freezectl's line names the cover as freezerd's, the names whole (\"/u/e \" too)")
             c.call('Thaw', '/u', long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
+
+            # ---- root's note: PATH in its commands as a shell word
+            fuse.spawn_stuck(sc, W + '/a')
+            c.call('Freeze', W + '/a', long_usec, ft.FLAG_NO_WAIT)
+            r = ft.freezectl('freeze', W, f'--except={W}/keep', '--timeout=300ms', address=bus.address, check=False)
+            lines = r.stderr.split('\n')
+            ft.check(r.returncode == 1 and len(lines) == 3 and lines[0].endswith(PLAIN_CTL),
+                     f'freezectl freeze {W!r} --except: every flag set before, none named', r)
+            ft.check_equal(lines[1:], ["freezectl: note: the groups whose flags stay set (without --rollback) are "
+                                       f"not printed: 'freezectl tree {W_WORD}' shows them ('freezectl thaw "
+                                       f"--recursive {W_WORD}' clears every flag below it, also those set before)", ''],
+                           "... root's note names PATH as a shell word")
+            ft.check_equal(shlex.split(f'freezectl tree {W_WORD}'), ['freezectl', 'tree', W],
+                           '... which a shell reads as the path')
+            c.call('Thaw', W, long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
     print('# checked: a Timeout of FreezeExcept (and of a RECURSIVE freeze) names the flags that stay, the cover '
           'its success returns; with ROLLBACK_ON_TIMEOUT none; freezectl says so of --rollback')
 
