@@ -621,6 +621,12 @@ static bool hook_take(unsigned *count) {
 extern unsigned freezer_test_fail_reload_replies;
 unsigned freezer_test_fail_reload_replies;
 
+/* The next this many replies to the state callback's SubscribeGroupStates
+ * after a start of freezerd are taken for its NoMemory (freezerd did
+ * subscribe: the retry's subscription is a second one). */
+extern unsigned freezer_test_nomem_subscriptions;
+unsigned freezer_test_nomem_subscriptions;
+
 /* Programs built with the hooks (freezectl-test-hooks) take the count from
  * the environment. */
 static void __attribute__((constructor)) test_hooks_init(void) {
@@ -628,6 +634,9 @@ static void __attribute__((constructor)) test_hooks_init(void) {
 
         if (e)
                 freezer_test_fail_reload_replies = (unsigned) strtoul(e, NULL, 10);
+        e = getenv("FREEZER_TEST_NOMEM_SUBSCRIPTIONS");
+        if (e)
+                freezer_test_nomem_subscriptions = (unsigned) strtoul(e, NULL, 10);
 }
 
 /* The next this many replies of the state callback's states read again
@@ -669,6 +678,10 @@ static bool signal_drop_forced(void) {
         return hook_take(&freezer_test_drop_signals);
 }
 
+static bool subscription_nomem_forced(void) {
+        return hook_take(&freezer_test_nomem_subscriptions);
+}
+
 /* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
@@ -688,6 +701,10 @@ static bool group_list_fails(void) {
 }
 
 static bool signal_drop_forced(void) {
+        return false;
+}
+
+static bool subscription_nomem_forced(void) {
         return false;
 }
 #endif
@@ -2964,7 +2981,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         if (!f->state_cb)
                 return 0;
-        if (reply_no_memory(reply)) {
+        if (reply_no_memory(reply) || subscription_nomem_forced()) {
                 /* Not subscribed: sent again from a later dispatch. */
                 held_drop(f);
                 reload_lost(f, &f->states_resubscribe, -ENOMEM);

@@ -26,7 +26,12 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     CPU time.  (The retries came as fast as freezerd answered, watch warned on each, some
     thousand lines, and spun.)  With four replies lost in a row, watch warns once, says
     "out of memory N times in a row" once 5 s passed without another, and prints a
-    change."""
+    change.
+  * freezectl-test-hooks watch, freezerd restarted under it, the reply of its new
+    subscription taken for freezerd's NoMemory (the hook, FREEZER_TEST_NOMEM_SUBSCRIPTIONS):
+    watch warns once and goes on, the subscription is sent again, and a freeze of /g after
+    that is printed.  (The NoMemory was taken for "freezerd exited again": no Ids loaded,
+    no warning, no change printed until the next start.)"""
 
 import ctypes
 import errno
@@ -184,11 +189,13 @@ def hooks_bin(what):
 
 
 class Watch:
-    """freezectl-test-hooks watch on bus, the hook failing n reload replies, its output
-    lines read into out and err as they come; ended (SIGINT) on exit."""
+    """freezectl-test-hooks watch on bus, the hook failing n reload replies (and taking
+    nomem_subscriptions of its subscriptions for freezerd's NoMemory), its output lines
+    read into out and err as they come; ended (SIGINT) on exit."""
 
-    def __init__(self, path, bus, n):
-        env = dict(os.environ, FREEZER_TEST_FAIL_RELOAD_REPLIES=str(n))
+    def __init__(self, path, bus, n, nomem_subscriptions=0):
+        env = dict(os.environ, FREEZER_TEST_FAIL_RELOAD_REPLIES=str(n),
+                   FREEZER_TEST_NOMEM_SUBSCRIPTIONS=str(nomem_subscriptions))
         self.out, self.err = [], []
         self.p = subprocess.Popen([path, f'--address={bus.address}', 'watch'], env=env, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -254,6 +261,33 @@ def check_watch_goes_on(sc, bus):
             ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
                      f'{what}: a change after the warning printed', (p.poll(), out[n:], err))
     ft.check(not any('lost the connection' in line for line in err), f'{what}: no "lost the connection"', err)
+
+
+def check_watch_subscription_nomem(sc, bus):
+    what = 'freezectl watch, its subscription to a restarted freezerd answered NoMemory'
+    path = hooks_bin(what)
+    if not path:
+        return
+    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 0, nomem_subscriptions=1) as w:
+        p, out, err = w.p, w.out, w.err
+        w.wait_watching(what)
+        d.stop()
+        with ft.Daemon(bus, sc.root) as d2:
+            c = d2.client
+            w.wait_warning(what)
+            ft.check(p.poll() is None and w.warnings() == 1, f'{what}: the warning, and watch goes on',
+                     (p.poll(), out, err))
+            n = len(out)
+
+            def seen():
+                if p.poll() is not None:
+                    return True
+                c.call('Freeze', '/g', 0, 0)
+                c.call('Thaw', '/g', 0, 0)
+                return any('/g' in line for line in out[n:])
+            ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
+            ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
+                     f'{what}: subscribed again, a change printed', (p.poll(), out[n:], err))
 
 
 WINDOW = 1.5  # seconds
@@ -333,6 +367,7 @@ def test():
                 check_fallback_reply_lost(lib, sc, bus)
             with ft.Bus() as bus:
                 check_watch_goes_on(sc, bus)
+                check_watch_subscription_nomem(sc, bus)
                 check_watch_lasting_shortage(sc, bus)
                 check_watch_run_ends(sc, bus)
         finally:
