@@ -57,6 +57,10 @@ Checks:
     denied" (root may; freezerd as U cannot write root's file: it was
     AccessDenied, as if root might not), still 0 (test-fault-errnames).
   * As root: Freeze and Thaw of /app (U's) work.
+  * As U, "/sp " (a trailing space) with "/sp /a" stuck on FUSE and frozen before,
+    `freeze "/sp " --except="/sp /keep"` times out, no flag named: the note to a caller
+    who is not root suggests 'freezectl tree '/sp '' (a shell word) and names "/sp " in
+    double quotes in its words (it printed both bare).
   * Freeze of / (the delegated top, whose cgroup.freeze Delegate= leaves to
     root) is InvalidPath for both: freezerd never writes its root.
   * Another uid (daemon) cannot connect to the private socket.
@@ -149,7 +153,8 @@ def test():
             ft.loop().watch(sc.abspath(rel, 'cgroup.events'))
 
         for g in ('/d/app', '/d/app/sub', '/d/mixed', '/d/mixed/sub', '/d/mixedfuse', '/d/mixedfuse/sub',
-                  '/d/mixedvfork', '/d/mixedvfork/sub', '/d/mixedfork', '/d/mixedfork/sub', '/d/self', '/d/big'):
+                  '/d/mixedvfork', '/d/mixedvfork/sub', '/d/mixedfork', '/d/mixedfork/sub', '/d/self', '/d/big',
+                  '/d/sp ', '/d/sp /a', '/d/sp /keep'):
             mkdir_as_user(g)
         ft.check_equal(os.stat(sc.abspath('/d/app', 'cgroup.freeze')).st_uid, uid,
                        "a group nobody makes has nobody's cgroup.freeze")
@@ -247,6 +252,23 @@ def test():
                            'same (its report ignores its own tasks once its child is frozen)')
             ft.check_equal(ft.proc_state(stuck.pid).state, 'D', f'task {stuck.pid} is still in uninterruptible sleep')
             user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '/mixedfuse')
+
+            # freeze --except timing out, its cover's flag set before: the note to a caller
+            # who is not root names PATH as a shell word in its commands, with path_q() in
+            # its words.
+            fuse.spawn_stuck(sc, '/d/sp /a')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '--no-wait', '/sp /a')
+            r = as_user(ft.FREEZECTL_BIN, f'--socket={private}', 'freeze', '/sp ', '--except=/sp /keep',
+                        '--timeout=300ms')
+            lines = r.stderr.split('\n')
+            ft.check(r.returncode == 1 and len(lines) == 3 and 'Timeout' in lines[0],
+                     'nobody\'s freeze --except of "/sp ", its cover frozen before: a Timeout, and a note', r)
+            ft.check_equal(lines[1:], ["freezectl: note: the groups whose flags stay set (without --rollback) are "
+                                       "not printed: 'freezectl tree '/sp '' shows them ('freezectl thaw' of those "
+                                       'it shows frozen clears them: they are yours; a thaw --recursive of "/sp " '
+                                       'is refused unless "/sp "\'s own flag is yours too)', ''],
+                           '... the note names "/sp " as a shell word in its command, in double quotes in its words')
+            user_ok(ft.FREEZECTL_BIN, f'--socket={private}', 'thaw', '--recursive', '/sp ')
 
             # A vfork() parent of root's, in uninterruptible sleep until its child execs (the
             # child sleeps instead): the kernel counts it frozen, and so does freezerd, seeing its
