@@ -248,9 +248,11 @@ static void help_to(FILE *f) {
                "flags it wrote stay as asked, and the kernel goes on with them: PATH...\"), and\n"
                "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
                "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
-               "there; --json keeps its message as it is). Up to four PATHs, then \"and N\n"
-               "more\"; a PATH there that holds a \" or \", \", \" and \", \": \" or \". \", or\n"
-               "ends in \",\", \" and\", \":\" or \".\", in double quotes too, as freezerd names it.\n"
+               "there), and with --rollback a Timeout's \"--rollback had nothing to restore:\n"
+               "... PATH...\" of a call that changed no flag (--json keeps freezerd's\n"
+               "message as it is). Up to four PATHs, then \"and N more\"; a PATH there that\n"
+               "holds a \" or \", \", \" and \", \": \" or \". \", or ends in \",\", \" and\", \":\" or\n"
+               "\".\", in double quotes too, as freezerd names it.\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -1012,6 +1014,27 @@ static const char *stays_find(const char *message, const char *sentence, bool *r
         return found;
 }
 
+/* freezerd's sentence of a Timeout with ROLLBACK_ON_TIMEOUT whose call wrote
+ * no flag (operation_unchanged() in daemon/manager.c): "...: the cgroup.freeze
+ * of the group already as asked was 1 before this call and stays 1, and the
+ * kernel goes on freezing it: /hang".  The last one whose fixed words (no
+ * '"') run to the ": " that a list of paths follows to the end
+ * (stays_list()), NULL if none: the same words in a path, which freezerd
+ * puts in double quotes, are no such sentence. */
+#define ROLLBACK_UNCHANGED_SENTENCE ". ROLLBACK_ON_TIMEOUT had nothing to restore: the cgroup.freeze of the "
+static const char *rollback_unchanged_find(const char *message) {
+        const char *found = NULL;
+        bool cut;
+
+        for (const char *p = message; p && (p = strstr(p, ROLLBACK_UNCHANGED_SENTENCE)); p++) {
+                const char *words = p + strlen(ROLLBACK_UNCHANGED_SENTENCE), *colon = strstr(words, ": ");
+
+                if (colon && !memchr(words, '"', (size_t) (colon - words)) && stays_list(colon + 2, &cut))
+                        found = p;
+        }
+        return found;
+}
+
 _printf_(4, 0)
 static void vlog_failure(const char *name, const char *message, int r, const char *fmt, va_list ap) {
         _cleanup_free_ char *what = NULL, *trimmed = NULL;
@@ -1059,6 +1082,12 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 at = stays_find(message, timeout ? timeout_stays : stays, &cut);
         if (at && asprintf(&translated, "%.*s. Without --rollback%s", (int) (at - message), message,
                            at + strlen(flag_words)) >= 0)
+                message = translated;
+        /* With --rollback, a Timeout whose call changed no flag says that
+         * --rollback had nothing to restore. */
+        if (arg_rollback && message && timeout && (at = rollback_unchanged_find(message)) &&
+            asprintf(&translated, "%.*s. --rollback%s", (int) (at - message), message,
+                     at + strlen(". ROLLBACK_ON_TIMEOUT")) >= 0)
                 message = translated;
 
         verbatim_message = message;

@@ -1862,12 +1862,18 @@ static void operation_fail(Operation *op, const char *name, const char *fmt, ...
  * unwinds as it was applied.  A flag someone else changed since is theirs:
  * it is left alone; so is one a later call asked for as it is (adopted): that
  * call was told its flag is set.  Returns whether anything was restored;
- * *ret_kept counts the adopted flags left, *ret_kept_path names one. */
-static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **ret_kept_path) {
+ * *ret_kept counts the adopted flags left, *ret_kept_path names one;
+ * *ret_failed counts the writes back that failed, *ret_failed_path and
+ * *ret_failed_error tell the first. */
+static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **ret_kept_path,
+                               unsigned *ret_failed, const char **ret_failed_path, int *ret_failed_error) {
         bool any = false;
 
         *ret_kept = 0;
         *ret_kept_path = NULL;
+        *ret_failed = 0;
+        *ret_failed_path = NULL;
+        *ret_failed_error = 0;
         for (unsigned i = op->n_entries; i > 0; i--) {
                 OpEntry *e = &op->entries[i - 1];
                 if (!e->group || !(e->wrote || e->inherited) || e->group->freeze != e->new_freeze)
@@ -1879,9 +1885,13 @@ static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **r
                 }
                 e->new_freeze = e->prev_freeze; /* our own write must not cancel us */
                 int r = group_write_freeze(op->manager, e->group, e->prev_freeze);
-                if (r < 0)
+                if (r < 0) {
                         log_warning_errno(r, "Rollback of %s failed: %m", e->group->path);
-                else
+                        if ((*ret_failed)++ == 0) {
+                                *ret_failed_path = e->group->path;
+                                *ret_failed_error = r;
+                        }
+                } else
                         any = true;
                 group_poll_uncovered(op->manager, e->group);
         }
@@ -2106,6 +2116,62 @@ static char *operation_stays(const Operation *op, const char *sentence) {
         return TAKE_PTR(text);
 }
 
+/* The sentence of a Timeout with ROLLBACK_ON_TIMEOUT that names the flags
+ * the call asked for as they were (no write, so none for its rollback):
+ * they stay, and a caller told nothing (or only that every flag it changed
+ * was restored) would not know whether its rollback happened, nor what it
+ * left.  Where its rollback restored nothing, kept nothing and failed
+ * nothing (nothing_restored), the sentence says so first
+ * (ROLLBACK_UNCHANGED_SENTENCE).  The list of paths ends it, as
+ * operation_stays()'s does: freezectl finds it so (and says --rollback for
+ * ROLLBACK_ON_TIMEOUT).  NULL where there is none (every flag was written,
+ * or changed since). */
+#define ROLLBACK_UNCHANGED_SENTENCE ". ROLLBACK_ON_TIMEOUT had nothing to restore: "
+static char *operation_unchanged(const Operation *op, bool nothing_restored) {
+        _cleanup_free_ char *list = NULL;
+        size_t size = 0, n = 0, n_pending = 0, n_set = 0;
+        FILE *f;
+
+        f = open_memstream(&list, &size);
+        if (!f)
+                return NULL;
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                const OpEntry *e = &op->entries[i];
+
+                if (!e->group || e->wrote || e->inherited || e->group->freeze != e->new_freeze)
+                        continue;
+                n_pending += !e->done;
+                n_set += e->new_freeze;
+                if (n++ < STAYS_GROUPS_NAMED)
+                        fprintf(f, "%s%s", n > 1 ? ", " : "", CG_NAMED_IN_LIST(e->group->path));
+        }
+        if (n > STAYS_GROUPS_NAMED)
+                fprintf(f, " and %zu more", n - STAYS_GROUPS_NAMED);
+        if (fclose(f) != 0 || n == 0)
+                return NULL;
+
+        /* One value for all (a Freeze's, a Thaw's, most batches'): said. */
+        const char *value = n_set == n ? "1" : n_set == 0 ? "0" : NULL;
+        _cleanup_free_ char *what = NULL, *kernel = NULL;
+        char *text = NULL;
+        if ((n == 1 ? asprintf(&what, "%s cgroup.freeze of the group already as asked",
+                               nothing_restored ? ROLLBACK_UNCHANGED_SENTENCE "the" : ". The")
+                    : asprintf(&what, "%s cgroup.freeze of the %zu groups already as asked",
+                               nothing_restored ? ROLLBACK_UNCHANGED_SENTENCE "the" : ". The", n)) < 0)
+                return NULL;
+        if (n_pending > 0 &&
+            asprintf(&kernel, ", and the kernel goes on %s%s",
+                     n_pending < n ? "with those it waited for"
+                     : !value      ? "with them"
+                     : value[0] == '1' ? "freezing" : "thawing",
+                     n_pending < n || !value ? "" : n == 1 ? " it" : " them") < 0)
+                return NULL;
+        if (asprintf(&text, "%s was %s before this call and stays %s%s: %s", what,
+                     value ?: "1 or 0", value ?: "so", kernel ?: "", list) < 0)
+                return NULL;
+        return text;
+}
+
 /* An operation done: its success is queued with the failures, so that every
  * reply goes out in the order its outcome was found.  A call that reverses a
  * pending one (Cancelled) and is then done at once replies after it, as it
@@ -2139,11 +2205,19 @@ void manager_dispatch(Manager *m) {
                         operation_finish(op, NULL);
                         continue;
                 }
-                unsigned kept = 0;
-                const char *kept_path = NULL;
-                _cleanup_free_ char *kept_msg = NULL;
+                unsigned kept = 0, failed = 0;
+                const char *kept_path = NULL, *failed_path = NULL;
+                int failed_error = 0;
+                _cleanup_free_ char *kept_msg = NULL, *failed_msg = NULL;
                 if (op->doom_rollback)
-                        restored = operation_rollback(op, &kept, &kept_path);
+                        restored = operation_rollback(op, &kept, &kept_path, &failed, &failed_path, &failed_error);
+                /* A flag the rollback could not write back stays as the call
+                 * wrote it: said, as what was restored is. */
+                if (failed > 0 && asprintf(&failed_msg, ". Restoring the flag of %s failed (%s)%s",
+                                           CG_NAMED_IN_LIST(failed_path), strerror(-failed_error),
+                                           failed > 1 ? ", and that of other groups: they stay as written"
+                                                      : ": it stays as written") < 0)
+                        failed_msg = NULL;
                 if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
                                          restored ? ", but" : ". The flag of", CG_NAMED_IN_LIST(kept_path),
                                          kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
@@ -2160,8 +2234,18 @@ void manager_dispatch(Manager *m) {
                                                  : stays && op->writes_unnamed
                                                          ? operation_stays(op, TIMEOUT_STAYS_SENTENCE)
                                                          : NULL;
-                operation_fail(op, op->doom_name, "%s%s%s%s%s", msg ?: "Failed",
-                               restored ? ". Every flag this call changed was restored" : "", kept_msg ?: "",
+                /* A rollback leaves the flags asked for as they were: said,
+                 * lest a call that changed none read as if nothing had been
+                 * said of its rollback (operation_unchanged()). */
+                _cleanup_free_ char *unchanged_msg =
+                        op->doom_rollback && streq(op->doom_name, BUS_ERROR_TIMEOUT)
+                                ? operation_unchanged(op, !restored && kept == 0 && failed == 0)
+                                : NULL;
+                operation_fail(op, op->doom_name, "%s%s%s%s%s%s%s", msg ?: "Failed", failed_msg ?: "",
+                               restored ? failed > 0 ? ". The other flags this call changed were restored"
+                                                     : ". Every flag this call changed was restored"
+                                        : "",
+                               kept_msg ?: "", unchanged_msg ?: "",
                                stays && !stays_msg ? ". Without ROLLBACK_ON_TIMEOUT the flags stay as asked, and the "
                                                      "kernel goes on with them" : "", stays_msg ?: "");
         }

@@ -17,7 +17,11 @@ Checks:
     the kernel function it sleeps in (/proc/PID/wchan), and not the sleeper,
     which is frozen.  It and the log say "after 500 ms" (it was "500.000ms").
   * With the flag already 1, Freeze(1.25 s, ROLLBACK) writes back the previous
-    value, 1; the message says "after 1.25 s".
+    value, 1; the message says "after 1.25 s", and that ROLLBACK_ON_TIMEOUT had
+    nothing to restore: /h's cgroup.freeze was 1 and stays 1, and the kernel goes
+    on freezing it; `freezectl freeze --rollback` says it of --rollback; so does
+    ApplyBatch([/h: freeze]); ApplyBatch([/h, /x (empty): freeze]) restores /x
+    and says that /h stays 1.
   * Thaw then succeeds.
   * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
     fails with Timeout after >= 700 ms.
@@ -29,6 +33,9 @@ Checks:
     once its own sleeper is, while /p/c is still freezing; the Timeout of
     Freeze("/p") and of a batch holding /p names /p/c as what keeps it, and its
     task; so does the Timeout of FreezeExcept("/q", ["/q/keep"]) for /q/s/c.
+  * A group whose name holds ". ROLLBACK_ON_TIMEOUT had nothing to restore: ...",
+    blocked: `freezectl freeze --rollback` says "--rollback" of freezerd's sentence
+    only, not of the same words in the name (in double quotes).
   * `freezectl freeze /q --except=/q/keep` timing out without --rollback names the
     flags left, /q/s and /q/t; as nobody, given /q/s and /q/t but not /q, nothing
     advises `thaw --recursive /q` (which freezerd refuses nobody), and a thaw of
@@ -56,6 +63,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('core-timeout') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         sc.mkdir('/h')
+        sc.mkdir('/x')
         sleeper = sc.spawn_sleepers('/h', 1)[0]
         stuck = fuse.spawn_stuck(sc, '/h')
 
@@ -111,6 +119,28 @@ def test():
                      'the Timeout message says "after 1.25 s"', repr(e.message))
             ft.check_equal(sc.read_freeze('/h'), 1, 'rollback to the previous value 1: cgroup.freeze stays 1')
             ft.check_equal(state(), ('freezing', True, False), 'still freezing')
+            # The call changed nothing: said, lest the caller wonder whether its rollback happened.
+            unchanged = ('ROLLBACK_ON_TIMEOUT had nothing to restore: the cgroup.freeze of the group already as '
+                         'asked was 1 before this call and stays 1, and the kernel goes on freezing it: /h')
+            ft.check(e.message.endswith('. ' + unchanged) and 'restored' not in e.message,
+                     'rollback of a call that wrote nothing: the Timeout message says what stays', repr(e.message))
+            r = ft.freezectl('freeze', '--rollback', '--timeout=300ms', '/h', address=bus.address, check=False)
+            ft.check(r.returncode == 1 and 'Timeout: Timed out after 300 ms waiting for /h' in r.stderr and
+                     r.stderr.endswith('. ' + unchanged.replace('ROLLBACK_ON_TIMEOUT', '--rollback') + '\n'),
+                     'freezectl freeze --rollback: the same in its words', r)
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/h', True)], 'auto', 300000,
+                                     ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(e.message.endswith('. ' + unchanged), 'the same for a batch whose request was skipped',
+                     repr(e.message))
+            # A batch that wrote /x (restored) and skipped /h: both said.
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/h', True), ('/x', True)], 'auto',
+                                     300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(e.message.endswith('. Every flag this call changed was restored. The cgroup.freeze of the group '
+                                        'already as asked was 1 before this call and stays 1, and the kernel goes on '
+                                        'freezing it: /h'),
+                     'a batch that restored /x says that /h stays', repr(e.message))
+            ft.check_equal((sc.read_freeze('/h'), sc.read_freeze('/x')), (1, 0), '  ... /h stays 1, /x is back to 0')
+            ft.check_equal(state(), ('freezing', True, False), 'still freezing')
 
             c.call('Thaw', '/h', 0, 0)
             ft.check_equal((sc.read_freeze('/h'), sc.read_events('/h').get('frozen')), (0, 0), 'Thaw: 0, frozen 0')
@@ -161,6 +191,10 @@ def test():
             sc.mkdir(g)
         sc.spawn_sleepers('/q/s', 1)
         stuck_q = fuse.spawn_stuck(sc, '/q/s/c')
+        # A group whose name holds the sentence freezectl says of --rollback.
+        hostile = '/z. ROLLBACK_ON_TIMEOUT had nothing to restore: the cgroup.freeze of the x: q'
+        sc.mkdir(hostile)
+        fuse.spawn_stuck(sc, hostile)
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
             e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', '/p', 300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
@@ -178,6 +212,17 @@ def test():
             ft.check(f'/q/s/c freezing-by-parent). Not frozen: task {stuck_q.pid} (stat) of /q/s/c, in uninterruptible '
                      'sleep' in e.message, 'FreezeExcept: the Timeout names /q/s/c and its task', repr(e.message))
             ft.check_equal((sc.read_freeze('/q/s'), sc.read_freeze('/q/t')), (0, 0), '  ... rolled back')
+            # freezectl says --rollback for the sentence, not for the same words in a path.
+            ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'Freeze', hostile, 300000, 0)
+            r = ft.freezectl('freeze', '--rollback', '--timeout=300ms', hostile, address=bus.address, check=False)
+            ft.check(r.returncode == 1 and r.stderr.endswith(
+                '. --rollback had nothing to restore: the cgroup.freeze of the group already as asked was 1 before '
+                f'this call and stays 1, and the kernel goes on freezing it: "{hostile}"\n') and
+                r.stderr.count('ROLLBACK_ON_TIMEOUT') == 4,
+                'freezectl freeze --rollback of a group whose name holds the sentence: --rollback said of '
+                'the sentence alone', r)
+            ft.check_equal(sc.read_freeze(hostile), 1, '  ... whose flag stays 1')
+            c.call('Thaw', hostile, 0, 0)
             # Without --rollback the cover's flags stay and none is printed: the error names
             # them (test-batch-except-timeout).
             r = ft.freezectl('freeze', '/q', '--except=/q/keep', '--timeout=300ms', address=bus.address,
