@@ -4616,8 +4616,9 @@ static int help_now(const struct option *options, int argc, char **argv) {
 
 /* getopt_long() found no option of options in an argument (given: argv as
  * given; argv: as getopt_long() permuted it so far): said, and where the
- * command takes PATHs (or a FILE), how to pass one that starts with '-'
- * ("freezectl freeze -odd" for the group /-odd read -o as an option). */
+ * command takes PATHs (or a FILE) and the word starts with one '-', how to
+ * pass one that starts with '-' ("freezectl freeze -odd" for the group
+ * /-odd read -o as an option). */
 static int invalid_option(const struct option *options, int argc, char **argv, char **given) {
         const char *words[2] = {}, *word = argv[optind - 1];
         const verb *v = NULL;
@@ -4636,7 +4637,9 @@ static int invalid_option(const struct option *options, int argc, char **argv, c
                 for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                         if (streq(verbs[i].name, words[0]))
                                 v = &verbs[i];
-        if (!v || v->max_args == 0)
+        /* Not for a long option ("--bogus"): a mistyped option, far more
+         * likely than a path that starts with "--". */
+        if (!v || v->max_args == 0 || startswith(word, "--"))
                 return usage_error("invalid option '%s'", option[0] ? option : word);
 
         log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--': "

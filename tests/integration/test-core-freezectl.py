@@ -52,9 +52,10 @@ Checks:
     order).
   * With no freezerd on the bus, `tree` says "cannot show tree: freezerd is
     not running", as `tree PATH` names its verb (it said "cannot list groups").
-  * An argument that starts with '-' and is no option of a command that takes
-    PATHs (`freeze -odd`, `status --odd`; `batch -x` for its FILE): exit 2, the
-    line says how to pass it: after "--" (it said only "invalid option '-o'").
+  * An argument that starts with one '-' and is no option of a command that takes
+    PATHs (`freeze -odd`, `status -odd`; `batch -x` for its FILE): exit 2, the
+    line says how to pass it: after "--" (it said only "invalid option '-o'");
+    not for a long option (`status --odd`), a mistyped option more likely.
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -641,8 +642,10 @@ def test():
             # where the command takes one; list takes none, and its line has no such hint.
             for args, line in ((['freeze', '-odd'], "invalid option '-o' (see --help; a path that starts with '-' "
                                                    "goes after '--': freezectl freeze -- -odd)"),
-                               (['status', '--odd'], "invalid option '--odd' (see --help; a path that starts with "
-                                                     "'-' goes after '--': freezectl status -- --odd)"),
+                               (['status', '-odd'], "invalid option '-o' (see --help; a path that starts with "
+                                                    "'-' goes after '--': freezectl status -- -odd)"),
+                               # A long option mistyped, far likelier than a path "--odd": no hint.
+                               (['status', '--odd'], "invalid option '--odd' (see --help)"),
                                (['batch', '-x'], "invalid option '-x' (see --help; a file that starts with '-' "
                                                  "goes after '--': freezectl batch -- -x)"),
                                (['list', '-o'], "invalid option '-o' (see --help)")):
