@@ -249,7 +249,7 @@ static void help_to(FILE *f) {
                "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
                "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
                "there), and with --rollback a Timeout's \"--rollback had nothing to restore:\n"
-               "... PATH...\" of a call that changed no flag (--json keeps freezerd's\n"
+               "... PATH...\" of a call that wrote no flag (--json keeps freezerd's\n"
                "message as it is). Up to four PATHs, then \"and N more\"; a PATH there that\n"
                "holds a \" or \", \", \" and \", \": \" or \". \", or ends in \",\", \" and\", \":\" or\n"
                "\".\", in double quotes too, as freezerd names it.\n"
@@ -1083,7 +1083,7 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         if (at && asprintf(&translated, "%.*s. Without --rollback%s", (int) (at - message), message,
                            at + strlen(flag_words)) >= 0)
                 message = translated;
-        /* With --rollback, a Timeout whose call changed no flag says that
+        /* With --rollback, a Timeout whose call wrote no flag says that
          * --rollback had nothing to restore. */
         if (arg_rollback && message && timeout && (at = rollback_unchanged_find(message)) &&
             asprintf(&translated, "%.*s. --rollback%s", (int) (at - message), message,

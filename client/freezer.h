@@ -96,12 +96,11 @@ typedef struct freezer freezer;
 /* On timeout write the previous cgroup.freeze value back before failing. For
  * batches (freezer_apply_batch(), freezer_freeze_except(), FREEZER_RECURSIVE)
  * this makes the batch all-or-nothing: on timeout or on a failed write every
- * flag the batch changed is restored.  A timeout's message names the flags
- * the call asked for as they were, which no rollback touches:
+ * flag the batch changed is restored.  A timeout of a call that wrote no
+ * flag (each already as asked) says so, naming the flags, which stay:
  * ". ROLLBACK_ON_TIMEOUT had nothing to restore: the cgroup.freeze of the
  * group already as asked was 1 before this call and stays 1, and the kernel
- * goes on freezing it: /h" where it changed none (a freeze of a group already
- * freezing). */
+ * goes on freezing it: /h" (a freeze of a group already freezing). */
 #define FREEZER_ROLLBACK_ON_TIMEOUT (UINT64_C(1) << 0)
 /* Return once cgroup.freeze is written, without waiting for the kernel. */
 #define FREEZER_NO_WAIT (UINT64_C(1) << 1)
@@ -310,8 +309,8 @@ FREEZER_EXPORT int freezer_thaw(freezer *f, const char *path, uint64_t timeout_u
  * FREEZER_ROLLBACK_ON_TIMEOUT, the flags stay as requested and the error
  * message names the groups that did not finish; with it, every flag the batch
  * changed is restored first, but one that a later call asked for as it was set
- * (that call was told it is done): the message names it ("was kept"), and
- * the flags asked for as they were, which stay (FREEZER_ROLLBACK_ON_TIMEOUT). A later
+ * (that call was told it is done): the message names it ("was kept"); a
+ * batch that wrote no flag says so (FREEZER_ROLLBACK_ON_TIMEOUT). A later
  * request that reverses one of the batch's
  * flags before the kernel confirmed it fails the call with -ECANCELED.
  *

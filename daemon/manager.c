@@ -2116,29 +2116,30 @@ static char *operation_stays(const Operation *op, const char *sentence) {
         return TAKE_PTR(text);
 }
 
-/* The sentence of a Timeout with ROLLBACK_ON_TIMEOUT that names the flags
- * the call asked for as they were (no write, so none for its rollback):
- * they stay, and a caller told nothing (or only that every flag it changed
- * was restored) would not know whether its rollback happened, nor what it
- * left.  Where its rollback restored nothing, kept nothing and failed
- * nothing (nothing_restored), the sentence says so first
- * (ROLLBACK_UNCHANGED_SENTENCE).  The list of paths ends it, as
- * operation_stays()'s does: freezectl finds it so (and says --rollback for
- * ROLLBACK_ON_TIMEOUT).  NULL where there is none (every flag was written,
- * or changed since). */
+/* The sentence of a Timeout with ROLLBACK_ON_TIMEOUT whose call wrote no
+ * flag (every one it asked for was already so): its rollback had nothing to
+ * restore, and a caller told nothing of it would not know whether it
+ * happened, nor what it left.  The flags it names stay as they were.  The
+ * list of paths ends it, as operation_stays()'s does: freezectl finds it so
+ * (and says --rollback for ROLLBACK_ON_TIMEOUT).  NULL where the call wrote
+ * a flag (its rollback's sentences say what it restored), or where none is
+ * left as it asked (changed since). */
 #define ROLLBACK_UNCHANGED_SENTENCE ". ROLLBACK_ON_TIMEOUT had nothing to restore: "
-static char *operation_unchanged(const Operation *op, bool nothing_restored) {
+static char *operation_unchanged(const Operation *op) {
         _cleanup_free_ char *list = NULL;
         size_t size = 0, n = 0, n_pending = 0, n_set = 0;
         FILE *f;
 
+        for (unsigned i = 0; i < op->n_entries; i++)
+                if (op->entries[i].wrote || op->entries[i].inherited)
+                        return NULL;
         f = open_memstream(&list, &size);
         if (!f)
                 return NULL;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
 
-                if (!e->group || e->wrote || e->inherited || e->group->freeze != e->new_freeze)
+                if (!e->group || e->group->freeze != e->new_freeze)
                         continue;
                 n_pending += !e->done;
                 n_set += e->new_freeze;
@@ -2154,14 +2155,13 @@ static char *operation_unchanged(const Operation *op, bool nothing_restored) {
         const char *value = n_set == n ? "1" : n_set == 0 ? "0" : NULL;
         _cleanup_free_ char *what = NULL, *kernel = NULL;
         char *text = NULL;
-        if ((n == 1 ? asprintf(&what, "%s cgroup.freeze of the group already as asked",
-                               nothing_restored ? ROLLBACK_UNCHANGED_SENTENCE "the" : ". The")
-                    : asprintf(&what, "%s cgroup.freeze of the %zu groups already as asked",
-                               nothing_restored ? ROLLBACK_UNCHANGED_SENTENCE "the" : ". The", n)) < 0)
+        if ((n == 1 ? asprintf(&what, "%sthe cgroup.freeze of the group already as asked", ROLLBACK_UNCHANGED_SENTENCE)
+                    : asprintf(&what, "%sthe cgroup.freeze of the %zu groups already as asked",
+                               ROLLBACK_UNCHANGED_SENTENCE, n)) < 0)
                 return NULL;
         if (n_pending > 0 &&
             asprintf(&kernel, ", and the kernel goes on %s%s",
-                     n_pending < n ? "with those it waited for"
+                     n_pending < n ? "with those not done yet"
                      : !value      ? "with them"
                      : value[0] == '1' ? "freezing" : "thawing",
                      n_pending < n || !value ? "" : n == 1 ? " it" : " them") < 0)
@@ -2234,12 +2234,12 @@ void manager_dispatch(Manager *m) {
                                                  : stays && op->writes_unnamed
                                                          ? operation_stays(op, TIMEOUT_STAYS_SENTENCE)
                                                          : NULL;
-                /* A rollback leaves the flags asked for as they were: said,
-                 * lest a call that changed none read as if nothing had been
-                 * said of its rollback (operation_unchanged()). */
+                /* A rollback of a call that wrote no flag: said, lest the
+                 * caller read nothing of its rollback (operation_unchanged()). */
                 _cleanup_free_ char *unchanged_msg =
-                        op->doom_rollback && streq(op->doom_name, BUS_ERROR_TIMEOUT)
-                                ? operation_unchanged(op, !restored && kept == 0 && failed == 0)
+                        op->doom_rollback && streq(op->doom_name, BUS_ERROR_TIMEOUT) && !restored && kept == 0 &&
+                                        failed == 0
+                                ? operation_unchanged(op)
                                 : NULL;
                 operation_fail(op, op->doom_name, "%s%s%s%s%s%s%s", msg ?: "Failed", failed_msg ?: "",
                                restored ? failed > 0 ? ". The other flags this call changed were restored"
