@@ -2639,6 +2639,22 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
         return r;
 }
 
+/* A reload's call (Manager.member(), no arguments), its reply for handler
+ * through the slot at home.  Not auto-started either: a reload is for the
+ * freezerd there now, and one sent after it left (a retry due before its
+ * NameOwnerChanged was handled) would start one for nothing; a freezerd that
+ * starts is listed and subscribed anew anyway (on_daemon_owner_changed()). */
+static int reload_call(freezer *f, const char *member, sd_bus_message_handler_t handler, sd_bus_slot **home) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = new_manager_call(f, member, &m);
+
+        if (r >= 0)
+                r = sd_bus_message_set_auto_start(m, false);
+        if (r >= 0)
+                r = sd_bus_call_async(f->bus, home, m, handler, f, 0);
+        return r;
+}
+
 static const char *state_unsubscribe_member(freezer *f) {
         return f->compact ? "UnsubscribeGroupStates" : "UnsubscribeGroups";
 }
@@ -2775,8 +2791,7 @@ static int states_lost(freezer *f) {
                 return 0;
         }
         f->ids_loading = false;
-        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "");
+        r = reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot);
         if (r < 0)
                 f->held_lost = false;
         return r;
@@ -2791,8 +2806,7 @@ static int ids_reload(freezer *f) {
 
         f->reread_in = f->reread_again = f->ids_again = false;
         f->ids_loading = true;
-        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "");
+        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot);
         if (r < 0)
                 f->held_lost = false;
         return r;
@@ -3000,8 +3014,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
          * signal dropped so far). */
         f->ids_loading = true;
         f->ids_again = false;
-        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_group_ids_queue, f, "");
+        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot);
         if (r < 0)
                 held_drop(f);
         return 0;
@@ -3132,8 +3145,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                  * after any signal dropped so far). */
                 f->ids_loading = f->reread_again = false;
                 if (!f->state_cb ||
-                    sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                             FREEZER_MANAGER_INTERFACE, "ListGroups", on_states_reread_queue, f, "") < 0)
+                    reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot) < 0)
                         f->held_lost = false;
                 free(held); /* dropped when they were lost: empty */
                 return 0;
@@ -3177,9 +3189,7 @@ static int state_resubscribe(freezer *f) {
         r = state_match_set(f, true, false);
         if (r < 0)
                 return r;
-        r = sd_bus_call_method_async(f->bus, &f->ids_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "SubscribeGroupStates", on_states_subscribed_queue, f,
-                                     "");
+        r = reload_call(f, "SubscribeGroupStates", on_states_subscribed_queue, &f->ids_slot);
         if (r < 0)
                 f->ids_slot = NULL;
         return r;
@@ -3209,8 +3219,9 @@ static int on_daemon_owner_changed(sd_bus_message *m, void *userdata, _unused_ s
         if (*old_owner)
                 pressure_triggers_ended_by(f, old_owner);
         cache_clear(f);
-        /* The group callback's retries too, where none waits (a list of
-         * the new freezerd follows). */
+        /* The group callback's retries too: a list of the new freezerd
+         * follows, and none is for a freezerd that left. */
+        f->known_retry = false;
         reload_retries_dropped(f, &f->known_retry);
         if (f->state_cb && *new_owner)
                 (void) state_resubscribe(f);
@@ -3448,8 +3459,7 @@ static int groups_list(freezer *f) {
 
         f->known_in = f->known_again = false;
         f->known_slot = sd_bus_slot_unref(f->known_slot);
-        r = sd_bus_call_method_async(f->bus, &f->known_slot, FREEZER_SERVICE, FREEZER_MANAGER_PATH,
-                                     FREEZER_MANAGER_INTERFACE, "ListGroupIds", on_groups_listed_queue, f, "");
+        r = reload_call(f, "ListGroupIds", on_groups_listed_queue, &f->known_slot);
         if (r < 0) {
                 /* Signals are reported as they come, as before any list. */
                 f->known_slot = NULL;
