@@ -592,7 +592,8 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
  * group callback's list, the one at its installation too) could not be
- * queued or loaded for lack of memory, or was freezerd's NoMemory (it
+ * asked for (its call not sent), queued or loaded for lack of memory, or
+ * was freezerd's NoMemory (it
  * lacked the memory for that list, or for the state callback's
  * subscription after it started, which is sent again then)
  * (the dispatch may have run callbacks before); one -ENOMEM says every such
@@ -743,7 +744,7 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * without ListGroupIds(), or more than 4,194,304 groups), signals are
  * reported as they come, and a group whose signal was dropped is not
  * reported: after a long blocking call under a flood, read the groups afresh
- * to be sure.  A list that lacks the memory for its reply or its table, or
+ * to be sure.  A list that lacks the memory for its call, its reply or its table, or
  * that freezerd answers NoMemory (it lacked the memory for it), the
  * one at the installation (which still returns 0) or a later one (after a
  * dropped signal or a start of freezerd), is read again from a later

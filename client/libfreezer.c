@@ -682,6 +682,15 @@ static bool subscription_nomem_forced(void) {
         return hook_take(&freezer_test_nomem_subscriptions);
 }
 
+/* The next this many calls of reloads (reload_call()) fail to be sent, as
+ * without the memory. */
+extern unsigned freezer_test_fail_reload_sends;
+unsigned freezer_test_fail_reload_sends;
+
+static bool reload_send_fails(void) {
+        return hook_take(&freezer_test_fail_reload_sends);
+}
+
 /* The live entries of the state callback's table. */
 size_t freezer_test_state_groups(freezer *f);
 size_t freezer_test_state_groups(freezer *f) {
@@ -705,6 +714,10 @@ static bool signal_drop_forced(void) {
 }
 
 static bool subscription_nomem_forced(void) {
+        return false;
+}
+
+static bool reload_send_fails(void) {
         return false;
 }
 #endif
@@ -2643,15 +2656,21 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
  * through the slot at home.  Not auto-started either: a reload is for the
  * freezerd there now, and one sent after it left (a retry due before its
  * NameOwnerChanged was handled) would start one for nothing; a freezerd that
- * starts is listed and subscribed anew anyway (on_daemon_owner_changed()). */
-static int reload_call(freezer *f, const char *member, sd_bus_message_handler_t handler, sd_bus_slot **home) {
+ * starts is listed and subscribed anew anyway (on_daemon_owner_changed()).
+ * Without the memory to send it (-ENOMEM), it is lost as a reply that could
+ * not be queued is: started again from a later freezer_dispatch() (*retry,
+ * of its kind: reload_lost()), which says -ENOMEM. */
+static int reload_call(freezer *f, const char *member, sd_bus_message_handler_t handler, sd_bus_slot **home,
+                       bool *retry) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r = new_manager_call(f, member, &m);
+        int r = reload_send_fails() ? -ENOMEM : new_manager_call(f, member, &m);
 
         if (r >= 0)
                 r = sd_bus_message_set_auto_start(m, false);
         if (r >= 0)
                 r = sd_bus_call_async(f->bus, home, m, handler, f, 0);
+        if (r == -ENOMEM)
+                reload_lost(f, retry, r);
         return r;
 }
 
@@ -2791,7 +2810,7 @@ static int states_lost(freezer *f) {
                 return 0;
         }
         f->ids_loading = false;
-        r = reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot);
+        r = reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot, &f->states_retry);
         if (r < 0)
                 f->held_lost = false;
         return r;
@@ -2806,7 +2825,7 @@ static int ids_reload(freezer *f) {
 
         f->reread_in = f->reread_again = f->ids_again = false;
         f->ids_loading = true;
-        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot);
+        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot, &f->states_retry);
         if (r < 0)
                 f->held_lost = false;
         return r;
@@ -3014,7 +3033,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
          * signal dropped so far). */
         f->ids_loading = true;
         f->ids_again = false;
-        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot);
+        r = reload_call(f, "ListGroupIds", on_group_ids_queue, &f->ids_slot, &f->states_retry);
         if (r < 0)
                 held_drop(f);
         return 0;
@@ -3145,7 +3164,7 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
                  * after any signal dropped so far). */
                 f->ids_loading = f->reread_again = false;
                 if (!f->state_cb ||
-                    reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot) < 0)
+                    reload_call(f, "ListGroups", on_states_reread_queue, &f->ids_slot, &f->states_retry) < 0)
                         f->held_lost = false;
                 free(held); /* dropped when they were lost: empty */
                 return 0;
@@ -3176,8 +3195,8 @@ static int on_group_ids_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
  * (groups may have been made meanwhile).  Not waited for: a failure leaves
- * us without signals, as it would at start (a retry, reloads_retry(), tries
- * again later). */
+ * us without signals, as it would at start; one for lack of memory is sent
+ * again from a later dispatch (reload_call(), reloads_retry()). */
 static int state_resubscribe(freezer *f) {
         int r;
 
@@ -3187,9 +3206,11 @@ static int state_resubscribe(freezer *f) {
         held_drop(f);
         /* A new freezerd may have what the old one lacked. */
         r = state_match_set(f, true, false);
+        if (r == -ENOMEM)
+                reload_lost(f, &f->states_resubscribe, r);
         if (r < 0)
                 return r;
-        r = reload_call(f, "SubscribeGroupStates", on_states_subscribed_queue, &f->ids_slot);
+        r = reload_call(f, "SubscribeGroupStates", on_states_subscribed_queue, &f->ids_slot, &f->states_resubscribe);
         if (r < 0)
                 f->ids_slot = NULL;
         return r;
@@ -3459,7 +3480,7 @@ static int groups_list(freezer *f) {
 
         f->known_in = f->known_again = false;
         f->known_slot = sd_bus_slot_unref(f->known_slot);
-        r = reload_call(f, "ListGroupIds", on_groups_listed_queue, &f->known_slot);
+        r = reload_call(f, "ListGroupIds", on_groups_listed_queue, &f->known_slot, &f->known_retry);
         if (r < 0) {
                 /* Signals are reported as they come, as before any list. */
                 f->known_slot = NULL;

@@ -66,6 +66,7 @@ extern unsigned freezer_test_fail_reread_replies;
 extern unsigned freezer_test_fail_ids_loads;
 extern size_t freezer_test_group_table_max;
 extern unsigned freezer_test_fail_group_lists;
+extern unsigned freezer_test_fail_reload_sends;
 size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
@@ -672,6 +673,33 @@ static void test_reload_reply_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The reload of Ids after /new25's InterfacesAdded was dropped, whose call
+ * cannot be sent (no memory, made so by the test hook): freezer_dispatch()
+ * fails with -ENOMEM once, the Ids are loaded again and the states read, so
+ * /new25 is reported.  (The send failure was ignored: never retried, /new25
+ * never reported, nor the error.) */
+static void test_ids_send_lost(const char *socket_path) {
+        freezer *f = open_queue_full(socket_path);
+        unsigned enomem;
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = "/new25";
+        freezer_test_fail_reload_sends = 1;
+        CHECK_R(freezer_freeze(f, "/new25", 0, 0), 0);
+        enomem = dispatch_until_reported(f, 5);
+        drain(f, N_CALLS);
+        CHECK_R(freezer_test_fail_reload_sends, 0);
+        CHECK_R(enomem, 1);
+        CHECK_R(new_reported, 1);
+        /* The retry's ListGroupIds (the first was not sent), the states. */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "IS");
+        new_path = "/new2";
+        freezer_close(f);
+}
+
 /* The Ids of a reload that came but could not be loaded (no memory, made so
  * by the test hook): freezer_dispatch() fails with -ENOMEM once, the Ids
  * are loaded again and the states read, so /new7, whose InterfacesAdded was
@@ -1014,6 +1042,33 @@ static void test_group_list_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The group callback's list, read again after /new24's InterfacesAdded was
+ * dropped, whose call cannot be sent (no memory, made so by the test hook):
+ * freezer_dispatch() fails with -ENOMEM once, the groups are listed again,
+ * and /new24 is reported added.  (The send failure was ignored: never
+ * listed again, /new24 never reported, nor the error.) */
+static void test_group_list_send_lost(const char *socket_path) {
+        freezer *f = open_groups_queue_full(socket_path);
+        unsigned enomem;
+        char calls[32];
+
+        if (!f)
+                return;
+        freezer_test_fail_reload_sends = 1;
+        CHECK_R(freezer_freeze(f, "/new24", 0, 0), 0);
+        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
+        CHECK(calls_done == N_CALLS);
+        CHECK_R(freezer_test_fail_reload_sends, 0);
+        CHECK_R(enomem, 1);
+        CHECK_STR(group_reports, "+/new24");
+        /* The retry's list (the first was not sent). */
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+        freezer_test_fail_reload_sends = 0;
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 /* The group callback's list, read again after /new23's InterfacesAdded was
  * dropped, answered NoMemory by freezerd: freezer_dispatch() fails with
  * -ENOMEM once, the groups are listed again, and /new23 is reported added.
@@ -1326,6 +1381,7 @@ int main(void) {
         test_ids_removed(socket_path);
         test_reload_reply_lost(socket_path);
         test_ids_load_lost(socket_path);
+        test_ids_send_lost(socket_path);
         test_ids_nomem(socket_path);
         test_states_nomem(socket_path);
         test_reload_backoff(socket_path);
@@ -1334,6 +1390,7 @@ int main(void) {
         test_ids_past_max(socket_path);
         test_group_list_lost(socket_path);
         test_group_list_nomem(socket_path);
+        test_group_list_send_lost(socket_path);
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
         test_reload_backoff_kinds(socket_path);
