@@ -750,7 +750,9 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
  * dropped signal or a start of freezerd), is read again from a later
  * freezer_dispatch() (the first retry at once, further ones backing off),
  * and the dispatch that sees the loss fails with -ENOMEM (see there); until
- * the list at the installation is in, signals are reported as they come.
+ * the list at the installation is in, signals are reported as they come, and
+ * a group whose signal is dropped before then is not reported: there is no
+ * table yet to compare the list read for it with.
  */
 typedef void (*freezer_group_callback)(freezer *f, const char *path, bool added, freezer_state state,
                                        void *userdata);
