@@ -555,6 +555,8 @@ static int error_null_path(freezer *f) {
 #define DEFERRED_MAX (384U * 1024U)
 #endif
 
+static bool signal_drop_forced(void);
+
 /* A message for handler, queued by one of the deferring wrappers below: the
  * slot sd-bus dispatches it through is the one at home.  Fails for lack of
  * memory, or with ENOBUFS past DEFERRED_MAX where limited (signals that can
@@ -567,8 +569,6 @@ static int error_null_path(freezer *f) {
  * freezerd without GroupStatesChanged), ids_lost() for an
  * InterfacesAdded/Removed in what the state callback knows, groups_lost()
  * for one the group callback missed. */
-static bool signal_drop_forced(void);
-
 static int defer_full(freezer *f, sd_bus_message *m, sd_bus_message_handler_t handler, void *userdata,
                       sd_bus_slot **home, bool limited, deferred **ret) {
         deferred *d;
