@@ -4616,20 +4616,42 @@ static int help_now(const struct option *options, int argc, char **argv) {
 
 /* getopt_long() found no option of options in an argument (given: argv as
  * given; argv: as getopt_long() permuted it so far): said, and where the
- * command takes PATHs (or a FILE) and the word starts with one '-', how to
- * pass one that starts with '-' ("freezectl freeze -odd" for the group
- * /-odd read -o as an option). */
+ * command takes PATHs (or a FILE), the word starts with one '-' and comes
+ * after the command word, how to pass one that starts with '-'
+ * ("freezectl freeze -odd" for the group /-odd read -o as an option). */
 static int invalid_option(const struct option *options, int argc, char **argv, char **given) {
         const char *words[2] = {}, *word = argv[optind - 1];
         const verb *v = NULL;
         char option[3] = {};
+        bool after_command = false;
 
         if (optopt > 0 && optopt < 0x100) {
-                /* An unknown letter ends its argument ("-x") or not ("-odd"): then
-                 * getopt_long() did not step past it yet. */
-                if (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
-                    strchr(argv[optind] + 1, optopt) && argv[optind][strlen(argv[optind]) - 1] != optopt)
-                        word = argv[optind];
+                /* getopt_long() steps optind past an argument only once it read
+                 * its last letter, so optind alone does not tell which one it
+                 * was ("-x" or "-xyz"). -h, the only short option, stops the
+                 * parsing as an unknown letter does: the word is the first
+                 * argument as given that holds short options, its first
+                 * letter the unknown one. */
+                bool command = false;
+
+                for (int i = 1; i < argc; i++) {
+                        const char *a = given[i];
+
+                        if (streq(a, "--"))
+                                break;
+                        if (a[0] != '-' || a[1] == 0) {
+                                command = true;
+                                continue;
+                        }
+                        if (a[1] == '-') {
+                                if (long_option_takes_next(options, a))
+                                        i++;
+                                continue;
+                        }
+                        word = a;
+                        after_command = command;
+                        break;
+                }
                 option[0] = '-';
                 option[1] = (char) optopt;
         }
@@ -4638,8 +4660,9 @@ static int invalid_option(const struct option *options, int argc, char **argv, c
                         if (streq(verbs[i].name, words[0]))
                                 v = &verbs[i];
         /* Not for a long option ("--bogus"): a mistyped option, far more
-         * likely than a path that starts with "--". */
-        if (!v || v->max_args == 0 || startswith(word, "--"))
+         * likely than a path that starts with "--"; nor for one before the
+         * command ("-x freeze /a"): an option of freezectl, no path. */
+        if (!v || v->max_args == 0 || !after_command)
                 return usage_error("invalid option '%s'", option[0] ? option : word);
 
         log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--': "
@@ -4785,8 +4808,9 @@ static int parse_argv(int argc, char *argv[]) {
 
                         /* getopt names a known long option given an argument it
                          * does not take ("--no-wait=1", "--help=x") in optopt,
-                         * as it does an unknown short one. */
-                        if (optopt != 0 && startswith(arg, "--") && eq)
+                         * as it does an unknown short one: then argv[optind - 1]
+                         * may be the argument before ("--timeout=1s -xx"). */
+                        if ((optopt >= ARG_VERSION || optopt == 'h') && startswith(arg, "--") && eq)
                                 return usage_error("option '%.*s' takes no argument", (int) (eq - arg), arg);
                         return invalid_option(options, argc, argv, given);
                 }

@@ -55,7 +55,9 @@ Checks:
   * An argument that starts with one '-' and is no option of a command that takes
     PATHs (`freeze -odd`, `status -odd`; `batch -x` for its FILE): exit 2, the
     line says how to pass it: after "--" (it said only "invalid option '-o'");
-    not for a long option (`status --odd`), a mistyped option more likely.
+    not for a long option (`status --odd`), a mistyped option more likely, nor for
+    one before the command (`-x freeze /a`). The hint names the argument that holds
+    the letter also when the letter ends it (`freeze -pop`, `freeze /a -xx`).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
@@ -648,7 +650,22 @@ def test():
                                (['status', '--odd'], "invalid option '--odd' (see --help)"),
                                (['batch', '-x'], "invalid option '-x' (see --help; a file that starts with '-' "
                                                  "goes after '--': freezectl batch -- -x)"),
-                               (['list', '-o'], "invalid option '-o' (see --help)")):
+                               (['list', '-o'], "invalid option '-o' (see --help)"),
+                               # The unknown letter last in its word: that word (it named the one before,
+                               # "freeze", "/a", or argv[0]).
+                               (['freeze', '-pop'], "invalid option '-p' (see --help; a path that starts with '-' "
+                                                    "goes after '--': freezectl freeze -- -pop)"),
+                               (['freeze', '/a', '-xx'], "invalid option '-x' (see --help; a path that starts with "
+                                                         "'-' goes after '--': freezectl freeze -- -xx)"),
+                               (['freeze', '-x', '-xy'], "invalid option '-x' (see --help; a path that starts with "
+                                                         "'-' goes after '--': freezectl freeze -- -x)"),
+                               (['freeze', '--except', '-x', '-xy'], "invalid option '-x' (see --help; a path that "
+                                                                     "starts with '-' goes after '--': freezectl "
+                                                                     "freeze -- -xy)"),
+                               # Before the command: an option of freezectl, no path: no hint (after
+                               # --address=..., it read "option '--address' takes no argument").
+                               (['-xx', 'freeze'], "invalid option '-x' (see --help)"),
+                               (['-x', 'freeze', '/a'], "invalid option '-x' (see --help)")):
                 r = ft.freezectl(*args, check=False)
                 what = ' '.join(args)
                 ft.check_equal((r.returncode, r.stdout, r.stderr), (2, '', f'freezectl: {line}\n'),
