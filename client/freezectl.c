@@ -1791,13 +1791,23 @@ static const char *path_q(const char *path) {
  * text_escape_n()).  path_q()'s double quotes are no shell word: a shell
  * expands $, ` and \ in them, and a name with white space inside reads as
  * two words bare.  Where it is not as it is, a copy in *tofree (to free);
- * path, as it is, on a failed allocation: it is only shown. */
+ * path, as it is, on a failed allocation: it is only shown.  NULL where the
+ * line cannot show the word as a shell reads it: a path that holds a
+ * backslash (shown doubled) or a character the line shows as \xNN
+ * (char_escaped()); the caller names the path without a command then. */
 static const char *shell_word(const char *path, char **tofree) {
         const char *p;
         size_t n = 2;
         char *w, *k;
 
         *tofree = NULL;
+        for (const unsigned char *u = (const unsigned char *) path; *u;) {
+                size_t l = cg_utf8_char_len(u, false);
+
+                if (char_escaped(u, l) || *u == '\\')
+                        return NULL;
+                u += l;
+        }
         for (p = path; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
                       strchr("/._-+,:@%=", *p) || (unsigned char) *p >= 0x80))
@@ -2598,20 +2608,31 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                                     ? timeout_names_stays(freezer_last_error_message(f))
                                     : 1;
                 /* PATH in the commands as a shell word, in the words as the
-                 * other messages name it. */
-                const char *word = named <= 0 ? shell_word(path, &word_tofree) : path;
+                 * other messages name it; no command where the line cannot
+                 * show PATH as a shell word (shell_word()). */
+                const char *word = named <= 0 ? shell_word(path, &word_tofree) : NULL;
 
-                if (named <= 0 && geteuid() == 0)
+                if (named <= 0 && word && geteuid() == 0)
                         log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
                                   " tree %s' shows them ('" PROGRAM " thaw --recursive %s' clears every flag below "
                                   "it, also those set before)",
                                   named < 0 ? "printed" : "all named", word, word);
-                else if (named <= 0)
+                else if (named <= 0 && geteuid() == 0)
+                        log_error("note: the groups whose flags stay set (without --rollback) are not %s: " PROGRAM
+                                  " tree of %s shows them (a thaw --recursive of it clears every flag below it, also "
+                                  "those set before)",
+                                  named < 0 ? "printed" : "all named", path_q(path));
+                else if (named <= 0 && word)
                         log_error("note: the groups whose flags stay set (without --rollback) are not %s: '" PROGRAM
                                   " tree %s' shows them ('" PROGRAM " thaw' of those it shows frozen clears them: "
                                   "they are yours; a thaw --recursive of %s is refused unless %s's own flag is "
                                   "yours too)",
                                   named < 0 ? "printed" : "all named", word, path_q(path), path_q(path));
+                else if (named <= 0)
+                        log_error("note: the groups whose flags stay set (without --rollback) are not %s: " PROGRAM
+                                  " tree of %s shows them (a thaw of those it shows frozen clears them: they are "
+                                  "yours; a thaw --recursive of it is refused unless its own flag is yours too)",
+                                  named < 0 ? "printed" : "all named", path_q(path));
                 return EXIT_FAILURE;
         }
 

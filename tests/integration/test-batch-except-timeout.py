@@ -43,7 +43,9 @@ Checks:
   * "/it's " (an apostrophe, a trailing space) with "/it's /a" stuck, its flag set before,
     "/it's /keep" excluded: root's note suggests 'freezectl tree '/it'"'"'s '' (PATH as a
     shell word, which a shell reads as the path, with no backslash, which the line shows
-    doubled; it printed it bare: two words, the quote unclosed)."""
+    doubled; it printed it bare: two words, the quote unclosed).
+  * "/b\\s" (a backslash), the same: the note names it without a command (it suggested
+    '/b\\\\s', as the line doubles a backslash: a shell reads another path)."""
 
 import os
 import shlex
@@ -64,6 +66,8 @@ U_COVER = sorted(['/u/a', U_MORE, U_TRAP, U_SPACE])
 # A name that no shell reads bare: a quote, a trailing space.
 W = "/it's "
 W_WORD = "'/it'\"'\"'s '"
+# A name whose backslash the line shows doubled: no shell word on it.
+B = '/b\\s'
 COVER = ['/t/a', '/t/b', '/t/k/c']
 SHORT_USEC = 300000
 
@@ -77,7 +81,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
     long_usec = int(ft.DEFAULT_TIMEOUT * 1e6)
     with ft.Scratch('batch-except-timeout') as sc, ft.Bus() as bus, ft.FuseHang() as fuse:
-        for g in GROUPS + ['/u/keep'] + U_COVER + [W + '/a', W + '/keep']:
+        for g in GROUPS + ['/u/keep'] + U_COVER + [W + '/a', W + '/keep', B + '/a', B + '/keep']:
             sc.mkdir(g)
         for g in ('/t/a', '/t/b'):
             sc.spawn_sleepers(g, 1)
@@ -220,6 +224,19 @@ def test():
             ft.check_equal(shlex.split(f'freezectl tree {W_WORD}'), ['freezectl', 'tree', W],
                            '... which a shell reads as the path')
             c.call('Thaw', W, long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
+
+            # ---- a PATH the line cannot show as a shell word (a backslash, shown doubled): no command
+            fuse.spawn_stuck(sc, B + '/a')
+            c.call('Freeze', B + '/a', long_usec, ft.FLAG_NO_WAIT)
+            r = ft.freezectl('freeze', B, f'--except={B}/keep', '--timeout=300ms', address=bus.address, check=False)
+            lines = r.stderr.split('\n')
+            ft.check(r.returncode == 1 and len(lines) == 3 and lines[0].endswith(PLAIN_CTL),
+                     f'freezectl freeze {B!r} --except: every flag set before, none named', r)
+            ft.check_equal(lines[1:], ['freezectl: note: the groups whose flags stay set (without --rollback) are '
+                                       'not printed: freezectl tree of /b\\\\s shows them (a thaw --recursive '
+                                       'of it clears every flag below it, also those set before)', ''],
+                           "... root's note names PATH with no command (it suggested '/b\\\\s', another path)")
+            c.call('Thaw', B, long_usec, ft.FLAG_RECURSIVE | ft.FLAG_NO_WAIT)
     print('# checked: a Timeout of FreezeExcept (and of a RECURSIVE freeze) names the flags that stay, the cover '
           'its success returns; with ROLLBACK_ON_TIMEOUT none; freezectl says so of --rollback')
 
