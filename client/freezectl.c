@@ -2406,18 +2406,25 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         if (by.by)
                                 note_frozen_by(c->f, shown ?: paths[i], &by);
                 } else if (!freeze && !arg_recursive && !arg_no_wait &&
-                           caller_frozen_below(c, shown, &frozen_below) >= 0 && frozen_below > 0)
+                           caller_frozen_below(c, shown, &frozen_below) >= 0 && frozen_below > 0) {
                         /* The thaw cleared PATH's flag alone, and its reply
                          * came once the kernel reported PATH running: by
                          * then a group below that PATH alone froze runs too
                          * (the kernel thaws the subtree in the same write),
                          * so what is still frozen is frozen by a flag below
                          * PATH (freeze --except sets such flags), which the
-                         * exit status 0 would hide. */
+                         * exit status 0 would hide.  PATH in the command as
+                         * a shell word, whole (path_q() cuts a long one);
+                         * none where the line cannot show one (shell_word()). */
+                        _cleanup_free_ char *word_tofree = NULL;
+                        const char *word = shell_word(shown ?: paths[i], &word_tofree);
+
                         log_error("note: %" PRIu32 " group%s below %s stay%s frozen by flags set below it (a plain "
-                                  "thaw clears its own flag only): " PROGRAM " thaw --recursive %s clears them",
+                                  "thaw clears its own flag only): %s%s clears them",
                                   frozen_below, frozen_below == 1 ? "" : "s", path_q(shown ?: paths[i]),
-                                  frozen_below == 1 ? "s" : "", path_q(shown ?: paths[i]));
+                                  frozen_below == 1 ? "s" : "",
+                                  word ? PROGRAM " thaw --recursive " : "a thaw --recursive of it", word ?: "");
+                }
 
                 if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
                                                   caller_error_message(c), &by, frozen_below) < 0) {

@@ -20,7 +20,9 @@ Checks:
   * The groups "/sp/ a/\"q ", "/sp/ a/r " ... "/sp/ a/u ": `freeze "/sp/ a"` excepting
     all five notes that nothing was frozen below "/sp/ a", in double quotes; with the
     five frozen, `freeze /sp --except="/sp/ a"` notes the first four of them and the
-    excluded "/sp/ a" in double quotes, the '"' as \" (they were bare).
+    excluded "/sp/ a" in double quotes, the '"' as \" (they were bare); `thaw "/sp/ a"`
+    then notes `freezectl thaw --recursive '/sp/ a'`, a shell word (it was in double
+    quotes, which a shell expands in).
   * a PATH that freezerd normalizes ("-dash", "nope/") names the group the same
     way at the start of the error line as freezerd's message does ("cannot
     freeze /-dash: NoSuchGroup: /-dash does not exist"; it said "cannot freeze
@@ -47,6 +49,7 @@ Checks:
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -146,6 +149,15 @@ def check_except_spaced(sc, bus):
                        r'excluded "/sp/ a", stay frozen by their own flags: --except leaves the excluded subtrees as '
                        'they are (thaw them to run them)\n'),
                    f'freeze /sp --except={SPACED_TOP!r} with its children frozen: the note quotes each')
+    # thaw's note: PATH in its command as a shell word (it was in double quotes, which a
+    # shell expands in).
+    r = ft.freezectl('thaw', SPACED_TOP, address=bus.address, check=False)
+    ft.check_equal((r.returncode, r.stderr),
+                   (0, 'freezectl: note: 5 groups below "/sp/ a" stay frozen by flags set below it (a plain thaw '
+                       "clears its own flag only): freezectl thaw --recursive '/sp/ a' clears them\n"),
+                   f'thaw {SPACED_TOP!r} with its children frozen: the command names it as a shell word')
+    ft.check_equal(shlex.split(r.stderr.rsplit(': ', 1)[1])[:4], ['freezectl', 'thaw', '--recursive', SPACED_TOP],
+                   '... which a shell reads as the path')
     ft.freezectl('thaw', '--recursive', '/sp', address=bus.address)
     ft.check_equal([sc.read_freeze(p) for p in ['/sp/b'] + SPACED], [0] * 6, 'thaw --recursive /sp')
 
