@@ -498,8 +498,12 @@ static void help(void) {
  * (interrupted, or no reply in time: vlog_failure()), "freezerd may or may
  * not carry out the freeze of /pods: ...". "" before any. */
 static char goes_on[1400];
+/* The words of a call that waits ("the freeze of /pods except /pods/a, ..."):
+ * room for two paths as path_q() names them (path_cut(), CG_QUOTE_MAX bytes
+ * and " (N bytes)", in quotes), so that neither is cut off. */
+#define CALL_WHAT_MAX (2 * (CG_QUOTE_MAX + 40) + 64)
 /* The call of goes_on alone ("the freeze of /pods"). */
-static char call_what[256];
+static char call_what[CALL_WHAT_MAX];
 
 /* After a connection lost during a call: what became of it.  With
  * ROLLBACK_ON_TIMEOUT freezerd takes the call's flags back as it stops, or
@@ -1416,7 +1420,7 @@ static void interrupt_install(void) {
  * between, so that a signal never finds half of it. */
 _printf_(1, 2)
 static void interrupt_say(const char *fmt, ...) {
-        char raw[256], line[4 * sizeof goes_on];
+        char raw[CALL_WHAT_MAX], line[4 * sizeof goes_on];
         va_list ap;
         int n;
 

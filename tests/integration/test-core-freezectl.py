@@ -60,6 +60,8 @@ Checks:
     the letter also when the letter ends it (`freeze -pop`, `freeze /a -xx`).
   * `--no-wait` returns at once while the group is still freezing; `--` allows
     a path starting with "-".
+  * SIGINT while the freeze of a 404-byte PATH waits: the line names it as path_q()
+    cuts it, "(404 bytes)" and the rest of the line kept (it was cut off at 255 bytes).
   * SIGINT or SIGTERM while `freeze /s` waits: freezectl dies of the signal
     after one line on stderr saying that freezerd goes on with the freeze of
     /s if it was already working on it (and refuses it if it reads it only
@@ -565,6 +567,38 @@ def test():
                                f'{sig.name}: one line on stderr says so')
                 ft.check_equal(check_status(sc, '/s')['state'], 'freezing', f'{sig.name}: /s is still freezing')
                 ft.freezectl('thaw', '/s')
+            # A PATH path_q() cuts ("... (404 bytes)"): the line keeps the cut form whole (it
+            # was cut off at 255 bytes, its "(N bytes)" and the rest of the sentence lost).
+            long_top = '/l/' + 'y' * 200
+            long_path = long_top + '/' + 'y' * 200
+            sc.mkdir(long_path)
+            ft.wait_for(lambda: ft.freezectl('status', long_path, check=False).returncode == 0,
+                        what='freezerd to publish the long path')
+            stuck = fuse.spawn_stuck(sc, long_path)
+            p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'freeze', '--timeout=60s', long_path],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                ft.wait_for(lambda: sc.read_freeze(long_path) == 1, what='freezectl to write the long path\'s flag',
+                            poll=0.005)
+                p.send_signal(signal.SIGINT)
+                out, err = p.communicate(timeout=ft.DEFAULT_TIMEOUT)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            ft.check(p.returncode == -signal.SIGINT and
+                     err.startswith('freezectl: interrupted: freezerd may or may not carry out the freeze of /l/yyy') and
+                     f'yyy ({len(long_path)} bytes): a call it was already working on goes on' in err and
+                     err.endswith('; see freezectl status\n'),
+                     f'SIGINT while freeze of a {len(long_path)}-byte PATH waits: the line names it cut, whole', err)
+            sc.write_freeze(long_path, 0)
+            stuck.kill()
+            stuck.wait(timeout=ft.DEFAULT_TIMEOUT)
+            sc.wait_events(long_path, frozen=0)
+            sc.rmdir(long_path)
+            sc.rmdir(long_top)
+            sc.rmdir('/l')
 
             # ---- an error line in one write(2): stderr a SOCK_SEQPACKET socket keeps each write whole
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
