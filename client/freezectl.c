@@ -3975,6 +3975,23 @@ static int watch_add_triggers(freezer *f, watch_context *c) {
         return n;
 }
 
+/* Before a watching line, with SIGINT and SIGTERM blocked for the loop: one
+ * that came meanwhile (pending) ends watch at once, without the line, as
+ * --help says of a signal before it (the loop read it after the line, which
+ * a script takes for "ready"). */
+static void watch_exit_if_signalled(void) {
+        sigset_t pending;
+
+#ifdef FREEZER_TEST_HOOKS
+        /* Test builds only: stopped here, to be sent a signal that stays pending. */
+        if (getenv("FREEZECTL_TEST_STOP_BEFORE_WATCHING"))
+                (void) raise(SIGSTOP);
+#endif
+        if (sigpending(&pending) >= 0 &&
+            (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1))
+                on_watch_signal(0);
+}
+
 /* What watch does first: look PATH up (which makes freezerd track its
  * subtree), note the groups listed, add the triggers and print the watching
  * line.  At its start, or, if no freezerd ran then, once one takes the bus
@@ -4044,15 +4061,7 @@ static int watch_start(freezer *f, watch_context *c) {
          * says (the loop read it after the line, which a script takes for
          * "ready"). */
         (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
-#ifdef FREEZER_TEST_HOOKS
-        /* Test builds only: stopped here, to be sent a signal that stays pending. */
-        if (getenv("FREEZECTL_TEST_STOP_BEFORE_WATCHING"))
-                (void) raise(SIGSTOP);
-#endif
-        sigset_t pending;
-        if (sigpending(&pending) >= 0 &&
-            (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1))
-                on_watch_signal(0);
+        watch_exit_if_signalled();
         c->started = true;
         watch_emit_watching(c);
         watch_print_listed(c, groups, n_groups);
@@ -4113,8 +4122,11 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
                         c->ret = EXIT_FAILURE;
                         return;
                 }
-                if (r > 0)
+                if (r > 0) {
+                        /* As at the start (watch_start()). */
+                        watch_exit_if_signalled();
                         watch_emit_watching(c);
+                }
 
                 watch_calls_begin();
                 r = freezer_list(f, &groups, &n_groups);

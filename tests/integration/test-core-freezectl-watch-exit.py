@@ -25,7 +25,10 @@ Checks, freezerd stopped before watch starts (method-call timeout 10 min):
 Checks, SIGINT pending at the watching line (freezectl-test-hooks stops itself once it
 blocked the signal for its loop, and the signal is sent meanwhile):
   * exit 0 at once, without the watching line, as --help says of a signal before it (it
-    printed the line, which a script takes for "ready", and then ended)."""
+    printed the line, which a script takes for "ready", and then ended).
+  * so after a restart: freezectl-test-hooks stops itself again before the watching line
+    it prints once the new freezerd took the trigger; SIGINT then: exit 0 without that
+    line (it was printed without looking)."""
 
 import os
 import selectors
@@ -198,6 +201,51 @@ def run_pending(bus):
              (out, lines))
 
 
+def run_pending_restart(bus, sc):
+    """SIGINT pending at the watching line watch prints again once a restarted freezerd
+    took its trigger again: as at the start, exit 0 without the line."""
+    what = 'SIGINT pending before the watching line after a restart'
+    hooks = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
+    env = dict(os.environ, FREEZECTL_TEST_STOP_BEFORE_WATCHING='1')
+    p = None
+    try:
+        with ft.Daemon(bus, sc.root) as d:
+            p = subprocess.Popen([hooks, f'--address={bus.address}', 'watch', '/g', TRIGGERS[0]], env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
+                        what='freezectl watch to stop before its first watching line')
+            p.send_signal(signal.SIGCONT)
+            sel = selectors.DefaultSelector()
+            sel.register(p.stdout, selectors.EVENT_READ)
+            deadline = time.monotonic() + ft.DEFAULT_TIMEOUT
+            first = b''
+            while not first.endswith(b'\n'):
+                if not sel.select(deadline - time.monotonic()):
+                    ft.fail(f'{what}: no first watching line')
+                chunk = os.read(p.stdout.fileno(), 4096)
+                if not chunk:
+                    ft.fail(f'{what}: watch exited ({p.wait()}): {p.stderr.read()!r}')
+                first += chunk
+            sel.close()
+            ft.check(b'watching' in first, f'{what}: the first watching line', first)
+            d.stop()
+        with ft.Daemon(bus, sc.root):
+            ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
+                        what='freezectl watch to stop before its watching line after the restart')
+            p.send_signal(signal.SIGINT)
+            p.send_signal(signal.SIGCONT)
+            status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
+            out = p.stdout.read()
+    finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+    ft.check_equal(status, 0, f'{what}: exit status 0')
+    ft.check(b'freezerd exited' in out and b'watching' not in out and lines == [],
+             f'{what}: the exited line, no second watching line (it printed one, then ended), no error',
+             (out, lines))
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'psi')
     with ft.Scratch('core-freezectl-watch-exit') as sc, ft.Bus() as bus:
@@ -206,6 +254,7 @@ def test():
             run(bus, d)
             run_pending(bus)
         run_catch_up(bus, sc)
+        run_pending_restart(bus, sc)
 
 
 if __name__ == '__main__':
