@@ -3377,6 +3377,11 @@ FREEZER_EXPORT int freezer_set_state_callback(freezer *f, freezer_state_callback
                         interfaces_match_update(f);
                         return error_take(f, &error, r);
                 }
+                /* Subscribed now: a subscription still waiting to be sent
+                 * again (state_resubscribe() that lacked the memory) would be
+                 * a second one, which one Unsubscribe does not end. */
+                f->states_resubscribe = f->states_fallback = false;
+                reload_retries_dropped(f, &f->states_retry);
         }
 
         f->state_cb = cb;
@@ -3482,9 +3487,15 @@ static int groups_list(freezer *f) {
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         r = reload_call(f, "ListGroupIds", on_groups_listed_queue, &f->known_slot, &f->known_retry);
         if (r < 0) {
-                /* Signals are reported as they come, as before any list. */
                 f->known_slot = NULL;
-                f->known_loaded = false;
+                /* Signals are reported as they come, as before any list; but
+                 * not where it is retried (-ENOMEM: reload_call()): the table
+                 * stays what the callback was told until the retry's list,
+                 * lest a signal repeated meanwhile be reported twice (as
+                 * on_groups_listed() keeps it for a table that lacks the
+                 * memory). */
+                if (r != -ENOMEM)
+                        f->known_loaded = false;
         }
         return r;
 }
@@ -3575,7 +3586,10 @@ static void reloads_retry(freezer *f) {
                         if (r >= 0)
                                 f->states_fallback = false;
                 }
-                if (f->states_retry) {
+                /* Not while the subscription waits to be sent again: its
+                 * reply loads the Ids and the states (above); nor is its
+                 * error overwritten. */
+                if (f->states_retry && !f->states_resubscribe) {
                         if (f->state_cb && !f->compact)
                                 r = states_lost(f);
                         else if (f->state_cb && f->ids_slot)
