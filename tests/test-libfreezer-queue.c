@@ -645,129 +645,82 @@ static unsigned dispatch_until_reported(freezer *f, unsigned seconds) {
         return enomem;
 }
 
+/* A reload of the state callback's, after path's InterfacesAdded was
+ * dropped, that the handle loses once: freezer_dispatch() fails with -ENOMEM
+ * once, the reload is started again, and path is reported; calls_expected:
+ * the stand-in's calls from then on (I ListGroupIds, S ListGroups).  first
+ * (may be NULL): a Freeze() of it before, which makes the stand-in answer
+ * the next such call NoMemory; hook_before/hook_after (may be NULL): a test
+ * hook's count set to 1 before/after path's Freeze(), which is used up by
+ * then. */
+static void check_reload_lost_once(const char *socket_path, const char *path, const char *first,
+                                   unsigned *hook_before, unsigned *hook_after, const char *calls_expected) {
+        freezer *f = open_queue_full(socket_path);
+        char calls[32];
+
+        if (!f)
+                return;
+        new_path = path;
+        if (first)
+                CHECK_R(freezer_freeze(f, first, 0, 0), 0);
+        if (hook_before)
+                *hook_before = 1;
+        CHECK_R(freezer_freeze(f, path, 0, 0), 0);
+        if (hook_after)
+                *hook_after = 1;
+        CHECK_R(dispatch_until_reported(f, 5), 1);
+        drain(f, N_CALLS);
+        if (hook_before)
+                CHECK_R(*hook_before, 0);
+        if (hook_after)
+                CHECK_R(*hook_after, 0);
+        CHECK_R(new_reported, 1);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, calls_expected);
+        new_path = "/new2";
+        /* Not carried into the next tests, used up or not. */
+        if (hook_before)
+                *hook_before = 0;
+        if (hook_after)
+                *hook_after = 0;
+        freezer_close(f);
+}
+
 /* The reply of a reload of Ids that cannot be queued (no memory, made so by
- * the test hook): freezer_dispatch() fails with -ENOMEM once, and the Ids
- * are loaded again (then the states read), so /new6, whose InterfacesAdded
- * was dropped, is reported.  (The reload waited for the lost reply for ever,
+ * the test hook): the lost reply's ListGroupIds, the one started again, the
+ * states; /new6 reported.  (The reload waited for the lost reply for ever,
  * and no other reload started: /new6 was never reported, nor the error.) */
 static void test_reload_reply_lost(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
-        unsigned enomem;
-        char calls[32];
-
-        if (!f)
-                return;
-        new_path = "/new6";
-        /* Its InterfacesAdded dropped: the Ids asked for again. */
-        CHECK_R(freezer_freeze(f, "/new6", 0, 0), 0);
-        freezer_test_fail_reload_replies = 1;
-        enomem = dispatch_until_reported(f, 5);
-        drain(f, N_CALLS);
-        CHECK(freezer_test_fail_reload_replies == 0);
-        CHECK_R(enomem, 1);
-        CHECK_R(new_reported, 1);
-        /* The lost reply's ListGroupIds, the one started again, the states. */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "IIS");
-        new_path = "/new2";
-        freezer_close(f);
+        check_reload_lost_once(socket_path, "/new6", NULL, NULL, &freezer_test_fail_reload_replies, "IIS");
 }
 
-/* The reload of Ids after /new25's InterfacesAdded was dropped, whose call
- * cannot be sent (no memory, made so by the test hook): freezer_dispatch()
- * fails with -ENOMEM once, the Ids are loaded again and the states read, so
- * /new25 is reported.  (The send failure was ignored: never retried, /new25
- * never reported, nor the error.) */
+/* The reload's call cannot be sent (no memory, made so by the test hook):
+ * the retry's ListGroupIds (the first was not sent), the states.  (The send
+ * failure was ignored: never retried, /new25 never reported, nor the
+ * error.) */
 static void test_ids_send_lost(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
-        unsigned enomem;
-        char calls[32];
-
-        if (!f)
-                return;
-        new_path = "/new25";
-        freezer_test_fail_reload_sends = 1;
-        CHECK_R(freezer_freeze(f, "/new25", 0, 0), 0);
-        enomem = dispatch_until_reported(f, 5);
-        drain(f, N_CALLS);
-        CHECK_R(freezer_test_fail_reload_sends, 0);
-        CHECK_R(enomem, 1);
-        CHECK_R(new_reported, 1);
-        /* The retry's ListGroupIds (the first was not sent), the states. */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "IS");
-        new_path = "/new2";
-        freezer_test_fail_reload_sends = 0; /* not carried into the next tests */
-        freezer_close(f);
+        check_reload_lost_once(socket_path, "/new25", NULL, &freezer_test_fail_reload_sends, NULL, "IS");
 }
 
-/* The Ids of a reload that came but could not be loaded (no memory, made so
- * by the test hook): freezer_dispatch() fails with -ENOMEM once, the Ids
- * are loaded again and the states read, so /new7, whose InterfacesAdded was
- * dropped, is reported.  (The failure was ignored and the states read with
- * the old table, which lacked /new7: never reported, nor the error.) */
+/* The Ids came but could not be loaded (no memory, made so by the test
+ * hook): loaded again, the states read.  (The failure was ignored and the
+ * states read with the old table, which lacked /new7: never reported, nor
+ * the error.) */
 static void test_ids_load_lost(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
-        char calls[32];
-
-        if (!f)
-                return;
-        new_path = "/new7";
-        CHECK_R(freezer_freeze(f, "/new7", 0, 0), 0);
-        freezer_test_fail_ids_loads = 1;
-        CHECK_R(dispatch_until_reported(f, 5), 1);
-        drain(f, N_CALLS);
-        CHECK(freezer_test_fail_ids_loads == 0);
-        CHECK_R(new_reported, 1);
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "IIS");
-        new_path = "/new2";
-        freezer_close(f);
+        check_reload_lost_once(socket_path, "/new7", NULL, NULL, &freezer_test_fail_ids_loads, "IIS");
 }
 
-/* The state callback's Ids loaded again (after /new21's InterfacesAdded
- * was dropped) answered NoMemory by freezerd: freezer_dispatch() fails with
- * -ENOMEM once, the Ids are loaded again and the states read, so /new21 is
- * reported.  (The error was taken for "no Ids": the states were read with
- * the old table, which lacked /new21, never reported, nor the error.) */
+/* The Ids answered NoMemory by freezerd: loaded again, the states read.
+ * (The error was taken for "no Ids": the states were read with the old
+ * table, which lacked /new21, never reported, nor the error.) */
 static void test_ids_nomem(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
-        char calls[32];
-
-        if (!f)
-                return;
-        new_path = "/new21";
-        CHECK_R(freezer_freeze(f, "/nomem/ids", 0, 0), 0);
-        CHECK_R(freezer_freeze(f, "/new21", 0, 0), 0);
-        CHECK_R(dispatch_until_reported(f, 5), 1);
-        drain(f, N_CALLS);
-        CHECK_R(new_reported, 1);
-        /* The Ids answered NoMemory, the Ids again, the states. */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "IIS");
-        new_path = "/new2";
-        freezer_close(f);
+        check_reload_lost_once(socket_path, "/new21", "/nomem/ids", NULL, NULL, "IIS");
 }
 
-/* The same for the states read after the Ids (/new22): freezerd's NoMemory
- * to ListGroups is retried as a lost reply is, with -ENOMEM once.  (The
- * error was taken for "no states": /new22 never reported.) */
+/* The states read after the Ids answered NoMemory: retried as a lost reply
+ * is.  (The error was taken for "no states": /new22 never reported.) */
 static void test_states_nomem(const char *socket_path) {
-        freezer *f = open_queue_full(socket_path);
-        char calls[32];
-
-        if (!f)
-                return;
-        new_path = "/new22";
-        CHECK_R(freezer_freeze(f, "/nomem/states", 0, 0), 0);
-        CHECK_R(freezer_freeze(f, "/new22", 0, 0), 0);
-        CHECK_R(dispatch_until_reported(f, 5), 1);
-        drain(f, N_CALLS);
-        CHECK_R(new_reported, 1);
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "ISIS");
-        new_path = "/new2";
-        freezer_close(f);
+        check_reload_lost_once(socket_path, "/new22", "/nomem/states", NULL, NULL, "ISIS");
 }
 
 /* The poll() timeout (ms) until the handle's due time, -1 for none. */
