@@ -3081,8 +3081,8 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
                 return 0;
         }
         if (f->state_cb && reply_no_memory(reply)) {
-                /* As for a reply lost here (on_states_reread_queue()):
-                 * signals are dropped until the retry's states are in. */
+                /* As for a reply lost here (on_states_reread_queue()): the
+                 * retry reads the states again, and tells what changed. */
                 f->held_lost = true;
                 reload_lost(f, &f->states_retry, -ENOMEM);
                 return 0;
@@ -3567,11 +3567,18 @@ static void reloads_retry(freezer *f) {
                 reload_backoff_grow(&f->states_backoff);
                 if (f->states_resubscribe) {
                         /* Its reply loads the Ids, and the states after them
-                         * as needed: a reload pending too is done with it. */
+                         * (held_lost): freezerd sent no GroupStatesChanged
+                         * since it started, and what changed meanwhile is
+                         * read.  A reload pending too is done with it.  Only
+                         * a lack of memory is retried (reload_lost()). */
                         if (f->state_cb)
                                 r = state_resubscribe(f);
-                        if (r >= 0)
+                        if (r >= 0) {
                                 f->states_resubscribe = f->states_retry = false;
+                                if (f->state_cb)
+                                        f->held_lost = true;
+                        } else if (r != -ENOMEM)
+                                f->states_resubscribe = false;
                 }
                 if (f->states_fallback) {
                         /* As on_states_subscribed() for this error, unless the

@@ -1223,7 +1223,7 @@ static bool new20_reported(void) {
  * delay though another read followed: the lost one was retried at once.) */
 static void test_group_list_again_backoff(const char *socket_path) {
         freezer *f = open_groups_queue_full(socket_path);
-        uint64_t t = 0, wait = 0;
+        uint64_t t = 0, wait = 0, took = 0;
         bool lost = false;
         char calls[32];
 
@@ -1259,6 +1259,7 @@ static void test_group_list_again_backoff(const char *socket_path) {
         freezer_test_fail_reload_replies = 1;
         for (uint64_t deadline = mono_usec() + 5 * USEC_PER_SEC; mono_usec() < deadline && !lost;) {
                 struct pollfd p = {.fd = freezer_get_fd(f), .events = POLLIN};
+                uint64_t before = mono_usec();
                 int r = freezer_dispatch(f);
 
                 if (r == -ENOMEM) {
@@ -1267,6 +1268,7 @@ static void test_group_list_again_backoff(const char *socket_path) {
                                 uint64_t n = mono_usec();
 
                                 wait = t > n ? t - n : 0;
+                                took = n - before;
                         }
                         break;
                 }
@@ -1279,7 +1281,14 @@ static void test_group_list_again_backoff(const char *socket_path) {
         fprintf(stderr, "# the list read again, lost: retried after %llu ms\n", (unsigned long long) wait / 1000);
         CHECK(lost);
         CHECK_R(freezer_test_fail_reload_replies, 0);
-        CHECK(wait >= 20 * USEC_PER_MSEC);
+        /* The retry is due 40 ms after the loss; where the dispatch that
+         * lost it took long (a loaded machine), that cannot be told from a
+         * retry due at once: said, not failed. */
+        if (took > 15 * USEC_PER_MSEC)
+                fprintf(stderr, "# the dispatch took %llu ms: the retry's delay not checked\n",
+                        (unsigned long long) took / 1000);
+        else
+                CHECK(wait >= 20 * USEC_PER_MSEC);
         CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, new20_reported, NULL), 0);
         drain(f, N_CALLS);
         CHECK_STR(group_reports, "+/new19 +/new20");
