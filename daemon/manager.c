@@ -2212,11 +2212,15 @@ void manager_dispatch(Manager *m) {
                 if (op->doom_rollback)
                         restored = operation_rollback(op, &kept, &kept_path, &failed, &failed_path, &failed_error);
                 /* A flag the rollback could not write back stays as the call
-                 * wrote it: said, as what was restored is. */
+                 * wrote it: said, as what was restored is (the first named);
+                 * but not of a group removed meanwhile, which has none. */
+                bool gone = failed_error == -ENOENT || failed_error == -ENODEV;
                 if (failed > 0 && asprintf(&failed_msg, ". Restoring the flag of %s failed (%s)%s",
                                            CG_NAMED_IN_LIST(failed_path), strerror(-failed_error),
-                                           failed > 1 ? ", and that of other groups: they stay as written"
-                                                      : ": it stays as written") < 0)
+                                           failed > 1 ? ", and that of other groups: those that still exist stay as "
+                                                        "written"
+                                           : gone ? ": the group no longer exists"
+                                                  : ": it stays as written") < 0)
                         failed_msg = NULL;
                 if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
                                          restored ? ", but" : ". The flag of", CG_NAMED_IN_LIST(kept_path),
