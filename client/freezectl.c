@@ -1384,8 +1384,10 @@ static const char *state_str(freezer_state s) {
 /* SIGINT or SIGTERM while freezerd carries out a call ends freezectl, not
  * the call: freezerd goes on with what it wrote, and nothing would say so.
  * The handler writes the line made beforehand (write(2) is safe in a signal
- * handler, formatting is not), then dies of the signal as it would have. */
-static char interrupt_line[1500];
+ * handler, formatting is not), then dies of the signal as it would have.
+ * Room for goes_on escaped (each byte at most 4: \xNN) and the prefix: a
+ * line cut would lose its end, and its newline. */
+static char interrupt_line[4 * sizeof goes_on + 32];
 static volatile sig_atomic_t interrupt_len; /* 0: no call waits, nothing to say */
 
 static void on_interrupt(int sig) {
@@ -3206,8 +3208,7 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
 
         r = freezer_list(f, &groups, &n);
         if (r < 0) {
-                /* In the verb's words, as with a PATH (not list's "cannot
-                 * list groups", which `tree` alone said). */
+                /* In the verb's words, with a PATH or without. */
                 if (root_group.path)
                         log_failure(f, r, "cannot show tree of %s", path_q(root_group.path));
                 else
@@ -3977,8 +3978,7 @@ static int watch_add_triggers(freezer *f, watch_context *c) {
 
 /* Before a watching line, with SIGINT and SIGTERM blocked for the loop: one
  * that came meanwhile (pending) ends watch at once, without the line, as
- * --help says of a signal before it (the loop read it after the line, which
- * a script takes for "ready"). */
+ * --help says of a signal before it: a script takes the line for "ready". */
 static void watch_exit_if_signalled(void) {
         sigset_t pending;
 
@@ -4058,8 +4058,7 @@ static int watch_start(freezer *f, watch_context *c) {
          * removes the triggers first): one that came after the line ended
          * watch at once.  One that came before it, but once blocked here,
          * is pending: it ends watch at once too, without the line, as --help
-         * says (the loop read it after the line, which a script takes for
-         * "ready"). */
+         * says (watch_exit_if_signalled()). */
         (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
         watch_exit_if_signalled();
         c->started = true;
@@ -4617,10 +4616,6 @@ static bool long_option_takes_next(const struct option *options, const char *arg
         return found && found->has_arg == required_argument;
 }
 
-/* -h or --help, once parsed: print the help of the command named among the
- * arguments (argv as given, before getopt_long() permuted it; "help COMMAND"
- * names COMMAND), or the whole help without one, and look at no other
- * option.  0, or -EINVAL for an unknown command. */
 /* The words of argv (as given, not permuted) that are no option nor an
  * option's argument: the command, and after "help" the one it is asked
  * about, into words.  Returns how many (0 to 2). */
@@ -4647,6 +4642,10 @@ static size_t command_words(const struct option *options, int argc, char **argv,
         return n;
 }
 
+/* -h or --help, once parsed: print the help of the command named among the
+ * arguments (argv as given, before getopt_long() permuted it; "help COMMAND"
+ * names COMMAND), or the whole help without one, and look at no other
+ * option.  0, or -EINVAL for an unknown command. */
 static int help_now(const struct option *options, int argc, char **argv) {
         const char *words[2] = {};
         size_t n = command_words(options, argc, argv, words);
@@ -4709,9 +4708,17 @@ static int invalid_option(const struct option *options, int argc, char **argv, c
         if (!v || v->max_args == 0 || !after_command)
                 return usage_error("invalid option '%s'", option[0] ? option : word);
 
-        log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--': "
-                  PROGRAM " %s -- %s)", option[0] ? option : word, streq(v->arg_name, "FILE") ? "file" : "path",
-                  v->name, word);
+        /* The word in the command as a shell word (none where the line
+         * would show it escaped: shell_word()). */
+        _cleanup_free_ char *tofree = NULL;
+        const char *shown = shell_word(word, &tofree);
+        if (shown)
+                log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--': "
+                          PROGRAM " %s -- %s)", option[0] ? option : word, streq(v->arg_name, "FILE") ? "file" : "path",
+                          v->name, shown);
+        else
+                log_error("invalid option '%s' (see --help; a %s that starts with '-' goes after '--')",
+                          option[0] ? option : word, streq(v->arg_name, "FILE") ? "file" : "path");
         return -EINVAL;
 }
 

@@ -689,6 +689,11 @@ def test():
                                # "freeze", "/a", or argv[0]).
                                (['freeze', '-pop'], "invalid option '-p' (see --help; a path that starts with '-' "
                                                     "goes after '--': freezectl freeze -- -pop)"),
+                               # The word in the command as a shell word; none where the line escapes it.
+                               (['freeze', '-a b'], "invalid option '-a' (see --help; a path that starts with '-' "
+                                                    "goes after '--': freezectl freeze -- '-a b')"),
+                               (['freeze', '-a\\b'], "invalid option '-a' (see --help; a path that starts with '-' "
+                                                     "goes after '--')"),
                                (['freeze', '/a', '-xx'], "invalid option '-x' (see --help; a path that starts with "
                                                          "'-' goes after '--': freezectl freeze -- -xx)"),
                                (['freeze', '-x', '-xy'], "invalid option '-x' (see --help; a path that starts with "
