@@ -3578,7 +3578,10 @@ static void reloads_retry(freezer *f) {
                                 if (f->state_cb)
                                         f->held_lost = true;
                         } else if (r != -ENOMEM)
-                                f->states_resubscribe = false;
+                                /* Given up, its error told (reload_error):
+                                 * nothing to reload from a freezerd that did
+                                 * not subscribe the handle. */
+                                f->states_resubscribe = f->states_retry = false;
                 }
                 if (f->states_fallback) {
                         /* As on_states_subscribed() for this error, unless the
