@@ -21,7 +21,7 @@ Checks:
     320 MB of the machine's memory before session 38) and replies wait
     in freezerd (at most a batch's replies each, 1.7 MB: within the bound of
     the heap that queues take, and no connection is closed for it).  Once
-    freezerd has read all, it is stopped (SIGSTOP), the reading connection
+    freezerd has read all, it is stopped (SIGSTOP, in epoll_wait()), the reading connection
     sends 3 calls in one write, and SIGTERM and SIGCONT follow:
     - freezerd closes the reading connection, the last one it flushes, within
       3 s of the SIGTERM, less the time freezerd waited for a CPU meanwhile
@@ -265,7 +265,11 @@ def test():
                       f'{min(map(unread_by_us, socks))} to {max(map(unread_by_us, socks))} bytes', flush=True)
                 ft.check_equal(daemon.warnings(), [], 'no connection was closed for its queue (nor other warning)')
 
-                os.kill(daemon.pid, signal.SIGSTOP)
+                # Stopped while it waits for its next loop turn, not in the middle of one
+                # (SIGSTOP takes effect when it does): stopped there, it went on after SIGCONT
+                # with that turn's events, and could read and answer the calls sent meanwhile
+                # before the loop looked at the signal.
+                ft.stop_in_epoll_wait(daemon.pid)
                 try:
                     specs = [(ft.MANAGER_PATH, ft.MANAGER_IFACE, 'ListGroups', None, ()),
                              (ft.MANAGER_PATH, ft.PROPERTIES_IFACE, 'Get', 'ss', (ft.MANAGER_IFACE, 'Version')),
