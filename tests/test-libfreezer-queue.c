@@ -970,82 +970,66 @@ static bool calls_and_report_done(void) {
         return calls_done == N_CALLS && group_reports[0] != 0;
 }
 
-/* The group callback's list, read again after /new15's InterfacesAdded was
- * dropped, that cannot be read into a table (no memory, made so by the test
- * hook): freezer_dispatch() fails with -ENOMEM once, the groups are listed
- * again, and /new15 is reported added.  (The failure was ignored: /new15
- * was never reported, nor the error.) */
+/* The group callback's list, read again after path's InterfacesAdded was
+ * dropped, lost once: freezer_dispatch() fails with -ENOMEM once, the
+ * groups are listed again, and path is reported added; calls_expected: the
+ * stand-in's ListGroupIds from then on.  first (may be NULL): a Freeze() of
+ * it before, which makes the stand-in answer the next list NoMemory;
+ * hook_before/hook_after (may be NULL): a test hook's count set to 1
+ * before/after path's Freeze(), which is used up by then. */
+static void check_group_list_lost_once(const char *socket_path, const char *path, const char *first,
+                                       unsigned *hook_before, unsigned *hook_after, const char *calls_expected) {
+        freezer *f = open_groups_queue_full(socket_path);
+        char calls[32], reported[64];
+
+        if (!f)
+                return;
+        if (first)
+                CHECK_R(freezer_freeze(f, first, 0, 0), 0);
+        if (hook_before)
+                *hook_before = 1;
+        CHECK_R(freezer_freeze(f, path, 0, 0), 0);
+        if (hook_after)
+                *hook_after = 1;
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
+                1);
+        CHECK(calls_done == N_CALLS);
+        if (hook_before)
+                CHECK_R(*hook_before, 0);
+        if (hook_after)
+                CHECK_R(*hook_after, 0);
+        (void) snprintf(reported, sizeof reported, "+%s", path);
+        CHECK_STR(group_reports, reported);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, calls_expected);
+        /* Not carried into the next tests, used up or not. */
+        if (hook_before)
+                *hook_before = 0;
+        if (hook_after)
+                *hook_after = 0;
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
+/* A list that cannot be read into a table (no memory, made so by the test
+ * hook): the list the hook failed, the one after.  (The failure was
+ * ignored: /new15 was never reported, nor the error.) */
 static void test_group_list_lost(const char *socket_path) {
-        freezer *f = open_groups_queue_full(socket_path);
-        unsigned enomem;
-        char calls[32];
-
-        if (!f)
-                return;
-        CHECK_R(freezer_freeze(f, "/new15", 0, 0), 0);
-        freezer_test_fail_group_lists = 1;
-        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
-        CHECK(calls_done == N_CALLS);
-        CHECK_R(freezer_test_fail_group_lists, 0);
-        CHECK_R(enomem, 1);
-        CHECK_STR(group_reports, "+/new15");
-        /* The list the hook failed, the one after. */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "II");
-        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
-        freezer_close(f);
+        check_group_list_lost_once(socket_path, "/new15", NULL, NULL, &freezer_test_fail_group_lists, "II");
 }
 
-/* The group callback's list, read again after /new24's InterfacesAdded was
- * dropped, whose call cannot be sent (no memory, made so by the test hook):
- * freezer_dispatch() fails with -ENOMEM once, the groups are listed again,
- * and /new24 is reported added.  (The send failure was ignored: never
- * listed again, /new24 never reported, nor the error.) */
+/* A list whose call cannot be sent (no memory, made so by the test hook):
+ * the retry's list (the first was not sent).  (The send failure was
+ * ignored: never listed again, /new24 never reported, nor the error.) */
 static void test_group_list_send_lost(const char *socket_path) {
-        freezer *f = open_groups_queue_full(socket_path);
-        unsigned enomem;
-        char calls[32];
-
-        if (!f)
-                return;
-        freezer_test_fail_reload_sends = 1;
-        CHECK_R(freezer_freeze(f, "/new24", 0, 0), 0);
-        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
-        CHECK(calls_done == N_CALLS);
-        CHECK_R(freezer_test_fail_reload_sends, 0);
-        CHECK_R(enomem, 1);
-        CHECK_STR(group_reports, "+/new24");
-        /* The retry's list (the first was not sent). */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "I");
-        freezer_test_fail_reload_sends = 0;
-        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
-        freezer_close(f);
+        check_group_list_lost_once(socket_path, "/new24", NULL, &freezer_test_fail_reload_sends, NULL, "I");
 }
 
-/* The group callback's list, read again after /new23's InterfacesAdded was
- * dropped, answered NoMemory by freezerd: freezer_dispatch() fails with
- * -ENOMEM once, the groups are listed again, and /new23 is reported added.
- * (The error was taken for a freezerd without Ids: /new23 never reported,
- * nor the error.) */
+/* A list answered NoMemory by freezerd: that list, the one after.  (The
+ * error was taken for a freezerd without Ids: /new23 never reported, nor
+ * the error.) */
 static void test_group_list_nomem(const char *socket_path) {
-        freezer *f = open_groups_queue_full(socket_path);
-        unsigned enomem;
-        char calls[32];
-
-        if (!f)
-                return;
-        CHECK_R(freezer_freeze(f, "/nomem/ids", 0, 0), 0);
-        CHECK_R(freezer_freeze(f, "/new23", 0, 0), 0);
-        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL);
-        CHECK(calls_done == N_CALLS);
-        CHECK_R(enomem, 1);
-        CHECK_STR(group_reports, "+/new23");
-        /* The list answered NoMemory, the one after. */
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "II");
-        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
-        freezer_close(f);
+        check_group_list_lost_once(socket_path, "/new23", "/nomem/ids", NULL, NULL, "II");
 }
 
 /* The group callback's list, read again after /new16's InterfacesAdded was
