@@ -366,12 +366,15 @@ class Watch:
         return sum(line.rstrip('\n') == WARNING for line in self.err)
 
 
-def check_watch_goes_on(sc, bus):
-    what = 'freezectl watch, the reply of its subscription to a restarted freezerd lost'
+def watch_goes_on_after_restart(sc, bus, what, lost, nomem_subscriptions, printed):
+    """freezectl-test-hooks watch over a freezerd restarted under it, the hooks losing lost
+    reload replies and answering nomem_subscriptions subscriptions NoMemory: watch warns
+    once, goes on, and prints a change of /g made after the warning (printed: what that
+    check says).  Returns watch's stderr, or None without the hooks' build."""
     path = hooks_bin(what)
     if not path:
-        return
-    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 1) as w:
+        return None
+    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, lost, nomem_subscriptions=nomem_subscriptions) as w:
         p, out, err = w.p, w.out, w.err
         w.wait_watching(what)
         d.stop()
@@ -390,35 +393,21 @@ def check_watch_goes_on(sc, bus):
                 return any('/g' in line for line in out[n:])
             ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
             ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
-                     f'{what}: a change after the warning printed', (p.poll(), out[n:], err))
-    ft.check(not any('lost the connection' in line for line in err), f'{what}: no "lost the connection"', err)
+                     f'{what}: {printed}', (p.poll(), out[n:], err))
+    return err
+
+
+def check_watch_goes_on(sc, bus):
+    what = 'freezectl watch, the reply of its subscription to a restarted freezerd lost'
+    err = watch_goes_on_after_restart(sc, bus, what, 1, 0, 'a change after the warning printed')
+    if err is not None:
+        ft.check(not any('lost the connection' in line for line in err), f'{what}: no "lost the connection"',
+                 err)
 
 
 def check_watch_subscription_nomem(sc, bus):
     what = 'freezectl watch, its subscription to a restarted freezerd answered NoMemory'
-    path = hooks_bin(what)
-    if not path:
-        return
-    with ft.Daemon(bus, sc.root) as d, Watch(path, bus, 0, nomem_subscriptions=1) as w:
-        p, out, err = w.p, w.out, w.err
-        w.wait_watching(what)
-        d.stop()
-        with ft.Daemon(bus, sc.root) as d2:
-            c = d2.client
-            w.wait_warning(what)
-            ft.check(p.poll() is None and w.warnings() == 1, f'{what}: the warning, and watch goes on',
-                     (p.poll(), out, err))
-            n = len(out)
-
-            def seen():
-                if p.poll() is not None:
-                    return True
-                c.call('Freeze', '/g', 0, 0)
-                c.call('Thaw', '/g', 0, 0)
-                return any('/g' in line for line in out[n:])
-            ft.wait_for(seen, poll=0.05, what=f'{what}: /g frozen printed')
-            ft.check(p.poll() is None and any('/g' in line for line in out[n:]),
-                     f'{what}: subscribed again, a change printed', (p.poll(), out[n:], err))
+    watch_goes_on_after_restart(sc, bus, what, 0, 1, 'subscribed again, a change printed')
 
 
 WINDOW = 1.5  # seconds
