@@ -166,12 +166,31 @@ def run_catch_up(bus, sc):
 
 
 def stopped(pid):
-    """Whether pid is stopped (state T in /proc/PID/stat)."""
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().rsplit(')', 1)[1].split()[0] == 'T'
-    except (OSError, IndexError):
-        return False
+    """Whether pid is stopped (state T)."""
+    st = ft.proc_state(pid)
+    return st is not None and st.state == 'T'
+
+
+def watch_stopping(bus):
+    """freezectl-test-hooks watch /g, which stops itself (SIGSTOP) before each watching
+    line, with SIGINT blocked for its loop (FREEZECTL_TEST_STOP_BEFORE_WATCHING)."""
+    hooks = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
+    if not os.access(hooks, os.X_OK):
+        ft.fail(f'{hooks} is missing (a build with -Dtests=true makes it)')
+    env = dict(os.environ, FREEZECTL_TEST_STOP_BEFORE_WATCHING='1')
+    return subprocess.Popen([hooks, f'--address={bus.address}', 'watch', '/g', TRIGGERS[0]], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def interrupt_stopped(p, what, where):
+    """Once watch p stopped itself (before the watching line where says), SIGINT, which
+    stays pending, then SIGCONT: its exit status, stderr lines and stdout."""
+    ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
+                what=f'freezectl watch to stop before its watching line{where}')
+    p.send_signal(signal.SIGINT)
+    p.send_signal(signal.SIGCONT)
+    status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
+    return status, lines, p.stdout.read()
 
 
 def run_pending(bus):
@@ -179,19 +198,9 @@ def run_pending(bus):
     loop: freezectl-test-hooks stops itself there (FREEZECTL_TEST_STOP_BEFORE_WATCHING),
     the signal sent meanwhile stays pending."""
     what = 'SIGINT pending before the watching line'
-    hooks = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
-    if not os.access(hooks, os.X_OK):
-        ft.fail(f'{hooks} is missing (a build with -Dtests=true makes it)')
-    env = dict(os.environ, FREEZECTL_TEST_STOP_BEFORE_WATCHING='1')
-    p = subprocess.Popen([hooks, f'--address={bus.address}', 'watch', '/g', TRIGGERS[0]], env=env,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = watch_stopping(bus)
     try:
-        ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
-                    what='freezectl watch to stop before its watching line')
-        p.send_signal(signal.SIGINT)
-        p.send_signal(signal.SIGCONT)
-        status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
-        out = p.stdout.read()
+        status, lines, out = interrupt_stopped(p, what, '')
     finally:
         if p.poll() is None:
             p.kill()
@@ -205,13 +214,10 @@ def run_pending_restart(bus, sc):
     """SIGINT pending at the watching line watch prints again once a restarted freezerd
     took its trigger again: as at the start, exit 0 without the line."""
     what = 'SIGINT pending before the watching line after a restart'
-    hooks = os.environ.get('FREEZECTL_HOOKS_BIN') or os.path.join(ft.BUILDDIR, 'client', 'freezectl-test-hooks')
-    env = dict(os.environ, FREEZECTL_TEST_STOP_BEFORE_WATCHING='1')
     p = None
     try:
         with ft.Daemon(bus, sc.root) as d:
-            p = subprocess.Popen([hooks, f'--address={bus.address}', 'watch', '/g', TRIGGERS[0]], env=env,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            p = watch_stopping(bus)
             ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
                         what='freezectl watch to stop before its first watching line')
             p.send_signal(signal.SIGCONT)
@@ -230,12 +236,7 @@ def run_pending_restart(bus, sc):
             ft.check(b'watching' in first, f'{what}: the first watching line', first)
             d.stop()
         with ft.Daemon(bus, sc.root):
-            ft.wait_for(lambda: stopped(p.pid) or p.poll() is not None, poll=0.05,
-                        what='freezectl watch to stop before its watching line after the restart')
-            p.send_signal(signal.SIGINT)
-            p.send_signal(signal.SIGCONT)
-            status, lines = wait_exit(p, what, ft.DEFAULT_TIMEOUT)
-            out = p.stdout.read()
+            status, lines, out = interrupt_stopped(p, what, ' after the restart')
     finally:
         if p is not None and p.poll() is None:
             p.kill()
