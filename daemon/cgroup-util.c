@@ -511,9 +511,9 @@ static bool list_plain(const char *q) {
         return true;
 }
 
-const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
+static const char *quote_named(const char *s, bool shown, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
         char quoted[CG_QUOTE_SIZE];
-        const char *q = cg_quote(s, quoted);
+        const char *q = quote(s, shown, quoted);
         size_t k = 0;
 
         if (cg_quote_plain(s) && (!list || list_plain(q))) {
@@ -531,6 +531,16 @@ const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NA
         buf[k++] = '"';
         buf[k] = 0;
         return buf;
+}
+
+const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
+        return quote_named(s, false, list, buf);
+}
+
+const char *cg_quote_named_shown(const char *s, char buf[static CG_QUOTE_NAMED_SIZE]) {
+        /* Its escapes hold no white space (a control character is \xNN),
+         * so cg_quote_plain() reads it as it reads the path it shows. */
+        return quote_named(s, true, false, buf);
 }
 
 /* Checks in, and on success returns the part to keep (after the leading '/',

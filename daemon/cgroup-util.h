@@ -99,6 +99,12 @@ const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NA
 #define CG_NAMED(s) cg_quote_named((s), false, (char[CG_QUOTE_NAMED_SIZE]) { 0 })
 #define CG_NAMED_IN_LIST(s) cg_quote_named((s), true, (char[CG_QUOTE_NAMED_SIZE]) { 0 })
 
+/* cg_quote_named() of s that cg_escape() made (a group freezerd does not
+ * follow, OddGroup.shown), quoted as cg_quote_shown() quotes it: a path
+ * that starts or ends with white space is in double quotes alike. */
+const char *cg_quote_named_shown(const char *s, char buf[static CG_QUOTE_NAMED_SIZE]);
+#define CG_NAMED_SHOWN(s) cg_quote_named_shown((s), (char[CG_QUOTE_NAMED_SIZE]) { 0 })
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

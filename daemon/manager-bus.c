@@ -1704,24 +1704,30 @@ static int refuse_odd_in_cover(Manager *m, Group *top, Group *const *excluded, s
                                                             "Cannot list the groups below %s: %s; nothing was "
                                                             "written",
                                                             CG_NAMED(a->path), strerror(-r));
+                        /* odd is its whole path, quoted as one (cut as
+                         * one, in double quotes where it starts or ends
+                         * with white space, as its parent's name may). */
                         if (odd && by_name)
                                 return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
-                                                         "Cannot freeze %s%s%s apart from its siblings: freezerd does "
+                                                         "Cannot freeze %s apart from its siblings: freezerd does "
                                                          "not follow it, as its name is not UTF-8 that D-Bus can "
                                                          "carry, or holds a control character; freeze %s as a whole "
                                                          "(or rename that group); nothing was written",
-                                                         streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE_SHOWN(odd), CG_NAMED(a->path));
+                                                         CG_NAMED_SHOWN(odd), CG_NAMED(a->path));
+                        /* Track() of a tracked group looks again for the
+                         * children it lacks (manager_rescan()).  The group is
+                         * named once, as a path is: a Track("...") to paste
+                         * would need its '"' and backslashes escaped, and
+                         * whole, which a quote of a long path is not. */
                         if (odd)
                                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                                         "Cannot freeze %s%s%s apart from its siblings: freezerd does "
+                                                         "Cannot freeze %s apart from its siblings: freezerd does "
                                                          "not follow it, as it could not watch it (the inotify watch "
                                                          "limit, fs.inotify.max_user_watches, was reached, or no file "
                                                          "descriptor was left: see its log); freeze %s as a whole, "
-                                                         "or raise the limit and Track(\"%s\") to follow it; nothing "
-                                                         "was written",
-                                                         streq(a->path, "/") ? "" : CG_QUOTE(a->path), "/",
-                                                         CG_QUOTE_SHOWN(odd), CG_NAMED(a->path), CG_QUOTE(a->path));
+                                                         "or raise the limit and Track() that group again to follow "
+                                                         "it; nothing was written",
+                                                         CG_NAMED_SHOWN(odd), CG_NAMED(a->path));
                 }
         return 0;
 }

@@ -203,9 +203,16 @@ int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *
                 if (r < 0)
                         return r;
                 if (r == 0) {
-                        char esc[4 * NAME_MAX + 8];
+                        /* path escaped as odd_groups_collect() escapes it:
+                         * a literal "\x0a" in it must not read as an escape. */
+                        size_t len = strlen(path);
+                        _cleanup_free_ char *shown = malloc(4 * len + 8);
+
+                        if (!shown)
+                                return -ENOMEM;
+                        (void) cg_escape(path, false, shown, 4 * len + 8);
                         *ret_by_name = !cg_name_is_publishable(name);
-                        *ret = strdup(cg_escape(name, true, esc, sizeof esc));
+                        *ret = join_shown(shown, name);
                         return *ret ? 0 : -ENOMEM;
                 }
         }

@@ -48,7 +48,8 @@ typedef int (*OddFollowedFn)(const char *parent, const char *name, void *userdat
 void odd_groups_clear(OddGroups *o);
 
 /* The first child of the group at the API path (normalized) that is not
- * followed, escaped, malloc'ed into *ret (NULL if there is none), and
+ * followed, its whole API path escaped as OddGroup.shown (for
+ * CG_NAMED_SHOWN()), malloc'ed into *ret (NULL if there is none), and
  * whether it is not followed for its name (else for another cause): 0, or
  * -errno (the group's directory cannot be read). */
 int odd_child_find(int root_fd, const char *path, OddFollowedFn followed, void *userdata, char **ret,

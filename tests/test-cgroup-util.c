@@ -423,6 +423,13 @@ static void test_quote(void) {
                 CHECK_STR(cg_quote_named("/x and", true, named), "\"/x and\"");
                 CHECK_STR(cg_quote_named("/x,y", true, named), "/x,y");
                 CHECK_STR(cg_quote_named("/u/e,", false, named), "/u/e,");
+                /* Shown (cg_escape()'s): its escapes and doubled backslashes
+                 * as they are, quoted alike. */
+                CHECK_STR(cg_quote_named_shown("/a/b\\xff", named), "/a/b\\xff");
+                CHECK_STR(cg_quote_named_shown("/s\\\\x0a/b\\xff", named), "/s\\\\x0a/b\\xff");
+                CHECK_STR(cg_quote_named_shown("/sp /b\\xff", named), "\"/sp /b\\xff\"");
+                CHECK_STR(cg_quote_named_shown("/q\"x/ b\\x01", named), "\"/q\\\"x/ b\\x01\"");
+                CHECK_STR(cg_quote_named_shown("/q\"x/b", named), "/q\"x/b");
         }
         /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
          * or a "\xNN", so that the quote holds no lone backslash, which

@@ -24,6 +24,10 @@ Checks:
     `freezectl freeze /pods --except=/pods/a` exits 1 with it (at first the
     reply could not be built and the caller waited for ever, its writes made;
     then it replied [/pods/b], the odd siblings left running);
+  * the odd group is named by its whole path, quoted as one: below "/sp ",
+    "/qt\\"x " and for a name " lead\\xff" in double quotes, below a 302-byte
+    parent cut as one path with its whole length, below "/" as "/rt\\xff"
+    (before, the parent was quoted alone and "/name" put after it);
   * FreezeExcept("/q", ["/q/keep"]) replies [/q/other]: odd groups inside
     the excluded subtree and inside the cover are no matter;
   * Thaw("/pods", RECURSIVE), `freezectl thaw --recursive /pods` and
@@ -155,6 +159,33 @@ def test():
             ft.check(r.returncode == 1 and 'NotSupported' in r.stderr and 'apart from its siblings' in r.stderr
                      and 'freeze /pods as a whole' in r.stderr,
                      'freezectl freeze /pods --except=/pods/a exits 1 and prints the error', r)
+
+            # The odd group is named by its whole path, quoted as one path is: in double
+            # quotes where a part of it starts or ends with white space (its parent's
+            # name, or its own), a '"' in it as \"; cut as one where it is long, the
+            # byte count its whole path's.  Before, its parent was quoted alone and
+            # "/" and its name put after it: "/sp /bad\xff" read as two paths, and a
+            # long parent's "(N bytes)" came before the name.
+            long_parent = '/' + 'L' * 200 + '/' + 'M' * 100
+            for parent, name, want in (
+                    ('/sp ', b'bad\xff', '"/sp /bad\\xff"'),
+                    ('/lw', b' lead\xff', '"/lw/ lead\\xff"'),
+                    ('/qt"x ', b'bad\xff', '"/qt\\"x /bad\\xff"'),
+                    ('/qt"y', b'bad\xff', '/qt"y/bad\\xff '),
+                    (long_parent, b'bad\xff', 'L/' + 'M' * 100 + '/bad\\xff (%d bytes) ' % (len(long_parent) + 8)),
+                    ('/', b'rt\xff', ' /rt\\xff ')):
+                top = os.fsencode(sc.abspath(parent))
+                sc.mkdir(parent.rstrip('/') + '/x')
+                os.mkdir(top + b'/' + name)
+                try:
+                    c.call('Track', parent)
+                    e = ft.expect_dbus_error('org.freezerd.Freezer1.Error.NotSupported', c.call, 'FreezeExcept',
+                                             parent, [parent.rstrip('/') + '/x'], 0, 0)
+                    ft.check(want in e.message and 'nothing was written' in e.message,
+                             f'FreezeExcept below {parent!r}: the odd group named as one path, {want}', e.message)
+                finally:
+                    os.rmdir(top + b'/' + name)
+                    os.rmdir(top + b'/x')
 
             # Odd groups inside an excluded subtree (they run anyway) and inside a group
             # of the cover (frozen with it) are no matter.
