@@ -4366,14 +4366,27 @@ static int track_root_add(Manager *m, const char *path, bool called, bool save, 
         if (ret_save)
                 *ret_save = 0;
         if (i >= 0) {
-                if (called && !m->track_roots_called[i]) {
-                        m->track_roots_called[i] = true;
-                        r = save ? manager_save_tracked(m) : 0;
-                        if (ret_save)
-                                *ret_save = r;
-                }
-                if (called)
+                bool unsaved = m->track_order_unsaved;
+
+                if (!called)
+                        return 0;
+                if (m->track_roots_called[i]) {
                         track_root_touch(m, (size_t) i);
+                        return 0;
+                }
+                /* A configured root a call asks for now goes last, and
+                 * leaves no order unsaved: tracked.json gets it in its new
+                 * place with the save below, or with the call's once it is
+                 * accepted (call_accept()), and a call refused makes it the
+                 * configuration's alone again (call_roots_undo()), whose
+                 * place the file does not keep.  Else a refused call left
+                 * the stop to write the file again as it was. */
+                m->track_roots_called[i] = true;
+                track_root_touch(m, (size_t) i);
+                m->track_order_unsaved = unsaved;
+                r = save ? manager_save_tracked(m) : 0;
+                if (ret_save)
+                        *ret_save = r;
                 return 0;
         }
         if (m->test_track_root_enomem && streq(path, m->test_track_root_enomem))
