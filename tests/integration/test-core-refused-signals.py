@@ -28,10 +28,28 @@ arrive before the fence's InterfacesAdded:
   * with /o/a/b Track()ed: ApplyBatch [(/o/a/f...)] below /o, then /o, then (/missing, 1).
 An accepted call keeps its signals: ApplyBatch [(/other/x, 0)] (nothing to write) sends
 the InterfacesAdded of /other/x before its reply, then "/"'s Descendants (PropertiesChanged,
-GroupsChanged, GroupStatesChanged) and the Manager's Groups with the new values."""
+GroupsChanged, GroupStatesChanged) and the Manager's Groups with the new values.
+
+The undo takes off only what the refused call did (call_marks_undo()); a change it did
+not make is still sent, with the value the group has:
+  * marked before the call, in the same loop turn: an accepted ApplyBatch [(/k/x, 0)]
+    (tracks /k/x) and a refused ApplyBatch [(/o/a/b, 1), (/missing, 1)], sent together
+    through the private socket while freezerd was stopped in epoll_wait(), handled in
+    one turn: "/"'s Descendants (+2) and the Manager's Groups (+1) are sent, once, with
+    the values after the accepted call (before, if the undo had taken off every mark of
+    the groups whose counts came back, they would not be);
+  * moved by kernel events read in the middle of the call: FreezeExcept("/", [/t1/b,
+    /w/x]) with /w/x outside and frozen by its own flag (InvalidArgs), sent while freezerd
+    was stopped, after /t1/b was removed and made again and /t1/extraN made: its lookup of
+    /w/x noted "/", then /t1/b's removal, unread, made it read the events and start over
+    (call_again_if_remade()); "/"'s Descendants (+1, /t1/extraN) and the Groups (+1) are
+    sent, though the undo took /w and /w/x off again.  freezerd may read the removal
+    first (an event of its own on the way when it was stopped): tried again (up to 5
+    times) until its debug log says that it handled the call again."""
 
 import os
 import pwd
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -39,6 +57,13 @@ import freezertest as ft  # noqa: E402
 
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
 WATCHED = ('PropertiesChanged', 'GroupsChanged', 'GroupStatesChanged', 'InterfacesAdded', 'InterfacesRemoved')
+REMADE_LINE = '/t1/b: removed and made again, its removal not read yet: the call starts over'
+
+
+def values(signals, obj, name):
+    """The values name took in the PropertiesChanged of obj among signals (as fence() gives them)."""
+    return [ft._unvariant(body[1][name]) for path, member, body in signals
+            if path == obj and member == 'PropertiesChanged' and name in body[1]]
 
 
 def test():
@@ -53,9 +78,13 @@ def test():
         sc.mkdir('/f/x')
         sc.write_freeze('/f/x', 1)
         sc.mkdir('/q')
+        sc.mkdir('/t1/b')
+        sc.mkdir('/k/x')
+        sc.mkdir('/w/x')
+        sc.write_freeze('/w/x', 1)
         for g in ('/other', '/other/y'):
             os.chown(sc.abspath(g, 'cgroup.freeze'), nobody, nobody)
-        with ft.Daemon(bus, sc.root, config={'track': ['/t1']}) as d:
+        with ft.Daemon(bus, sc.root, config={'track': ['/t1']}, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d:
             c = d.client
             u = ft.client_as_nobody(bus)
             rec = c.record()
@@ -126,9 +155,62 @@ def test():
                          any(s.member == 'GroupStatesChanged' for s in r.signals),
                          what='PropertiesChanged of "/" and of Groups, GroupsChanged, GroupStatesChanged')
             fence()
+
+            with ft.Client(f'unix:path={os.path.join(d.runtime_dir, "private")}', direct=True) as priv:
+                # Marked before the refused call, in its loop turn: kept.
+                n_root = c.group_property('/', 'Descendants')
+                n_groups = c.manager_property('Groups')
+                ft.stop_in_epoll_wait(d.pid)
+                try:
+                    accepted = priv.call_async('ApplyBatch', [('/k/x', False)], 'auto', 0, 0)
+                    refused_call = priv.call_async('ApplyBatch', [('/o/a/b', True), ('/missing', True)], 'auto', 0, 0)
+                finally:
+                    os.kill(d.pid, signal.SIGCONT)
+                ft.check_equal(accepted.result(), (0, 1), 'ApplyBatch [thaw /k/x] in the same turn: succeeds')
+                ft.expect_dbus_error(ft.ERROR_NO_SUCH_GROUP, refused_call.result)
+                got = fence()
+                what = 'an accepted ApplyBatch [/k/x] and a refused [/o/a/b, /missing] in one turn'
+                ft.check_equal([body[0] for _p, member, body in got if member == 'InterfacesAdded'],
+                               [ft.group_object('/k/x')], f'{what}: InterfacesAdded of /k/x alone')
+                ft.check_equal(values(got, ft.group_object('/'), 'Descendants'), [n_root + 2],
+                               f'{what}: "/"\'s Descendants sent, with /k and /k/x')
+                ft.check_equal(values(got, ft.MANAGER_PATH, 'Groups'), [n_groups + 1],
+                               f'{what}: the Manager\'s Groups sent, with /k/x')
+
+                # Moved by the kernel's events read in the middle of the refused call: kept.
+                for attempt in range(5):
+                    n_root = c.group_property('/', 'Descendants')
+                    n_groups = c.manager_property('Groups')
+                    n_remade = d.log().count(REMADE_LINE)
+                    extra = f'/t1/extra{attempt}'
+                    ft.stop_in_epoll_wait(d.pid)
+                    try:
+                        sc.rmdir('/t1/b')
+                        sc.mkdir('/t1/b')
+                        sc.mkdir(extra)
+                        call = priv.call_async('FreezeExcept', '/', ['/t1/b', '/w/x'], 0, 0)
+                    finally:
+                        os.kill(d.pid, signal.SIGCONT)
+                    e = ft.expect_dbus_error(ft.ERROR_INVALID_ARGS, call.result)
+                    got = fence()
+                    if d.log().count(REMADE_LINE) > n_remade:
+                        break
+                    print(f'# the removal of /t1/b was read before the call, again: {e.message}', flush=True)
+                else:
+                    ft.fail('FreezeExcept(/, [/t1/b, /w/x]): the removal of /t1/b was read before the call in 5 tries')
+                what = f'FreezeExcept(/, [/t1/b, /w/x]) refused, started over after reading {extra}\'s mkdir'
+                ft.check('Cannot keep /w/x running' in e.message, f'{what}: the error names /w/x', e.message)
+                ft.check(not [body[0] for _p, member, body in got
+                              if member == 'InterfacesAdded' and body[0].startswith(ft.group_object('/w'))],
+                         f'{what}: no InterfacesAdded of /w or /w/x', got)
+                ft.check_equal(values(got, ft.group_object('/'), 'Descendants'), [n_root + 1],
+                               f'{what}: "/"\'s Descendants sent, with {extra}')
+                ft.check_equal(values(got, ft.MANAGER_PATH, 'Groups'), [n_groups + 1],
+                               f'{what}: the Manager\'s Groups sent, with {extra}')
             if u:
                 u.close()
-    print('# checked: a refused call sends no signal, an accepted one its own')
+    print('# checked: a refused call sends no signal, an accepted one its own, and the changes it did not '
+          'make are sent')
 
 
 ft.run(test)
