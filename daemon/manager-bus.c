@@ -374,7 +374,7 @@ void manager_bus_release_callers(bool refuse) {
 
 /* The error says what was refused and on which path, nothing more (not the
  * owner, not the caller's uid).  quoted: the path as the message quotes it
- * (CG_NAMED(), or CG_QUOTE_SHOWN() of a name freezerd does not follow); NULL:
+ * (CG_NAMED(), or CG_NAMED_SHOWN() of a group freezerd does not follow); NULL:
  * the caller's uid is unknown.  outside: a lookup (GetGroup, Freeze...) of a
  * path outside the tracked subtrees, which would have tracked it. */
 static int access_denied(AccessAction a, const char *quoted, bool outside, sd_bus_error *error) {
@@ -659,7 +659,7 @@ static int odd_groups_thaw(Manager *m, BatchReply *b, sd_bus_error *error) {
                                          "The flags of the groups freezerd follows are written, but %s, which it "
                                          "does not follow, cannot be thawed: %s; the flags of the groups freezerd "
                                          "does not follow are left as they were",
-                                         CG_QUOTE_SHOWN(b->odd.items[failed].shown), strerror(-r));
+                                         CG_NAMED_SHOWN(b->odd.items[failed].shown), strerror(-r));
         }
         b->odd_writes = 0;
         for (size_t i = 0; i < b->odd.n; i++)
@@ -952,7 +952,7 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                         continue; /* gone: nothing to write */
                 if (r < 0)
                         return bus_error_set_failed(error, r, "Cannot look up the owner of %s: %s",
-                                                    CG_QUOTE_SHOWN(odd->items[i].shown), strerror(-r));
+                                                    CG_NAMED_SHOWN(odd->items[i].shown), strerror(-r));
                 if (access_allowed(ACCESS_FREEZE, caller, owner))
                         continue;
                 r = odd_group_read_flag(m->root_fd, &odd->items[i], &flag);
@@ -961,7 +961,7 @@ static int check_access_odd(Manager *m, Caller *c, OddGroups *odd, sd_bus_error 
                         continue;
                 }
                 r = access_denied(ACCESS_FREEZE,
-                                  caller == ACCESS_UID_INVALID ? NULL : CG_QUOTE_SHOWN(odd->items[i].shown), false,
+                                  caller == ACCESS_UID_INVALID ? NULL : CG_NAMED_SHOWN(odd->items[i].shown), false,
                                   error);
                 return r < 0 ? r : -EACCES;
         }

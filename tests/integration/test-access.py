@@ -35,7 +35,8 @@ Checked, as U:
   * RECURSIVE over /own (which holds root's /own/rc): a freeze refused whole, a thaw
     done while /own/rc's flag is 0 (nothing to write there) and refused whole while root
     froze it; likewise with root's /own/rodd\xff, which freezerd does not follow (it
-    was refused at flag 0 too); over /own/a: done; a RECURSIVE thaw naming root's
+    was refused at flag 0 too), the error naming it in double quotes below U's "/own/sp "
+    (it was bare, read as two paths); over /own/a: done; a RECURSIVE thaw naming root's
     running /foreign or /own/rc (Thaw, Group.Thaw, ApplyBatch, also one whose named
     /own/rc a later request's /own decides): refused, as without RECURSIVE;
   * ApplyBatch mixing an owned and a foreign group (either order): refused whole,
@@ -385,6 +386,21 @@ def test():
                     f.write('0')
                 os.rmdir(rodd)
                 os.rmdir(sc.abspath('/own/bs\\x0a'))
+                # Below U's group whose name ends with a space: the path in double quotes, as
+                # one path (bare, "/own/sp /rodd\\xff" read as two).
+                sc.mkdir('/own/sp ')
+                sc.delegate('/own/sp ', U)
+                rodd = os.fsencode(sc.abspath('/own/sp ')) + b'/rodd\xff'
+                os.mkdir(rodd)
+                with open(rodd + b'/cgroup.freeze', 'w') as f:
+                    f.write('1')
+                root.call('ListGroups')  # a round trip after freezerd read the IN_CREATE
+                denied(u.group_call, '/own/sp ', 'Thaw', tmo, R, path='"/own/sp /rodd\\xff"',
+                       what='Group.Thaw "/own/sp " RECURSIVE with its /rodd\\xff frozen by root')
+                with open(rodd + b'/cgroup.freeze', 'w') as f:
+                    f.write('0')
+                os.rmdir(rodd)
+                os.rmdir(sc.abspath('/own/sp '))
                 # The group a RECURSIVE call names must pass even when its flag would not
                 # change, as without RECURSIVE ("Who may do what"): thawing root's running
                 # /foreign or /own/rc is refused, not a success that wrote nothing.
