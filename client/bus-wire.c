@@ -258,7 +258,11 @@ ssize_t wire_build_call_to(uint8_t *buf, size_t size, uint32_t serial, const cha
         size_t sig_len = 0;
         uint32_t v;
 
-        if (serial == 0 || strlen(path) > 255 || strlen(interface) > 255 || strlen(member) > 255 ||
+        /* Names have at most 255 bytes (the specification's "Valid Names"); an
+         * object path has no such bound (only the message's size bounds it):
+         * a group's object is its whole path, escaped (wire_path_encode(), up
+         * to 3 bytes a byte), often longer. */
+        if (serial == 0 || strlen(interface) > 255 || strlen(member) > 255 ||
             (destination && strlen(destination) > 255))
                 return -EINVAL;
         for (size_t i = 0; i < n_args; i++) {

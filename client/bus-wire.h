@@ -126,8 +126,9 @@ const char *wire_last_error_message(const wire *w);
 #define WIRE_MESSAGE_MAX (1U << 20)
 
 /* Write a METHOD_CALL with body args to buf (size bytes); its length, or
- * -ENOBUFS, or -EINVAL (serial 0, a name or path longer than the protocol
- * allows, an argument of an unknown type, or an array over its 64 MiB), or
+ * -ENOBUFS, or -EINVAL (serial 0, an interface, member or destination name
+ * over the protocol's 255 bytes (an object path has no such bound), an
+ * argument of an unknown type, or an array over its 64 MiB), or
  * -EILSEQ (a string that is not valid UTF-8: wire_check_utf8() says which). */
 ssize_t wire_build_call(uint8_t *buf, size_t size, uint32_t serial, const char *path, const char *interface,
                         const char *member, const wire_arg *args, size_t n_args);

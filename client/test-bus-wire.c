@@ -270,6 +270,29 @@ static void test_calls(void) {
                 CHECK_R(call(w, "/ok", 0, 0, 0), 0);
         }
 
+        /* An object path over 255 bytes (a group's, whose whole path is one
+         * escaped label: "/" is "_2f") goes out, and sd-bus takes it: it
+         * answers that it has no such object, naming it (the wire refused to
+         * send it, -EINVAL, so freezectl's thaw said nothing of the groups
+         * frozen below a long path). */
+        {
+                _cleanup_free_ char *object = NULL, *want = NULL;
+                char id[301];
+                uint32_t count = 1;
+
+                for (size_t i = 0; i < sizeof id - 1; i++)
+                        id[i] = i % 100 == 0 ? '/' : 'y';
+                id[sizeof id - 1] = 0;
+                CHECK_R(wire_path_encode(PATH "/group", id, &object), 0);
+                CHECK(object && strlen(object) > 300);
+                CHECK_R(wire_get_u32_property(w, object, INTERFACE, "Count", 0, &count), -EIO);
+                CHECK(count == 0);
+                CHECK_STR(wire_last_error_name(w), "org.freedesktop.DBus.Error.UnknownObject");
+                CHECK(asprintf(&want, "Unknown object '%s'.", object) > 0);
+                CHECK_STR(wire_last_error_message(w), want);
+                CHECK_R(call(w, "/ok", 0, 0, 0), 0);
+        }
+
         /* Strings of every length modulo 8 (padding), UTF-8, and a long one. */
         for (size_t n = 0; n < 9; n++) {
                 char s[32] = "/echo", msg[64];
@@ -537,7 +560,7 @@ static void test_address(void) {
 }
 
 static void test_parse(void) {
-        uint8_t call_buf[512];
+        uint8_t call_buf[1024];
         wire_message msg;
         msgbuf m;
         ssize_t n;
@@ -614,6 +637,19 @@ static void test_parse(void) {
         }
         CHECK_R(wire_build_call_to(call_buf, sizeof call_buf, 9, long_name(256), PATH, INTERFACE, "Thaw", stt, 3),
                 -EINVAL);
+        /* An object path has no 255-byte bound: 400 bytes go out whole. */
+        {
+                char object[401] = "/";
+
+                memset(object + 1, 'a', sizeof object - 2);
+                object[sizeof object - 1] = 0;
+                n = wire_build_call(call_buf, sizeof call_buf, 9, object, INTERFACE, "Thaw", stt, 3);
+                CHECK(n > 0 && (size_t) n <= wire_call_size(object, INTERFACE, "Thaw", stt, 3));
+                if (n > 0) {
+                        CHECK_R(wire_parse_message(call_buf, (size_t) n, &msg), 0);
+                        CHECK(memmem(call_buf, (size_t) n, object, sizeof object) != NULL);
+                }
+        }
 
         static const freezer_request two[] = {{"/x", true}, {"/yy", false}};
         const wire_arg batch_args[] = {WIRE_REQUESTS(two, 2), WIRE_STRING("auto"), WIRE_U64(0), WIRE_BOOL(true)};

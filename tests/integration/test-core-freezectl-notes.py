@@ -37,6 +37,11 @@ Checks:
     for: /d frozen whole and thawed (its children, frozen by /d alone, run by
     the reply, 20 times), a leaf (/d/b), thaw --recursive, thaw --no-wait;
     --json of those has no "frozen_below".
+  * /lp/<200 a>/<100 b> (305 bytes: its object path, the path escaped, 340 bytes) with
+    its child k frozen by its own flag, `thaw` of it: the note for its 1 group
+    below, the path cut as freezerd's messages cut it, the command whole; over the
+    bus and over the private socket (bus-wire.c refused an object path over 255 bytes,
+    and nothing was said).
   * --user with XDG_RUNTIME_DIR=/nonexistent and no DBUS_SESSION_BUS_ADDRESS:
     one line naming the address it tried, unix:path=/nonexistent/bus (it named
     none).
@@ -221,6 +226,24 @@ def check_thaw_frozen_below(sc, bus, d):
                    'thaw --json /d with nothing frozen below: no "frozen_below", no note')
 
 
+LONG = '/lp/' + 'a' * 200 + '/' + 'b' * 100  # cgroup names: 255 bytes at most each
+
+
+def check_thaw_long_path(sc, bus, d):
+    """The note of a thaw of a group whose object path is over 255 bytes."""
+    private = os.path.join(d.runtime_dir, 'private')
+    note = (f'freezectl: note: 1 group below {ft.quoted(LONG)} stays frozen by flags set below it (a plain thaw '
+            f'clears its own flag only): freezectl thaw --recursive {LONG} clears them\n')
+    for how, kw in (('bus', {'address': bus.address}), ('private socket', {'socket': private})):
+        ft.freezectl('freeze', LONG + '/k', **kw)
+        r = ft.freezectl('thaw', LONG, check=False, **kw)
+        what = f'thaw of a {len(LONG)}-byte path with its child frozen, over the {how}'
+        ft.check_equal((r.returncode, r.stdout, r.stderr), (0, '', note), f'{what}: exit 0, the note')
+        ft.check_equal(sc.read_freeze(LONG + '/k'), 1, f'{what}: its child stays frozen')
+        ft.freezectl('thaw', '--recursive', LONG, **kw)
+        ft.check_equal(sc.read_freeze(LONG + '/k'), 0, f'thaw --recursive of the {len(LONG)}-byte path')
+
+
 def check_normalized_prefix(bus):
     for args, prefix in ((['freeze', '--', '-dash'], 'cannot freeze /-dash: NoSuchGroup'),
                          (['thaw', '--', '-dash'], 'cannot thaw /-dash: NoSuchGroup'),
@@ -276,12 +299,13 @@ def test():
     check_user_bus_named()
     with ft.Scratch('core-freezectl-notes') as sc, ft.Bus() as bus:
         check_help(bus)
-        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d', '/sp/b', *SPACED):
+        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d', '/sp/b', *SPACED, LONG + '/k'):
             sc.mkdir(g)
         for g in ('/d/a', '/d/b', '/d/c'):
             sc.spawn_sleepers(g, 2)
         with ft.Daemon(bus, sc.root) as d:
             check_thaw_frozen_below(sc, bus, d)
+            check_thaw_long_path(sc, bus, d)
             check_zero_totals(bus)
             check_normalized_prefix(bus)
             check_except_keeps_frozen(sc, bus)
