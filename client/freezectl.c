@@ -1718,31 +1718,19 @@ static char *path_shown(const char *arg) {
  * (cg_quote()): its first CG_QUOTE_HEAD bytes at most, "...", its last
  * CG_QUOTE_TAIL bytes at most, each part cut on a character, then " (N
  * bytes)", so that a 5 kB argument does not make a 5 kB line, and the two
- * parts of one line cut it alike.  Unlike cg_quote() nothing is escaped:
- * the line is, as a whole, as it is written.  *ret: the cut path, to free,
- * or NULL where the path is short enough to be named whole.  Returns 0 or
+ * parts of one line cut it alike: where, cg_quote_cut() says, freezerd's
+ * own code (cgroup-util.c).  Unlike cg_quote() nothing is escaped: the line
+ * is, as a whole, as it is written.  *ret: the cut path, to free, or NULL
+ * where the path is short enough to be named whole.  Returns 0 or
  * -ENOMEM. */
 static int path_cut(const char *path, char **ret) {
-        const unsigned char *p = (const unsigned char *) path, *end, *tail;
-        size_t len = strlen(path), head = 0;
+        size_t len = strlen(path), head, tail;
 
         *ret = NULL;
         if (len <= CG_QUOTE_MAX)
                 return 0;
-        end = p + len;
-        while (head < CG_QUOTE_HEAD) {
-                size_t n = cg_utf8_char_len(p + head, true) ?: 1; /* as cg_quote(): byte by byte */
-
-                if (head + n > CG_QUOTE_HEAD)
-                        break; /* before the character that would pass the bound */
-                head += n;
-        }
-        /* The tail from the first character that begins in its bytes (at
-         * most 3 continuation bytes skipped, as cg_quote() does). */
-        tail = end - CG_QUOTE_TAIL;
-        for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
-                tail++;
-        if (asprintf(ret, "%.*s...%s (%zu bytes)", (int) head, path, (const char *) tail, len) < 0) {
+        cg_quote_cut(path, len, &head, &tail);
+        if (asprintf(ret, "%.*s...%s (%zu bytes)", (int) head, path, path + tail, len) < 0) {
                 *ret = NULL;
                 return -ENOMEM;
         }

@@ -383,10 +383,6 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size) {
         return buf;
 }
 
-/* The bytes [p, end) of a quote into buf at k, whole characters only; with
- * bound (not 0), stops before the character that would pass p + bound.  A
- * backslash doubled, but with shown (a string cg_escape() made) as it is.
- * Returns the new k. */
 /* In a string cg_escape() made, the length of the escape at p ("\\" or
  * "\xNN"), kept whole where a quote cuts the string; 0 for none. */
 static size_t shown_escape_len(const unsigned char *p, const unsigned char *end) {
@@ -397,24 +393,63 @@ static size_t shown_escape_len(const unsigned char *p, const unsigned char *end)
         return p[1] == 'x' && end - p >= 4 ? 4 : 0;
 }
 
-static size_t quote_part(const unsigned char *p, const unsigned char *end, size_t bound, bool shown, char *buf,
-                         size_t k) {
-        const unsigned char *start = p;
+/* Where a quote cuts s (len bytes, over CG_QUOTE_MAX): cg_quote_cut(), and
+ * with shown (a string cg_escape() made) no escape cut either. */
+static void quote_cut(const char *s, size_t len, bool shown, size_t *ret_head, size_t *ret_tail) {
+        const unsigned char *p = (const unsigned char *) s, *end = p + len, *tail;
+        size_t head = 0;
 
+        /* The head, in the string's own bytes (not in the quote's, which
+         * escapes some), up to the character or escape that would pass
+         * CG_QUOTE_HEAD. */
+        while (head < CG_QUOTE_HEAD) {
+                size_t n = (shown ? shown_escape_len(p + head, end) : 0) ?: cg_utf8_char_len(p + head, true) ?: 1;
+
+                if (head + n > CG_QUOTE_HEAD)
+                        break;
+                head += n;
+        }
+        /* The tail: a path's leaf, which tells siblings apart, is at its end.
+         * It starts on the first character that begins in the last
+         * CG_QUOTE_TAIL bytes (a continuation byte there is skipped; at most 3,
+         * as a character has 4 bytes at most: beyond, they are no UTF-8 and
+         * are escaped one by one). */
+        tail = end - CG_QUOTE_TAIL;
+        for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
+                tail++;
+        if (shown) {
+                /* Nor in an escape: the first one that begins in the tail's
+                 * bytes, found from the start (a backslash there may be the
+                 * second of "\\"). */
+                const unsigned char *q = p;
+
+                while (q < tail) {
+                        size_t e = shown_escape_len(q, end);
+                        q += e ?: 1;
+                }
+                tail = q;
+        }
+        *ret_head = head;
+        *ret_tail = (size_t) (tail - p);
+}
+
+void cg_quote_cut(const char *s, size_t len, size_t *ret_head, size_t *ret_tail) {
+        quote_cut(s, len, false, ret_head, ret_tail);
+}
+
+/* The bytes [p, end) of a quote into buf at k, whole characters (and with
+ * shown whole escapes) only: a backslash doubled, but with shown (a string
+ * cg_escape() made) as it is.  Returns the new k. */
+static size_t quote_part(const unsigned char *p, const unsigned char *end, bool shown, char *buf, size_t k) {
         while (p < end) {
                 size_t n = cg_utf8_char_len(p, true), e = shown ? shown_escape_len(p, end) : 0;
 
                 if (e > 0) {
-                        if (bound > 0 && (size_t) (p - start) + e > bound)
-                                break; /* an escape is cut whole, or not at all */
                         memcpy(buf + k, p, e);
                         k += e;
                         p += e;
                         continue;
                 }
-
-                if (bound > 0 && (size_t) (p - start) + (n ?: 1) > bound)
-                        break; /* cut before the character that would pass the bound */
                 if (n == 0 || *p < 0x20 || *p == 0x7f) {
                         /* No character D-Bus can carry, or a control one: as cg_escape(). */
                         k += (size_t) snprintf(buf + k, CG_QUOTE_SIZE - k, "\\x%02x", *p);
@@ -436,38 +471,19 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, size_
 }
 
 static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZE]) {
-        const unsigned char *p = (const unsigned char *) s, *end, *tail;
-        size_t len = strlen(s), k;
+        const unsigned char *p = (const unsigned char *) s, *end;
+        size_t len = strlen(s), head, tail, k;
 
         end = p + len;
         if (len <= CG_QUOTE_MAX) {
-                buf[quote_part(p, end, 0, shown, buf, 0)] = 0;
+                buf[quote_part(p, end, shown, buf, 0)] = 0;
                 return buf;
         }
-        /* Head and tail: a path's leaf, which tells siblings apart, is at its
-         * end.  The tail starts on the first character that begins in its last
-         * CG_QUOTE_TAIL bytes (a continuation byte there is skipped; at most 3,
-         * as a character has 4 bytes at most: beyond, they are no UTF-8 and
-         * are escaped one by one). */
-        k = quote_part(p, end, CG_QUOTE_HEAD, shown, buf, 0);
+        quote_cut(s, len, shown, &head, &tail);
+        k = quote_part(p, p + head, shown, buf, 0);
         memcpy(buf + k, "...", 3);
         k += 3;
-        tail = end - CG_QUOTE_TAIL;
-        for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
-                tail++;
-        if (shown) {
-                /* Nor in an escape: the first one that begins in the tail's
-                 * bytes, found from the start (a backslash there may be the
-                 * second of "\\"). */
-                const unsigned char *q = p;
-
-                while (q < tail) {
-                        size_t e = shown_escape_len(q, end);
-                        q += e ?: 1;
-                }
-                tail = q;
-        }
-        k = quote_part(tail, end, 0, shown, buf, k);
+        k = quote_part(p + tail, end, shown, buf, k);
         snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", len);
         return buf;
 }

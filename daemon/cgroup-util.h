@@ -73,6 +73,13 @@ const char *cg_escape(const char *s, bool escape_high, char *buf, size_t size);
 const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
 #define CG_QUOTE(s) cg_quote((s), (char[CG_QUOTE_SIZE]) { 0 })
 
+/* Where cg_quote() cuts s, len bytes long (over CG_QUOTE_MAX): it keeps
+ * s[0, *ret_head) and s[*ret_tail, len), counted in the bytes of s, not of
+ * the quote (which escapes some).  The one rule: freezectl cuts a path in
+ * its own words with it too (path_cut()), so that they and freezerd's
+ * message in one line name a long path alike. */
+void cg_quote_cut(const char *s, size_t len, size_t *ret_head, size_t *ret_tail);
+
 /* cg_quote() of s that cg_escape() made (a name freezerd does not follow, as
  * its log shows it): cut alike, its backslashes (its escapes, and its doubled
  * ones) as they are, not doubled again. */

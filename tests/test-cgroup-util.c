@@ -491,6 +491,19 @@ static void test_quote(void) {
         CHECK(strncmp(buf + 98, e + 402 - 159, 159) == 0);
         CHECK_STR(buf + 98 + 159, " (402 bytes)");
         CHECK(cg_name_is_publishable(buf)); /* valid UTF-8, no control character */
+        {
+                size_t head = 0, tail = 0;
+
+                cg_quote_cut(e, 402, &head, &tail); /* where, as freezectl's path_cut() asks */
+                CHECK(head == 95 && tail == 402 - 159);
+                /* Counted in the string's bytes, not in the quote's: 300
+                 * backslashes keep 96 and 160 of them, 192 and 320 shown. */
+                memset(big, '\\', 300);
+                big[300] = 0;
+                cg_quote_cut(big, 300, &head, &tail);
+                CHECK(head == CG_QUOTE_HEAD && tail == 300 - CG_QUOTE_TAIL);
+                CHECK(strlen(cg_quote(big, buf)) == 2 * CG_QUOTE_MAX + strlen("... (300 bytes)"));
+        }
 
         /* A tail of continuation bytes with no character: escaped one by one. */
         memset(big, 0x80, 300);

@@ -52,7 +52,12 @@ message (its first 96 and last 160 bytes, "...", " (N bytes)"):
 
   * status of a 5,025-byte path (25 names of 200 bytes): one line under 1 kB, which
     names it so, with its byte count (freezectl's words named it whole); the same in
-    double quotes where a name in it ends with a space."""
+    double quotes where a name in it ends with a space.
+  * freeze of a path of 400 bytes that holds backslashes, LS and NEL where the head
+    and the tail are cut (NoSuchGroup), and of one with a newline and a tab there
+    (InvalidPath): freezectl's words and freezerd's message in the line name it cut
+    alike, the characters escaped the same (freezectl cuts with freezerd's code,
+    cg_quote_cut(): the head counts the path's bytes, not the escaped ones)."""
 
 import json
 import os
@@ -181,6 +186,42 @@ def check_long_paths(bus):
                  f'{len(err.encode())} bytes: {err[:400]!r}')
 
 
+def esc_ctl(s):
+    """esc(s), and a control character as \\xNN too (as both freezectl and freezerd show it)."""
+    return ''.join(f'\\x{ord(ch):02x}' if ord(ch) < 0x20 or ch == '\x7f' else ch for ch in esc(s))
+
+
+def long_escaped(head_char, tail_char, fill):
+    """A 400-byte path below /e: head_char from byte 94 (a character of 3 bytes passes
+    the head's 96), fill (bytes to escape) before it; tail_char ending on byte 240, the
+    tail's first (one of 2 bytes starts before it: the tail begins after it), fill
+    after it."""
+    head = '/e/' + 'y' * (94 - 3 - len(fill.encode())) + fill + head_char
+    tail = fill + '/' + 'v' * (159 - len(fill.encode()) - 6) + '/leaf'
+    middle = 400 - len(head.encode()) - len(tail_char.encode()) - len(tail.encode())
+    path = head + ('/' + 'm' * 99) * (middle // 100) + 'm' * (middle % 100) + tail_char + tail  # names < 256 bytes
+    b = path.encode()
+    h, t = head_char.encode(), tail_char.encode()
+    assert len(b) == 400 and b[94:94 + len(h)] == h and b[241 - len(t):241] == t, path
+    return path
+
+
+def check_long_escaped(bus):
+    """freezectl's words and freezerd's message cut a long path that holds bytes to
+    escape alike (head and tail in the path's bytes), and show them escaped the same."""
+    missing = long_escaped(LS, NEL, '\\\\x0a\\')
+    cut = esc_ctl(ft.quoted(missing))
+    rc, out, err = run('freeze', missing, address=bus.address)
+    ft.check_equal((rc, err), (1, f'freezectl: cannot freeze {cut}: NoSuchGroup: {cut} does not exist\n'),
+                   'freeze of a 400-byte path with backslashes, LS and NEL at its cuts: cut alike in both')
+    bad = long_escaped('\x01', '\x7f', '\t\\\x1b')  # no white space at a name's end: no double quotes
+    cut = esc_ctl(ft.quoted(bad))
+    rc, out, err = run('freeze', bad, address=bus.address)
+    ft.check_equal((rc, err), (1, f'freezectl: cannot freeze {cut}: InvalidPath: Invalid path "{cut}": contains a '
+                               'control character\n'),
+                   'freeze of a 400-byte path with control characters at its cuts: cut alike in both')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl')
     with ft.Scratch('core-freezectl-escape') as sc, ft.Bus() as bus:
@@ -227,6 +268,7 @@ def test():
 
             check_backslashes(bus, sc)
             check_long_paths(bus)
+            check_long_escaped(bus)
 
             # ---- status, frozen by a parent named so
             sc.write_freeze(P, 1)
