@@ -252,7 +252,9 @@ static void help_to(FILE *f) {
                "... PATH...\" of a call that wrote no flag (--json keeps freezerd's\n"
                "message as it is). Up to four PATHs, then \"and N more\"; a PATH there that\n"
                "holds a \" or \", \", \" and \", \": \" or \". \", or ends in \",\", \" and\", \":\" or\n"
-               "\".\", in double quotes too, as freezerd names it.\n"
+               "\".\", in double quotes too, as freezerd names it; and so is a path in\n"
+               "freezectl's words where it is one of a list (the groups of freeze --except's\n"
+               "notes, and their excluded one; the EXCLUDED of \"except EXCLUDED, ...\").\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -1746,8 +1748,8 @@ static int path_cut(const char *path, char **ret) {
  * The line that says it escapes a '"' inside the quotes as \"
  * (words_escape_n(), which finds it in path_q_slots).  The result lives
  * until the PATH_Q_SLOTS-th next call: enough for the paths of one
- * message. */
-static const char *path_q(const char *path) {
+ * message.  With list, where it is one of a list (path_q_list()). */
+static const char *path_q_as(const char *path, bool list) {
         static unsigned next, next_short;
         static char *short_slots[PATH_Q_SLOTS];
         _cleanup_free_ char *cut = NULL;
@@ -1760,7 +1762,7 @@ static const char *path_q(const char *path) {
                 return path;
         if (cut)
                 shown = cut;
-        if (cg_quote_plain(path)) {
+        if (cg_quote_plain(path) && (!list || cg_quote_list_plain(shown))) {
                 if (!cut)
                         return path;
                 /* Bare, kept apart from path_q_slots: words_escape_n() takes
@@ -1777,6 +1779,21 @@ static const char *path_q(const char *path) {
         path_q_slots[next] = q;
         next = (next + 1) % PATH_Q_SLOTS;
         return q;
+}
+
+static const char *path_q(const char *path) {
+        return path_q_as(path, false);
+}
+
+/* A path as path_q() names it, where it is one of a list of paths joined by
+ * ", " (freeze --except's note), or followed by ", ..." or ": " (the words
+ * of a failed freeze --except): in double quotes also where it holds a '"'
+ * or what separates such a list and its sentences (", ", " and ", ": ",
+ * ". ", also where its end meets them: cg_quote_list_plain()), so that a
+ * group named "/x/a, b" does not read as /x/a and b.  freezerd's messages
+ * name such a path so (CG_NAMED_IN_LIST()). */
+static const char *path_q_list(const char *path) {
+        return path_q_as(path, true);
 }
 
 /* A path as a word of a command line freezectl suggests: as it is where
@@ -2265,8 +2282,8 @@ static int check_self_freeze_except(caller *c, const char *arg) {
         if (self && (cover = except_cover(top, self))) {
                 _cleanup_free_ char *what = NULL;
 
-                if (asprintf(&what, "cannot freeze %s except %s%s", path_q(top), path_q(arg_except_norm[0] ?: arg_except[0]),
-                             n_arg_except > 1 ? ", ..." : "") < 0)
+                if (asprintf(&what, "cannot freeze %s except %s%s", path_q(top),
+                             path_q_list(arg_except_norm[0] ?: arg_except[0]), n_arg_except > 1 ? ", ..." : "") < 0)
                         what = NULL;
                 log_self_refusal(what ?: "cannot freeze", cover, self);
                 return EXIT_FAILURE;
@@ -2515,7 +2532,7 @@ static void note_frozen_in_excluded(freezer *f) {
                             (groups[j].state != FREEZER_STATE_FROZEN && groups[j].state != FREEZER_STATE_FREEZING))
                                 continue;
                         if (k < NOTE_NAMES_MAX)
-                                fprintf(m, "%s%s", k > 0 ? ", " : "", path_q(groups[j].path));
+                                fprintf(m, "%s%s", k > 0 ? ", " : "", path_q_list(groups[j].path));
                         k++;
                 }
                 if (k > NOTE_NAMES_MAX)
@@ -2525,7 +2542,7 @@ static void note_frozen_in_excluded(freezer *f) {
                 if (k > 0)
                         log_error("note: %s, below the excluded %s, %s frozen by %s own flag%s: --except leaves "
                                   "the excluded subtrees as they are (thaw %s to run %s)",
-                                  names, path_q(x), k == 1 ? "stays" : "stay", k == 1 ? "its" : "their",
+                                  names, path_q_list(x), k == 1 ? "stays" : "stay", k == 1 ? "its" : "their",
                                   k == 1 ? "" : "s",
                                   k == 1 ? "it" : "them", k == 1 ? "it" : "them");
         }
@@ -2586,14 +2603,14 @@ static int verb_freeze_except(freezer *f, const char *arg) {
                         return ret;
         }
 
-        interrupt_say("the freeze of %s except %s%s", path_q(path), path_q(x), n_arg_except > 1 ? ", ..." : "");
+        interrupt_say("the freeze of %s except %s%s", path_q(path), path_q_list(x), n_arg_except > 1 ? ", ..." : "");
         r = freezer_freeze_except(f, arg, (const char *const *) arg_except, n_arg_except,
                                   arg_timeout_usec, request_flags(), &frozen);
         interrupt_done();
         if (r < 0) {
                 const char *name = freezer_last_error_name(f);
 
-                log_failure(f, r, "cannot freeze %s except %s%s", path_q(path), path_q(x),
+                log_failure(f, r, "cannot freeze %s except %s%s", path_q(path), path_q_list(x),
                             n_arg_except > 1 ? ", ..." : "");
                 /* The groups it froze are printed on success only: said where
                  * they are (freezerd's Timeout says that the flags stay), since

@@ -508,11 +508,7 @@ bool cg_quote_plain(const char *s) {
         return true;
 }
 
-/* Whether q (quoted by cg_quote()) reads as one path in a list of them:
- * no '"', and none of the words that separate or end the list (", ",
- * " and ", ": ", ". "), also where its end meets the ", " or " and N more"
- * that follows it ("/x," "/x:" "/x." "/x and"). */
-static bool list_plain(const char *q) {
+bool cg_quote_list_plain(const char *q) {
         static const char *const words[] = { ", ", " and ", ": ", ". " };
         size_t n = strlen(q);
 
@@ -532,7 +528,7 @@ static const char *quote_named(const char *s, bool shown, bool list, char buf[st
         const char *q = quote(s, shown, quoted);
         size_t k = 0;
 
-        if (cg_quote_plain(s) && (!list || list_plain(q))) {
+        if (cg_quote_plain(s) && (!list || cg_quote_list_plain(q))) {
                 memcpy(buf, q, strlen(q) + 1);
                 return buf;
         }

@@ -102,6 +102,13 @@ bool cg_quote_plain(const char *s);
  * for the list's end or for freezerd's words, which freezectl looks for
  * outside double quotes only. */
 #define CG_QUOTE_NAMED_SIZE (CG_QUOTE_SIZE + CG_QUOTE_MAX + 2)
+/* Whether q, a string as cg_quote() gives it, reads as one path in such a
+ * list (cg_quote_named()'s rule for list): no '"', none of ", ", " and ",
+ * ": ", ". ", and no end that meets the ", " or " and N more" after it so
+ * ("/x," "/x:" "/x." "/x and").  The same for a string cut as cg_quote()
+ * cuts it but not escaped (freezectl's path_q_list(), whose line is escaped
+ * as a whole): an escape holds none of these characters. */
+bool cg_quote_list_plain(const char *q);
 const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]);
 #define CG_NAMED(s) cg_quote_named((s), false, (char[CG_QUOTE_NAMED_SIZE]) { 0 })
 #define CG_NAMED_IN_LIST(s) cg_quote_named((s), true, (char[CG_QUOTE_NAMED_SIZE]) { 0 })

@@ -430,6 +430,12 @@ static void test_quote(void) {
                 CHECK_STR(cg_quote_named_shown("/sp /b\\xff", named), "\"/sp /b\\xff\"");
                 CHECK_STR(cg_quote_named_shown("/q\"x/ b\\x01", named), "\"/q\\\"x/ b\\x01\"");
                 CHECK_STR(cg_quote_named_shown("/q\"x/b", named), "/q\"x/b");
+                /* The rule alone, as freezectl's path_q_list() asks it. */
+                CHECK(cg_quote_list_plain("/my app/b c") && cg_quote_list_plain("/x,y") &&
+                      cg_quote_list_plain("/a.b:c,d") && cg_quote_list_plain("/x/a...b/c (300 bytes)"));
+                CHECK(!cg_quote_list_plain("/x/a, b") && !cg_quote_list_plain("/a\"b") &&
+                      !cg_quote_list_plain("/x and 3 more") && !cg_quote_list_plain("/u/e,") &&
+                      !cg_quote_list_plain("/x and") && !cg_quote_list_plain("/a... b (300 bytes)"));
         }
         /* Cut (longer than CG_QUOTE_MAX), at any offset: never inside a "\\"
          * or a "\xNN", so that the quote holds no lone backslash, which

@@ -23,6 +23,12 @@ Checks:
     excluded "/sp/ a" in double quotes, the '"' as \" (they were bare); `thaw "/sp/ a"`
     then notes `freezectl thaw --recursive '/sp/ a'`, a shell word (it was in double
     quotes, which a shell expands in).
+  * /cm/x/"a, b" and /cm/x/c frozen by their own flags, /cm/"y, z"/k too, `freeze /cm
+    --except=/cm/x --except="/cm/y, z"`: the notes name "/cm/x/a, b" and the excluded
+    "/cm/y, z" in double quotes, as freezerd names a path in a list (they were bare:
+    "/cm/x/a, b, /cm/x/c" read as three groups); /cm/x/c and /cm/x bare.  A failed
+    `freeze /cm --except="/cm/no, such" --except=/cm/x` names it so too ("except
+    "/cm/no, such", ...").
   * a PATH that freezerd normalizes ("-dash", "nope/") names the group the same
     way at the start of the error line as freezerd's message does ("cannot
     freeze /-dash: NoSuchGroup: /-dash does not exist"; it said "cannot freeze
@@ -167,6 +173,31 @@ def check_except_spaced(sc, bus):
     ft.check_equal([sc.read_freeze(p) for p in ['/sp/b'] + SPACED], [0] * 6, 'thaw --recursive /sp')
 
 
+COMMA = ['/cm/x/a, b', '/cm/x/c', '/cm/y, z/k', '/cm/w']
+
+
+def check_except_comma(sc, bus):
+    """freeze --except's notes name a group whose name holds ", " in double quotes: one
+    of a list, it must not read as two."""
+    for p in COMMA[:3]:
+        ft.freezectl('freeze', p, address=bus.address)
+    r = ft.freezectl('freeze', '/cm', '--except=/cm/x', '--except=/cm/y, z', address=bus.address, check=False)
+    what = 'freeze /cm --except=/cm/x --except="/cm/y, z" with groups named with ", " frozen below them'
+    ft.check_equal((r.returncode, r.stdout), (0, '/cm/w\n'), f'{what}: exit 0, /cm/w frozen')
+    ft.check_equal(r.stderr,
+                   'freezectl: note: "/cm/x/a, b", /cm/x/c, below the excluded /cm/x, stay frozen by their own flags: '
+                   '--except leaves the excluded subtrees as they are (thaw them to run them)\n'
+                   'freezectl: note: "/cm/y, z/k", below the excluded "/cm/y, z", stays frozen by its own flag: '
+                   '--except leaves the excluded subtrees as they are (thaw it to run it)\n',
+                   f'{what}: the notes quote the names that hold ", "')
+    ft.freezectl('thaw', '--recursive', '/cm', address=bus.address)
+    ft.check_equal([sc.read_freeze(p) for p in COMMA], [0] * 4, 'thaw --recursive /cm')
+    r = ft.freezectl('freeze', '/cm', '--except=/cm/no, such', '--except=/cm/x', address=bus.address, check=False)
+    what = 'freeze /cm --except="/cm/no, such" --except=/cm/x'
+    ft.check_equal(r.returncode, 1, f'{what}: exit 1')
+    one_line(r, what, 'freezectl: cannot freeze /cm except "/cm/no, such", ...: ')
+
+
 def check_thaw_frozen_below(sc, bus, d):
     private = os.path.join(d.runtime_dir, 'private')
     note = 'freezectl: note: 2 groups below /d stay frozen by flags set below it'
@@ -299,7 +330,7 @@ def test():
     check_user_bus_named()
     with ft.Scratch('core-freezectl-notes') as sc, ft.Bus() as bus:
         check_help(bus)
-        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d', '/sp/b', *SPACED, LONG + '/k'):
+        for g in ('/g', '/pods', '/pods/a', '/pods/a/x', '/pods/b', '/d', '/sp/b', *SPACED, LONG + '/k', *COMMA):
             sc.mkdir(g)
         for g in ('/d/a', '/d/b', '/d/c'):
             sc.spawn_sleepers(g, 2)
@@ -310,6 +341,7 @@ def test():
             check_normalized_prefix(bus)
             check_except_keeps_frozen(sc, bus)
             check_except_spaced(sc, bus)
+            check_except_comma(sc, bus)
             check_stopped(sc, bus, d)
 
 
