@@ -1660,20 +1660,21 @@ static void frozen_by(freezer *f, const char *path, frozen_by_result *ret) {
         freezer_group_array_free(groups, n);
 }
 
-static const char *path_q(const char *path);
+static const char *path_q_list(const char *path);
 
 /* Where fb's walk skipped groups that freezerd does not track, in the words
  * of the note and of status ("between A and B that freezerd does not
  * track", "above A ..." if none above them is tracked), to free; NULL if it
  * skipped none (or out of memory).  With quote, A and B as the note's words
- * name a path (path_q()); status prints them as they are. */
+ * name a path joined by " and " (path_q_list(): a group named "/x and /y"
+ * reads as one); status prints them as they are. */
 static char *untracked_gap(const frozen_by_result *fb, bool quote) {
         char *gap;
 
         if (!fb->gap_low ||
             asprintf(&gap, "%s %s%s%s that freezerd does not track", fb->gap_high ? "between" : "above",
-                     quote ? path_q(fb->gap_low) : fb->gap_low, fb->gap_high ? " and " : "",
-                     fb->gap_high ? (quote ? path_q(fb->gap_high) : fb->gap_high) : "") < 0)
+                     quote ? path_q_list(fb->gap_low) : fb->gap_low, fb->gap_high ? " and " : "",
+                     fb->gap_high ? (quote ? path_q_list(fb->gap_high) : fb->gap_high) : "") < 0)
                 return NULL;
         return gap;
 }

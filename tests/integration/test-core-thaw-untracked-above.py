@@ -26,7 +26,8 @@ three "untracked_between": ["/u/t", "/"] where /u lies between the group and wha
 /u/t and / that freezerd does not track)", as the note does.  With
 nothing frozen, thaw --recursive (also --no-wait) says nothing and gives no "frozen_by":
 the walk over the untracked /u must not take a running /u/t above it for a sign that /u
-freezes /u/t/x."""
+freezes /u/t/x.  Last, with "/a and b/t" tracked and "/a and b" frozen, the note names
+the gap 'between "/a and b/t" and /': a path with " and " in it is quoted as one."""
 
 import json
 import os
@@ -37,6 +38,7 @@ import freezertest as ft  # noqa: E402
 
 ROOT = '/p/r'
 PATH = '/u/t/x'
+AND_PATH = '/a and b/t/x'
 GAP = ' (and so may a group between /u/t and / that freezerd does not track)'
 UNTRACKED = 'a group between /u/t and / that freezerd does not track'
 CASES = [
@@ -131,6 +133,20 @@ def test():
             ft.check_equal((r.returncode, j.get('frozen_by'), j.get('untracked_between', 'absent')), (0, None, None),
                            f'status --json {PATH} with nothing frozen: frozen_by and untracked_between null')
             ft.check_equal(published(), before, 'at the end: freezerd tracks no group more')
+
+        # A tracked group whose name holds " and ": the note quotes it as one
+        # path of "between A and B" (else "/a and b/t and /" reads as three).
+        sc.mkdir(ROOT + AND_PATH)
+        with ft.Daemon(bus, sc.abspath(ROOT), config={'track': ['/a and b/t']}):
+            sc.write_freeze(ROOT + '/a and b', 1)
+            sc.before_cleanup.append(lambda: sc.write_freeze(ROOT + '/a and b', 0))
+            sc.wait_events(ROOT + AND_PATH, frozen=1)
+            r = ft.freezectl('thaw', '--recursive', AND_PATH)
+            ft.check_equal((r.returncode, r.stdout, r.stderr),
+                           (0, '', f'freezectl: note: every freeze flag in {AND_PATH} is cleared, but a group between '
+                               '"/a and b/t" and / that freezerd does not track still freezes it (freezectl does not '
+                               'look it up: that would make freezerd track it)\n'),
+                           f'thaw --recursive {AND_PATH}: the note quotes "/a and b/t" as one path')
 
     print('# checked: thaw --recursive names what freezes PATH above an untracked group, tracking nothing')
 
