@@ -511,6 +511,10 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
         return 0;
 }
 
+/* -EISDIR: name is no regular file (a directory, symlink, socket, FIFO,
+ * device), which no start could read as a journal; -EBADMSG: one over
+ * JOURNAL_SIZE_MAX.  Any other error is not the file's content (EMFILE,
+ * ENOMEM, EIO): another start may read it. */
 static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_len) {
         /* O_NONBLOCK: a FIFO of that name must not hold up the start (it is
          * no regular file, said so below); a file's reads ignore it. */
@@ -518,8 +522,16 @@ static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_
         struct stat st;
         int r;
 
-        if (fd < 0)
-                return -errno;
+        if (fd < 0) {
+                r = -errno;
+                /* A symlink (ELOOP, of O_NOFOLLOW), a socket (ENXIO), a
+                 * device without a driver...: told by what it is, not by
+                 * the error, which for a regular file means the start
+                 * could not read it now. */
+                if (r == -ELOOP || (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && !S_ISREG(st.st_mode)))
+                        return -EISDIR;
+                return r;
+        }
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
@@ -558,6 +570,13 @@ static char *journal_head_boot(const char *text, size_t len) {
         if (n == 0 || k + n >= len || text[k + n] != '"')
                 return NULL;
         return strndup(text + k, n);
+}
+
+/* An error of read_small_file() or journal_parse() that is about the file:
+ * no start will read it as a journal, and it is kept as *.broken.
+ * (-ENODATA, a journal cut short, is removed before.) */
+static bool journal_error_is_content(int r) {
+        return r == -EBADMSG || r == -EPROTONOSUPPORT || r == -EISDIR || r == -EFBIG;
 }
 
 typedef struct Found {
@@ -834,6 +853,22 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                         (void) unlinkat(dirfd(d), de->d_name, 0);
                         continue;
                 }
+                if (r == -ENOENT) /* (removed since it was listed) */
+                        continue;
+                if (r < 0 && !journal_error_is_content(r)) {
+                        /* Not the file's doing (too many open files, no
+                         * memory, an I/O error): a journal that may be whole,
+                         * left as it is for a start that can read it.  Renamed
+                         * to *.broken, its flags were never restored.  So the
+                         * start fails, having restored nothing, and the
+                         * service manager's restart reads every journal
+                         * again. */
+                        log_error_errno(r, "Cannot read batch journal %s/%s: %m; left as it is for the next start, "
+                                        "which restores its flags.",
+                                        dir, de->d_name);
+                        found_free(found, n_found);
+                        return r;
+                }
                 if (r < 0) {
                         _cleanup_free_ char *broken = NULL;
                         /* Kept for a human, out of the way of the slot of that
@@ -849,15 +884,12 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                                           "(version %d), written by another version of freezerd: %s, its flags "
                                           "are not restored.",
                                           dir, de->d_name, JOURNAL_VERSION, kept ?: "kept");
-                        else if (r == -EBADMSG || r == -EISDIR)
+                        else
                                 log_error("Batch journal %s/%s is damaged (%s): %s, its flags are not restored.",
                                           dir, de->d_name,
                                           r == -EISDIR ? "not a regular file"
                                                        : "not a journal: JSON of another shape, or not JSON",
                                           kept ?: "kept");
-                        else
-                                log_error_errno(r, "Cannot read batch journal %s/%s, %s, its flags are not restored: %m",
-                                                dir, de->d_name, kept ?: "kept");
                         continue;
                 }
                 if (n_found == cap) {

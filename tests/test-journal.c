@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "cgroup-util.h"
 #include "journal.h"
@@ -971,6 +973,78 @@ static void test_keep_failed_no_space(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* A journal the start cannot read for a cause not its own (too many open
+ * files here: RLIMIT_NOFILE leaves room for the directory's descriptor
+ * alone) is left as it is and the start fails, restoring nothing, so that
+ * the service manager's restart restores its flags.  Until session 45 it was
+ * renamed to *.broken, which no start reads: its flags were never restored.
+ * One that is no regular file (a symlink, ELOOP; a socket, ENXIO) is still
+ * kept as *.broken, as no start could read it. */
+static void test_recover_unreadable(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *slot = NULL, *kept = NULL, *link = NULL, *sock = NULL, *link_kept = NULL,
+                            *sock_kept = NULL;
+        struct rlimit old, low;
+        uint64_t max_id = 0;
+        struct stat st;
+        int fd, r;
+
+        CHECK(dir);
+        slot = slot_file(dir, 0);
+        CHECK(asprintf(&kept, "%s.broken", slot) > 0);
+        write_text(slot, "{\"version\":1,\"id\":8,\"groups\":[{\"path\":\"/ok\",\"prev\":true,\"new\":false}]}\n");
+
+        refuse = false;
+        n_restored = 0;
+        fd = dup(STDERR_FILENO); /* the lowest free descriptor, which opendir() takes */
+        CHECK(fd >= 0);
+        (void) close(fd);
+        CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+        low = old;
+        low.rlim_cur = (rlim_t) fd + 1;
+        CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        r = recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id);
+        CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+        CHECK_R(r, -EMFILE);
+        CHECK(n_restored == 0);
+        CHECK(file_size(slot) > 0);
+        CHECK(stat(kept, &st) < 0 && errno == ENOENT);
+
+        /* The next start, with descriptors to spare, restores it. */
+        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 1);
+        CHECK(n_restored == 1 && streq(restored[0].path, "/ok") && restored[0].prev);
+        CHECK(max_id == 8);
+        CHECK(file_size(slot) < 0);
+        CHECK(stat(kept, &st) < 0 && errno == ENOENT);
+
+        /* A symlink and a socket of a journal's name: damaged, not a failed start. */
+        CHECK(asprintf(&link, "%s/journal-1.json", dir) > 0);
+        CHECK(asprintf(&sock, "%s/journal-2.json", dir) > 0);
+        CHECK(asprintf(&link_kept, "%s.broken", link) > 0);
+        CHECK(asprintf(&sock_kept, "%s.broken", sock) > 0);
+        CHECK(symlink("/dev/null", link) == 0);
+        {
+                _cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+                CHECK(s >= 0 && strlen(sock) < sizeof sa.sun_path);
+                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+                CHECK(bind(s, (struct sockaddr *) &sa, sizeof sa) == 0);
+        }
+        n_restored = 0;
+        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 0);
+        CHECK(n_restored == 0);
+        CHECK(lstat(link_kept, &st) == 0 && S_ISLNK(st.st_mode));
+        CHECK(lstat(sock_kept, &st) == 0 && S_ISSOCK(st.st_mode));
+        CHECK(unlink(link_kept) == 0 && unlink(sock_kept) == 0);
+        (void) unlink(link);
+        (void) unlink(sock);
+        (void) unlink(slot);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
         test_drop_immutable_dir();
         test_restored_immutable_dir();
@@ -979,6 +1053,7 @@ int main(void) {
         test_slots_and_recover();
         test_keep_failed();
         test_parse();
+        test_recover_unreadable();
         test_keep_failed_no_space(); /* last: it leaves this process in a mount namespace of its own */
         return test_summary("test-journal");
 }
