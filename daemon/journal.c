@@ -1107,6 +1107,13 @@ void journal_forget(Journal *j, const char *path, uint64_t cgroup_id) {
                                         "write it back at the next start, could not be written over in place and is "
                                         "emptied: the next start restores none of its groups: %m",
                                         path_shown(path, esc, sizeof esc), j->dir, f->name);
+                        /* Nothing of it is restored now: forgotten here too.
+                         * Kept, the next journal_forget() of another of its
+                         * groups wrote the file again from the old list,
+                         * this group with it, whose flag the next start
+                         * then wrote back. */
+                        found_done(f);
+                        j->retries[i--] = j->retries[--j->n_retries];
                         continue;
                 }
                 if (r < 0) {

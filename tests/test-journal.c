@@ -1045,6 +1045,70 @@ static void test_recover_unreadable(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* journal_forget() whose write in place fails halfway, in a directory that
+ * cannot be changed (no copy can replace the file): the file is emptied,
+ * and what j remembers of it must be too.  Until session 45 j kept the old
+ * list, and a later journal_forget() of another group of that file wrote it
+ * from that list, bringing back the group dropped first, whose old flag the
+ * next start wrote back.  The write fails for real: RLIMIT_FSIZE below the
+ * new text's length lets its first byte be written, not the rest (EFBIG). */
+static void test_forget_lost_in_place(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *slot = NULL, *retry = NULL;
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old_sa;
+        struct rlimit old, low;
+        uint64_t max_id = 0;
+        Journal *j = NULL;
+        int r;
+
+        CHECK(dir);
+        slot = slot_file(dir, 0);
+        CHECK(asprintf(&retry, "%s/journal-retry-8.json", dir) > 0);
+        write_text(slot, "{\"version\":1,\"id\":8,\"boot\":\"boot-1\",\"groups\":["
+                         "{\"path\":\"/refused\",\"prev\":false,\"new\":true},"
+                         "{\"path\":\"/refused2\",\"prev\":false,\"new\":true}]}\n");
+        refuse = true;
+        n_restored = 0;
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        CHECK_R(journal_recover_into(j, "boot-1", restore, NULL, &max_id), 1);
+        check_retry_file(retry, "/cg", (const char *[]) { "/refused", "/refused2", NULL });
+        CHECK(journal_has_retries(j));
+
+        r = set_immutable(dir, true);
+        if (r < 0)
+                fprintf(stderr, "test-journal: cannot make %s immutable (%s): a retry file emptied by a failed write "
+                        "in place is not checked\n", dir, strerror(-r));
+        else {
+                /* /refused's flag set since: its write in place fails after the first byte. */
+                CHECK(sigaction(SIGXFSZ, &ign, &old_sa) == 0);
+                CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+                low = old;
+                low.rlim_cur = 10;
+                CHECK(setrlimit(RLIMIT_FSIZE, &low) == 0);
+                journal_forget(j, "/refused", 0);
+                CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+                CHECK(sigaction(SIGXFSZ, &old_sa, NULL) == 0);
+                CHECK(file_size(retry) == 0);
+                CHECK(!journal_has_retries(j));
+
+                /* /refused2's too: nothing of that file is left to write. */
+                journal_forget(j, "/refused2", 0);
+                CHECK(file_size(retry) == 0);
+                clear_immutable(dir);
+        }
+        j = journal_free(j);
+
+        /* The next start writes back neither. */
+        refuse = false;
+        n_restored = 0;
+        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 0);
+        CHECK(n_restored == 0);
+        (void) unlink(retry);
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
         test_drop_immutable_dir();
         test_restored_immutable_dir();
@@ -1054,6 +1118,7 @@ int main(void) {
         test_keep_failed();
         test_parse();
         test_recover_unreadable();
+        test_forget_lost_in_place();
         test_keep_failed_no_space(); /* last: it leaves this process in a mount namespace of its own */
         return test_summary("test-journal");
 }
