@@ -1864,8 +1864,10 @@ static void operation_fail(Operation *op, const char *name, const char *fmt, ...
  * call was told its flag is set.  Returns whether anything was restored;
  * *ret_kept counts the adopted flags left, *ret_kept_path names one;
  * *ret_failed counts the writes back that failed, *ret_failed_path and
- * *ret_failed_error tell the first. */
-static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **ret_kept_path,
+ * *ret_failed_error tell the first.  gs: the groups of op's entries, for a
+ * call whose write failed before its entries were linked to their groups
+ * (batch_start(); NULL: linked). */
+static bool operation_rollback(Operation *op, Group *const *gs, unsigned *ret_kept, const char **ret_kept_path,
                                unsigned *ret_failed, const char **ret_failed_path, int *ret_failed_error) {
         bool any = false;
 
@@ -1876,26 +1878,46 @@ static bool operation_rollback(Operation *op, unsigned *ret_kept, const char **r
         *ret_failed_error = 0;
         for (unsigned i = op->n_entries; i > 0; i--) {
                 OpEntry *e = &op->entries[i - 1];
-                if (!e->group || !(e->wrote || e->inherited) || e->group->freeze != e->new_freeze)
+                Group *g = e->group ?: (gs ? gs[i - 1] : NULL);
+                if (!g || !(e->wrote || e->inherited) || g->freeze != e->new_freeze)
                         continue;
                 if (e->adopted) {
                         if ((*ret_kept)++ == 0)
-                                *ret_kept_path = e->group->path;
+                                *ret_kept_path = g->path;
                         continue;
                 }
                 e->new_freeze = e->prev_freeze; /* our own write must not cancel us */
-                int r = group_write_freeze(op->manager, e->group, e->prev_freeze);
+                int r = group_write_freeze(op->manager, g, e->prev_freeze);
                 if (r < 0) {
-                        log_warning_errno(r, "Rollback of %s failed: %m", e->group->path);
+                        log_warning_errno(r, "Rollback of %s failed: %m", g->path);
                         if ((*ret_failed)++ == 0) {
-                                *ret_failed_path = e->group->path;
+                                *ret_failed_path = g->path;
                                 *ret_failed_error = r;
                         }
                 } else
                         any = true;
-                group_poll_uncovered(op->manager, e->group);
+                group_poll_uncovered(op->manager, g);
         }
         return any;
+}
+
+/* What the caller of a rollback (operation_rollback()) is told of the
+ * writes back that failed: ". Restoring the flag of /x failed (...): it
+ * stays as written", the first named; NULL where none failed (or no memory). */
+static char *rollback_failed_message(unsigned failed, const char *failed_path, int failed_error) {
+        /* A flag the rollback could not write back stays as the call wrote
+         * it: said, as what was restored is (the first named); but not of a
+         * group removed meanwhile, which has none. */
+        bool gone = failed_error == -ENOENT || failed_error == -ENODEV;
+        char *msg = NULL;
+
+        if (failed > 0 && asprintf(&msg, ". Restoring the flag of %s failed (%s)%s", CG_NAMED_IN_LIST(failed_path),
+                                   strerror(-failed_error),
+                                   failed > 1 ? ", and that of other groups: those that still exist stay as written"
+                                   : gone     ? ": the group no longer exists"
+                                              : ": it stays as written") < 0)
+                msg = NULL;
+        return msg;
 }
 
 /* The journal of an operation that waits with ROLLBACK_ON_TIMEOUT, made again
@@ -2210,18 +2232,9 @@ void manager_dispatch(Manager *m) {
                 int failed_error = 0;
                 _cleanup_free_ char *kept_msg = NULL, *failed_msg = NULL;
                 if (op->doom_rollback)
-                        restored = operation_rollback(op, &kept, &kept_path, &failed, &failed_path, &failed_error);
-                /* A flag the rollback could not write back stays as the call
-                 * wrote it: said, as what was restored is (the first named);
-                 * but not of a group removed meanwhile, which has none. */
-                bool gone = failed_error == -ENOENT || failed_error == -ENODEV;
-                if (failed > 0 && asprintf(&failed_msg, ". Restoring the flag of %s failed (%s)%s",
-                                           CG_NAMED_IN_LIST(failed_path), strerror(-failed_error),
-                                           failed > 1 ? ", and that of other groups: those that still exist stay as "
-                                                        "written"
-                                           : gone ? ": the group no longer exists"
-                                                  : ": it stays as written") < 0)
-                        failed_msg = NULL;
+                        restored = operation_rollback(op, NULL, &kept, &kept_path, &failed, &failed_path,
+                                                      &failed_error);
+                failed_msg = rollback_failed_message(failed, failed_path, failed_error);
                 if (kept > 0 && asprintf(&kept_msg, "%s %s%s kept: a later call asked for %s too",
                                          restored ? ", but" : ". The flag of", CG_NAMED_IN_LIST(kept_path),
                                          kept > 1 ? " and other flags were" : " was", kept > 1 ? "them" : "it") < 0)
@@ -3751,18 +3764,36 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                 if (r >= 0 && i >= bw.applied)
                         group_wrote_freeze(m, g, items[i].freeze);
                 if (r < 0) {
-                        _cleanup_free_ char *msg = NULL, *stay = NULL;
-                        bool rollback = flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT;
+                        _cleanup_free_ char *msg = NULL, *stay = NULL, *failed_msg = NULL;
+                        bool rollback = flags & FREEZER_FLAG_ROLLBACK_ON_TIMEOUT, restored = false;
                         size_t n_stay = 0, len = 0;
                         FILE *f = rollback ? NULL : open_memstream(&stay, &len);
 
-                        /* All or nothing: undo what this batch wrote, newest first. */
+                        /* All or nothing: undo what this batch wrote, newest first
+                         * (the entries before i: the writes stopped at i).  A
+                         * write back that fails is told, as a timeout's rollback
+                         * tells it: the reply must not say that the batch was
+                         * rolled back while a flag of it stays as written.  (No
+                         * flag is adopted yet: group_adopt() comes after the
+                         * writes.)  Its journal is emptied all the same
+                         * (operation_free()), as after a timeout's rollback: the
+                         * reply says which flag stays, and a crash must not undo
+                         * what the caller was told.  (A write back goes through the
+                         * cgroup.freeze the batch's write kept open, which the
+                         * kernel fails only for a group removed: no flag to
+                         * restore.) */
+                        if (rollback) {
+                                unsigned kept = 0, failed = 0;
+                                const char *kept_path = NULL, *failed_path = NULL;
+                                int failed_error = 0;
+
+                                restored = operation_rollback(op, to_write, &kept, &kept_path, &failed, &failed_path,
+                                                              &failed_error);
+                                failed_msg = rollback_failed_message(failed, failed_path, failed_error);
+                        }
                         for (size_t j = i; j > 0; j--) {
-                                OpEntry *w = &op->entries[j - 1];
-                                if (!w->wrote)
+                                if (!op->entries[j - 1].wrote)
                                         continue;
-                                if (rollback && items[j - 1].group->freeze == w->new_freeze)
-                                        (void) group_write_freeze(m, items[j - 1].group, w->prev_freeze);
                                 /* Not settled: the groups it covered follow their own files. */
                                 group_poll_uncovered(m, items[j - 1].group);
                                 n_stay++;
@@ -3777,13 +3808,19 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                                 fprintf(f, " and %zu more", n_stay - TIMEOUT_GROUPS_NAMED);
                         if (f)
                                 fclose(f);
-                        if (asprintf(&msg, "Cannot %s %s: %s; %s%s", items[i].freeze ? "freeze" : "thaw",
-                                     CG_NAMED_IN_LIST(g->path),
-                                     r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
-                                     n_stay == 0 ? "nothing was written"
-                                     : rollback  ? "the batch was rolled back"
-                                                 : "the requests before it stay applied",
-                                     n_stay == 0 || rollback ? "" : stay ?: "") < 0)
+                        if (failed_msg
+                                    ? asprintf(&msg, "Cannot %s %s: %s%s%s", items[i].freeze ? "freeze" : "thaw",
+                                               CG_NAMED_IN_LIST(g->path),
+                                               r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
+                                               failed_msg,
+                                               restored ? ". The other flags this call changed were restored" : "") < 0
+                                    : asprintf(&msg, "Cannot %s %s: %s; %s%s", items[i].freeze ? "freeze" : "thaw",
+                                               CG_NAMED_IN_LIST(g->path),
+                                               r == -ENOENT || r == -ENODEV ? "it no longer exists" : strerror(-r),
+                                               n_stay == 0 ? "nothing was written"
+                                               : rollback  ? "the batch was rolled back"
+                                                           : "the requests before it stay applied",
+                                               n_stay == 0 || rollback ? "" : stay ?: "") < 0)
                                 msg = NULL;
                         operation_free(op);
                         return sd_bus_error_set(error,
