@@ -579,6 +579,12 @@ static bool journal_error_is_content(int r) {
         return r == -EBADMSG || r == -EPROTONOSUPPORT || r == -EISDIR || r == -EFBIG;
 }
 
+/* An error reading a journal that says nothing of the file and that a later
+ * start does not meet again: the process's or the machine's resources. */
+static bool journal_error_is_passing(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -ENOBUFS || r == -EAGAIN || r == -EINTR;
+}
+
 typedef struct Found {
         char *name;
         uint64_t id;
@@ -855,14 +861,17 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                 }
                 if (r == -ENOENT) /* (removed since it was listed) */
                         continue;
-                if (r < 0 && !journal_error_is_content(r)) {
-                        /* Not the file's doing (too many open files, no
-                         * memory, an I/O error): a journal that may be whole,
-                         * left as it is for a start that can read it.  Renamed
-                         * to *.broken, its flags were never restored.  So the
+                if (r < 0 && journal_error_is_passing(r)) {
+                        /* Not the file's doing but the moment's (too many open
+                         * files, no memory): a journal that may be whole, left
+                         * as it is for a start that can read it.  Renamed to
+                         * *.broken, its flags were never restored.  So the
                          * start fails, having restored nothing, and the
                          * service manager's restart reads every journal
-                         * again. */
+                         * again.  Not for an error that a restart meets again
+                         * (EIO, EACCES): that would keep freezerd from
+                         * starting at all; such a journal is kept as *.broken
+                         * below, with the error, as a damaged one. */
                         log_error_errno(r, "Cannot read batch journal %s/%s: %m; left as it is for the next start, "
                                         "which restores its flags.",
                                         dir, de->d_name);
@@ -884,12 +893,15 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                                           "(version %d), written by another version of freezerd: %s, its flags "
                                           "are not restored.",
                                           dir, de->d_name, JOURNAL_VERSION, kept ?: "kept");
-                        else
+                        else if (journal_error_is_content(r))
                                 log_error("Batch journal %s/%s is damaged (%s): %s, its flags are not restored.",
                                           dir, de->d_name,
                                           r == -EISDIR ? "not a regular file"
                                                        : "not a journal: JSON of another shape, or not JSON",
                                           kept ?: "kept");
+                        else
+                                log_error("Cannot read batch journal %s/%s: %s; %s, its flags are not restored.",
+                                          dir, de->d_name, strerror(-r), kept ?: "kept");
                         continue;
                 }
                 if (n_found == cap) {

@@ -90,9 +90,10 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * one) is removed with a notice: its batch wrote nothing.  Any other that
  * cannot be parsed, or is no regular file, is renamed to *.broken
  * (*.2.broken... where one is kept already) and logged, never silently
- * dropped.  One that cannot be read for a cause that is not its content
- * (EMFILE, ENOMEM, EIO) is left as it is, logged, and the call fails with
- * that error before anything is restored: a later start reads it.  One that names a
+ * dropped.  One that cannot be read for lack of a resource (EMFILE,
+ * ENFILE, ENOMEM) is left as it is, logged, and the call fails with that
+ * error before anything is restored: a later start reads it.  Any other
+ * error reading it (EIO, EACCES) is kept as *.broken, with the error.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
  * j's cgroup root (freezerd restarted with another --cgroup-root) is logged,
