@@ -3021,12 +3021,23 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                 return 0;
         }
         if (e) {
+                /* The states were to be read after the Ids (held_lost): a
+                 * subscription sent again after freezerd's NoMemory
+                 * (reloads_retry()), freezerd having sent nothing since it
+                 * started, or signals dropped meanwhile. */
+                bool reread = f->held_lost;
+
                 reload_done(f, &f->states_retry);
                 held_drop(f);
-                /* This freezerd lacks GroupStatesChanged: GroupsChanged then.
-                 * Any other error (it exited again): the next start retries. */
-                if (error_no_group_states(e) && state_match_set(f, false, false) >= 0)
-                        (void) call_subscription(f, "SubscribeGroups", NULL);
+                /* This freezerd lacks GroupStatesChanged: GroupsChanged then,
+                 * and the states read after that subscription where they were
+                 * to be read after the Ids: what changed before it (since the
+                 * NoMemory) is reported as the compact path reports it, not
+                 * lost.  Any other error (it exited again): the next start
+                 * retries. */
+                if (error_no_group_states(e) && state_match_set(f, false, false) >= 0 &&
+                    call_subscription(f, "SubscribeGroups", NULL) >= 0 && reread)
+                        (void) states_lost(f);
                 return 0;
         }
         /* Signals wait in held until the list is in (newer than any
@@ -3545,8 +3556,8 @@ static void reload_backoff_grow(reload_backoff *b) {
  * then.  A subscription whose reply was lost was sent: it is not sent
  * again (freezerd counts each); but one refused by an older freezerd
  * (states_fallback) falls back to SubscribeGroups(), as its reply would
- * have had it, and one freezerd answered NoMemory (states_resubscribe) is
- * sent again.  Nothing is left to reload once the
+ * have had it, the states read after it, and one freezerd answered
+ * NoMemory (states_resubscribe) is sent again.  Nothing is left to reload once the
  * callback is gone, or the connection is lost.  Each kind not before its
  * backoff's time: each retry doubles the wait before the next of its kind
  * (reload_lost()), and a reload whose last reply is kept ends that
@@ -3586,12 +3597,19 @@ static void reloads_retry(freezer *f) {
                 if (f->states_fallback) {
                         /* As on_states_subscribed() for this error, unless the
                          * callback went, or a freezerd (re)started since and was
-                         * subscribed anew (state_resubscribe() cleared this). */
+                         * subscribed anew (state_resubscribe() cleared this).
+                         * Its reply was lost: GroupsChanged only from now on,
+                         * and what changed since that reply (since the NoMemory,
+                         * for a subscription sent again) is read after the
+                         * subscription (states_retry, below), as a lost reply
+                         * of the compact path reads the states after the Ids. */
                         if (f->state_cb) {
                                 held_drop(f);
                                 r = state_match_set(f, false, false);
                                 if (r >= 0)
                                         r = call_subscription(f, "SubscribeGroups", NULL);
+                                if (r >= 0)
+                                        f->states_retry = true;
                         }
                         if (r >= 0)
                                 f->states_fallback = false;
@@ -3616,8 +3634,8 @@ static void reloads_retry(freezer *f) {
                 if (reload_kind_pending(f, &f->states_retry))
                         f->states_backoff.at = usec_add(now_usec(), f->states_backoff.delay);
                 else if (!replies)
-                        /* The fallback alone, done: no reply comes to end the
-                         * backoff, and a later loss is retried at once. */
+                        /* The fallback alone, done: a later loss (of the states
+                         * read after it too) is retried at once. */
                         reload_done(f, &f->states_retry);
         }
         if (f->known_retry && f->known_backoff.at <= n) {

@@ -15,6 +15,11 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     resets the delay anyway).
   * freezerd restarted, and that reply lost again: the retry is due at once, as for
     a first loss.
+  * freezerd started under a state callback, its SubscribeGroupStates answered NoMemory (the
+    hook), /g frozen before the retry, whose subscription is refused (its reply kept, or
+    lost too): the handle falls back to SubscribeGroups and reports /g frozen, the states
+    read after that subscription.  (The fallback read nothing, and no GroupsChanged told of
+    a change made before it: /g frozen was never reported.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -307,6 +312,67 @@ def check_fallback_reply_lost(lib, sc, bus):
         lib.freezer_close(f)
 
 
+def check_retried_fallback(lib, sc, bus, lose_reply):
+    """freezerd started under a state callback, the reply of its SubscribeGroupStates taken
+    for freezerd's NoMemory (the hook): not subscribed until the retry.  /g frozen meanwhile
+    (a Freeze call: with cgroup.freeze written directly instead, /g was reported once without
+    the fix, by a later GroupsChanged naming it).  The retry's subscription is
+    refused (the bus policy, as an older freezerd), that reply kept or (lose_reply) lost
+    too, and the handle falls back to SubscribeGroups: the state callback reports /g frozen,
+    read after the subscription as the compact path reads the states after the Ids.  (The
+    fallback read nothing: freezerd sent no GroupsChanged for a change made before the
+    subscription, and /g frozen was never reported.)  A thaw after it is reported too."""
+    what = ('a retried SubscribeGroupStates refused' + (', its reply lost,' if lose_reply else '') +
+            ' /g frozen before the retry')
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    events = []
+    results = []
+
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), state, frozen))
+    try:
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+        hook(lib, 'freezer_test_nomem_subscriptions').value = 1
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            try:
+                # The NoMemory handled: that dispatch says -ENOMEM, the retry is for the next one.
+                ft.wait_for(lambda: lib.freezer_dispatch(f) == -errno.ENOMEM, poll=0.05,
+                            what=f'{what}: -ENOMEM for the subscription\'s NoMemory')
+                ft.check_equal(hook(lib, 'freezer_test_nomem_subscriptions').value, 0,
+                               f'{what}: the hook took the reply for NoMemory')
+                c.call('Freeze', '/g', 0, 0)
+                sc.wait_events('/g', frozen=1)
+                ft.wait_for(lambda: c.group_property('/g', 'FreezerState') == 'frozen', poll=0.05,
+                            what=f'{what}: freezerd has /g frozen')
+                if lose_reply:
+                    hook(lib, 'freezer_test_fail_reload_replies').value = 1
+
+                def seen():
+                    results.append(lib.freezer_dispatch(f))
+                    return ('/g', FROZEN, True) in events
+                ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+                ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
+                ft.check_equal(results.count(-errno.ENOMEM), 1 if lose_reply else 0,
+                               f'{what}: freezer_dispatch() said -ENOMEM for the lost reply only')
+                ft.check_equal(hook(lib, 'freezer_test_fail_reload_replies').value, 0,
+                               f'{what}: the hook failed the reply')
+                # Followed on: GroupsChanged, the fallback's subscription.
+                n = len(events)
+                c.call('Thaw', '/g', 0, 0)
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
+                            poll=0.05, what=f'{what}: then a thaw reported')
+            finally:
+                sc.write_freeze('/g', 0)
+    finally:
+        hook(lib, 'freezer_test_nomem_subscriptions').value = 0
+        hook(lib, 'freezer_test_fail_reload_replies').value = 0
+        lib.freezer_close(f)
+
+
 WARNING = 'freezectl: watch: out of memory, some changes may be reported late'
 
 
@@ -485,6 +551,8 @@ def test():
                 out.write(text.replace('</busconfig>', DENY_GROUP_STATES))
             with ft.Bus(config=path) as bus:
                 check_fallback_reply_lost(lib, sc, bus)
+                check_retried_fallback(lib, sc, bus, False)
+                check_retried_fallback(lib, sc, bus, True)
             check_group_retry_not_activating(lib, sc, tmp)
             with ft.Bus() as bus:
                 check_watch_goes_on(sc, bus)
@@ -494,6 +562,7 @@ def test():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
+          'a fallback after a retried subscription reports a change made before it; '
           'a group list\'s retry does not bus-activate a freezerd that stopped; freezectl watch goes on after freezer_dispatch()\'s -ENOMEM, warns once and sleeps while replies '
           'stay lost')
 
