@@ -592,7 +592,8 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * to make up for what it may have missed (the state callback's Ids or
  * states read again, after a start of freezerd or dropped signals; the
  * group callback's list, the one at its installation too) could not be
- * asked for (its call not sent), queued or loaded for lack of memory, or
+ * asked for (its call not sent, for lack of memory or as sd-bus' write
+ * queue was full: 0.6.4), queued or loaded for lack of memory, or
  * was freezerd's NoMemory (it
  * lacked the memory for that list, or for the state callback's
  * subscription after it started, which is sent again then)

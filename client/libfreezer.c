@@ -683,12 +683,17 @@ static bool subscription_nomem_forced(void) {
 }
 
 /* The next this many calls of reloads (reload_call()) fail to be sent, as
- * without the memory. */
+ * without the memory, or with freezer_test_reload_send_errno where it is not
+ * 0 (ENOBUFS: sd-bus' write queue full). */
 extern unsigned freezer_test_fail_reload_sends;
 unsigned freezer_test_fail_reload_sends;
+extern unsigned freezer_test_reload_send_errno;
+unsigned freezer_test_reload_send_errno;
 
-static bool reload_send_fails(void) {
-        return hook_take(&freezer_test_fail_reload_sends);
+static int reload_send_fails(void) {
+        if (!hook_take(&freezer_test_fail_reload_sends))
+                return 0;
+        return freezer_test_reload_send_errno ? -(int) freezer_test_reload_send_errno : -ENOMEM;
 }
 
 /* The live entries of the state callback's table. */
@@ -717,8 +722,8 @@ static bool subscription_nomem_forced(void) {
         return false;
 }
 
-static bool reload_send_fails(void) {
-        return false;
+static int reload_send_fails(void) {
+        return 0;
 }
 #endif
 
@@ -2659,16 +2664,27 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
  * starts is listed and subscribed anew anyway (on_daemon_owner_changed()).
  * Without the memory to send it (-ENOMEM), it is lost as a reply that could
  * not be queued is: started again from a later freezer_dispatch() (*retry,
- * of its kind: reload_lost()), which says -ENOMEM. */
+ * of its kind: reload_lost()), which says -ENOMEM.  So is one sd-bus cannot
+ * queue (-ENOBUFS: its write queue holds BUS_WQUEUE_MAX messages, the peer
+ * not reading them, or the kernel lacked buffer space for sendmsg()), the
+ * one failure besides -ENOMEM with the connection open (but -ECHILD, a
+ * handle used after fork(), where nothing works): a shortage that
+ * passes, as memory's does, and was a reload lost for good.  Any other
+ * failure is of a connection sd-bus closes (-ENOTCONN, -ECONNRESET): its
+ * Disconnected tells the program, and nothing is reloaded on it. */
 static int reload_call(freezer *f, const char *member, sd_bus_message_handler_t handler, sd_bus_slot **home,
                        bool *retry) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r = reload_send_fails() ? -ENOMEM : new_manager_call(f, member, &m);
+        int r = reload_send_fails();
 
+        if (r >= 0)
+                r = new_manager_call(f, member, &m);
         if (r >= 0)
                 r = sd_bus_message_set_auto_start(m, false);
         if (r >= 0)
                 r = sd_bus_call_async(f->bus, home, m, handler, f, 0);
+        if (r == -ENOBUFS)
+                r = -ENOMEM;
         if (r == -ENOMEM)
                 reload_lost(f, retry, r);
         return r;

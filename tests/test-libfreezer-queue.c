@@ -67,6 +67,7 @@ extern unsigned freezer_test_fail_ids_loads;
 extern size_t freezer_test_group_table_max;
 extern unsigned freezer_test_fail_group_lists;
 extern unsigned freezer_test_fail_reload_sends;
+extern unsigned freezer_test_reload_send_errno;
 size_t freezer_test_state_groups(freezer *f);
 
 /* The stand-in writes a letter here for each ListGroupIds (I) and
@@ -702,6 +703,16 @@ static void test_ids_send_lost(const char *socket_path) {
         check_reload_lost_once(socket_path, "/new25", NULL, &freezer_test_fail_reload_sends, NULL, "IS");
 }
 
+/* The reload's call cannot be queued by sd-bus (ENOBUFS, its write queue
+ * full, made so by the test hook), the connection open: retried as for lack
+ * of memory, with -ENOMEM.  (The send failure was ignored, as any but
+ * -ENOMEM: never retried, /new26 never reported, nor the error.) */
+static void test_ids_send_nobufs(const char *socket_path) {
+        freezer_test_reload_send_errno = ENOBUFS;
+        check_reload_lost_once(socket_path, "/new26", NULL, &freezer_test_fail_reload_sends, NULL, "IS");
+        freezer_test_reload_send_errno = 0;
+}
+
 /* The Ids came but could not be loaded (no memory, made so by the test
  * hook): loaded again, the states read.  (The failure was ignored and the
  * states read with the old table, which lacked /new7: never reported, nor
@@ -1333,6 +1344,7 @@ int main(void) {
         test_reload_reply_lost(socket_path);
         test_ids_load_lost(socket_path);
         test_ids_send_lost(socket_path);
+        test_ids_send_nobufs(socket_path);
         test_ids_nomem(socket_path);
         test_states_nomem(socket_path);
         test_reload_backoff(socket_path);
