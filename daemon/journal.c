@@ -514,7 +514,8 @@ int journal_parse(const char *text, size_t len, JournalEntry **ret, size_t *ret_
 /* -EISDIR: name is no regular file (a directory, symlink, socket, FIFO,
  * device), which no start could read as a journal; -EBADMSG: one over
  * JOURNAL_SIZE_MAX.  Any other error is not the file's content (EMFILE,
- * ENOMEM, EIO): another start may read it. */
+ * ENOMEM, EIO): recover() tells those another start may not meet
+ * (journal_error_is_passing()) from the others. */
 static int read_small_file(int dirfd, const char *name, char **ret, size_t *ret_len) {
         /* O_NONBLOCK: a FIFO of that name must not hold up the start (it is
          * no regular file, said so below); a file's reads ignore it. */

@@ -91,8 +91,10 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * cannot be parsed, or is no regular file, is renamed to *.broken
  * (*.2.broken... where one is kept already) and logged, never silently
  * dropped.  One that cannot be read for lack of a resource (EMFILE,
- * ENFILE, ENOMEM) is left as it is, logged, and the call fails with that
- * error before anything is restored: a later start reads it.  Any other
+ * ENFILE, ENOMEM, ENOBUFS), or interrupted (EINTR, EAGAIN), is left as it
+ * is, logged, and the call fails with that error before anything is
+ * restored: a later start reads it.  (json-c before 0.17 does not tell a
+ * parse that lacked memory: such a journal reads as damaged.)  Any other
  * error reading it (EIO, EACCES) is kept as *.broken, with the error.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
