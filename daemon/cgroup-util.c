@@ -470,6 +470,20 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, bool 
         return k;
 }
 
+/* The length of the name or path that cg_escape() showed as [p, end): an
+ * escape ("\\", "\xNN") stands for one byte.  A quote's "(N bytes)" counts
+ * the group's path, as of any group, not its escaped form. */
+static size_t shown_unescaped_len(const unsigned char *p, const unsigned char *end) {
+        size_t n = 0;
+
+        while (p < end) {
+                size_t e = shown_escape_len(p, end);
+                p += e ?: 1;
+                n++;
+        }
+        return n;
+}
+
 static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZE]) {
         const unsigned char *p = (const unsigned char *) s, *end;
         size_t len = strlen(s), head, tail, k;
@@ -484,7 +498,7 @@ static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZ
         memcpy(buf + k, "...", 3);
         k += 3;
         k = quote_part(p + tail, end, shown, buf, k);
-        snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", len);
+        snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", shown ? shown_unescaped_len(p, end) : len);
         return buf;
 }
 

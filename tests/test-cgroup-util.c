@@ -392,6 +392,19 @@ static void test_quote(void) {
         CHECK_STR(cg_escape("/s\\x0al\n", false, buf, sizeof buf), "/s\\\\x0al\\x0a");
         /* What cg_escape() made, quoted: its backslashes as they are. */
         CHECK_STR(cg_quote_shown("/s\\\\x0al\\xff", buf), "/s\\\\x0al\\xff");
+        {
+                /* Cut: its byte count the path's, an escape one byte. */
+                char shown[320], *at;
+
+                memset(shown, 'a', 300);
+                strcpy(shown + 300, "\\xff\\\\"); /* "\xff" and a doubled backslash: 2 bytes */
+                cg_quote_shown(shown, buf);
+                at = strstr(buf, " (");
+                CHECK_STR(at ?: "", " (302 bytes)");
+                cg_quote(shown, buf); /* a string of the caller's: each backslash one byte */
+                at = strstr(buf, " (");
+                CHECK_STR(at ?: "", " (306 bytes)");
+        }
         /* Plain, or to go in double quotes: white space no reader sees. */
         CHECK(cg_quote_plain("/a/b") && cg_quote_plain("/") && cg_quote_plain("/my app/b c"));
         CHECK(!cg_quote_plain("") && !cg_quote_plain(" ") && !cg_quote_plain("/ /pods") &&

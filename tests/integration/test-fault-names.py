@@ -172,7 +172,7 @@ def test():
                     ('/lw', b' lead\xff', '"/lw/ lead\\xff"'),
                     ('/qt"x ', b'bad\xff', '"/qt\\"x /bad\\xff"'),
                     ('/qt"y', b'bad\xff', '/qt"y/bad\\xff '),
-                    (long_parent, b'bad\xff', 'L/' + 'M' * 100 + '/bad\\xff (%d bytes) ' % (len(long_parent) + 8)),
+                    (long_parent, b'bad\xff', 'L/' + 'M' * 100 + '/bad\\xff (%d bytes) ' % (len(long_parent) + 5)),
                     ('/', b'rt\xff', ' /rt\\xff ')):
                 top = os.fsencode(sc.abspath(parent))
                 sc.mkdir(parent.rstrip('/') + '/x')
