@@ -875,9 +875,35 @@ static int child_in_model_or_added(const char *parent, const char *name, void *u
  * (GroupData.unfollowed_children): a thaw of a big slice lists none.  An
  * untracked ancestor kept for its flag holds groups freezerd does not
  * follow anyway, whatever their names: left alone, as by the batch. */
+/* where (a whole path cg_escape() made) as a message names it, uncut: in
+ * double quotes, a '"' in it as \", where it does not read as itself
+ * (cg_quote_plain()), as CG_NAMED_SHOWN() names a path it may cut.  NULL
+ * without the memory. */
+static char *where_named(const char *where) {
+        size_t n = 3;
+        char *s, *k;
+
+        if (cg_quote_plain(where))
+                return strdup(where);
+        for (const char *p = where; *p; p++)
+                n += *p == '"' ? 2 : 1;
+        s = k = malloc(n);
+        if (!s)
+                return NULL;
+        *k++ = '"';
+        for (const char *p = where; *p; p++) {
+                if (*p == '"')
+                        *k++ = '\\';
+                *k++ = *p;
+        }
+        *k++ = '"';
+        *k = 0;
+        return s;
+}
+
 static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_error *error) {
         GroupData *d = group_data(c);
-        _cleanup_free_ char *where = NULL;
+        _cleanup_free_ char *where = NULL, *named = NULL;
         int r;
 
         if (!c->tracked || !d || !d->unfollowed_children)
@@ -885,7 +911,13 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
         r = odd_groups_collect(m->root_fd, c->path, child_in_model, m, odd, &where);
         /* where comes whole (one path, below PATH_MAX, escaped): the group it
          * names is at its end, below levels a quote (cg_quote(), its first and
-         * last bytes only) would cut out, and only the whole path finds it. */
+         * last bytes only) would cut out, and only the whole path finds it.
+         * Named whole, then (where_named()). */
+        if (where) {
+                named = where_named(where);
+                if (!named)
+                        return sd_bus_error_set_errno(error, -ENOMEM);
+        }
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
                                          "Cannot thaw the groups below %s that freezerd does not follow: more than "
@@ -896,12 +928,12 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
                                          "Cannot thaw the groups below %s, which freezerd does not follow: a group "
                                          "there is nested so deep that its path is longer than the kernel opens "
                                          "(PATH_MAX, %d bytes); nothing was written",
-                                         where ?: CG_NAMED(c->path), PATH_MAX);
+                                         named ?: CG_NAMED(c->path), PATH_MAX);
         if (r == -ENOENT)
                 return 0; /* removed meanwhile: its rmdir is on its way */
         if (r < 0)
                 return bus_error_set_failed(error, r, "Cannot list the groups below %s: %s; nothing was written",
-                                            where ?: CG_NAMED(c->path), strerror(-r));
+                                            named ?: CG_NAMED(c->path), strerror(-r));
         return 0;
 }
 

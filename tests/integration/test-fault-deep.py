@@ -26,8 +26,9 @@ Checks:
     their writes (before, both left them frozen and succeeded);
   * a group below level 256 nested so deep that its cgroup.freeze's path
     passes PATH_MAX (no open(2) takes it) fails the RECURSIVE thaw with
-    LimitsExceeded naming the group below level 256 that holds it, nothing
-    written (neither level 300's flag nor level 2's, which freezerd follows)."""
+    LimitsExceeded naming the group below level 256 that holds it (whole, in
+    double quotes: its name ends in a space), nothing written (neither level
+    300's flag nor level 2's, which freezerd follows)."""
 
 import os
 import sys
@@ -38,7 +39,7 @@ import freezertest as ft  # noqa: E402
 LEVELS = 600
 DEPTH_MAX = 256
 WARNING = 'Not following the groups below'
-LONG_NAME = 'x' * 250
+LONG_NAME = 'x' * 249 + ' '  # its trailing space: the message puts the path in double quotes
 LONG_LEVELS = 15  # below level 256 ("deep" and 255 "/d": 514 bytes): 4,279 bytes, past PATH_MAX (4,096)
 
 
@@ -111,10 +112,10 @@ def test():
                 c.call('Freeze', level(2), 0, 0)
                 sc.write_freeze(level(300), 1)
                 e = ft.expect_dbus_error(ft.ERROR_LIMITS_EXCEEDED, c.call, 'Thaw', '/deep', 0, ft.FLAG_RECURSIVE)
-                ft.check(f'{level(DEPTH_MAX)}/{LONG_NAME}' in e.message and 'PATH_MAX' in e.message
+                ft.check(f'"{level(DEPTH_MAX)}/{LONG_NAME}"' in e.message and 'PATH_MAX' in e.message
                          and 'nothing was written' in e.message,
                          'a group too deep to open fails the RECURSIVE thaw, naming the group below level '
-                         f'{DEPTH_MAX} that holds it', e.message)
+                         f'{DEPTH_MAX} that holds it, whole, in double quotes (its name ends in a space)', e.message)
                 ft.check_equal((sc.read_freeze(level(2)), sc.read_freeze(level(300))), (1, 1),
                                'and nothing was written (levels 2 and 300 keep their flags)')
             finally:
