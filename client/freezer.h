@@ -593,7 +593,10 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * states read again, after a start of freezerd or dropped signals; the
  * group callback's list, the one at its installation too) could not be
  * asked for (its call not sent, for lack of memory or as sd-bus' write
- * queue was full: 0.6.4), queued or loaded for lack of memory, or
+ * queue was full: 0.6.4; so too the state callback's match and
+ * subscription sent after a start of freezerd, and its fallback to
+ * GroupsChanged, made by the next freezer_dispatch() then), queued or
+ * loaded for lack of memory, or
  * was freezerd's NoMemory (it
  * lacked the memory for that list, or for the state callback's
  * subscription after it started, which is sent again then)

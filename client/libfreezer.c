@@ -682,9 +682,12 @@ static bool subscription_nomem_forced(void) {
         return hook_take(&freezer_test_nomem_subscriptions);
 }
 
-/* The next this many calls of reloads (reload_call()) fail to be sent, as
- * without the memory, or with freezer_test_reload_send_errno where it is not
- * 0 (ENOBUFS: sd-bus' write queue full). */
+/* The next this many sends of reloads fail, as without the memory, or with
+ * freezer_test_reload_send_errno where it is not 0 (ENOBUFS: sd-bus' write
+ * queue full): their calls (reload_call()), the group callback's first list
+ * (groups_load()), and the state callback's match set anew and
+ * SubscribeGroups() within a dispatch (state_match_set() not waited for,
+ * states_fallback_subscribe()), each a send. */
 extern unsigned freezer_test_fail_reload_sends;
 unsigned freezer_test_fail_reload_sends;
 extern unsigned freezer_test_reload_send_errno;
@@ -2657,6 +2660,16 @@ static int call_subscription(freezer *f, const char *member, sd_bus_error *error
         return r;
 }
 
+/* A send of a reload (reload_call(), the state callback's match and
+ * SubscribeGroups() sent again: state_match_set() not waited for,
+ * states_fallback_subscribe(); the group callback's first list:
+ * groups_load()) failed with r: -ENOBUFS, sd-bus unable to queue it, is lost
+ * as a lack of memory is (see reload_call()), -ENOMEM for the caller to
+ * retry (reload_lost()). */
+static int reload_send_shortage(int r) {
+        return r == -ENOBUFS ? -ENOMEM : r;
+}
+
 /* A reload's call (Manager.member(), no arguments), its reply for handler
  * through the slot at home.  Not auto-started either: a reload is for the
  * freezerd there now, and one sent after it left (a retry due before its
@@ -2683,8 +2696,7 @@ static int reload_call(freezer *f, const char *member, sd_bus_message_handler_t 
                 r = sd_bus_message_set_auto_start(m, false);
         if (r >= 0)
                 r = sd_bus_call_async(f->bus, home, m, handler, f, 0);
-        if (r == -ENOBUFS)
-                r = -ENOMEM;
+        r = reload_send_shortage(r);
         if (r == -ENOMEM)
                 reload_lost(f, retry, r);
         return r;
@@ -2998,7 +3010,11 @@ static int add_match_wait(freezer *f, sd_bus_slot **slot, const char *match, sd_
  * GroupsChanged; replaces one of the other kind.  On the bus only one of the
  * two may be there: a signal that another client subscribed to reaches every
  * match.  Asynchronous where the caller is inside a dispatch: dbus-daemon
- * handles our AddMatch before the subscription call sent after it. */
+ * handles our AddMatch before the subscription call sent after it: that
+ * AddMatch is a reload's (state_resubscribe(), states_fallback_subscribe()),
+ * and one sd-bus cannot queue (-ENOBUFS) says -ENOMEM, to be retried as one
+ * lacking the memory (reload_send_shortage()): the state callback would hear
+ * of nothing otherwise. */
 static int state_match_set(freezer *f, bool compact, bool wait) {
         const char *match = compact ? signal_match(f, MATCH_SIGNAL_BUS MATCH_GROUP_STATES_CHANGED,
                                                    MATCH_SIGNAL_DIRECT MATCH_GROUP_STATES_CHANGED)
@@ -3012,10 +3028,28 @@ static int state_match_set(freezer *f, bool compact, bool wait) {
         f->match_slot = sd_bus_slot_unref(f->match_slot);
         f->compact = compact;
         if (wait)
-                r = add_match_wait(f, &f->match_slot, match, handler);
-        else
+                return add_match_wait(f, &f->match_slot, match, handler);
+        r = reload_send_fails();
+        if (r >= 0)
                 r = sd_bus_add_match_async(f->bus, &f->match_slot, match, handler, NULL, f);
-        return r;
+        return reload_send_shortage(r);
+}
+
+/* The state callback's fallback to GroupsChanged, freezerd having refused
+ * SubscribeGroupStates() (an older one, a bus policy): its match and
+ * SubscribeGroups(), not waited for.  -ENOMEM where either could not be
+ * sent for lack of memory or as sd-bus' write queue was full: the caller
+ * leaves the fallback to a later dispatch (states_fallback, reloads_retry()),
+ * which sends what is missing (a match set already is kept; a
+ * SubscribeGroups() that was not sent, freezerd did not count). */
+static int states_fallback_subscribe(freezer *f) {
+        int r = state_match_set(f, false, false);
+
+        if (r >= 0)
+                r = reload_send_fails();
+        if (r >= 0)
+                r = call_subscription(f, "SubscribeGroups", NULL);
+        return reload_send_shortage(r);
 }
 
 static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
@@ -3049,11 +3083,19 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                  * and the states read after that subscription where they were
                  * to be read after the Ids: what changed before it (since the
                  * NoMemory) is reported as the compact path reports it, not
-                 * lost.  Any other error (it exited again): the next start
-                 * retries. */
-                if (error_no_group_states(e) && state_match_set(f, false, false) >= 0 &&
-                    call_subscription(f, "SubscribeGroups", NULL) >= 0 && reread)
-                        (void) states_lost(f);
+                 * lost.  A fallback that cannot be sent (no memory, sd-bus'
+                 * write queue full) is left to a later dispatch, as for a
+                 * refusal whose reply was lost (reloads_retry(), which reads
+                 * the states after it: a gap until then), with -ENOMEM: the
+                 * callback would hear of no change otherwise.  Any other
+                 * error (it exited again): the next start retries. */
+                if (error_no_group_states(e)) {
+                        r = states_fallback_subscribe(f);
+                        if (r == -ENOMEM)
+                                reload_lost(f, &f->states_fallback, r);
+                        else if (r >= 0 && reread)
+                                (void) states_lost(f);
+                }
                 return 0;
         }
         /* Signals wait in held until the list is in (newer than any
@@ -3222,8 +3264,9 @@ static int on_group_ids_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus
 /* freezerd (re)started while the state callback is installed: subscribe
  * anew (it knows nothing of us) and, in compact mode, load its Ids again
  * (groups may have been made meanwhile).  Not waited for: a failure leaves
- * us without signals, as it would at start; one for lack of memory is sent
- * again from a later dispatch (reload_call(), reloads_retry()). */
+ * us without signals, as it would at start; one for lack of memory, or as
+ * sd-bus' write queue was full (-ENOMEM both: state_match_set(),
+ * reload_call()), is sent again from a later dispatch (reloads_retry()). */
 static int state_resubscribe(freezer *f) {
         int r;
 
@@ -3613,17 +3656,20 @@ static void reloads_retry(freezer *f) {
                 if (f->states_fallback) {
                         /* As on_states_subscribed() for this error, unless the
                          * callback went, or a freezerd (re)started since and was
-                         * subscribed anew (state_resubscribe() cleared this).
-                         * Its reply was lost: GroupsChanged only from now on,
-                         * and what changed since that reply (since the NoMemory,
-                         * for a subscription sent again) is read after the
-                         * subscription (states_retry, below), as a lost reply
-                         * of the compact path reads the states after the Ids. */
+                         * subscribed anew (on_daemon_owner_changed()'s
+                         * cache_clear() cleared this).  Its reply was lost, or
+                         * the fallback could not be sent then: GroupsChanged
+                         * only from now on, and what changed since that reply
+                         * (since the NoMemory, for a subscription sent again)
+                         * is read after the subscription (states_retry, below),
+                         * as a lost reply of the compact path reads the states
+                         * after the Ids.  A fallback that cannot be sent now
+                         * either waits for the next retry, its error -ENOMEM
+                         * also where sd-bus' write queue was full
+                         * (states_fallback_subscribe()). */
                         if (f->state_cb) {
                                 held_drop(f);
-                                r = state_match_set(f, false, false);
-                                if (r >= 0)
-                                        r = call_subscription(f, "SubscribeGroups", NULL);
+                                r = states_fallback_subscribe(f);
                                 if (r >= 0)
                                         f->states_retry = true;
                         }
@@ -3871,7 +3917,8 @@ static int on_interfaces_changed_before(sd_bus_message *m, void *userdata, _unus
  * freezerd yet, or one without ListGroupIds()) is no error: signals are
  * reported as they come, and a freezerd that starts is listed then.  Not
  * auto-started: the group callback only listens, as it did before it
- * listed.  One that lacks the memory for its call, its reply or its table
+ * listed.  One that lacks the memory for its call (or that sd-bus cannot
+ * queue: reload_send_shortage()), its reply or its table
  * is listed again from a later freezer_dispatch(), which says -ENOMEM, as a
  * later list is (reload_lost(), on_groups_listed()): without it, a signal
  * dropped later would have no table to be compared with, and its group
@@ -3884,11 +3931,17 @@ static void groups_load(freezer *f) {
         int r;
 
         groups_clear(f);
-        r = new_manager_call(f, "ListGroupIds", &m);
+        r = reload_send_fails();
+        if (r >= 0)
+                r = new_manager_call(f, "ListGroupIds", &m);
         if (r >= 0)
                 r = sd_bus_message_set_auto_start(m, false);
         if (r >= 0)
                 r = call_wait(f, m, 0, &error, &reply);
+        /* -ENOBUFS: sd-bus' write queue full, or its read queue while it
+         * waited, or the bus' LimitsExceeded (freezerd's own has another
+         * number), the connection open: as a lack of memory. */
+        r = reload_send_shortage(r);
         if (r >= 0)
                 r = group_list_fails() ? -ENOMEM : groups_read(reply, &f->known);
         if (r == -ENOMEM)

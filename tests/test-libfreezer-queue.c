@@ -24,7 +24,9 @@
  * state callback's reply kept, nor by a list kept that is read again for
  * a signal dropped while its reply waited.  And freezerd's NoMemory to a
  * reload's list (the Ids, the states read after them, the group callback's
- * list) retried as a reply lost here is, with -ENOMEM.
+ * list) retried as a reply lost here is, with -ENOMEM; and so a reload's call
+ * that cannot be sent, for lack of memory or as sd-bus' write queue is full
+ * (ENOBUFS), the group callback's list at its installation too.
  * And, needing no stand-in, which states freezer_state_frozen() calls
  * frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -1134,6 +1136,50 @@ static void test_group_list_first_lost(const char *socket_path) {
         freezer_close(f);
 }
 
+/* The group callback's list at its installation cannot be queued by sd-bus
+ * (ENOBUFS, its write queue full, made so by the test hook), the connection
+ * open: the installation returns 0, freezer_dispatch() fails with -ENOMEM
+ * once, and the list is asked for again (its first call was not sent: one
+ * ListGroupIds in all); it is the table a dropped signal's list is compared
+ * with: /new27, whose InterfacesAdded is dropped, is reported added.  (The
+ * failure was ignored, as any but -ENOMEM: no -ENOMEM, no list, no table,
+ * /new27 never reported.) */
+static void test_group_list_first_send_nobufs(const char *socket_path) {
+        freezer *f = NULL;
+        unsigned enomem;
+        char calls[32];
+
+        CHECK_R(freezer_open_private(&f, socket_path), 0);
+        if (!f)
+                return;
+        calls_read(calls, sizeof calls);
+        group_reports[0] = 0;
+        freezer_test_reload_send_errno = ENOBUFS;
+        freezer_test_fail_reload_sends = 1;
+        CHECK_R(freezer_set_group_callback(f, group_cb, NULL), 0);
+        CHECK_R(freezer_test_fail_reload_sends, 0);
+        lists_seen = 0;
+        lists_wanted = 1;
+        enomem = dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, lists_answered, NULL);
+        dispatch_all(f);
+        CHECK_R(enomem, 1);
+        CHECK_R(lists_seen, 1);
+        CHECK_STR(group_reports, "");
+
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, "/new27", 0, 0), 0);
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
+                0);
+        CHECK_STR(group_reports, "+/new27");
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+        freezer_test_fail_reload_sends = freezer_test_reload_send_errno = 0;
+        CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
+        freezer_close(f);
+}
+
 /* The state and the group callback, an InterfacesAdded of /new18 dropped:
  * both reload, every group list lacks the memory for its table (the test
  * hook), the states read after the Ids lost three times, then kept.  The
@@ -1356,6 +1402,7 @@ int main(void) {
         test_group_list_send_lost(socket_path);
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
+        test_group_list_first_send_nobufs(socket_path);
         test_reload_backoff_kinds(socket_path);
         test_group_list_again_backoff(socket_path);
 

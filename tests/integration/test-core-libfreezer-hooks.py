@@ -20,6 +20,13 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     lost too): the handle falls back to SubscribeGroups and reports /g frozen, the states
     read after that subscription.  (The fallback read nothing, and no GroupsChanged told of
     a change made before it: /g frozen was never reported.)
+  * A send of the state callback's subscription within a dispatch that sd-bus cannot queue
+    (ENOBUFS, the hooks): the AddMatch of GroupStatesChanged after a restart of freezerd
+    (the handle had fallen back to GroupsChanged), the fallback's AddMatch after a refusal,
+    and that AddMatch sent by the retry of a fallback whose refusal's reply was lost.
+    freezer_dispatch() says -ENOMEM, the send is retried, and /g frozen after it is
+    reported, then a thaw.  (The first two were lost for good: no -ENOMEM, no change ever
+    reported; the third said -ENOBUFS, which ends freezectl watch.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -71,6 +78,7 @@ GROUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes
                                   ctypes.c_void_p)
 RESYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 RESYNC_DAEMON_EXITED = 0  # FREEZER_RESYNC_DAEMON_EXITED
+RESYNC_DAEMON_STARTED = 1  # FREEZER_RESYNC_DAEMON_STARTED
 RUNNING = 0  # FREEZER_STATE_RUNNING
 FROZEN = 2  # FREEZER_STATE_FROZEN
 
@@ -373,6 +381,106 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
         lib.freezer_close(f)
 
 
+def check_fallback_send_nobufs(lib, sc, bus, where):
+    """A send of the state callback's subscription within a dispatch that sd-bus cannot queue
+    (ENOBUFS, its write queue full: the hooks freezer_test_fail_reload_sends and
+    freezer_test_reload_send_errno), where:
+      'resubscribe': the AddMatch of GroupStatesChanged, sent again after freezerd
+        restarted under a handle that had fallen back to GroupsChanged;
+      'fallback': the fallback's AddMatch of GroupsChanged, the SubscribeGroupStates after
+        a start refused (the hook set by the resync callback, after that call was sent);
+      'fallback-retry': the same, sent by the retry of a fallback whose refusal's reply
+        was lost (the hook freezer_test_fail_reload_replies).
+    freezer_dispatch() says -ENOMEM for it (and for the lost reply), nothing else, the send
+    is retried, and /g frozen after the -ENOMEM is reported (the states read after the
+    subscription: a gap), then a thaw.  (The first two were lost for good, as any failure
+    but -ENOMEM: no -ENOMEM, not subscribed, no change ever reported; the third said
+    -ENOBUFS, which freezectl watch takes as fatal.)"""
+    what = f'{where}: its send failing with ENOBUFS'
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    events = []
+    results = []
+    armed = []
+
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), state, frozen))
+
+    def arm():
+        hook(lib, 'freezer_test_reload_send_errno').value = errno.ENOBUFS
+        hook(lib, 'freezer_test_fail_reload_sends').value = 1
+        armed.append(True)
+
+    @RESYNC_CALLBACK
+    def on_resync(_f, reason, _ud):
+        # DAEMON_STARTED: told after the subscription was sent (on_daemon_owner_changed()).
+        if where == 'fallback' and reason == RESYNC_DAEMON_STARTED and not armed:
+            arm()
+    try:
+        sc.write_freeze('/g', 0)
+        ft.check_equal(lib.freezer_set_resync_callback(f, on_resync, None), 0, 'freezer_set_resync_callback')
+        if where == 'resubscribe':
+            with ft.Daemon(bus, sc.root) as d:
+                ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                               f'{what}: freezer_set_state_callback')
+                # Following GroupsChanged (the SubscribeGroupStates refused, at the
+                # installation or, if freezerd had no name yet, after its start): the
+                # restart's AddMatch is GroupStatesChanged's, sent anew.
+                def following():
+                    lib.freezer_dispatch(f)
+                    if ('/g', FROZEN, True) not in events:
+                        d.client.call('Freeze', '/g', 0, 0)
+                        d.client.call('Thaw', '/g', 0, 0)
+                        lib.freezer_dispatch(f)
+                    return ('/g', FROZEN, True) in events
+                ft.wait_for(following, poll=0.05, what=f'{what}: /g frozen reported before the restart')
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and events[-1][:2] == ('/g', RUNNING), poll=0.05,
+                            what=f'{what}: /g thawed reported before the restart')
+                events.clear()
+                arm()
+        else:
+            ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                           f'{what}: freezer_set_state_callback with no freezerd')
+            if where == 'fallback-retry':
+                hook(lib, 'freezer_test_fail_reload_replies').value = 1
+        with ft.Daemon(bus, sc.root) as d:
+            c = d.client
+            try:
+                def lost():
+                    results.append(lib.freezer_dispatch(f))
+                    return results[-1] < 0
+                ft.wait_for(lost, poll=0.05, what=f'{what}: freezer_dispatch() fails')
+                if where == 'fallback-retry':
+                    ft.check_equal(results[-1], -errno.ENOMEM, f'{what}: -ENOMEM for the refusal\'s lost reply')
+                    arm()
+                    ft.wait_for(lost, poll=0.05, what=f'{what}: freezer_dispatch() fails again')
+                ft.check_equal(results[-1], -errno.ENOMEM, f'{what}: -ENOMEM for the send sd-bus could not queue')
+                ft.check_equal(hook(lib, 'freezer_test_fail_reload_sends').value, 0, f'{what}: the hook failed a send')
+                hook(lib, 'freezer_test_reload_send_errno').value = 0
+                # Made in the gap, before the send's retry: no GroupsChanged tells of it.
+                c.call('Freeze', '/g', 0, 0)
+
+                def seen():
+                    results.append(lib.freezer_dispatch(f))
+                    return ('/g', FROZEN, True) in events
+                ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+                ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
+                ft.check_equal(results.count(-errno.ENOMEM), 2 if where == 'fallback-retry' else 1,
+                               f'{what}: freezer_dispatch() said -ENOMEM once for each loss')
+                n = len(events)
+                c.call('Thaw', '/g', 0, 0)
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
+                            poll=0.05, what=f'{what}: then a thaw reported (GroupsChanged followed)')
+            finally:
+                sc.write_freeze('/g', 0)
+    finally:
+        hook(lib, 'freezer_test_fail_reload_sends').value = 0
+        hook(lib, 'freezer_test_reload_send_errno').value = 0
+        hook(lib, 'freezer_test_fail_reload_replies').value = 0
+        lib.freezer_close(f)
+
+
 WARNING = 'freezectl: watch: out of memory, some changes may be reported late'
 
 
@@ -553,6 +661,8 @@ def test():
                 check_fallback_reply_lost(lib, sc, bus)
                 check_retried_fallback(lib, sc, bus, False)
                 check_retried_fallback(lib, sc, bus, True)
+                for where in ('resubscribe', 'fallback', 'fallback-retry'):
+                    check_fallback_send_nobufs(lib, sc, bus, where)
             check_group_retry_not_activating(lib, sc, tmp)
             with ft.Bus() as bus:
                 check_watch_goes_on(sc, bus)
@@ -563,6 +673,7 @@ def test():
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
           'a fallback after a retried subscription reports a change made before it; '
+          'a subscription\'s send sd-bus cannot queue is retried with -ENOMEM; '
           'a group list\'s retry does not bus-activate a freezerd that stopped; freezectl watch goes on after freezer_dispatch()\'s -ENOMEM, warns once and sleeps while replies '
           'stay lost')
 
