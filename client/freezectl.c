@@ -842,8 +842,9 @@ static const char *text_shown(const char *s, char **tofree) {
         return s;
 }
 
-/* freezerd's message, while vlog_failure() writes the line that quotes it,
- * and where in that line it may start (after the caller's words): freezerd
+/* freezerd's message, while vlog_failure() writes the line that quotes it
+ * (or the batch parser's, batch_load()), and where in that line it may start
+ * (after the caller's words): freezerd
  * escapes the paths it quotes itself (cg_quote(): a control character as
  * \xNN, a backslash as "\\"), so its backslashes are shown as they are, not
  * doubled again. */
@@ -2737,7 +2738,16 @@ static int batch_load(const char *file, freezer_request **ret, size_t *ret_n) {
                 return EXIT_FAILURE;
         }
         if (r < 0) {
+                /* The parser's words are shown as written: they quote a key
+                 * as JSON does (json_quote(): a backslash as "\\", a control
+                 * character as \xNN) and give advice to type ("write it as
+                 * \u0009"), which doubled backslashes would make wrong.  What
+                 * else the input holds (C1, a byte that is no UTF-8) is still
+                 * escaped, and so is the file name, ours to escape. */
+                verbatim_message = error;
+                verbatim_from = strlen(name) + 2;
                 log_error("%s: %s", name, error);
+                verbatim_message = NULL;
                 return EXIT_USAGE;
         }
 

@@ -121,6 +121,23 @@ def test():
                 ft.check_equal(r.stdout, '', '  nothing on stdout')
             r = ctl('batch', '-', stdin='[{"path": "/a", "freeze": true}', code=2, what='malformed stdin')
             ft.check('standard input' in r.stderr, '  the message says "standard input"', r.stderr)
+            # The parser's own escapes are shown as written (its advice can be typed as it
+            # reads); the file name, any bytes, is escaped: a newline as \x0a, a backslash doubled.
+            for text, says in (('[{"path": "/a\tb", "freeze": true}]',
+                                'standard input: line 1, column 14: control character 0x09 in a string '
+                                '(write it as \\u0009)'),
+                               ('[{"path": "/a\\ud800", "freeze": true}]',
+                                'standard input: line 1, column 14: lone UTF-16 surrogate \\ud800 in a string '
+                                '(not followed by \\udc00-\\udfff)'),
+                               ('[{"path": "/a", "freeze": true, "pa\\"t\\\\h": 1}]',
+                                'standard input: element 0 (line 1): unknown key "pa\\"t\\\\h" (expected only '
+                                '"path" and "freeze")')):
+                r = ctl('batch', '-', stdin=text, code=2, what=f'malformed stdin {text!r}')
+                ft.check_equal(r.stderr, f'freezectl: {says}\n', '  the parser\'s message, as written')
+            r = ctl('batch', write('x\\x0a\ny.json', '[{"path": "/a\tb", "freeze": true}]'), code=2,
+                    what='a malformed FILE whose name holds a newline and a backslash')
+            ft.check_equal(r.stderr, f'freezectl: {tmp}/x\\\\x0a\\x0ay.json: line 1, column 14: control character '
+                           '0x09 in a string (write it as \\u0009)\n', '  the name escaped, the message not')
             ft.check_equal(flags(), before, 'no usage error or malformed file wrote anything')
 
             # Refused by freezerd: exit 1, nothing written.
