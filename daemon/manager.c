@@ -2143,34 +2143,49 @@ static char *operation_stays(const Operation *op, const char *sentence) {
  * restore, and a caller told nothing of it would not know whether it
  * happened, nor what it left.  The flags it names stay as they were.  The
  * list of paths ends it, as operation_stays()'s does: freezectl finds it so
- * (and says --rollback for ROLLBACK_ON_TIMEOUT).  NULL where the call wrote
- * a flag (its rollback's sentences say what it restored), or where none is
- * left as it asked (changed since). */
+ * (and says --rollback for ROLLBACK_ON_TIMEOUT).  Where some of them are done
+ * and some not, the list is of those not done yet, which the words before it
+ * speak of ("the kernel goes on with the one not done yet: /h"): the others
+ * are only counted.  NULL where the call wrote a flag (its rollback's
+ * sentences say what it restored), or where none is left as it asked
+ * (changed since). */
 #define ROLLBACK_UNCHANGED_SENTENCE ". ROLLBACK_ON_TIMEOUT had nothing to restore: "
 static char *operation_unchanged(const Operation *op) {
         _cleanup_free_ char *list = NULL;
-        size_t size = 0, n = 0, n_pending = 0, n_set = 0;
+        size_t size = 0, n = 0, n_pending = 0, n_set = 0, n_listed = 0;
+        bool only_pending;
         FILE *f;
 
         for (unsigned i = 0; i < op->n_entries; i++)
                 if (op->entries[i].wrote || op->entries[i].inherited)
                         return NULL;
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                const OpEntry *e = &op->entries[i];
+
+                if (!e->group || e->group->freeze != e->new_freeze)
+                        continue;
+                n++;
+                n_pending += !e->done;
+                n_set += e->new_freeze;
+        }
+        if (n == 0)
+                return NULL;
+        only_pending = n_pending > 0 && n_pending < n;
+
         f = open_memstream(&list, &size);
         if (!f)
                 return NULL;
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
 
-                if (!e->group || e->group->freeze != e->new_freeze)
+                if (!e->group || e->group->freeze != e->new_freeze || (only_pending && e->done))
                         continue;
-                n_pending += !e->done;
-                n_set += e->new_freeze;
-                if (n++ < STAYS_GROUPS_NAMED)
-                        fprintf(f, "%s%s", n > 1 ? ", " : "", CG_NAMED_IN_LIST(e->group->path));
+                if (n_listed++ < STAYS_GROUPS_NAMED)
+                        fprintf(f, "%s%s", n_listed > 1 ? ", " : "", CG_NAMED_IN_LIST(e->group->path));
         }
-        if (n > STAYS_GROUPS_NAMED)
-                fprintf(f, " and %zu more", n - STAYS_GROUPS_NAMED);
-        if (fclose(f) != 0 || n == 0)
+        if (n_listed > STAYS_GROUPS_NAMED)
+                fprintf(f, " and %zu more", n_listed - STAYS_GROUPS_NAMED);
+        if (fclose(f) != 0)
                 return NULL;
 
         /* One value for all (a Freeze's, a Thaw's, most batches'): said. */
@@ -2181,12 +2196,18 @@ static char *operation_unchanged(const Operation *op) {
                     : asprintf(&what, "%sthe cgroup.freeze of the %zu groups already as asked",
                                ROLLBACK_UNCHANGED_SENTENCE, n)) < 0)
                 return NULL;
-        if (n_pending > 0 &&
-            asprintf(&kernel, ", and the kernel goes on %s%s",
-                     n_pending < n ? "with those not done yet"
-                     : !value      ? "with them"
-                     : value[0] == '1' ? "freezing" : "thawing",
-                     n_pending < n || !value ? "" : n == 1 ? " it" : " them") < 0)
+        int r = 0;
+        if (only_pending && n_pending == 1)
+                r = asprintf(&kernel, ", and the kernel goes on with the one not done yet");
+        else if (only_pending)
+                r = asprintf(&kernel, ", and the kernel goes on with the %zu not done yet", n_pending);
+        else if (n_pending > 0)
+                r = asprintf(&kernel, ", and the kernel goes on %s%s",
+                             !value            ? "with them"
+                             : value[0] == '1' ? "freezing"
+                                               : "thawing",
+                             !value ? "" : n == 1 ? " it" : " them");
+        if (r < 0)
                 return NULL;
         if (asprintf(&text, "%s was %s before this call and stays %s%s: %s", what,
                      value ?: "1 or 0", value ?: "so", kernel ?: "", list) < 0)

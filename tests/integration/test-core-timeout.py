@@ -21,7 +21,9 @@ Checks:
     nothing to restore: /h's cgroup.freeze was 1 and stays 1, and the kernel goes
     on freezing it; `freezectl freeze --rollback` says it of --rollback; so does
     ApplyBatch([/h: freeze]); ApplyBatch([/h, /x (empty): freeze]) restores /x
-    and says that /h stays 1.
+    and says that /h stays 1; ApplyBatch([/x (frozen), /h: freeze]) names /h
+    alone as the one the kernel goes on with (not done yet), in freezectl's
+    words too.
   * Thaw then succeeds.
   * timeout_usec 0 means DefaultTimeoutUSec (700 ms): Group.Freeze(0, ROLLBACK)
     fails with Timeout after >= 700 ms.
@@ -141,6 +143,22 @@ def test():
                      'a batch that restored /x says so, not "nothing to restore"', repr(e.message))
             ft.check_equal((sc.read_freeze('/h'), sc.read_freeze('/x')), (1, 0), '  ... /h stays 1, /x is back to 0')
             ft.check_equal(state(), ('freezing', True, False), 'still freezing')
+            # A batch that skipped both /h (freezing) and /x (frozen): "not done yet" is
+            # said of /h alone, the one the kernel goes on with.
+            c.call('Freeze', '/x', 0, 0)
+            mixed = ('ROLLBACK_ON_TIMEOUT had nothing to restore: the cgroup.freeze of the 2 groups already as asked '
+                     'was 1 before this call and stays 1, and the kernel goes on with the one not done yet: /h')
+            e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/x', True), ('/h', True)], 'auto',
+                                     300000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
+            ft.check(e.message.endswith('. ' + mixed), 'a batch that skipped a frozen /x and a freezing /h: '
+                     'only /h is named as not done yet', repr(e.message))
+            r = ft.freezectl('batch', '--rollback', '--timeout=300ms', '-', address=bus.address, check=False,
+                             input='[{"path": "/x", "freeze": true}, {"path": "/h", "freeze": true}]')
+            ft.check(r.returncode == 1 and
+                     r.stderr.endswith('. ' + mixed.replace('ROLLBACK_ON_TIMEOUT', '--rollback') + '\n'),
+                     'freezectl batch --rollback: the same in its words', r)
+            c.call('Thaw', '/x', 0, 0)
+            ft.check_equal((sc.read_freeze('/h'), sc.read_freeze('/x')), (1, 0), '  ... /h stays 1, /x thawed')
 
             c.call('Thaw', '/h', 0, 0)
             ft.check_equal((sc.read_freeze('/h'), sc.read_events('/h').get('frozen')), (0, 0), 'Thaw: 0, frozen 0')
