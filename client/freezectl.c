@@ -233,7 +233,7 @@ static void help_to(FILE *f) {
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
                "failure: the paths after it are left alone; but thaw goes on after a\n"
-               "FrozenByParent (the path's own flag is cleared, an ancestor still freezes\n"
+               "FrozenByParent (the path's own flag is 0, an ancestor still freezes\n"
                "it), and exits 1 when any path failed. They print nothing on success\n"
                "(unless --json or --except is given). Errors go to standard error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"

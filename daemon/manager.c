@@ -2550,7 +2550,7 @@ static bool operation_check(Operation *op) {
                                 bool outer;
                                 const char *a = manager_frozen_by(op->manager, g, &outer);
                                 operation_doom(op, false, BUS_ERROR_FROZEN_BY_PARENT,
-                                               "%s: its own flag is cleared, but it is still frozen by %s%s%s",
+                                               "%s: its own flag is 0, but it is still frozen by %s%s%s",
                                                CG_NAMED(g->path), a ? CG_NAMED(a) : "an ancestor",
                                                outer ? ", above freezerd's cgroup root " : "",
                                                outer ? CG_NAMED(op->manager->cgroup_root) : "");
