@@ -1097,6 +1097,27 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
             asprintf(&translated, "%.*s. --rollback%s", (int) (at - message), message,
                      at + strlen(". ROLLBACK_ON_TIMEOUT")) >= 0)
                 message = translated;
+        /* A NotTracked of Untrack() ends with freezerd's methods, which a
+         * freezectl user knows as its commands.  Only at the end, where
+         * freezerd's words are: the paths before them are its to quote. */
+        static const struct {
+                const char *bus, *ours;
+        } not_tracked_ends[] = {
+                { ": Untrack() that root (see Track() and the \"track\" setting)",
+                  ": untrack that root (see 'freezectl track' and the \"track\" setting)" },
+                { " (see Track() and the \"track\" setting)", " (see 'freezectl track' and the \"track\" setting)" },
+        };
+        _cleanup_free_ char *ours = NULL;
+        if (message && streq_ptr(name, "org.freezerd.Freezer1.Error.NotTracked"))
+                for (size_t i = 0; i < ELEMENTSOF(not_tracked_ends); i++) {
+                        size_t l = strlen(message), e = strlen(not_tracked_ends[i].bus);
+
+                        if (l >= e && streq(message + l - e, not_tracked_ends[i].bus)) {
+                                if (asprintf(&ours, "%.*s%s", (int) (l - e), message, not_tracked_ends[i].ours) >= 0)
+                                        message = ours;
+                                break;
+                        }
+                }
 
         verbatim_message = message;
         verbatim_from = strlen(what);

@@ -18,7 +18,9 @@ A. Default configuration (tracks "/").  After each step ListGroups, the objects 
       first naming its root /pods/a, the second saying that it does not exist.
       Untrack("/pods/a"): only "/" is left.
    4. Untrack("/pods") and Untrack("/"): neither is a tracked subtree any more:
-      NotTracked ("not a tracked root, nor in a tracked subtree"), nothing changes.
+      NotTracked ("not a tracked root, nor in a tracked subtree"), nothing changes;
+      freezectl untrack says "untrack" and "freezectl track" where freezerd's
+      message says Untrack() and Track().
    5. Track("/"): every group that exists is published again (InterfacesAdded for
       each but "/", which never went).
 B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
@@ -157,6 +159,15 @@ def test():
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/x')
             ft.check('/pods/a/x is not a tracked root, only a group of the tracked subtree at /pods/a' in e.message,
                      'Untrack("/pods/a/x"): NotTracked, naming its root /pods/a', e.message)
+            ft.check(e.message.endswith(': Untrack() that root (see Track() and the "track" setting)'),
+                     '  ... and sending the caller to Untrack() and Track()', e.message)
+            # freezectl says its commands for freezerd's methods.
+            r = ft.freezectl('untrack', '/pods/a/x', check=False)
+            ft.check_equal((r.returncode, r.stderr), (1, 'freezectl: cannot untrack /pods/a/x: NotTracked: /pods/a/x is '
+                                                         'not a tracked root, only a group of the tracked subtree at '
+                                                         '/pods/a: untrack that root (see \'freezectl track\' and the '
+                                                         '"track" setting)\n'),
+                           'freezectl untrack /pods/a/x: its commands, not the methods')
             # A path that names nothing (a typo) is not "a group of" the subtree: that
             # message would send the caller off to untrack the whole of /pods/a.
             e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', '/pods/a/typo')
@@ -188,6 +199,11 @@ def test():
                 e = ft.expect_dbus_error(ft.ERROR_NOT_TRACKED, c.call, 'Untrack', p)
                 ft.check(f'{p} is not a tracked root, nor in a tracked subtree' in e.message,
                          f'Untrack("{p}"): not a tracked root', e.message)
+                r = ft.freezectl('untrack', p, check=False)
+                ft.check_equal((r.returncode, r.stderr),
+                               (1, f'freezectl: cannot untrack {p}: NotTracked: {p} is not a tracked root, nor in a '
+                                   'tracked subtree (see \'freezectl track\' and the "track" setting)\n'),
+                               f'freezectl untrack {p}: its command, not the method')
             s.check('Untrack of what is no longer tracked', ['/'])
 
             ft.check_equal(c.call('Track', '/')[0], ft.group_object('/'), 'Track("/")')
