@@ -138,7 +138,9 @@ static void help_to(FILE *f) {
                "                       directory)\n"
                "  untrack PATH...      Stop following a subtree tracked by track, or by another\n"
                "                       command given a PATH outside the tracked subtrees, or\n"
-               "                       named in the configuration; flags are left as they are\n"
+               "                       named in the configuration (which freezerd follows again\n"
+               "                       at its next SIGHUP or start: take it out of the file\n"
+               "                       to drop it for good); flags are left as they are\n"
                "  help [COMMAND]       Show this help, or its entries about COMMAND and the\n"
                "                       options COMMAND takes (as COMMAND --help does)\n"
                "\n"
@@ -351,7 +353,8 @@ static void help_to(FILE *f) {
                "multiple of 2s unless freezerd has CAP_SYS_RESOURCE (the shipped unit keeps\n"
                "it; a freezerd in a container or started without it has not) and watch\n"
                "runs as root;\n"
-               "THRESHOLD must not be 0 nor above WINDOW. A trigger ends by itself when its\n"
+               "THRESHOLD must not be 0 nor above WINDOW (a number without a unit is seconds:\n"
+               "100 is 100s, not 100ms). A trigger ends by itself when its\n"
                "group is removed (REASON group-removed) or untracked (untracked), when the\n"
                "group's pressure is hidden (pressure-hidden), on a kernel error (error), or\n"
                "when freezerd exits (daemon-exited); watch goes on. The triggers freezerd's\n"
@@ -3471,8 +3474,20 @@ static const char *kind_str(bool full) {
         return full ? "full" : "some";
 }
 
-/* Parse RESOURCE:KIND:THRESHOLD:WINDOW. */
-static int parse_trigger(const char *s, trigger_spec *ret) {
+/* Whether a duration is a lone number, without a unit: seconds, which one
+ * who meant milliseconds ("100") is told of. */
+static bool duration_bare(const char *s) {
+        size_t n;
+
+        s += strspn(s, " \t");
+        n = strspn(s, "0123456789.");
+        return n > 0 && s[n + strspn(s + n, " \t")] == '\0';
+}
+
+/* Parse RESOURCE:KIND:THRESHOLD:WINDOW.  *ret is what was read so far
+ * (-ERANGE: both durations), and *ret_threshold_bare whether THRESHOLD is a
+ * lone number (duration_bare()). */
+static int parse_trigger(const char *s, trigger_spec *ret, bool *ret_threshold_bare) {
         _cleanup_free_ char *copy = strdup(s);
         char *fields[4], *p;
         size_t n = 0;
@@ -3508,6 +3523,7 @@ static int parse_trigger(const char *s, trigger_spec *ret) {
         if (parse_duration(fields[2], &ret->threshold_usec) < 0 ||
             parse_duration(fields[3], &ret->window_usec) < 0)
                 return -EINVAL;
+        *ret_threshold_bare = duration_bare(fields[2]);
         /* What --help states, said before freezerd is asked (its InvalidArgs
          * made these exit 1, as a failure rather than a usage error). */
         if (ret->threshold_usec == 0 || ret->threshold_usec > ret->window_usec)
@@ -3520,11 +3536,14 @@ static int parse_trigger(const char *s, trigger_spec *ret) {
         return 0;
 }
 
-static int trigger_add(const char *spec) {
+/* Add the trigger spec; on -ERANGE, *ret (THRESHOLD and WINDOW) and
+ * *ret_threshold_bare are what parse_trigger() read, for the message. */
+static int trigger_add(const char *spec, trigger_spec *ret, bool *ret_threshold_bare) {
         trigger_spec t, *a;
         int r;
 
-        r = parse_trigger(spec, &t);
+        r = parse_trigger(spec, &t, ret_threshold_bare);
+        *ret = t;
         if (r < 0)
                 return r;
 
@@ -4868,15 +4887,32 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_order_set = true;
                         break;
 
-                case ARG_TRIGGER:
-                        r = trigger_add(optarg);
+                case ARG_TRIGGER: {
+                        trigger_spec t = {};
+                        bool bare = false;
+                        char th[64], w[64], ms[64];
+
+                        r = trigger_add(optarg, &t, &bare);
                         if (r == -ENOMEM) {
                                 log_oom();
                                 return -ENOMEM;
                         }
+                        if (r == -ERANGE && t.threshold_usec == 0)
+                                return usage_error("invalid trigger '%s': THRESHOLD is 0 (it must be above 0 and at "
+                                                   "most WINDOW)", optarg);
+                        /* The values as read: "100" is 100 s, which one who
+                         * meant milliseconds sees (and how to write them). */
+                        if (r == -ERANGE && bare && t.threshold_usec / 1000 <= t.window_usec &&
+                            t.threshold_usec / 1000 > 0)
+                                return usage_error("invalid trigger '%s': THRESHOLD %s is above WINDOW %s (a number "
+                                                   "without a unit is seconds: for milliseconds write %s)",
+                                                   optarg, format_duration(th, sizeof(th), t.threshold_usec),
+                                                   format_duration(w, sizeof(w), t.window_usec),
+                                                   format_duration(ms, sizeof(ms), t.threshold_usec / 1000));
                         if (r == -ERANGE)
-                                return usage_error("invalid trigger '%s': THRESHOLD must not be 0 nor above WINDOW",
-                                                   optarg);
+                                return usage_error("invalid trigger '%s': THRESHOLD %s is above WINDOW %s", optarg,
+                                                   format_duration(th, sizeof(th), t.threshold_usec),
+                                                   format_duration(w, sizeof(w), t.window_usec));
                         if (r == -EDOM)
                                 return usage_error("invalid trigger '%s': WINDOW must lie between 500ms and 10s",
                                                    optarg);
@@ -4888,6 +4924,7 @@ static int parse_argv(int argc, char *argv[]) {
                                                    "with RESOURCE cpu, memory, io or irq, KIND some or full, "
                                                    "e.g. memory:some:150ms:2s)", optarg);
                         break;
+                }
 
                 case ':':
                         return usage_error("option '%s' needs an argument", argv[optind - 1]);

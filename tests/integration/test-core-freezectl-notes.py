@@ -318,6 +318,10 @@ def check_help(bus):
     untrack = ft.freezectl('help', 'untrack', address=bus.address).stdout
     ft.check('below' not in untrack and 'given a PATH outside the tracked subtrees' in untrack,
              'help untrack: no "see below" that it does not show', untrack)
+    ft.check('named in the configuration (which freezerd follows again at its next SIGHUP or start' in
+             ' '.join(untrack.split()), 'help untrack: a root the configuration names comes back', untrack)
+    ft.check('(a number without a unit is seconds: 100 is 100s, not 100ms)' in ' '.join(whole.split()),
+             '--help: a THRESHOLD without a unit is seconds', whole)
     tree = ft.freezectl('help', 'tree', address=bus.address).stdout
     ft.check('untracked' in tree, 'help tree: untracked groups are shown too', tree)
     thaw = ft.freezectl('help', 'thaw', address=bus.address).stdout

@@ -24,7 +24,8 @@ Checks:
     trigger itself (freezerd's fd count is back, and freezerd did not have to
     drop the trigger of a disconnected client);
   * text `watch /w` prints "state" lines and exits 0 on SIGTERM;
-  * a malformed --trigger exits 2, one freezerd refuses exits 1 before the
+  * a malformed --trigger exits 2 (a THRESHOLD above WINDOW named with both as
+    read: "100" is 100 s, and how to write 100ms), one freezerd refuses exits 1 before the
     "watching" line; watch on a bus without freezerd says so on stderr (it
     said nothing before session 30), prints nothing until one comes (it printed
     its "watching" line at once before session 31) and exits 1 when the bus
@@ -443,6 +444,15 @@ def check_watch_errors(sc, bus, d):
     r = ft.freezectl('watch', '/w', '--trigger=cpu:sometimes:100ms:2s', check=False)
     ft.check(r.returncode == 2 and r.stdout == '' and 'invalid trigger' in r.stderr,
              'a malformed --trigger: exit 2', r)
+    # THRESHOLD and WINDOW as they were read: a number without a unit is seconds.
+    for spec, says in (('cpu:some:100:2s', "THRESHOLD 1min 40s is above WINDOW 2s (a number without a unit is "
+                                           "seconds: for milliseconds write 100ms)"),
+                       ('cpu:some:3s:2s', 'THRESHOLD 3s is above WINDOW 2s'),
+                       ('cpu:some:0:2s', 'THRESHOLD is 0 (it must be above 0 and at most WINDOW)')):
+        r = ft.freezectl('watch', '/w', f'--trigger={spec}', check=False)
+        ft.check_equal((r.returncode, r.stdout, r.stderr),
+                       (2, '', f"freezectl: invalid trigger '{spec}': {says} (see --help)\n"),
+                       f'--trigger={spec}: the values as read')
     r = ft.freezectl('pressure', '--trigger=cpu:some:100ms:2s', check=False)
     ft.check(r.returncode == 2 and '--trigger applies only to watch' in r.stderr, '--trigger is for watch only', r)
     # The earlier triggers' fds closed (by freezerd's watcher thread) before the count.
