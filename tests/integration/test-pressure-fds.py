@@ -142,6 +142,12 @@ def test():
                 resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
             for tid in ids:
                 c.group_call('/g', 'RemovePressureTrigger', tid)
+            # Their fds count against the bound until the watcher thread has closed
+            # them (each close waits for an RCU grace period, which on some machines
+            # takes longer than the calls below: "... are still being closed: retry
+            # in a moment").
+            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
+                        poll=0.02, what='the removed triggers\' fds closed')
 
             # A user but root gets a quarter of them (4 of 16 here), over all its
             # connections: the others keep the rest.
