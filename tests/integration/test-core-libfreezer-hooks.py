@@ -169,6 +169,22 @@ def check_after_fallback(lib, f, c, events):
     c.call('Thaw', '/g', 0, 0)
 
 
+def open_handle(lib, address):
+    """A libfreezer handle on the bus at address (freezer_open_address()), checked."""
+    f = ctypes.c_void_p()
+    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), address.encode()), 0, 'freezer_open_address')
+    return f
+
+
+def state_recorder(events):
+    """A state callback appending (path, state, frozen) to events; the caller keeps it
+    referenced while the handle may call it."""
+    @CALLBACK
+    def on_state(_f, path, state, frozen, _ud):
+        events.append((path.decode(), state, frozen))
+    return on_state
+
+
 def activatable_bus_conf(tmp):
     """A bus configuration (in tmp) where freezerd is activatable, its Exec /bin/true."""
     with open(os.path.join(tmp, ft.BUS_NAME + '.service'), 'w') as out:
@@ -201,8 +217,7 @@ def check_group_retry_not_activating(lib, sc, tmp):
     with ft.Bus(config=activatable_bus_conf(tmp)) as abus, \
             ft.Client(abus.address, destination='org.freedesktop.DBus') as watcher:
         watcher.add_match(type='signal', sender='org.freedesktop.DBus', member='NameOwnerChanged')
-        f = ctypes.c_void_p()
-        ft.check_equal(lib.freezer_open_address(ctypes.byref(f), abus.address.encode()), 0, 'freezer_open_address')
+        f = open_handle(lib, abus.address)
         resyncs = []
 
         @GROUP_CALLBACK
@@ -266,14 +281,10 @@ def check_group_retry_not_activating(lib, sc, tmp):
 
 def check_fallback_reply_lost(lib, sc, bus):
     what = 'SubscribeGroupStates refused, its reply lost'
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f = open_handle(lib, bus.address)
     events = []
     results = []
-
-    @CALLBACK
-    def on_state(_f, path, state, frozen, _ud):
-        events.append((path.decode(), state, frozen))
+    on_state = state_recorder(events)
     try:
         ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
                        'freezer_set_state_callback with no freezerd')
@@ -332,14 +343,10 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
     subscription, and /g frozen was never reported.)  A thaw after it is reported too."""
     what = ('a retried SubscribeGroupStates refused' + (', its reply lost,' if lose_reply else '') +
             ' /g frozen before the retry')
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f = open_handle(lib, bus.address)
     events = []
     results = []
-
-    @CALLBACK
-    def on_state(_f, path, state, frozen, _ud):
-        events.append((path.decode(), state, frozen))
+    on_state = state_recorder(events)
     try:
         ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
                        'freezer_set_state_callback with no freezerd')
@@ -390,18 +397,14 @@ def check_fallback_at_once(lib, sc, bus):
     the fallback's subscription.  (They were read there only after a retried
     subscription; /g frozen was never reported.)"""
     what = 'a SubscribeGroupStates refused at once, /g frozen before the fallback'
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f = open_handle(lib, bus.address)
     events = []
     box = {}
-
-    @CALLBACK
-    def on_state(_f, path, state, frozen, _ud):
-        events.append((path.decode(), state, frozen))
+    on_state = state_recorder(events)
 
     @RESYNC_CALLBACK
     def on_resync(_f, reason, _ud):
-        if reason == 1 and 'c' in box and 'frozen' not in box:  # FREEZER_RESYNC_DAEMON_STARTED
+        if reason == RESYNC_DAEMON_STARTED and 'c' in box and 'frozen' not in box:
             box['c'].call('Freeze', '/g', 0, 0)
             box['frozen'] = True
     try:
@@ -441,15 +444,11 @@ def check_fallback_send_nobufs(lib, sc, bus, where):
     but -ENOMEM: no -ENOMEM, not subscribed, no change ever reported; the third said
     -ENOBUFS, which freezectl watch takes as fatal.)"""
     what = f'{where}: its send failing with ENOBUFS'
-    f = ctypes.c_void_p()
-    ft.check_equal(lib.freezer_open_address(ctypes.byref(f), bus.address.encode()), 0, 'freezer_open_address')
+    f = open_handle(lib, bus.address)
     events = []
     results = []
     armed = []
-
-    @CALLBACK
-    def on_state(_f, path, state, frozen, _ud):
-        events.append((path.decode(), state, frozen))
+    on_state = state_recorder(events)
 
     def arm():
         hook(lib, 'freezer_test_reload_send_errno').value = errno.ENOBUFS
