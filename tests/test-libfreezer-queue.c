@@ -983,6 +983,25 @@ static bool calls_and_report_done(void) {
         return calls_done == N_CALLS && group_reports[0] != 0;
 }
 
+/* With the group callback's table in: path's Freeze() behind a full queue
+ * (N_CALLS calls), which makes the stand-in add path with its InterfacesAdded
+ * dropped; once the calls are answered, path is reported added, found by
+ * the one list (ListGroupIds) read again after the drop. */
+static void check_added_after_list(freezer *f, const char *path) {
+        char calls[32], reported[64];
+
+        calls_done = 0;
+        for (unsigned i = 0; i < N_CALLS; i++)
+                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
+        CHECK_R(freezer_freeze(f, path, 0, 0), 0);
+        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
+                0);
+        (void) snprintf(reported, sizeof reported, "+%s", path);
+        CHECK_STR(group_reports, reported);
+        calls_read(calls, sizeof calls);
+        CHECK_STR(calls, "I");
+}
+
 /* The group callback's list, read again after path's InterfacesAdded was
  * dropped, lost once: freezer_dispatch() fails with -ENOMEM once, the
  * groups are listed again, and path is reported added; calls_expected: the
@@ -1122,15 +1141,7 @@ static void test_group_list_first_lost(const char *socket_path) {
         CHECK_R(freezer_test_fail_group_lists, 0);
         CHECK_STR(group_reports, "");
 
-        calls_done = 0;
-        for (unsigned i = 0; i < N_CALLS; i++)
-                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
-        CHECK_R(freezer_freeze(f, "/new17", 0, 0), 0);
-        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
-                0);
-        CHECK_STR(group_reports, "+/new17");
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "I");
+        check_added_after_list(f, "/new17");
         freezer_test_fail_group_lists = 0;
         CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
         freezer_close(f);
@@ -1166,15 +1177,7 @@ static void test_group_list_first_send_nobufs(const char *socket_path) {
         CHECK_R(lists_seen, 1);
         CHECK_STR(group_reports, "");
 
-        calls_done = 0;
-        for (unsigned i = 0; i < N_CALLS; i++)
-                CHECK_R(freezer_freeze_async(f, "/x", 0, 0, call_cb, NULL, NULL), 0);
-        CHECK_R(freezer_freeze(f, "/new27", 0, 0), 0);
-        CHECK_R(dispatch_counting_enomem(f, mono_usec() + 5 * USEC_PER_SEC, UINT_MAX, calls_and_report_done, NULL),
-                0);
-        CHECK_STR(group_reports, "+/new27");
-        calls_read(calls, sizeof calls);
-        CHECK_STR(calls, "I");
+        check_added_after_list(f, "/new27");
         freezer_test_fail_reload_sends = freezer_test_reload_send_errno = 0;
         CHECK_R(freezer_set_group_callback(f, NULL, NULL), 0);
         freezer_close(f);
