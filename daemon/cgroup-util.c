@@ -393,17 +393,14 @@ static size_t shown_escape_len(const unsigned char *p, const unsigned char *end)
         return p[1] == 'x' && end - p >= 4 ? 4 : 0;
 }
 
-/* Where a quote cuts s (len bytes, over CG_QUOTE_MAX): cg_quote_cut(), and
- * with shown (a string cg_escape() made) no escape cut either. */
-static void quote_cut(const char *s, size_t len, bool shown, size_t *ret_head, size_t *ret_tail) {
+void cg_quote_cut(const char *s, size_t len, size_t *ret_head, size_t *ret_tail) {
         const unsigned char *p = (const unsigned char *) s, *end = p + len, *tail;
         size_t head = 0;
 
         /* The head, in the string's own bytes (not in the quote's, which
-         * escapes some), up to the character or escape that would pass
-         * CG_QUOTE_HEAD. */
+         * escapes some), up to the character that would pass CG_QUOTE_HEAD. */
         while (head < CG_QUOTE_HEAD) {
-                size_t n = (shown ? shown_escape_len(p + head, end) : 0) ?: cg_utf8_char_len(p + head, true) ?: 1;
+                size_t n = cg_utf8_char_len(p + head, true) ?: 1;
 
                 if (head + n > CG_QUOTE_HEAD)
                         break;
@@ -417,24 +414,52 @@ static void quote_cut(const char *s, size_t len, bool shown, size_t *ret_head, s
         tail = end - CG_QUOTE_TAIL;
         for (unsigned i = 0; i < 3 && (*tail & 0xc0) == 0x80; i++)
                 tail++;
-        if (shown) {
-                /* Nor in an escape: the first one that begins in the tail's
-                 * bytes, found from the start (a backslash there may be the
-                 * second of "\\"). */
-                const unsigned char *q = p;
-
-                while (q < tail) {
-                        size_t e = shown_escape_len(q, end);
-                        q += e ?: 1;
-                }
-                tail = q;
-        }
         *ret_head = head;
         *ret_tail = (size_t) (tail - p);
 }
 
-void cg_quote_cut(const char *s, size_t len, size_t *ret_head, size_t *ret_tail) {
-        quote_cut(s, len, false, ret_head, ret_tail);
+/* In a string cg_escape() made, the unit at p: an escape, a character, or a
+ * byte that is neither; *ret_stands: how many bytes of the name or path it
+ * shows it stands for (an escape one).  Returns its length in the string. */
+static size_t shown_unit(const unsigned char *p, const unsigned char *end, size_t *ret_stands) {
+        size_t e = shown_escape_len(p, end), n = cg_utf8_char_len(p, true) ?: 1;
+
+        *ret_stands = e ? 1 : n;
+        return e ?: n;
+}
+
+/* The length of the name or path that cg_escape() showed as [p, end). */
+static size_t shown_unescaped_len(const unsigned char *p, const unsigned char *end) {
+        size_t n = 0, stands;
+
+        while (p < end) {
+                p += shown_unit(p, end, &stands);
+                n += stands;
+        }
+        return n;
+}
+
+/* cg_quote_cut() of a string cg_escape() made, ulen the length of what it
+ * shows (over CG_QUOTE_MAX): the same rule, counted in the bytes of the name
+ * or path it shows (an escape one), as cg_quote() counts and cuts that path,
+ * and never inside an escape.  *ret_head, *ret_tail in the string's bytes. */
+static void shown_cut(const unsigned char *p, const unsigned char *end, size_t ulen, size_t *ret_head,
+                      size_t *ret_tail) {
+        const unsigned char *q = p;
+        size_t u = 0, stands, l;
+
+        for (; q < end; q += l, u += stands) {
+                l = shown_unit(q, end, &stands);
+                if (u + stands > CG_QUOTE_HEAD)
+                        break;
+        }
+        *ret_head = (size_t) (q - p);
+        /* The tail from the first unit that begins in the last CG_QUOTE_TAIL
+         * bytes shown (from the start: a backslash there may be the second
+         * of "\\"). */
+        for (q = p, u = 0; q < end && u < ulen - CG_QUOTE_TAIL; q += l, u += stands)
+                l = shown_unit(q, end, &stands);
+        *ret_tail = (size_t) (q - p);
 }
 
 /* The bytes [p, end) of a quote into buf at k, whole characters (and with
@@ -470,35 +495,30 @@ static size_t quote_part(const unsigned char *p, const unsigned char *end, bool 
         return k;
 }
 
-/* The length of the name or path that cg_escape() showed as [p, end): an
- * escape ("\\", "\xNN") stands for one byte.  A quote's "(N bytes)" counts
- * the group's path, as of any group, not its escaped form. */
-static size_t shown_unescaped_len(const unsigned char *p, const unsigned char *end) {
-        size_t n = 0;
-
-        while (p < end) {
-                size_t e = shown_escape_len(p, end);
-                p += e ?: 1;
-                n++;
-        }
-        return n;
-}
-
+/* With shown, s is a name or path as cg_escape() showed it: cut, and its
+ * "(N bytes)" counted, in the bytes of that name or path (an escape one), as
+ * any group's path is, not in those of its escaped form.  Each byte it
+ * stands for takes 4 bytes of the quote at most (\xNN): it fits
+ * CG_QUOTE_SIZE. */
 static const char *quote(const char *s, bool shown, char buf[static CG_QUOTE_SIZE]) {
         const unsigned char *p = (const unsigned char *) s, *end;
-        size_t len = strlen(s), head, tail, k;
+        size_t len = strlen(s), ulen, head, tail, k;
 
         end = p + len;
-        if (len <= CG_QUOTE_MAX) {
+        ulen = shown ? shown_unescaped_len(p, end) : len;
+        if (ulen <= CG_QUOTE_MAX) {
                 buf[quote_part(p, end, shown, buf, 0)] = 0;
                 return buf;
         }
-        quote_cut(s, len, shown, &head, &tail);
+        if (shown)
+                shown_cut(p, end, ulen, &head, &tail);
+        else
+                cg_quote_cut(s, len, &head, &tail);
         k = quote_part(p, p + head, shown, buf, 0);
         memcpy(buf + k, "...", 3);
         k += 3;
         k = quote_part(p + tail, end, shown, buf, k);
-        snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", shown ? shown_unescaped_len(p, end) : len);
+        snprintf(buf + k, CG_QUOTE_SIZE - k, " (%zu bytes)", ulen);
         return buf;
 }
 

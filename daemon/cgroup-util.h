@@ -81,9 +81,10 @@ const char *cg_quote(const char *s, char buf[static CG_QUOTE_SIZE]);
 void cg_quote_cut(const char *s, size_t len, size_t *ret_head, size_t *ret_tail);
 
 /* cg_quote() of s that cg_escape() made (a name freezerd does not follow, as
- * its log shows it): cut alike, its backslashes (its escapes, and its doubled
- * ones) as they are, not doubled again; its " (N bytes)" counts the bytes of
- * the name or path itself, an escape as the one byte it shows. */
+ * its log shows it): its backslashes (its escapes, and its doubled ones) as
+ * they are, not doubled again; cut as cg_quote() cuts the name or path it
+ * shows, counted in that one's bytes (an escape as the one byte it shows),
+ * never inside an escape, and its " (N bytes)" is that one's length. */
 const char *cg_quote_shown(const char *s, char buf[static CG_QUOTE_SIZE]);
 #define CG_QUOTE_SHOWN(s) cg_quote_shown((s), (char[CG_QUOTE_SIZE]) { 0 })
 

@@ -405,6 +405,29 @@ static void test_quote(void) {
                 at = strstr(buf, " (");
                 CHECK_STR(at ?: "", " (306 bytes)");
         }
+        {
+                /* Cut where the path it shows is over CG_QUOTE_MAX, not its
+                 * escaped form, and in the path's bytes: 73 bytes, whole; 300
+                 * (100 'a', 200 escapes), its first 96 and last 160. */
+                char shown[1024], want_q[1024];
+                size_t k = 0;
+
+                memcpy(shown, "/p/", 3);
+                for (k = 3; k < 3 + 4 * 70; k += 4)
+                        memcpy(shown + k, "\\xff", 4);
+                shown[k] = 0;
+                CHECK_STR(cg_quote_shown(shown, buf), shown);
+                memset(shown, 'a', 100);
+                for (k = 100; k < 100 + 4 * 200; k += 4)
+                        memcpy(shown + k, "\\xff", 4);
+                shown[k] = 0;
+                memset(want_q, 'a', 96);
+                memcpy(want_q + 96, "...", 3);
+                for (k = 99; k < 99 + 4 * 160; k += 4)
+                        memcpy(want_q + k, "\\xff", 4);
+                strcpy(want_q + k, " (300 bytes)");
+                CHECK_STR(cg_quote_shown(shown, buf), want_q);
+        }
         /* Plain, or to go in double quotes: white space no reader sees. */
         CHECK(cg_quote_plain("/a/b") && cg_quote_plain("/") && cg_quote_plain("/my app/b c"));
         CHECK(!cg_quote_plain("") && !cg_quote_plain(" ") && !cg_quote_plain("/ /pods") &&
