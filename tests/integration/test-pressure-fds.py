@@ -86,6 +86,14 @@ def part_readings(sc, bus):
         print(f'# freezerd holds {ft.fd_count(d.pid)} fds', flush=True)
 
 
+def wait_removed_closed(d):
+    """Until the watcher thread has closed the removed triggers' fds, they count against
+    freezerd's bound (each close waits for an RCU grace period, which on some machines
+    outlasts the calls that follow: "... are still being closed: retry in a moment")."""
+    ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
+                poll=0.02, what='the removed triggers\' fds closed')
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
     with ft.Scratch('pressure-fds') as sc, ft.Bus() as bus:
@@ -115,6 +123,7 @@ def test():
 
             for tid in ids:
                 c.group_call('/g', 'RemovePressureTrigger', tid)
+            wait_removed_closed(d)
 
             # The bound follows the limit as it is when a trigger is added: raised at
             # run time (prlimit --pid), it lets more in; lowered, it lets none more.
@@ -142,12 +151,7 @@ def test():
                 resource.prlimit(d.pid, resource.RLIMIT_NOFILE, old)
             for tid in ids:
                 c.group_call('/g', 'RemovePressureTrigger', tid)
-            # Their fds count against the bound until the watcher thread has closed
-            # them (each close waits for an RCU grace period, which on some machines
-            # takes longer than the calls below: "... are still being closed: retry
-            # in a moment").
-            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
-                        poll=0.02, what='the removed triggers\' fds closed')
+            wait_removed_closed(d)
 
             # A user but root gets a quarter of them (4 of 16 here), over all its
             # connections: the others keep the rest.
@@ -171,10 +175,8 @@ def test():
                     ft.check(True, '  ... while root still gets one')
                     for tid in u_ids:
                         u.call('RemovePressureTrigger', tid)
-            # The removed triggers' fds are closed by the watcher thread: all closed
-            # before the fds are listed below.
-            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
-                        poll=0.02, what='the removed triggers\' fds closed')
+            # All closed before the fds are listed below.
+            wait_removed_closed(d)
             old = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
             try:
                 # The limit caps fd numbers: set it to the lowest free one (the removed
