@@ -250,8 +250,10 @@ static void help_to(FILE *f) {
                "flags it wrote stay as asked, and the kernel goes on with them: PATH...\"), and\n"
                "a batch's Cancelled or NoSuchGroup's \"Without --rollback the flags it wrote\n"
                "stay as asked: PATH...\" (freezerd names its bus flag, ROLLBACK_ON_TIMEOUT,\n"
-               "there), and with --rollback a Timeout's \"--rollback had nothing to restore:\n"
-               "... PATH...\" of a call that wrote no flag (--json keeps freezerd's\n"
+               "there), with --rollback a Timeout's \"--rollback had nothing to restore:\n"
+               "... PATH...\" of a call that wrote no flag, and untrack's NotTracked, which\n"
+               "names freezectl's untrack and track for freezerd's Untrack() and Track()\n"
+               "(--json keeps freezerd's\n"
                "message as it is). Up to four PATHs, then \"and N more\"; a PATH there that\n"
                "holds a \" or \", \", \" and \", \": \" or \". \", or ends in \",\", \" and\", \":\" or\n"
                "\".\", in double quotes too, as freezerd names it; and so is a path in\n"
@@ -1102,13 +1104,18 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                 message = translated;
         /* A NotTracked of Untrack() ends with freezerd's methods, which a
          * freezectl user knows as its commands.  Only at the end, where
-         * freezerd's words are: the paths before them are its to quote. */
+         * freezerd's words are: the paths before them are its to quote.
+         * Each end whole, from the words after the path on: a NotTracked
+         * that ends with a path ("... (in the tracked subtree at IN)") must
+         * not have that path's end taken for them. */
         static const struct {
                 const char *bus, *ours;
         } not_tracked_ends[] = {
                 { ": Untrack() that root (see Track() and the \"track\" setting)",
                   ": untrack that root (see 'freezectl track' and the \"track\" setting)" },
-                { " (see Track() and the \"track\" setting)", " (see 'freezectl track' and the \"track\" setting)" },
+                { " is not a tracked root, nor in a tracked subtree (see Track() and the \"track\" setting)",
+                  " is not a tracked root, nor in a tracked subtree (see 'freezectl track' and the \"track\" "
+                  "setting)" },
         };
         _cleanup_free_ char *ours = NULL;
         if (message && streq_ptr(name, "org.freezerd.Freezer1.Error.NotTracked"))
@@ -3539,7 +3546,7 @@ static int parse_trigger(const char *s, trigger_spec *ret, bool *ret_threshold_b
 /* Add the trigger spec; on -ERANGE, *ret (THRESHOLD and WINDOW) and
  * *ret_threshold_bare are what parse_trigger() read, for the message. */
 static int trigger_add(const char *spec, trigger_spec *ret, bool *ret_threshold_bare) {
-        trigger_spec t, *a;
+        trigger_spec t = {}, *a;
         int r;
 
         r = parse_trigger(spec, &t, ret_threshold_bare);

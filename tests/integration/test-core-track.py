@@ -317,6 +317,19 @@ def test():
                      text.count('tracks it') == 0,
                      'freezectl --help names every command that tracks, in one place',
                      [x for x in text.split('. ') if 'track' in x])
+
+            # A NotTracked that ends with a path is freezerd's as it is, even where the
+            # path ends as the message freezectl translates does (it rewrote the path).
+            odd = '/w is not a tracked root, nor in a tracked subtree (see Track() and the "track" setting'
+            sc.mkdir(odd)
+            c.call('Track', odd)
+            r = ft.freezectl('untrack', odd + '/typo', check=False)
+            ft.check_equal((r.returncode, r.stderr),
+                           (1, f'freezectl: cannot untrack {odd}/typo: NotTracked: {odd}/typo is not a tracked '
+                               f'root, and does not exist (in the tracked subtree at {odd})\n'),
+                           'freezectl untrack of a path below a root whose name ends as a NotTracked: the path as '
+                           'it is')
+            c.call('Untrack', odd)
     print('# checked: Track/Untrack of nested subtrees (ListGroups, GetManagedObjects, Groups, InterfacesAdded/'
           'Removed at each step), an untracked ancestor\'s flag, the root object under any track setting')
 
