@@ -1105,9 +1105,10 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
         /* A NotTracked of Untrack() ends with freezerd's methods, which a
          * freezectl user knows as its commands.  Only at the end, where
          * freezerd's words are: the paths before them are its to quote.
-         * Each end whole, from the words after the path on: a NotTracked
-         * that ends with a path ("... (in the tracked subtree at IN)") must
-         * not have that path's end taken for them. */
+         * Not in the NotTracked that ends with a path ("... (in the tracked
+         * subtree at IN)"), whose end may be a path's that ends as those
+         * words do: where a path holds those words instead, its message is
+         * left untranslated, freezerd's as it is. */
         static const struct {
                 const char *bus, *ours;
         } not_tracked_ends[] = {
@@ -1118,7 +1119,8 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
                   "setting)" },
         };
         _cleanup_free_ char *ours = NULL;
-        if (message && streq_ptr(name, "org.freezerd.Freezer1.Error.NotTracked"))
+        if (message && streq_ptr(name, "org.freezerd.Freezer1.Error.NotTracked") &&
+            !strstr(message, " (in the tracked subtree at "))
                 for (size_t i = 0; i < ELEMENTSOF(not_tracked_ends); i++) {
                         size_t l = strlen(message), e = strlen(not_tracked_ends[i].bus);
 
