@@ -3071,33 +3071,29 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                 return 0;
         }
         if (e) {
-                /* The states were to be read after the Ids (held_lost): a
-                 * subscription sent again after freezerd's NoMemory
-                 * (reloads_retry()), freezerd having sent nothing since it
-                 * started, or signals dropped meanwhile. */
-                bool reread = f->held_lost;
-
                 reload_done(f, &f->states_retry);
                 held_drop(f);
                 /* This freezerd lacks GroupStatesChanged: GroupsChanged then,
-                 * and the states read after that subscription where they were
-                 * to be read after the Ids: what changed before it (since the
-                 * NoMemory) is reported as the compact path reports it, not
-                 * lost.  A fallback that cannot be sent (no memory, sd-bus'
+                 * and the states read after that subscription: what changed
+                 * before it is reported as the compact path reports it (the
+                 * states read after the Ids), not lost.  Even a refusal
+                 * answered at once leaves a gap: from freezerd's start (or the
+                 * NoMemory of a subscription sent again) until this dispatch
+                 * sends SubscribeGroups, no signal tells of a change (one made
+                 * from the resync callback, say).  The table was emptied at
+                 * the start (on_daemon_owner_changed()): the read reports each
+                 * group no signal named since, as its first mention, as the
+                 * compact path does.  A fallback that cannot be sent (no memory, sd-bus'
                  * write queue full) is left to a later dispatch, as for a
                  * refusal whose reply was lost (reloads_retry(), which reads
                  * the states after it: a gap until then), with -ENOMEM: the
                  * callback would hear of no change otherwise.  Any other
-                 * error (it exited again): the next start retries.  A refusal
-                 * answered at once reads nothing: a change between freezerd's
-                 * start and SubscribeGroups goes unreported (a known gap:
-                 * reading the states there too reported a group's state
-                 * twice in test-core-libfreezer-states' restarts). */
+                 * error (it exited again): the next start retries. */
                 if (error_no_group_states(e)) {
                         r = states_fallback_subscribe(f);
                         if (r == -ENOMEM)
                                 reload_lost(f, &f->states_fallback, r);
-                        else if (r >= 0 && reread)
+                        else if (r >= 0)
                                 (void) states_lost(f);
                 }
                 return 0;

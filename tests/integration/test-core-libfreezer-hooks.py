@@ -388,6 +388,46 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
         lib.freezer_close(f)
 
 
+def check_fallback_at_once(lib, sc, bus):
+    """freezerd started under a state callback on a bus that refuses SubscribeGroupStates,
+    answered at once (no hook): /g frozen by another client from the resync callback
+    (DAEMON_STARTED), after the SubscribeGroupStates went out and before its refusal is
+    handled, when the fallback's SubscribeGroups is sent.  No GroupsChanged tells of that
+    change: the state callback reports /g frozen only because the states are read after
+    the fallback's subscription.  (They were read there only after a retried
+    subscription; /g frozen was never reported.)"""
+    what = 'a SubscribeGroupStates refused at once, /g frozen before the fallback'
+    f = open_handle(lib, bus.address)
+    events = []
+    box = {}
+    on_state = state_recorder(events)
+
+    @RESYNC_CALLBACK
+    def on_resync(_f, reason, _ud):
+        if reason == RESYNC_DAEMON_STARTED and 'c' in box and 'frozen' not in box:
+            box['c'].call('Freeze', '/g', 0, 0)
+            box['frozen'] = True
+    try:
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+        ft.check_equal(lib.freezer_set_resync_callback(f, on_resync, None), 0, 'freezer_set_resync_callback')
+        with ft.Daemon(bus, sc.root) as d:
+            box['c'] = d.client
+            try:
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and box.get('frozen'), poll=0.05,
+                            what=f'{what}: freezerd started, /g frozen from the resync callback')
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', FROZEN, True) in events, poll=0.05,
+                            what=f'{what}: the state callback reports /g frozen')
+                n = len(events)
+                box['c'].call('Thaw', '/g', 0, 0)
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
+                            poll=0.05, what=f'{what}: then a thaw reported')
+            finally:
+                sc.write_freeze('/g', 0)
+    finally:
+        lib.freezer_close(f)
+
+
 def check_fallback_send_nobufs(lib, sc, bus, where):
     """A send of the state callback's subscription within a dispatch that sd-bus cannot queue
     (ENOBUFS, its write queue full: the hooks freezer_test_fail_reload_sends and
@@ -662,6 +702,7 @@ def test():
                 out.write(text.replace('</busconfig>', DENY_GROUP_STATES))
             with ft.Bus(config=path) as bus:
                 check_fallback_reply_lost(lib, sc, bus)
+                check_fallback_at_once(lib, sc, bus)
                 check_retried_fallback(lib, sc, bus, False)
                 check_retried_fallback(lib, sc, bus, True)
                 for where in ('resubscribe', 'fallback', 'fallback-retry'):
@@ -675,7 +716,7 @@ def test():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
-          'a fallback after a retried subscription reports a change made before it; '
+          'a fallback (at once, or after a retried subscription) reports a change made before it; '
           'a subscription\'s send sd-bus cannot queue is retried with -ENOMEM; '
           'a group list\'s retry does not bus-activate a freezerd that stopped; freezectl watch goes on after freezer_dispatch()\'s -ENOMEM, warns once and sleeps while replies '
           'stay lost')

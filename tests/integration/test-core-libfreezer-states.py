@@ -445,8 +445,18 @@ def check_switch_at_restart(lib, sc):
                             h.dispatch()
                             return ('/p', 'frozen', True) in h.events
                         ft.wait_for(seen, poll=0.05, what=f'the state callback: /p frozen ({what})')
-                        # And the last thaw's report, before freeze_p() counts reports afresh.
-                        h.wait([('/p', 'running', False)], f'{what}: /p running after the first freeze')
+
+                        # And the last thaw's report, before freeze_p() counts reports afresh:
+                        # one after the last frozen.  (A running of /p before it, the states
+                        # read after a refused subscription reporting it as its first mention,
+                        # passed for it, and the thaw's came among freeze_p()'s.)
+                        def thawed():
+                            h.dispatch()
+                            p = [e for e in h.events if e[0] == '/p']
+                            last = max(i for i, e in enumerate(p) if e == ('/p', 'frozen', True))
+                            return ('/p', 'running', False) in p[last + 1:]
+                        ft.wait_for(thawed, poll=0.02, what=f'the state callback: {what}: /p running after the first '
+                                                            'freeze')
                         r.clear()
                         check_follows(d.client, h, r, 'GroupsChanged' if deny else 'GroupStatesChanged', what)
             finally:
