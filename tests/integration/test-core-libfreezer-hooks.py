@@ -185,6 +185,15 @@ def state_recorder(events):
     return on_state
 
 
+def check_thaw_reported(lib, f, c, events, what):
+    """/g thawed by c's Thaw: the state callback reports it running (after events' present
+    end), the handle following the subscription it fell back to."""
+    n = len(events)
+    c.call('Thaw', '/g', 0, 0)
+    ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:], poll=0.05,
+                what=what)
+
+
 def activatable_bus_conf(tmp):
     """A bus configuration (in tmp) where freezerd is activatable, its Exec /bin/true."""
     with open(os.path.join(tmp, ft.BUS_NAME + '.service'), 'w') as out:
@@ -376,10 +385,7 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
                 ft.check_equal(hook(lib, 'freezer_test_fail_reload_replies').value, 0,
                                f'{what}: the hook failed the reply')
                 # Followed on: GroupsChanged, the fallback's subscription.
-                n = len(events)
-                c.call('Thaw', '/g', 0, 0)
-                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
-                            poll=0.05, what=f'{what}: then a thaw reported')
+                check_thaw_reported(lib, f, c, events, f'{what}: then a thaw reported')
             finally:
                 sc.write_freeze('/g', 0)
     finally:
@@ -418,10 +424,7 @@ def check_fallback_at_once(lib, sc, bus):
                             what=f'{what}: freezerd started, /g frozen from the resync callback')
                 ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', FROZEN, True) in events, poll=0.05,
                             what=f'{what}: the state callback reports /g frozen')
-                n = len(events)
-                box['c'].call('Thaw', '/g', 0, 0)
-                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
-                            poll=0.05, what=f'{what}: then a thaw reported')
+                check_thaw_reported(lib, f, box['c'], events, f'{what}: then a thaw reported')
             finally:
                 sc.write_freeze('/g', 0)
     finally:
@@ -511,10 +514,7 @@ def check_fallback_send_nobufs(lib, sc, bus, where):
                 ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
                 ft.check_equal(results.count(-errno.ENOMEM), 2 if where == 'fallback-retry' else 1,
                                f'{what}: freezer_dispatch() said -ENOMEM once for each loss')
-                n = len(events)
-                c.call('Thaw', '/g', 0, 0)
-                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and ('/g', RUNNING, False) in events[n:],
-                            poll=0.05, what=f'{what}: then a thaw reported (GroupsChanged followed)')
+                check_thaw_reported(lib, f, c, events, f'{what}: then a thaw reported (GroupsChanged followed)')
             finally:
                 sc.write_freeze('/g', 0)
     finally:
