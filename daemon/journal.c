@@ -814,8 +814,11 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
         if (!d)
                 return errno == ENOENT ? 0 : -errno;
         /* Read them all first: the order is by the ids they record (a slot's
-         * name says nothing of its batch's age). */
-        for (struct dirent *de; (de = readdir(d));) {
+         * name says nothing of its batch's age).  (errno set to 0 before each
+         * readdir(), which leaves it so at the end of the listing and sets it
+         * where the listing fails: told apart below.) */
+        struct dirent *de;
+        while ((errno = 0, de = readdir(d))) {
                 _cleanup_free_ char *text = NULL;
                 size_t len = 0;
                 Found f = {};
@@ -924,6 +927,31 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                 }
                 if (f.id > max_id)
                         max_id = f.id;
+        }
+        if (errno != 0) {
+                /* The listing stopped short (EIO of a disk or network file
+                 * system, the directory removed meanwhile): any journal after
+                 * the point reached was not seen.  As for a journal's read:
+                 * a lack of resources, or an interruption, fails the start,
+                 * having restored nothing, and the service manager's restart
+                 * lists them all again; restoring those listed alone, newest
+                 * first among them, could write an older batch's flags over
+                 * a newer one's that was not listed.  Any other error would
+                 * come again at every start and keep freezerd from starting
+                 * at all: said, with what it means, and the journals listed
+                 * are recovered; never taken silently for a whole listing. */
+                int r = -errno;
+                if (journal_error_is_passing(r)) {
+                        log_error_errno(r, "Cannot list the batch journals in %s: %m; left as they are for the next "
+                                        "start, which restores their flags.",
+                                        dir);
+                        found_free(found, n_found);
+                        return r;
+                }
+                log_error_errno(r, "Cannot list all of the batch journals in %s: %m; the %zu journal%s read before "
+                                "the error %s recovered, any others are left as they are (not restored now: a later "
+                                "start that lists them writes their flags back).",
+                                dir, n_found, n_found == 1 ? "" : "s", n_found == 1 ? "is" : "are");
         }
         if (n_found > 1)
                 qsort(found, n_found, sizeof *found, cmp_found_desc);

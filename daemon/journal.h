@@ -95,7 +95,11 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * is, logged, and the call fails with that error before anything is
  * restored: a later start reads it.  (json-c before 0.17 does not tell a
  * parse that lacked memory: such a journal reads as damaged.)  Any other
- * error reading it (EIO, EACCES) is kept as *.broken, with the error.  One that names a
+ * error reading it (EIO, EACCES) is kept as *.broken, with the error.  A
+ * listing of the directory that fails partway fails the call so too, before
+ * anything is restored, for lack of a resource or an interruption; for any
+ * other error (EIO) it is logged, and the journals read before it are
+ * recovered, any others left as they are.  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
  * j's cgroup root (freezerd restarted with another --cgroup-root) is logged,

@@ -14,6 +14,7 @@
 
 #include "cgroup-util.h"
 #include "journal.h"
+#include "log.h"
 #include "util.h"
 #include "test-util.h"
 
@@ -1045,6 +1046,104 @@ static void test_recover_unreadable(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* readdir() of this program, journal.c's with it, goes through here
+ * (-Wl,--wrap=readdir64, tests/meson.build): armed, it fails the listing of
+ * a directory with readdir_fail_errno once it has given readdir_fail_after
+ * journals' names (journal-*), as a disk's I/O error would. */
+struct dirent *__real_readdir64(DIR *d);
+struct dirent *__wrap_readdir64(DIR *d);
+static bool readdir_armed;
+static unsigned readdir_fail_after, readdir_calls;
+static int readdir_fail_errno;
+
+struct dirent *__wrap_readdir64(DIR *d) {
+        struct dirent *de;
+
+        readdir_calls++;
+        if (!readdir_armed)
+                return __real_readdir64(d);
+        if (readdir_fail_after == 0) {
+                errno = readdir_fail_errno;
+                return NULL;
+        }
+        de = __real_readdir64(d);
+        if (de && strncmp(de->d_name, "journal-", 8) == 0)
+                readdir_fail_after--;
+        return de;
+}
+
+/* A listing of the runtime directory that fails partway.  Until session 46
+ * recover() took it for the end of the listing: the journals after that
+ * point were neither restored nor said to be there.  A lasting error (EIO)
+ * is logged and the journals read are recovered (freezerd starts, as for a
+ * journal that cannot be read), the others left as they are for a later
+ * start; a lack of resources (ENOMEM) fails the start, restoring nothing, as
+ * a journal's read that lacks them does. */
+static void test_recover_listing_fails(void) {
+        char tmpl[] = "/tmp/test-journal-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *s0 = NULL, *s1 = NULL;
+        uint64_t max_id = 0;
+        const char *e;
+        int r;
+
+        CHECK(dir);
+        s0 = slot_file(dir, 0);
+        s1 = slot_file(dir, 1);
+        write_text(s0, "{\"version\":1,\"id\":5,\"groups\":[{\"path\":\"/a\",\"prev\":true,\"new\":false}]}\n");
+        write_text(s1, "{\"version\":1,\"id\":6,\"groups\":[{\"path\":\"/b\",\"prev\":true,\"new\":false}]}\n");
+
+        /* Lack of resources before any journal is listed: the start fails,
+         * nothing restored, both left whole. */
+        refuse = false;
+        n_restored = 0;
+        readdir_calls = 0;
+        readdir_armed = true, readdir_fail_after = 0, readdir_fail_errno = ENOMEM;
+        log_forget_last_error();
+        r = recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id);
+        readdir_armed = false;
+        if (readdir_calls == 0) {
+                /* (A libc whose readdir() is no readdir64: the wrapper is not
+                 * linked in, and there is nothing to test.) */
+                fprintf(stderr, "test_recover_listing_fails: readdir64 not wrapped, skipped\n");
+                (void) unlink(s0);
+                (void) unlink(s1);
+                CHECK(rmdir(dir) == 0);
+                return;
+        }
+        CHECK_R(r, -ENOMEM);
+        CHECK(n_restored == 0);
+        CHECK(file_size(s0) > 0 && file_size(s1) > 0);
+        e = log_last_error();
+        CHECK(e && strstr(e, "Cannot list the batch journals in ") && strstr(e, "Cannot allocate memory"));
+
+        /* An I/O error after one journal: that one is restored and removed,
+         * the other left whole, and the log says so. */
+        n_restored = 0;
+        readdir_armed = true, readdir_fail_after = 1, readdir_fail_errno = EIO;
+        log_forget_last_error();
+        r = recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id);
+        readdir_armed = false;
+        CHECK_R(r, 1);
+        CHECK(n_restored == 1);
+        CHECK((file_size(s0) < 0) != (file_size(s1) < 0));
+        e = log_last_error();
+        CHECK(e && strstr(e, "Cannot list all of the batch journals in ") && strstr(e, "Input/output error") &&
+              strstr(e, "the 1 journal read before the error is recovered, any others are left as they are"));
+
+        /* The next start, whose listing is whole, restores the other. */
+        char first[sizeof restored[0].path] = "";
+        if (n_restored == 1)
+                memcpy(first, restored[0].path, sizeof first);
+        n_restored = 0;
+        log_forget_last_error();
+        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 1);
+        CHECK(n_restored == 1 && !streq(restored[0].path, first));
+        CHECK(!log_last_error());
+        CHECK(dir_empty(dir));
+        CHECK(rmdir(dir) == 0);
+}
+
 /* journal_forget() whose write in place fails halfway, in a directory that
  * cannot be changed (no copy can replace the file): the file is emptied,
  * and what j remembers of it must be too.  Until session 45 j kept the old
@@ -1118,6 +1217,7 @@ int main(void) {
         test_keep_failed();
         test_parse();
         test_recover_unreadable();
+        test_recover_listing_fails();
         test_forget_lost_in_place();
         test_keep_failed_no_space(); /* last: it leaves this process in a mount namespace of its own */
         return test_summary("test-journal");
