@@ -268,9 +268,23 @@ static void on_repoll(evutil_socket_t fd, short what, void *userdata) {
                 repoll_arm(m);
 }
 
-/* After a write that is not settled (a rollback): the groups below whose
- * cover no longer holds are polled again. */
+/* After a write of g's flag that is not settled (a rollback, a batch that
+ * failed halfway): g is read, and the groups below whose cover no longer
+ * holds are polled again (which reads them).  g is read here: one polled was
+ * not, and its change waited for its own notification, a later turn (held
+ * back by the kernel besides), while the groups below were read in this one:
+ * the reply, sent in this turn, and its GroupsChanged had /r/a
+ * frozen-by-parent under an /r not frozen, which the kernel froze inside the
+ * write (empty).  First, because a read of g that ends its cover (a task came
+ * in; frozen as its flags do not say) reads and polls every group below
+ * (group_apply_events()), which the loop then finds polled: no group is read
+ * twice.  A g still covered (by an empty ancestor, frozen as the flags just
+ * written say) is as the model has it, and is not read: its file stays
+ * closed.  A g with tasks still freezing reads frozen 0, and its notification
+ * tells the rest. */
 static void group_poll_uncovered(Manager *m, Group *g) {
+        if (group_data(g)->following && !group_cover(g))
+                (void) group_read_events(m, g);
         for (Group *x = g; x; x = tree_next_preorder(g, x))
                 if (group_data(x)->following && !group_data(x)->polled && !group_cover(x))
                         (void) group_set_polled(m, x, true);
@@ -3815,8 +3829,14 @@ static int batch_start(Manager *m, const BatchItem *items, size_t n, uint64_t ti
                         for (size_t j = i; j > 0; j--) {
                                 if (!op->entries[j - 1].wrote)
                                         continue;
-                                /* Not settled: the groups it covered follow their own files. */
-                                group_poll_uncovered(m, items[j - 1].group);
+                                /* Not settled: read, and the groups it covered
+                                 * follow their own files.  Not again where a
+                                 * rollback wrote it back (operation_rollback()
+                                 * did it then; a flag someone else set since
+                                 * was settled when it was applied), nor where
+                                 * batch_written() settled it. */
+                                if (!rollback && j - 1 >= bw.applied)
+                                        group_poll_uncovered(m, items[j - 1].group);
                                 n_stay++;
                         }
                         /* Which stay, in the order written: the caller does not

@@ -27,7 +27,12 @@ its own.
     /stuck (a process blocked on a FUSE mount that never answers) with
     ROLLBACK_ON_TIMEOUT: it times out and writes /r back to 1 without settling;
     /r/a and /r/a/x must be reported frozen-by-parent again, as the kernel
-    has them (they were vouched for by /r, which stays empty).
+    has them (they were vouched for by /r, which stays empty).  At the
+    Timeout reply, before any signal, the model of /r, /r/a and /r/a/x is
+    the kernel's (freezerd read /r in the turn of the write back, as it read
+    the groups below), and /r is reported frozen no later than /r/a
+    frozen-by-parent (a GroupsChanged is one loop turn's changes: no luck of
+    timing passes this).
   * A write behind freezerd's back that lands between its write and its
     settling: freezerd runs with FREEZERD_TEST_WRITE_DELAY_USEC=300000 (a
     300 ms pause after each of its writes); while it pauses after thawing /t,
@@ -40,7 +45,10 @@ its own.
   * A batch failing halfway without ROLLBACK_ON_TIMEOUT: [/y/a, /z] bottom-up,
     /z removed while freezerd pauses after writing /y/a.  The call fails with
     NoSuchGroup, and GroupsChanged says /y/a frozen and /y/a/x (vouched for by
-    the empty /y) frozen-by-parent, as the kernel has them.
+    the empty /y) frozen-by-parent, as the kernel has them.  The same over
+    /w/a {/w/a/x {/w/a/x/y}} with /w/a polled and vouching for the groups
+    below: at the reply the model of all three is the kernel's, and /w/a is
+    reported frozen no later than /w/a/x frozen-by-parent.
   * freezerd over /outer/in {/a {/a/x}}, all empty, and /outer frozen behind
     its back: a flag above its root, which its model does not hold.
     GroupsChanged says /a and /a/x frozen, then thawed once /outer is.  Then
@@ -69,6 +77,27 @@ def check_model(c, sc, what, paths=GROUPS):
 
 def states(rec, path):
     return rec.group_values(path, 'FreezerState')
+
+
+def check_top_reported_first(rec, top, below, what):
+    """The GroupsChanged that last reported `below` becoming frozen-by-parent
+    carries `top` Frozen, or an earlier one did: freezerd read `top` in the
+    turn of its unsettled write, as it read the groups below.  A model with
+    `below` frozen by `top` while `top` is not frozen (left to `top`'s own
+    notification, a later turn) is what a client reads at the reply.
+    Deterministic: each message is one loop turn's changes."""
+    top_frozen, prev, at = None, None, None
+    for batch in rec.groups_changed():
+        entries = dict(batch)
+        if top in entries:
+            top_frozen = entries[top]['Frozen']
+        if below in entries:
+            state = entries[below]['FreezerState']
+            if state == 'frozen-by-parent' and prev != state:
+                at = top_frozen
+            prev = state
+    ft.check_equal(at, True, f'{what}: {top} was reported frozen by the GroupsChanged that said {below} '
+                   'frozen-by-parent, or an earlier one')
 
 
 def test():
@@ -172,8 +201,12 @@ def test():
                 except ft.DBusError as e:
                     ft.check_equal(e.name, 'org.freezerd.Freezer1.Error.Timeout', 'the batch over /stuck times out')
                 ft.check_equal(sc.read_freeze('/r'), 1, 'the rollback wrote /r back to 1')
+                # No wait for a signal: the reply went out in the turn of the
+                # write back, after freezerd read /r and the groups below.
+                check_model(c, sc, 'at the Timeout reply', ('/r', '/r/a', '/r/a/x'))
                 rec.wait_for(lambda r: all(states(r, p)[-1:] == ['frozen-by-parent'] for p in ('/r/a', '/r/a/x')),
                              what='GroupsChanged saying /r/a and /r/a/x frozen-by-parent again')
+                check_top_reported_first(rec, '/r', '/r/a', 'after the rollback')
                 check_model(c, sc, 'after the rollback', ('/r', '/r/a', '/r/a/x'))
                 c.call('Thaw', '/stuck', 0, 0)
 
@@ -229,6 +262,29 @@ def test():
                          states(r, '/y/a/x')[-1:] == ['frozen-by-parent'],
                          what='GroupsChanged saying /y/a frozen and /y/a/x frozen-by-parent')
             check_model(c, sc, 'after the failed batch', ('/y', '/y/a', '/y/a/x'))
+
+            # The same with the written group polled and vouching for the
+            # empty /w/a/x and /w/a/x/y itself (freezerd settled a write of
+            # it): /w/a's own state is read in the turn of the failure, not
+            # left to its notification.  (Two levels below: the read of a
+            # group that leaves its parent's descendants all frozen reads
+            # the parent, and /w/a/x is read before /w/a/x/y.)
+            for p in ('/w', '/w/a', '/w/a/x', '/w/a/x/y', '/q'):
+                sc.mkdir(p)
+            rec.wait_for(lambda r: any(o == ft.group_object('/q') for o, _ in r.interfaces_added()),
+                         what='/q announced')
+            c.call('ApplyBatch', [('/w/a', True)], 'auto', 0, 0)  # /w/a covers /w/a/x and /w/a/x/y now
+            c.call('ApplyBatch', [('/w/a', False)], 'auto', 0, 0)
+            rec.clear()
+            pending = c.call_async('ApplyBatch', [('/w/a', True), ('/q', True)], 'bottom-up', 0, 0)
+            ft.wait_for(lambda: sc.read_freeze('/w/a') == 1, what='freezerd wrote 1 to /w/a/cgroup.freeze')
+            os.rmdir(sc.abspath('/q'))
+            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NoSuchGroup', pending.result)
+            check_model(c, sc, 'at the reply of the batch that failed halfway', ('/w/a', '/w/a/x', '/w/a/x/y'))
+            rec.wait_for(lambda r: states(r, '/w/a')[-1:] == ['frozen'] and
+                         all(states(r, p)[-1:] == ['frozen-by-parent'] for p in ('/w/a/x', '/w/a/x/y')),
+                         what='GroupsChanged saying /w/a frozen, /w/a/x and /w/a/x/y frozen-by-parent')
+            check_top_reported_first(rec, '/w/a', '/w/a/x', 'after the batch that failed halfway')
 
 
         # ---- a freeze above freezerd's root, which the model does not hold
