@@ -270,18 +270,15 @@ static void on_repoll(evutil_socket_t fd, short what, void *userdata) {
 
 /* After a write of g's flag that is not settled (a rollback, a batch that
  * failed halfway): g is read, and the groups below whose cover no longer
- * holds are polled again (which reads them).  g is read here: one polled was
- * not, and its change waited for its own notification, a later turn (held
- * back by the kernel besides), while the groups below were read in this one:
- * the reply, sent in this turn, and its GroupsChanged had /r/a
- * frozen-by-parent under an /r not frozen, which the kernel froze inside the
- * write (empty).  First, because a read of g that ends its cover (a task came
- * in; frozen as its flags do not say) reads and polls every group below
- * (group_apply_events()), which the loop then finds polled: no group is read
- * twice.  A g still covered (by an empty ancestor, frozen as the flags just
- * written say) is as the model has it, and is not read: its file stays
- * closed.  A g with tasks still freezing reads frozen 0, and its notification
- * tells the rest. */
+ * holds are polled again (which reads them).  g must be read here even where
+ * it is polled already: its own notification comes in a later turn (or held
+ * back by the kernel), after the reply of this one, which would then tell the
+ * groups below frozen by g while g itself is not.  First, because a read of g
+ * that ends its cover reads and polls every group below
+ * (group_apply_events()), which the loop then finds polled: none is read
+ * twice.  A g still covered (by an empty ancestor) is as the model has it and
+ * keeps its file closed.  A g with tasks still freezing reads frozen 0: its
+ * notification tells the rest. */
 static void group_poll_uncovered(Manager *m, Group *g) {
         if (group_data(g)->following && !group_cover(g))
                 (void) group_read_events(m, g);
