@@ -235,6 +235,10 @@ struct freezer {
          * one says nothing of the memory the other's, a whole group list,
          * needs. */
         int reload_error;
+        /* The D-Bus error reload_error was read off, where it was a refusal
+         * (the fallback's SubscribeGroups(): on_fallback_subscribed()):
+         * freezer_dispatch() makes it the last error. */
+        sd_bus_error reload_bus_error;
         bool states_retry, known_retry;
         reload_backoff states_backoff, known_backoff;
         /* The lost reply was SubscribeGroupStates()'s "no GroupStatesChanged
@@ -339,12 +343,26 @@ static void reload_done(freezer *f, bool *retry) {
         reload_kind_backoff(f, retry)->delay = 0;
 }
 
-/* A reload's reply is freezerd's NoMemory: it lacked the memory for the
- * list (or the subscription) asked for.  What was asked for is missing as
- * if the reply were lost here: it is asked for again (reload_lost()),
- * with -ENOMEM from freezer_dispatch(), rather than taken as "none". */
-static bool reply_no_memory(sd_bus_message *reply) {
-        return sd_bus_message_is_method_error(reply, SD_BUS_ERROR_NO_MEMORY) > 0;
+/* A reload's reply is a shortage that passes: NoMemory (freezerd lacked the
+ * memory for the list, or the subscription, asked for; or dbus-daemon
+ * lacked it to pass the call on: the same name), or the bus'
+ * LimitsExceeded (dbus-daemon refused to pass the call on: freezerd's
+ * queue of messages, or the replies it owes us, at dbus-daemon's limits;
+ * since 0.6.5), each read by the errno sd-bus gives its name (-ENOMEM,
+ * -ENOBUFS, as for a call that cannot be sent: reload_send_shortage()).
+ * What was asked for is missing as if the reply were lost here: it is
+ * asked for again (reload_lost()), with -ENOMEM from freezer_dispatch(),
+ * rather than taken as "none".  freezerd's own LimitsExceeded (its limits,
+ * which sd-bus does not know: -EIO here) is no shortage: no reload meets
+ * one. */
+static bool reply_shortage(sd_bus_message *reply) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int r;
+
+        if (!e)
+                return false;
+        r = sd_bus_error_get_errno(e);
+        return r == ENOMEM || r == ENOBUFS;
 }
 
 static const char *const state_table[] = {
@@ -1358,6 +1376,7 @@ FREEZER_EXPORT freezer *freezer_close(freezer *f) {
         free(f->triggers);
         cache_clear(f); /* and ids_slot, a (re)load of Ids in flight */
         sd_bus_error_free(&f->error);
+        sd_bus_error_free(&f->reload_bus_error);
         /* Only calls in flight need the daemon to take them: without any,
          * a close costs no round trip. */
         fd = sd_bus_get_fd(f->bus);
@@ -2431,6 +2450,20 @@ FREEZER_EXPORT int freezer_get_fd(freezer *f) {
 
 static void reloads_retry(freezer *f);
 
+/* The error of reloads since the last freezer_dispatch() (reload_error),
+ * returned and made the last error: with its D-Bus error where one was kept
+ * (fallback_refused()) and is still the one said (a loss since says
+ * -ENOMEM), else as its errno says. */
+static int reload_error_take(freezer *f) {
+        int r = f->reload_error;
+
+        f->reload_error = 0;
+        if (sd_bus_error_is_set(&f->reload_bus_error) && error_to_errno(&f->reload_bus_error) == r)
+                return error_take(f, &f->reload_bus_error, r);
+        sd_bus_error_free(&f->reload_bus_error);
+        return error_set(f, r);
+}
+
 static bool messages_queued(freezer *f) {
         uint64_t t;
 
@@ -2448,11 +2481,8 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
         /* A reload's reply lost since the last dispatch (in a blocking
          * call, say): said now, the reload started again by a later one
          * once it is due (reload_lost()). */
-        if (f->reload_error < 0) {
-                r = f->reload_error;
-                f->reload_error = 0;
-                return error_set(f, r);
-        }
+        if (f->reload_error < 0)
+                return reload_error_take(f);
         reloads_retry(f);
 
         f->dispatching = true;
@@ -2494,10 +2524,8 @@ FREEZER_EXPORT int freezer_dispatch(freezer *f) {
                         return error_set(f, r);
                 }
                 if (f->reload_error < 0) { /* a reload's reply lost: started again once due */
-                        r = f->reload_error;
-                        f->reload_error = 0;
                         f->dispatching = false;
-                        return error_set(f, r);
+                        return reload_error_take(f);
                 }
                 /* On a lost connection sd-bus fails the calls in flight one per
                  * sd_bus_process(), and says 0 after each: that is a step, and
@@ -3035,9 +3063,18 @@ static int state_match_set(freezer *f, bool compact, bool wait) {
         return reload_send_shortage(r);
 }
 
+static int on_fallback_subscribed_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
 /* The state callback's fallback to GroupsChanged, freezerd having refused
  * SubscribeGroupStates() (an older one, a bus policy): its match and
- * SubscribeGroups(), not waited for.  -ENOMEM where either could not be
+ * SubscribeGroups(), a reload whose reply on_fallback_subscribed() handles
+ * (since 0.6.5: it was sent without one, and a refusal, freezerd's NoMemory
+ * say, left the handle believing it was subscribed, no change ever
+ * reported).  It takes ids_slot: a reload in flight there (a ListGroups()
+ * for a GroupStatesChanged dropped while the refusal's reply, or its retry,
+ * waited) was sent before this subscription, and its reply may be older
+ * than it (a change in between told by neither); the states are read once
+ * the subscription is confirmed, instead.  -ENOMEM where either could not be
  * sent for lack of memory or as sd-bus' write queue was full: the caller
  * leaves the fallback to a later dispatch (states_fallback, reloads_retry()),
  * which sends what is missing (a match set already is kept; a
@@ -3045,15 +3082,97 @@ static int state_match_set(freezer *f, bool compact, bool wait) {
 static int states_fallback_subscribe(freezer *f) {
         int r = state_match_set(f, false, false);
 
-        if (r >= 0)
-                r = reload_send_fails();
-        if (r >= 0)
-                r = call_subscription(f, "SubscribeGroups", NULL);
-        return reload_send_shortage(r);
+        if (r < 0)
+                return reload_send_shortage(r);
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        held_drop(f);
+        f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
+        r = reload_call(f, "SubscribeGroups", on_fallback_subscribed_queue, &f->ids_slot, &f->states_fallback);
+        if (r < 0)
+                f->ids_slot = NULL;
+        return r;
 }
 
 static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* A refusal of the fallback's SubscribeGroups() that is neither a shortage
+ * (retried) nor freezerd gone (the next start subscribes): a bus policy
+ * that refuses it too (AccessDenied), freezerd's Failed, a freezerd that
+ * lacks it (UnknownMethod), sd-bus' own timeout.  Not subscribed, the state
+ * callback would hear of nothing, as after a refused installation, which
+ * fails: the next freezer_dispatch() fails with its errno (error_to_errno():
+ * -EACCES, -EIO, ...), the refusal its last error, once; not retried (it
+ * would be refused again), the callback stays installed, and a freezerd
+ * that starts is subscribed anew.  (Without the memory to copy the error,
+ * its errno alone.) */
+static void fallback_refused(freezer *f, const sd_bus_error *e) {
+        sd_bus_error_free(&f->reload_bus_error);
+        if (sd_bus_error_copy(&f->reload_bus_error, e) < 0)
+                sd_bus_error_free(&f->reload_bus_error);
+        f->reload_error = error_to_errno(e);
+        if (f->reload_error >= 0)
+                f->reload_error = -EIO;
+}
+
+/* The reply to the fallback's SubscribeGroups() (states_fallback_subscribe()).
+ * Subscribed: the states are read now, after it (states_lost()): what
+ * changed before it (since freezerd started, or since the NoMemory of a
+ * subscription sent again) no GroupsChanged told, and is reported as the
+ * compact path reports it, the states read after the Ids.  A shortage
+ * (freezerd's or dbus-daemon's NoMemory, the bus' LimitsExceeded:
+ * reply_shortage()) is not subscribed either: the fallback is sent again
+ * from a later dispatch (states_fallback), which says -ENOMEM, as for the
+ * reloads.  freezerd gone meanwhile: nothing, the next start subscribes.
+ * Any other refusal: fallback_refused(). */
+static int on_fallback_subscribed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        f->ids_slot = sd_bus_slot_unref(f->ids_slot);
+        if (!f->state_cb)
+                return 0;
+        if (reply_shortage(reply)) {
+                reload_lost(f, &f->states_fallback, -ENOMEM);
+                return 0;
+        }
+        if (e) {
+                reload_done(f, &f->states_retry);
+                if (!error_no_daemon(e))
+                        fallback_refused(f, e);
+                return 0;
+        }
+        (void) states_lost(f);
+        return 0;
+}
+
+static int on_fallback_subscribed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
+        freezer *f = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        int before = f->reload_error,
+            r = defer_reload_reply(f, m, on_fallback_subscribed, &f->ids_slot, &f->states_retry);
+
+        /* Its reply lost for lack of memory: subscribed, the states are read
+         * from a later dispatch (states_retry: states_lost() with
+         * GroupsChanged), which says -ENOMEM.  A refusal is read off the
+         * reply, which is at hand: a shortage's fallback sent again (the
+         * same retry, of another flag); any other refusal told as
+         * on_fallback_subscribed() tells it (its errno, as no memory is
+         * there to keep the error), or, freezerd gone, nothing. */
+        if (r < 0 && e) {
+                f->states_retry = false;
+                if (reply_shortage(m))
+                        f->states_fallback = true;
+                else if (error_no_daemon(e))
+                        f->reload_error = before;
+                else {
+                        f->reload_error = error_to_errno(e);
+                        if (f->reload_error >= 0)
+                                f->reload_error = -EIO;
+                }
+        }
+        return r;
+}
 
 /* The reply to a SubscribeGroupStates() sent after freezerd (re)started. */
 static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -3064,7 +3183,7 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         if (!f->state_cb)
                 return 0;
-        if (reply_no_memory(reply) || subscription_nomem_forced()) {
+        if (reply_shortage(reply) || subscription_nomem_forced()) {
                 /* Not subscribed: sent again from a later dispatch. */
                 held_drop(f);
                 reload_lost(f, &f->states_resubscribe, -ENOMEM);
@@ -3083,18 +3202,17 @@ static int on_states_subscribed(sd_bus_message *reply, void *userdata, _unused_ 
                  * from the resync callback, say).  The table was emptied at
                  * the start (on_daemon_owner_changed()): the read reports each
                  * group no signal named since, as its first mention, as the
-                 * compact path does.  A fallback that cannot be sent (no memory, sd-bus'
+                 * compact path does; it follows the subscription's reply
+                 * (on_fallback_subscribed()).  A fallback that cannot be sent (no memory, sd-bus'
                  * write queue full) is left to a later dispatch, as for a
-                 * refusal whose reply was lost (reloads_retry(), which reads
-                 * the states after it: a gap until then), with -ENOMEM: the
+                 * refusal whose reply was lost (reloads_retry(): a gap until
+                 * then), with -ENOMEM: the
                  * callback would hear of no change otherwise.  Any other
                  * error (it exited again): the next start retries. */
                 if (error_no_group_states(e)) {
                         r = states_fallback_subscribe(f);
                         if (r == -ENOMEM)
                                 reload_lost(f, &f->states_fallback, r);
-                        else if (r >= 0)
-                                (void) states_lost(f);
                 }
                 return 0;
         }
@@ -3122,7 +3240,7 @@ static int on_states_subscribed_queue(sd_bus_message *m, void *userdata, _unused
         if (r < 0 && e) {
                 f->states_retry = false;
                 f->states_fallback = error_no_group_states(e);
-                f->states_resubscribe = reply_no_memory(m);
+                f->states_resubscribe = reply_shortage(m);
                 if (!f->states_fallback && !f->states_resubscribe)
                         f->reload_error = before;
                 held_drop(f);
@@ -3149,7 +3267,7 @@ static int on_states_reread(sd_bus_message *reply, void *userdata, _unused_ sd_b
                 states_lost(f);
                 return 0;
         }
-        if (f->state_cb && reply_no_memory(reply)) {
+        if (f->state_cb && reply_shortage(reply)) {
                 /* As for a reply lost here (on_states_reread_queue()): the
                  * retry reads the states again, and tells what changed. */
                 f->held_lost = true;
@@ -3203,9 +3321,9 @@ static int on_group_ids(sd_bus_message *reply, void *userdata, _unused_ sd_bus_e
         f->n_held = 0;
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         f->reread_in = false;
-        if (f->state_cb && (reply_no_memory(reply) || !sd_bus_message_is_method_error(reply, NULL))) {
+        if (f->state_cb && (reply_shortage(reply) || !sd_bus_message_is_method_error(reply, NULL))) {
                 /* freezerd's NoMemory: no Ids either. */
-                int r = reply_no_memory(reply) ? -ENOMEM : group_ids_load(f, reply);
+                int r = reply_shortage(reply) ? -ENOMEM : group_ids_load(f, reply);
 
                 if (r == -ENOMEM) {
                         /* Without the memory for the new table: the states
@@ -3632,8 +3750,6 @@ static void reloads_retry(freezer *f) {
         }
         n = now_usec();
         if (reload_kind_pending(f, &f->states_retry) && f->states_backoff.at <= n) {
-                bool replies = f->states_retry || f->states_resubscribe;
-
                 reload_backoff_grow(&f->states_backoff);
                 if (f->states_resubscribe) {
                         /* Its reply loads the Ids, and the states after them
@@ -3657,29 +3773,33 @@ static void reloads_retry(freezer *f) {
                         /* As on_states_subscribed() for this error, unless the
                          * callback went, or a freezerd (re)started since and was
                          * subscribed anew (on_daemon_owner_changed()'s
-                         * cache_clear() cleared this).  Its reply was lost, or
-                         * the fallback could not be sent then: GroupsChanged
-                         * only from now on, and what changed since that reply
-                         * (since the NoMemory, for a subscription sent again)
-                         * is read after the subscription (states_retry, below),
-                         * as a lost reply of the compact path reads the states
-                         * after the Ids.  A fallback that cannot be sent now
-                         * either waits for the next retry, its error -ENOMEM
-                         * also where sd-bus' write queue was full
-                         * (states_fallback_subscribe()). */
+                         * cache_clear() cleared this).  Its reply was lost, the
+                         * fallback could not be sent then, or its
+                         * SubscribeGroups() was answered with a shortage
+                         * (on_fallback_subscribed()): GroupsChanged only from
+                         * now on, and what changed since that reply (since the
+                         * NoMemory, for a subscription sent again) is read
+                         * once this subscription is confirmed
+                         * (on_fallback_subscribed()), as a lost reply of the
+                         * compact path reads the states after the Ids; a read
+                         * pending (states_retry) waits for it too.  A fallback
+                         * that cannot be sent now either waits for the next
+                         * retry, its error -ENOMEM also where sd-bus' write
+                         * queue was full (states_fallback_subscribe()). */
                         if (f->state_cb) {
-                                held_drop(f);
                                 r = states_fallback_subscribe(f);
                                 if (r >= 0)
-                                        f->states_retry = true;
+                                        f->states_retry = false;
                         }
                         if (r >= 0)
                                 f->states_fallback = false;
                 }
                 /* Not while the subscription waits to be sent again: its
                  * reply loads the Ids and the states (above); nor is its
-                 * error overwritten. */
-                if (f->states_retry && !f->states_resubscribe) {
+                 * error overwritten.  Nor while the fallback does: the
+                 * states are read after its reply (a read now could be
+                 * older than the subscription). */
+                if (f->states_retry && !f->states_resubscribe && !f->states_fallback) {
                         if (f->state_cb && !f->compact)
                                 r = states_lost(f);
                         else if (f->state_cb && f->ids_slot)
@@ -3692,13 +3812,12 @@ static void reloads_retry(freezer *f) {
                         if (r >= 0)
                                 f->states_retry = false;
                 }
-                /* One that could not be sent (no memory either) waits as long. */
+                /* One that could not be sent (no memory either) waits as
+                 * long.  (The fallback waits for its reply as the other
+                 * reloads do, since 0.6.5: the states read after it end the
+                 * backoff, on_states_reread().) */
                 if (reload_kind_pending(f, &f->states_retry))
                         f->states_backoff.at = usec_add(now_usec(), f->states_backoff.delay);
-                else if (!replies)
-                        /* The fallback alone, done: a later loss (of the states
-                         * read after it too) is retried at once. */
-                        reload_done(f, &f->states_retry);
         }
         if (f->known_retry && f->known_backoff.at <= n) {
                 int q = 0;
@@ -3726,7 +3845,7 @@ static int on_groups_listed(sd_bus_message *reply, void *userdata, _unused_ sd_b
 
         f->known_slot = sd_bus_slot_unref(f->known_slot);
         f->known_in = f->known_again = false;
-        if (f->group_cb && reply_no_memory(reply)) {
+        if (f->group_cb && reply_shortage(reply)) {
                 /* As for a table that lacks the memory, below. */
                 reload_lost(f, &f->known_retry, -ENOMEM);
                 return 0;

@@ -26,7 +26,9 @@
  * reload's list (the Ids, the states read after them, the group callback's
  * list) retried as a reply lost here is, with -ENOMEM; and so a reload's call
  * that cannot be sent, for lack of memory or as sd-bus' write queue is full
- * (ENOBUFS), the group callback's list at its installation too.
+ * (ENOBUFS), the group callback's list at its installation too; and the
+ * bus' LimitsExceeded to such a list so too (dbus-daemon's NoMemory has
+ * freezerd's name).
  * And, needing no stand-in, which states freezer_state_frozen() calls
  * frozen.
  * Exit status 0 if all pass, 1 otherwise.
@@ -89,8 +91,11 @@ static uint64_t next_id = 100;
 static bool slow_list;
 /* Freeze("/nomem/ids") or Freeze("/nomem/states") was called: the next
  * ListGroupIds, or ListGroups, is answered NoMemory (its letter logged), as
- * freezerd answers when it lacks the memory for the list. */
+ * freezerd answers when it lacks the memory for the list.  "/limits/ids" or
+ * "/limits/states": with the bus' LimitsExceeded instead, as dbus-daemon
+ * answers a call it does not pass on (freezerd's queue at its limits). */
 static bool nomem_ids, nomem_states;
+static const char *nomem_error = SD_BUS_ERROR_NO_MEMORY;
 
 /* ---- the stand-in (child process) ---- */
 
@@ -171,9 +176,13 @@ static int method_freeze(sd_bus_message *m, _unused_ void *userdata, sd_bus_erro
         }
         if (streq(s, "/slowlist"))
                 slow_list = true;
-        if (streq(s, "/nomem/ids"))
+        if (streq(s, "/nomem/ids") || streq(s, "/nomem/states"))
+                nomem_error = SD_BUS_ERROR_NO_MEMORY;
+        if (streq(s, "/limits/ids") || streq(s, "/limits/states"))
+                nomem_error = SD_BUS_ERROR_LIMITS_EXCEEDED;
+        if (streq(s, "/nomem/ids") || streq(s, "/limits/ids"))
                 nomem_ids = true;
-        if (streq(s, "/nomem/states"))
+        if (streq(s, "/nomem/states") || streq(s, "/limits/states"))
                 nomem_states = true;
         if (streq(s, "/hang")) {
                 sd_bus_message_ref(m); /* held: the reply never goes */
@@ -238,7 +247,7 @@ static int method_list(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_b
         }
         if (ids ? nomem_ids : nomem_states) {
                 *(ids ? &nomem_ids : &nomem_states) = false;
-                return sd_bus_reply_method_errorf(m, SD_BUS_ERROR_NO_MEMORY, "Cannot list the groups: %s",
+                return sd_bus_reply_method_errorf(m, nomem_error, "Cannot list the groups: %s",
                                                   strerror(ENOMEM));
         }
         r = sd_bus_message_new_method_return(m, &reply);
@@ -736,6 +745,19 @@ static void test_states_nomem(const char *socket_path) {
         check_reload_lost_once(socket_path, "/new22", "/nomem/states", NULL, NULL, "ISIS");
 }
 
+/* The Ids answered with the bus' LimitsExceeded (dbus-daemon did not pass
+ * the call on): loaded again, the states read, as for NoMemory.  (It was
+ * taken for "no Ids": /new30 never reported, nor the error.) */
+static void test_ids_limits(const char *socket_path) {
+        check_reload_lost_once(socket_path, "/new30", "/limits/ids", NULL, NULL, "IIS");
+}
+
+/* The states read after the Ids answered with the bus' LimitsExceeded:
+ * retried.  (Taken for "no states": /new31 never reported.) */
+static void test_states_limits(const char *socket_path) {
+        check_reload_lost_once(socket_path, "/new31", "/limits/states", NULL, NULL, "ISIS");
+}
+
 /* The poll() timeout (ms) until the handle's due time, -1 for none. */
 static int due_ms(freezer *f) {
         uint64_t t, n;
@@ -1062,6 +1084,12 @@ static void test_group_list_send_lost(const char *socket_path) {
  * the error.) */
 static void test_group_list_nomem(const char *socket_path) {
         check_group_list_lost_once(socket_path, "/new23", "/nomem/ids", NULL, NULL, "II");
+}
+
+/* The same answered with the bus' LimitsExceeded.  (Taken for a freezerd
+ * without Ids: /new32 never reported, nor the error.) */
+static void test_group_list_limits(const char *socket_path) {
+        check_group_list_lost_once(socket_path, "/new32", "/limits/ids", NULL, NULL, "II");
 }
 
 /* The group callback's list, read again after /new16's InterfacesAdded was
@@ -1396,12 +1424,15 @@ int main(void) {
         test_ids_send_nobufs(socket_path);
         test_ids_nomem(socket_path);
         test_states_nomem(socket_path);
+        test_ids_limits(socket_path);
+        test_states_limits(socket_path);
         test_reload_backoff(socket_path);
         test_reload_backoff_reread(socket_path);
         test_reload_delay_reset(socket_path);
         test_ids_past_max(socket_path);
         test_group_list_lost(socket_path);
         test_group_list_nomem(socket_path);
+        test_group_list_limits(socket_path);
         test_group_list_send_lost(socket_path);
         test_group_list_past_max(socket_path);
         test_group_list_first_lost(socket_path);
