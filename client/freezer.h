@@ -599,7 +599,9 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * loaded for lack of memory, or
  * was freezerd's NoMemory (it
  * lacked the memory for that list, or for the state callback's
- * subscription after it started, which is sent again then)
+ * subscription after it started, or for its fallback's SubscribeGroups(),
+ * each sent again then; so too dbus-daemon's NoMemory or LimitsExceeded,
+ * the call not passed on: 0.6.5)
  * (the dispatch may have run callbacks before); one -ENOMEM says every such
  * reply lost since the last freezer_dispatch() returned (several lost during
  * one blocking call, say, fail the next freezer_dispatch() once); the handle
@@ -609,8 +611,9 @@ FREEZER_EXPORT int freezer_get_cgroup_root(freezer *f, char **ret);
  * meanwhile is reported as for dropped signals, late. While the replies of
  * those retries are lost too (a lasting shortage), each further retry waits
  * twice as long as the one before, from 10 ms up to 1 s, until a reload
- * gets all its replies (the states read after the Ids, too), the fallback
- * to SubscribeGroups() is sent, or the retries are dropped (their callback
+ * gets all its replies (the states read after the Ids, too; since 0.6.5
+ * the fallback to SubscribeGroups() too, which waits for its answer and
+ * reads the states after it), or the retries are dropped (their callback
  * removed, freezerd restarted, the connection lost): the next loss is
  * retried at once again. The state callback's reloads and the group
  * callback's lists each back off on their own: a reply kept of one kind
@@ -672,7 +675,15 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * the bus, one that exits during these calls (it left the bus unanswered,
  * or before it was asked: the callback is installed all the same, and the
  * handle subscribes once a freezerd takes the name, as after a restart; the
- * resync callback hears of both).  On a private handle freezerd exiting
+ * resync callback hears of both).  Where such a freezerd refuses
+ * SubscribeGroups() too (a bus policy that refuses both: AccessDenied;
+ * freezerd's Failed), the installation fails with that error; after a
+ * (re)start, where the handle subscribes within freezer_dispatch(), the
+ * next freezer_dispatch() fails once with its errno (-EACCES, -EIO, ...,
+ * freezer_last_error_name() its name: since 0.6.5; before, the refusal
+ * went unseen and no change was reported), and the callback, installed
+ * still, hears of nothing from that freezerd (it is not asked again) until
+ * the next start.  On a private handle freezerd exiting
  * loses the connection: -ECONNRESET, as for any call.  So
  * too when signals are dropped past the handle's queue (see "Event loop
  * integration"): the states are read again, and for a dropped

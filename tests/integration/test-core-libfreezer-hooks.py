@@ -27,6 +27,16 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     freezer_dispatch() says -ENOMEM, the send is retried, and /g frozen after it is
     reported, then a thaw.  (The first two were lost for good: no -ENOMEM, no change ever
     reported; the third said -ENOBUFS, which ends freezectl watch.)
+  * An older freezerd (a stand-in that holds its bus name, refuses SubscribeGroupStates with
+    UnknownMethod and lists /g frozen) started under a state callback, its answer to the
+    fallback's SubscribeGroups a shortage (NoMemory, or the bus' LimitsExceeded):
+    freezer_dispatch() says -ENOMEM once, SubscribeGroups is sent again, and the states are
+    read (ListGroups) only after it is answered: /g frozen reported.  (SubscribeGroups went
+    without a reply handler, ListGroups right after it: the refusal was never seen, the
+    handle believed it was subscribed, and no change was ever reported.)  Answered
+    AccessDenied (a bus policy refusing it too): freezer_dispatch() fails once with -EACCES,
+    the last error AccessDenied, nothing more is sent (no ListGroups before a later call of
+    the handle reaches the stand-in).  (The refusal was never seen.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -102,6 +112,8 @@ def load():
         'freezer_get_timeout': (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_uint64)]),
         'freezer_set_group_callback': (ctypes.c_int, [P, GROUP_CALLBACK, P]),
         'freezer_set_resync_callback': (ctypes.c_int, [P, RESYNC_CALLBACK, P]),
+        'freezer_last_error_name': (ctypes.c_char_p, [P]),
+        'freezer_thaw': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
     })
     return lib
 
@@ -524,6 +536,104 @@ def check_fallback_send_nobufs(lib, sc, bus, where):
         lib.freezer_close(f)
 
 
+class OlderStandIn:
+    """A thread holding freezerd's bus name (taken before __enter__ returns), as a freezerd
+    without GroupStatesChanged: SubscribeGroupStates refused (UnknownMethod), each
+    SubscribeGroups answered with the next of answers (an error name, or None: subscribed;
+    subscribed once they run out), ListGroups listing /g frozen, any other call answered
+    empty.  self.calls: the members called, in order, an error answer's with '!'."""
+
+    def __init__(self, bus, answers):
+        from jeepney.bus_messages import message_bus
+        from jeepney.io.blocking import open_dbus_connection
+
+        self.answers = list(answers)
+        self.calls = []
+        self.stop = threading.Event()
+        self.conn = open_dbus_connection(bus.address, auth_timeout=ft.DEFAULT_TIMEOUT)
+        reply = self.conn.send_and_get_reply(message_bus.RequestName(ft.BUS_NAME, 4), timeout=ft.DEFAULT_TIMEOUT)
+        ft.check_equal(reply.body[0], 1, 'the stand-in owns freezerd\'s bus name')
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def answer(self, m):
+        from jeepney import MessageType, new_error, new_method_return
+
+        if m.header.message_type != MessageType.method_call:
+            return
+        member = m.header.fields.get(ft.HeaderFields.member)
+        error = None
+        if member == 'SubscribeGroupStates':
+            error = 'org.freedesktop.DBus.Error.UnknownMethod'
+        elif member == 'SubscribeGroups' and self.answers:
+            error = self.answers.pop(0)
+        self.calls.append(member + ('!' if error else ''))
+        if error:
+            self.conn.send(new_error(m, error, 's', (f'{member} refused by the stand-in',)))
+        elif member == 'ListGroups':
+            self.conn.send(new_method_return(m, 'a(sos)', ([('/g', ft.group_object('/g'), 'frozen')],)))
+        else:
+            self.conn.send(new_method_return(m))
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                m = self.conn.receive(timeout=0.1)
+            except TimeoutError:
+                continue
+            self.answer(m)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=ft.DEFAULT_TIMEOUT)
+        self.conn.close()
+
+
+def check_fallback_subscription_refused(lib, bus, answer):
+    """An older freezerd (OlderStandIn) started under a state callback, its answer to the
+    fallback's SubscribeGroups answer.  A shortage (NoMemory, the bus' LimitsExceeded):
+    -ENOMEM once, SubscribeGroups sent again, the states read after its answer, /g frozen
+    reported.  Another refusal (AccessDenied): freezer_dispatch() fails with -EACCES once,
+    the last error its name, no ListGroups."""
+    what = f'the fallback\'s SubscribeGroups answered {answer.rsplit(".", 1)[-1]}'
+    shortage = answer != 'org.freedesktop.DBus.Error.AccessDenied'
+    f = open_handle(lib, bus.address)
+    events = []
+    results = []
+    on_state = state_recorder(events)
+    try:
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+        with OlderStandIn(bus, [answer]) as s:
+            if shortage:
+                def seen():
+                    results.append(lib.freezer_dispatch(f))
+                    return ('/g', FROZEN, True) in events
+                ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+                ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
+                ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
+                ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups!', 'SubscribeGroups', 'ListGroups'],
+                               f'{what}: subscribed again, the states read after its answer')
+            else:
+                def failed():
+                    results.append(lib.freezer_dispatch(f))
+                    return results[-1] < 0
+                ft.wait_for(failed, poll=0.05, what=f'{what}: freezer_dispatch() fails')
+                ft.check_equal(results[-1], -errno.EACCES, f'{what}: freezer_dispatch() says -EACCES')
+                ft.check_equal(lib.freezer_last_error_name(f), answer.encode(), f'{what}: the last error')
+                # The handle's messages reach the stand-in in order: a ListGroups sent
+                # before this call came before it.
+                ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, f'{what}: a call through the handle')
+                ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups!', 'Thaw'],
+                               f'{what}: nothing read, nothing sent again')
+                ft.check(lib.freezer_dispatch(f) >= 0, f'{what}: said once')
+    finally:
+        lib.freezer_close(f)
+
+
 WARNING = 'freezectl: watch: out of memory, some changes may be reported late'
 
 
@@ -709,6 +819,9 @@ def test():
                     check_fallback_send_nobufs(lib, sc, bus, where)
             check_group_retry_not_activating(lib, sc, tmp)
             with ft.Bus() as bus:
+                for answer in ('org.freedesktop.DBus.Error.NoMemory', 'org.freedesktop.DBus.Error.LimitsExceeded',
+                               'org.freedesktop.DBus.Error.AccessDenied'):
+                    check_fallback_subscription_refused(lib, bus, answer)
                 check_watch_goes_on(sc, bus)
                 check_watch_subscription_nomem(sc, bus)
                 check_watch_lasting_shortage(sc, bus)
@@ -716,6 +829,7 @@ def test():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print('# checked: a lost reply of a refused SubscribeGroupStates falls back to SubscribeGroups; '
+          'a shortage answering the fallback\'s SubscribeGroups is retried, another refusal said; '
           'a fallback (at once, or after a retried subscription) reports a change made before it; '
           'a subscription\'s send sd-bus cannot queue is retried with -ENOMEM; '
           'a group list\'s retry does not bus-activate a freezerd that stopped; freezectl watch goes on after freezer_dispatch()\'s -ENOMEM, warns once and sleeps while replies '
