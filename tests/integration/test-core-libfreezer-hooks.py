@@ -37,6 +37,10 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     AccessDenied (a bus policy refusing it too): freezer_dispatch() fails once with -EACCES,
     the last error AccessDenied, nothing more is sent (no ListGroups before a later call of
     the handle reaches the stand-in).  (The refusal was never seen.)
+  * With that stand-in, a ListGroups in flight (sent for a GroupStatesChanged dropped, the
+    hook, after the refusal's reply was lost, the hook) when the fallback subscribes: the
+    states are read again after the subscription's answer, /g frozen between the two
+    reported.  (The older read was taken for it: /g reported running, never frozen.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -540,14 +544,20 @@ class OlderStandIn:
     """A thread holding freezerd's bus name (taken before __enter__ returns), as a freezerd
     without GroupStatesChanged: SubscribeGroupStates refused (UnknownMethod), each
     SubscribeGroups answered with the next of answers (an error name, or None: subscribed;
-    subscribed once they run out), ListGroups listing /g frozen, any other call answered
-    empty.  self.calls: the members called, in order, an error answer's with '!'."""
+    subscribed once they run out), ListGroups listing /g with the next of states (the last
+    one once they run out), any other call answered empty.  self.calls: the members
+    called, in order, an error answer's with '!'.  With go (an Event), SubscribeGroupStates
+    sets self.held and is answered once go is set, a GroupStatesChanged emitted after the
+    refusal."""
 
-    def __init__(self, bus, answers):
+    def __init__(self, bus, answers, states=('frozen',), go=None):
         from jeepney.bus_messages import message_bus
         from jeepney.io.blocking import open_dbus_connection
 
         self.answers = list(answers)
+        self.states = list(states)
+        self.go = go
+        self.held = threading.Event()
         self.calls = []
         self.stop = threading.Event()
         self.conn = open_dbus_connection(bus.address, auth_timeout=ft.DEFAULT_TIMEOUT)
@@ -566,13 +576,21 @@ class OlderStandIn:
             error = 'org.freedesktop.DBus.Error.UnknownMethod'
         elif member == 'SubscribeGroups' and self.answers:
             error = self.answers.pop(0)
+        if member == 'SubscribeGroupStates' and self.go:
+            self.held.set()
+            self.go.wait(timeout=ft.DEFAULT_TIMEOUT)
         self.calls.append(member + ('!' if error else ''))
         if error:
             self.conn.send(new_error(m, error, 's', (f'{member} refused by the stand-in',)))
         elif member == 'ListGroups':
-            self.conn.send(new_method_return(m, 'a(sos)', ([('/g', ft.group_object('/g'), 'frozen')],)))
+            state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+            self.conn.send(new_method_return(m, 'a(sos)', ([('/g', ft.group_object('/g'), state)],)))
         else:
             self.conn.send(new_method_return(m))
+        if member == 'SubscribeGroupStates' and self.go:
+            from jeepney import DBusAddress, new_signal
+            self.conn.send(new_signal(DBusAddress(ft.MANAGER_PATH, interface=ft.MANAGER_IFACE), 'GroupStatesChanged',
+                                      'atauauau', ([], [], [], [])))
 
     def run(self):
         while not self.stop.is_set():
@@ -631,6 +649,50 @@ def check_fallback_subscription_refused(lib, bus, answer):
                                f'{what}: nothing read, nothing sent again')
                 ft.check(lib.freezer_dispatch(f) >= 0, f'{what}: said once')
     finally:
+        lib.freezer_close(f)
+
+
+def check_fallback_read_in_flight(lib, bus):
+    """An older freezerd (OlderStandIn) started under a state callback; during a blocking
+    call (freezer_thaw()) the reply of the refusal of SubscribeGroupStates is lost (the
+    hook) and a GroupStatesChanged dropped (the hook), which sends a ListGroups: in flight
+    when the next dispatch but one falls back to SubscribeGroups.  The stand-in lists /g
+    running to it, frozen to every ListGroups after: /g frozen before the subscription,
+    which no GroupsChanged tells.  The state callback reports /g frozen: the states are read
+    again after the subscription is answered.  (The ListGroups in flight, older than the
+    subscription, was taken for the read after it: /g reported running, never frozen.)"""
+    what = 'a ListGroups in flight when the fallback subscribes'
+    f = open_handle(lib, bus.address)
+    events = []
+    results = []
+    on_state = state_recorder(events)
+    go = threading.Event()
+    try:
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+        hook(lib, 'freezer_test_fail_reload_replies').value = 1
+        hook(lib, 'freezer_test_drop_signals').value = 1
+        with OlderStandIn(bus, [], states=('running', 'frozen'), go=go) as s:
+            try:
+                ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and s.held.is_set(), poll=0.05,
+                            what=f'{what}: SubscribeGroupStates sent to the stand-in')
+            finally:
+                go.set()
+            ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, f'{what}: a blocking call meanwhile')
+            ft.check_equal(hook(lib, 'freezer_test_fail_reload_replies').value, 0, f'{what}: the hook lost the reply')
+            ft.check_equal(hook(lib, 'freezer_test_drop_signals').value, 0, f'{what}: the hook dropped the signal')
+
+            def seen():
+                results.append(lib.freezer_dispatch(f))
+                return ('/g', FROZEN, True) in events
+            ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+            ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
+            ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
+            ft.check_equal(s.calls, ['SubscribeGroupStates!', 'Thaw', 'ListGroups', 'SubscribeGroups', 'ListGroups'],
+                           f'{what}: the states read again after the subscription')
+    finally:
+        hook(lib, 'freezer_test_fail_reload_replies').value = 0
+        hook(lib, 'freezer_test_drop_signals').value = 0
         lib.freezer_close(f)
 
 
@@ -822,6 +884,7 @@ def test():
                 for answer in ('org.freedesktop.DBus.Error.NoMemory', 'org.freedesktop.DBus.Error.LimitsExceeded',
                                'org.freedesktop.DBus.Error.AccessDenied'):
                     check_fallback_subscription_refused(lib, bus, answer)
+                check_fallback_read_in_flight(lib, bus)
                 check_watch_goes_on(sc, bus)
                 check_watch_subscription_nomem(sc, bus)
                 check_watch_lasting_shortage(sc, bus)
