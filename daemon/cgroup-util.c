@@ -557,17 +557,21 @@ bool cg_quote_list_plain(const char *q) {
         return true;
 }
 
-static const char *quote_named(const char *s, bool shown, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
-        char quoted[CG_QUOTE_SIZE];
-        const char *q = quote(s, shown, quoted);
+/* The bytes put_in_quotes() writes of q, its NUL included. */
+static size_t in_quotes_size(const char *q) {
+        size_t n = 3;
+
+        for (; *q; q++)
+                n += *q == '"' ? 2 : 1;
+        return n;
+}
+
+/* q in double quotes into buf (in_quotes_size(q) bytes), each '"' in it as
+ * \": q's backslashes are doubled (cg_quote()) or escapes (cg_escape()), so
+ * a \" inside is the name's quote, and the first bare one ends the path. */
+static char *put_in_quotes(const char *q, char *buf) {
         size_t k = 0;
 
-        if (cg_quote_plain(s) && (!list || cg_quote_list_plain(q))) {
-                memcpy(buf, q, strlen(q) + 1);
-                return buf;
-        }
-        /* cg_quote() doubled every backslash: a \" inside is the name's
-         * quote, and the first bare one ends the path. */
         buf[k++] = '"';
         for (; *q; q++) {
                 if (*q == '"')
@@ -579,6 +583,17 @@ static const char *quote_named(const char *s, bool shown, bool list, char buf[st
         return buf;
 }
 
+static const char *quote_named(const char *s, bool shown, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
+        char quoted[CG_QUOTE_SIZE];
+        const char *q = quote(s, shown, quoted);
+
+        if (cg_quote_plain(s) && (!list || cg_quote_list_plain(q))) {
+                memcpy(buf, q, strlen(q) + 1);
+                return buf;
+        }
+        return put_in_quotes(q, buf);
+}
+
 const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NAMED_SIZE]) {
         return quote_named(s, false, list, buf);
 }
@@ -587,6 +602,17 @@ const char *cg_quote_named_shown(const char *s, char buf[static CG_QUOTE_NAMED_S
         /* Its escapes hold no white space (a control character is \xNN),
          * so cg_quote_plain() reads it as it reads the path it shows. */
         return quote_named(s, true, false, buf);
+}
+
+char *cg_quote_named_shown_whole(const char *s) {
+        char *buf;
+
+        if (cg_quote_plain(s))
+                return strdup(s);
+        buf = malloc(in_quotes_size(s));
+        if (!buf)
+                return NULL;
+        return put_in_quotes(s, buf);
 }
 
 /* Checks in, and on success returns the part to keep (after the leading '/',

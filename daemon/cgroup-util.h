@@ -121,6 +121,12 @@ const char *cg_quote_named(const char *s, bool list, char buf[static CG_QUOTE_NA
 const char *cg_quote_named_shown(const char *s, char buf[static CG_QUOTE_NAMED_SIZE]);
 #define CG_NAMED_SHOWN(s) cg_quote_named_shown((s), (char[CG_QUOTE_NAMED_SIZE]) { 0 })
 
+/* cg_quote_named_shown() of s, uncut: s whole, in double quotes where it
+ * does not read as itself, malloc()ed (free() it).  For a path whose end
+ * names what a cut would leave out (a group below levels the quote cuts
+ * out, found only by the whole path).  NULL without the memory. */
+char *cg_quote_named_shown_whole(const char *s);
+
 /* "/a/b" -> "a/b", "/" -> "." : the form to hand to openat2() relative to the root fd. */
 const char *cg_path_relative(const char *normalized);
 

@@ -875,32 +875,6 @@ static int child_in_model_or_added(const char *parent, const char *name, void *u
  * (GroupData.unfollowed_children): a thaw of a big slice lists none.  An
  * untracked ancestor kept for its flag holds groups freezerd does not
  * follow anyway, whatever their names: left alone, as by the batch. */
-/* where (a whole path cg_escape() made) as a message names it, uncut: in
- * double quotes, a '"' in it as \", where it does not read as itself
- * (cg_quote_plain()), as CG_NAMED_SHOWN() names a path it may cut.  NULL
- * without the memory. */
-static char *where_named(const char *where) {
-        size_t n = 3;
-        char *s, *k;
-
-        if (cg_quote_plain(where))
-                return strdup(where);
-        for (const char *p = where; *p; p++)
-                n += *p == '"' ? 2 : 1;
-        s = k = malloc(n);
-        if (!s)
-                return NULL;
-        *k++ = '"';
-        for (const char *p = where; *p; p++) {
-                if (*p == '"')
-                        *k++ = '\\';
-                *k++ = *p;
-        }
-        *k++ = '"';
-        *k = 0;
-        return s;
-}
-
 static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_error *error) {
         GroupData *d = group_data(c);
         _cleanup_free_ char *where = NULL, *named = NULL;
@@ -912,9 +886,9 @@ static int collect_odd_children(Manager *m, Group *c, OddGroups *odd, sd_bus_err
         /* where comes whole (one path, below PATH_MAX, escaped): the group it
          * names is at its end, below levels a quote (cg_quote(), its first and
          * last bytes only) would cut out, and only the whole path finds it.
-         * Named whole, then (where_named()). */
+         * Named whole, then. */
         if (where) {
-                named = where_named(where);
+                named = cg_quote_named_shown_whole(where);
                 if (!named)
                         return sd_bus_error_set_errno(error, -ENOMEM);
         }

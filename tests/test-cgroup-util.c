@@ -466,6 +466,46 @@ static void test_quote(void) {
                 CHECK_STR(cg_quote_named_shown("/sp /b\\xff", named), "\"/sp /b\\xff\"");
                 CHECK_STR(cg_quote_named_shown("/q\"x/ b\\x01", named), "\"/q\\\"x/ b\\x01\"");
                 CHECK_STR(cg_quote_named_shown("/q\"x/b", named), "/q\"x/b");
+                /* Whole: the same words, uncut, however long (the path a
+                 * thaw's ENAMETOOLONG names, its end being the group). */
+                {
+                        static const char *const cases[] = {
+                                "/a/b\\xff", "/s\\\\x0a/b\\xff", "/sp /b\\xff", "/q\"x/ b\\x01", "/q\"x/b", "/",
+                        };
+                        char long_path[3 * CG_QUOTE_MAX + 8], want_whole[2 * sizeof(long_path) + 3];
+                        char *whole;
+                        size_t k;
+
+                        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                                whole = cg_quote_named_shown_whole(cases[i]);
+                                CHECK(whole);
+                                CHECK_STR(whole, cg_quote_named_shown(cases[i], named));
+                                free(whole);
+                        }
+                        /* "/" then "d\"/" over and over: a '"' in every level, a
+                         * leaf that ends with white space. */
+                        strcpy(long_path, "/");
+                        while (strlen(long_path) < 3 * CG_QUOTE_MAX)
+                                strcat(long_path, "d\"/");
+                        strcat(long_path, "e ");
+                        whole = cg_quote_named_shown_whole(long_path);
+                        CHECK(whole);
+                        k = 0;
+                        want_whole[k++] = '"';
+                        for (const char *p = long_path; *p; p++) {
+                                if (*p == '"')
+                                        want_whole[k++] = '\\';
+                                want_whole[k++] = *p;
+                        }
+                        memcpy(want_whole + k, "\"", 2);
+                        CHECK_STR(whole, want_whole);
+                        free(whole);
+                        long_path[strlen(long_path) - 1] = 0; /* no white space: plain */
+                        whole = cg_quote_named_shown_whole(long_path);
+                        CHECK(whole);
+                        CHECK_STR(whole, long_path);
+                        free(whole);
+                }
                 /* The rule alone, as freezectl's path_q_list() asks it. */
                 CHECK(cg_quote_list_plain("/my app/b c") && cg_quote_list_plain("/x,y") &&
                       cg_quote_list_plain("/a.b:c,d") && cg_quote_list_plain("/x/a...b/c (300 bytes)"));
