@@ -41,6 +41,11 @@
 #define PROGRAM "freezectl"
 
 #define EXIT_USAGE 2
+/* thaw: every flag asked for is cleared, but a PATH stays frozen by what is
+ * above it (an ancestor's flag, the root's own, a group above the root).
+ * Neither success (the group does not run) nor a failure (nothing is left to
+ * do at PATH: the freeze is another's), for a script to tell apart. */
+#define EXIT_STILL_FROZEN 3
 
 typedef enum bus_kind {
         BUS_DEFAULT,    /* as root the private socket if it answers, else the system bus */
@@ -103,11 +108,11 @@ static void help_to(FILE *f) {
                "                       branch), as one batch; print the groups it froze,\n"
                "                       sorted\n"
                "  thaw PATH...         Thaw each group in turn; wait until the kernel reports\n"
-               "                       it running. Fails if an ancestor still freezes it (the\n"
-               "                       group's own freeze flag is cleared nevertheless).\n"
-               "                       Notes on standard error how many groups below it\n"
-               "                       stay frozen by their own flags (thaw --recursive\n"
-               "                       clears them)\n"
+               "                       it running. If an ancestor still freezes it, the\n"
+               "                       group's own freeze flag is cleared nevertheless and\n"
+               "                       thaw exits 3 (see Exit status). Notes on standard\n"
+               "                       error how many groups below it stay frozen by their\n"
+               "                       own flags (thaw --recursive clears them)\n"
                "  batch FILE           Apply the freeze and thaw requests in the JSON file FILE\n"
                "                       (\"-\": standard input) as one batch; print how many\n"
                "                       freeze flags were written and how many requests were\n"
@@ -235,9 +240,10 @@ static void help_to(FILE *f) {
                "\n"
                "freeze and thaw handle the paths in the order given and stop at the first\n"
                "failure: the paths after it are left alone; but thaw goes on after a\n"
-               "FrozenByParent (the path's own flag is 0, an ancestor still freezes\n"
-               "it), and exits 1 when any path failed. They print nothing on success\n"
-               "(unless --json or --except is given). Errors go to standard error as\n"
+               "FrozenByParent (the path's own flag is 0, an ancestor still freezes it:\n"
+               "exit 3), and exits 1 when any path failed otherwise. They print nothing\n"
+               "on success (unless --json or --except is given). Errors go to standard\n"
+               "error as\n"
                "  %1$s: cannot freeze /pods/a: Timeout: <message from freezerd>\n"
                "(a PATH that is empty or holds a name that starts or ends with white space in\n"
                "double quotes there, with \\\" for a \" in it; freezerd's message puts such a\n"
@@ -274,13 +280,14 @@ static void help_to(FILE *f) {
                "freezerd's root counts, followed by freezerd or not.)\n"
                "With --recursive each PATH is one batch over its subtree: thaw then waits\n"
                "until every group in it runs or stays frozen by an ancestor of PATH, and\n"
-               "does not fail with FrozenByParent; it notes on standard error what still\n"
-               "freezes PATH (with --no-wait too, from the flags above PATH): an ancestor,\n"
-               "the own flag of freezerd's cgroup root (\"/\"), or a group above that root,\n"
-               "whose path it names. It reads the ancestors' flags from the list of\n"
-               "tracked groups, and tracks none to look: of a group freezerd does not\n"
-               "track, it says \"a group between A and B that freezerd does not track\"\n"
-               "(A and B tracked), which may freeze PATH, or does when B is not frozen.\n"
+               "does not fail with FrozenByParent; where something above PATH still\n"
+               "freezes it, it exits 3, as a plain thaw does, and notes on standard error\n"
+               "what (with --no-wait too, from the flags above PATH): an ancestor, the own\n"
+               "flag of freezerd's cgroup root (\"/\"), or a group above that root, whose\n"
+               "path it names. It reads the ancestors' flags from the list of tracked\n"
+               "groups, and tracks none to look: of a group freezerd does not track, it\n"
+               "says \"a group between A and B that freezerd does not track\" (A and B\n"
+               "tracked), which may freeze PATH, or does when B is not frozen.\n"
                "As a --recursive PATH, \"/\" stands for every group freezerd tracks\n"
                "below its cgroup root (whose own flag freezerd does not write); groups\n"
                "outside the tracked subtrees are left alone.\n"
@@ -451,6 +458,11 @@ static void help_to(FILE *f) {
                "     or a batch file could not be read, or a freeze would freeze freezectl\n"
                "     itself (nothing written)\n"
                "  2  usage error, or a malformed batch file\n"
+               "  3  thaw (also --recursive): every flag asked for is cleared, but a PATH\n"
+               "     stays frozen by what is above it (an ancestor's flag, the own flag of\n"
+               "     freezerd's cgroup root, a group above that root), which the thaw of\n"
+               "     PATH does not clear; 1 instead where another PATH failed. 0 means\n"
+               "     every PATH runs (groups below it may stay frozen by their own flags)\n"
                "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost or its\n"
                "output cannot be written (a reader gone, with SIGPIPE ignored; a full disk).\n"
                "SIGINT or SIGTERM while freeze, thaw or batch waits ends freezectl, not the\n"
@@ -2407,6 +2419,7 @@ static int json_append_result(struct json_object *results, const char *path, boo
 static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths) {
         struct json_object *results = NULL;
         uint64_t flags = request_flags();
+        bool still_frozen = false;
         int ret = 0, r;
 
         if (freeze && !arg_no_wait) {
@@ -2439,7 +2452,10 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 }
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", path_q(shown ?: paths[i]));
-                        ret = EXIT_FAILURE;
+                        if (!freeze && streq_ptr(caller_error_name(c), FROZEN_BY_PARENT_ERROR))
+                                still_frozen = true; /* its flag is cleared */
+                        else
+                                ret = EXIT_FAILURE;
                         /* No connection, no path handled: nothing on standard
                          * output, as where libfreezer cannot connect (a
                          * "failed" object said it for the first path alone,
@@ -2450,8 +2466,10 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                         }
                 } else if (!freeze && arg_recursive && c->f) {
                         frozen_by(c->f, paths[i], &by);
-                        if (by.by)
+                        if (by.by) {
                                 note_frozen_by(c->f, shown ?: paths[i], &by);
+                                still_frozen = true;
+                        }
                 } else if (!freeze && !arg_recursive && !arg_no_wait &&
                            caller_frozen_below(c, shown, &frozen_below) >= 0 && frozen_below > 0) {
                         /* The thaw cleared PATH's flag alone, and its reply
@@ -2492,6 +2510,9 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
         if (results && print_json_and_put(results) != EXIT_SUCCESS)
                 ret = EXIT_FAILURE;
 
+        /* A failure says more: the paths after it were left alone. */
+        if (ret == EXIT_SUCCESS && still_frozen)
+                ret = EXIT_STILL_FROZEN;
         return ret;
 }
 

@@ -18,8 +18,12 @@ Checks:
   * `list` / `--json list` name every group with its object and state; `tree`
     names every group (indented under its parent) with its state; `--json tree`
     nests every group under its parent.
+  * A thaw of /g/h under a frozen /g exits 3 (its flag cleared, still frozen),
+    plain, --no-wait, --recursive and --recursive --no-wait alike (a plain thaw
+    exited 1, as for a failure, and --recursive 0, as for a group that runs);
+    thaw /g/h /a-b 3, /a-b thawed; thaw /g/h /nope 1 (a failure wins).
   * Exit status 1 with one line on stderr naming the path and the error for
-    NoSuchGroup, FrozenByParent, Timeout (--timeout=300ms --rollback: rolled
+    NoSuchGroup, FrozenByParent (exit 3), Timeout (--timeout=300ms --rollback: rolled
     back; without --rollback, freeze, freeze --recursive and --json freeze: the
     flags stay "Without --rollback", not freezerd's bus flag ROLLBACK_ON_TIMEOUT,
     which --json's message keeps; a group /s/ROLLBACK_ON_TIMEOUT keeps its name in
@@ -464,24 +468,34 @@ def test():
             ft.check(r.stdout.splitlines()[0].startswith('/g') and 'h (frozen-by-parent)' in r.stdout and
                      'a-b' not in r.stdout, 'freezectl tree /g shows the subtree only', r.stdout)
 
-            # ---- failures: exit 1
+            # ---- still frozen by an ancestor: exit 3, plain and --recursive alike (a plain
+            # thaw exited 1, as for a failure, and --recursive 0, as for a group that runs)
             r = ft.freezectl('thaw', '/g/h', check=False)
-            ft.check_equal(r.returncode, 1, 'thaw of a frozen-by-parent group exits 1')
+            ft.check_equal(r.returncode, 3, 'thaw of a frozen-by-parent group exits 3')
             one_line(r, 'thaw /g/h', '/g/h', 'FrozenByParent')
+            for args in (['--no-wait'], ['--recursive'], ['--recursive', '--no-wait']):
+                ft.freezectl('freeze', '/g/h')
+                r = ft.freezectl('thaw', *args, '/g/h', check=False)
+                what = ' '.join(['thaw'] + args + ['/g/h'])
+                ft.check_equal((r.returncode, sc.read_freeze('/g/h'), sc.frozen('/g/h')), (3, 0, True),
+                               f'{what} under a frozen /g: exit 3, the flag cleared, still frozen')
             # A FrozenByParent thaw cleared its flag: thaw goes on with the paths after it, and
-            # still exits 1 (it stopped there, leaving /a-b frozen).
+            # exits 3 (/a-b thawed); a failure after it makes it 1.
             for json_arg in ([], ['--json']):
                 ft.freezectl('freeze', '/g/h')
                 r = ft.freezectl(*json_arg, 'thaw', '/g/h', '/a-b', check=False)
                 what = ' '.join(json_arg + ['thaw /g/h /a-b'])
-                ft.check_equal((r.returncode, sc.read_freeze('/g/h'), sc.read_freeze('/a-b')), (1, 0, 0),
-                               f'{what} under a frozen /g: exit 1, both flags cleared')
+                ft.check_equal((r.returncode, sc.read_freeze('/g/h'), sc.read_freeze('/a-b')), (3, 0, 0),
+                               f'{what} under a frozen /g: exit 3, both flags cleared')
                 one_line(r, what, '/g/h', 'FrozenByParent')
                 if json_arg:
                     ft.check_equal([(o['path'], o['result'], o.get('error')) for o in json.loads(r.stdout)],
                                    [('/g/h', 'failed', ft.ERROR_FROZEN_BY_PARENT), ('/a-b', 'done', None)],
                                    f'{what}: /g/h failed, /a-b done')
                 ft.freezectl('freeze', '/a-b')
+            for args in ([], ['--recursive']):
+                r = ft.freezectl('thaw', *args, '/g/h', '/nope', check=False)
+                ft.check_equal(r.returncode, 1, f'thaw {" ".join(args + ["/g/h /nope"])}: exit 1, not 3')
             r = ft.freezectl('thaw', '/g', '/a-b')
             ft.check_equal((sc.frozen('/g'), sc.frozen('/a-b')), (False, False), 'thaw /g /a-b: both thawed')
 

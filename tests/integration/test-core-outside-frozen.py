@@ -22,7 +22,7 @@ Checks:
     freezerd (it is told by inotify, not by polling); Get agrees, and so does
     the kernel.  A Thaw /x then succeeds.
   * echo 1 > /pods/cgroup.freeze again: "frozen-by-parent" again, likewise.
-  * `freezectl thaw --recursive /x` and `/` then exit 0 with a note that a group
+  * `freezectl thaw --recursive /x` and `/` then exit 3 (it was 0) with a note that a group
     above freezerd's cgroup root still freezes them; with /pods thawed and the
     root's own cgroup.freeze 1, with a note naming the root's own flag (both
     were silent); with --json, "frozen_by": "above-root" or "/" (it said "done"
@@ -169,26 +169,27 @@ def test():
             above = f'a group above freezerd\'s cgroup root ({sc.abspath(ROOT)}) still freezes it'
             for p in ('/x', '/'):
                 for no_wait in ([], ['--no-wait']):
-                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address)
-                    ft.check(f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
+                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address, check=False)
+                    ft.check(r.returncode == 3 and f'every freeze flag in {p} is cleared, but {above}' in r.stderr,
                              f'thaw --recursive {" ".join(no_wait)} {p} under a frozen /pods notes the group '
                              'above the root, naming the root', r.stderr)
             # --json says it too (it said "done" alone, as for a group thawed)
-            r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
-            ft.check_equal(json.loads(r.stdout),
-                           [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}],
-                           '--json thaw --recursive /x under a frozen /pods: "frozen_by": "above-root"')
-            r = ft.freezectl('--json', 'thaw', '--recursive', '--no-wait', '/x', address=bus.address)
-            ft.check_equal(json.loads(r.stdout),
-                           [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}],
-                           '--json thaw --recursive --no-wait /x under a frozen /pods: "frozen_by": "above-root"')
+            r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address, check=False)
+            ft.check_equal((r.returncode, json.loads(r.stdout)),
+                           (3, [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}]),
+                           '--json thaw --recursive /x under a frozen /pods: exit 3, "frozen_by": "above-root"')
+            r = ft.freezectl('--json', 'thaw', '--recursive', '--no-wait', '/x', address=bus.address, check=False)
+            ft.check_equal((r.returncode, json.loads(r.stdout)),
+                           (3, [{'path': '/x', 'result': 'done', 'frozen_by': 'above-root', 'untracked_between': None}]),
+                           '--json thaw --recursive --no-wait /x under a frozen /pods: exit 3, "frozen_by": "above-root"')
             sc.write_freeze('/pods', 0)
             sc.wait_events(ROOT, frozen=0)
             r = ft.freezectl('--json', 'thaw', '--recursive', '/x', address=bus.address)
             ft.check_equal(json.loads(r.stdout), [{'path': '/x', 'result': 'done'}],
                            '--json thaw --recursive /x once /pods is thawed: no "frozen_by"')
             r = ft.freezectl('thaw', '--recursive', '--no-wait', '/x', address=bus.address)
-            ft.check_equal(r.stderr, '', 'thaw --recursive --no-wait /x once /pods is thawed: no note')
+            ft.check_equal((r.returncode, r.stderr), (0, ''),
+                           'thaw --recursive --no-wait /x once /pods is thawed: exit 0, no note')
             # The root's own flag, which freezerd does not write (not even a
             # thaw --recursive /, which stands for the groups below it).
             sc.before_cleanup.append(lambda: os.path.isdir(sc.abspath(ROOT)) and sc.write_freeze(ROOT, 0))
@@ -197,14 +198,14 @@ def test():
             own = 'the own flag of freezerd\'s cgroup root, "/", still freezes it'
             for p, where in (('/x', 'in /x'), ('/', 'below /')):
                 for no_wait in ([], ['--no-wait']):
-                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address)
-                    ft.check(f'every freeze flag {where} is cleared, but {own}' in r.stderr,
+                    r = ft.freezectl('thaw', '--recursive', *no_wait, p, address=bus.address, check=False)
+                    ft.check(r.returncode == 3 and f'every freeze flag {where} is cleared, but {own}' in r.stderr,
                              f'thaw --recursive {" ".join(no_wait)} {p} with the root\'s own flag set notes the '
                              'root', r.stderr)
-                r = ft.freezectl('--json', 'thaw', '--recursive', p, address=bus.address)
-                ft.check_equal(json.loads(r.stdout),
-                               [{'path': p, 'result': 'done', 'frozen_by': '/', 'untracked_between': None}],
-                               f'--json thaw --recursive {p} with the root\'s own flag set: "frozen_by": "/"')
+                r = ft.freezectl('--json', 'thaw', '--recursive', p, address=bus.address, check=False)
+                ft.check_equal((r.returncode, json.loads(r.stdout)),
+                               (3, [{'path': p, 'result': 'done', 'frozen_by': '/', 'untracked_between': None}]),
+                               f'--json thaw --recursive {p} with the root\'s own flag set: exit 3, "frozen_by": "/"')
             ft.check_equal(kernel_frozen(sc), {p: True for p in GROUPS}, 'the root\'s flag still freezes every group')
     print('# checked: a freeze above the cgroup root makes every group frozen-by-parent, Thaw fails with '
           'FrozenByParent naming it, and its thaw and freeze behind freezerd\'s back are followed')

@@ -85,7 +85,7 @@ def check_spaced_groups(sc, c, bus):
                    'Thaw("/p / b") under the frozen "/p ": the message')
     r = ft.freezectl('thaw', '/p / b', address=bus.address, check=False)
     ft.check_equal((r.returncode, r.stderr),
-                   (1, 'freezectl: cannot thaw "/p / b": FrozenByParent: "/p / b": its own flag is 0, but it '
+                   (3, 'freezectl: cannot thaw "/p / b": FrozenByParent: "/p / b": its own flag is 0, but it '
                        'is still frozen by "/p "\n'), 'freezectl thaw "/p / b": both name them alike')
     e = ft.expect_dbus_error(ft.ERROR_FROZEN_BY_PARENT, c.call, 'FreezeExcept', '/', ['/p / b'], 0, 0)
     ft.check_equal(e.message, 'Cannot keep "/p / b" running: its ancestor "/p " freezes it (cgroup.freeze 1 there); '
