@@ -228,7 +228,10 @@ static void help_to(FILE *f) {
                "the group's subtree, as track does (untrack ends that): status, tree,\n"
                "pressure, watch, freeze (its --except= paths too), thaw and batch (the\n"
                "paths of its requests); list, and status, tree and pressure of \"/\" or\n"
-               "without PATH, track nothing.\n"
+               "without PATH, track nothing. status, tree, pressure and watch, which only\n"
+               "look, say so on standard error when they make freezerd track a subtree:\n"
+               "  %1$s: note: freezerd now tracks /x and the groups below it, also\n"
+               "  after it restarts (...): %1$s untrack /x ends that\n"
                "Options may be given before or after the command; \"--\" ends the options,\n"
                "so that paths starting with \"-\" can be given.\n"
                "DURATION is a number, optionally with a fraction, and a unit: us (or usec),\n"
@@ -1923,6 +1926,59 @@ static void note_frozen_by(freezer *f, const char *path, const frozen_by_result 
                           gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
 }
 
+/* Before a read-only command (status, tree, pressure, watch) looks PATH up:
+ * whether that lookup makes freezerd track PATH's subtree, as freezerd does
+ * for any call naming a group outside the tracked subtrees, and keeps it
+ * across its restarts (tracked.json).  Looking at a group should not change
+ * for good what freezerd follows unsaid: note_tracked() says it, once the
+ * lookup succeeded.  From a listing (tracked groups and "/"): PATH is tracked
+ * already where it or an ancestor below "/" is listed: *ret false.  Returns
+ * the listing's failure (freezerd not there, a bus' socket given as its
+ * private one, which closes the connection), for the caller to say as the
+ * lookup's own; for a path that does not normalize, false and 0: the lookup
+ * says what is wrong with it.
+ * freezerd publishes no list of its track roots, so where it tracks "/" a
+ * group made a moment ago right below "/", before freezerd read its mkdir,
+ * gets the note though the lookup only adds it to that subtree. */
+static int lookup_tracks(freezer *f, const char *path, bool *ret) {
+        _cleanup_free_ char *up = NULL;
+        freezer_group *groups = NULL;
+        size_t n = 0;
+        bool tracks = true;
+        int r;
+
+        *ret = false;
+        if (!path || cg_path_normalize(path, &up, NULL) < 0 || streq(up, "/"))
+                return 0;
+        r = freezer_list(f, &groups, &n);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                qsort(groups, n, sizeof(groups[0]), group_cmp);
+        for (char *slash; tracks && !streq(up, "/");) {
+                if (listed_group(groups, n, up))
+                        tracks = false;
+                slash = strrchr(up, '/');
+                if (slash == up)
+                        slash[1] = 0;
+                else
+                        *slash = 0;
+        }
+        freezer_group_array_free(groups, n);
+        *ret = tracks;
+        return 0;
+}
+
+/* What lookup_tracks() foresaw, said once the lookup of path succeeded. */
+static void note_tracked(const char *path) {
+        _cleanup_free_ char *shown = path_shown(path), *word_tofree = NULL;
+        const char *word = shell_word(shown ?: path, &word_tofree);
+
+        log_error("note: freezerd now tracks %s and the groups below it, also after it restarts (a group outside "
+                  "the tracked subtrees is tracked when a command looks it up): %s%s ends that",
+                  path_q(shown ?: path), word ? PROGRAM " untrack " : "an untrack of it", word ?: "");
+}
+
 /* What carries freeze and thaw: libfreezer, or over the private socket the
  * wire (bus-wire.h), which spares loading libsystemd. */
 typedef struct caller {
@@ -2865,9 +2921,12 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         uint64_t id;
         bool have_id = true;
         char buf[64];
+        bool tracks;
         int ret = EXIT_SUCCESS, r;
 
-        r = freezer_get_group_with_id(f, path, &g, &id);
+        r = lookup_tracks(f, path, &tracks);
+        if (r >= 0)
+                r = freezer_get_group_with_id(f, path, &g, &id);
         if (r == -ENODATA) {
                 /* A freezerd without the Id property (before 0.5): the rest
                  * is there; the Id is said to be unknown. */
@@ -2878,6 +2937,8 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
                 log_failure(f, r, "cannot get status of %s", path_q(shown ?: path));
                 return EXIT_FAILURE;
         }
+        if (tracks)
+                note_tracked(path);
         /* Which ancestor freezes it: their flags, from the listing, which
          * tracks none of them (looking each up would).  Only a note: a
          * failed listing leaves it unknown, not the status unread. */
@@ -3267,14 +3328,20 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
 
         if (n_args > 0) {
                 /* Validates and normalizes the path, and makes the daemon
-                 * track the subtree if it does not yet. */
-                r = freezer_get_group(f, args[0], &root_group);
+                 * track the subtree if it does not yet: said. */
+                bool tracks;
+
+                r = lookup_tracks(f, args[0], &tracks);
+                if (r >= 0)
+                        r = freezer_get_group(f, args[0], &root_group);
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(args[0]);
 
                         log_failure(f, r, "cannot show tree of %s", path_q(shown ?: args[0]));
                         return EXIT_FAILURE;
                 }
+                if (tracks)
+                        note_tracked(args[0]);
         }
 
         r = freezer_list(f, &groups, &n);
@@ -3379,6 +3446,7 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
         _cleanup_free_ char *shown = path_shown(path);
         pressure_row rows[FREEZER_RESOURCE_IRQ + 1] = {};
         struct json_object *o = NULL;
+        bool tracks = false;
         int ret = EXIT_FAILURE, r;
 
         /* Everything is read before anything is printed: a failure prints
@@ -3389,7 +3457,13 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                 if (res == FREEZER_RESOURCE_IRQ && path)
                         break; /* a group has no IRQ pressure */
 
-                r = freezer_get_pressure(f, path, res, &row->p);
+                r = res == FREEZER_RESOURCE_CPU ? lookup_tracks(f, path, &tracks) : 0;
+                if (r >= 0)
+                        r = freezer_get_pressure(f, path, res, &row->p);
+                /* The first read looked the group up (a hidden resource's
+                 * NotSupported too). */
+                if (tracks && res == FREEZER_RESOURCE_CPU && (r >= 0 || r == -EOPNOTSUPP))
+                        note_tracked(path);
                 if (r == -EOPNOTSUPP) {
                         if (res == FREEZER_RESOURCE_IRQ)
                                 break; /* shown only where the kernel accounts it */
@@ -4092,9 +4166,13 @@ static int watch_start(freezer *f, watch_context *c) {
         if (c->arg_path) {
                 /* Validates the path, normalizes it, and makes the daemon
                  * track (and so publish) the subtree. */
+                bool tracks;
+
                 c->path = NULL;
                 freezer_group_clear(&c->group);
-                r = freezer_get_group(f, c->arg_path, &c->group);
+                r = lookup_tracks(f, c->arg_path, &tracks);
+                if (r >= 0)
+                        r = freezer_get_group(f, c->arg_path, &c->group);
                 if (r < 0 && freezerd_absent(f))
                         return 0;
                 if (r < 0) {
@@ -4103,6 +4181,8 @@ static int watch_start(freezer *f, watch_context *c) {
                         log_failure(f, r, "cannot watch %s", path_q(shown ?: c->arg_path));
                         return r;
                 }
+                if (tracks)
+                        note_tracked(c->arg_path);
                 c->path = c->group.path;
         }
 

@@ -38,14 +38,21 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
      (exit 1, one line), `freezectl track /q/s` tracks it again;
    * `freezectl --json track` and `untrack` print [{"path", "result"}] as freeze and
      thaw do, "failed" with "error" and "message" (they printed nothing);
-   * so do `freezectl tree`, `pressure`, `freeze`, `thaw` and `batch` of /q/s, and
-     `freezectl --help` says so of all of them in one sentence (it named some in
-     two places, each a different list).
+   * so do `freezectl tree`, `pressure`, `watch`, `freeze`, `thaw` and `batch` of /q/s,
+     and `freezectl --help` says so of all of them in one sentence (it named some in
+     two places, each a different list);
+   * status, tree, pressure and watch, which only look, say so on stderr in one note
+     naming `freezectl untrack /q/s`, once: not when the path is tracked already
+     (/q/s again, /pods/a/x, /pods/a, "/"); freeze, thaw and batch say nothing (they
+     said nothing, and an operator who looked changed what freezerd follows for good).
 No step writes a cgroup.freeze but those named."""
 
 import json
 import os
 import re
+import selectors
+import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -93,6 +100,31 @@ class Steps:
 
 def status(d, *args):
     return ft.freezectl(*args, 'status', socket=os.path.join(d.runtime_dir, 'private'), check=False)
+
+
+def tracks_note(path):
+    """What a read-only freezectl command says when its lookup made freezerd track path."""
+    return (f'freezectl: note: freezerd now tracks {path} and the groups below it, also after it restarts (a '
+            'group outside the tracked subtrees is tracked when a command looks it up): freezectl untrack '
+            f'{path} ends that\n')
+
+
+def watch_until_watching(*args):
+    """freezectl watch ARGS until its watching line, then SIGINT: its CompletedProcess."""
+    p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={ft._bus_address(None)}', 'watch', *args],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        if not sel.select(ft.DEFAULT_TIMEOUT):
+            ft.fail(f'freezectl watch {" ".join(args)} printed no "watching" line')
+        line = p.stdout.readline()
+        sel.close()
+        ft.check('watching' in line, f'freezectl watch {" ".join(args)}: the watching line', line)
+    finally:
+        ft._stop_process(p, signal.SIGINT)
+    ft.check_equal(p.returncode, 0, f'freezectl watch {" ".join(args)}: exit 0 on SIGINT')
+    return subprocess.CompletedProcess(p.args, p.returncode, line + p.stdout.read(), p.stderr.read())
 
 
 def saved_tracked(d):
@@ -262,8 +294,13 @@ def test():
 
             # freezectl status of an untracked path tracks it, for good (the state
             # directory keeps it); freezectl untrack ends that, track does it again.
-            ft.freezectl('status', '/q/s')
+            r = ft.freezectl('status', '/q/s')
+            ft.check_equal(r.stderr, tracks_note('/q/s'), 'freezectl status /q/s says that it tracks /q/s')
             s.check('freezectl status /q/s tracks it', tracked + ['/q/s'], added=['/q/s'])
+            for p in ('/q/s', '/pods/a/x', '/pods/a', '/'):
+                r = ft.freezectl('status', p)
+                ft.check_equal(r.stderr, '', f'freezectl status {p}, tracked already: no note')
+            s.rec.clear()
             ft.check('/q/s' in saved_tracked(d), 'and freezerd keeps it in its state directory', saved_tracked(d))
             r = ft.freezectl('untrack', '/q/s')
             ft.check_equal((r.stdout, r.stderr), ('', ''), 'freezectl untrack /q/s prints nothing')
@@ -298,9 +335,16 @@ def test():
             # named status, tree, pressure and watch in one place, and status,
             # watch, freeze and thaw in another).
             batch = json.dumps([{'path': '/q/s', 'freeze': False}])
-            for args, given in ((['tree', '/q/s'], None), (['pressure', '/q/s'], None),
+            # The read-only ones say so (they said nothing); the others were asked to change
+            # the group.
+            for args, given in ((['tree', '/q/s'], None), (['pressure', '/q/s'], None), (['watch', '/q/s'], None),
                                 (['thaw', '/q/s'], None), (['batch', '-'], batch), (['freeze', '/q/s'], None)):
-                ft.freezectl(*args, input=given)
+                r = watch_until_watching(*args[1:]) if args[0] == 'watch' else ft.freezectl(*args, input=given)
+                ft.check_equal(r.stderr, tracks_note('/q/s') if args[0] in ('tree', 'pressure', 'watch') else '',
+                               f'freezectl {" ".join(args)}: what it says on stderr')
+                if args[0] in ('tree', 'pressure', 'watch'):
+                    r = watch_until_watching(*args[1:]) if args[0] == 'watch' else ft.freezectl(*args)
+                    ft.check_equal(r.stderr, '', f'freezectl {" ".join(args)} again: no note')
                 if args[0] == 'freeze':  # announced running, then frozen
                     ft.check('/q/s' in s.listed(), 'freezectl freeze /q/s tracks /q/s')
                     ft.freezectl('thaw', '/q/s')
