@@ -33,7 +33,9 @@ Checks:
     which said only "Invalid argument"); --json failure objects carry error and
     message.
   * --help says that a Timeout's last sentence on an error line is freezectl's
-    (it said the line carries "<message from freezerd>").
+    (it said the line carries "<message from freezerd>").  --help is filled: no
+    line over 80 columns, none in a paragraph ending where the next line's first
+    word fits (it had eleven, "(--json keeps freezerd's" a line of its own).
   * `freezectl freeze --help` and `help freeze` print freeze's entries and
     options (not the whole help, as --help did), `help watch` watch's, and
     `help` the whole --help.  -h/--help acts as soon as it is read: `--help
@@ -175,6 +177,28 @@ def one_line(r, what, *words):
     lines = r.stderr.splitlines()
     ft.check(len(lines) == 1 and all(w in lines[0] for w in words),
              f'{what}: one line on stderr naming {", ".join(words) or "the problem"}', repr(r.stderr))
+
+
+def ragged_lines(text, fits=72):
+    """The lines of a --help that end short of where the next line's first word would
+    fit (within fits columns) in one paragraph or one entry's description: left over
+    from a reflow.  A line that ends a sentence may end short (the help starts some
+    sentences on a line of their own); tables, examples and entries are rows."""
+    lines = text.split('\n')
+    out = []
+    for a, b in zip(lines, lines[1:]):
+        if not a.strip() or not b.strip():
+            continue
+        ia, ib = len(a) - len(a.lstrip(' ')), len(b) - len(b.lstrip(' '))
+        if ia == ib == 2 or '  ' in b.strip():
+            continue  # a table's rows, an example's lines, a new entry
+        if ia != ib and not (ia < ib and a[ib - 1:ib] == ' ' and a[:ib].strip()):
+            continue  # neither one paragraph nor an entry's label line and its description
+        if a.rstrip().endswith(('.', ':', ';', '.)')):
+            continue
+        if len(a) + 1 + len(b.split()[0]) <= fits:
+            out.append(a)
+    return out
 
 
 def check_forked_bus_as_socket(sc, tmpdir):
@@ -747,6 +771,11 @@ def test():
             # whole --help; "help" was an unknown command).
             whole = ft.freezectl('--help').stdout
             ft.check_equal(ft.freezectl('help').stdout, whole, 'freezectl help prints --help')
+            # Filled: no line over 80 columns, none ending short in a paragraph ("(--json
+            # keeps freezerd's" was a line of its own, and ten more ended short).
+            ft.check_equal([line for line in whole.splitlines() if len(line) > 80], [],
+                           'freezectl --help: no line over 80 columns')
+            ft.check_equal(ragged_lines(whole), [], 'freezectl --help: no line that ends short in a paragraph')
             # Error lines: the Timeout's last sentence is freezectl's, not "<message from freezerd>".
             ft.check('The message is freezerd\'s, but for a Timeout\'s last sentence without --rollback, which is '
                      'freezectl\'s: "Without --rollback the flags stay as asked, and the kernel goes on with them" '
