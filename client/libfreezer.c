@@ -3108,7 +3108,14 @@ static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_erro
  * its errno alone.) */
 static void fallback_refused(freezer *f, const sd_bus_error *e) {
         sd_bus_error_free(&f->reload_bus_error);
-        if (sd_bus_error_copy(&f->reload_bus_error, e) < 0)
+        /* sd_bus_error_copy() returns the error's errno, not whether the copy
+         * worked (taken for a failure, every refusal was dropped: its name
+         * derived from the errno, AccessDenied's message "Permission denied",
+         * UnknownMethod's name System.Error.EBADR); without the memory it
+         * leaves sd-bus' own NoMemory, which no refusal here is (a shortage:
+         * on_fallback_subscribed()). */
+        (void) sd_bus_error_copy(&f->reload_bus_error, e);
+        if (!sd_bus_error_has_name(&f->reload_bus_error, e->name))
                 sd_bus_error_free(&f->reload_bus_error);
         f->reload_error = error_to_errno(e);
         if (f->reload_error >= 0)
