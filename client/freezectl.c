@@ -379,7 +379,11 @@ static void help_to(FILE *f) {
                "If freezerd refuses a trigger, nothing is watched and watch exits 1; so it\n"
                "does if a new freezerd refuses one that watch adds again, and when the\n"
                "connection is lost (over --socket=, when freezerd exits), after a\n"
-               "trigger-removed line for each of its triggers (disconnected).\n"
+               "trigger-removed line for each of its triggers (disconnected). A freezerd\n"
+               "that starts under watch and refuses to report state changes (an older one,\n"
+               "or a bus policy, refusing SubscribeGroups) ends it too, with exit status 1,\n"
+               "its triggers removed: \"freezerd refused to report state changes after it\n"
+               "restarted\" (or started), as at watch's start.\n"
                "\n"
                "JSON output (--json):\n"
                "  freeze, thaw, track, untrack\n"
@@ -459,8 +463,9 @@ static void help_to(FILE *f) {
                "     cgroup root, a group above that root), which the thaw of PATH does not\n"
                "     clear; 1 instead where another PATH failed. 0 means every PATH runs\n"
                "     (groups below it may stay frozen by their own flags)\n"
-               "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost or its\n"
-               "output cannot be written (a reader gone, with SIGPIPE ignored; a full disk).\n"
+               "watch exits 0 on SIGINT and SIGTERM, 1 when its connection is lost, its output\n"
+               "cannot be written (a reader gone, with SIGPIPE ignored; a full disk) or a\n"
+               "freezerd that started refuses to report state changes.\n"
                "SIGINT or SIGTERM while freeze, thaw or batch waits ends freezectl, not the\n"
                "call: freezerd goes on with it (with --rollback it still restores the flags\n"
                "if the kernel does not confirm in time), if it was already working on it.\n"
@@ -3565,6 +3570,12 @@ typedef struct watch_context {
          * too (watch_catch_up()). */
         group_table seen;
         bool listed; /* seen holds a freezerd's list (a first one is no catch-up) */
+        /* A freezerd took the bus name since watch began: the state callback
+         * subscribed to it within freezer_dispatch(), whose refusal (a bus
+         * policy's AccessDenied, an older freezerd's UnknownMethod or Failed)
+         * the next dispatch says (watch_refused()).  Restarted: one ran at
+         * watch's start, or had started before. */
+        bool daemon_started, daemon_restarted;
 } watch_context;
 
 static const char *kind_str(bool full) {
@@ -4235,6 +4246,28 @@ static int watch_start(freezer *f, watch_context *c) {
  * says what changed meanwhile (watch_catch_up()).  Before watch started (no
  * freezerd at its start) nothing is said: it starts once one comes.
  * Over --socket= the connection ends with the daemon and watch with it. */
+/* Whether freezer_dispatch()'s failure r is the refusal of the state
+ * callback's subscription to a freezerd that started since watch began
+ * (libfreezer 0.6.5: its fallback's SubscribeGroups() refused other than by
+ * a shortage or by freezerd gone), rather than the connection's failure.
+ * libfreezer makes such a refusal the handle's last error, the D-Bus error
+ * freezerd or the bus answered; what it fails with on its own, sd-bus'
+ * errors while processing the connection, it names by the errno
+ * (System.Error.EXXX where D-Bus has no name for it).  Only a freezerd that
+ * started is subscribed within a dispatch: a refusal at watch's start fails
+ * its freezer_set_state_callback() instead.  (Without the memory to copy the
+ * D-Bus error the library keeps its errno alone, and a name derived from it;
+ * for UnknownMethod, System.Error.EBADR: said as the connection's failure.) */
+static bool watch_refused(freezer *f, const watch_context *c, int r) {
+        const char *name = freezer_last_error_name(f);
+
+        if (!c->daemon_started || r >= 0 || r == -ENOMEM || r == -ECONNRESET || r == -ENOTCONN)
+                return false;
+        return name && !startswith(name, "System.Error.") &&
+               !streq(name, "org.freedesktop.DBus.Error.Disconnected") &&
+               !streq(name, "org.freedesktop.DBus.Error.NoMemory");
+}
+
 static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *userdata) {
         watch_context *c = userdata;
         const char *status = reason == FREEZER_RESYNC_DAEMON_EXITED    ? "exited"
@@ -4245,6 +4278,10 @@ static void on_watch_resync(freezer *f, freezer_resync_reason reason, void *user
 
         if (!status)
                 return; /* disconnected: the loop says so, once */
+        if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
+                c->daemon_restarted = c->started || c->daemon_started;
+                c->daemon_started = true;
+        }
         if (!c->started) {
                 if (reason == FREEZER_RESYNC_DAEMON_STARTED) {
                         watch_calls_begin();
@@ -4399,6 +4436,17 @@ static int verb_watch(freezer *f, char **args, size_t n_args) {
                         if (n_enomem < UINT_MAX)
                                 n_enomem++;
                         enomem_last = now_usec();
+                } else if (watch_refused(f, &c, r)) {
+                        /* The connection is fine, but freezerd (or the bus'
+                         * policy) refused to report the groups' changes, for
+                         * good until it starts again: a watch that goes on
+                         * would print no state change, its silence taken for
+                         * groups that do not change.  Ended as when that
+                         * refusal comes at watch's start (exit status 1), its
+                         * triggers removed first, the connection being up. */
+                        log_failure(f, r, "watch: freezerd refused to report state changes after it %s",
+                                    c.daemon_restarted ? "restarted" : "started");
+                        break;
                 } else if (r < 0) {
                         log_failure(f, r, "watch: %s", lost);
                         goto finish;

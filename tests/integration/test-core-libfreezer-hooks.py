@@ -34,13 +34,21 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     read (ListGroups) only after it is answered: /g frozen reported.  (SubscribeGroups went
     without a reply handler, ListGroups right after it: the refusal was never seen, the
     handle believed it was subscribed, and no change was ever reported.)  Answered
-    AccessDenied (a bus policy refusing it too): freezer_dispatch() fails once with -EACCES,
-    the last error AccessDenied, nothing more is sent (no ListGroups before a later call of
-    the handle reaches the stand-in).  (The refusal was never seen.)
+    AccessDenied (a bus policy refusing it too), or UnknownMethod: freezer_dispatch() fails
+    once with -EACCES (-EBADR), the last error the refusal (its name, and its message),
+    nothing more is sent (no ListGroups before a later call of the handle reaches the
+    stand-in).  (The refusal was never seen; then, in 0.6.5 as first made, its D-Bus error
+    was dropped, the last error derived from the errno: "Permission denied",
+    System.Error.EBADR.)
   * With that stand-in, a ListGroups in flight (sent for a GroupStatesChanged dropped, the
     hook, after the refusal's reply was lost, the hook) when the fallback subscribes: the
     states are read again after the subscription's answer, /g frozen between the two
     reported.  (The older read was taken for it: /g reported running, never frozen.)
+  * freezectl watch, that stand-in taking the bus name under it (after a freezerd it
+    watched exited, or as the first one: watch had waited for it), its SubscribeGroups
+    answered AccessDenied: watch says "freezerd refused to report state changes after it
+    restarted" (started) with the refusal, and exits 1.  (It said "lost the connection to
+    the bus", which was fine.)
   * freezectl watch built with the hooks (freezectl-test-hooks, the count from
     FREEZER_TEST_FAIL_RELOAD_REPLIES), freezerd restarted under it, the first reply of a
     reload after the start lost (its new subscription's or its group list's, whichever
@@ -117,6 +125,7 @@ def load():
         'freezer_set_group_callback': (ctypes.c_int, [P, GROUP_CALLBACK, P]),
         'freezer_set_resync_callback': (ctypes.c_int, [P, RESYNC_CALLBACK, P]),
         'freezer_last_error_name': (ctypes.c_char_p, [P]),
+        'freezer_last_error_message': (ctypes.c_char_p, [P]),
         'freezer_thaw': (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]),
     })
     return lib
@@ -617,7 +626,9 @@ def check_fallback_subscription_refused(lib, bus, answer):
     reported.  Another refusal (AccessDenied): freezer_dispatch() fails with -EACCES once,
     the last error its name, no ListGroups."""
     what = f'the fallback\'s SubscribeGroups answered {answer.rsplit(".", 1)[-1]}'
-    shortage = answer != 'org.freedesktop.DBus.Error.AccessDenied'
+    refusals = {'org.freedesktop.DBus.Error.AccessDenied': -errno.EACCES,
+                'org.freedesktop.DBus.Error.UnknownMethod': -errno.EBADR}
+    shortage = answer not in refusals
     f = open_handle(lib, bus.address)
     events = []
     results = []
@@ -640,8 +651,11 @@ def check_fallback_subscription_refused(lib, bus, answer):
                     results.append(lib.freezer_dispatch(f))
                     return results[-1] < 0
                 ft.wait_for(failed, poll=0.05, what=f'{what}: freezer_dispatch() fails')
-                ft.check_equal(results[-1], -errno.EACCES, f'{what}: freezer_dispatch() says -EACCES')
+                ft.check_equal(results[-1], refusals[answer],
+                               f'{what}: freezer_dispatch() says -{errno.errorcode[-refusals[answer]]}')
                 ft.check_equal(lib.freezer_last_error_name(f), answer.encode(), f'{what}: the last error')
+                ft.check_equal(lib.freezer_last_error_message(f), b'SubscribeGroups refused by the stand-in',
+                               f'{what}: the last error\'s message, the refusal\'s')
                 # The handle's messages reach the stand-in in order: a ListGroups sent
                 # before this call came before it.
                 ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, f'{what}: a call through the handle')
@@ -860,6 +874,36 @@ def check_watch_run_ends(sc, bus):
             ft.check(w.p.poll() is None, f'{what}: a change printed after', w.err)
 
 
+def check_watch_fallback_refused(sc, bus, restarted):
+    """freezectl watch, an older freezerd (OlderStandIn) taking the bus name under it (after a
+    freezerd it watched exited, or as the first one, watch having waited for it), the
+    fallback's SubscribeGroups answered AccessDenied: watch says that freezerd refused to
+    report state changes, with the refusal's message, and exits 1.  (It said "lost the
+    connection to the bus", which was fine.)"""
+    what = f'freezectl watch, SubscribeGroups refused by a freezerd that {"re" if restarted else ""}started'
+    answer = 'org.freedesktop.DBus.Error.AccessDenied'
+    want = (f'freezectl: watch: freezerd refused to report state changes after it '
+            f'{"restarted" if restarted else "started"}: AccessDenied: SubscribeGroups refused by the stand-in')
+    with Watch(ft.FREEZECTL_BIN, bus, 0) as w:
+        if restarted:
+            with ft.Daemon(bus, sc.root):
+                w.wait_watching(what)
+        else:
+            ft.wait_for(lambda: any('not running' in line for line in w.err) or w.p.poll() is not None, poll=0.05,
+                        what=f'{what}: watch waits for freezerd')
+        with OlderStandIn(bus, [answer]) as s:
+            try:
+                w.p.wait(timeout=ft.DEFAULT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass
+            for t in w.threads:
+                t.join(timeout=ft.DEFAULT_TIMEOUT)
+            ft.check(w.p.poll() == 1, f'{what}: watch exits 1', (w.p.poll(), w.out, w.err))
+            ft.check('SubscribeGroups!' in s.calls, f'{what}: the stand-in refused SubscribeGroups', s.calls)
+    ft.check(w.err and w.err[-1].rstrip('\n') == want, f'{what}: what watch says', w.err)
+    ft.check(not any('lost the connection' in line for line in w.err), f'{what}: no "lost the connection"', w.err)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd')
     lib = load()
@@ -882,9 +926,11 @@ def test():
             check_group_retry_not_activating(lib, sc, tmp)
             with ft.Bus() as bus:
                 for answer in ('org.freedesktop.DBus.Error.NoMemory', 'org.freedesktop.DBus.Error.LimitsExceeded',
-                               'org.freedesktop.DBus.Error.AccessDenied'):
+                               'org.freedesktop.DBus.Error.AccessDenied', 'org.freedesktop.DBus.Error.UnknownMethod'):
                     check_fallback_subscription_refused(lib, bus, answer)
                 check_fallback_read_in_flight(lib, bus)
+                check_watch_fallback_refused(sc, bus, False)
+                check_watch_fallback_refused(sc, bus, True)
                 check_watch_goes_on(sc, bus)
                 check_watch_subscription_nomem(sc, bus)
                 check_watch_lasting_shortage(sc, bus)
