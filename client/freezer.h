@@ -680,7 +680,8 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * freezerd's Failed), the installation fails with that error; after a
  * (re)start, where the handle subscribes within freezer_dispatch(), the
  * next freezer_dispatch() fails once with its errno (-EACCES, -EIO, ...,
- * freezer_last_error_name() its name: since 0.6.5; before, the refusal
+ * freezer_last_error_name() and freezer_last_error_message() the refusal's
+ * name and message: since 0.6.5; before, the refusal
  * went unseen and no change was reported), and the callback, installed
  * still, hears of nothing from that freezerd (it is not asked again) until
  * the next start.  On a private handle freezerd exiting
