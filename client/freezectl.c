@@ -251,22 +251,22 @@ static void help_to(FILE *f) {
                "double quotes there, with \\\" for a \" in it; freezerd's message puts such a\n"
                "path in double quotes too; a PATH longer than 256 bytes as freezerd's message\n"
                "cuts it: its first 96 bytes, \"...\", its last 160 and \" (N bytes)\").\n"
-               "The message is freezerd's, but for a Timeout's last sentence without\n"
-               "--rollback, which is freezectl's: \"Without --rollback the flags stay as asked,\n"
-               "and the kernel goes on with them\" (for --except and --recursive, which set\n"
-               "flags of groups not named, \"Without --rollback the flags it wrote stay as\n"
-               "asked, and the kernel goes on with them: PATH...\"), and a batch's Cancelled or\n"
+               "The message is freezerd's, but for a Timeout's last sentence without --rollback,\n"
+               "which is freezectl's: \"Without --rollback the flags stay as asked, and the\n"
+               "kernel goes on with them\" (for --except and --recursive, which set flags of\n"
+               "groups not named, \"Without --rollback the flags it wrote stay as asked, and the\n"
+               "kernel goes on with them: PATH...\"), and a Cancelled's or a batch's\n"
                "NoSuchGroup's \"Without --rollback the flags it wrote stay as asked: PATH...\"\n"
                "(freezerd names its bus flag, ROLLBACK_ON_TIMEOUT, there), with --rollback a\n"
                "Timeout's \"--rollback had nothing to restore: ... PATH...\" of a call that wrote\n"
-               "no flag, and untrack's NotTracked, which names freezectl's untrack and track\n"
-               "for freezerd's Untrack() and Track() (--json keeps freezerd's message as it\n"
-               "is). Up to four PATHs, then \"and N more\"; a PATH there that holds a \" or \", \",\n"
-               "\" and \", \": \" or \". \", or ends in \",\", \" and\", \":\" or \".\", in double quotes\n"
-               "too, as freezerd names it; and so is a path in freezectl's words where it is\n"
-               "one of a list (the groups of freeze --except's notes, and their excluded one;\n"
-               "the EXCLUDED of \"except EXCLUDED, ...\"; the A and B of a note's \"between A and\n"
-               "B that freezerd does not track\").\n"
+               "no flag, and untrack's NotTracked, which names freezectl's untrack and track for\n"
+               "freezerd's Untrack() and Track() (--json keeps freezerd's message as it is). Up\n"
+               "to four PATHs, then \"and N more\"; a PATH there that holds a \" or \", \", \" and \",\n"
+               "\": \" or \". \", or ends in \",\", \" and\", \":\" or \".\", in double quotes too, as\n"
+               "freezerd names it; and so is a path in freezectl's words where it is one of a\n"
+               "list (the groups of freeze --except's notes, and their excluded one; the\n"
+               "EXCLUDED of \"except EXCLUDED, ...\"; the A and B of a note's \"between A and B\n"
+               "that freezerd does not track\").\n"
                "thaw PATH clears PATH's own flag only: groups below it that their own flags\n"
                "freeze (as freeze --except leaves them) stay frozen; thaw --recursive PATH\n"
                "clears those too. Once the kernel reports PATH running, thaw (unless\n"
@@ -1084,9 +1084,9 @@ static void vlog_failure(const char *name, const char *message, int r, const cha
          * freezectl's terms, its option, where freezerd's sentence is: the
          * end of a Timeout's message, or, where a Timeout (of a call that
          * wrote groups it did not name: freeze --except, --recursive) or a
-         * batch's Cancelled or NoSuchGroup names the flags that stay, the
-         * last such sentence that their paths follow to the end
-         * (stays_find()).  Not the same words in a group's path, which
+         * Cancelled (a batch's flag reversed, an Untrack) or a batch's
+         * NoSuchGroup names the flags that stay, the last such sentence
+         * that their paths follow to the end (stays_find()).  Not the same words in a group's path, which
          * freezerd puts in double quotes.  (--json keeps freezerd's message as
          * it is.) */
         static const char flag_words[] = ". Without ROLLBACK_ON_TIMEOUT",

@@ -4835,39 +4835,64 @@ static void group_untrack(Manager *m, Group *g) {
                 m->on_group_removed(m, g->path);
 }
 
+/* The entry of op's that its Cancelled names: the first (in the call's
+ * order) whose group leaves the model with the root untracked (manager_prune()
+ * fails the calls of those) and that the kernel has not confirmed yet, the
+ * group the call waited on, not one confirmed long ago; found, where every one
+ * of them is done (the call waits on a group elsewhere).  Not only in g's
+ * subtree: a reload that drops "/" prunes each of its children on its own. */
+static const OpEntry *untracked_waited_on(const Operation *op, const OpEntry *found) {
+        for (unsigned i = 0; i < op->n_entries; i++) {
+                const OpEntry *e = &op->entries[i];
+
+                if (e->group && !e->done && !e->vanished && e->group->parent &&
+                    !covered_by(op->manager, e->group->path, NULL) &&
+                    !is_ancestor_of_root(op->manager, e->group->path, NULL))
+                        return e;
+        }
+        return found;
+}
+
 /* The calls waiting on g's subtree fail (Cancelled), with their rollback.
  * The message names what dropped the root untracked: a caller who made no
- * Untrack() must not be told of one. */
+ * Untrack() must not be told of one.  Without ROLLBACK_ON_TIMEOUT the flags
+ * a call wrote stay (no rollback): its message names them as a Timeout's
+ * does (operation_doom_leaving()), lest "Cancelled" read as "undone". */
 static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause cause) {
         for (Group *c = g; c; c = tree_next_preorder(g, c))
                 for (OpEntry *e = group_data(c)->entries; e; e = e->gnext) {
-                        const char *what = e->new_freeze ? "freeze" : "thaw";
-
+                        /* Failed already (earlier in this walk, or before), or
+                         * a success queued: no other failure is its answer. */
+                        if (e->op->doomed)
+                                continue;
+                        const OpEntry *named = untracked_waited_on(e->op, e);
+                        const char *path = named->group->path, *what = named->new_freeze ? "freeze" : "thaw";
                         switch (cause) {
                         case UNTRACK_RELOAD:
-                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                               "%s is no longer tracked (the configuration reload dropped %s "
-                                               "from \"track\") while waiting for it to %s",
-                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
+                                operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
+                                                       "%s is no longer tracked (the configuration reload dropped "
+                                                       "%s from \"track\") while waiting for it to %s",
+                                                       CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked), what);
                                 break;
                         case UNTRACK_UNDONE:
-                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                               "%s is no longer tracked (tracking %s failed) while waiting for it "
-                                               "to %s",
-                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
+                                operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
+                                                       "%s is no longer tracked (tracking %s failed) while waiting "
+                                                       "for it to %s",
+                                                       CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked), what);
                                 break;
                         case UNTRACK_FORGOTTEN:
-                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                               "%s is no longer tracked (%s, tracked at a call's request, was "
-                                               "dropped: more than %u such gone subtrees wait to be made again) "
-                                               "while waiting for it to %s",
-                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), TRACK_ROOTS_WAITING_MAX,
-                                               what);
+                                operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
+                                                       "%s is no longer tracked (%s, tracked at a call's request, "
+                                                       "was dropped: more than %u such gone subtrees wait to be "
+                                                       "made again) while waiting for it to %s",
+                                                       CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked),
+                                                       TRACK_ROOTS_WAITING_MAX, what);
                                 break;
                         default:
-                                operation_doom(e->op, true, BUS_ERROR_CANCELLED,
-                                               "%s is no longer tracked (Untrack of %s) while waiting for it to %s",
-                                               CG_NAMED_IN_LIST(c->path), CG_NAMED_IN_LIST(untracked), what);
+                                operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
+                                                       "%s is no longer tracked (Untrack of %s) while waiting for "
+                                                       "it to %s",
+                                                       CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked), what);
                         }
                 }
 }

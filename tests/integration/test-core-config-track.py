@@ -20,7 +20,14 @@ Checks:
     Freeze fails with Cancelled, "no longer tracked (the configuration reload
     dropped / from "track")", its flag left at 1.  The message said "(Untrack
     of /)", an Untrack nobody made.  The debug log says "/stuck: no longer
-    tracked", not "/stuck: removed": its cgroup exists."""
+    tracked", not "/stuck: removed": its cgroup exists.  Its message ends "Without
+    ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: /stuck", as a Timeout's
+    says they stay.
+  * Back to "track": ["/"], an ApplyBatch freezing /b (empty, made while tracked:
+    before /stuck in the model) and /stuck, /b frozen at once, then the same
+    SIGHUP: the Cancelled names /stuck, the group it waited on, not /b, and the
+    flags that stay, /b and /stuck.  (Session 46's build named /b and said
+    nothing of them.)"""
 
 import json
 import os
@@ -29,6 +36,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
+
+STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: '
 
 
 def test():
@@ -62,6 +71,7 @@ def check_reload_cancels():
                      and 'Untrack' not in e.message,
                      'SIGHUP dropping "/" from "track": the waiting Freeze fails with Cancelled naming the reload, '
                      'not an Untrack', repr(e.message))
+            ft.check(e.message.endswith(STAYS + '/stuck'), '  ... and says its flag stays', repr(e.message))
             ft.check_equal(sc.read_freeze('/stuck'), 1, '  ... cgroup.freeze of /stuck stays 1, as written')
             ft.check_equal(ft.published_paths(c), ['/', '/pods'], '  ... /pods alone is tracked')
             lines = d.log().splitlines()
@@ -70,6 +80,27 @@ def check_reload_cancels():
                      '  ... the debug log says "/stuck: no longer tracked", not "removed"',
                      [line for line in lines if '/stuck:' in line])
             sc.write_freeze('/stuck', 0)
+
+            # A batch: the message names the group it waited on, not one frozen at once.
+            d.write_config({'track': ['/']})
+            d.reload()
+            sc.mkdir('/b')  # made now: the model walks it before /stuck
+            c.call('GetGroup', '/b')
+            pending = c.call_async('ApplyBatch', [('/b', True), ('/stuck', True)], 'auto', 60 * 1000000, 0)
+            ft.check_equal(c.group_property('/stuck', 'FreezerState'), 'freezing', 'ApplyBatch([/b, /stuck]) waits')
+            ft.check_equal(c.group_property('/b', 'FreezerState'), 'frozen', '  ... /b is frozen')
+            d.write_config({'track': ['/pods']})
+            d.reload()
+            e = ft.expect_dbus_error(ft.ERROR_CANCELLED, pending.result)
+            ft.check(e.message.startswith('/stuck is no longer tracked (the configuration reload dropped / from '
+                                          '"track") while waiting for it to freeze' + STAYS),
+                     'SIGHUP dropping "/": the batch\'s Cancelled names /stuck, the group it waited on, then the '
+                     'flags that stay', repr(e.message))
+            ft.check_equal(sorted(e.message.split(STAYS, 1)[-1].split(', ')), ['/b', '/stuck'],
+                           '  ... the flags named as staying')
+            ft.check_equal((sc.read_freeze('/b'), sc.read_freeze('/stuck')), (1, 1), '  ... and both stay 1')
+            sc.write_freeze('/stuck', 0)
+            sc.write_freeze('/b', 0)
     print('# checked: a SIGHUP that drops a root cancels the calls waiting below it, naming the reload')
 
 

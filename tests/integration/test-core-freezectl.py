@@ -780,8 +780,8 @@ def test():
             ft.check('The message is freezerd\'s, but for a Timeout\'s last sentence without --rollback, which is '
                      'freezectl\'s: "Without --rollback the flags stay as asked, and the kernel goes on with them" '
                      '(for --except and --recursive, which set flags of groups not named, "Without --rollback the '
-                     'flags it wrote stay as asked, and the kernel goes on with them: PATH..."), and a batch\'s '
-                     'Cancelled or NoSuchGroup\'s "Without --rollback the flags it wrote stay as asked: '
+                     'flags it wrote stay as asked, and the kernel goes on with them: PATH..."), and a '
+                     'Cancelled\'s or a batch\'s NoSuchGroup\'s "Without --rollback the flags it wrote stay as asked: '
                      'PATH..."' in ' '.join(whole.split()),
                      'freezectl --help: a Timeout\'s last sentence on an error line is freezectl\'s', whole)
             for args in (['freeze', '--help'], ['help', 'freeze'], ['--help', 'freeze', '/g']):

@@ -28,9 +28,20 @@ of one write in one loop turn) and over the bus:
     (the cgroup still exists: "no longer tracked", naming the Untrack), the
     Untrack replies after it, and cgroup.freeze of /u/s stays 1 as written;
     with ROLLBACK_ON_TIMEOUT the flag is restored first (0), while the group
-    is still in the model."""
+    is still in the model.
+  * A Cancelled by Untrack names the group the call waited on and says what
+    stays, as a Timeout's and a shutdown's do: the Freeze's message ends
+    "Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: /u/s"; through
+    freezectl (`batch -` of [/u/b, /u/s] with /u/b, empty, frozen at once,
+    `freeze /u/s`, `freeze /u --except=/u/b`), each cancelled by `freezectl
+    untrack /u`, the error line names /u/s, not /u/b, and ends "Without
+    --rollback the flags it wrote stay as asked: " and the flags written.
+    (Session 46's build named /u/b, the first group of the subtree that had a
+    call's entry, done or not, and said nothing of the flags that stay.)"""
 
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -38,6 +49,8 @@ import freezertest as ft  # noqa: E402
 from jeepney import DBusAddress, new_method_call  # noqa: E402
 
 LONG = 60 * 1000000
+STAYS = '. Without ROLLBACK_ON_TIMEOUT the flags it wrote stay as asked: '
+STAYS_CTL = '. Without --rollback the flags it wrote stay as asked: '
 
 
 def send_together(c, calls):
@@ -119,6 +132,7 @@ def check_untrack_while_waiting(sc, d, c):
     msg = rp.body[0] if rp.body else ''
     ft.check('/u/s' in msg and 'no longer tracked' in msg and 'Untrack of /u' in msg,
              'the Cancelled message names the group and the Untrack', repr(msg))
+    ft.check(msg.endswith(STAYS + '/u/s'), 'the Cancelled message says the flag written stays', repr(msg))
     ft.check(rp.header.serial < ru.header.serial, 'the Freeze is answered before the Untrack',
              f'reply serials: Freeze {rp.header.serial}, Untrack {ru.header.serial}')
     ft.check_equal(sc.read_freeze('/u/s'), 1, 'cgroup.freeze of /u/s stays 1, as written')
@@ -133,10 +147,63 @@ def check_untrack_while_waiting(sc, d, c):
     ft.check('no longer tracked' in e.message and 'restored' in e.message,
              'Untrack(/u): the Freeze fails with Cancelled, its flag restored', repr(e.message))
     ft.check_equal(sc.read_freeze('/u/s'), 0, 'cgroup.freeze of /u/s is 0 again')
+    ft.check(STAYS not in e.message, '  ... and nothing is said to stay', repr(e.message))
+    c.call('Track', '/u')
+
+
+def freezectl_untracked(bus, sc, c, args, stdin, written):
+    """freezectl ARGS (with stdin) waits on /u/s, the groups in written frozen but /u/s;
+    `freezectl untrack /u` cancels it: its exit status and stderr.  /u tracked again
+    and everything thawed after."""
+    run = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', *args], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run.stdin.write(stdin or '')
+        run.stdin.close()
+        # freezerd writes /u/s's flag while it handles the call, which then
+        # waits: /u/s never finishes freezing.
+        for g in written:
+            ft.loop().watch(sc.abspath(g, 'cgroup.freeze'))
+            ft.loop().watch(sc.abspath(g, 'cgroup.events'))
+        ft.wait_for(lambda: all(sc.read_freeze(g) == 1 for g in written) and
+                    all(sc.frozen(g) for g in written if g != '/u/s'),
+                    what=f'freezectl {" ".join(args)}: {", ".join(written)} written, the others but /u/s frozen')
+        ft.freezectl('untrack', '/u', address=bus.address)
+        err = run.stderr.read()
+        run.stdout.read()
+        run.wait(timeout=ft.DEFAULT_TIMEOUT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for g in ('/u/s', '/u/b'):
+            sc.write_freeze(g, 0)
+    c.call('Track', '/u')
+    return run.returncode, err
+
+
+def check_untrack_names_waited(bus, sc, c):
+    """An Untrack's Cancelled names the group waited on and the flags that stay."""
+    # Made now, while /u is tracked: the model puts it before /u/s, as a
+    # walk of /u's subtree meets it (a scan's order is the kernel's).
+    sc.mkdir('/u/b')
+    for args, stdin, written in (
+            (['batch', '-'], json.dumps([{'path': '/u/b', 'freeze': True}, {'path': '/u/s', 'freeze': True}]),
+             ['/u/b', '/u/s']),
+            (['freeze', '/u/s'], None, ['/u/s']),
+            (['freeze', '/u', '--except=/u/b'], None, ['/u/s'])):
+        code, err = freezectl_untracked(bus, sc, c, args, stdin, written)
+        what = f'freezectl {" ".join(args)} cancelled by freezectl untrack /u'
+        head = 'Cancelled: /u/s is no longer tracked (Untrack of /u) while waiting for it to freeze' + STAYS_CTL
+        ft.check(code == 1 and head in err and err.endswith('\n'),
+                 f'{what}: exit 1, names /u/s (the group it waited on) and says what stays, of --rollback',
+                 (code, err))
+        ft.check_equal(sorted(err.split(STAYS_CTL, 1)[-1].rstrip('\n').split(', ')), written,
+                       f'  ... the flags named as staying')
 
 
 def test():
-    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
+    ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'freezectl', 'fuse')
     with ft.Scratch('core-reply-order') as sc, ft.FuseHang() as fuse, ft.Bus() as bus:
         sc.mkdir('/p/c')
         sc.spawn_sleepers('/p/c', 1)
@@ -153,6 +220,7 @@ def test():
             check_cancelled_first(sc, d.client, 'bus')
             check_rollback_adopted(sc, d.client)
             check_untrack_while_waiting(sc, d, d.client)
+            check_untrack_names_waited(bus, sc, d.client)
 
 
 if __name__ == '__main__':
