@@ -51,6 +51,9 @@ typedef struct Daemon {
         bool exit;
 } Daemon;
 
+/* The default paths are the build's (its prefix, sysconfdir...): each on a
+ * line of its own, lest one push its line past 80 columns (and freezerd.8's,
+ * made of this text). */
 static void help(void) {
         printf("Usage: freezerd [OPTIONS]\n"
                "\n"
@@ -68,12 +71,15 @@ static void help(void) {
                "  --cgroup-root=DIR     Manage the cgroups below DIR, a directory on the cgroup2\n"
                "                        mount (default: the cgroup2 mount itself, found in\n"
                "                        /proc/self/mountinfo); API paths are relative to it\n"
-               "  --config=FILE         Configuration file (default: %s);\n"
+               "  --config=FILE         Configuration file, by default\n"
+               "                        %s;\n"
                "                        the default may be missing (defaults), a FILE\n"
                "                        given must exist\n"
-               "  --runtime-dir=DIR     Directory for runtime state (default: %s); holds the\n"
-               "                        private socket DIR/private (see below)\n"
-               "  --state-dir=DIR       Directory for persistent state (default: %s)\n"
+               "  --runtime-dir=DIR     Directory for runtime state, by default\n"
+               "                        %s;\n"
+               "                        holds the private socket DIR/private (see below)\n"
+               "  --state-dir=DIR       Directory for persistent state, by default\n"
+               "                        %s\n"
                "  --version             Show the version and exit\n"
                "  -h, --help            Show this help and exit\n"
                "\n"

@@ -14,7 +14,9 @@ not exist yet (and a bus address where nothing listens):
   * two bus options (--address= with --system, or with --user): exit 2, one
     line naming both.
   * none of them created the runtime or state directory.
-  * --help exits 0 and documents the exit statuses; --version exits 0.
+  * --help exits 0 and documents the exit statuses; --version exits 0.  No
+    line of --help is wider than 80 columns, the build's default paths
+    included (--config=FILE's and --runtime-dir=DIR's pushed theirs past it).
   * The "<N>" priority prefix (here "<3>") only when stderr is the journal:
     $JOURNAL_STREAM names stderr's DEV:INODE (a file here).  Not to a pipe
     without it, nor when it names another file (inherited); it was always
@@ -134,6 +136,8 @@ def test():
         r = freezerd('--help')
         ft.check(r.returncode == 0 and 'Exit status:' in r.stdout, '--help exits 0 and documents the exit statuses',
                  (r.returncode, r.stdout[-400:]))
+        wide = [line for line in r.stdout.splitlines() if len(line) > 80]
+        ft.check(not wide, '--help: no line wider than 80 columns', wide)
         r = freezerd('--version')
         ft.check(r.returncode == 0 and r.stdout.startswith('freezerd '), '--version exits 0', (r.returncode, r.stdout))
     finally:
