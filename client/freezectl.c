@@ -1336,15 +1336,45 @@ static bool is_locale_utf8(void) {
                 !getenv_set("LC_ALL") && !getenv_set("LC_CTYPE") && !getenv_set("LANG");
 }
 
+/* json-c's pretty printing puts an empty array or object over two lines
+ * ("[", then "]" below it): printed "[]" and "{}", as jq and Python's json
+ * print them.  A line break in that text is always json-c's own (a string's
+ * is escaped, "\n"), so a "[" or "{" that a line break and only spaces
+ * separate from a "]" or "}" is an empty one. */
+static void json_text_compact_empty(char *s) {
+        char *to = s;
+
+        for (const char *from = s; *from;) {
+                if ((*from == '[' || *from == '{') && from[1] == '\n') {
+                        const char *end = from + 2;
+
+                        end += strspn(end, " ");
+                        if (*end == (*from == '[' ? ']' : '}')) {
+                                *to++ = *from;
+                                *to++ = *end;
+                                from = end + 1;
+                                continue;
+                        }
+                }
+                *to++ = *from++;
+        }
+        *to = 0;
+}
+
 static int print_json(struct json_object *o) {
+        _cleanup_free_ char *text = NULL;
         const char *s;
 
         s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                               JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!s)
                 return -ENOMEM;
+        text = strdup(s);
+        if (!text)
+                return -ENOMEM;
+        json_text_compact_empty(text);
 
-        puts(s);
+        puts(text);
         return 0;
 }
 

@@ -17,7 +17,7 @@ Checks:
     normalized ("g/" as "/g": it was echoed as typed); `thaw` likewise.
   * `list` / `--json list` name every group with its object and state; `tree`
     names every group (indented under its parent) with its state; `--json tree`
-    nests every group under its parent.
+    nests every group under its parent, a leaf's empty children printed "[]".
   * A thaw of /g/h under a frozen /g exits 3 (its flag cleared, still frozen),
     plain, --no-wait, --recursive and --recursive --no-wait alike (a plain thaw
     exited 1, as for a failure, and --recursive 0, as for a group that runs);
@@ -478,6 +478,12 @@ def test():
                      for p in ('/g', '/g/h')}
             ft.check(depth['/g/h'] > depth['/g'], 'tree: /g/h is indented under /g', text)
             r = ft.freezectl('--json', 'tree')
+            # An empty list (a leaf's children) on its line, "[]": json-c printed "[" and "]"
+            # over two lines.
+            ft.check('"children": []' in r.stdout and
+                     not any(a.rstrip().endswith(('[', '{')) and b.strip() in (']', '}', '],', '},')
+                             for a, b in zip(r.stdout.splitlines(), r.stdout.splitlines()[1:])),
+                     '--json tree: a leaf\'s children printed "[]", not over two lines', r.stdout)
             seen = {}
 
             def walk(node, parent):
