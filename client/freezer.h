@@ -880,7 +880,9 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  * to 10 s and, unless freezerd has CAP_SYS_RESOURCE and the caller is root, a
  * whole multiple of 2 s; IRQ only for the system and only full. At most 64
  * triggers per connection, 256 per uid but root's over all its connections
- * and 1024 in all, at most a quarter of freezerd's RLIMIT_NOFILE (-ENOBUFS
+ * (at most a quarter of the total), three quarters of the total for all the
+ * uids but root's together (the rest is kept for root) and 1024 in all, at
+ * most a quarter of freezerd's RLIMIT_NOFILE (-ENOBUFS
  * beyond, LimitsExceeded; a removed trigger counts until the daemon has
  * closed its fd, a moment later, and a call it alone keeps from a bound for
  * more than 50 ms fails so too: retry). -EOPNOTSUPP when the kernel hides or

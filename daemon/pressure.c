@@ -444,10 +444,11 @@ static void trigger_fd_release(Pressure *p, int fd, bool watched, uid_t uid, Pre
                 close(fd);
 }
 
-/* The trigger fds the thread has yet to close (still open), in all and those
- * charged to client c and to uid; under the lock. */
+/* The trigger fds the thread has yet to close (still open), in all, those
+ * charged to client c and to uid, and those of the uids but root's; under the
+ * lock. */
 typedef struct PendingCloses {
-        unsigned total, client, uid;
+        unsigned total, client, uid, others;
 } PendingCloses;
 
 static void pending_count(const PressureClosing *e, const PressureClient *c, uid_t uid, PendingCloses *n) {
@@ -458,6 +459,8 @@ static void pending_count(const PressureClosing *e, const PressureClient *c, uid
                 n->client++;
         if (e->uid == uid)
                 n->uid++;
+        if (e->uid != 0)
+                n->others++;
 }
 
 static PendingCloses pending_closes_locked(Pressure *p, const PressureClient *c, uid_t uid) {
@@ -489,13 +492,22 @@ static void pending_closes_forget_client(Pressure *p, const PressureClient *c) {
         pthread_mutex_unlock(&p->lock);
 }
 
-/* The queued fd that matches (of client c, or of uid; any if neither) goes to
- * the top of the stack: the thread closes it next.  Under the lock. */
-static void pending_close_first(Pressure *p, const PressureClient *c, bool by_uid, uid_t uid) {
+/* Which queued fds pending_close_first() picks from. */
+typedef enum PendingMatch {
+        PENDING_ANY,
+        PENDING_CLIENT, /* client c's */
+        PENDING_UID,    /* uid's */
+        PENDING_OTHERS, /* any uid's but root's */
+} PendingMatch;
+
+/* The queued fd that matches goes to the top of the stack: the thread closes
+ * it next.  Under the lock. */
+static void pending_close_first(Pressure *p, PendingMatch match, const PressureClient *c, uid_t uid) {
         for (unsigned i = p->n_queued; i-- > 0;) {
                 PressureClosing e = p->closing[i];
 
-                if (c ? e.client != c : by_uid && e.uid != uid)
+                if ((match == PENDING_CLIENT && e.client != c) || (match == PENDING_UID && e.uid != uid) ||
+                    (match == PENDING_OTHERS && e.uid == 0))
                         continue;
                 memmove(&p->closing[i], &p->closing[i + 1], (p->n_queued - i - 1) * sizeof e);
                 p->closing[p->n_queued - 1] = e;
@@ -1048,6 +1060,16 @@ static unsigned uid_triggers(Pressure *p, uid_t uid) {
         return n;
 }
 
+/* The triggers of all the uids but root's. */
+static unsigned others_triggers(Pressure *p) {
+        unsigned n = 0;
+
+        for (PressureClient *c = p->clients; c; c = c->next)
+                if (c->uid != 0)
+                        n += c->n_triggers;
+        return n;
+}
+
 /* The bounds that follow freezerd's RLIMIT_NOFILE, read again at each new
  * trigger and each pressure fd that could be kept (a getrlimit() is cheap):
  * `prlimit --pid` may raise or lower it while freezerd runs. */
@@ -1070,6 +1092,10 @@ static void pressure_read_limits(Pressure *p) {
         }
         p->max_triggers_per_uid = p->max_triggers / 4 < PRESSURE_TRIGGERS_PER_UID_MAX ? p->max_triggers / 4
                                                                                     : PRESSURE_TRIGGERS_PER_UID_MAX;
+        /* The per-uid bound alone let four users take every trigger, and
+         * root (whose triggers freeze and thaw on pressure) none: a quarter
+         * is kept for root. */
+        p->max_triggers_others = p->max_triggers - p->max_triggers / 4;
 }
 
 static int limit_error_total(Pressure *p, sd_bus_error *error) {
@@ -1078,6 +1104,14 @@ static int limit_error_total(Pressure *p, sd_bus_error *error) {
                                  p->max_triggers < PRESSURE_TRIGGERS_MAX
                                          ? " (a quarter of its RLIMIT_NOFILE: each trigger holds an fd)"
                                          : "");
+}
+
+static int limit_error_others(Pressure *p, unsigned n_others, sd_bus_error *error) {
+        return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
+                                 "The users other than root have %u pressure triggers already (over all their "
+                                 "connections), the most they may have together: the other %u of freezerd's %u "
+                                 "are kept for root",
+                                 n_others, p->max_triggers - p->max_triggers_others, p->max_triggers);
 }
 
 /* CAP_SYS_RESOURCE in the calling thread's effective set, on or off (a
@@ -1147,7 +1181,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         char buf[64];
         uint64_t deadline;
         bool privileged = false;
-        unsigned n_uid;
+        unsigned n_uid, n_others;
         uint32_t id;
         int n, r;
 
@@ -1167,6 +1201,9 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                                          "This user has %u pressure triggers already (over all its "
                                          "connections), the most one user but root may have",
                                          p->max_triggers_per_uid);
+        n_others = uid != 0 ? others_triggers(p) : 0;
+        if (uid != 0 && n_others >= p->max_triggers_others)
+                return limit_error_others(p, n_others, error);
         if (p->n_triggers >= p->max_triggers)
                 return limit_error_total(p, error);
 
@@ -1184,20 +1221,23 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 const char *full;
 
                 if (c && c->n_triggers + pending.client >= PRESSURE_TRIGGERS_PER_CLIENT_MAX) {
-                        full = "this client's";
-                        pending_close_first(p, c, false, 0);
+                        full = "this client's bound";
+                        pending_close_first(p, PENDING_CLIENT, c, 0);
                 } else if (uid != 0 && n_uid + pending.uid >= p->max_triggers_per_uid) {
-                        full = "this user's";
-                        pending_close_first(p, NULL, true, uid);
+                        full = "this user's bound";
+                        pending_close_first(p, PENDING_UID, NULL, uid);
+                } else if (uid != 0 && n_others + pending.others >= p->max_triggers_others) {
+                        full = "the bound of all the users other than root together";
+                        pending_close_first(p, PENDING_OTHERS, NULL, 0);
                 } else if (p->n_triggers + pending.total >= p->max_triggers) {
-                        full = "freezerd's";
-                        pending_close_first(p, NULL, false, 0);
+                        full = "freezerd's bound";
+                        pending_close_first(p, PENDING_ANY, NULL, 0);
                 } else
                         break;
                 if (!pending_close_wait_locked(p, deadline)) {
                         pthread_mutex_unlock(&p->lock);
                         return sd_bus_error_setf(error, BUS_ERROR_LIMITS_EXCEEDED,
-                                                 "The fds of removed pressure triggers count against %s bound "
+                                                 "The fds of removed pressure triggers count against %s "
                                                  "until they are closed, and %u are still being closed: retry "
                                                  "in a moment",
                                                  full, pending.total);

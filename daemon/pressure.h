@@ -64,7 +64,9 @@
 #define PRESSURE_TRIGGERS_PER_CLIENT_MAX 64u
 /* All the clients of one uid but root's together: one user opening many
  * connections must not take every trigger freezerd keeps from the others.
- * Never more than a quarter of those (a low RLIMIT_NOFILE lowers them). */
+ * Never more than a quarter of those (a low RLIMIT_NOFILE lowers them).  And
+ * all the uids but root's together get three quarters of them at most: the
+ * rest is kept for root. */
 #define PRESSURE_TRIGGERS_PER_UID_MAX 256u
 #define PRESSURE_TRIGGERS_MAX 1024u
 /* Each trigger holds an fd: in all at most a quarter of RLIMIT_NOFILE (as the
@@ -171,6 +173,8 @@ struct Pressure {
         unsigned n_kept_fds, max_kept_fds;
         unsigned max_triggers; /* PRESSURE_TRIGGERS_MAX, or less under a low RLIMIT_NOFILE (read at each new trigger) */
         unsigned max_triggers_per_uid; /* PRESSURE_TRIGGERS_PER_UID_MAX, at most a quarter of max_triggers */
+        unsigned max_triggers_others;  /* all the uids but root's together: max_triggers less a quarter,
+                                        * kept for root */
 
         int epoll_fd;              /* the trigger fds, and wake_fd with data 0 */
         int wake_fd;               /* eventfd: wakes the watcher thread (fds to close, stopping) */
@@ -222,8 +226,9 @@ int pressure_read(Pressure *p, Group *g, PsiResource resource, PsiReading *ret, 
 
 /* AddPressureTrigger of the group g (NULL: the Manager, system-wide) by the
  * sender of call, whose uid is uid.  Validates (InvalidArgs naming the rule),
- * enforces the limits (LimitsExceeded: per client, per uid but root's, in
- * all, and no fd left), opens and arms the file. */
+ * enforces the limits (LimitsExceeded: per client, per uid but root's, all
+ * the uids but root's together, in all, and no fd left), opens and arms the
+ * file. */
 int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g, const char *resource,
                          const char *kind, uint64_t threshold_usec, uint64_t window_usec, uint32_t *ret_id,
                          sd_bus_error *error);

@@ -934,19 +934,25 @@ class Bus:
         return False
 
 
-def client_as_nobody(bus):
-    """A Client of bus connected with the effective uid of the user "nobody" (the bus
-    learns it from SO_PEERCRED), or None where there is no such user."""
-    try:
-        uid = pwd.getpwnam('nobody').pw_uid
-    except KeyError:
-        return None
+def client_as(bus, uid):
+    """A Client of bus connected with effective uid uid (the bus learns it from
+    SO_PEERCRED; the uid needs no user of its own)."""
     bus.open_to_other_uids()
     os.seteuid(uid)
     try:
         return Client(bus.address)
     finally:
         os.seteuid(0)
+
+
+def client_as_nobody(bus):
+    """A Client of bus connected with the effective uid of the user "nobody", or None
+    where there is no such user."""
+    try:
+        uid = pwd.getpwnam('nobody').pw_uid
+    except KeyError:
+        return None
+    return client_as(bus, uid)
 
 
 _current_bus = None
