@@ -7,6 +7,7 @@
 #include <langinfo.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -334,7 +335,8 @@ static void help_to(FILE *f) {
                "hides (the group's cgroup.pressure is 0) or disables (psi=0) is shown as\n"
                "  cpu      not available: <the reason freezerd gives>\n"
                "IRQ pressure exists for the system only, and only where the kernel accounts\n"
-               "it (CONFIG_IRQ_TIME_ACCOUNTING); otherwise its row is left out.\n"
+               "it (CONFIG_IRQ_TIME_ACCOUNTING); otherwise its row is left out. So is the\n"
+               "\"full\" row of cpu where the kernel has none (before Linux 5.13).\n"
                "\n"
                "watch first prints a \"watching\" line, once it follows the groups and its\n"
                "triggers are armed; then one line per event, each starting with the local\n"
@@ -425,7 +427,8 @@ static void help_to(FILE *f) {
                "                   is null for groups that are not tracked\n"
                "  pressure         {\"path\" (null for the system), \"cpu\": R, \"memory\": R,\n"
                "                    \"io\": R[, \"irq\": R]}; R is {\"some\": L, \"full\": L} (irq:\n"
-               "                   {\"full\": L}) with L = {\"avg10\", \"avg60\", \"avg300\",\n"
+               "                   {\"full\": L}; cpu: no \"full\" where the kernel has none,\n"
+               "                   before Linux 5.13) with L = {\"avg10\", \"avg60\", \"avg300\",\n"
                "                   \"total_usec\"}, or {\"error\", \"message\"} where not available\n"
                "  watch            one object per line, {\"time\", \"event\", ...}: \"time\" in UTC\n"
                "                   (RFC 3339, with microseconds), and by \"event\":\n"
@@ -3534,7 +3537,9 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                         else {
                                 if (res != FREEZER_RESOURCE_IRQ)
                                         pressure_print_line(res, "some", &row->p.some);
-                                pressure_print_line(res, "full", &row->p.full);
+                                /* No full figures (NaN): cpu before Linux 5.13. */
+                                if (!isnan(row->p.full.avg10))
+                                        pressure_print_line(res, "full", &row->p.full);
                         }
                 }
                 ret = EXIT_SUCCESS;
@@ -3564,7 +3569,8 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                         if (res != FREEZER_RESOURCE_IRQ &&
                             json_add(e, "some", pressure_line_to_json(&row->p.some)) < 0)
                                 goto oom;
-                        if (json_add(e, "full", pressure_line_to_json(&row->p.full)) < 0)
+                        if (!isnan(row->p.full.avg10) &&
+                            json_add(e, "full", pressure_line_to_json(&row->p.full)) < 0)
                                 goto oom;
                 }
         }

@@ -839,7 +839,8 @@ typedef struct freezer_pressure_line {
 
 typedef struct freezer_pressure {
         freezer_pressure_line some;   /* at least one task stalled */
-        freezer_pressure_line full;   /* all non-idle tasks stalled at once */
+        freezer_pressure_line full;   /* all non-idle tasks stalled at once (NaN averages: the
+                                       * kernel has no such line, cpu before Linux 5.13) */
 } freezer_pressure;
 
 /* "cpu", "memory", "io", "irq"; NULL for values out of range. The strings are
@@ -854,7 +855,9 @@ FREEZER_EXPORT int freezer_resource_from_string(const char *s);
  * MemoryPressure or IoPressure property; the daemon tracks the group's subtree
  * if it does not yet), or with path NULL for the system (the Manager's
  * properties, including IrqPressure). For FREEZER_RESOURCE_IRQ only ret->full
- * is filled in (ret->some is zero); a group ("/" included: it is freezerd's
+ * is filled in (ret->some is zero). Where the kernel prints no "full" line for
+ * cpu (before Linux 5.13), ret->full has no figures: its averages are NaN
+ * (isnan()) and its total 0. A group ("/" included: it is freezerd's
  * cgroup root, not the system) has no IRQ pressure: -EOPNOTSUPP (NotSupported),
  * said without asking the daemon, so also for a path that does not exist.
  * (freezer_add_pressure_trigger() refuses a group's IRQ with -EINVAL, as the

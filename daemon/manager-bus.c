@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -2020,17 +2021,26 @@ static int append_psi_line(sd_bus_message *m, const PsiLine *l) {
         return sd_bus_message_append(m, "(dddt)", l->avg10, l->avg60, l->avg300, l->total_usec);
 }
 
+/* A line the file does not have (cpu's "full" before Linux 5.13): the type
+ * has a place for it, so it is there, but as no figures: NaN averages and a
+ * total of 0, never zeros that read as "no stall". */
+static int append_reading_line(sd_bus_message *m, const PsiReading *r, PsiKind kind) {
+        static const PsiLine absent = { .avg10 = NAN, .avg60 = NAN, .avg300 = NAN };
+
+        return append_psi_line(m, r->present & (1u << kind) ? &r->line[kind] : &absent);
+}
+
 /* "((dddt)(dddt))" = (some, full), or "(dddt)" = full for irq. */
 static int append_pressure(sd_bus_message *m, PsiResource res, const PsiReading *r) {
         int k;
 
         if (res == PSI_RESOURCE_IRQ)
-                return append_psi_line(m, &r->line[PSI_KIND_FULL]);
+                return append_reading_line(m, r, PSI_KIND_FULL);
         k = sd_bus_message_open_container(m, 'r', "(dddt)(dddt)");
         if (k >= 0)
-                k = append_psi_line(m, &r->line[PSI_KIND_SOME]);
+                k = append_reading_line(m, r, PSI_KIND_SOME);
         if (k >= 0)
-                k = append_psi_line(m, &r->line[PSI_KIND_FULL]);
+                k = append_reading_line(m, r, PSI_KIND_FULL);
         if (k >= 0)
                 k = sd_bus_message_close_container(m);
         return k;

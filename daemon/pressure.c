@@ -1275,6 +1275,14 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         r = psi_read_fd(fd, res, &reading);
         if (r < 0)
                 return arm_error(p, g, res, r, error);
+        if (!(reading.present & (1u << k)))
+                /* Before arming: the kernel has no such line to trigger on (cpu's "full" before 5.13). */
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
+                                         "This kernel has no \"%s\" line in %s%s%s (%s's came with Linux 5.13): "
+                                         "no such trigger",
+                                         psi_kind_to_string(k), g ? resource_file(res) : "/proc/pressure/",
+                                         g ? " of " : psi_resource_to_string(res), g ? CG_NAMED(g->path) : "",
+                                         psi_resource_to_string(res));
         if (g) {
                 GroupPressure *gp = group_pressure(g);
                 if (!gp)

@@ -47,8 +47,21 @@ PsiKind psi_kind_from_string(const char *s) {
         return _PSI_KIND_INVALID;
 }
 
-unsigned psi_resource_required_lines(PsiResource r) {
+unsigned psi_resource_lines(PsiResource r) {
         return r == PSI_RESOURCE_IRQ ? PSI_LINE_FULL : PSI_LINE_SOME | PSI_LINE_FULL;
+}
+
+unsigned psi_resource_required_lines(PsiResource r) {
+        switch (r) {
+        case PSI_RESOURCE_IRQ:
+                return PSI_LINE_FULL;
+        case PSI_RESOURCE_CPU:
+                /* Kernels 5.2 to 5.12 have no PSI_CPU_FULL: their cpu files
+                 * print "some" alone, and a reading of them must work. */
+                return PSI_LINE_SOME;
+        default:
+                return PSI_LINE_SOME | PSI_LINE_FULL;
+        }
 }
 
 /* ---- parser ----------------------------------------------------------------------------------------- */
@@ -224,7 +237,9 @@ PsiTriggerError psi_trigger_validate(const char *resource, const char *kind, uin
                 return PSI_TRIGGER_UNKNOWN_KIND;
         if (ret_kind)
                 *ret_kind = k;
-        if (!(psi_resource_required_lines(res) & (1u << k)))
+        /* A cpu "full" trigger passes here: whether the kernel has that
+         * line is known from its file (pressure_trigger_add()). */
+        if (!(psi_resource_lines(res) & (1u << k)))
                 return PSI_TRIGGER_KIND_UNAVAILABLE;
         if (threshold_usec == 0)
                 return PSI_TRIGGER_THRESHOLD_ZERO;

@@ -66,7 +66,11 @@ PsiResource psi_resource_from_string(const char *s);
 const char *psi_kind_to_string(PsiKind k);
 PsiKind psi_kind_from_string(const char *s);
 
-/* The lines a resource's file must have: irq has only "full", the others both. */
+/* The lines a resource's file may have: irq has only "full", the others both. */
+unsigned psi_resource_lines(PsiResource r);
+/* The lines a resource's file must have: irq "full", cpu "some" (its "full"
+ * came with Linux 5.13: 5.2 to 5.12 print none, which is no malformed file),
+ * memory and io both. */
 unsigned psi_resource_required_lines(PsiResource r);
 
 /* Parse a pressure file.  Every line whose first word is "some" or "full" must

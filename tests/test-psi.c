@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <math.h>
+#include <sys/mman.h>
 
 #include "psi.h"
 #include "util.h"
@@ -178,7 +179,34 @@ static void test_names(void) {
         CHECK(streq(psi_kind_to_string(PSI_KIND_FULL), "full"));
         CHECK(psi_resource_to_string(_PSI_RESOURCE_MAX) == NULL);
         CHECK(psi_resource_required_lines(PSI_RESOURCE_IRQ) == PSI_LINE_FULL);
-        CHECK(psi_resource_required_lines(PSI_RESOURCE_CPU) == BOTH);
+        CHECK(psi_resource_required_lines(PSI_RESOURCE_CPU) == PSI_LINE_SOME);
+        CHECK(psi_resource_required_lines(PSI_RESOURCE_MEMORY) == BOTH);
+        CHECK(psi_resource_lines(PSI_RESOURCE_IRQ) == PSI_LINE_FULL);
+        CHECK(psi_resource_lines(PSI_RESOURCE_CPU) == BOTH);
+}
+
+/* Kernels 5.2 to 5.12 print no "full" line for cpu (PSI_CPU_FULL came with
+ * 5.13): such a file reads, without full figures; the line is still required
+ * of memory and io, and a cpu "full" trigger still validates (the file says
+ * whether the kernel has it).  Until session 46 every cpu reading failed
+ * there as malformed. */
+static void test_cpu_without_full(void) {
+        static const char some_only[] = "some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\n";
+        _cleanup_close_ int fd = memfd_create("cpu.pressure", MFD_CLOEXEC);
+        PsiReading r;
+
+        CHECK(fd >= 0);
+        CHECK(write(fd, some_only, strlen(some_only)) == (ssize_t) strlen(some_only));
+        CHECK_R(psi_read_fd(fd, PSI_RESOURCE_CPU, &r), 0);
+        CHECK(r.present == PSI_LINE_SOME);
+        CHECK(near(r.line[PSI_KIND_SOME].avg10, 1.5) && r.line[PSI_KIND_SOME].total_usec == 123456);
+        CHECK_R(psi_read_fd(fd, PSI_RESOURCE_MEMORY, &r), -EBADMSG);
+        CHECK_R(psi_read_fd(fd, PSI_RESOURCE_IO, &r), -EBADMSG);
+        /* A malformed full line is still malformed. */
+        CHECK_R(parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00\n",
+                      psi_resource_required_lines(PSI_RESOURCE_CPU), &r),
+                -EBADMSG);
+        CHECK(psi_trigger_validate("cpu", "full", 100000, 2000000, false, false, NULL, NULL) == PSI_TRIGGER_OK);
 }
 
 static void test_validate(void) {
@@ -327,6 +355,7 @@ int main(void) {
         test_bad();
         test_clamp();
         test_names();
+        test_cpu_without_full();
         test_validate();
         test_format();
         test_settle();
