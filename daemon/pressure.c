@@ -868,6 +868,18 @@ static int watch_thread_hold(Pressure *p) {
         return r;
 }
 
+/* The other way: the fd held for by watch_thread_hold() never went into the
+ * set.  The thread, which may be waiting without a timeout for the fds it
+ * counted, is woken to look again (and linger, then leave, if that was the
+ * last). */
+static void watch_thread_unhold(Pressure *p) {
+        pthread_mutex_lock(&p->lock);
+        if (p->n_watched > 0)
+                p->n_watched--;
+        pthread_mutex_unlock(&p->lock);
+        watch_thread_wake(p);
+}
+
 /* The watcher thread ended on an error of its epoll_wait() or of its write
  * to the pipe: nothing watched the triggers (they no longer fired) until the
  * next AddPressureTrigger started another thread.  Another starts now.
@@ -1294,10 +1306,13 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
         n = psi_trigger_format(buf, sizeof buf, k, threshold_usec, window_usec);
         if (n < 0) /* the arguments passed the checks above: freezerd's own failure */
                 return bus_error_set_failed(error, n, "Cannot write the pressure trigger: %s", strerror(-n));
-        /* With the NUL: psi_write() overwrites the last byte with one. */
-        if (write(fd, buf, (size_t) n + 1) != n + 1)
-                return arm_error(p, g, res, errno > 0 ? -errno : -EIO, error);
 
+        /* Everything that may fail comes before the write that arms the
+         * trigger: between that write and its EPOLL_CTL_ADD, an event the
+         * kernel raises is cleared by the ADD's poll of the file (ep_insert()
+         * polls it, psi_trigger_poll() clears the event it reports) and then
+         * found by no epoll_wait(): lost.  So only the write and the ADD are
+         * left in that gap, which no code of ours can close. */
         r = client_get(p, call, uid, &c, error);
         if (r < 0)
                 return r;
@@ -1323,17 +1338,30 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                 .client = c,
                 .last_total = reading.line[k].total_usec,
                 .privileged = privileged,
-                .armed_usec = now_usec(),
         };
 
-        t->fd = fd;
         r = watch_thread_hold(p);
-        if (r >= 0) {
-                r = trigger_arm(t);
-                if (r < 0) /* the thread closes it, as any trigger's */
-                        trigger_fd_release(p, TAKE_FD(fd), true, uid, NULL);
-        }
         if (r < 0) {
+                free(t);
+                client_maybe_free(c);
+                return bus_error_set_failed(error, r, "Cannot watch the pressure trigger: %s", strerror(-r));
+        }
+
+        /* With the NUL: psi_write() overwrites the last byte with one. */
+        t->armed_usec = now_usec();
+        r = write_result(write(fd, buf, (size_t) n + 1), (size_t) n + 1);
+        if (r < 0) {
+                /* No trigger was made (psi_write() makes one or fails): the
+                 * fd's close waits for no grace period, it is closed here. */
+                watch_thread_unhold(p);
+                free(t);
+                client_maybe_free(c);
+                return arm_error(p, g, res, r, error);
+        }
+        t->fd = fd;
+        r = trigger_arm(t);
+        if (r < 0) {
+                trigger_fd_release(p, TAKE_FD(fd), true, uid, NULL); /* the thread closes it, as any trigger's */
                 free(t);
                 client_maybe_free(c);
                 return bus_error_set_failed(error, r, "Cannot watch the pressure trigger: %s", strerror(-r));
