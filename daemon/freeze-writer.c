@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "freeze-writer.h"
+#include "util.h"
 
 typedef struct WriterJob {
         FreezeWrite *w;
@@ -72,7 +73,7 @@ static void write_all(FreezeWrite *w, size_t n, uint64_t delay_usec, WriterJob *
                         w[i].r = 0;
                         continue;
                 }
-                w[i].r = pwrite(w[i].fd, w[i].value ? "1" : "0", 1, 0) == 1 ? 0 : errno > 0 ? -errno : -EIO;
+                w[i].r = write_result(pwrite(w[i].fd, w[i].value ? "1" : "0", 1, 0), 1);
                 if (w[i].r < 0 && !(w[i].may_vanish && (w[i].r == -ENOENT || w[i].r == -ENODEV)))
                         break;
                 job_publish(job, i + 1, false);

@@ -5785,8 +5785,9 @@ static int restore_flag(const char *cgroup_root, const JournalEntry *e, void *us
         bool cur;
         if (cg_read_freeze_fd(fd, &cur) >= 0 && cur == e->prev_freeze)
                 return 1;
-        if (pwrite(fd, e->prev_freeze ? "1" : "0", 1, 0) != 1)
-                return errno == ENODEV ? -ENOENT : -errno;
+        int w = write_result(pwrite(fd, e->prev_freeze ? "1" : "0", 1, 0), 1);
+        if (w < 0)
+                return w == -ENODEV ? -ENOENT : w;
         log_debug("Restored %s to freeze=%d.", e->path, e->prev_freeze);
         return 0;
 }
@@ -5873,8 +5874,11 @@ static int lock_dir(const char *dir, const char *what, int held_fd, bool may_be_
         n = snprintf(buf, sizeof buf, "%d\n", (int) getpid());
         if (read_only)
                 ; /* the PID stays unsaid: the lock is what counts */
-        else if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
-                log_warning_errno(errno, "Cannot write our PID to %s: %m", path);
+        else {
+                int w = ftruncate(fd, 0) < 0 ? -errno : write_result(pwrite(fd, buf, (size_t) n, 0), (size_t) n);
+                if (w < 0)
+                        log_warning_errno(w, "Cannot write our PID to %s: %m", path);
+        }
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

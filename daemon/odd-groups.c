@@ -282,11 +282,12 @@ int odd_groups_write(int root_fd, OddGroups *o, bool v, uint64_t delay_usec, siz
                 }
                 if (g->prev == v)
                         continue;
-                if (pwrite(fd, v ? "1" : "0", 1, 0) != 1) {
-                        if (errno == ENODEV) /* kernfs says so of a removed group's open file */
-                                continue;
+                r = write_result(pwrite(fd, v ? "1" : "0", 1, 0), 1);
+                if (r == -ENODEV) /* kernfs says so of a removed group's open file */
+                        continue;
+                if (r < 0) {
                         *ret_failed = i;
-                        return -errno;
+                        return r;
                 }
                 g->wrote = true;
                 if (delay_usec > 0)

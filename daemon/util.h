@@ -49,6 +49,15 @@ static inline uint64_t string_hash(const char *s) {
         }
         return h;
 }
+/* The result of a write() or pwrite() of n bytes that returned k: 0 for all
+ * of them, -errno for a failure, -EIO for a short write (which leaves errno
+ * as it was: a stale errno, or 0, said nothing true). */
+static inline int write_result(ssize_t k, size_t n) {
+        if (k < 0)
+                return errno > 0 ? -errno : -EIO;
+        return (size_t) k == n ? 0 : -EIO;
+}
+
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;

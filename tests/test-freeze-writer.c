@@ -17,6 +17,7 @@
 
 #include "freeze-writer.h"
 #include "test-util.h"
+#include "util.h"
 
 #define N 5
 
@@ -309,6 +310,42 @@ static void test_refused(void) {
         CHECK_R(WEXITSTATUS(status), 0);
 }
 
+/* write_result(), the writes' verdict: a short write is -EIO, not the -errno
+ * of whatever failed before (until session 46 the writer, and the arming of
+ * a pressure trigger, returned that stale errno, or took a short write for a
+ * success of errno 0).  A real short write: RLIMIT_FSIZE 1, two bytes. */
+static void test_write_result(void) {
+        pid_t pid = fork();
+        int status;
+
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                struct rlimit rl = { 1, 1 };
+                int fd = tmpfile_fd();
+                ssize_t k;
+
+                if (fd < 0 || setrlimit(RLIMIT_FSIZE, &rl) < 0)
+                        _exit(2);
+                errno = EBADF; /* stale */
+                k = pwrite(fd, "ab", 2, 0);
+                if (k != 1)
+                        _exit(3);
+                if (write_result(k, 2) != -EIO)
+                        _exit(4);
+                errno = 0;
+                if (write_result(k, 2) != -EIO)
+                        _exit(5);
+                if (write_result(pwrite(fd, "a", 1, 0), 1) != 0)
+                        _exit(6);
+                if (write_result(pwrite(-1, "a", 1, 0), 1) != -EBADF)
+                        _exit(7);
+                _exit(0);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK_R(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
         FreezeWrite probe = { .fd = -1 };
         int r = freeze_write_realtime(&probe, 1, 0, NULL, NULL, NULL);
@@ -318,6 +355,7 @@ int main(void) {
                 return 77;
         }
         CHECK_R(r, 0);
+        test_write_result();
         test_writes("realtime", run_realtime);
         test_writes("direct", run_direct);
         test_report();
