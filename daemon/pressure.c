@@ -170,6 +170,18 @@ static int system_open(PsiResource res, int flags) {
 
 /* ---- readings ----------------------------------------------------------------------------------------- */
 
+/* psi_read_fd(), and FREEZERD_TEST_PRESSURE_NO_CPU_FULL: a cpu reading as
+ * kernels 5.2 to 5.12 give it, without its "full" line (tests only). */
+static int pressure_read_fd(Pressure *p, int fd, PsiResource res, PsiReading *ret) {
+        int r = psi_read_fd(fd, res, ret);
+
+        if (r >= 0 && p->test_no_cpu_full && res == PSI_RESOURCE_CPU) {
+                ret->present &= ~PSI_LINE_FULL;
+                ret->line[PSI_KIND_FULL] = (PsiLine) {};
+        }
+        return r;
+}
+
 static void pressure_read_limits(Pressure *p);
 
 static void kept_fd_close(Pressure *p, int *fd) {
@@ -205,7 +217,7 @@ static int read_kept(Pressure *p, int *slot, PsiResource res, int (*open_fn)(Pre
                         } else
                                 transient = fd;
                 }
-                r = psi_read_fd(fd, res, ret);
+                r = pressure_read_fd(p, fd, res, ret);
                 if (r == -ENODEV && kept) {
                         kept_fd_close(p, slot);
                         continue;
@@ -616,7 +628,7 @@ static void trigger_fire(PressureTrigger *t) {
         PsiLine line;
         int r;
 
-        r = psi_read_fd(t->fd, t->resource, &reading);
+        r = pressure_read_fd(p, t->fd, t->resource, &reading);
         if (r == -ENODEV) {
                 trigger_end(t, trigger_error_reason(t));
                 return;
@@ -1284,7 +1296,7 @@ int pressure_trigger_add(Pressure *p, sd_bus_message *call, uid_t uid, Group *g,
                                          g ? "a group's" : "system-wide");
         if (fd < 0)
                 return arm_error(p, g, res, fd, error);
-        r = psi_read_fd(fd, res, &reading);
+        r = pressure_read_fd(p, fd, res, &reading);
         if (r < 0)
                 return arm_error(p, g, res, r, error);
         if (!(reading.present & (1u << k)))
@@ -1511,6 +1523,11 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
                         log_warning("FREEZERD_TEST_PRESSURE_THREAD_FAIL=%s: the first epoll_wait() of these "
                                     "pressure watcher threads (numbered as started) fails (for tests only).",
                                     fail);
+        }
+        if (getenv("FREEZERD_TEST_PRESSURE_NO_CPU_FULL")) {
+                p->test_no_cpu_full = true;
+                log_warning("FREEZERD_TEST_PRESSURE_NO_CPU_FULL: cpu readings lack their \"full\" line, as on "
+                            "kernels before 5.13 (for tests only).");
         }
         const char *delay = getenv("FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC");
         if (delay) {

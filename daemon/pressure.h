@@ -204,6 +204,7 @@ struct Pressure {
                                                          * close <= PRESSURE_TRIGGERS_MAX */
         PressureClosing in_close;  /* the one the thread is closing; fd -1: none */
         uint64_t test_close_delay_usec; /* FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC: tests only, 0 unless set */
+        bool test_no_cpu_full;     /* FREEZERD_TEST_PRESSURE_NO_CPU_FULL: tests only (pressure_read_fd()) */
         /* FREEZERD_TEST_PRESSURE_THREAD_FAIL: the threads (bit n-1: the nth started) whose first
          * epoll_wait() fails, and those of them that tell the main loop only once it joins them. */
         uint64_t test_fail_threads, test_fail_late;
