@@ -45,6 +45,28 @@ def fd_count(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
 
+def fd_targets(pid):
+    """What freezerd's fds are, for the log where a count moved."""
+    out = []
+    for fd in sorted(os.listdir(f'/proc/{pid}/fd'), key=int):
+        try:
+            out.append(f'{fd}:{os.readlink(f"/proc/{pid}/fd/{fd}")}')
+        except OSError:
+            pass
+    return ' '.join(out)
+
+
+def check_no_fd_kept(pid, before, before_targets, what):
+    """No fd of the calls stays in freezerd: its count is not above the start's.  Not
+    "equal": once in CI (loaded, werror build) freezerd had one fd more at READY than
+    later, closed meanwhile by itself; a kept call's fds would be N_FDS a call."""
+    n = fd_count(pid)
+    if n != before:
+        print(f'# freezerd had {before} fds at the start, {n} now; at the start: {before_targets}; '
+              f'now: {fd_targets(pid)}', flush=True)
+    ft.check(n <= before, f'{what}: got {n}, at most {before}')
+
+
 def freeze_with_fds(sock, serial, fd):
     msg = new_method_call(DBusAddress(ft.MANAGER_PATH, ft.BUS_NAME, ft.MANAGER_IFACE), 'Freeze', 'stt',
                           ('/s', TIMEOUT_USEC, 0))
@@ -95,6 +117,7 @@ def test():
             path = os.path.join(daemon.runtime_dir, 'private')
             pid = daemon.pid
             before = fd_count(pid)
+            before_targets = fd_targets(pid)
 
             sock = prep_socket(get_bus(bus.address), enable_fds=True, timeout=ft.DEFAULT_TIMEOUT)
             try:
@@ -109,7 +132,7 @@ def test():
                 # Hello's reply, then one per call.
                 replies = read_replies(sock, Parser(), serials | {1})
                 errors = [r for s, r in replies.items() if s in serials and r.header.message_type == MessageType.error]
-                ft.check_equal(fd_count(pid), before, "freezerd holds none of the calls' fds (its fd count)")
+                check_no_fd_kept(pid, before, before_targets, "freezerd holds none of the calls' fds (its fd count)")
                 if None in replies:
                     # On a loaded machine dbus-daemon now and then resets such a
                     # sender's connection instead, with calls of ours unread (seen with
@@ -139,8 +162,8 @@ def test():
                 ft.check(closed_by_peer(conn.sock), 'a client that sends fds anyway is disconnected')
             finally:
                 conn.close()
-            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
-                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            ft.wait_for(lambda: fd_count(pid) <= before, poll=0.05,
+                        what=f"freezerd's fd count back to {before} at most (it has {fd_count(pid)})")
             ft.check(not daemon.client.group_property('/s', 'Frozen'), 'nothing was written to /s')
 
             ft.freezectl('freeze', '/g', socket=path)
