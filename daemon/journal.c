@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cgroup-util.h"
 #include "journal.h"
@@ -36,6 +37,10 @@ struct Journal {
         size_t n_slots;
         struct Found *retries; /* the journal-retry-K.json files kept (journal_recover_into()) */
         size_t n_retries;
+        /* The start's listing of dir stopped short (EIO): a file found under
+         * a slot's name may be a journal it did not see, which a later start
+         * restores; slot_open() does not write over it. */
+        bool listing_partial;
 };
 
 static void found_free(struct Found *f, size_t n);
@@ -248,8 +253,13 @@ static bool slot_kept(const Journal *j, size_t slot) {
  * be changed...): a regular file this process can write is written over, as
  * the start left it to be, with a notice; anything else (immutable, not a
  * regular file) is no slot, -EBUSY: it must not hold up every batch for
- * good.  The usual case, the name free, costs one open(). */
-static int slot_open(JournalSlot *s) {
+ * good.  After a listing that stopped short (j->listing_partial) a file
+ * that holds anything is no slot either, -EBUSY: it may be a journal the
+ * start did not see, whose flags a later start writes back.  (Also one the
+ * start saw and could neither remove nor empty: kept, that start restores
+ * it again; a file that cannot be emptied then could hardly be written over
+ * now.)  The usual case, the name free, costs one open(). */
+static int slot_open(const Journal *j, JournalSlot *s) {
         struct stat st;
         int r;
 
@@ -266,7 +276,14 @@ static int slot_open(JournalSlot *s) {
                 r = -errno;
         else if (!S_ISREG(st.st_mode))
                 r = -EISDIR; /* (or anything else that is no file) */
-        else if (st.st_size > 0 && ftruncate(s->fd, 0) < 0)
+        else if (st.st_size > 0 && j->listing_partial) {
+                log_warning("%s holds a file that the start may not have listed (its listing of the directory "
+                            "failed): left as it is for a later start, batch journals go to other files.",
+                            s->path);
+                closep(&s->fd);
+                s->fd = -1;
+                return -EBUSY;
+        } else if (st.st_size > 0 && ftruncate(s->fd, 0) < 0)
                 r = -errno;
         else {
                 if (st.st_size > 0)
@@ -322,7 +339,7 @@ again:
                 j->n_slots++;
         }
 open:
-        r = slot_open(&j->slots[i]);
+        r = slot_open(j, &j->slots[i]);
         if (r == -EBUSY) {
                 j->slots[i].blocked = true;
                 goto again;
@@ -930,7 +947,8 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
         }
         if (errno != 0) {
                 /* The listing stopped short (EIO of a disk or network file
-                 * system, the directory removed meanwhile): any journal after
+                 * system; not the directory removed meanwhile, which glibc's
+                 * readdir() takes for the end of it): any journal after
                  * the point reached was not seen.  As for a journal's read:
                  * a lack of resources, or an interruption, fails the start,
                  * having restored nothing, and the service manager's restart
@@ -952,6 +970,20 @@ static int recover(const char *dir, const char *boot_id, const char *cgroup_root
                                 "the error %s recovered, any others are left as they are (not restored now: a later "
                                 "start that lists them writes their flags back).",
                                 dir, n_found, n_found == 1 ? "" : "s", n_found == 1 ? "is" : "are");
+                /* Those others are kept so: no batch's journal is written
+                 * over one (slot_open()), and the ids given from now on are
+                 * above theirs, lest a later start restore them in the
+                 * wrong order (newest first: a new batch's journal, below
+                 * an unseen older one's id, would be restored after it,
+                 * its flags over the older batch's).  An id is the largest
+                 * one seen at a start plus one a batch: never above the
+                 * nanoseconds since boot when given (a batch takes more than
+                 * one); journals of an earlier boot are removed unread. */
+                struct timespec ts;
+                j->listing_partial = true;
+                if (clock_gettime(CLOCK_BOOTTIME, &ts) >= 0 &&
+                    (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec > max_id)
+                        max_id = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
         }
         if (n_found > 1)
                 qsort(found, n_found, sizeof *found, cmp_found_desc);

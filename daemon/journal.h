@@ -99,7 +99,12 @@ typedef int (*journal_restore_t)(const char *cgroup_root, const JournalEntry *e,
  * listing of the directory that fails partway fails the call so too, before
  * anything is restored, for lack of a resource or an interruption; for any
  * other error (EIO) it is logged, and the journals read before it are
- * recovered, any others left as they are.  One that names a
+ * recovered, any others left as they are: then j writes no batch's journal
+ * over a file of a slot's name that holds anything (journal_begin() takes
+ * another name, with a warning), and *ret_max_id is at least the
+ * nanoseconds since boot (CLOCK_BOOTTIME), above any id given in this boot,
+ * so that a later start restores those others after the new batches' (ids
+ * of a start are the largest one it read plus one a batch).  One that names a
  * boot other than boot_id (when both are known) is logged and removed without
  * restoring anything, also one cut short or damaged whose head names it.  One that records a cgroup root other than
  * j's cgroup root (freezerd restarted with another --cgroup-root) is logged,

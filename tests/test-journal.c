@@ -1131,14 +1131,65 @@ static void test_recover_listing_fails(void) {
         CHECK(e && strstr(e, "Cannot list all of the batch journals in ") && strstr(e, "Input/output error") &&
               strstr(e, "the 1 journal read before the error is recovered, any others are left as they are"));
 
-        /* The next start, whose listing is whole, restores the other. */
-        char first[sizeof restored[0].path] = "";
-        if (n_restored == 1)
-                memcpy(first, restored[0].path, sizeof first);
+        /* Again, with the start's Journal kept, as freezerd's is: a batch
+         * started then, and cut short by a crash (its slot left busy), must
+         * not write its journal over the one not listed, and its id must be
+         * above that one's.  Until session 46 the batch took journal-0.json,
+         * and where that was the one not listed it was written over; the id
+         * was the listed one's plus one, which may be below the other's, and
+         * the next start restored the older batch first.  Its flag: the
+         * group's as the older batch left it (its new one, false).  The
+         * journal listed first (the order of the directory, unchanged by
+         * a write in place) gets the smaller id: the other's is above any
+         * the listed one gives. */
+        write_text(file_size(s0) > 0 ? s1 : s0, "");
+        const char *listed = NULL;
+        {
+                _cleanup_(closedirp) DIR *d = opendir(dir);
+                struct dirent *de;
+                CHECK(d);
+                while (d && !listed && (de = readdir(d)))
+                        if (streq(de->d_name, "journal-0.json") || streq(de->d_name, "journal-1.json"))
+                                listed = streq(de->d_name, "journal-0.json") ? s0 : s1;
+        }
+        CHECK(listed);
+        const char *unlisted = listed == s0 ? s1 : s0;
+        const uint64_t unlisted_id = 9;
+        const char *unlisted_path = "/b", *listed_path = "/a";
+        write_text(listed, "{\"version\":1,\"id\":5,\"groups\":[{\"path\":\"/a\",\"prev\":true,\"new\":false}]}\n");
+        write_text(unlisted, "{\"version\":1,\"id\":9,\"groups\":[{\"path\":\"/b\",\"prev\":true,\"new\":false}]}\n");
+        _cleanup_free_ char *before = read_text(unlisted), *after = NULL;
+        CHECK(before);
+        Journal *j = NULL;
+        unsigned slot = 0;
+        CHECK(journal_new(dir, "/cg", &j) == 0);
+        n_restored = 0;
+        readdir_armed = true, readdir_fail_after = 1, readdir_fail_errno = EIO;
+        max_id = 0;
+        r = journal_recover_into(j, "boot-1", restore, NULL, &max_id);
+        readdir_armed = false;
+        CHECK_R(r, 1);
+        CHECK(n_restored == 1 && streq(restored[0].path, listed_path));
+        CHECK(file_size(listed) < 0 && file_size(unlisted) > 0);
+        CHECK(max_id > unlisted_id);
+        JournalEntry ne = { .path = unlisted_path, .prev_freeze = false, .new_freeze = true };
+        CHECK_R(journal_begin(j, max_id + 1, "boot-1", &ne, 1, &slot), 0);
+        CHECK(!streq(journal_slot_path(j, slot), unlisted));
+        after = read_text(unlisted);
+        CHECK(after && streq(after, before));
+        _cleanup_free_ char *new_path = strdup(journal_slot_path(j, slot));
+        CHECK(new_path);
+        j = journal_free(j); /* (its slot busy: left, as a crash leaves it) */
+        CHECK(file_size(new_path) > 0);
+
+        /* The next start, whose listing is whole, restores both, the new
+         * batch first: the group ends with the older batch's previous flag. */
         n_restored = 0;
         log_forget_last_error();
-        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 1);
-        CHECK(n_restored == 1 && !streq(restored[0].path, first));
+        CHECK_R(recover_dir(dir, "boot-1", "/cg", restore, NULL, &max_id), 2);
+        CHECK(n_restored == 2);
+        CHECK(streq(restored[0].path, unlisted_path) && !restored[0].prev);
+        CHECK(streq(restored[1].path, unlisted_path) && restored[1].prev);
         CHECK(!log_last_error());
         CHECK(dir_empty(dir));
         CHECK(rmdir(dir) == 0);
