@@ -1957,21 +1957,46 @@ static void note_frozen_by(freezer *f, const char *path, const frozen_by_result 
                           gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
 }
 
+/* Whether the last call's failure was the connection's, not the call's:
+ * freezerd not on the bus, gone, not answering, or a bus' socket given as
+ * its private one (the bus daemon answers, or closes the connection).  A
+ * call after it would only fail again, and be said instead of it. */
+static bool connection_failed(freezer *f) {
+        const char *name = freezer_last_error_name(f);
+
+        return streq_ptr(name, "org.freedesktop.DBus.Error.ServiceUnknown") ||
+               streq_ptr(name, "org.freedesktop.DBus.Error.NameHasNoOwner") ||
+               streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected") ||
+               streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") ||
+               streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
+               (arg_bus == BUS_PRIVATE &&
+                (streq_ptr(name, "org.freedesktop.DBus.Error.UnknownMethod") ||
+                 streq_ptr(name, "org.freedesktop.DBus.Error.UnknownInterface") ||
+                 streq_ptr(name, "org.freedesktop.DBus.Error.UnknownObject")));
+}
+
 /* Before a read-only command (status, tree, pressure, watch) looks PATH up:
  * whether that lookup makes freezerd track PATH's subtree, as freezerd does
  * for any call naming a group outside the tracked subtrees, and keeps it
  * across its restarts (tracked.json).  Looking at a group should not change
  * for good what freezerd follows unsaid: note_tracked() says it, once the
  * lookup succeeded.  From a listing (tracked groups and "/"): PATH is tracked
- * already where it or an ancestor below "/" is listed: *ret false.  Returns
- * the listing's failure (freezerd not there, a bus' socket given as its
- * private one, which closes the connection), for the caller to say as the
- * lookup's own; for a path that does not normalize, false and 0: the lookup
- * says what is wrong with it.
+ * already where it or an ancestor below "/" is listed: *ret false.
+ * A listing that fails for the connection (freezerd not there, a bus' socket
+ * given as its private one, which closes the connection) is returned, for
+ * the caller to say as the lookup's own.  Any other failure (a bus policy
+ * that denies ListGroups but not Get, no memory, a list too large) only
+ * leaves it unknown: *ret false, 0, and the lookup goes on (the status of a
+ * group does not depend on that note).  For a path that does not normalize,
+ * false and 0: the lookup says what is wrong with it.
+ * With ret_groups, the listing (sorted, group_cmp) is handed over for the
+ * caller to use again, *ret_listed saying whether there is one (none made,
+ * or it failed: false).
  * freezerd publishes no list of its track roots, so where it tracks "/" a
  * group made a moment ago right below "/", before freezerd read its mkdir,
  * gets the note though the lookup only adds it to that subtree. */
-static int lookup_tracks(freezer *f, const char *path, bool *ret) {
+static int lookup_tracks(freezer *f, const char *path, bool *ret, freezer_group **ret_groups, size_t *ret_n,
+                         bool *ret_listed) {
         _cleanup_free_ char *up = NULL;
         freezer_group *groups = NULL;
         size_t n = 0;
@@ -1979,11 +2004,16 @@ static int lookup_tracks(freezer *f, const char *path, bool *ret) {
         int r;
 
         *ret = false;
+        if (ret_groups) {
+                *ret_groups = NULL;
+                *ret_n = 0;
+                *ret_listed = false;
+        }
         if (!path || cg_path_normalize(path, &up, NULL) < 0 || streq(up, "/"))
                 return 0;
         r = freezer_list(f, &groups, &n);
         if (r < 0)
-                return r;
+                return connection_failed(f) ? r : 0;
         if (n > 0)
                 qsort(groups, n, sizeof(groups[0]), group_cmp);
         for (char *slash; tracks && !streq(up, "/");) {
@@ -1995,7 +2025,12 @@ static int lookup_tracks(freezer *f, const char *path, bool *ret) {
                 else
                         *slash = 0;
         }
-        freezer_group_array_free(groups, n);
+        if (ret_groups) {
+                *ret_groups = groups;
+                *ret_n = n;
+                *ret_listed = true;
+        } else
+                freezer_group_array_free(groups, n);
         *ret = tracks;
         return 0;
 }
@@ -2952,10 +2987,11 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         uint64_t id;
         bool have_id = true;
         char buf[64];
-        bool tracks;
+        bool tracks, listed;
         int ret = EXIT_SUCCESS, r;
 
-        r = lookup_tracks(f, path, &tracks);
+        /* Its listing is used again below. */
+        r = lookup_tracks(f, path, &tracks, &groups, &n_groups, &listed);
         if (r >= 0)
                 r = freezer_get_group_with_id(f, path, &g, &id);
         if (r == -ENODATA) {
@@ -2966,18 +3002,24 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         }
         if (r < 0) {
                 log_failure(f, r, "cannot get status of %s", path_q(shown ?: path));
+                freezer_group_array_free(groups, n_groups);
                 return EXIT_FAILURE;
         }
         if (tracks)
                 note_tracked(path);
         /* Which ancestor freezes it: their flags, from the listing, which
-         * tracks none of them (looking each up would).  Only a note: a
-         * failed listing leaves it unknown, not the status unread. */
-        if (state_by_parent(g.state) && freezer_list(f, &groups, &n_groups) >= 0) {
+         * tracks none of them (looking each up would): lookup_tracks()'s
+         * (PATH's ancestors are as listed there: a subtree the lookup began
+         * to track starts at PATH), or one made now (status of "/", whose
+         * lookup lists nothing, or a listing that failed there).  Only a
+         * note: a failed listing leaves it unknown, not the status unread. */
+        if (state_by_parent(g.state) && !listed && freezer_list(f, &groups, &n_groups) >= 0) {
+                listed = true;
                 if (n_groups > 0)
                         qsort(groups, n_groups, sizeof(groups[0]), group_cmp);
-                listed_frozen_by(groups, n_groups, g.path, g.state, false, &by);
         }
+        if (state_by_parent(g.state) && listed)
+                listed_frozen_by(groups, n_groups, g.path, g.state, false, &by);
 
         if (arg_json) {
                 struct json_object *o = json_object_new_object();
@@ -3355,6 +3397,7 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
         freezer_group root_group = {}, *groups = NULL;
         tree_node *root = NULL;
         size_t n = 0;
+        bool listed = false;
         int ret = EXIT_FAILURE, r;
 
         if (n_args > 0) {
@@ -3362,20 +3405,29 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
                  * track the subtree if it does not yet: said. */
                 bool tracks;
 
-                r = lookup_tracks(f, args[0], &tracks);
+                r = lookup_tracks(f, args[0], &tracks, &groups, &n, &listed);
                 if (r >= 0)
                         r = freezer_get_group(f, args[0], &root_group);
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(args[0]);
 
                         log_failure(f, r, "cannot show tree of %s", path_q(shown ?: args[0]));
+                        freezer_group_array_free(groups, n);
                         return EXIT_FAILURE;
                 }
                 if (tracks)
                         note_tracked(args[0]);
+                /* Its listing shows the tree, unless the lookup began to
+                 * track PATH's subtree, which it does not list. */
+                if (tracks && listed) {
+                        freezer_group_array_free(groups, n);
+                        groups = NULL;
+                        n = 0;
+                        listed = false;
+                }
         }
 
-        r = freezer_list(f, &groups, &n);
+        r = listed ? 0 : freezer_list(f, &groups, &n);
         if (r < 0) {
                 /* In the verb's words, with a PATH or without. */
                 if (root_group.path)
@@ -3488,7 +3540,7 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                 if (res == FREEZER_RESOURCE_IRQ && path)
                         break; /* a group has no IRQ pressure */
 
-                r = res == FREEZER_RESOURCE_CPU ? lookup_tracks(f, path, &tracks) : 0;
+                r = res == FREEZER_RESOURCE_CPU ? lookup_tracks(f, path, &tracks, NULL, NULL, NULL) : 0;
                 if (r >= 0)
                         r = freezer_get_pressure(f, path, res, &row->p);
                 /* The first read looked the group up (a hidden resource's
@@ -4210,7 +4262,7 @@ static int watch_start(freezer *f, watch_context *c) {
 
                 c->path = NULL;
                 freezer_group_clear(&c->group);
-                r = lookup_tracks(f, c->arg_path, &tracks);
+                r = lookup_tracks(f, c->arg_path, &tracks, NULL, NULL, NULL);
                 if (r >= 0)
                         r = freezer_get_group(f, c->arg_path, &c->group);
                 if (r < 0 && freezerd_absent(f))

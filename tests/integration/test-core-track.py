@@ -45,15 +45,20 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
      naming `freezectl untrack /q/s`, once: not when the path is tracked already
      (/q/s again, /pods/a/x, /pods/a, "/"); freeze, thaw and batch say nothing (they
      said nothing, and an operator who looked changed what freezerd follows for good).
+   * on a bus whose policy denies ListGroups (GetGroup and Get allowed), status of a
+     tracked and of an untracked group still shows it, without the note (it failed:
+     "cannot get status of /q/s: AccessDenied"); tree says the listing's failure.
 No step writes a cgroup.freeze but those named."""
 
 import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
@@ -134,6 +139,43 @@ def saved_tracked(d):
             return json.load(f).get('tracked', [])
     except FileNotFoundError:
         return []
+
+
+def check_list_denied(sc):
+    """A bus whose policy denies ListGroups but lets GetGroup and Get through: status and
+    pressure of a tracked group, and of an untracked one, still show it (they failed,
+    "cannot get status of /q/s: AccessDenied", since they list before the lookup to say
+    whether it tracks PATH); that note is left out, not knowable.  tree, which shows the
+    listing, says the listing's failure."""
+    with open(ft.DBUS_TEST_CONF) as f:
+        conf = f.read()
+    deny = (f'<deny send_destination="{ft.BUS_NAME}" send_interface="{ft.MANAGER_IFACE}" '
+            'send_member="ListGroups"/>\n        </policy>')
+    changed = conf.replace('</policy>', deny, 1)
+    ft.check(changed != conf, 'a bus configuration that denies ListGroups')
+    tmp = tempfile.mkdtemp(prefix=f'{ft.TMP_PREFIX}nolist-{os.getpid()}-')
+    try:
+        path = os.path.join(tmp, 'bus.conf')
+        with open(path, 'w') as f:
+            f.write(changed)
+        with ft.Bus(config=path) as bus, ft.Daemon(bus, sc.root, config={'track': ['/pods/a', '/q/r']}):
+            r = ft.freezectl('list', address=bus.address, check=False)
+            ft.check(r.returncode == 1 and 'AccessDenied' in r.stderr,
+                     'freezectl list on that bus: exit 1, AccessDenied', (r.returncode, r.stderr))
+            for p in ('/pods/a/x', '/q/s'):
+                r = ft.freezectl('status', p, address=bus.address, check=False)
+                ft.check(r.returncode == 0 and r.stderr == '' and
+                         any(ln.split() == ['Path:', p] for ln in r.stdout.splitlines()),
+                         f'freezectl status {p} with ListGroups denied: exit 0, its status, nothing on stderr',
+                         (r.returncode, r.stdout, r.stderr))
+                r = ft.freezectl('--json', 'status', p, address=bus.address, check=False)
+                ft.check(r.returncode == 0 and json.loads(r.stdout or 'null').get('path') == p,
+                         f'freezectl --json status {p} with ListGroups denied', (r.returncode, r.stdout, r.stderr))
+            r = ft.freezectl('tree', '/q/r', address=bus.address, check=False)
+            ft.check(r.returncode == 1 and r.stderr.startswith('freezectl: cannot show tree of /q/r: AccessDenied'),
+                     'freezectl tree /q/r with ListGroups denied: the listing\'s failure', (r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test():
@@ -374,6 +416,8 @@ def test():
                            'freezectl untrack of a path below a root whose name ends as a NotTracked: the path as '
                            'it is')
             c.call('Untrack', odd)
+
+        check_list_denied(sc)
     print('# checked: Track/Untrack of nested subtrees (ListGroups, GetManagedObjects, Groups, InterfacesAdded/'
           'Removed at each step), an untracked ancestor\'s flag, the root object under any track setting')
 
