@@ -4794,6 +4794,13 @@ static void manager_track_pending(Manager *m, const char *made) {
         }
 }
 
+/* Whether path is root or below it. */
+static bool path_in_subtree(const char *path, const char *root) {
+        size_t l = strlen(root);
+
+        return streq(root, "/") || streq(root, path) || (strncmp(root, path, l) == 0 && path[l] == '/');
+}
+
 /* Whether g lies in (or is) a tracked root's subtree. */
 static bool covered_by(Manager *m, const char *path, const char *except) {
         for (size_t i = 0; i < m->n_track_roots; i++) {
@@ -4840,12 +4847,17 @@ static void group_untrack(Manager *m, Group *g) {
  * fails the calls of those) and that the kernel has not confirmed yet, the
  * group the call waited on, not one confirmed long ago; found, where every one
  * of them is done (the call waits on a group elsewhere).  Not only in g's
- * subtree: a reload that drops "/" prunes each of its children on its own. */
-static const OpEntry *untracked_waited_on(const Operation *op, const OpEntry *found) {
+ * subtree: a reload that drops "/" prunes each of its children on its own.
+ * But in untracked's: where several roots were taken out before each is
+ * pruned (manager_forget_waiting_roots(), manager_call_end()), an entry under
+ * another of them is not covered either, and the message names untracked as
+ * what dropped it. */
+static const OpEntry *untracked_waited_on(const Operation *op, const OpEntry *found, const char *untracked) {
         for (unsigned i = 0; i < op->n_entries; i++) {
                 const OpEntry *e = &op->entries[i];
 
                 if (e->group && !e->done && !e->vanished && e->group->parent &&
+                    path_in_subtree(e->group->path, untracked) &&
                     !covered_by(op->manager, e->group->path, NULL) &&
                     !is_ancestor_of_root(op->manager, e->group->path, NULL))
                         return e;
@@ -4865,7 +4877,7 @@ static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause c
                          * a success queued: no other failure is its answer. */
                         if (e->op->doomed)
                                 continue;
-                        const OpEntry *named = untracked_waited_on(e->op, e);
+                        const OpEntry *named = untracked_waited_on(e->op, e, untracked);
                         const char *path = named->group->path, *what = named->new_freeze ? "freeze" : "thaw";
                         switch (cause) {
                         case UNTRACK_RELOAD:
