@@ -684,7 +684,11 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * name and message: since 0.6.5; before, the refusal
  * went unseen and no change was reported), and the callback, installed
  * still, hears of nothing from that freezerd (it is not asked again) until
- * the next start.  On a private handle freezerd exiting
+ * the next start.  A SubscribeGroups() that the method-call timeout ends
+ * there (a freezerd slow to answer, or stopped for a while) is no refusal:
+ * sent again, without an error, the states read after its answer (since
+ * 0.6.5: before, it failed the dispatch with -ETIMEDOUT and was not
+ * retried).  On a private handle freezerd exiting
  * loses the connection: -ECONNRESET, as for any call.  So
  * too when signals are dropped past the handle's queue (see "Event loop
  * integration"): the states are read again, and for a dropped

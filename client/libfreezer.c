@@ -249,6 +249,12 @@ struct freezer {
          * memory to subscribe us, and did not count it): the retry sends it
          * again (state_resubscribe()), of the state callback's kind. */
         bool states_resubscribe;
+        /* The fallback's SubscribeGroups() in flight: when sd-bus may time it
+         * out (call_until()), and whether its reply is sd-bus' own timeout
+         * (reply_is_local_timeout(), told where it comes: on_fallback_subscribed()
+         * runs later, when the connection may be lost meanwhile). */
+        uint64_t fallback_until;
+        bool fallback_timed_out;
 
         /* The last freezer_dispatch() stopped at FREEZER_DISPATCH_MAX: until
          * the next one, freezer_get_timeout() says "now" and freezer_wait()
@@ -321,6 +327,18 @@ static void reload_lost(freezer *f, bool *retry, int r) {
                 b->at = usec_add(now_usec(), b->delay);
         *retry = true;
         f->reload_error = r;
+}
+
+/* A reload to start again after its kind's delay, as reload_lost() has
+ * it, but with no error for freezer_dispatch(): nothing was lost for lack
+ * of memory (sd-bus timed the fallback's SubscribeGroups() out:
+ * on_fallback_subscribed()). */
+static void reload_retry_later(freezer *f, bool *retry) {
+        reload_backoff *b = reload_kind_backoff(f, retry);
+
+        if (!reload_kind_pending(f, retry))
+                b->at = usec_add(now_usec(), b->delay);
+        *retry = true;
 }
 
 /* Retries of the kind of retry dropped (their callback gone, freezerd gone
@@ -3087,6 +3105,8 @@ static int states_fallback_subscribe(freezer *f) {
         f->ids_slot = sd_bus_slot_unref(f->ids_slot);
         held_drop(f);
         f->reread_in = f->reread_again = f->ids_loading = f->ids_again = false;
+        f->fallback_until = call_until(f->bus, 0);
+        f->fallback_timed_out = false;
         r = reload_call(f, "SubscribeGroups", on_fallback_subscribed_queue, &f->ids_slot, &f->states_fallback);
         if (r < 0)
                 f->ids_slot = NULL;
@@ -3097,9 +3117,9 @@ static int on_group_ids_queue(sd_bus_message *m, void *userdata, sd_bus_error *r
 static int on_states_reread_queue(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
 /* A refusal of the fallback's SubscribeGroups() that is neither a shortage
- * (retried) nor freezerd gone (the next start subscribes): a bus policy
- * that refuses it too (AccessDenied), freezerd's Failed, a freezerd that
- * lacks it (UnknownMethod), sd-bus' own timeout.  Not subscribed, the state
+ * nor sd-bus' own timeout (both retried) nor freezerd gone (the next start
+ * subscribes): a bus policy that refuses it too (AccessDenied), freezerd's
+ * Failed, a freezerd that lacks it (UnknownMethod).  Not subscribed, the state
  * callback would hear of nothing, as after a refused installation, which
  * fails: the next freezer_dispatch() fails with its errno (error_to_errno():
  * -EACCES, -EIO, ...), the refusal its last error, once; not retried (it
@@ -3130,8 +3150,15 @@ static void fallback_refused(freezer *f, const sd_bus_error *e) {
  * (freezerd's or dbus-daemon's NoMemory, the bus' LimitsExceeded:
  * reply_shortage()) is not subscribed either: the fallback is sent again
  * from a later dispatch (states_fallback), which says -ENOMEM, as for the
- * reloads.  freezerd gone meanwhile: nothing, the next start subscribes.
- * Any other refusal: fallback_refused(). */
+ * reloads.  sd-bus' own timeout (its method-call timeout, 25 s, passed) is
+ * no refusal: a freezerd merely slow, busy, or stopped for a while, may
+ * well have subscribed us, or will, and taken for one its GroupsChanged
+ * were never read (freezectl watch exited, "refused").  It is sent again,
+ * from a later dispatch, as after a shortage but without an error (nothing
+ * was lost here: the retry is all); a freezerd that did take the first
+ * counts us twice, which costs it the signals it sends us anyway, until
+ * this connection closes.  freezerd gone meanwhile: nothing, the next
+ * start subscribes.  Any other refusal: fallback_refused(). */
 static int on_fallback_subscribed(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
@@ -3141,6 +3168,10 @@ static int on_fallback_subscribed(sd_bus_message *reply, void *userdata, _unused
                 return 0;
         if (reply_shortage(reply)) {
                 reload_lost(f, &f->states_fallback, -ENOMEM);
+                return 0;
+        }
+        if (f->fallback_timed_out) {
+                reload_retry_later(f, &f->states_fallback);
                 return 0;
         }
         if (e) {
@@ -3156,19 +3187,22 @@ static int on_fallback_subscribed(sd_bus_message *reply, void *userdata, _unused
 static int on_fallback_subscribed_queue(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *ret_error) {
         freezer *f = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(m);
-        int before = f->reload_error,
-            r = defer_reload_reply(f, m, on_fallback_subscribed, &f->ids_slot, &f->states_retry);
+        int before = f->reload_error, r;
+
+        f->fallback_timed_out = reply_is_local_timeout(m, sd_bus_is_open(f->bus) <= 0, f->fallback_until);
+        r = defer_reload_reply(f, m, on_fallback_subscribed, &f->ids_slot, &f->states_retry);
 
         /* Its reply lost for lack of memory: subscribed, the states are read
          * from a later dispatch (states_retry: states_lost() with
          * GroupsChanged), which says -ENOMEM.  A refusal is read off the
          * reply, which is at hand: a shortage's fallback sent again (the
-         * same retry, of another flag); any other refusal told as
+         * same retry, of another flag), and so sd-bus' own timeout's; any
+         * other refusal told as
          * on_fallback_subscribed() tells it (its errno, as no memory is
          * there to keep the error), or, freezerd gone, nothing. */
         if (r < 0 && e) {
                 f->states_retry = false;
-                if (reply_shortage(m))
+                if (reply_shortage(m) || f->fallback_timed_out)
                         f->states_fallback = true;
                 else if (error_no_daemon(e))
                         f->reload_error = before;

@@ -40,6 +40,11 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     stand-in).  (The refusal was never seen; then, in 0.6.5 as first made, its D-Bus error
     was dropped, the last error derived from the errno: "Permission denied",
     System.Error.EBADR.)
+  * With that stand-in too slow to answer SubscribeGroups before sd-bus' method-call timeout
+    (SYSTEMD_BUS_TIMEOUT=1; 25 s by default): SubscribeGroups is sent again, no
+    freezer_dispatch() fails, the states are read after its answer: /g frozen reported.
+    (The timeout was taken for a refusal: -ETIMEDOUT, nothing read, freezectl watch ended
+    "refused" by a freezerd that may well have subscribed it.)
   * With that stand-in, a ListGroups in flight (sent for a GroupStatesChanged dropped, the
     hook, after the refusal's reply was lost, the hook) when the fallback subscribes: the
     states are read again after the subscription's answer, /g frozen between the two
@@ -549,12 +554,16 @@ def check_fallback_send_nobufs(lib, sc, bus, where):
         lib.freezer_close(f)
 
 
+UNANSWERED = 'unanswered'
+
+
 class OlderStandIn:
     """A thread holding freezerd's bus name (taken before __enter__ returns), as a freezerd
     without GroupStatesChanged: SubscribeGroupStates refused (UnknownMethod), each
     SubscribeGroups answered with the next of answers (an error name, or None: subscribed;
-    subscribed once they run out), ListGroups listing /g with the next of states (the last
-    one once they run out), any other call answered empty.  self.calls: the members
+    UNANSWERED: never answered, its call recorded with '?'; subscribed once they run out),
+    ListGroups listing /g with the next of states (the last one once they run out), any
+    other call answered empty.  self.calls: the members
     called, in order, an error answer's with '!'.  With go (an Event), SubscribeGroupStates
     sets self.held and is answered once go is set, a GroupStatesChanged emitted after the
     refusal."""
@@ -585,6 +594,9 @@ class OlderStandIn:
             error = 'org.freedesktop.DBus.Error.UnknownMethod'
         elif member == 'SubscribeGroups' and self.answers:
             error = self.answers.pop(0)
+            if error == UNANSWERED:  # subscribed, but the answer never comes (too slow)
+                self.calls.append(member + '?')
+                return
         if member == 'SubscribeGroupStates' and self.go:
             self.held.set()
             self.go.wait(timeout=ft.DEFAULT_TIMEOUT)
@@ -662,6 +674,44 @@ def check_fallback_subscription_refused(lib, bus, answer):
                 ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups!', 'Thaw'],
                                f'{what}: nothing read, nothing sent again')
                 ft.check(lib.freezer_dispatch(f) >= 0, f'{what}: said once')
+    finally:
+        lib.freezer_close(f)
+
+
+def check_fallback_subscription_timed_out(lib, bus):
+    """An older freezerd (OlderStandIn) started under a state callback, too slow to answer
+    the fallback's SubscribeGroups before sd-bus' method-call timeout (SYSTEMD_BUS_TIMEOUT=1
+    for the handle; 25 s by default): SubscribeGroups is sent again, freezer_dispatch() fails
+    with nothing, the states are read after its answer, /g frozen reported.  (That timeout
+    was taken for a refusal: freezer_dispatch() said -ETIMEDOUT, as a policy's AccessDenied,
+    nothing read, freezectl watch ended "refused" by a freezerd that may have subscribed.)"""
+    what = 'the fallback\'s SubscribeGroups timed out by sd-bus'
+    events = []
+    results = []
+    on_state = state_recorder(events)
+    # sd-bus reads it once per connection, at its first call.
+    saved = os.environ.get('SYSTEMD_BUS_TIMEOUT')
+    os.environ['SYSTEMD_BUS_TIMEOUT'] = '1'
+    try:
+        f = open_handle(lib, bus.address)
+        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                       'freezer_set_state_callback with no freezerd')
+    finally:
+        if saved is None:
+            os.environ.pop('SYSTEMD_BUS_TIMEOUT')
+        else:
+            os.environ['SYSTEMD_BUS_TIMEOUT'] = saved
+    try:
+        with OlderStandIn(bus, [UNANSWERED]) as s:
+            def seen():
+                results.append(lib.freezer_dispatch(f))
+                return ('/g', FROZEN, True) in events or (results[-1] < 0 and results[-1] != -errno.ENOMEM)
+            ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen, or a failure')
+            ft.check(all(r >= 0 for r in results), f'{what}: freezer_dispatch() fails with nothing',
+                     (results[-3:], lib.freezer_last_error_name(f)))
+            ft.check(('/g', FROZEN, True) in events, f'{what}: the state callback reports /g frozen', events)
+            ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups?', 'SubscribeGroups', 'ListGroups'],
+                           f'{what}: subscribed again, the states read after its answer')
     finally:
         lib.freezer_close(f)
 
@@ -928,6 +978,7 @@ def test():
                 for answer in ('org.freedesktop.DBus.Error.NoMemory', 'org.freedesktop.DBus.Error.LimitsExceeded',
                                'org.freedesktop.DBus.Error.AccessDenied', 'org.freedesktop.DBus.Error.UnknownMethod'):
                     check_fallback_subscription_refused(lib, bus, answer)
+                check_fallback_subscription_timed_out(lib, bus)
                 check_fallback_read_in_flight(lib, bus)
                 check_watch_fallback_refused(sc, bus, False)
                 check_watch_fallback_refused(sc, bus, True)
