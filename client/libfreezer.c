@@ -3779,7 +3779,9 @@ static void reload_backoff_grow(reload_backoff *b) {
  * callback is gone, or the connection is lost.  Each kind not before its
  * backoff's time: each retry doubles the wait before the next of its kind
  * (reload_lost()), and a reload whose last reply is kept ends that
- * (reload_done()), as does the fallback, which waits for no reply. */
+ * (reload_done()); so does the fallback's SubscribeGroups() answered with
+ * a refusal, which is not retried (on_fallback_subscribed(): answered
+ * subscribed, the states read after it end it). */
 static void reloads_retry(freezer *f) {
         uint64_t n;
         int r = 0;
