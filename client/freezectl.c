@@ -1957,6 +1957,12 @@ static void note_frozen_by(freezer *f, const char *path, const frozen_by_result 
                           gap ? " (and so may a group " : "", gap ?: "", gap ? ")" : "");
 }
 
+/* Whether the last call failed because no freezerd owns its name on the bus. */
+static bool freezerd_absent(freezer *f) {
+        return streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
+               streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner");
+}
+
 /* Whether the last call's failure was the connection's, not the call's:
  * freezerd not on the bus, gone, not answering, or a bus' socket given as
  * its private one (the bus daemon answers, or closes the connection).  A
@@ -1964,9 +1970,7 @@ static void note_frozen_by(freezer *f, const char *path, const frozen_by_result 
 static bool connection_failed(freezer *f) {
         const char *name = freezer_last_error_name(f);
 
-        return streq_ptr(name, "org.freedesktop.DBus.Error.ServiceUnknown") ||
-               streq_ptr(name, "org.freedesktop.DBus.Error.NameHasNoOwner") ||
-               streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected") ||
+        return freezerd_absent(f) || streq_ptr(name, "org.freedesktop.DBus.Error.Disconnected") ||
                streq_ptr(name, "org.freedesktop.DBus.Error.NoReply") ||
                streq_ptr(name, "org.freedesktop.DBus.Error.Timeout") ||
                (arg_bus == BUS_PRIVATE &&
@@ -4189,11 +4193,6 @@ static void watch_calls_end(void) {
         (void) sigprocmask(SIG_BLOCK, &watch_signals, NULL);
 }
 
-/* Whether the last call failed because no freezerd owns its name on the bus. */
-static bool freezerd_absent(freezer *f) {
-        return streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.ServiceUnknown") ||
-               streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.NameHasNoOwner");
-}
 
 /* Add the pending triggers: all of them at the start, after a restart those
  * that the old freezerd's exit ended.  Returns how many it added; one that
