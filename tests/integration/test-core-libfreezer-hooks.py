@@ -215,6 +215,17 @@ def state_recorder(events):
     return on_state
 
 
+def open_state_handle(lib, address):
+    """open_handle() with a state_recorder() installed before any freezerd runs:
+    (handle, the events list, the callback to keep referenced)."""
+    f = open_handle(lib, address)
+    events = []
+    on_state = state_recorder(events)
+    ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
+                   'freezer_set_state_callback with no freezerd')
+    return f, events, on_state
+
+
 def check_thaw_reported(lib, f, c, events, what):
     """/g thawed by c's Thaw: the state callback reports it running (after events' present
     end), the handle following the subscription it fell back to."""
@@ -320,13 +331,9 @@ def check_group_retry_not_activating(lib, sc, tmp):
 
 def check_fallback_reply_lost(lib, sc, bus):
     what = 'SubscribeGroupStates refused, its reply lost'
-    f = open_handle(lib, bus.address)
-    events = []
+    f, events, on_state = open_state_handle(lib, bus.address)
     results = []
-    on_state = state_recorder(events)
     try:
-        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
-                       'freezer_set_state_callback with no freezerd')
         ctypes.c_uint.in_dll(lib, 'freezer_test_fail_reload_replies').value = 1
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
@@ -382,13 +389,9 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
     subscription, and /g frozen was never reported.)  A thaw after it is reported too."""
     what = ('a retried SubscribeGroupStates refused' + (', its reply lost,' if lose_reply else '') +
             ' /g frozen before the retry')
-    f = open_handle(lib, bus.address)
-    events = []
+    f, events, on_state = open_state_handle(lib, bus.address)
     results = []
-    on_state = state_recorder(events)
     try:
-        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
-                       'freezer_set_state_callback with no freezerd')
         hook(lib, 'freezer_test_nomem_subscriptions').value = 1
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
@@ -641,13 +644,9 @@ def check_fallback_subscription_refused(lib, bus, answer):
     refusals = {'org.freedesktop.DBus.Error.AccessDenied': -errno.EACCES,
                 'org.freedesktop.DBus.Error.UnknownMethod': -errno.EBADR}
     shortage = answer not in refusals
-    f = open_handle(lib, bus.address)
-    events = []
+    f, events, on_state = open_state_handle(lib, bus.address)
     results = []
-    on_state = state_recorder(events)
     try:
-        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
-                       'freezer_set_state_callback with no freezerd')
         with OlderStandIn(bus, [answer]) as s:
             if shortage:
                 def seen():
@@ -726,14 +725,10 @@ def check_fallback_read_in_flight(lib, bus):
     again after the subscription is answered.  (The ListGroups in flight, older than the
     subscription, was taken for the read after it: /g reported running, never frozen.)"""
     what = 'a ListGroups in flight when the fallback subscribes'
-    f = open_handle(lib, bus.address)
-    events = []
+    f, events, on_state = open_state_handle(lib, bus.address)
     results = []
-    on_state = state_recorder(events)
     go = threading.Event()
     try:
-        ft.check_equal(lib.freezer_set_state_callback(f, on_state, None), 0,
-                       'freezer_set_state_callback with no freezerd')
         hook(lib, 'freezer_test_fail_reload_replies').value = 1
         hook(lib, 'freezer_test_drop_signals').value = 1
         with OlderStandIn(bus, [], states=('running', 'frozen'), go=go) as s:
