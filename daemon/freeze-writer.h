@@ -29,9 +29,10 @@
  * first preempted the caller before it slept, and the caller then waited
  * behind the kworker: 4-7 ms a cycle of the batch benchmark at n=1,000, under
  * 0.3 ms now.  The price: a thread may start behind the previous call's kworker,
- * which a real-time thread waits for in full; with the notification work at
- * its shorter length (see group_open_events() in manager.c) that costs less
- * than it saves.  A process allowed one CPU writes from that one. */
+ * which a real-time thread waits for in full: a call that comes while the last
+ * big writes' notification work probably still runs on their CPU therefore
+ * writes from the caller's CPU instead (choose_cpu() in freeze-writer.c).  A
+ * process allowed one CPU writes from that one. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,7 +70,8 @@ typedef struct FreezeWriterReport {
 typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
- * CPU after the calling one (see above) and waits for it; the writes stop at
+ * CPU after the calling one, or to the calling one while the last long writes'
+ * CPU is busy with their notification work (see above), and waits for it; the writes stop at
  * the first failure (see r), but that of a group removed that may_vanish.  delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every

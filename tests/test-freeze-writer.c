@@ -135,6 +135,46 @@ static void test_report(void) {
         close(w.fd);
 }
 
+/* A call right after long writes writes from another CPU than theirs, where
+ * the kernel's notification work for them may still run (choose_cpu()); a
+ * call after short writes, or once that time has passed, from the CPU after
+ * the caller's again.  The long writes are one write and a sleep (delay_usec),
+ * which the thread counts as writing time. */
+static void test_busy_cpu(void) {
+        FreezeWriterReport rep;
+        FreezeWrite w = { .fd = tmpfile_fd(), .value = true };
+        cpu_set_t allowed;
+        uint64_t end;
+        int long_cpu;
+
+        CHECK(w.fd >= 0);
+        CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+        if (CPU_COUNT(&allowed) < 2) {
+                printf("busy cpu: not run, the process may use one CPU only\n");
+                close(w.fd);
+                return;
+        }
+        CHECK_R(freeze_write_realtime(&w, 1, 50000, NULL, NULL, &rep), 0);
+        end = now_usec();
+        long_cpu = rep.cpu;
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK_R(w.r, 0);
+        CHECK(rep.cpu != long_cpu);
+        CHECK(CPU_ISSET(rep.cpu, &allowed));
+        CHECK(now_usec() - end < 50000); /* (else the check above proved nothing) */
+        /* That write was short: the next goes to the CPU after the caller's. */
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK(rep.cpu != rep.caller_cpu);
+
+        /* Long writes again, and a call once their time has passed. */
+        CHECK_R(freeze_write_realtime(&w, 1, 50000, NULL, NULL, &rep), 0);
+        usleep(120000);
+        CHECK_R(freeze_write_realtime(&w, 1, 0, NULL, NULL, &rep), 0);
+        CHECK(rep.cpu != rep.caller_cpu);
+        close(w.fd);
+        printf("busy cpu: done\n");
+}
+
 typedef struct Progress {
         FreezeWrite *w;
         const int *fds;
@@ -359,6 +399,7 @@ int main(void) {
         test_writes("realtime", run_realtime);
         test_writes("direct", run_direct);
         test_report();
+        test_busy_cpu();
         test_progress();
         /* Right after the others: their thread still waits for a call. */
         test_refused();
