@@ -214,15 +214,16 @@ static void follow_progress(WriterJob *job, freeze_progress_t progress, void *us
 }
 
 /* The CPU for the writer: the next one after the caller's that the process
- * may run on (see freeze-writer.h), or the caller's own if it is the only one. */
-static int writer_cpu(int caller_cpu) {
+ * may run on and is not `avoid` (see freeze-writer.h; -1: none), or the
+ * caller's own if there is no other. */
+static int writer_cpu(int caller_cpu, int avoid) {
         cpu_set_t allowed;
 
         if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
                 return caller_cpu;
         for (int i = 1; i < CPU_SETSIZE; i++) {
                 int c = (caller_cpu + i) % CPU_SETSIZE;
-                if (CPU_ISSET(c, &allowed))
+                if (c != avoid && CPU_ISSET(c, &allowed))
                         return c;
         }
         return caller_cpu;
@@ -237,19 +238,16 @@ static int writer_cpu(int caller_cpu) {
  * the scheduler places a woken real-time thread on its CPU while a normal
  * task runs there, counting on preemption that a kernel without it does not
  * give (1.0-1.4 ms a thaw step of the batch benchmark at n=1,000).  Such a
- * call writes from the caller's CPU instead, which the caller leaves to it as
- * it waits; most of the new writes' own notifications are then held back by
- * the kernel's 10 ms limit per file and come later from a timer.  The work is
- * taken to last as long as the writes did: more than it does, which costs
- * nothing but a write from the caller's CPU.  Writes shorter than
- * WRITER_BUSY_MIN_NS changed too few groups for their work to matter. */
+ * call writes from another CPU, the caller's where there is no third one (the
+ * caller leaves it to the thread as it waits); most of the new writes' own
+ * notifications are then held back by the kernel's 10 ms limit per file and
+ * come later from a timer.  The work is taken to last as long as the writes
+ * did: more than it does, which costs nothing but a write from the caller's
+ * CPU.  Writes shorter than WRITER_BUSY_MIN_NS changed too few groups for
+ * their work to matter. */
 #define WRITER_BUSY_MIN_NS (250 * 1000)
 static int choose_cpu(int caller_cpu, int64_t now_ns) {
-        int cpu = writer_cpu(caller_cpu);
-
-        if (cpu != caller_cpu && cpu == last_writes.cpu && now_ns < last_writes.busy_until_ns)
-                return caller_cpu;
-        return cpu;
+        return writer_cpu(caller_cpu, now_ns < last_writes.busy_until_ns ? last_writes.cpu : -1);
 }
 
 /* Hands job to the waiting thread, moved to cpu: false if none waits. */

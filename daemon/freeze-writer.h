@@ -31,8 +31,8 @@
  * 0.3 ms now.  The price: a thread may start behind the previous call's kworker,
  * which a real-time thread waits for in full: a call that comes while the last
  * big writes' notification work probably still runs on their CPU therefore
- * writes from the caller's CPU instead (choose_cpu() in freeze-writer.c).  A
- * process allowed one CPU writes from that one. */
+ * writes from another CPU, the caller's if there is no third (choose_cpu() in
+ * freeze-writer.c).  A process allowed one CPU writes from that one. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,8 +70,9 @@ typedef struct FreezeWriterReport {
 typedef bool (*freeze_progress_t)(size_t done, void *userdata);
 
 /* Writes w[0..n) in order from a SCHED_FIFO priority 1 thread pinned to the
- * CPU after the calling one, or to the calling one while the last long writes'
- * CPU is busy with their notification work (see above), and waits for it; the writes stop at
+ * CPU after the calling one, skipping the last long writes' CPU while it is
+ * busy with their notification work (the calling one where no other is left:
+ * see above), and waits for it; the writes stop at
  * the first failure (see r), but that of a group removed that may_vanish.  delay_usec (crash tests only, else 0) sleeps after each write.  progress
  * (may be NULL) is called whenever writes were done since its last call (and
  * again while it says it has more to do), the last time with done == n (every
