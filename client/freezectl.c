@@ -394,17 +394,19 @@ static void help_to(FILE *f) {
                "                   \"message\". \"path\" is PATH normalized as list prints it\n"
                "                   (\"/pods/a\" for \"pods/a/\"), or as given if freezerd refused\n"
                "                   it as malformed (a byte that is not UTF-8 as U+FFFD). A thaw\n"
-               "                   --recursive whose PATH stays frozen adds \"frozen_by\": the\n"
-               "                   ancestor that freezes it (\"/\": the cgroup root's own flag),\n"
-               "                   \"above-root\" for a group above freezerd's cgroup root, or\n"
-               "                   \"untracked\" for a group freezerd does not track; and\n"
-               "                   \"untracked_between\": [A, B] where groups that freezerd does\n"
-               "                   not track lie between PATH and what \"frozen_by\" names (A and\n"
-               "                   B the tracked groups around them, B null if none is above\n"
-               "                   them), one of which may be what freezes it, nearer; null\n"
-               "                   otherwise. A plain thaw (not --recursive, not --no-wait)\n"
-               "                   adds \"frozen_below\": N where N > 0 groups below PATH stay\n"
-               "                   frozen by their own flags (or those of groups between)\n"
+               "                   whose PATH stays frozen (exit 3), --recursive or not (a\n"
+               "                   plain thaw's FrozenByParent cleared PATH's flag all the\n"
+               "                   same), is \"done\" and adds \"frozen_by\": the ancestor that\n"
+               "                   freezes it (\"/\": the cgroup root's own flag), \"above-root\"\n"
+               "                   for a group above freezerd's cgroup root, or \"untracked\" for\n"
+               "                   a group freezerd does not track; and \"untracked_between\":\n"
+               "                   [A, B] where groups that freezerd does not track lie between\n"
+               "                   PATH and what \"frozen_by\" names (A and B the tracked groups\n"
+               "                   around them, B null if none is above them), one of which may\n"
+               "                   be what freezes it, nearer; null otherwise. A plain thaw\n"
+               "                   (not --recursive, not --no-wait) adds \"frozen_below\": N\n"
+               "                   where N > 0 groups below PATH stay frozen by their own flags\n"
+               "                   (or those of groups between)\n"
                "  freeze --except  an array of the paths of the groups frozen, sorted\n"
                "  batch            {\"writes\": N, \"skipped\": M} (M counts the requests left out\n"
                "                   by --skip-missing too)\n"
@@ -2106,6 +2108,34 @@ static int caller_frozen_below(caller *c, const char *norm, uint32_t *ret) {
         return 0;
 }
 
+/* frozen_by() for a thaw that FrozenByParent answered.  The wire has no
+ * ListGroups: by the wire, a libfreezer handle to where the wire went (the
+ * private socket it reached, else the bus) looks the groups up, for this
+ * alone.  Nothing is said if it cannot connect: ret is left empty, as
+ * frozen_by() leaves it when a look-up fails. */
+static void caller_frozen_by(caller *c, const char *path, frozen_by_result *ret) {
+        freezer *f = NULL;
+        int r;
+
+        *ret = (frozen_by_result) {};
+        if (c->f) {
+                frozen_by(c->f, path, ret);
+                return;
+        }
+        if (connected_private)
+                r = freezer_open_private(&f, arg_bus == BUS_PRIVATE ? arg_socket : NULL);
+        else if (arg_bus == BUS_ADDRESS)
+                r = freezer_open_address(&f, arg_address);
+        else if (arg_bus == BUS_USER)
+                r = freezer_open_user(&f);
+        else
+                r = freezer_open_system(&f);
+        if (r < 0)
+                return;
+        frozen_by(f, path, ret);
+        freezer_close(f);
+}
+
 static int caller_apply_batch(caller *c, const freezer_request *requests, size_t n, uint64_t flags,
                               uint32_t *ret_writes, uint32_t *ret_skipped) {
         uint32_t reply[2] = {};
@@ -2566,6 +2596,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 _cleanup_(frozen_by_result_clear) frozen_by_result by = {};
                 _cleanup_free_ char *shown = path_shown(paths[i]);
                 uint32_t frozen_below = 0;
+                bool by_parent = false;
 
                 interrupt_say("the %s of %s", freeze ? "freeze" : "thaw", path_q(shown ?: paths[i]));
                 call_path = paths[i];
@@ -2578,15 +2609,25 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                 }
                 if (r < 0) {
                         log_caller_failure(c, r, "cannot %s %s", freeze ? "freeze" : "thaw", path_q(shown ?: paths[i]));
-                        if (!freeze && streq_ptr(caller_error_name(c), FROZEN_BY_PARENT_ERROR))
+                        /* Read once: the look-up below makes calls of its
+                         * own, which replace the last error. */
+                        by_parent = !freeze && streq_ptr(caller_error_name(c), FROZEN_BY_PARENT_ERROR);
+                        if (by_parent) {
                                 still_frozen = true; /* its flag is cleared */
-                        else
+                                /* Done as far as PATH's flag goes, as a thaw
+                                 * --recursive that an ancestor leaves frozen
+                                 * is: its --json object says it alike,
+                                 * "done" and what freezes it ("frozen_by"),
+                                 * by the same walk, not "failed". */
+                                if (results)
+                                        caller_frozen_by(c, paths[i], &by);
+                        } else
                                 ret = EXIT_FAILURE;
                         /* No connection, no path handled: nothing on standard
                          * output, as where libfreezer cannot connect (a
                          * "failed" object said it for the first path alone,
                          * and over the wire only). */
-                        if (results && i == 0 && caller_not_connected(c, r)) {
+                        if (results && i == 0 && !by_parent && caller_not_connected(c, r)) {
                                 json_object_put(results);
                                 results = NULL;
                         }
@@ -2617,7 +2658,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                                   word ? PROGRAM " thaw --recursive " : "a thaw --recursive of it", word ?: "");
                 }
 
-                if (results && json_append_result(results, paths[i], r < 0, caller_error_name(c),
+                if (results && json_append_result(results, paths[i], r < 0 && !by_parent, caller_error_name(c),
                                                   caller_error_message(c), &by, frozen_below) < 0) {
                         log_oom();
                         ret = EXIT_FAILURE;
@@ -2629,7 +2670,7 @@ static int verb_freeze_thaw(caller *c, bool freeze, char **paths, size_t n_paths
                  * as that path goes, and the paths after it are thawed as
                  * asked, the exit status still 1.  Any other failure ends
                  * the command. */
-                if (r < 0 && !(!freeze && streq_ptr(caller_error_name(c), FROZEN_BY_PARENT_ERROR)))
+                if (r < 0 && !by_parent)
                         break;
         }
 

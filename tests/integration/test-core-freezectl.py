@@ -21,7 +21,9 @@ Checks:
   * A thaw of /g/h under a frozen /g exits 3 (its flag cleared, still frozen),
     plain, --no-wait, --recursive and --recursive --no-wait alike (a plain thaw
     exited 1, as for a failure, and --recursive 0, as for a group that runs);
-    thaw /g/h /a-b 3, /a-b thawed; thaw /g/h /nope 1 (a failure wins).
+    thaw /g/h /a-b 3, /a-b thawed; thaw /g/h /nope 1 (a failure wins).  With
+    --json, /g/h's object is "done" with "frozen_by": "/g", as thaw --recursive's
+    (a plain thaw's said "failed", with FrozenByParent's error).
   * Exit status 1 with one line on stderr naming the path and the error for
     NoSuchGroup, FrozenByParent (exit 3), Timeout (--timeout=300ms --rollback: rolled
     back; without --rollback, freeze, freeze --recursive and --json freeze: the
@@ -519,9 +521,16 @@ def test():
                                f'{what} under a frozen /g: exit 3, both flags cleared')
                 one_line(r, what, '/g/h', 'FrozenByParent')
                 if json_arg:
-                    ft.check_equal([(o['path'], o['result'], o.get('error')) for o in json.loads(r.stdout)],
-                                   [('/g/h', 'failed', ft.ERROR_FROZEN_BY_PARENT), ('/a-b', 'done', None)],
-                                   f'{what}: /g/h failed, /a-b done')
+                    # /g/h's object as thaw --recursive's: "done" (its flag is cleared) and what
+                    # freezes it (it said "failed" with FrozenByParent's error and message).
+                    ft.check_equal(json.loads(r.stdout),
+                                   [{'path': '/g/h', 'result': 'done', 'frozen_by': '/g', 'untracked_between': None},
+                                    {'path': '/a-b', 'result': 'done'}],
+                                   f'{what}: /g/h done, frozen by /g, /a-b done')
+                    ft.freezectl('freeze', '/g/h')
+                    rec = ft.freezectl('--json', 'thaw', '--recursive', '/g/h', check=False)
+                    ft.check_equal((rec.returncode, json.loads(rec.stdout)), (3, json.loads(r.stdout)[:1]),
+                                   f'{what}: /g/h\'s object is thaw --recursive\'s')
                 ft.freezectl('freeze', '/a-b')
             for args in ([], ['--recursive']):
                 r = ft.freezectl('thaw', *args, '/g/h', '/nope', check=False)
