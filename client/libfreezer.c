@@ -319,14 +319,19 @@ static bool reload_due(freezer *f) {
 /* A reload's reply lost, or its Ids not loaded, for lack of memory (r): the
  * error for the next freezer_dispatch(), the reload (*retry: states_retry or
  * known_retry) for one after its kind's delay.  Several of a kind lost at
- * once are retried together. */
+ * once are retried together.  An error pending already is kept: the first
+ * is said.  It may be the fallback's refusal (fallback_refused()), which is
+ * not retried and would go unsaid for good (its errno replaced, its D-Bus
+ * error dropped by reload_error_take()); the loss is retried all the same,
+ * and a later one says -ENOMEM then. */
 static void reload_lost(freezer *f, bool *retry, int r) {
         reload_backoff *b = reload_kind_backoff(f, retry);
 
         if (!reload_kind_pending(f, retry))
                 b->at = usec_add(now_usec(), b->delay);
         *retry = true;
-        f->reload_error = r;
+        if (f->reload_error == 0)
+                f->reload_error = r;
 }
 
 /* A reload to start again after its kind's delay, as reload_lost() has
@@ -2470,8 +2475,9 @@ static void reloads_retry(freezer *f);
 
 /* The error of reloads since the last freezer_dispatch() (reload_error),
  * returned and made the last error: with its D-Bus error where one was kept
- * (fallback_refused()) and is still the one said (a loss since says
- * -ENOMEM), else as its errno says. */
+ * (fallback_refused()) and is still the one said (a refusal replaces a
+ * loss's -ENOMEM; a loss since a refusal keeps it: reload_lost()), else as
+ * its errno says. */
 static int reload_error_take(freezer *f) {
         int r = f->reload_error;
 

@@ -40,6 +40,10 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
     stand-in).  (The refusal was never seen; then, in 0.6.5 as first made, its D-Bus error
     was dropped, the last error derived from the errno: "Permission denied",
     System.Error.EBADR.)
+  * With that stand-in and a group callback too, the refusal (AccessDenied) followed by a
+    shortage answering the group callback's list (its reply lost), both handled by one
+    dispatch: freezer_dispatch() fails with -EACCES, the refusal its last error, and the
+    list is sent again.  (The loss replaced the refusal: -ENOMEM, the refusal never said.)
   * With that stand-in too slow to answer SubscribeGroups before sd-bus' method-call timeout
     (SYSTEMD_BUS_TIMEOUT=1; 25 s by default): SubscribeGroups is sent again, no
     freezer_dispatch() fails, the states are read after its answer: /g frozen reported.
@@ -569,9 +573,12 @@ class OlderStandIn:
     other call answered empty.  self.calls: the members
     called, in order, an error answer's with '!'.  With go (an Event), SubscribeGroupStates
     sets self.held and is answered once go is set, a GroupStatesChanged emitted after the
-    refusal."""
+    refusal.  With ids_after (an error name), the first ListGroupIds (the group callback's
+    list) is answered with it only after SubscribeGroups' answer, right after it: the
+    SubscribeGroups that comes sets self.subscribe_held and is answered once
+    self.subscribe_go is set, and self.ids_sent is set once both answers are sent."""
 
-    def __init__(self, bus, answers, states=('frozen',), go=None):
+    def __init__(self, bus, answers, states=('frozen',), go=None, ids_after=None):
         from jeepney.bus_messages import message_bus
         from jeepney.io.blocking import open_dbus_connection
 
@@ -579,6 +586,11 @@ class OlderStandIn:
         self.states = list(states)
         self.go = go
         self.held = threading.Event()
+        self.ids_after = ids_after
+        self.ids_held = None
+        self.subscribe_held = threading.Event()
+        self.subscribe_go = threading.Event()
+        self.ids_sent = threading.Event()
         self.calls = []
         self.stop = threading.Event()
         self.conn = open_dbus_connection(bus.address, auth_timeout=ft.DEFAULT_TIMEOUT)
@@ -593,6 +605,12 @@ class OlderStandIn:
             return
         member = m.header.fields.get(ft.HeaderFields.member)
         error = None
+        if member == 'ListGroupIds' and self.ids_after and self.ids_held is None and not self.ids_sent.is_set():
+            self.ids_held = m  # answered after SubscribeGroups'
+            return
+        if member == 'SubscribeGroups' and self.ids_held is not None:
+            self.subscribe_held.set()
+            self.subscribe_go.wait(timeout=ft.DEFAULT_TIMEOUT)
         if member == 'SubscribeGroupStates':
             error = 'org.freedesktop.DBus.Error.UnknownMethod'
         elif member == 'SubscribeGroups' and self.answers:
@@ -611,6 +629,11 @@ class OlderStandIn:
             self.conn.send(new_method_return(m, 'a(sos)', ([('/g', ft.group_object('/g'), state)],)))
         else:
             self.conn.send(new_method_return(m))
+        if member == 'SubscribeGroups' and self.ids_held is not None:
+            held, self.ids_held = self.ids_held, None
+            self.calls.append('ListGroupIds!')
+            self.conn.send(new_error(held, self.ids_after, 's', ('ListGroupIds refused by the stand-in',)))
+            self.ids_sent.set()
         if member == 'SubscribeGroupStates' and self.go:
             from jeepney import DBusAddress, new_signal
             self.conn.send(new_signal(DBusAddress(ft.MANAGER_PATH, interface=ft.MANAGER_IFACE), 'GroupStatesChanged',
@@ -673,6 +696,49 @@ def check_fallback_subscription_refused(lib, bus, answer):
                 ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups!', 'Thaw'],
                                f'{what}: nothing read, nothing sent again')
                 ft.check(lib.freezer_dispatch(f) >= 0, f'{what}: said once')
+    finally:
+        lib.freezer_close(f)
+
+
+def check_fallback_refusal_then_list_lost(lib, bus):
+    """An older freezerd (OlderStandIn) started under a state and a group callback: its
+    answer to the fallback's SubscribeGroups AccessDenied, and right after it its answer to
+    the group callback's list a shortage (NoMemory: that reply lost, listed again), both read
+    by a blocking call (freezer_thaw()) and handled by the next dispatch, in that order.
+    freezer_dispatch() fails with -EACCES, the last error the refusal, and the list is sent
+    again all the same.  (The loss replaced the refusal's errno: -ENOMEM was said, the
+    refusal never, and the state callback heard of nothing more, unsaid.)"""
+    what = 'the fallback\'s SubscribeGroups refused, then the group list\'s reply lost'
+    f, events, on_state = open_state_handle(lib, bus.address)
+
+    @GROUP_CALLBACK
+    def on_group(_f, _path, _added, _state, _ud):
+        pass
+    results = []
+    try:
+        ft.check_equal(lib.freezer_set_group_callback(f, on_group, None), 0,
+                       f'{what}: freezer_set_group_callback with no freezerd')
+        with OlderStandIn(bus, ['org.freedesktop.DBus.Error.AccessDenied'],
+                          ids_after='org.freedesktop.DBus.Error.NoMemory') as s:
+            ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and s.subscribe_held.is_set(), poll=0.05,
+                        what=f'{what}: the fallback\'s SubscribeGroups sent to the stand-in')
+            s.subscribe_go.set()
+            ft.check(s.ids_sent.wait(timeout=ft.DEFAULT_TIMEOUT), f'{what}: the stand-in answered both')
+            # Its reply comes after both: its wait queues them, for the next dispatch.
+            ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, f'{what}: a blocking call meanwhile')
+
+            def failed():
+                results.append(lib.freezer_dispatch(f))
+                return results[-1] < 0
+            ft.wait_for(failed, poll=0.05, what=f'{what}: freezer_dispatch() fails')
+            ft.check_equal((results[-1], lib.freezer_last_error_name(f), lib.freezer_last_error_message(f)),
+                           (-errno.EACCES, b'org.freedesktop.DBus.Error.AccessDenied',
+                            b'SubscribeGroups refused by the stand-in'),
+                           f'{what}: freezer_dispatch() says the refusal (-EACCES, its name and message)')
+            ft.wait_for(lambda: lib.freezer_dispatch(f) >= 0 and 'ListGroupIds' in s.calls, poll=0.05,
+                        what=f'{what}: the group list sent again')
+            ft.check_equal([c for c in s.calls if c.startswith('Subscribe')],
+                           ['SubscribeGroupStates!', 'SubscribeGroups!'], f'{what}: nothing subscribed again')
     finally:
         lib.freezer_close(f)
 
@@ -973,6 +1039,7 @@ def test():
                 for answer in ('org.freedesktop.DBus.Error.NoMemory', 'org.freedesktop.DBus.Error.LimitsExceeded',
                                'org.freedesktop.DBus.Error.AccessDenied', 'org.freedesktop.DBus.Error.UnknownMethod'):
                     check_fallback_subscription_refused(lib, bus, answer)
+                check_fallback_refusal_then_list_lost(lib, bus)
                 check_fallback_subscription_timed_out(lib, bus)
                 check_fallback_read_in_flight(lib, bus)
                 check_watch_fallback_refused(sc, bus, False)
