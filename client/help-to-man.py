@@ -16,13 +16,17 @@ the release). The help is read as freezerd's programs write it:
   - a paragraph whose lines are indented is a list: "  TERM  description"
     with continuation lines further in (nested lines, further in than the
     description, keep their own line);
-  - a paragraph at the left margin is prose; its indented lines are shown as
-    they are (an example of output);
+  - a paragraph at the left margin is prose; its indented lines are a list
+    where they read as one (freezerd's "Keys:": each line a "TERM  description"
+    or a continuation of one), else shown as they are (an example of output);
   - prose after the Options list, past a blank line, opens a section DETAILS
     (freezectl's notes after its options);
   - the lines of Examples are shown as they are.
 
-Anything else is kept as prose. Standard library only.
+Anything else is kept as prose. Lines shown as they are (no fill) are set in
+from the text as far as they fit an 80-column terminal (man at MANWIDTH=80):
+the help's lines are 80 columns at most, but the page's text starts 7 in, and
+such a block 7 further. Standard library only.
 """
 
 import argparse
@@ -58,6 +62,50 @@ def upper_title(title):
 
 def indent_of(line):
     return len(line) - len(line.lstrip(' '))
+
+
+# The columns of the terminal a page is read on (man's MANWIDTH=80), the column
+# where man sets a section's text (its indent, IN: 7n), and how much further in
+# .RS sets a block (IN again).
+WIDTH = 80
+TEXT_INDENT = 7
+RS_INDENT = 7
+
+
+def render_nofill(lines, out):
+    """Lines shown as they are, .RS in from the text where they fit within WIDTH,
+    else as far in as they fit: at the text's indent, or out from it (.in -N,
+    undone by .in), so that no line runs past a terminal of that width.  A line
+    the help itself made wider than WIDTH would run past it anyway."""
+    widest = max(len(x) for x in lines)
+    body = [escape(x) for x in lines]
+    if TEXT_INDENT + RS_INDENT + widest <= WIDTH:
+        out += ['.RS', '.nf'] + body + ['.fi', '.RE']
+    elif TEXT_INDENT + widest <= WIDTH:
+        out += ['.nf'] + body + ['.fi']
+    else:
+        out += [f'.in -{TEXT_INDENT - max(0, WIDTH - widest)}n', '.nf'] + body + ['.fi', '.in']
+
+
+def is_list(run):
+    """Whether indented lines read as a list: each either "TERM  description"
+    (TERM's words one space apart, two or more before the description), all
+    TERMs at one indentation, or a continuation at its description's column or
+    further in; two items at least.  A table whose rows have no description
+    (freezectl's watch lines) is not one, nor a row alone (freezectl's
+    example of a pressure row, "cpu      not available: ...")."""
+    desc_col = None
+    items = 0
+    for line in run:
+        ind = indent_of(line)
+        if desc_col is not None and ind >= desc_col:
+            continue
+        m = ITEM.match(line)
+        if not m or not m.group(3) or ind != indent_of(run[0]):
+            return False
+        desc_col = len(line) - len(m.group(3))
+        items += 1
+    return items >= 2
 
 
 def split_sections(lines):
@@ -128,8 +176,10 @@ def render_list(chunk, out):
 
 
 def render_prose(chunk, out):
-    """Text at the margin, filled; runs of indented lines shown as they are
-    (their indentation relative to the run's least kept)."""
+    """Text at the margin, filled; runs of indented lines a list set in from it
+    (is_list(): filled, as the Options are, so that it fits any width), else
+    shown as they are (their indentation relative to the run's least kept:
+    render_nofill())."""
     out.append('.PP')
     i = 0
     while i < len(chunk):
@@ -140,8 +190,15 @@ def render_prose(chunk, out):
         j = i
         while j < len(chunk) and indent_of(chunk[j]) > 0:
             j += 1
-        least = min(indent_of(x) for x in chunk[i:j])
-        out += ['.RS', '.nf'] + [escape(x[least:].rstrip()) for x in chunk[i:j]] + ['.fi', '.RE']
+        if is_list(chunk[i:j]):
+            out.append('.RS')
+            render_list(chunk[i:j], out)
+            out.append('.RE')
+            if j < len(chunk):  # the prose goes on below the list, as a paragraph of its own
+                out.append('.PP')
+        else:
+            least = min(indent_of(x) for x in chunk[i:j])
+            render_nofill([x[least:].rstrip() for x in chunk[i:j]], out)
         i = j
 
 
@@ -162,7 +219,8 @@ def render(prog, section, summary, version, help_text):
     for title, body in split_sections(lines[1:]):
         out.append('.SH ' + escape(title))
         if title == 'EXAMPLES':
-            out += ['.PP', '.RS', '.nf'] + [escape(x.strip()) for x in body if x.strip()] + ['.fi', '.RE']
+            out.append('.PP')
+            render_nofill([x.strip() for x in body if x.strip()], out)
             continue
         after_list = False
         for chunk in chunks(body):

@@ -5,7 +5,11 @@
 # renders each without a warning (-ww); every item of the help's Commands and
 # Options lists (its term: "freeze PATH...", "-h --help", "--timeout=DURATION")
 # starts a line of the rendered page, as a .TP item does; every --option the
-# help names anywhere is in the page; and the usual sections are there.
+# help names anywhere is in the page; the usual sections are there; and
+# every line of the page as man shows it on an 80-column terminal
+# (MANWIDTH=80) fits in 80 columns (the help's own lines are 80 at most, but
+# the page indents them: freezerd's "Keys:" list and freezectl's examples
+# ran past it).
 #
 # Usage: test-man.sh PAGE PROGRAM [PAGE PROGRAM]...
 # Exit status: 0 fine, 1 problems found, 77 no groff.
@@ -64,6 +68,23 @@ while [ $# -gt 0 ]; do
                         bad=1
                 fi
         done
+        # As man shows it (LC_ALL=C: plain ASCII, one byte a column; no
+        # overstriking off a terminal), or as groff at man's line length for
+        # that width where man is not installed.
+        if command -v man >/dev/null 2>&1; then
+                LC_ALL=C MANWIDTH=80 man -l "$page" >"$tmp/wide" 2>"$tmp/err"
+        else
+                LC_ALL=C groff -man -Tascii -rLL=78n -P-c -P-b -P-u "$page" >"$tmp/wide" 2>"$tmp/err"
+        fi
+        if [ ! -s "$tmp/wide" ]; then
+                echo "FAIL: $name not rendered at MANWIDTH=80:"
+                cat "$tmp/err"
+                bad=1
+        fi
+        if awk 'length($0) > 80 { print "FAIL: '"$name"' at MANWIDTH=80: " length($0) " columns: " $0; n++ }
+                END { exit !n }' "$tmp/wide"; then
+                bad=1
+        fi
         for head in NAME SYNOPSIS DESCRIPTION OPTIONS "SEE ALSO"; do
                 if ! grep -q "^$head" "$tmp/text"; then
                         echo "FAIL: $name has no section $head"
