@@ -2102,8 +2102,8 @@ static int add_pressure_trigger(sd_bus_message *msg, Manager *m, Group *g, sd_bu
                 if (!access_trigger_window_allowed(caller_uid(&c), window_usec))
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "The window, %s (%" PRIu64 " usec), is not a whole multiple of "
-                                                 "2 s: callers other than root get the windows the kernel gives "
-                                                 "unprivileged processes (2, 4, 6, 8 or 10 s)",
+                                                 "2s: callers other than root get the windows the kernel gives "
+                                                 "unprivileged processes (2s, 4s, 6s, 8s or 10s)",
                                                  FORMAT_USEC(window_usec), window_usec);
                 r = check_access_path(m, &c, g ? ACCESS_GROUP_TRIGGER : ACCESS_SYSTEM_TRIGGER, g ? g->path : NULL,
                                       false, error);

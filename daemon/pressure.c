@@ -1028,7 +1028,7 @@ static int validate(Pressure *p, bool system, const char *resource, const char *
                                          window_usec);
         case PSI_TRIGGER_WINDOW_NOT_MULTIPLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The window, %s (%" PRIu64 " usec), is not a whole multiple of 2 s, which "
+                                         "The window, %s (%" PRIu64 " usec), is not a whole multiple of 2s, which "
                                          "the kernel requires because freezerd lacks CAP_SYS_RESOURCE",
                                          FORMAT_USEC(window_usec), window_usec);
         default:
@@ -1563,7 +1563,7 @@ int pressure_new(Manager *m, sd_bus *bus, const PressureHooks *hooks, Pressure *
         log_debug("Pressure triggers: %s CAP_SYS_RESOURCE, windows %s, at most %u; keeping up to %u pressure "
                   "fds open",
                   p->privileged ? "with" : "without",
-                  p->privileged ? "from 500 ms to 10 s" : "of 2, 4, 6, 8 or 10 s", p->max_triggers,
+                  p->privileged ? "from 500ms to 10s" : "of 2s, 4s, 6s, 8s or 10s", p->max_triggers,
                   p->max_kept_fds);
         *ret = p;
         return 0;

@@ -18,9 +18,12 @@
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 
-/* The shortest exact form in the largest unit the time has one of: "300 ms",
- * "1 s", "1.5 s", "250 us", for people reading a message (a timeout, a
- * trigger's window) who gave a duration, not a count of microseconds. */
+/* The shortest exact form in the largest unit the time has one of: "300ms",
+ * "1s", "1.5s", "250us", for people reading a message (a timeout, a
+ * trigger's window) who gave a duration, not a count of microseconds.  As
+ * freezectl prints durations and reads them (its --timeout=, a trigger's
+ * THRESHOLD and WINDOW; systemd.time(7)): one can be pasted back ("1 s" was
+ * two words to a shell). */
 #define FORMAT_USEC_MAX 48
 static inline char *format_usec(char *buf, size_t n, uint64_t usec) {
         uint64_t unit = usec >= USEC_PER_SEC ? USEC_PER_SEC : usec >= USEC_PER_MSEC ? USEC_PER_MSEC : 1;
@@ -29,12 +32,12 @@ static inline char *format_usec(char *buf, size_t n, uint64_t usec) {
         int digits = unit == USEC_PER_SEC ? 6 : 3;
 
         if (frac == 0) {
-                snprintf(buf, n, "%" PRIu64 " %s", usec / unit, name);
+                snprintf(buf, n, "%" PRIu64 "%s", usec / unit, name);
                 return buf;
         }
         for (; frac % 10 == 0; frac /= 10)
                 digits--;
-        snprintf(buf, n, "%" PRIu64 ".%0*" PRIu64 " %s", usec / unit, digits, frac, name);
+        snprintf(buf, n, "%" PRIu64 ".%0*" PRIu64 "%s", usec / unit, digits, frac, name);
         return buf;
 }
 #define FORMAT_USEC(usec) format_usec((char[FORMAT_USEC_MAX]) {0}, FORMAT_USEC_MAX, (usec))

@@ -15,9 +15,11 @@ Checks:
     the kernel says frozen 0, FreezerState "freezing", Freeze true, Frozen false.
     The message names the task that keeps /h from freezing, its state (D) and
     the kernel function it sleeps in (/proc/PID/wchan), and not the sleeper,
-    which is frozen.  It and the log say "after 500 ms" (it was "500.000ms").
+    which is frozen.  It and the log say "after 500ms" (it was "500.000ms", then
+    "500 ms": two words, which freezectl's --timeout= does not take pasted back).
   * With the flag already 1, Freeze(1.25 s, ROLLBACK) writes back the previous
-    value, 1; the message says "after 1.25 s", and that ROLLBACK_ON_TIMEOUT had
+    value, 1; the message says "after 1.25s" (it said "1.25 s"), which freezectl
+    --timeout= takes as it is, and that ROLLBACK_ON_TIMEOUT had
     nothing to restore: /h's cgroup.freeze was 1 and stays 1, and the kernel goes
     on freezing it; `freezectl freeze --rollback` says it of --rollback; so does
     ApplyBatch([/h: freeze]); ApplyBatch([/h, /x (empty): freeze]) restores /x
@@ -102,9 +104,9 @@ def test():
             ft.check(f'Not frozen: task {stuck.pid} (stat) of /h, in uninterruptible sleep in {wchan}' in e.message,
                      f'the Timeout message names the task asleep in {wchan} (state D)', repr(e.message))
             ft.check(str(sleeper.pid) not in e.message, 'and not the frozen sleeper', repr(e.message))
-            ft.check(e.message.startswith('Timed out after 500 ms waiting for /h'),
-                     'the Timeout message says "after 500 ms"', repr(e.message))
-            ft.check(f'A call timed out after 500 ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
+            ft.check(e.message.startswith('Timed out after 500ms waiting for /h'),
+                     'the Timeout message says "after 500ms"', repr(e.message))
+            ft.check(f'A call timed out after 500ms waiting for /h (freezing). Not frozen: task {stuck.pid} (stat)'
                      in d.log(), "freezerd's log says so too", d.log()[-2000:])
             # What stays is said, as a rollback's restore is: "Timed out" alone reads as if
             # nothing was done.
@@ -115,10 +117,16 @@ def test():
             ft.check_equal(sc.read_events('/h').get('frozen'), 0, 'no rollback: the kernel says frozen 0')
             ft.check_equal(state(), ('freezing', True, False), 'no rollback: (FreezerState, Freeze, Frozen)')
 
-            # ---- rollback restores the previous value, which is 1 now (1.25 s: "1.25 s" in the message)
+            # ---- rollback restores the previous value, which is 1 now (1.25 s: "1.25s" in the message)
             e, dt = timed_timeout(c.call, 'Freeze', '/h', 1250000, ft.FLAG_ROLLBACK_ON_TIMEOUT)
-            ft.check(e.message.startswith('Timed out after 1.25 s waiting for /h'),
-                     'the Timeout message says "after 1.25 s"', repr(e.message))
+            ft.check(e.message.startswith('Timed out after 1.25s waiting for /h'),
+                     'the Timeout message says "after 1.25s"', repr(e.message))
+            # As freezectl reads a duration: pasted back, it is a timeout (NoSuchGroup
+            # from freezerd, exit 1), not a usage error (exit 2).
+            took = e.message.split('Timed out after ', 1)[1].split(' waiting', 1)[0]
+            r = ft.freezectl('freeze', f'--timeout={took}', '/nope', address=bus.address, check=False)
+            ft.check(r.returncode == 1 and 'NoSuchGroup' in r.stderr,
+                     f'freezectl freeze --timeout={took}: the message\'s duration as freezectl takes it', r)
             ft.check_equal(sc.read_freeze('/h'), 1, 'rollback to the previous value 1: cgroup.freeze stays 1')
             ft.check_equal(state(), ('freezing', True, False), 'still freezing')
             # The call changed nothing: said, lest the caller wonder whether its rollback happened.
@@ -127,7 +135,7 @@ def test():
             ft.check(e.message.endswith('. ' + unchanged) and 'restored' not in e.message,
                      'rollback of a call that wrote nothing: the Timeout message says what stays', repr(e.message))
             r = ft.freezectl('freeze', '--rollback', '--timeout=300ms', '/h', address=bus.address, check=False)
-            ft.check(r.returncode == 1 and 'Timeout: Timed out after 300 ms waiting for /h' in r.stderr and
+            ft.check(r.returncode == 1 and 'Timeout: Timed out after 300ms waiting for /h' in r.stderr and
                      r.stderr.endswith('. ' + unchanged.replace('ROLLBACK_ON_TIMEOUT', '--rollback') + '\n'),
                      'freezectl freeze --rollback: the same in its words', r)
             e = ft.expect_dbus_error(ft.ERROR_TIMEOUT, c.call, 'ApplyBatch', [('/h', True)], 'auto', 300000,

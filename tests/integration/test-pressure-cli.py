@@ -468,10 +468,10 @@ def check_watch_errors(sc, bus, d):
                 what='the earlier triggers\' fds closed')
     fds = fd_count(d.pid)
     r = ft.freezectl('watch', '/w', '--trigger=cpu:some:100ms:2s', '--trigger=cpu:some:100ms:3s', check=False)
-    ft.check(r.returncode == 1 and r.stdout == '' and 'whole multiple of 2 s' in r.stderr,
+    ft.check(r.returncode == 1 and r.stdout == '' and 'whole multiple of 2s' in r.stderr,
              'a trigger freezerd refuses: exit 1 with its message, before any line', r)
     # In the duration given, not in microseconds alone (it read "The window (3000000 usec)").
-    ft.check('cpu:some:100ms:3s' in r.stderr and 'The window, 3 s (3000000 usec), is not a whole multiple' in r.stderr,
+    ft.check('cpu:some:100ms:3s' in r.stderr and 'The window, 3s (3000000 usec), is not a whole multiple' in r.stderr,
              'the refusal names the window as given, 3s', r.stderr)
     d.client.manager_property('Version')
     # Its fd is closed by the watcher thread, after the main loop dropped the trigger.

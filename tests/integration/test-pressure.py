@@ -180,15 +180,15 @@ def test():
                 (('cpu', 'some', 0, WINDOW), 'must not be 0'),
                 # Durations as people give them, the usec after (they said "The window (12000000
                 # usec)" only).
-                (('cpu', 'some', 3_000_000, WINDOW), f'The threshold, 3 s (3000000 usec), is above the window, '
-                                                     f'{WINDOW // 1_000_000} s ({WINDOW} usec)'),
-                (('cpu', 'some', THRESHOLD, 12_000_000), "The window, 12 s (12000000 usec), is above the kernel's "
-                                                         "maximum of 10 s"),
-                (('cpu', 'some', THRESHOLD, 400_000), "The window, 400 ms (400000 usec), is below the kernel's "
-                                                      "minimum of 500 ms"),
+                (('cpu', 'some', 3_000_000, WINDOW), f'The threshold, 3s (3000000 usec), is above the window, '
+                                                     f'{WINDOW // 1_000_000}s ({WINDOW} usec)'),
+                (('cpu', 'some', THRESHOLD, 12_000_000), "The window, 12s (12000000 usec), is above the kernel's "
+                                                         "maximum of 10s"),
+                (('cpu', 'some', THRESHOLD, 400_000), "The window, 400ms (400000 usec), is below the kernel's "
+                                                      "minimum of 500ms"),
             ]
             if not daemon_has_cap_sys_resource(d.pid):
-                bad += [(('cpu', 'some', THRESHOLD, 3_000_000), 'whole multiple of 2 s'),
+                bad += [(('cpu', 'some', THRESHOLD, 3_000_000), 'whole multiple of 2s'),
                         (('cpu', 'some', THRESHOLD, 1_000_000), 'CAP_SYS_RESOURCE')]
             messages = []
             for args, needle in bad:
