@@ -193,7 +193,7 @@ static struct {
  * (remove_pressure_trigger()), so it waits only behind the same name's held
  * calls, for their order. */
 static const char *const UID_METHODS[] = {
-        "Freeze", "Thaw", "ApplyBatch", "FreezeExcept", "GetGroup", "Track", "Untrack", "AddPressureTrigger",
+        "Freeze", "Thaw", "ApplyBatch", "FreezeExcept", "GetGroup", "LookupGroup", "Track", "Untrack", "AddPressureTrigger",
 };
 
 static bool needs_uid(sd_bus_message *msg) {
@@ -498,11 +498,11 @@ static int resolve_group(Manager *m, Caller *c, const char *path, Group **ret, s
 
         if (cg_path_normalize(path, &norm, NULL) >= 0) {
                 g = tree_get(m->tree, norm);
-                if (g && group_published(g)) {
+                if (g && group_published(g) && m->n_transient_roots == 0) {
                         *ret = g; /* every call's case: one lookup */
                         return 0;
                 }
-                if (manager_resolve_tracks(m, norm)) {
+                if (manager_resolve_tracks(m, norm, false)) {
                         r = check_access_path(m, c, ACCESS_TRACK, norm, true, error);
                         if (r < 0)
                                 return r;
@@ -1214,6 +1214,145 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
         r = resolve_group(m, &c, path, &g, error);
         if (r < 0)
                 return r;
+        return reply_group_object(msg, g);
+}
+
+/* ---- transient lookups ---------------------------------------------------------------------------------- */
+
+/* Whether h is the caller's: its unique name on the bus, its connection on
+ * the private socket (whose peer may put any sender in its messages). */
+static bool hold_is(const TransientHold *h, const char *sender, sd_bus *connection) {
+        return sender ? h->name && streq(h->name, sender) : h->connection == connection;
+}
+
+static bool root_held(Manager *m, const char *root) {
+        for (TransientHold *h = m->transient_holds; h; h = h->next)
+                if (streq(h->root, root))
+                        return true;
+        return false;
+}
+
+/* The holds of a caller that left (sender, or connection) go; each root
+ * none holds any more is released (manager_release_transient()). */
+static void holds_drop(Manager *m, const char *sender, sd_bus *connection) {
+        TransientHold *gone = NULL;
+
+        for (TransientHold **p = &m->transient_holds; *p;) {
+                TransientHold *h = *p;
+
+                if (!hold_is(h, sender, connection)) {
+                        p = &h->next;
+                        continue;
+                }
+                *p = h->next;
+                h->next = gone;
+                gone = h;
+        }
+        /* Released once all of them are out: a release fails waiting calls,
+         * whose replies may end in other callbacks. */
+        while (gone) {
+                TransientHold *h = gone;
+
+                gone = h->next;
+                if (!root_held(m, h->root))
+                        manager_release_transient(m, h->root);
+                free(h->root);
+                free(h->name);
+                sd_bus_unref(h->connection);
+                free(h);
+        }
+}
+
+static void on_holder_gone(NameTrack *t, const char *name, void *userdata) {
+        holds_drop(userdata, name, NULL);
+}
+
+/* The caller of msg holds root (once, however often it asks).  On failure
+ * (-errno, error set), a root none holds is released again. */
+static int hold_add(Manager *m, sd_bus_message *msg, const char *root, sd_bus_error *error) {
+        const char *sender = bus_sender(msg);
+        sd_bus *connection = sd_bus_message_get_bus(msg);
+        TransientHold *h;
+        int r;
+
+        for (h = m->transient_holds; h; h = h->next)
+                if (streq(h->root, root) && hold_is(h, sender, connection))
+                        return 0;
+        h = calloc(1, sizeof *h);
+        if (!h || !(h->root = strdup(root)) || (sender && !(h->name = strdup(sender)))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (sender) {
+                /* Its name leaving ends its holds (on_holder_gone()); on the
+                 * private socket, its connection's end
+                 * (manager_bus_connection_closed()). */
+                r = m->transient_names ? 0 : name_track_new(connection, on_holder_gone, m, &m->transient_names);
+                if (r >= 0)
+                        r = name_track_add(m->transient_names, sender);
+                if (r < 0)
+                        goto fail;
+        } else
+                h->connection = sd_bus_ref(connection);
+        h->next = m->transient_holds;
+        m->transient_holds = h;
+        return 0;
+fail:
+        if (h) {
+                free(h->root);
+                free(h->name);
+                free(h);
+        }
+        if (!root_held(m, root))
+                manager_release_transient(m, root);
+        return bus_error_set_failed(error, r, "Cannot follow the caller of a transient lookup of %s: %s",
+                                    CG_NAMED(root), strerror(-r));
+}
+
+/* GetGroup() with flags.  FREEZER_LOOKUP_TRANSIENT: a group outside the
+ * tracked subtrees is tracked as a transient root, held by the caller (its
+ * unique name, or its private connection) and by every other caller that
+ * looks it (or a group in it) up so, and untracked once the last of them
+ * has left: not kept in tracked.json.  Tracking it is a Track all the same
+ * (root, or the owner of its cgroup.freeze).  A call that tracks it for good
+ * meanwhile (Track(), a lookup for good of a group in it, the configuration)
+ * makes it an ordinary root. */
+static int method_lookup_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        Caller c = CALLER(msg);
+        _cleanup_free_ char *norm = NULL, *root = NULL;
+        const char *path;
+        uint64_t flags;
+        Group *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "st", &path, &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~(uint64_t) FREEZER_LOOKUP_TRANSIENT)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown flags 0x%" PRIx64 " (known: 0x1 TRANSIENT)",
+                                         flags & ~(uint64_t) FREEZER_LOOKUP_TRANSIENT);
+        if (!(flags & FREEZER_LOOKUP_TRANSIENT)) {
+                r = resolve_group(m, &c, path, &g, error);
+                if (r < 0)
+                        return r;
+                return reply_group_object(msg, g);
+        }
+        /* Malformed paths get manager_lookup_transient()'s own answer. */
+        if (cg_path_normalize(path, &norm, NULL) >= 0 && manager_resolve_tracks(m, norm, true)) {
+                r = check_access_path(m, &c, ACCESS_TRACK, norm, true, error);
+                if (r < 0)
+                        return r;
+        }
+        r = manager_lookup_transient(m, path, &g, &root, error);
+        if (r < 0)
+                return r;
+        if (root) {
+                r = hold_add(m, msg, root, error);
+                if (r < 0)
+                        return r;
+        }
         return reply_group_object(msg, g);
 }
 
@@ -2164,6 +2303,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("as", frozen), method_freeze_except, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetGroup", SD_BUS_ARGS("s", path), SD_BUS_RESULT("o", object), method_get_group,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("LookupGroup", SD_BUS_ARGS("s", path, "t", flags), SD_BUS_RESULT("o", object),
+                                method_lookup_group, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListGroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sos)", groups), method_list_groups,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListGroupIds", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", groups),
@@ -3007,6 +3148,7 @@ int manager_bus_attach(Manager *m, sd_bus *bus) {
 
 void manager_bus_connection_closed(Manager *m, sd_bus *bus) {
         pressure_connection_closed(m->pressure, bus);
+        holds_drop(m, NULL, bus);
 }
 
 int manager_bus_add_objects(Manager *m, sd_bus *bus) {

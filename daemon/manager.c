@@ -67,6 +67,7 @@ typedef enum UntrackCause {
         UNTRACK_RELOAD,    /* a reload whose "track" no longer names it */
         UNTRACK_FORGOTTEN, /* too many gone subtrees tracked at calls' requests wait (manager_forget_waiting_roots()) */
         UNTRACK_UNDONE,    /* tracking it failed, and what it added goes again (track_path()) */
+        UNTRACK_RELEASED,  /* a transient root whose last holder left (manager_release_transient()) */
 } UntrackCause;
 static void manager_untracked_prune(Manager *m, const char *norm, UntrackCause cause);
 static int manager_untrack_root(Manager *m, const char *path, UntrackCause cause, sd_bus_error *error);
@@ -4426,6 +4427,30 @@ static void track_root_touch(Manager *m, size_t i) {
         m->track_roots_saved[m->n_track_roots - 1] = saved;
 }
 
+/* The index of path in Manager.transient_roots, or -1. */
+static ssize_t transient_find(Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_transient_roots; i++)
+                if (streq(m->transient_roots[i], path))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void transient_drop(Manager *m, const char *path) {
+        ssize_t i = transient_find(m, path);
+
+        if (i < 0)
+                return;
+        free(m->transient_roots[i]);
+        m->transient_roots[i] = m->transient_roots[--m->n_transient_roots];
+}
+
+/* Whether root i is transient: a transient lookup added it, and no call
+ * asked for it since (see Manager.transient_roots). */
+static bool track_root_transient(Manager *m, size_t i) {
+        return m->n_transient_roots > 0 && !m->track_roots_called[i] &&
+               transient_find(m, m->track_roots[i]) >= 0;
+}
+
 /* called: a call asks for it (see Manager.track_roots_called), not the
  * configuration.  A configured root a call asks for too is marked so.
  * save: save tracked.json if that changed it (false: a lookup of a call not
@@ -4440,6 +4465,10 @@ static int track_root_add(Manager *m, const char *path, bool called, bool save, 
 
         if (ret_save)
                 *ret_save = 0;
+        /* Only a transient lookup adds a transient root; the configuration
+         * naming one makes it its own (a reload's: kept for good). */
+        if (!m->tracking_transient && (i < 0 || !called))
+                transient_drop(m, path);
         if (i >= 0) {
                 bool unsaved = m->track_order_unsaved;
 
@@ -4466,6 +4495,17 @@ static int track_root_add(Manager *m, const char *path, bool called, bool save, 
         }
         if (m->test_track_root_enomem && streq(path, m->test_track_root_enomem))
                 return -ENOMEM;
+        if (m->tracking_transient) {
+                char **t = realloc(m->transient_roots, (m->n_transient_roots + 1) * sizeof(char *));
+
+                if (!t)
+                        return -ENOMEM;
+                m->transient_roots = t;
+                t[m->n_transient_roots] = strdup(path);
+                if (!t[m->n_transient_roots])
+                        return -ENOMEM;
+                m->n_transient_roots++;
+        }
         /* First: a root whose hash is missing would not be found. */
         if (u64set_add(&m->track_root_hashes, string_hash(path)) < 0)
                 return -ENOMEM;
@@ -4704,7 +4744,8 @@ static int track_path(Manager *m, const char *path, bool called, bool keep, Grou
                 call_marks_note(m, norm);
         r = manager_ensure_path(m, norm, true, &g, error);
         if (r < 0 && !was_root &&
-            (r == -ENOMEM || (called && m->started) || !sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP))) {
+            (r == -ENOMEM || ((called || m->tracking_transient) && m->started) ||
+             !sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_GROUP))) {
                 /* Part-way: the groups it added above norm are held by no
                  * root (a reload that fails so would keep them for good; a
                  * call's lookup of /c/none/z, NoSuchGroup, would keep /c
@@ -4890,6 +4931,12 @@ static void subtree_fail_waiting(Group *g, const char *untracked, UntrackCause c
                                 operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
                                                        "%s is no longer tracked (tracking %s failed) while waiting "
                                                        "for it to %s",
+                                                       CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked), what);
+                                break;
+                        case UNTRACK_RELEASED:
+                                operation_doom_leaving(e->op, false, BUS_ERROR_CANCELLED,
+                                                       "%s is no longer tracked (%s was tracked for a transient "
+                                                       "lookup, whose last client left) while waiting for it to %s",
                                                        CG_NAMED_IN_LIST(path), CG_NAMED_IN_LIST(untracked), what);
                                 break;
                         case UNTRACK_FORGOTTEN:
@@ -5170,9 +5217,32 @@ static bool in_tracked_subtree(Manager *m, const char *path) {
         return false;
 }
 
-bool manager_resolve_tracks(Manager *m, const char *norm) {
+/* The nearest transient root whose subtree holds norm, where no root kept
+ * for good covers it too; else NULL (also without transient roots: the
+ * lookups' case, one test). */
+static const char *transient_only_root(Manager *m, const char *norm) {
+        const char *best = NULL;
+
+        if (m->n_transient_roots == 0)
+                return NULL;
+        for (size_t i = 0; i < m->n_track_roots; i++) {
+                const char *root = m->track_roots[i];
+
+                if (!path_in_subtree(norm, root))
+                        continue;
+                if (!track_root_transient(m, i))
+                        return NULL;
+                if (!best || strlen(root) > strlen(best))
+                        best = root;
+        }
+        return best;
+}
+
+bool manager_resolve_tracks(Manager *m, const char *norm, bool transient) {
         Group *g = tree_get(m->tree, norm);
 
+        if (!transient && transient_only_root(m, norm))
+                return true; /* tracked for good now, with Track()'s rule */
         if (g)
                 return !group_published(g);
         return !in_tracked_subtree(m, norm);
@@ -5186,6 +5256,11 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
+        /* In transient roots' subtrees alone: a lookup for good tracks it
+         * for good, as it would without them (a root of its own, kept in
+         * tracked.json; the transient root itself if it names that). */
+        if (transient_only_root(m, norm))
+                return manager_track(m, norm, false, ret, error);
         g = tree_get(m->tree, norm);
         if (g && group_published(g)) {
                 *ret = g;
@@ -5206,6 +5281,68 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
         }
         /* Outside the tracked subtrees: track it if it exists. */
         return manager_track(m, norm, false, ret, error);
+}
+
+int manager_lookup_transient(Manager *m, const char *path, Group **ret, char **ret_root, sd_bus_error *error) {
+        _cleanup_free_ char *norm = NULL, *held = NULL;
+        const char *in;
+        Group *g;
+        int r;
+
+        r = normalize_path(path, &norm, error);
+        if (r < 0)
+                return r;
+        in = transient_only_root(m, norm);
+        g = tree_get(m->tree, norm);
+        if ((g && group_published(g)) || (!g && in_tracked_subtree(m, norm))) {
+                if (in) {
+                        held = strdup(in);
+                        if (!held)
+                                return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+                }
+                if (!g) {
+                        /* Made a moment ago in a tracked subtree, as in
+                         * manager_resolve_group(). */
+                        r = manager_ensure_path(m, norm, true, &g, error);
+                        manager_announce(m);
+                        if (r < 0)
+                                return r;
+                }
+                *ret = g;
+                *ret_root = TAKE_PTR(held);
+                return 0;
+        }
+        /* Outside the tracked subtrees: a transient root of its own. */
+        held = strdup(norm);
+        if (!held)
+                return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+        m->tracking_transient = true;
+        r = manager_track_root(m, norm, false, false, &g, error);
+        m->tracking_transient = false;
+        if (r < 0) {
+                if (!manager_is_track_root(m, norm))
+                        transient_drop(m, norm); /* added, then its root failed */
+                return r;
+        }
+        *ret = g;
+        *ret_root = TAKE_PTR(held);
+        return 0;
+}
+
+void manager_release_transient(Manager *m, const char *root) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        ssize_t i = track_root_find(m, root);
+        bool transient = i >= 0 && track_root_transient(m, (size_t) i);
+        int r;
+
+        transient_drop(m, root);
+        if (!transient)
+                return; /* untracked meanwhile, or kept for good now */
+        log_debug("The last client holding %s left: no longer tracking it.", root);
+        r = manager_untrack_root(m, root, UNTRACK_RELEASED, &error);
+        if (r < 0)
+                log_warning("Cannot stop tracking %s, tracked for a transient lookup: %s", root,
+                            error.message ?: strerror(-r));
 }
 
 void manager_call_begin(Manager *m, sd_bus_message *msg) {
@@ -5708,9 +5845,13 @@ static int manager_apply_track_config(Manager *m, char **track) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
                 /* A reload: tracked already (manager_track() would look for
-                 * missing groups in the whole subtree, a Track()'s job). */
-                if (manager_is_track_root(m, *p))
+                 * missing groups in the whole subtree, a Track()'s job).  A
+                 * transient root is the configuration's now: it stays once
+                 * its holders left. */
+                if (manager_is_track_root(m, *p)) {
+                        transient_drop(m, *p);
                         continue;
+                }
                 g = tree_get(m->tree, *p);
                 if (g && g->tracked) {
                         /* In a subtree tracked already (["/a"] to ["/a/x"]): a root
@@ -6227,8 +6368,10 @@ static void manager_drop_unconfigured_roots(Manager *m) {
                 _cleanup_free_ char *root = NULL;
                 int r;
 
+                /* A transient root goes with its last holder, not here. */
                 if (i > m->n_track_roots || m->track_roots_called[i - 1] ||
-                    track_root_configured(m, m->track_roots[i - 1], configured))
+                    track_root_configured(m, m->track_roots[i - 1], configured) ||
+                    track_root_transient(m, i - 1))
                         continue;
                 root = strdup(m->track_roots[i - 1]);
                 if (!root) {
@@ -6391,6 +6534,7 @@ Manager *manager_free(Manager *m) {
         m->subscribed.names = name_track_free(m->subscribed.names);
         m->subscribed_groups.names = name_track_free(m->subscribed_groups.names);
         m->subscribed_states.names = name_track_free(m->subscribed_states.names);
+        m->transient_names = name_track_free(m->transient_names);
         /* Triggers close silently: their clients see the bus go. */
         m->pressure = pressure_free(m->pressure);
         /* Closing the inotify fd drops every watch at once: no rm_watch per group. */
@@ -6423,6 +6567,18 @@ Manager *manager_free(Manager *m) {
         free(m->track_roots);
         free(m->track_roots_called);
         free(m->track_roots_saved);
+        for (size_t i = 0; i < m->n_transient_roots; i++)
+                free(m->transient_roots[i]);
+        free(m->transient_roots);
+        while (m->transient_holds) {
+                TransientHold *h = m->transient_holds;
+
+                m->transient_holds = h->next;
+                free(h->root);
+                free(h->name);
+                sd_bus_unref(h->connection);
+                free(h);
+        }
         u64set_free(m->track_root_hashes);
         for (size_t i = 0; i < m->n_roots_gone; i++)
                 free(m->roots_gone[i]);

@@ -25,6 +25,9 @@
 /* ApplyBatch only: a request whose group does not exist is left out, counted
  * in the reply's skipped, instead of failing the call (BatchItem.counted). */
 #define FREEZER_FLAG_SKIP_MISSING (UINT64_C(1) << 3)
+/* Flags of LookupGroup(): a group outside the tracked subtrees is tracked
+ * while the caller stays, not for good (manager_lookup_transient()). */
+#define FREEZER_LOOKUP_TRANSIENT (UINT64_C(1) << 0)
 
 /* How deep below its cgroup root freezerd follows groups.  The kernel sets no
  * limit (cgroup.max.depth is "max" unless someone sets it), and whoever may
@@ -64,6 +67,13 @@ typedef struct Subscribers {
         NameTrack *names; /* each counted once per call */
 } Subscribers;
 typedef struct Operation Operation;
+/* A caller's hold on a transient root (manager-bus.c, LookupGroup()). */
+typedef struct TransientHold {
+        struct TransientHold *next;
+        char *root;          /* normalized API path */
+        char *name;          /* the holder's unique name on the bus, or NULL: */
+        sd_bus *connection;  /* its private connection (a reference) */
+} TransientHold;
 struct Pressure;      /* pressure.h */
 struct GroupPressure; /* pressure.h */
 typedef struct OpEntry OpEntry;
@@ -292,6 +302,22 @@ struct Manager {
          * Track() of it saves again. */
         bool *track_roots_saved;
         size_t n_track_roots;
+        /* Roots tracked by a transient lookup (LookupGroup() with
+         * FREEZER_LOOKUP_TRANSIENT, manager_lookup_transient()): never in
+         * tracked.json, untracked once their last holder leaves
+         * (manager_release_transient()).  A root listed here is transient
+         * while no call asked for it (track_roots_called): a Track() or a
+         * lookup for good makes it an ordinary root, and one that call undoes
+         * (a refused Freeze) leaves it transient again.  An entry may outlive
+         * its root (an Untrack()): a root added again by anything but a
+         * transient lookup, or configured, drops it.  Few: a list. */
+        char **transient_roots;
+        size_t n_transient_roots;
+        bool tracking_transient; /* within manager_lookup_transient()'s track_path() */
+        /* The holders of transient roots (manager-bus.c): one entry per
+         * root and caller, that caller's unique name or private connection. */
+        TransientHold *transient_holds;
+        NameTrack *transient_names;
         /* string_hash() of each root (and maybe of some gone since, until the
          * next removal rebuilds it): a path that is no root is told at once,
          * where the list alone made a start with thousands of roots in
@@ -472,8 +498,25 @@ void manager_call_end(Manager *m, bool failed);
 /* Whether manager_resolve_group() of norm (a normalized path) would track it
  * as a new track root: false for a published group, and for one made a
  * moment ago in a tracked subtree (added to the model as its mkdir's inotify
- * event would add it).  The access check of a Track applies only when true. */
-bool manager_resolve_tracks(Manager *m, const char *norm);
+ * event would add it).  The access check of a Track applies only when true.
+ * A group that only transient roots cover is tracked for good by a lookup
+ * (true), but not by a transient one (transient: false, as for any published
+ * group). */
+bool manager_resolve_tracks(Manager *m, const char *norm, bool transient);
+
+/* A transient lookup (LookupGroup() with FREEZER_LOOKUP_TRANSIENT): as
+ * manager_resolve_group(), but a path outside the tracked subtrees is tracked
+ * as a transient root (Manager.transient_roots), not kept in tracked.json.
+ * *ret_root: the transient root the caller must hold for the group to stay
+ * tracked (the nearest covering it; newly allocated), or NULL where a root
+ * kept for good, or none ("/"), covers it.  The caller holds it and calls
+ * manager_release_transient() once its last holder is gone. */
+int manager_lookup_transient(Manager *m, const char *path, Group **ret, char **ret_root, sd_bus_error *error);
+/* The last holder of root (as *ret_root above) left: where it is still a
+ * transient root, it is untracked as by Untrack() (calls waiting on what it
+ * alone covered fail with Cancelled); one that meanwhile became a root kept
+ * for good (Track(), a lookup for good, the configuration) stays. */
+void manager_release_transient(Manager *m, const char *root);
 
 /* Track(): follow path's subtree and publish it (Track() of a group in the
  * model already also looks for the groups it lacks below).  Untrack(): drop a
