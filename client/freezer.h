@@ -71,7 +71,8 @@
  *     accepted ("pods/pod1/" is "/pods/pod1"). A call on a group outside
  *     the subtrees the daemon tracks (freezer_freeze(), freezer_get_group(),
  *     ...) makes it track that group's subtree from then on, as
- *     freezer_track() does.
+ *     freezer_track() does; freezer_lookup_group() with
+ *     FREEZER_LOOKUP_TRANSIENT only while the handle is open.
  */
 
 #include <stdbool.h>
@@ -495,6 +496,29 @@ FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group
  * if not NULL, from the same reply.  -ENODATA from a freezerd without the
  * property (before 0.5).  Since 0.6. */
 FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id);
+/* Flags of freezer_lookup_group(). */
+/* A group outside the subtrees the daemon tracks is tracked only while this
+ * handle's connection lasts (its unique bus name; on the private socket, its
+ * connection), as a transient root the daemon never keeps in tracked.json:
+ * looking at a group changes nothing for good.  Within the tracked subtrees
+ * it is freezer_get_group().  The daemon untracks the transient root once
+ * every handle that looked it (or a group in it) up so has closed; a call
+ * that tracks it for good meanwhile (freezer_track(), a lookup without the
+ * flag, freezer_get_group(), freezer_freeze()... of a group in it) keeps it
+ * (that group's path, or the root it names) for good.  Root, or the owner of
+ * the group's cgroup.freeze, may cause it (-EACCES otherwise), as for
+ * freezer_track(). */
+#define FREEZER_LOOKUP_TRANSIENT (UINT64_C(1) << 0)
+/* As freezer_get_group_with_id() (ret_id may be NULL), looked up with flags
+ * (Manager.LookupGroup; 0: Manager.GetGroup, with any freezerd).  Flags are
+ * passed to the daemon as they are: a bit it does not know fails with
+ * -EINVAL.  A freezerd without LookupGroup (before it) fails a call with
+ * flags with sd-bus' errno of UnknownMethod (-EBADR),
+ * freezer_last_error_name() "org.freedesktop.DBus.Error.UnknownMethod":
+ * freezer_get_group() then tracks the group for good.  Since libfreezer 0.7
+ * (version node LIBFREEZER_0.7). */
+FREEZER_EXPORT int freezer_lookup_group(freezer *f, const char *path, uint64_t flags, freezer_group *ret,
+                                        uint64_t *ret_id);
 /* Free the strings of *g and clear it: every field zero, but state
  * FREEZER_STATE_UNKNOWN (running is 0). NULL is fine. */
 FREEZER_EXPORT void freezer_group_clear(freezer_group *g);

@@ -2167,14 +2167,31 @@ static int read_group_property(sd_bus_message *m, const char *name, void *userda
 }
 
 /* The object path of the group at path (Manager.GetGroup, which validates the
- * path and makes the daemon track the group if it does not yet). */
-static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_error *error) {
+ * path and makes the daemon track the group if it does not yet; with flags,
+ * Manager.LookupGroup: FREEZER_LOOKUP_TRANSIENT tracks it only while this
+ * handle's connection lasts). */
+static int group_object_lookup(freezer *f, const char *path, uint64_t flags, char **ret, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *object;
         char *copy;
         int r;
 
-        r = call_manager_path(f, "GetGroup", path, error, &reply);
+        if (flags == 0)
+                r = call_manager_path(f, "GetGroup", path, error, &reply);
+        else {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+
+                r = new_manager_call(f, "LookupGroup", &m);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_append(m, "s", path);
+                if (r < 0)
+                        return path_append_failed(r, error);
+                r = sd_bus_message_append(m, "t", flags);
+                if (r < 0)
+                        return r;
+                r = call_wait(f, m, 0, error, &reply);
+        }
         if (r < 0)
                 return r;
 
@@ -2190,9 +2207,15 @@ static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_err
         return 0;
 }
 
+static int group_object_get(freezer *f, const char *path, char **ret, sd_bus_error *error) {
+        return group_object_lookup(f, path, 0, ret, error);
+}
+
 /* The group at path into *ret, and its Id into *ret_id if not NULL (-ENODATA
- * from a freezerd without the property). */
-static int get_group(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id, sd_bus_error *error) {
+ * from a freezerd without the property); looked up with flags
+ * (group_object_lookup()). */
+static int get_group(freezer *f, const char *path, uint64_t flags, freezer_group *ret, uint64_t *ret_id,
+                     sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(freezer_group_clear) freezer_group g = {
                 .state = FREEZER_STATE_UNKNOWN,
@@ -2200,7 +2223,7 @@ static int get_group(freezer *f, const char *path, freezer_group *ret, uint64_t 
         group_props props = { .g = &g };
         int r;
 
-        r = group_object_get(f, path, &g.object, error);
+        r = group_object_lookup(f, path, flags, &g.object, error);
         if (r < 0)
                 return r;
 
@@ -2243,6 +2266,11 @@ FREEZER_EXPORT int freezer_get_group(freezer *f, const char *path, freezer_group
 }
 
 FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id) {
+        return freezer_lookup_group(f, path, 0, ret, ret_id);
+}
+
+FREEZER_EXPORT int freezer_lookup_group(freezer *f, const char *path, uint64_t flags, freezer_group *ret,
+                                        uint64_t *ret_id) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
@@ -2259,7 +2287,7 @@ FREEZER_EXPORT int freezer_get_group_with_id(freezer *f, const char *path, freez
         if (!ret)
                 return error_invalid_arg(f, "ret is NULL");
 
-        r = get_group(f, path, ret, ret_id, &error);
+        r = get_group(f, path, flags, ret, ret_id, &error);
         if (r < 0)
                 return error_take(f, &error, r);
 

@@ -93,6 +93,7 @@ while read -r type name version; do
                 freezer_set_resync_callback) want=LIBFREEZER_0.4 ;;
                 freezer_get_group_with_id | freezer_list_ids | freezer_group_id_array_free | freezer_get_cgroup_root | \
                         freezer_state_frozen) want=LIBFREEZER_0.6 ;;
+                freezer_lookup_group) want=LIBFREEZER_0.7 ;;
                 *) want=LIBFREEZER_0 ;;
                 esac
                 if [ "$version" != "$want" ]; then
