@@ -921,6 +921,10 @@ FREEZER_EXPORT int freezer_get_pressure(freezer *f, const char *path, freezer_re
  * more than 50 ms fails so too: retry). -EOPNOTSUPP when the kernel hides or
  * disables the pressure file. On success *ret_id (if not NULL) receives the
  * trigger's id, unique in freezerd.
+ * A group the daemon publishes, named by its normalized path, is reached by
+ * its object, with no lookup (since 0.7): one tracked for a transient lookup
+ * (freezer_lookup_group()) stays transient; any other path is looked up as
+ * by freezer_get_group(), tracking its subtree for good.
  *
  * A trigger belongs to this handle's bus connection: freezer_close() (or a
  * lost connection) ends all of them. freezer_remove_pressure_trigger() ends one

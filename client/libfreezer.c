@@ -4647,9 +4647,31 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
                 return r;
 
         if (path) {
-                r = group_object_get(f, path, &t.object, error);
-                if (r < 0)
-                        return r;
+                /* A group the daemon publishes is reached by the object
+                 * derived from its path, as by get_pressure(): GetGroup of one
+                 * in a subtree tracked for a transient lookup
+                 * (freezer_lookup_group()) would track it for good.  Anything
+                 * else (an untracked group, a path freezerd would refuse) goes
+                 * through GetGroup, which tracks it or says what is wrong. */
+                if (path_is_normalized(path)) {
+                        r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &t.object);
+                        if (r < 0)
+                                return r;
+                        r = call_method_wait(f, t.object, FREEZER_GROUP_INTERFACE, "AddPressureTrigger", error,
+                                             &reply, "sstt", resource_table[res], full ? "full" : "some",
+                                             threshold_usec, window_usec);
+                        if (r < 0 && !sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_OBJECT))
+                                return r;
+                        if (r < 0) {
+                                sd_bus_error_free(error);
+                                t.object = mfree(t.object);
+                        }
+                }
+                if (!t.object) {
+                        r = group_object_get(f, path, &t.object, error);
+                        if (r < 0)
+                                return r;
+                }
 
                 r = group_object_to_path(t.object, &t.path);
                 if (r < 0)
@@ -4661,12 +4683,14 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
                 }
         }
 
-        r = call_method_wait(f, t.object ?: FREEZER_MANAGER_PATH,
-                             t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
-                             "AddPressureTrigger", error, &reply, "sstt",
-                             resource_table[res], full ? "full" : "some", threshold_usec, window_usec);
-        if (r < 0)
-                return r;
+        if (!reply) {
+                r = call_method_wait(f, t.object ?: FREEZER_MANAGER_PATH,
+                                     t.object ? FREEZER_GROUP_INTERFACE : FREEZER_MANAGER_INTERFACE,
+                                     "AddPressureTrigger", error, &reply, "sstt",
+                                     resource_table[res], full ? "full" : "some", threshold_usec, window_usec);
+                if (r < 0)
+                        return r;
+        }
 
         r = sd_bus_message_read(reply, "u", &id);
         if (r < 0)
