@@ -1326,6 +1326,9 @@ static int method_lookup_group(sd_bus_message *msg, void *userdata, sd_bus_error
         Group *g;
         int r;
 
+        if (m->test_no_lookup_group)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_METHOD,
+                                         "Unknown method LookupGroup or interface " MANAGER_IFACE ".");
         r = sd_bus_message_read(msg, "st", &path, &flags);
         if (r < 0)
                 return r;

@@ -5710,6 +5710,10 @@ int manager_new(struct event_base *base, const Config *config, const char *cgrou
                 return -ENOMEM;
         }
 
+        m->test_no_lookup_group = getenv("FREEZERD_TEST_NO_LOOKUP_GROUP");
+        if (m->test_no_lookup_group)
+                log_warning("FREEZERD_TEST_NO_LOOKUP_GROUP: LookupGroup() is answered UnknownMethod, as by an "
+                            "older freezerd (for tests only).");
         /* The one failure a reload's new roots can meet, which no test could
          * cause otherwise (manager_reload()). */
         m->test_track_root_enomem = getenv("FREEZERD_TEST_TRACK_ROOT_ENOMEM");

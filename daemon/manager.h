@@ -250,6 +250,9 @@ struct Manager {
          * and so does a path below it, once the groups above it are in the
          * model (manager_ensure_path()). */
         const char *test_track_root_enomem;
+        /* FREEZERD_TEST_NO_LOOKUP_GROUP: LookupGroup() is answered
+         * UnknownMethod, as by a freezerd before it (freezectl's fallback). */
+        bool test_no_lookup_group;
         bool realtime_refused; /* the kernel refused SCHED_FIFO once (manager_write_freezes()): not asked again until a SIGHUP */
         bool realtime_failed;  /* the writer thread failed otherwise once: logged (again after a SIGHUP), tried again per call */
         int root_fd;       /* O_PATH|O_DIRECTORY */
