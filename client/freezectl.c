@@ -226,11 +226,12 @@ static void help_to(FILE *f) {
                "\n"
                "PATH names a cgroup relative to freezerd's cgroup root: \"/\", \"/pods/a\".\n"
                "Every command given a PATH outside the tracked subtrees makes freezerd track\n"
-               "the group's subtree, as track does (untrack ends that): status, tree,\n"
-               "pressure, watch, freeze (its --except= paths too), thaw and batch (the\n"
-               "paths of its requests); list, and status, tree and pressure of \"/\" or\n"
-               "without PATH, track nothing. status, tree, pressure and watch, which only\n"
-               "look, say so on standard error when they make freezerd track a subtree:\n"
+               "the group's subtree: freeze (its --except= paths too), thaw and batch (the\n"
+               "paths of its requests) for good, as track does (untrack ends that); status,\n"
+               "tree, pressure and watch, which only look, only while they run; list, and\n"
+               "status, tree and pressure of \"/\" or without PATH, track nothing. With a\n"
+               "freezerd that lacks LookupGroup (an older one), status, tree, pressure and\n"
+               "watch track it for good too, and say so on standard error:\n"
                "  %1$s: note: freezerd now tracks /x and the groups below it, also\n"
                "  after it restarts (...): %1$s untrack /x ends that\n"
                "Options may be given before or after the command; \"--\" ends the options,\n"
@@ -1981,12 +1982,13 @@ static bool connection_failed(freezer *f) {
                  streq_ptr(name, "org.freedesktop.DBus.Error.UnknownObject")));
 }
 
-/* Before a read-only command (status, tree, pressure, watch) looks PATH up:
- * whether that lookup makes freezerd track PATH's subtree, as freezerd does
- * for any call naming a group outside the tracked subtrees, and keeps it
- * across its restarts (tracked.json).  Looking at a group should not change
- * for good what freezerd follows unsaid: note_tracked() says it, once the
- * lookup succeeded.  From a listing (tracked groups and "/"): PATH is tracked
+/* Before a read-only command (status, tree, pressure, watch) looks PATH up
+ * with an older freezerd, without LookupGroup (lookup_group()): whether its
+ * GetGroup makes freezerd track PATH's subtree, as freezerd does for any call
+ * naming a group outside the tracked subtrees, and keep it across its
+ * restarts (tracked.json).  Looking at a group should not change for good
+ * what freezerd follows unsaid: note_tracked() says it, once the lookup
+ * succeeded.  From a listing (tracked groups and "/"): PATH is tracked
  * already where it or an ancestor below "/" is listed: *ret false.
  * A listing that fails for the connection (freezerd not there, a bus' socket
  * given as its private one, which closes the connection) is returned, for
@@ -1995,14 +1997,10 @@ static bool connection_failed(freezer *f) {
  * leaves it unknown: *ret false, 0, and the lookup goes on (the status of a
  * group does not depend on that note).  For a path that does not normalize,
  * false and 0: the lookup says what is wrong with it.
- * With ret_groups, the listing (sorted, group_cmp) is handed over for the
- * caller to use again, *ret_listed saying whether there is one (none made,
- * or it failed: false).
  * freezerd publishes no list of its track roots, so where it tracks "/" a
  * group made a moment ago right below "/", before freezerd read its mkdir,
  * gets the note though the lookup only adds it to that subtree. */
-static int lookup_tracks(freezer *f, const char *path, bool *ret, freezer_group **ret_groups, size_t *ret_n,
-                         bool *ret_listed) {
+static int lookup_tracks(freezer *f, const char *path, bool *ret) {
         _cleanup_free_ char *up = NULL;
         freezer_group *groups = NULL;
         size_t n = 0;
@@ -2010,11 +2008,6 @@ static int lookup_tracks(freezer *f, const char *path, bool *ret, freezer_group 
         int r;
 
         *ret = false;
-        if (ret_groups) {
-                *ret_groups = NULL;
-                *ret_n = 0;
-                *ret_listed = false;
-        }
         if (!path || cg_path_normalize(path, &up, NULL) < 0 || streq(up, "/"))
                 return 0;
         r = freezer_list(f, &groups, &n);
@@ -2031,12 +2024,7 @@ static int lookup_tracks(freezer *f, const char *path, bool *ret, freezer_group 
                 else
                         *slash = 0;
         }
-        if (ret_groups) {
-                *ret_groups = groups;
-                *ret_n = n;
-                *ret_listed = true;
-        } else
-                freezer_group_array_free(groups, n);
+        freezer_group_array_free(groups, n);
         *ret = tracks;
         return 0;
 }
@@ -2049,6 +2037,33 @@ static void note_tracked(const char *path) {
         log_error("note: freezerd now tracks %s and the groups below it, also after it restarts (a group outside "
                   "the tracked subtrees is tracked when a command looks it up): %s%s ends that",
                   path_q(shown ?: path), word ? PROGRAM " untrack " : "an untrack of it", word ?: "");
+}
+
+/* Whether the lookup that just failed on f was LookupGroup refused by a
+ * freezerd that lacks it (UnknownMethod): an older one, whose GetGroup
+ * tracks a group outside the tracked subtrees for good, with
+ * lookup_tracks()'s note.  The read-only commands look groups up with
+ * FREEZER_LOOKUP_TRANSIENT: a look changes nothing for good. */
+static bool lookup_transient_unknown(freezer *f) {
+        return streq_ptr(freezer_last_error_name(f), "org.freedesktop.DBus.Error.UnknownMethod");
+}
+
+/* The lookup of a read-only command (status, tree, pressure, watch): PATH's
+ * group into *ret (its Id into *ret_id, if not NULL), held by freezerd only
+ * while this command runs (FREEZER_LOOKUP_TRANSIENT).  With a freezerd
+ * before LookupGroup: GetGroup, *ret_tracks saying whether that made
+ * freezerd track PATH for good (note_tracked()'s, lookup_tracks()). */
+static int lookup_group(freezer *f, const char *path, freezer_group *ret, uint64_t *ret_id, bool *ret_tracks) {
+        int r;
+
+        *ret_tracks = false;
+        r = freezer_lookup_group(f, path, FREEZER_LOOKUP_TRANSIENT, ret, ret_id);
+        if (r >= 0 || !lookup_transient_unknown(f))
+                return r;
+        r = lookup_tracks(f, path, ret_tracks);
+        if (r < 0)
+                return r;
+        return freezer_lookup_group(f, path, 0, ret, ret_id);
 }
 
 /* What carries freeze and thaw: libfreezer, or over the private socket the
@@ -3032,16 +3047,14 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         uint64_t id;
         bool have_id = true;
         char buf[64];
-        bool tracks, listed;
+        bool tracks, listed = false;
         int ret = EXIT_SUCCESS, r;
 
-        /* Its listing is used again below. */
-        r = lookup_tracks(f, path, &tracks, &groups, &n_groups, &listed);
-        if (r >= 0)
-                r = freezer_get_group_with_id(f, path, &g, &id);
+        r = lookup_group(f, path, &g, &id, &tracks);
         if (r == -ENODATA) {
-                /* A freezerd without the Id property (before 0.5): the rest
-                 * is there; the Id is said to be unknown. */
+                /* A freezerd without the Id property (before 0.5, so
+                 * without LookupGroup either): the rest is there; the Id is
+                 * said to be unknown. */
                 have_id = false;
                 r = freezer_get_group(f, path, &g);
         }
@@ -3052,12 +3065,11 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         }
         if (tracks)
                 note_tracked(path);
-        /* Which ancestor freezes it: their flags, from the listing, which
-         * tracks none of them (looking each up would): lookup_tracks()'s
-         * (PATH's ancestors are as listed there: a subtree the lookup began
-         * to track starts at PATH), or one made now (status of "/", whose
-         * lookup lists nothing, or a listing that failed there).  Only a
-         * note: a failed listing leaves it unknown, not the status unread. */
+        /* Which ancestor freezes it: their flags, from a listing, which
+         * tracks none of them (looking each up would; PATH's ancestors are
+         * listed as they were: a subtree the lookup began to track starts
+         * at PATH).  Only a note: a failed listing leaves it unknown, not
+         * the status unread. */
         if (state_by_parent(g.state) && !listed && freezer_list(f, &groups, &n_groups) >= 0) {
                 listed = true;
                 if (n_groups > 0)
@@ -3447,29 +3459,20 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
 
         if (n_args > 0) {
                 /* Validates and normalizes the path, and makes the daemon
-                 * track the subtree if it does not yet: said. */
+                 * track the subtree while the command runs, if it does not
+                 * yet (with an older freezerd for good: said).  The listing
+                 * below, made after it, has the subtree. */
                 bool tracks;
 
-                r = lookup_tracks(f, args[0], &tracks, &groups, &n, &listed);
-                if (r >= 0)
-                        r = freezer_get_group(f, args[0], &root_group);
+                r = lookup_group(f, args[0], &root_group, NULL, &tracks);
                 if (r < 0) {
                         _cleanup_free_ char *shown = path_shown(args[0]);
 
                         log_failure(f, r, "cannot show tree of %s", path_q(shown ?: args[0]));
-                        freezer_group_array_free(groups, n);
                         return EXIT_FAILURE;
                 }
                 if (tracks)
                         note_tracked(args[0]);
-                /* Its listing shows the tree, unless the lookup began to
-                 * track PATH's subtree, which it does not list. */
-                if (tracks && listed) {
-                        freezer_group_array_free(groups, n);
-                        groups = NULL;
-                        n = 0;
-                        listed = false;
-                }
         }
 
         r = listed ? 0 : freezer_list(f, &groups, &n);
@@ -3574,6 +3577,8 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
         _cleanup_free_ char *shown = path_shown(path);
         pressure_row rows[FREEZER_RESOURCE_IRQ + 1] = {};
         struct json_object *o = NULL;
+        _cleanup_(freezer_group_clear) freezer_group looked_up = {};
+        const char *read_path = NULL;
         bool tracks = false;
         int ret = EXIT_FAILURE, r;
 
@@ -3585,9 +3590,17 @@ static int verb_pressure(freezer *f, char **args, size_t n_args) {
                 if (res == FREEZER_RESOURCE_IRQ && path)
                         break; /* a group has no IRQ pressure */
 
-                r = res == FREEZER_RESOURCE_CPU ? lookup_tracks(f, path, &tracks, NULL, NULL, NULL) : 0;
+                /* The group is looked up first (held while the command
+                 * runs), then read by its normalized path: by its object,
+                 * with no lookup that would track it for good. */
+                if (res == FREEZER_RESOURCE_CPU && path) {
+                        r = lookup_group(f, path, &looked_up, NULL, &tracks);
+                        if (r >= 0)
+                                read_path = looked_up.path;
+                } else
+                        r = 0;
                 if (r >= 0)
-                        r = freezer_get_pressure(f, path, res, &row->p);
+                        r = freezer_get_pressure(f, read_path ?: path, res, &row->p);
                 /* The first read looked the group up (a hidden resource's
                  * NotSupported too). */
                 if (tracks && res == FREEZER_RESOURCE_CPU && (r >= 0 || r == -EOPNOTSUPP))
@@ -4302,9 +4315,7 @@ static int watch_start(freezer *f, watch_context *c) {
 
                 c->path = NULL;
                 freezer_group_clear(&c->group);
-                r = lookup_tracks(f, c->arg_path, &tracks, NULL, NULL, NULL);
-                if (r >= 0)
-                        r = freezer_get_group(f, c->arg_path, &c->group);
+                r = lookup_group(f, c->arg_path, &c->group, NULL, &tracks);
                 if (r < 0 && freezerd_absent(f))
                         return 0;
                 if (r < 0) {

@@ -33,18 +33,16 @@ B. {"track": ["/pods/a", "/q/r"]} ("/" not tracked):
      of tracked groups only: /pods and /q, which hold groups freezerd does not
      track, keep cgroup.freeze 0 and /pods/b, /q/s run;
    * Track("/") publishes the rest, Untrack("/") takes it back;
-   * `freezectl status /q/s` tracks /q/s, kept in the state directory;
-     `freezectl untrack /q/s` drops it from both (exit 0, silent), again fails
-     (exit 1, one line), `freezectl track /q/s` tracks it again;
+   * `freezectl status /q/s` tracks /q/s only while it runs (LookupGroup TRANSIENT), with
+     nothing on stderr and nothing in the state directory (until session 47 for good,
+     with a note naming `freezectl untrack`); `freezectl track /q/s` tracks it, kept in
+     the state directory; `freezectl untrack /q/s` drops it from both (exit 0, silent),
+     again fails (exit 1, one line), `freezectl track /q/s` tracks it again;
    * `freezectl --json track` and `untrack` print [{"path", "result"}] as freeze and
      thaw do, "failed" with "error" and "message" (they printed nothing);
-   * so do `freezectl tree`, `pressure`, `watch`, `freeze`, `thaw` and `batch` of /q/s,
-     and `freezectl --help` says so of all of them in one sentence (it named some in
-     two places, each a different list);
-   * status, tree, pressure and watch, which only look, say so on stderr in one note
-     naming `freezectl untrack /q/s`, once: not when the path is tracked already
-     (/q/s again, /pods/a/x, /pods/a, "/"); freeze, thaw and batch say nothing (they
-     said nothing, and an operator who looked changed what freezerd follows for good).
+   * `freezectl tree`, `pressure` and `watch` of /q/s track it while they run, as status;
+     `freeze`, `thaw` and `batch` for good; `freezectl --help` says so of all of them in
+     one sentence (it named some in two places, each a different list);
    * on a bus whose policy denies ListGroups (GetGroup and Get allowed), status of a
      tracked and of an untracked group still shows it, without the note (it failed:
      "cannot get status of /q/s: AccessDenied"); tree says the listing's failure.
@@ -93,7 +91,10 @@ class Steps:
         # Each carries the group as it is once the call is done: a group announced
         # by Track before its subtree was scanned had partial counts, which a plain
         # ObjectManager client (no PropertiesChanged subscribed) would keep.
+        gone = [o for o, _i in self.rec.interfaces_removed()]
         for o, ifaces in self.rec.interfaces_added():
+            if o in gone:
+                continue  # added and removed again (a transient lookup's): nothing to compare with
             props, now = ifaces.get(ft.GROUP_IFACE, {}), managed.get(o, {}).get(ft.GROUP_IFACE, {})
             keys = ('Descendants', 'FrozenDescendants', 'FreezerState', 'Populated')
             ft.check_equal({k: props.get(k) for k in keys}, {k: now.get(k) for k in keys},
@@ -107,11 +108,12 @@ def status(d, *args):
     return ft.freezectl(*args, 'status', socket=os.path.join(d.runtime_dir, 'private'), check=False)
 
 
-def tracks_note(path):
-    """What a read-only freezectl command says when its lookup made freezerd track path."""
-    return (f'freezectl: note: freezerd now tracks {path} and the groups below it, also after it restarts (a '
-            'group outside the tracked subtrees is tracked when a command looks it up): freezectl untrack '
-            f'{path} ends that\n')
+def wait_dropped(s, path, what):
+    """Wait until freezerd untracked path (its InterfacesRemoved): a read-only freezectl
+    command's transient lookup, once its connection is gone."""
+    obj = ft.group_object(path)
+    s.rec.wait_for(lambda r: obj in [o for o, _i in r.interfaces_removed()],
+                   what=f'{what}: {path} untracked once freezectl exited')
 
 
 def watch_until_watching(*args):
@@ -334,15 +336,21 @@ def test():
             s.check('Untrack("/") again', tracked, removed=rest)
             ft.check_equal(flags(GROUPS), {g: 0 for g in GROUPS}, 'B: every cgroup.freeze is 0')
 
-            # freezectl status of an untracked path tracks it, for good (the state
-            # directory keeps it); freezectl untrack ends that, track does it again.
+            # freezectl status of an untracked path tracks it only while it runs
+            # (LookupGroup TRANSIENT: until session 47 for good, with a note); freezectl
+            # track tracks it for good (the state directory keeps it), untrack ends that.
             r = ft.freezectl('status', '/q/s')
-            ft.check_equal(r.stderr, tracks_note('/q/s'), 'freezectl status /q/s says that it tracks /q/s')
-            s.check('freezectl status /q/s tracks it', tracked + ['/q/s'], added=['/q/s'])
+            ft.check(r.stderr == '' and any(ln.split() == ['Path:', '/q/s'] for ln in r.stdout.splitlines()),
+                     'freezectl status /q/s: its status, no note', (r.stdout, r.stderr))
+            wait_dropped(s, '/q/s', 'freezectl status /q/s')
+            s.check('freezectl status /q/s tracked it while it ran', tracked, added=['/q/s'], removed=['/q/s'])
+            ft.check('/q/s' not in saved_tracked(d), '  ... never in the state directory', saved_tracked(d))
+            ft.freezectl('track', '/q/s')
+            s.check('freezectl track /q/s', tracked + ['/q/s'], added=['/q/s'])
             for p in ('/q/s', '/pods/a/x', '/pods/a', '/'):
                 r = ft.freezectl('status', p)
                 ft.check_equal(r.stderr, '', f'freezectl status {p}, tracked already: no note')
-            s.rec.clear()
+            s.check('status of tracked groups', tracked + ['/q/s'])
             ft.check('/q/s' in saved_tracked(d), 'and freezerd keeps it in its state directory', saved_tracked(d))
             r = ft.freezectl('untrack', '/q/s')
             ft.check_equal((r.stdout, r.stderr), ('', ''), 'freezectl untrack /q/s prints nothing')
@@ -377,16 +385,19 @@ def test():
             # named status, tree, pressure and watch in one place, and status,
             # watch, freeze and thaw in another).
             batch = json.dumps([{'path': '/q/s', 'freeze': False}])
-            # The read-only ones say so (they said nothing); the others were asked to change
-            # the group.
+            # The read-only ones only while they run (session 47: they tracked it for good,
+            # with a note); the others were asked to change the group: for good.
             for args, given in ((['tree', '/q/s'], None), (['pressure', '/q/s'], None), (['watch', '/q/s'], None),
                                 (['thaw', '/q/s'], None), (['batch', '-'], batch), (['freeze', '/q/s'], None)):
                 r = watch_until_watching(*args[1:]) if args[0] == 'watch' else ft.freezectl(*args, input=given)
-                ft.check_equal(r.stderr, tracks_note('/q/s') if args[0] in ('tree', 'pressure', 'watch') else '',
-                               f'freezectl {" ".join(args)}: what it says on stderr')
+                ft.check_equal(r.stderr, '', f'freezectl {" ".join(args)}: nothing on stderr')
                 if args[0] in ('tree', 'pressure', 'watch'):
-                    r = watch_until_watching(*args[1:]) if args[0] == 'watch' else ft.freezectl(*args)
-                    ft.check_equal(r.stderr, '', f'freezectl {" ".join(args)} again: no note')
+                    wait_dropped(s, '/q/s', f'freezectl {" ".join(args)}')
+                    s.check(f'freezectl {" ".join(args)} tracked /q/s while it ran', tracked, added=['/q/s'],
+                            removed=['/q/s'])
+                    ft.check('/q/s' not in saved_tracked(d), '  ... never in the state directory',
+                             saved_tracked(d))
+                    continue
                 if args[0] == 'freeze':  # announced running, then frozen
                     ft.check('/q/s' in s.listed(), 'freezectl freeze /q/s tracks /q/s')
                     ft.freezectl('thaw', '/q/s')
@@ -398,8 +409,9 @@ def test():
             ft.check_equal(flags(GROUPS), {g: 0 for g in GROUPS}, 'B: every cgroup.freeze is 0 again')
             text = ' '.join(ft.freezectl('--help').stdout.split())
             ft.check(re.search(r'Every command given a PATH outside the tracked subtrees makes freezerd track the '
-                               r'group\'s subtree, as track does \(untrack ends that\): status, tree, pressure, '
-                               r'watch, freeze \(its --except= paths too\), thaw and batch', text) and
+                               r'group\'s subtree: freeze \(its --except= paths too\), thaw and batch \(the paths '
+                               r'of its requests\) for good, as track does \(untrack ends that\); status, tree, '
+                               r'pressure and watch, which only look, only while they run', text) and
                      text.count('tracks it') == 0,
                      'freezectl --help names every command that tracks, in one place',
                      [x for x in text.split('. ') if 'track' in x])
