@@ -706,9 +706,9 @@ FREEZER_EXPORT int freezer_wait(freezer *f, uint64_t timeout_usec);
  * next freezer_dispatch() fails once with its errno (-EACCES, -EIO, ...,
  * freezer_last_error_name() and freezer_last_error_message() the refusal's
  * name and message: since 0.6.5; before, the refusal
- * went unseen and no change was reported; a reply lost after it does not
- * replace it: that reply is asked for again all the same, without its
- * -ENOMEM), and the callback, installed
+ * went unseen and no change was reported; since 0.7 a reply lost after it
+ * does not replace it: that reply is asked for again all the same, without
+ * its -ENOMEM), and the callback, installed
  * still, hears of nothing from that freezerd (it is not asked again) until
  * the next start.  A SubscribeGroups() that the method-call timeout ends
  * there (a freezerd slow to answer, or stopped for a while) is no refusal:
