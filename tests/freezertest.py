@@ -2324,6 +2324,43 @@ def freezectl(*args, address=None, check=True, timeout=None, input=None, socket=
     return _run_tool([*prefix, FREEZECTL_BIN, how, *args], check, timeout, input)
 
 
+class FreezectlRun:
+    """The built freezectl --address=ADDR ARGS... in the background, input written to its
+    stdin and closed at once: for a call that waits until the test ends it from outside (a
+    Thaw, an Untrack).  finish() reads its stderr to the end and waits for its exit; as a
+    context manager, it is killed on leaving if it still runs (a check that failed)."""
+
+    def __init__(self, *args, address=None, input=None):
+        self.proc = subprocess.Popen([FREEZECTL_BIN, f'--address={_bus_address(address)}', *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        try:
+            self.proc.stdin.write(input or '')
+            self.proc.stdin.close()
+        except BaseException:
+            self.close()
+            raise
+
+    def finish(self):
+        """(exit status, stderr) once freezectl has exited (DEFAULT_TIMEOUT after its
+        stderr's end); its stdout is read and dropped."""
+        err = self.proc.stderr.read()
+        self.proc.stdout.read()
+        self.proc.wait(timeout=DEFAULT_TIMEOUT)
+        return self.proc.returncode, err
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def busctl(*args, address=None, check=True, timeout=None):
     """Run busctl --address=ADDR ARGS...; returns the CompletedProcess (text)."""
     return _run_tool(['busctl', f'--address={_bus_address(address)}', *args], check, timeout)

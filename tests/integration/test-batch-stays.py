@@ -32,7 +32,6 @@ Checks, each call through busctl (what an operator sees) or the test's client:
 
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -45,23 +44,13 @@ MORE, TRAP, GONE = '/x and 3 more', '/zz' + STAYS + 'q', '/c' + STAYS + 'y'
 
 def batch_cancelled(bus, sc, x, y):
     """`freezectl batch` freezing /s (whose task never freezes), x and y, Cancelled by a
-    busctl Thaw of /s once x and y are frozen: the finished process and its stderr."""
-    batch = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', 'batch', '-'],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        batch.stdin.write(json.dumps([{'path': g, 'freeze': True} for g in ('/s', x, y)]))
-        batch.stdin.close()
+    busctl Thaw of /s once x and y are frozen: its exit status and stderr."""
+    with ft.FreezectlRun('batch', '-', address=bus.address,
+                         input=json.dumps([{'path': g, 'freeze': True} for g in ('/s', x, y)])) as batch:
         ft.wait_for(lambda: sc.frozen(x) and sc.frozen(y) and sc.read_freeze('/s') == 1,
                     what=f'freezectl batch: {x} and {y} frozen, /s freezing')
         ft.busctl('call', ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, 'Thaw', 'stt', '/s', '0', '0')
-        err = batch.stderr.read()
-        batch.stdout.read()
-        batch.wait(timeout=ft.DEFAULT_TIMEOUT)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
-            batch.wait()
-    return batch, err
+        return batch.finish()
 
 
 def test():
@@ -95,10 +84,10 @@ def test():
             thaw_all()
 
             # ---- the same through freezectl batch: said of its option, --rollback
-            batch, err = batch_cancelled(bus, sc, '/a', '/b')
-            ft.check(batch.returncode == 1 and 'Without --rollback the flags it wrote stay as asked: ' in err and
+            code, err = batch_cancelled(bus, sc, '/a', '/b')
+            ft.check(code == 1 and 'Without --rollback the flags it wrote stay as asked: ' in err and
                      'ROLLBACK_ON_TIMEOUT' not in err, 'freezectl batch, Cancelled: the flags that stay, said of '
-                     '--rollback', (batch.returncode, err))
+                     '--rollback', (code, err))
             thaw_all()
 
             # ---- NoSuchGroup: a named group removed while the call waits
@@ -137,11 +126,11 @@ def test():
             for g in (MORE, TRAP, GONE):
                 sc.mkdir(g)
                 c.call('GetGroup', g)
-            batch, err = batch_cancelled(bus, sc, MORE, TRAP)
+            code, err = batch_cancelled(bus, sc, MORE, TRAP)
             line = err.split('\n')[0]
-            ft.check(batch.returncode == 1 and '"/x and 3 more"' in line and f'"{TRAP}"' in line and
+            ft.check(code == 1 and '"/x and 3 more"' in line and f'"{TRAP}"' in line and
                      line.count(STAYS_CTL) == 1, 'freezectl batch, Cancelled: the names in double quotes, the real '
-                     'sentence said of --rollback', (batch.returncode, err))
+                     'sentence said of --rollback', (code, err))
             paths, more = ft.stays_list(line, STAYS_CTL)
             ft.check_equal((sorted(paths or []), more), (sorted([MORE, TRAP]), 0),
                            'freezectl batch, Cancelled: the list names both, whole')

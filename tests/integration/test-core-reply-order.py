@@ -41,7 +41,6 @@ of one write in one loop turn) and over the bus:
 
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -155,31 +154,23 @@ def freezectl_untracked(bus, sc, c, args, stdin, written):
     """freezectl ARGS (with stdin) waits on /u/s, the groups in written frozen but /u/s;
     `freezectl untrack /u` cancels it: its exit status and stderr.  /u tracked again
     and everything thawed after."""
-    run = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={bus.address}', *args], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        run.stdin.write(stdin or '')
-        run.stdin.close()
-        # freezerd writes /u/s's flag while it handles the call, which then
-        # waits: /u/s never finishes freezing.
-        for g in written:
-            ft.loop().watch(sc.abspath(g, 'cgroup.freeze'))
-            ft.loop().watch(sc.abspath(g, 'cgroup.events'))
-        ft.wait_for(lambda: all(sc.read_freeze(g) == 1 for g in written) and
-                    all(sc.frozen(g) for g in written if g != '/u/s'),
-                    what=f'freezectl {" ".join(args)}: {", ".join(written)} written, the others but /u/s frozen')
-        ft.freezectl('untrack', '/u', address=bus.address)
-        err = run.stderr.read()
-        run.stdout.read()
-        run.wait(timeout=ft.DEFAULT_TIMEOUT)
+        with ft.FreezectlRun(*args, address=bus.address, input=stdin) as run:
+            # freezerd writes /u/s's flag while it handles the call, which then
+            # waits: /u/s never finishes freezing.
+            for g in written:
+                ft.loop().watch(sc.abspath(g, 'cgroup.freeze'))
+                ft.loop().watch(sc.abspath(g, 'cgroup.events'))
+            ft.wait_for(lambda: all(sc.read_freeze(g) == 1 for g in written) and
+                        all(sc.frozen(g) for g in written if g != '/u/s'),
+                        what=f'freezectl {" ".join(args)}: {", ".join(written)} written, the others but /u/s frozen')
+            ft.freezectl('untrack', '/u', address=bus.address)
+            code, err = run.finish()
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
         for g in ('/u/s', '/u/b'):
             sc.write_freeze(g, 0)
     c.call('Track', '/u')
-    return run.returncode, err
+    return code, err
 
 
 def check_untrack_names_waited(bus, sc, c):
@@ -199,7 +190,7 @@ def check_untrack_names_waited(bus, sc, c):
                  f'{what}: exit 1, names /u/s (the group it waited on) and says what stays, of --rollback',
                  (code, err))
         ft.check_equal(sorted(err.split(STAYS_CTL, 1)[-1].rstrip('\n').split(', ')), written,
-                       f'  ... the flags named as staying')
+                       '  ... the flags named as staying')
 
 
 def test():
