@@ -1367,6 +1367,14 @@ def pressure_trigger_fd_count(pid):
     return n
 
 
+def wait_pressure_trigger_fds(pid, n, what, timeout=None):
+    """Until pressure_trigger_fd_count(pid) is n: freezerd's watcher thread closes a removed
+    trigger's fd a moment after the removal (each close waits for an RCU grace period, which
+    on some machines outlasts the calls that follow).  timeout: 5 s (times
+    TIMEOUT_MULTIPLIER) unless given."""
+    wait_for(lambda: pressure_trigger_fd_count(pid) == n, poll=0.02, what=what,
+             timeout=5 * TIMEOUT_MULTIPLIER if timeout is None else timeout)
+
 
 def anon_fd_items(pid, kind, prefix):
     """Lines starting with prefix (bytes) in the /proc/PID/fdinfo of each fd of a process
@@ -1961,6 +1969,12 @@ class Scratch:
                 os.mkdir(d)
                 loop().watch(os.path.join(d, 'cgroup.events'))
         return self.abspath(relpath)
+
+    def require_pressure(self, relpath):
+        """Skip (exit 77) unless the group (made) has a cpu.pressure: the kernel can have PSI
+        (require('psi')) and still have it disabled for cgroups (cgroup_disable=pressure)."""
+        if not os.path.exists(self.abspath(relpath, 'cpu.pressure')):
+            skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
 
     # The files a delegated group hands over with its directory.  systemd's Delegate= chowns
     # cgroup.procs, cgroup.subtree_control and cgroup.threads of the top; the groups the

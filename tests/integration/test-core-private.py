@@ -486,8 +486,7 @@ def check_pressure(sc, daemon, path):
         sc.spawn('/p', HOG)
     try:
         obj = ft.group_object('/p')
-        ft.wait_for(lambda: ft.pressure_trigger_fd_count(daemon.pid) == 0, poll=0.02,
-                    what='earlier triggers\' fds closed')
+        ft.wait_pressure_trigger_fds(daemon.pid, 0, 'earlier triggers\' fds closed', ft.DEFAULT_TIMEOUT)
         fds = ft.fd_count(daemon.pid)
         with ft.Client(f'unix:path={path}', direct=True) as c, ft.Client(f'unix:path={path}', direct=True) as other:
             armed = time.monotonic()
@@ -506,8 +505,7 @@ def check_pressure(sc, daemon, path):
             ft.check(True, 'the owner removed its trigger')
 
             # Its fd closed (by the watcher thread) before the count.
-            ft.wait_for(lambda: ft.pressure_trigger_fd_count(daemon.pid) == 0, poll=0.02,
-                        what='the removed trigger\'s fd closed')
+            ft.wait_pressure_trigger_fds(daemon.pid, 0, 'the removed trigger\'s fd closed', ft.DEFAULT_TIMEOUT)
             before = ft.fd_count(daemon.pid)
             c.group_call('/p', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
             ft.check_equal(ft.fd_count(daemon.pid), before + 1, 'a second trigger holds an fd in freezerd')

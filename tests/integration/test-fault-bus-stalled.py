@@ -190,8 +190,7 @@ def test():
             # The first trigger starts the watcher thread and its fds: before counting.
             d.client.group_call('/e', 'RemovePressureTrigger',
                                 d.client.group_call('/e', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0])
-            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=DEADLINE, poll=0.02,
-                        what='its fd closed (by the watcher thread)')
+            ft.wait_pressure_trigger_fds(d.pid, 0, 'its fd closed (by the watcher thread)', DEADLINE)
             with ft.Client(f'unix:path={private}', direct=True) as p:
                 p.call('ListGroups', timeout=DEADLINE)  # freezerd has taken the connection
                 fds = ft.fd_count(d.pid)

@@ -170,10 +170,6 @@ def fds(pid):
     return out
 
 
-def fd_count(pid):
-    return len(fds(pid))
-
-
 # ---- freezectl watch ---------------------------------------------------------------------------------------------
 
 class Watch:
@@ -464,9 +460,8 @@ def check_watch_errors(sc, bus, d):
     r = ft.freezectl('pressure', '--trigger=cpu:some:100ms:2s', check=False)
     ft.check(r.returncode == 2 and '--trigger applies only to watch' in r.stderr, '--trigger is for watch only', r)
     # The earlier triggers' fds closed (by freezerd's watcher thread) before the count.
-    ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
-                what='the earlier triggers\' fds closed')
-    fds = fd_count(d.pid)
+    ft.wait_pressure_trigger_fds(d.pid, 0, 'the earlier triggers\' fds closed')
+    fds = ft.fd_count(d.pid)
     r = ft.freezectl('watch', '/w', '--trigger=cpu:some:100ms:2s', '--trigger=cpu:some:100ms:3s', check=False)
     ft.check(r.returncode == 1 and r.stdout == '' and 'whole multiple of 2s' in r.stderr,
              'a trigger freezerd refuses: exit 1 with its message, before any line', r)
@@ -475,7 +470,7 @@ def check_watch_errors(sc, bus, d):
              'the refusal names the window as given, 3s', r.stderr)
     d.client.manager_property('Version')
     # Its fd is closed by the watcher thread, after the main loop dropped the trigger.
-    ft.wait_for(lambda: fd_count(d.pid) == fds, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
+    ft.wait_for(lambda: ft.fd_count(d.pid) == fds, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
                 what=f"freezerd's fd count back to {fds}")
     ft.check(True, 'the trigger added before the refused one was removed')
 
@@ -736,8 +731,7 @@ def test():
     with ft.Scratch('pressure-cli') as sc, ft.Bus() as bus:
         for g in ('/w/hog', '/w/nap', '/hidden'):
             sc.mkdir(g)
-        if not os.path.exists(sc.abspath('/w', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/w')
         with open(sc.abspath('/hidden', 'cgroup.pressure'), 'w') as f:
             f.write('0')
         hogs = [sc.spawn('/w/hog', HOG) for _ in range(max(4, 2 * ncpu))]

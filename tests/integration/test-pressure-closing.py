@@ -43,10 +43,6 @@ def env():
     return {'FREEZERD_TEST_PRESSURE_CLOSE_DELAY_USEC': str(int(DELAY * 1e6))}
 
 
-def wait_closed(d, n, what):
-    ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == n, timeout=DEADLINE, poll=0.02, what=what)
-
-
 def part_client(sc, bus):
     with ft.Daemon(bus, sc.root, env=env(), wrapper=['prlimit', '--nofile=4096:4096', '--']) as d:
         c = d.client
@@ -57,7 +53,7 @@ def part_client(sc, bus):
         ft.check('this client' in e.message and 'retry' in e.message,
                  'a client with 63 triggers and the fd of a removed one not yet closed: LimitsExceeded, this '
                  'client\'s bound, retry (until session 38 it got a 65th fd)', e.message)
-        wait_closed(d, 63, 'the removed trigger\'s fd closed')
+        ft.wait_pressure_trigger_fds(d.pid, 63, 'the removed trigger\'s fd closed', DEADLINE)
         ids.append(add())
         ft.check(True, '  ... once it is closed, the add works')
 
@@ -78,12 +74,12 @@ def part_uid_and_total(sc, bus):
                 ft.check('this user' in e.message and 'retry' in e.message,
                          f'nobody removed its {NOFILE // 16} triggers, their fds not yet closed: LimitsExceeded, '
                          'this user\'s bound, retry (until session 38 it got more)', e.message)
-                wait_closed(d, 0, 'nobody\'s removed triggers\' fds closed')
+                ft.wait_pressure_trigger_fds(d.pid, 0, 'nobody\'s removed triggers\' fds closed', DEADLINE)
                 tid = uadd()
                 ft.check(True, '  ... once they are closed, the add works')
                 u.call('RemovePressureTrigger', tid)
 
-        wait_closed(d, 0, 'nobody\'s last trigger\'s fd closed')
+        ft.wait_pressure_trigger_fds(d.pid, 0, 'nobody\'s last trigger\'s fd closed', DEADLINE)
 
         # The total: root's triggers up to it, the last one removed, its fd
         # still being closed.
@@ -95,7 +91,7 @@ def part_uid_and_total(sc, bus):
                  f'{len(ids)} triggers and a removed one\'s fd being closed, at the total bound of {NOFILE // 4}: '
                  'LimitsExceeded, retry, at once (until session 38 the main loop waited for the close, here '
                  f'{DELAY} s)', e.message)
-        wait_closed(d, len(ids), 'the removed trigger\'s fd closed')
+        ft.wait_pressure_trigger_fds(d.pid, len(ids), 'the removed trigger\'s fd closed', DEADLINE)
         ids.append(add())
         ft.check(True, '  ... once it is closed, the add works')
 
@@ -104,8 +100,7 @@ def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
     with ft.Scratch('pressure-closing') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
-        if not os.path.exists(sc.abspath('/g', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/g')
         part_client(sc, bus)
         part_uid_and_total(sc, bus)
 

@@ -63,8 +63,7 @@ def test():
     with ft.Scratch('pressure-disarmed') as sc, ft.Bus() as bus:
         sc.mkdir('/hot')
         sc.mkdir('/stall')
-        if not os.path.exists(sc.abspath('/hot', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/hot')
         env = {'FREEZERD_TEST_WRITE_DELAY_USEC': str(int(STALL * 1e6)), 'FREEZERD_LOG_LEVEL': 'debug'}
         with ft.Daemon(bus, sc.root, env=env) as d:
             c = d.client

@@ -90,16 +90,14 @@ def wait_removed_closed(d):
     """Until the watcher thread has closed the removed triggers' fds, they count against
     freezerd's bound (each close waits for an RCU grace period, which on some machines
     outlasts the calls that follow: "... are still being closed: retry in a moment")."""
-    ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER,
-                poll=0.02, what='the removed triggers\' fds closed')
+    ft.wait_pressure_trigger_fds(d.pid, 0, 'the removed triggers\' fds closed')
 
 
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'psi')
     with ft.Scratch('pressure-fds') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
-        if not os.path.exists(sc.abspath('/g', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/g')
         with ft.Daemon(bus, sc.root, wrapper=['prlimit', f'--nofile={NOFILE}:{2 * NOFILE}', '--']) as d:
             c = d.client
             add = lambda: c.group_call('/g', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)[0]  # noqa: E731

@@ -59,8 +59,7 @@ def test():
 
     with ft.Scratch('pressure-recreated') as sc, ft.Bus() as bus:
         sc.mkdir('/g')
-        if not os.path.exists(sc.abspath('/g', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/g')
         with ft.Daemon(bus, sc.root) as d:
             c = d.client
             c.add_match(type='signal', sender=ft.BUS_NAME)

@@ -51,10 +51,6 @@ def fill(client, what):
     ft.fail(f'{what}: more than {TOTAL} triggers')
 
 
-def wait_closed(d, n, what, timeout):
-    ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == n, timeout=timeout, poll=0.02, what=what)
-
-
 def take_users_share(bus, clients):
     """The first three uids take their 4 each: the users' share, 12."""
     for uid in UIDS[:3]:
@@ -88,7 +84,7 @@ def part_reserve(sc, bus):
 
             first = clients[0]
             first.call('RemovePressureTrigger', first.ids.pop())
-            wait_closed(d, TOTAL - 1, 'the removed trigger\'s fd closed', 5 * ft.TIMEOUT_MULTIPLIER)
+            ft.wait_pressure_trigger_fds(d.pid, TOTAL - 1, 'the removed trigger\'s fd closed')
             add(last)
             ft.check(True, f'uid {UIDS[0]} removed one: uid {UIDS[3]} gets one')
     finally:
@@ -112,7 +108,7 @@ def part_pending(sc, bus):
             ft.check('users other than root' in e.message and 'retry' in e.message,
                      f'{3 * PER_UID - 1} triggers of users but root and a removed one\'s fd being closed: '
                      f'uid {UIDS[3]} gets LimitsExceeded, retry (until session 46 it got the trigger)', e.message)
-            wait_closed(d, 3 * PER_UID - 1, 'the removed trigger\'s fd closed', 10 * DELAY)
+            ft.wait_pressure_trigger_fds(d.pid, 3 * PER_UID - 1, 'the removed trigger\'s fd closed', 10 * DELAY)
             add(last)
             ft.check(True, '  ... once it is closed, the add works')
     finally:

@@ -61,8 +61,7 @@ def test():
 
     with ft.Scratch('pressure-thread-fail') as sc, ft.Bus() as bus:
         sc.mkdir('/busy')
-        if not os.path.exists(sc.abspath('/busy', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/busy')
         hogs = [sc.spawn('/busy', HOG) for _ in range(max(4, 2 * ncpu))]
 
         with ft.Daemon(bus, sc.root, env={'FREEZERD_TEST_PRESSURE_THREAD_FAIL': '1'}) as d:

@@ -72,8 +72,7 @@ def test():
     with ft.Scratch('pressure-thread') as sc, ft.Bus() as bus:
         sc.mkdir('/busy')
         sc.mkdir('/idle')
-        if not os.path.exists(sc.abspath('/idle', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/idle')
         hogs = [sc.spawn('/busy', HOG) for _ in range(max(4, 2 * ncpu))]
 
         with ft.Daemon(bus, sc.root) as d:

@@ -74,8 +74,7 @@ def test():
         sc.mkdir('/own')
         sc.delegate('/own', nobody)
         sc.mkdir('/r')
-        if not os.path.exists(sc.abspath('/own', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/own')
         with ft.Daemon(bus, sc.root, env={'FREEZERD_LOG_LEVEL': 'debug'}) as d:
             if 'Pressure triggers: with CAP_SYS_RESOURCE' not in d.log():
                 ft.skip('freezerd has no CAP_SYS_RESOURCE in its user namespace')

@@ -110,10 +110,6 @@ def daemon_has_cap_sys_resource(pid):
     return False
 
 
-def fd_count(pid):
-    return len(os.listdir(f'/proc/{pid}/fd'))
-
-
 def pressure_signals(client, member, trigger_id=None):
     return [s for s in client.signals
             if s.member == member and s.interface in (ft.GROUP_IFACE, ft.MANAGER_IFACE)
@@ -150,8 +146,7 @@ def test():
     with ft.Scratch('pressure') as sc, ft.Bus() as bus:
         for g in ('/busy', '/sleepy', '/idle', '/hidden', '/doomed', '/veiled', '/hist'):
             sc.mkdir(g)
-        if not os.path.exists(sc.abspath('/idle', 'cpu.pressure')):
-            ft.skip('cgroups have no cpu.pressure (PSI disabled for cgroups)')
+        sc.require_pressure('/idle')
         sc.spawn_sleepers('/sleepy', 1)
         hogs = [sc.spawn('/busy', HOG) for _ in range(max(4, 2 * ncpu))]
         sc.spawn('/doomed', HOG)
@@ -373,13 +368,12 @@ def test():
                         member='NameOwnerChanged')
             c.manager_property('Version')  # a round trip: freezerd has handled everything before
             # ... and its watcher thread closed the removed triggers' fds
-            ft.wait_for(lambda: ft.pressure_trigger_fd_count(d.pid) == 0, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
-                        what='the removed triggers\' fds closed')
-            fds_before = fd_count(d.pid)
+            ft.wait_pressure_trigger_fds(d.pid, 0, 'the removed triggers\' fds closed')
+            fds_before = ft.fd_count(d.pid)
             greedy = ft.Client(bus.address)
             for i in range(64):
                 greedy.group_call('/sleepy', 'AddPressureTrigger', 'cpu', 'some', THRESHOLD, WINDOW)
-            ft.check_equal(fd_count(d.pid), fds_before + 64, 'each trigger holds one fd')
+            ft.check_equal(ft.fd_count(d.pid), fds_before + 64, 'each trigger holds one fd')
             e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, greedy.group_call, '/busy', 'AddPressureTrigger',
                                      'cpu', 'some', THRESHOLD, WINDOW)
             e = ft.expect_dbus_error(ERROR_LIMITS_EXCEEDED, greedy.call, 'AddPressureTrigger',
@@ -390,7 +384,7 @@ def test():
                                     for x in c.signals), what=f'NameOwnerChanged of {name}')
             c.manager_property('Version')  # freezerd got the same NameOwnerChanged before this call
             # The watcher thread closes the fds, after the main loop dropped the triggers.
-            ft.wait_for(lambda: fd_count(d.pid) == fds_before, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
+            ft.wait_for(lambda: ft.fd_count(d.pid) == fds_before, timeout=5 * ft.TIMEOUT_MULTIPLIER, poll=0.02,
                         what=f"freezerd's fd count back to {fds_before}")
             ft.check(True, 'the disconnected client left no trigger behind')
             ft.check(f'Bus client {name} disconnected: dropping its 64 pressure trigger(s)' in d.log(),
