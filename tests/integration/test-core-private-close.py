@@ -53,9 +53,10 @@ TIMEOUT_USEC = 10_000_000
 MANY = 100
 
 
-def fd_count(pid):
+def connection_fd_count(pid):
     """freezerd's sockets and /dev/null fds: what a connection holds (the cgroup
-    files it opens for the groups it wrote stay open, by design)."""
+    files it opens for the groups it wrote stay open, by design, so ft.fd_count(),
+    all of its fds, would not come back)."""
     n = 0
     for f in os.listdir(f'/proc/{pid}/fd'):
         try:
@@ -94,7 +95,11 @@ def test():
         with ft.Daemon(bus, sc.root) as daemon:
             path = os.path.join(daemon.runtime_dir, 'private')
             pid = daemon.pid
-            before = fd_count(pid)
+            before = connection_fd_count(pid)
+
+            def fds_back():
+                ft.wait_for(lambda: connection_fd_count(pid) == before, poll=0.05,
+                            what=f"freezerd's fd count back to {before} (it has {connection_fd_count(pid)})")
 
             conn = ft._direct_connection(f'unix:path={path}')
             os.kill(pid, signal.SIGSTOP)
@@ -106,8 +111,7 @@ def test():
             for g in ('/a', '/b', '/c'):
                 sc.wait_events(g, frozen=1)
             ft.check(True, 'a client that closed right after sending: each of its freezes was carried out')
-            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
-                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            fds_back()
 
             conns = [ft._direct_connection(f'unix:path={path}') for _ in range(MANY)]
             os.kill(pid, signal.SIGSTOP)
@@ -120,8 +124,7 @@ def test():
             ft.wait_for(lambda: all(sc.read_events(f'/m/e{i}').get('frozen') == 1 for i in range(MANY)),
                         what=f'the {MANY} groups frozen')
             ft.check(True, f'{MANY} such clients at once: every freeze was carried out')
-            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
-                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            fds_back()
 
             conn = ft._direct_connection(f'unix:path={path}')
             try:
@@ -140,8 +143,7 @@ def test():
                            'a client that shut its sending side got every reply, then EOF')
             for g in ('/a', '/b', '/c'):
                 sc.wait_events(g, frozen=0)
-            ft.wait_for(lambda: fd_count(pid) == before, poll=0.05,
-                        what=f"freezerd's fd count back to {before} (it has {fd_count(pid)})")
+            fds_back()
             check_end_on_dispatch_max(daemon, path)
             warnings = daemon.warnings()
             ft.check_equal(warnings, [], 'freezerd logged no warning')

@@ -41,10 +41,6 @@ CALLS = 10
 TIMEOUT_USEC = 60_000_000
 
 
-def fd_count(pid):
-    return len(os.listdir(f'/proc/{pid}/fd'))
-
-
 def fd_targets(pid):
     """What freezerd's fds are, for the log where a count moved."""
     out = []
@@ -60,7 +56,7 @@ def check_no_fd_kept(pid, before, before_targets, what):
     """No fd of the calls stays in freezerd: its count is not above the start's.  Not
     "equal": once in CI (loaded, werror build) freezerd had one fd more at READY than
     later, closed meanwhile by itself; a kept call's fds would be N_FDS a call."""
-    n = fd_count(pid)
+    n = ft.fd_count(pid)
     if n != before:
         print(f'# freezerd had {before} fds at the start, {n} now; at the start: {before_targets}; '
               f'now: {fd_targets(pid)}', flush=True)
@@ -116,7 +112,7 @@ def test():
         with ft.Daemon(bus, sc.root) as daemon:
             path = os.path.join(daemon.runtime_dir, 'private')
             pid = daemon.pid
-            before = fd_count(pid)
+            before = ft.fd_count(pid)
             before_targets = fd_targets(pid)
 
             sock = prep_socket(get_bus(bus.address), enable_fds=True, timeout=ft.DEFAULT_TIMEOUT)
@@ -162,8 +158,8 @@ def test():
                 ft.check(closed_by_peer(conn.sock), 'a client that sends fds anyway is disconnected')
             finally:
                 conn.close()
-            ft.wait_for(lambda: fd_count(pid) <= before, poll=0.05,
-                        what=f"freezerd's fd count back to {before} at most (it has {fd_count(pid)})")
+            ft.wait_for(lambda: ft.fd_count(pid) <= before, poll=0.05,
+                        what=f"freezerd's fd count back to {before} at most (it has {ft.fd_count(pid)})")
             ft.check(not daemon.client.group_property('/s', 'Frozen'), 'nothing was written to /s')
 
             ft.freezectl('freeze', '/g', socket=path)
