@@ -100,6 +100,24 @@ def check_top_reported_first(rec, top, below, what):
                    'frozen-by-parent, or an earlier one')
 
 
+def fail_batch_halfway(c, sc, rec, groups, cover, written, removed):
+    """A batch that fails halfway, without ROLLBACK_ON_TIMEOUT: groups made (removed last),
+    cover frozen and thawed (it vouches for its empty subtree from then on), rec cleared,
+    then ApplyBatch [written, removed] freeze, bottom-up, removed rmdir'ed once freezerd
+    wrote written's flag: the batch fails with NoSuchGroup, written's flag stays 1."""
+    for p in (*groups, removed):
+        sc.mkdir(p)
+    rec.wait_for(lambda r: any(o == ft.group_object(removed) for o, _ in r.interfaces_added()),
+                 what=f'{removed} announced')
+    c.call('ApplyBatch', [(cover, True)], 'auto', 0, 0)
+    c.call('ApplyBatch', [(cover, False)], 'auto', 0, 0)
+    rec.clear()
+    pending = c.call_async('ApplyBatch', [(written, True), (removed, True)], 'bottom-up', 0, 0)
+    ft.wait_for(lambda: sc.read_freeze(written) == 1, what=f'freezerd wrote 1 to {written}/cgroup.freeze')
+    os.rmdir(sc.abspath(removed))
+    ft.expect_dbus_error('org.freezerd.Freezer1.Error.NoSuchGroup', pending.result)
+
+
 def test():
     ft.require('root', 'cgroup2', 'dbus', 'freezerd', 'fuse')
     with ft.Scratch('settle') as sc, ft.Bus() as bus:
@@ -245,17 +263,7 @@ def test():
             # fails.  /y/a stays frozen, and /y/a/x (vouched for by the empty
             # /y, and so not followed through its own file) frozen-by-parent:
             # freezerd must say so, though it settled nothing.
-            for p in ('/y', '/y/a', '/y/a/x', '/z'):
-                sc.mkdir(p)
-            rec.wait_for(lambda r: any(o == ft.group_object('/z') for o, _ in r.interfaces_added()),
-                         what='/z announced')
-            c.call('ApplyBatch', [('/y', True)], 'auto', 0, 0)  # /y covers its subtree now
-            c.call('ApplyBatch', [('/y', False)], 'auto', 0, 0)
-            rec.clear()
-            pending = c.call_async('ApplyBatch', [('/y/a', True), ('/z', True)], 'bottom-up', 0, 0)
-            ft.wait_for(lambda: sc.read_freeze('/y/a') == 1, what='freezerd wrote 1 to /y/a/cgroup.freeze')
-            os.rmdir(sc.abspath('/z'))
-            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NoSuchGroup', pending.result)
+            fail_batch_halfway(c, sc, rec, ('/y', '/y/a', '/y/a/x'), cover='/y', written='/y/a', removed='/z')
             ft.check_equal((sc.frozen('/y/a'), sc.frozen('/y/a/x')), (True, True),
                            'the kernel has /y/a and /y/a/x frozen (the requests before /z stay applied)')
             rec.wait_for(lambda r: states(r, '/y/a')[-1:] == ['frozen'] and
@@ -269,17 +277,8 @@ def test():
             # left to its notification.  (Two levels below: the read of a
             # group that leaves its parent's descendants all frozen reads
             # the parent, and /w/a/x is read before /w/a/x/y.)
-            for p in ('/w', '/w/a', '/w/a/x', '/w/a/x/y', '/q'):
-                sc.mkdir(p)
-            rec.wait_for(lambda r: any(o == ft.group_object('/q') for o, _ in r.interfaces_added()),
-                         what='/q announced')
-            c.call('ApplyBatch', [('/w/a', True)], 'auto', 0, 0)  # /w/a covers /w/a/x and /w/a/x/y now
-            c.call('ApplyBatch', [('/w/a', False)], 'auto', 0, 0)
-            rec.clear()
-            pending = c.call_async('ApplyBatch', [('/w/a', True), ('/q', True)], 'bottom-up', 0, 0)
-            ft.wait_for(lambda: sc.read_freeze('/w/a') == 1, what='freezerd wrote 1 to /w/a/cgroup.freeze')
-            os.rmdir(sc.abspath('/q'))
-            ft.expect_dbus_error('org.freezerd.Freezer1.Error.NoSuchGroup', pending.result)
+            fail_batch_halfway(c, sc, rec, ('/w', '/w/a', '/w/a/x', '/w/a/x/y'), cover='/w/a', written='/w/a',
+                               removed='/q')
             check_model(c, sc, 'at the reply of the batch that failed halfway', ('/w/a', '/w/a/x', '/w/a/x/y'))
             rec.wait_for(lambda r: states(r, '/w/a')[-1:] == ['frozen'] and
                          all(states(r, p)[-1:] == ['frozen-by-parent'] for p in ('/w/a/x', '/w/a/x/y')),
