@@ -230,6 +230,18 @@ def open_state_handle(lib, address):
     return f, events, on_state
 
 
+def dispatch_until_frozen(lib, f, events, what):
+    """freezer_dispatch() until the state callback reports /g frozen: what each call
+    returned, for the caller's checks of the errors said on the way."""
+    results = []
+
+    def seen():
+        results.append(lib.freezer_dispatch(f))
+        return ('/g', FROZEN, True) in events
+    ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+    return results
+
+
 def check_thaw_reported(lib, f, c, events, what):
     """/g thawed by c's Thaw: the state callback reports it running (after events' present
     end), the handle following the subscription it fell back to."""
@@ -394,7 +406,6 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
     what = ('a retried SubscribeGroupStates refused' + (', its reply lost,' if lose_reply else '') +
             ' /g frozen before the retry')
     f, events, on_state = open_state_handle(lib, bus.address)
-    results = []
     try:
         hook(lib, 'freezer_test_nomem_subscriptions').value = 1
         with ft.Daemon(bus, sc.root) as d:
@@ -412,10 +423,7 @@ def check_retried_fallback(lib, sc, bus, lose_reply):
                 if lose_reply:
                     hook(lib, 'freezer_test_fail_reload_replies').value = 1
 
-                def seen():
-                    results.append(lib.freezer_dispatch(f))
-                    return ('/g', FROZEN, True) in events
-                ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+                results = dispatch_until_frozen(lib, f, events, what)
                 ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
                 ft.check_equal(results.count(-errno.ENOMEM), 1 if lose_reply else 0,
                                f'{what}: freezer_dispatch() said -ENOMEM for the lost reply only')
@@ -668,19 +676,17 @@ def check_fallback_subscription_refused(lib, bus, answer):
                 'org.freedesktop.DBus.Error.UnknownMethod': -errno.EBADR}
     shortage = answer not in refusals
     f, events, on_state = open_state_handle(lib, bus.address)
-    results = []
     try:
         with OlderStandIn(bus, [answer]) as s:
             if shortage:
-                def seen():
-                    results.append(lib.freezer_dispatch(f))
-                    return ('/g', FROZEN, True) in events
-                ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+                results = dispatch_until_frozen(lib, f, events, what)
                 ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
                 ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
                 ft.check_equal(s.calls, ['SubscribeGroupStates!', 'SubscribeGroups!', 'SubscribeGroups', 'ListGroups'],
                                f'{what}: subscribed again, the states read after its answer')
             else:
+                results = []
+
                 def failed():
                     results.append(lib.freezer_dispatch(f))
                     return results[-1] < 0
@@ -792,7 +798,6 @@ def check_fallback_read_in_flight(lib, bus):
     subscription, was taken for the read after it: /g reported running, never frozen.)"""
     what = 'a ListGroups in flight when the fallback subscribes'
     f, events, on_state = open_state_handle(lib, bus.address)
-    results = []
     go = threading.Event()
     try:
         hook(lib, 'freezer_test_fail_reload_replies').value = 1
@@ -806,11 +811,7 @@ def check_fallback_read_in_flight(lib, bus):
             ft.check_equal(lib.freezer_thaw(f, b'/g', 0, 0), 0, f'{what}: a blocking call meanwhile')
             ft.check_equal(hook(lib, 'freezer_test_fail_reload_replies').value, 0, f'{what}: the hook lost the reply')
             ft.check_equal(hook(lib, 'freezer_test_drop_signals').value, 0, f'{what}: the hook dropped the signal')
-
-            def seen():
-                results.append(lib.freezer_dispatch(f))
-                return ('/g', FROZEN, True) in events
-            ft.wait_for(seen, poll=0.05, what=f'{what}: the state callback reports /g frozen')
+            results = dispatch_until_frozen(lib, f, events, what)
             ft.check_equal(results.count(-errno.ENOMEM), 1, f'{what}: freezer_dispatch() said -ENOMEM once')
             ft.check(all(r >= 0 or r == -errno.ENOMEM for r in results), f'{what}: no other error', results)
             ft.check_equal(s.calls, ['SubscribeGroupStates!', 'Thaw', 'ListGroups', 'SubscribeGroups', 'ListGroups'],
