@@ -1313,6 +1313,14 @@ def fd_count(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
 
+def wait_fds_back(count, pid, before, noun='fd'):
+    """Until count(pid), a count of some of freezerd's fds (what its connections hold), is
+    before again: the connections a check made were dropped.  The message names the count
+    (noun) and what it was when the wait began."""
+    wait_for(lambda: count(pid) == before, poll=0.05,
+             what=f"freezerd's {noun} count back to {before} (it has {count(pid)})")
+
+
 def socket_fds(pid):
     """The sockets (as "socket:[INODE]") among a process's fds."""
     links = set()

@@ -97,10 +97,6 @@ def test():
             pid = daemon.pid
             before = connection_fd_count(pid)
 
-            def fds_back():
-                ft.wait_for(lambda: connection_fd_count(pid) == before, poll=0.05,
-                            what=f"freezerd's fd count back to {before} (it has {connection_fd_count(pid)})")
-
             conn = ft._direct_connection(f'unix:path={path}')
             os.kill(pid, signal.SIGSTOP)
             try:
@@ -111,7 +107,7 @@ def test():
             for g in ('/a', '/b', '/c'):
                 sc.wait_events(g, frozen=1)
             ft.check(True, 'a client that closed right after sending: each of its freezes was carried out')
-            fds_back()
+            ft.wait_fds_back(connection_fd_count, pid, before)
 
             conns = [ft._direct_connection(f'unix:path={path}') for _ in range(MANY)]
             os.kill(pid, signal.SIGSTOP)
@@ -124,7 +120,7 @@ def test():
             ft.wait_for(lambda: all(sc.read_events(f'/m/e{i}').get('frozen') == 1 for i in range(MANY)),
                         what=f'the {MANY} groups frozen')
             ft.check(True, f'{MANY} such clients at once: every freeze was carried out')
-            fds_back()
+            ft.wait_fds_back(connection_fd_count, pid, before)
 
             conn = ft._direct_connection(f'unix:path={path}')
             try:
@@ -143,7 +139,7 @@ def test():
                            'a client that shut its sending side got every reply, then EOF')
             for g in ('/a', '/b', '/c'):
                 sc.wait_events(g, frozen=0)
-            fds_back()
+            ft.wait_fds_back(connection_fd_count, pid, before)
             check_end_on_dispatch_max(daemon, path)
             warnings = daemon.warnings()
             ft.check_equal(warnings, [], 'freezerd logged no warning')

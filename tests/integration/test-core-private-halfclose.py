@@ -110,8 +110,7 @@ def test():
             before = sockets(pid)
 
             def fds_back():
-                ft.wait_for(lambda: sockets(pid) == before, poll=0.05,
-                            what=f"freezerd's socket count back to {before} (it has {sockets(pid)})")
+                ft.wait_fds_back(sockets, pid, before, 'socket')
 
             ticks, t0 = ft.proc_cpu_ticks(pid), time.monotonic()
             replies = send_and_half_close(path, message(1, 'Freeze', 'stt', ('/s1', SHORT_USEC, 0)) + get(2))
