@@ -53,6 +53,7 @@ import collections
 import ctypes
 import errno
 import fcntl
+import importlib.util
 import json
 import os
 import pwd
@@ -491,6 +492,50 @@ def _wait_pidfd_exit(proc, timeout):
     finally:
         os.close(pidfd)
     return proc.wait() if ready else None
+
+
+def load_test_module(name):
+    """Another integration test's module (tests/integration/NAME.py, e.g.
+    "test-core-libfreezer"), for its helpers: loaded from its file, as its name has
+    dashes."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'integration', name + '.py')
+    spec = importlib.util.spec_from_file_location(name.replace('-', '_'), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_fuse_part(part, what):
+    """part() where /dev/fuse exists (a group that cannot finish freezing); elsewhere
+    only that part is left out, said as "# not run: WHAT (no /dev/fuse)", or fails
+    with FREEZERD_REQUIRE_INTEGRATION=1 (CI on a machine that has it)."""
+    if os.path.exists('/dev/fuse'):
+        part()
+    elif os.environ.get('FREEZERD_REQUIRE_INTEGRATION') == '1':
+        fail(f'no /dev/fuse for {what}, and FREEZERD_REQUIRE_INTEGRATION=1')
+    else:
+        print(f'# not run: {what} (no /dev/fuse)')
+
+
+def start_watch(address, args, what):
+    """freezectl --address=ADDRESS watch ARGS, started and read up to its first line,
+    which must say "watching" (within DEFAULT_TIMEOUT): (the process, that line).  The
+    caller stops it (_stop_process())."""
+    p = subprocess.Popen([FREEZECTL_BIN, f'--address={address}', 'watch', *args],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(p.stdout, selectors.EVENT_READ)
+            if not sel.select(DEFAULT_TIMEOUT):
+                fail(f'{what}: no "watching" line')
+        line = p.stdout.readline()
+        check('watching' in line, f'{what}: its watching line', line)
+    except BaseException:
+        _stop_process(p, signal.SIGKILL)
+        p.stdout.close()
+        p.stderr.close()
+        raise
+    return p, line
 
 
 def _stop_process(proc, sig=signal.SIGTERM, timeout=None):

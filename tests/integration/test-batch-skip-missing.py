@@ -38,7 +38,6 @@ batch waits are in test-batch-vanished."""
 
 import ctypes
 import errno
-import importlib.util
 import json
 import os
 import re
@@ -52,10 +51,7 @@ from jeepney import MessageType, new_error  # noqa: E402
 from jeepney.bus_messages import message_bus  # noqa: E402
 from jeepney.io.blocking import open_dbus_connection  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 
 class Request(ctypes.Structure):

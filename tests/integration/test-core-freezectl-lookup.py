@@ -24,9 +24,7 @@ so ("freezerd now tracks /f ... freezectl untrack /f ends that").
     says so in the note, as before; /f stays tracked, in tracked.json."""
 
 import os
-import selectors
 import signal
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -90,24 +88,11 @@ def check_looks(d):
 
 def watch(d, rec, opts, sig, what):
     rec.clear()
-    p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={d.bus.address}', 'watch', *opts, '/w'],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p, _ = ft.start_watch(d.bus.address, [*opts, '/w'], what)
     try:
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        if not sel.select(ft.DEFAULT_TIMEOUT):
-            ft.fail(f'{what}: no "watching" line')
-        sel.close()
-        line = p.stdout.readline()
-        ft.check('watching' in line, f'{what}: its watching line', line)
         ft.check(listed(d, '/w') and not kept(d, '/w'), f'{what}: while it runs, /w listed, not in tracked.json')
     finally:
-        p.send_signal(sig)
-        try:
-            p.wait(ft.DEFAULT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        ft._stop_process(p, sig)
         err = p.stderr.read()
         p.stdout.close()
         p.stderr.close()

@@ -63,7 +63,6 @@ import array
 import ctypes
 import errno
 import fcntl
-import importlib.util
 import os
 import select
 import signal
@@ -77,10 +76,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 ROLLBACK = 1
 NO_WAIT = 2

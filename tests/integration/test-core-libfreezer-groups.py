@@ -11,17 +11,13 @@ test-core-libfreezer-bound) and to pass over a signal that changes nothing in it
     removal as one of a group it never had)."""
 
 import ctypes
-import importlib.util
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 
 def published(c, path):

@@ -85,7 +85,6 @@ ctypes) against freezerd on a bus that refuses SubscribeGroupStates, as an older
 
 import ctypes
 import errno
-import importlib.util
 import os
 import re
 import shutil
@@ -99,10 +98,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_bool, ctypes.c_void_p)
 GROUP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_int,

@@ -48,7 +48,6 @@ followed by nothing from that turn but GroupStatesChanged, which nobody asked fo
 
 import contextlib
 import ctypes
-import importlib.util
 import os
 import selectors
 import shutil
@@ -60,10 +59,7 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 TOPS = [f'/t{i}' for i in range(20)]
 LEAVES = [f'{t}/g{j}' for t in TOPS for j in range(50)]

@@ -51,7 +51,6 @@ No step writes a cgroup.freeze but those named."""
 import json
 import os
 import re
-import selectors
 import shutil
 import signal
 import subprocess
@@ -118,19 +117,10 @@ def wait_dropped(s, path, what):
 
 def watch_until_watching(*args):
     """freezectl watch ARGS until its watching line, then SIGINT: its CompletedProcess."""
-    p = subprocess.Popen([ft.FREEZECTL_BIN, f'--address={ft._bus_address(None)}', 'watch', *args],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        if not sel.select(ft.DEFAULT_TIMEOUT):
-            ft.fail(f'freezectl watch {" ".join(args)} printed no "watching" line')
-        line = p.stdout.readline()
-        sel.close()
-        ft.check('watching' in line, f'freezectl watch {" ".join(args)}: the watching line', line)
-    finally:
-        ft._stop_process(p, signal.SIGINT)
-    ft.check_equal(p.returncode, 0, f'freezectl watch {" ".join(args)}: exit 0 on SIGINT')
+    what = f'freezectl watch {" ".join(args)}'
+    p, line = ft.start_watch(ft._bus_address(None), args, what)
+    ft._stop_process(p, signal.SIGINT)
+    ft.check_equal(p.returncode, 0, f'{what}: exit 0 on SIGINT')
     return subprocess.CompletedProcess(p.args, p.returncode, line + p.stdout.read(), p.stderr.read())
 
 

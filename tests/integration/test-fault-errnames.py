@@ -39,7 +39,6 @@ took Failed for -EACCES (sd-bus' own map), freezectl printed "AccessDenied: ..."
 
 import ctypes
 import errno
-import importlib.util
 import os
 import pwd
 import subprocess
@@ -48,10 +47,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import freezertest as ft  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_core_libfreezer', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-core-libfreezer.py'))
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
+base = ft.load_test_module('test-core-libfreezer')
 
 ERROR_FAILED = 'org.freedesktop.DBus.Error.Failed'
 ERROR_ACCESS_DENIED = 'org.freedesktop.DBus.Error.AccessDenied'
