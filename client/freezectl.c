@@ -3047,7 +3047,7 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         uint64_t id;
         bool have_id = true;
         char buf[64];
-        bool tracks, listed = false;
+        bool tracks;
         int ret = EXIT_SUCCESS, r;
 
         r = lookup_group(f, path, &g, &id, &tracks);
@@ -3060,7 +3060,6 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
         }
         if (r < 0) {
                 log_failure(f, r, "cannot get status of %s", path_q(shown ?: path));
-                freezer_group_array_free(groups, n_groups);
                 return EXIT_FAILURE;
         }
         if (tracks)
@@ -3070,13 +3069,11 @@ static int verb_status(freezer *f, char **args, size_t n_args) {
          * listed as they were: a subtree the lookup began to track starts
          * at PATH).  Only a note: a failed listing leaves it unknown, not
          * the status unread. */
-        if (state_by_parent(g.state) && !listed && freezer_list(f, &groups, &n_groups) >= 0) {
-                listed = true;
+        if (state_by_parent(g.state) && freezer_list(f, &groups, &n_groups) >= 0) {
                 if (n_groups > 0)
                         qsort(groups, n_groups, sizeof(groups[0]), group_cmp);
-        }
-        if (state_by_parent(g.state) && listed)
                 listed_frozen_by(groups, n_groups, g.path, g.state, false, &by);
+        }
 
         if (arg_json) {
                 struct json_object *o = json_object_new_object();
@@ -3454,7 +3451,6 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
         freezer_group root_group = {}, *groups = NULL;
         tree_node *root = NULL;
         size_t n = 0;
-        bool listed = false;
         int ret = EXIT_FAILURE, r;
 
         if (n_args > 0) {
@@ -3475,7 +3471,7 @@ static int verb_tree(freezer *f, char **args, size_t n_args) {
                         note_tracked(args[0]);
         }
 
-        r = listed ? 0 : freezer_list(f, &groups, &n);
+        r = freezer_list(f, &groups, &n);
         if (r < 0) {
                 /* In the verb's words, with a PATH or without. */
                 if (root_group.path)

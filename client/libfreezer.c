@@ -4654,6 +4654,12 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
                  * else (an untracked group, a path freezerd would refuse) goes
                  * through GetGroup, which tracks it or says what is wrong. */
                 if (path_is_normalized(path)) {
+                        /* Everything the entry needs is made before the
+                         * trigger is: once it is, nothing fails but its
+                         * remembering (below), which removes it again. */
+                        t.path = strdup(path);
+                        if (!t.path)
+                                return -ENOMEM;
                         r = sd_bus_path_encode(FREEZER_GROUP_PREFIX, path, &t.object);
                         if (r < 0)
                                 return r;
@@ -4665,21 +4671,21 @@ static int add_pressure_trigger(freezer *f, const char *path, freezer_resource r
                         if (r < 0) {
                                 sd_bus_error_free(error);
                                 t.object = mfree(t.object);
+                                t.path = mfree(t.path);
                         }
                 }
                 if (!t.object) {
                         r = group_object_get(f, path, &t.object, error);
                         if (r < 0)
                                 return r;
-                }
-
-                r = group_object_to_path(t.object, &t.path);
-                if (r < 0)
-                        return r;
-                if (r == 0) {
-                        t.path = strdup(path);
-                        if (!t.path)
-                                return -ENOMEM;
+                        r = group_object_to_path(t.object, &t.path);
+                        if (r < 0)
+                                return r;
+                        if (r == 0) {
+                                t.path = strdup(path);
+                                if (!t.path)
+                                        return -ENOMEM;
+                        }
                 }
         }
 
