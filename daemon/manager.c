@@ -5248,9 +5248,33 @@ bool manager_resolve_tracks(Manager *m, const char *norm, bool transient) {
         return !in_tracked_subtree(m, norm);
 }
 
+/* norm's group where it is in the tracked subtrees: published, or made a
+ * moment ago in a tracked subtree, its parent's IN_CREATE not read yet.  That
+ * one is added as the event would add it, not made a track root of its own,
+ * which an Untrack of the subtree would leave tracked, and tracked.json keep
+ * for good (a group made and frozen at once, as a container manager does).
+ * 1 and *ret, 0 where norm is outside them (or in the model unpublished: a
+ * lookup tracks it), or -errno. */
+static int resolve_tracked(Manager *m, const char *norm, Group **ret, sd_bus_error *error) {
+        Group *g = tree_get(m->tree, norm);
+        int r;
+
+        if (g && group_published(g)) {
+                *ret = g;
+                return 1;
+        }
+        if (g || !in_tracked_subtree(m, norm))
+                return 0;
+        r = manager_ensure_path(m, norm, true, &g, error);
+        manager_announce(m);
+        if (r < 0)
+                return r;
+        *ret = g;
+        return 1;
+}
+
 int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_error *error) {
         _cleanup_free_ char *norm = NULL;
-        Group *g;
         int r;
 
         r = normalize_path(path, &norm, error);
@@ -5261,24 +5285,9 @@ int manager_resolve_group(Manager *m, const char *path, Group **ret, sd_bus_erro
          * tracked.json; the transient root itself if it names that). */
         if (transient_only_root(m, norm))
                 return manager_track(m, norm, false, ret, error);
-        g = tree_get(m->tree, norm);
-        if (g && group_published(g)) {
-                *ret = g;
-                return 0;
-        }
-        if (!g && in_tracked_subtree(m, norm)) {
-                /* Made a moment ago in a tracked subtree: its parent's IN_CREATE
-                 * is not read yet.  It is added as that event would add it, not
-                 * made a track root of its own, which an Untrack of the subtree
-                 * would leave tracked, and tracked.json keep for good (a group
-                 * made and frozen at once, as a container manager does). */
-                r = manager_ensure_path(m, norm, true, &g, error);
-                manager_announce(m);
-                if (r < 0)
-                        return r;
-                *ret = g;
-                return 0;
-        }
+        r = resolve_tracked(m, norm, ret, error);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* Outside the tracked subtrees: track it if it exists. */
         return manager_track(m, norm, false, ret, error);
 }
@@ -5292,30 +5301,26 @@ int manager_lookup_transient(Manager *m, const char *path, Group **ret, char **r
         r = normalize_path(path, &norm, error);
         if (r < 0)
                 return r;
+        /* The transient root that holds it, copied before the model moves. */
         in = transient_only_root(m, norm);
-        g = tree_get(m->tree, norm);
-        if ((g && group_published(g)) || (!g && in_tracked_subtree(m, norm))) {
-                if (in) {
-                        held = strdup(in);
-                        if (!held)
-                                return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
-                }
-                if (!g) {
-                        /* Made a moment ago in a tracked subtree, as in
-                         * manager_resolve_group(). */
-                        r = manager_ensure_path(m, norm, true, &g, error);
-                        manager_announce(m);
-                        if (r < 0)
-                                return r;
-                }
+        held = strdup(in ?: norm);
+        if (!held)
+                return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+        r = resolve_tracked(m, norm, &g, error);
+        if (r < 0)
+                return r;
+        if (r > 0) {
                 *ret = g;
-                *ret_root = TAKE_PTR(held);
+                *ret_root = in ? TAKE_PTR(held) : NULL;
                 return 0;
         }
         /* Outside the tracked subtrees: a transient root of its own. */
-        held = strdup(norm);
-        if (!held)
-                return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+        if (in) {
+                free(held);
+                held = strdup(norm);
+                if (!held)
+                        return bus_error_set_failed(error, -ENOMEM, "%s", strerror(ENOMEM));
+        }
         m->tracking_transient = true;
         r = manager_track_root(m, norm, false, false, &g, error);
         m->tracking_transient = false;
